@@ -3,6 +3,8 @@ package cluster
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 )
 
@@ -153,6 +155,18 @@ func NewJob(id JobID, spec JobSpec, submit time.Time) Job {
 	return Job{ID: id, Spec: spec, SubmitTime: submit.UTC(), State: StateQueued}
 }
 
+// Clone returns a deep copy: the copy shares no checkpoint, model list or
+// labels with j.
+func (j Job) Clone() Job {
+	if j.LastCheckpoint != nil {
+		cp := *j.LastCheckpoint
+		j.LastCheckpoint = &cp
+	}
+	j.Spec.GPUModels = slices.Clone(j.Spec.GPUModels)
+	j.Spec.Labels = maps.Clone(j.Spec.Labels)
+	return j
+}
+
 // Validate checks the job's identity, times and spec.
 func (j *Job) Validate() error {
 	var errs []error
@@ -164,6 +178,9 @@ func (j *Job) Validate() error {
 	}
 	if !j.State.Valid() {
 		errs = append(errs, fmt.Errorf("state: %q is not a job state", j.State))
+	}
+	if j.Attempts < 0 {
+		errs = append(errs, fmt.Errorf("attempts: %d is negative", j.Attempts))
 	}
 	if j.Outcome.RunTime < 0 {
 		errs = append(errs, fmt.Errorf("run_time: %s is negative", j.Outcome.RunTime))

@@ -140,3 +140,15 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+func TestCloneSharesNothing(t *testing.T) {
+	j := clustertest.Job("a").Label("framework", "jax").Models("H100").Obj()
+	j.LastCheckpoint = &cluster.Checkpoint{Step: 1}
+	c := j.Clone()
+	c.Spec.Labels["framework"] = "torch"
+	c.Spec.GPUModels[0] = "T4"
+	c.LastCheckpoint.Step = 2
+	if j.Spec.Labels["framework"] != "jax" || j.Spec.GPUModels[0] != "H100" || j.LastCheckpoint.Step != 1 {
+		t.Fatalf("changing the clone changed the original: %+v", j)
+	}
+}

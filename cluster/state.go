@@ -69,6 +69,14 @@ func ParseJobState(s string) (JobState, error) {
 	return st, nil
 }
 
+// MarshalText encodes the state as its name.
+func (s JobState) MarshalText() ([]byte, error) {
+	if !s.Valid() {
+		return nil, fmt.Errorf("invalid job state %q", string(s))
+	}
+	return []byte(s), nil
+}
+
 // UnmarshalText decodes and validates a state name.
 func (s *JobState) UnmarshalText(b []byte) error {
 	v, err := ParseJobState(string(b))
