@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/prescient-sched/prescient/internal/testenv"
 )
 
 // Env names the variables `make test` (scripts/with-influxdb.sh) exports.
@@ -80,22 +82,8 @@ func (s *Server) Stop() {
 	_ = exec.Command(s.script, "stop", s.dir).Run()
 }
 
-// findScript walks up from the working directory to the module root.
+// findScript returns scripts/influxdb.sh of this repository.
 func findScript(t testing.TB) string {
 	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatalf("influxtest: %v", err)
-	}
-	for {
-		p := filepath.Join(dir, "scripts", "influxdb.sh")
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatalf("influxtest: scripts/influxdb.sh not found above the test's directory")
-		}
-		dir = parent
-	}
+	return filepath.Join(testenv.RepoRoot(t), "scripts", "influxdb.sh")
 }
