@@ -114,7 +114,14 @@ func ReadFleetFile(r io.Reader, name string) (*Fleet, error) {
 		}
 		f.Tenants = append(f.Tenants, ten)
 	}
+	totalGPUs := 0
 	for i, nf := range ff.Nodes {
+		// Check the size before building anything: a short entry can ask for a lot.
+		totalGPUs += max(nf.Count, 1) * max(nf.GPUs.Count, 0)
+		if totalGPUs > maxFleetGPUs {
+			errs = append(errs, &FleetFileError{File: name, Line: lineAt(nodeLines, i), Msg: fmt.Sprintf("nodes[%d] (%s): the fleet would have more than the %d GPUs a fleet file may describe", i, nf.Name, maxFleetGPUs)})
+			break
+		}
 		nodes, err := nf.nodes()
 		if err != nil {
 			errs = append(errs, &FleetFileError{File: name, Line: lineAt(nodeLines, i), Msg: fmt.Sprintf("nodes[%d] (%s): %v", i, nf.Name, err)})
@@ -185,6 +192,10 @@ const maxNodesPerEntry = 100000
 
 // maxGPUsPerNode bounds gpus.count for the same reason.
 const maxGPUsPerNode = 64
+
+// maxFleetGPUs bounds the whole fleet, so that a short file cannot ask for
+// millions of GPUs through repeated entries.
+const maxFleetGPUs = 1_000_000
 
 func (nf nodeFile) nodes() ([]Node, error) {
 	if nf.Name == "" {

@@ -58,6 +58,7 @@ func TestFleetFileErrorsSayWhere(t *testing.T) {
 		{name: "zero tenant weight", yaml: "tenants:\n  - {name: t, weight: 0}\nnodes:\n  - name: a\n", want: []string{"f.yaml:2", "weight"}},
 		{name: "unknown node state", yaml: "nodes:\n  - name: a\n    state: sleepy\n", want: []string{"state"}},
 		{name: "absurd node count", yaml: "nodes:\n  - name: a\n    count: 100000000\n", want: []string{"count"}},
+		{name: "fleet too large through repeated entries", yaml: "nodes:\n  - {name: a, count: 10000, gpus: {count: 64, model: T4}}\n  - {name: b, count: 10000, gpus: {count: 64, model: T4}}\n", want: []string{"f.yaml:3", "nodes[1] (b)", "1000000 GPUs"}},
 		{name: "empty file", yaml: "", want: []string{"empty"}},
 		{name: "no nodes", yaml: "name: x\n", want: []string{"no nodes"}},
 		{name: "not YAML", yaml: "nodes: [\n", want: []string{"f.yaml"}},

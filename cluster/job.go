@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"time"
 )
@@ -181,6 +182,15 @@ func (j *Job) Validate() error {
 	}
 	if j.Attempts < 0 {
 		errs = append(errs, fmt.Errorf("attempts: %d is negative", j.Attempts))
+	}
+	if !j.StartTime.IsZero() && j.StartTime.Before(j.SubmitTime) {
+		errs = append(errs, fmt.Errorf("start_time: %s is before submit_time %s", j.StartTime.Format(time.RFC3339), j.SubmitTime.Format(time.RFC3339)))
+	}
+	if j.Outcome.PeakGPUMemoryBytes < 0 {
+		errs = append(errs, fmt.Errorf("peak_gpu_memory_bytes: %d is negative", j.Outcome.PeakGPUMemoryBytes))
+	}
+	if e := j.Outcome.EnergyJ; e < 0 || math.IsNaN(e) || math.IsInf(e, 0) {
+		errs = append(errs, fmt.Errorf("energy_j: %g is not a finite, non-negative number", e))
 	}
 	if j.Outcome.RunTime < 0 {
 		errs = append(errs, fmt.Errorf("run_time: %s is negative", j.Outcome.RunTime))
