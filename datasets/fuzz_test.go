@@ -120,15 +120,6 @@ func FuzzOpenbNodes(f *testing.F) {
 	})
 }
 
-func FuzzFleetYAML(f *testing.F) {
-	f.Add(readTestdata(f, "fleet_small.yaml"))
-	f.Add([]byte("nodes:\n  - name: a\n    gpus: {count: 2, model: T4, nvlink_domains: [[0, 1], [1]]}\n"))
-	f.Add([]byte("nodes: [{name: a, count: 3, memory: 1e30TiB}]\ntenants: [{name: t, weight: -1}]\n"))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		checkFleet(t, func() (*cluster.Fleet, error) { return cluster.ReadFleetFile(bytes.NewReader(data), "f.yaml") })
-	})
-}
-
 func checkFleet(t *testing.T, read func() (*cluster.Fleet, error)) {
 	t.Helper()
 	f, err := read()

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/prescient-sched/prescient/cluster"
+	"github.com/prescient-sched/prescient/internal/testenv"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files under testdata")
@@ -221,5 +222,30 @@ func TestDurationsSurviveJSONToTheNanosecond(t *testing.T) {
 		if back.Outcome.RunTime != want {
 			t.Fatalf("run time %d ns came back as %d ns", want, back.Outcome.RunTime)
 		}
+	}
+}
+
+// The README documents the format with an example record; it must stay one
+// that the reader takes.
+func TestREADMEExampleRecordIsValid(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join(testenv.RepoRoot(t), "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(readme), "```json\n")
+	example, _, ok2 := strings.Cut(rest, "```")
+	if !ok || !ok2 {
+		t.Fatal("README.md has no ```json example of the prescient format")
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, []byte(example)); err != nil {
+		t.Fatalf("README example is not JSON: %v", err)
+	}
+	res, err := readPrescient(bytes.NewReader(append(compact.Bytes(), '\n')), "README.md", ReadOptions{})
+	if err != nil || len(res.Jobs) != 1 {
+		t.Fatalf("README example record: %v (%d jobs)", err, len(res.Jobs))
+	}
+	if j := res.Jobs[0]; j.Attempts != 2 || j.LastCheckpoint == nil || j.Spec.Labels[cluster.LabelFramework] != "pytorch" {
+		t.Fatalf("README example read as %+v", j)
 	}
 }

@@ -79,6 +79,11 @@ func loadConfigFile(path string, cmd *cobra.Command) (map[string]fileSetting, er
 	if err != nil {
 		return nil, fmt.Errorf("config file: %w", err)
 	}
+	return parseConfig(data, path, cmd)
+}
+
+// parseConfig is loadConfigFile on the file's content.
+func parseConfig(data []byte, path string, cmd *cobra.Command) (map[string]fileSetting, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		return nil, fmt.Errorf("config file %s: %w", path, err)

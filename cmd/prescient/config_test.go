@@ -104,3 +104,26 @@ func TestBadSettingsSayWhere(t *testing.T) {
 		})
 	}
 }
+
+func FuzzConfigFile(f *testing.F) {
+	f.Add("log_level: debug\nserve:\n  addr: 127.0.0.1:9000\n")
+	f.Add("datasets:\n  inspect:\n    lenient: true\n    max_errors: [1, 2]\n")
+	f.Add("- a\n- b\n")
+	f.Add("serve: 3\nversion: {output: json}\n")
+	root := newRootCmd()
+	serve := subcommand(root, "serve")
+	f.Fuzz(func(t *testing.T, body string) {
+		settings, err := parseConfig([]byte(body), "fuzz.yaml", serve)
+		if err != nil {
+			if !strings.Contains(err.Error(), "fuzz.yaml") {
+				t.Fatalf("error %q does not name the file", err)
+			}
+			return
+		}
+		for name := range settings {
+			if !hasFlag(serve, name) {
+				t.Fatalf("accepted key %q that is no flag of serve", name)
+			}
+		}
+	})
+}
