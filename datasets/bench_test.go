@@ -2,32 +2,23 @@ package datasets
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"testing"
 )
 
 // BenchmarkReadPhilly parses the real 74,167-row Philly table from memory.
 func BenchmarkReadPhilly(b *testing.B) {
-	data, err := os.ReadFile(sharedDataset(b, "philly", "philly_jobs.csv"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.SetBytes(int64(len(data)))
-	b.ReportAllocs()
-	rows := 0
-	for b.Loop() {
-		res, err := readPhilly(bytes.NewReader(data), "philly_jobs.csv", ReadOptions{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		rows += len(res.Jobs)
-	}
-	b.ReportMetric(float64(rows)/b.Elapsed().Seconds(), "rows/s")
+	benchmarkRead(b, readPhilly, "philly", "philly_jobs.csv")
 }
 
 // BenchmarkReadOpenb parses the real 8,152-pod openb list from memory.
 func BenchmarkReadOpenb(b *testing.B) {
-	data, err := os.ReadFile(sharedDataset(b, "alibaba-openb", "openb_pod_list_default.csv"))
+	benchmarkRead(b, readOpenb, "alibaba-openb", "openb_pod_list_default.csv")
+}
+
+func benchmarkRead(b *testing.B, read func(io.Reader, string, ReadOptions) (Result, error), dir, file string) {
+	data, err := os.ReadFile(sharedDataset(b, dir, file))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -35,7 +26,7 @@ func BenchmarkReadOpenb(b *testing.B) {
 	b.ReportAllocs()
 	rows := 0
 	for b.Loop() {
-		res, err := readOpenb(bytes.NewReader(data), "openb_pod_list_default.csv", ReadOptions{})
+		res, err := read(bytes.NewReader(data), file, ReadOptions{})
 		if err != nil {
 			b.Fatal(err)
 		}

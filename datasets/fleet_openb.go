@@ -27,25 +27,7 @@ func init() {
 
 // readOpenbNodes reads an openb node list.
 func readOpenbNodes(r io.Reader, file string) (*cluster.Fleet, error) {
-	t, err := newCSVTable(r, file, openbNodeColumns)
-	if err != nil {
-		return nil, err
-	}
-	fleet := &cluster.Fleet{Name: "openb"}
-	for {
-		err := t.next()
-		if errors.Is(err, io.EOF) {
-			return validFleet(fleet, file)
-		}
-		if err != nil {
-			return nil, err
-		}
-		node, err := openbNode(t)
-		if err != nil {
-			return nil, err
-		}
-		fleet.Nodes = append(fleet.Nodes, node)
-	}
+	return readNodeList(r, file, "openb", openbNodeColumns, openbNode)
 }
 
 func openbNode(t *csvTable) (cluster.Node, error) {

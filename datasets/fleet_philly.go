@@ -36,11 +36,16 @@ func init() {
 // readPhillyMachines reads the Philly machine list. Philly's machines had
 // PCIe GPUs, so no NVLink domain is set; racks are not in the list.
 func readPhillyMachines(r io.Reader, file string) (*cluster.Fleet, error) {
-	t, err := newCSVTable(r, file, phillyMachineColumns)
+	return readNodeList(r, file, "philly", phillyMachineColumns, phillyMachine)
+}
+
+// readNodeList reads a CSV node list, one node a row, into a fleet.
+func readNodeList(r io.Reader, file, name string, columns []string, node func(*csvTable) (cluster.Node, error)) (*cluster.Fleet, error) {
+	t, err := newCSVTable(r, file, columns)
 	if err != nil {
 		return nil, err
 	}
-	fleet := &cluster.Fleet{Name: "philly"}
+	fleet := &cluster.Fleet{Name: name}
 	for {
 		err := t.next()
 		if errors.Is(err, io.EOF) {
@@ -49,11 +54,11 @@ func readPhillyMachines(r io.Reader, file string) (*cluster.Fleet, error) {
 		if err != nil {
 			return nil, err
 		}
-		node, err := phillyMachine(t)
+		n, err := node(t)
 		if err != nil {
 			return nil, err
 		}
-		fleet.Nodes = append(fleet.Nodes, node)
+		fleet.Nodes = append(fleet.Nodes, n)
 	}
 }
 
