@@ -1,12 +1,13 @@
 // Package datasets reads the job traces Prescient learns from and replays:
 // public GPU-cluster traces (Microsoft Philly, Alibaba openb) and Prescient's
 // own JSONL job history, and the fleets they ran on (the Philly and openb
-// machine lists, the YAML fleet file, uniform fleets). It also generates
+// machine lists, the YAML fleet file, uniform fleets), and telemetry series
+// (ReadSeries: the Alibaba GenAI per-container GPU memory). It also generates
 // seeded synthetic workloads calibrated to the Philly trace, splits job lists
 // by time for training and evaluation, and summarizes a trace for
 // `prescient datasets inspect`.
 //
-// Each format lives in its own file and registers itself; ReadTrace and
-// ReadFleet take "FORMAT:PATH" specs and list the formats when one is unknown.
+// Each format lives in its own file and registers itself; ReadTrace,
+// ReadFleet and ReadSeries take "FORMAT:PATH" specs and list the formats when one is unknown.
 // The package trains no models.
 package datasets

@@ -1,8 +1,18 @@
-// Package models holds the learners that forecast job duration, GPU-memory
-// footprint and GPU idleness: quantile regressors on golearn and gorgonia,
-// history baselines that need no learning, the feature pipeline shared by
-// training and the live predictor, and the encoding of fitted artifacts.
-// It reads no files and touches no network: callers hand it data.
+// Package models holds the learners that forecast job duration and GPU-memory
+// footprint, the feature pipeline shared by training and the live predictor,
+// and the encoding of fitted artifacts. It reads no files and touches no
+// network: callers hand it data.
 //
-// The learners arrive with the forecasting issues; this file marks the place.
+// Every learner is a Regressor (quantile regression in log space, P50 and
+// P90 at least) registered from its own file: golearn_forest (golearn ID3
+// random trees over log-target classes, flattened into arrays),
+// gorgonia_mlp (a perceptron trained with the pinball loss), knn (nearest
+// neighbours through its own k-d tree, as golearn's KNN gives only a mean),
+// and the baselines rolling_median (comparable past jobs) and global_median.
+//
+// FeatureConfig.Rows and History compute features causally: a job submitted
+// at t sees only jobs whose outcome was known before t (EndTime, which for
+// Philly is submit + run time). PeakWindow describes a running job's first
+// minutes of GPU memory for the online refinement of its peak. Encode and
+// Decode write and check artifacts (format version, SHA-256).
 package models

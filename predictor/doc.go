@@ -1,7 +1,8 @@
-// Package predictor loads the published models from the registry and answers
-// forecasts: each job's duration and GPU-memory footprint with quantiles and
-// the model version, and each GPU's idle windows. It reloads models when a
-// new version is published. It never writes models.
-//
-// The predictor arrives with the forecasting issues; this file marks the place.
+// Package predictor loads the published models from the registry
+// (training.Registry) and answers forecasts for batches of jobs: P50 and
+// P90 duration and peak GPU memory, the model versions and the features
+// that drove each answer most. Reload (or Watch) picks up a newly published
+// version without a restart; a version that is corrupt or of an
+// incompatible format is refused and the previous one keeps serving. It
+// never writes models. Idle-window forecasts arrive with their own issue.
 package predictor

@@ -1,0 +1,249 @@
+package predictor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prescient-sched/prescient/cluster"
+	"github.com/prescient-sched/prescient/models"
+	"github.com/prescient-sched/prescient/training"
+)
+
+// Forecast is what the predictor says about one job. A target without a
+// published model leaves its fields nil.
+type Forecast struct {
+	JobID          cluster.JobID `json:"job_id"`
+	DurationP50S   *float64      `json:"duration_p50_s"`
+	DurationP90S   *float64      `json:"duration_p90_s"`
+	MemoryP50Bytes *float64      `json:"memory_p50_bytes"`
+	MemoryP90Bytes *float64      `json:"memory_p90_bytes"`
+	// ModelVersion names the versions that answered, e.g. "duration:3,memory:1".
+	ModelVersion string `json:"model_version"`
+	// TopFeatures are the features that drove the answer most.
+	TopFeatures []Driver `json:"top_features"`
+}
+
+// Driver is one feature behind a forecast: its value for the job and its
+// weight, the model's importance of the feature times how far the job's
+// value lies from the typical one (in interquartile ranges, at least 1).
+type Driver struct {
+	Target  models.Target `json:"target"`
+	Feature string        `json:"feature"`
+	Value   float64       `json:"value"`
+	Weight  float64       `json:"weight"`
+}
+
+// TopDrivers is how many drivers each target contributes to a forecast.
+const TopDrivers = 3
+
+// served is one loaded artifact with its decoded model.
+type served struct {
+	art   *models.Artifact
+	model models.Model
+	mu    sync.Mutex // guards art.History against Observe during Forecast
+}
+
+// Predictor serves the registry's current models and reloads them when a
+// new version is published. It never writes models.
+type Predictor struct {
+	reg     training.Registry
+	targets []models.Target
+	log     *slog.Logger
+	current map[models.Target]*atomic.Pointer[served]
+}
+
+// New loads the current version of each target from the registry. A
+// target with no published model is served without forecasts; a current
+// version that fails to load is an error.
+func New(reg training.Registry, log *slog.Logger) (*Predictor, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	p := &Predictor{reg: reg, targets: []models.Target{models.TargetDuration, models.TargetMemory},
+		log: log.With("component", "predictor"), current: map[models.Target]*atomic.Pointer[served]{}}
+	for _, t := range p.targets {
+		p.current[t] = &atomic.Pointer[served]{}
+	}
+	if _, err := p.Reload(); err != nil {
+		return nil, err
+	}
+	if p.Versions() == "" {
+		return nil, fmt.Errorf("predictor: registry %s: %w", reg.Dir, training.ErrNoModel)
+	}
+	return p, nil
+}
+
+// Reload loads any target whose current version changed. A version that
+// fails to load (corrupt, incompatible) is refused with an error and the
+// previous one keeps serving. It reports whether anything changed.
+func (p *Predictor) Reload() (bool, error) {
+	changed := false
+	var errs []error
+	for _, t := range p.targets {
+		v, err := p.reg.Current(t)
+		if errors.Is(err, training.ErrNoModel) {
+			continue
+		}
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if s := p.current[t].Load(); s != nil && s.art.Version == v {
+			continue
+		}
+		art, err := p.reg.Load(t, v)
+		if err == nil {
+			var m models.Model
+			if m, err = art.Model(art.Selected); err == nil {
+				p.current[t].Store(&served{art: art, model: m})
+				p.log.Info("model loaded", "target", t, "version", v, "model", art.Selected)
+				changed = true
+				continue
+			}
+		}
+		p.log.Error("refused model version; keeping the previous one", "target", t, "version", v, "err", err)
+		errs = append(errs, fmt.Errorf("predictor: %s version %d refused: %w", t, v, err))
+	}
+	return changed, errors.Join(errs...)
+}
+
+// Watch reloads every interval until ctx ends.
+func (p *Predictor) Watch(ctx context.Context, every time.Duration) {
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			_, _ = p.Reload() // Reload logs refusals
+		}
+	}
+}
+
+// Versions names the versions serving, e.g. "duration:3,memory:1".
+func (p *Predictor) Versions() string {
+	var parts []string
+	for _, t := range p.targets {
+		if s := p.current[t].Load(); s != nil {
+			parts = append(parts, string(t)+":"+strconv.Itoa(s.art.Version))
+		}
+	}
+	return strings.Join(parts, ",")
+}
+
+// Observe tells the serving models' histories about a finished job, so
+// that forecasts use the newest outcomes before the next retraining.
+func (p *Predictor) Observe(j cluster.Job) {
+	for _, t := range p.targets {
+		if s := p.current[t].Load(); s != nil {
+			s.mu.Lock()
+			s.art.History.Observe(&j)
+			s.mu.Unlock()
+		}
+	}
+}
+
+var quantiles = []float64{0.5, 0.9}
+
+// forecastChunk is how many jobs Forecast computes features for at once:
+// one feature buffer serves every chunk.
+const forecastChunk = 1024
+
+// Forecast answers P50 and P90 duration and peak memory for each job, with
+// the model versions and the features that drove each answer most.
+func (p *Predictor) Forecast(ctx context.Context, jobs []cluster.Job) ([]Forecast, error) {
+	out := make([]Forecast, len(jobs))
+	version := p.Versions()
+	for i := range jobs {
+		out[i].JobID, out[i].ModelVersion = jobs[i].ID, version
+	}
+	vals := make([]float64, 4*len(jobs)) // P50, P90 of duration and memory
+	// Each job's drivers go in its own slots of one array.
+	const slots = 2 * TopDrivers
+	drivers := make([]Driver, slots*len(jobs))
+	nDrivers := make([]int, len(jobs))
+	var X [][]float64
+	var backing []float64
+	for k, t := range p.targets {
+		s := p.current[t].Load()
+		if s == nil {
+			continue
+		}
+		for lo := 0; lo < len(jobs); lo += forecastChunk {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			hi := min(lo+forecastChunk, len(jobs))
+			X, backing = s.rows(jobs[lo:hi], X[:0], backing[:0])
+			q, err := s.model.PredictQuantiles(X, quantiles)
+			if err != nil {
+				return nil, fmt.Errorf("predictor: %s: %w", t, err)
+			}
+			for i := lo; i < hi; i++ {
+				v := vals[4*i+2*k : 4*i+2*k+2 : 4*i+2*k+2]
+				v[0], v[1] = models.Exp(q[i-lo][0]), models.Exp(q[i-lo][1])
+				if t == models.TargetDuration {
+					out[i].DurationP50S, out[i].DurationP90S = &v[0], &v[1]
+				} else {
+					out[i].MemoryP50Bytes, out[i].MemoryP90Bytes = &v[0], &v[1]
+				}
+				at := slots*i + nDrivers[i]
+				nDrivers[i] += len(s.drivers(drivers[at:at:slots*(i+1)], X[i-lo]))
+			}
+		}
+	}
+	for i := range out {
+		out[i].TopFeatures = drivers[slots*i : slots*i+nDrivers[i] : slots*i+nDrivers[i]]
+	}
+	return out, nil
+}
+
+// rows computes the feature rows of jobs into X and backing, reusing them.
+func (s *served) rows(jobs []cluster.Job, X [][]float64, backing []float64) ([][]float64, []float64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range jobs {
+		start := len(backing)
+		backing = s.art.History.Features(backing, &jobs[i])
+		X = append(X, backing[start:len(backing):len(backing)])
+	}
+	// Growing backing may have moved it: point the rows at the final array.
+	p := len(s.art.FeatureNames)
+	for i := range X {
+		X[i] = backing[i*p : (i+1)*p : (i+1)*p]
+	}
+	return X, backing
+}
+
+// drivers appends the TopDrivers features of row x, ranked by importance
+// × max(1, |x-center|/scale).
+func (s *served) drivers(dst []Driver, x []float64) []Driver {
+	a := s.art
+	var top [TopDrivers]Driver
+	n := 0
+	for j, imp := range a.Importance {
+		if imp <= 0 {
+			continue
+		}
+		w := imp * math.Max(1, math.Abs(x[j]-a.Center[j])/a.Scale[j])
+		if n < TopDrivers {
+			n++
+		} else if w <= top[TopDrivers-1].Weight {
+			continue
+		}
+		top[n-1] = Driver{a.Target, a.FeatureNames[j], x[j], w}
+		for k := n - 1; k > 0 && top[k].Weight > top[k-1].Weight; k-- {
+			top[k], top[k-1] = top[k-1], top[k]
+		}
+	}
+	return append(dst, top[:n]...)
+}

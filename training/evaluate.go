@@ -1,0 +1,71 @@
+package training
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/prescient-sched/prescient/cluster"
+	"github.com/prescient-sched/prescient/models"
+)
+
+// Evaluate scores every model of the artifact on the labelled jobs
+// submitted at or after from. Jobs before from serve only as history; a
+// scored job's features see only jobs that ended before its submit time.
+func Evaluate(ctx context.Context, art *models.Artifact, jobs []cluster.Job, from time.Time) (Report, error) {
+	sorted := slices.Clone(jobs)
+	slices.SortStableFunc(sorted, func(a, b cluster.Job) int { return a.SubmitTime.Compare(b.SubmitTime) })
+	k, _ := slices.BinarySearchFunc(sorted, from, func(j cluster.Job, t time.Time) int { return j.SubmitTime.Compare(t) })
+	d := rowsFor(art.Features, sorted, sorted[k:])
+	if len(d.y) < 1 {
+		return Report{}, fmt.Errorf("evaluate: %w: no job with a known %s submitted from %s on", ErrNoData, art.Target, from.Format(time.RFC3339))
+	}
+	rep := newReport(art.Target, d)
+	rep.ModelVersion, rep.Rows, rep.Selected = art.Version, art.Rows, art.Selected
+	for _, name := range slices.Sorted(maps.Keys(art.Models)) {
+		if err := ctx.Err(); err != nil {
+			return Report{}, err
+		}
+		m, err := art.Model(name)
+		if err != nil {
+			return Report{}, fmt.Errorf("evaluate: %w", err)
+		}
+		met, err := scoreModel(m, d)
+		if err != nil {
+			return Report{}, fmt.Errorf("evaluate: %s: %w", name, err)
+		}
+		l, err := models.LookupLearner(name)
+		if err != nil {
+			return Report{}, fmt.Errorf("evaluate: %w", err)
+		}
+		rep.add(l, met.Map(art.Target))
+	}
+	return rep, nil
+}
+
+// gateScore is the gate metric of the artifact's selected model on the
+// labelled jobs submitted from from on (jobs sorted by submit time).
+func gateScore(art *models.Artifact, jobs []cluster.Job, from time.Time) (float64, error) {
+	m, err := art.Model(art.Selected)
+	if err != nil {
+		return 0, err
+	}
+	return windowScore(art.Features, m, jobs, from, GateMetric(art.Target))
+}
+
+// windowScore is metric key of model m, with features fc, on the labelled
+// jobs submitted from from on; ErrNoData when fewer than minRows.
+func windowScore(fc models.FeatureConfig, m models.Regressor, jobs []cluster.Job, from time.Time, key string) (float64, error) {
+	k, _ := slices.BinarySearchFunc(jobs, from, func(j cluster.Job, t time.Time) int { return j.SubmitTime.Compare(t) })
+	d := rowsFor(fc, jobs, jobs[k:])
+	if len(d.y) < minRows {
+		return 0, fmt.Errorf("%w: %d jobs from %s on", ErrNoData, len(d.y), from.Format(time.RFC3339))
+	}
+	met, err := scoreModel(m, d)
+	if err != nil {
+		return 0, err
+	}
+	return met.Map(fc.Target)[key], nil
+}

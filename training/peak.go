@@ -1,0 +1,153 @@
+package training
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"math"
+	"time"
+
+	"github.com/prescient-sched/prescient/datasets"
+	"github.com/prescient-sched/prescient/models"
+)
+
+// PeakConfig says how to evaluate the online refinement of the memory
+// footprint on a set of series.
+type PeakConfig struct {
+	Window models.PeakWindow
+	// Step is how far apart the windows of one series start.
+	Step time.Duration
+	// TestShare of the series (chosen by a hash of their ID) is scored;
+	// the rest is fitted on. Series are never split.
+	TestShare float64
+	// Learners to fit, by name; empty means every learner that does not
+	// need the job features (the baselines' rolling median does).
+	Learners []string
+	Seed     int64
+}
+
+// DefaultPeakConfig watches 10 minutes, forecasts 2 hours, starts a window
+// every 30 minutes and scores 30% of the series.
+func DefaultPeakConfig() PeakConfig {
+	return PeakConfig{Window: models.DefaultPeakWindow(), Step: 30 * time.Minute, TestShare: 0.3, Seed: 1}
+}
+
+// PeakReport compares the refined forecasts with the "peak so far"
+// baselines on the scored series.
+type PeakReport struct {
+	Series        int     `json:"series"`
+	FitExamples   int     `json:"fit_examples"`
+	ScoredSamples int     `json:"scored_examples"`
+	ObserveS      float64 `json:"observe_s"`
+	HorizonS      float64 `json:"horizon_s"`
+	// Models and Baselines map a name to p90_coverage (share of future
+	// peaks at or below the P90 forecast), mean_reservation_vs_peak_x1_2
+	// (mean P90 divided by the mean of peak so far × 1.2), median_ratio
+	// and, for models, fit_s.
+	Models    map[string]map[string]float64 `json:"models"`
+	Baselines map[string]map[string]float64 `json:"baselines"`
+}
+
+// EvaluatePeak fits the learners on some series' windows and scores them
+// on the others' against reserving the peak so far, or 1.2 times it.
+func EvaluatePeak(ctx context.Context, cfg PeakConfig, series []datasets.Series) (PeakReport, error) {
+	// 1. Windows of every series, split by series.
+	var fit, test []models.PeakExample
+	for _, s := range series {
+		ex := cfg.Window.Examples(s.ID, s.Times, s.Values, cfg.Step)
+		if inTest(s.ID, cfg.TestShare) {
+			test = append(test, ex...)
+		} else {
+			fit = append(fit, ex...)
+		}
+	}
+	if len(fit) < minRows || len(test) < minRows {
+		return PeakReport{}, fmt.Errorf("peak refinement: %w: %d windows to fit, %d to score", ErrNoData, len(fit), len(test))
+	}
+	rep := PeakReport{Series: len(series), FitExamples: len(fit), ScoredSamples: len(test),
+		ObserveS: cfg.Window.Observe.Seconds(), HorizonS: cfg.Window.Horizon.Seconds(),
+		Models: map[string]map[string]float64{}, Baselines: map[string]map[string]float64{}}
+	X, y := make([][]float64, len(fit)), make([]float64, len(fit))
+	for i, e := range fit {
+		X[i], y[i] = e.X, models.PeakTarget(e)
+	}
+	Xt := make([][]float64, len(test))
+	for i, e := range test {
+		Xt[i] = e.X
+	}
+	baseRes := 0.0
+	for _, e := range test {
+		baseRes += 1.2 * e.PeakSoFar
+	}
+
+	// 2. The baselines: the peak so far, and 1.2 times it.
+	for name, factor := range map[string]float64{"peak_so_far": 1, "peak_so_far_x1_2": 1.2} {
+		p90 := make([]float64, len(test))
+		for i, e := range test {
+			p90[i] = factor * e.PeakSoFar
+		}
+		rep.Baselines[name] = peakScore(test, p90, p90, baseRes)
+	}
+
+	// 3. The learners, on log(future peak / peak so far).
+	for _, name := range peakLearners(cfg) {
+		l, err := models.LookupLearner(name)
+		if err != nil {
+			return PeakReport{}, err
+		}
+		m := l.New(models.Options{Features: models.PeakFeatureNames(), Seed: cfg.Seed})
+		start := time.Now()
+		if err := m.Fit(ctx, X, y); err != nil {
+			return PeakReport{}, fmt.Errorf("peak refinement: %s: %w", name, err)
+		}
+		fitS := time.Since(start).Seconds()
+		q, err := m.PredictQuantiles(Xt, []float64{0.5, 0.9})
+		if err != nil {
+			return PeakReport{}, fmt.Errorf("peak refinement: %s: %w", name, err)
+		}
+		p50, p90 := make([]float64, len(test)), make([]float64, len(test))
+		for i, e := range test {
+			p50[i], p90[i] = e.PeakSoFar*math.Exp(q[i][0]), e.PeakSoFar*math.Exp(q[i][1])
+		}
+		row := peakScore(test, p50, p90, baseRes)
+		row["fit_s"] = fitS
+		if l.Baseline {
+			rep.Baselines[name] = row // the global median: one fitted margin for every window
+		} else {
+			rep.Models[name] = row
+		}
+	}
+	return rep, nil
+}
+
+func peakLearners(cfg PeakConfig) []string {
+	if len(cfg.Learners) > 0 {
+		return cfg.Learners
+	}
+	return []string{models.GlobalMedianName, models.ForestName, models.MLPName}
+}
+
+func peakScore(test []models.PeakExample, p50, p90 []float64, baseReservation float64) map[string]float64 {
+	covered, res, absLog := 0, 0.0, 0.0
+	for i, e := range test {
+		if e.FuturePeak <= p90[i] {
+			covered++
+		}
+		res += p90[i]
+		absLog += math.Abs(math.Log(math.Max(p50[i], 1e-9)) - math.Log(math.Max(e.FuturePeak, 1e-9)))
+	}
+	n := float64(len(test))
+	return map[string]float64{
+		"p90_coverage":                  float64(covered) / n,
+		"mean_reservation_vs_peak_x1_2": res / baseReservation,
+		"mae_log":                       absLog / n,
+	}
+}
+
+// inTest puts a share of the series, chosen by a hash of the ID, in the
+// scored set.
+func inTest(id string, share float64) bool {
+	h := fnv.New64a()
+	h.Write([]byte(id))
+	return float64(h.Sum64()%10000)/10000 < share
+}

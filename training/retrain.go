@@ -1,0 +1,64 @@
+package training
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/prescient-sched/prescient/cluster"
+	"github.com/prescient-sched/prescient/models"
+	"github.com/prescient-sched/prescient/store"
+)
+
+// JobLister is the part of the job store retraining reads.
+type JobLister interface {
+	ListJobs(ctx context.Context, f store.JobFilter) ([]cluster.Job, error)
+}
+
+// finishedPage is how many jobs one page of FinishedJobs asks for.
+const finishedPage = 5000
+
+// FinishedJobs reads every finished job (succeeded, failed, cancelled)
+// from the job store, page by page, in submit order.
+func FinishedJobs(ctx context.Context, l JobLister) ([]cluster.Job, error) {
+	f := store.JobFilter{States: []cluster.JobState{cluster.StateSucceeded, cluster.StateFailed, cluster.StateCancelled}, Limit: finishedPage}
+	var all []cluster.Job
+	for {
+		page, err := l.ListJobs(ctx, f)
+		if err != nil {
+			return nil, fmt.Errorf("retrain: %w", err)
+		}
+		all = append(all, page...)
+		if len(page) < finishedPage {
+			return all, nil
+		}
+		f.After = page[len(page)-1].ID
+	}
+}
+
+// Retrain is one run of the retraining schedule: it reads the finished
+// jobs from the job store and, for each target, trains, gates and
+// publishes. A target without enough labelled jobs (memory before the
+// collector has recorded peaks) is skipped with a log line. cfg gives the
+// learners, seed and logger; its Target is set for each target in turn.
+func Retrain(ctx context.Context, l JobLister, reg Registry, cfg Config) error {
+	log := logger(cfg.Logger)
+	jobs, err := FinishedJobs(ctx, l)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, t := range []models.Target{models.TargetDuration, models.TargetMemory} {
+		cfg.Target = t
+		rep, err := TrainAndPublish(ctx, cfg, jobs, reg)
+		switch {
+		case errors.Is(err, ErrNoData):
+			log.Info("retraining skipped", "target", t, "reason", err.Error())
+		case err != nil:
+			errs = append(errs, fmt.Errorf("retrain %s: %w", t, err))
+		default:
+			log.Info("retrained", "target", t, "jobs", len(jobs), "published", rep.Published, "version", rep.ModelVersion, "selected", rep.Selected, "gate", rep.Gate)
+		}
+	}
+	return errors.Join(errs...)
+}

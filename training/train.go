@@ -1,0 +1,405 @@
+package training
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/prescient-sched/prescient/cluster"
+	"github.com/prescient-sched/prescient/datasets"
+	"github.com/prescient-sched/prescient/models"
+)
+
+// DefaultHoldoutFraction is the share of the latest training jobs held out
+// to evaluate, select and gate models.
+const DefaultHoldoutFraction = 0.15
+
+// Config says what to train.
+type Config struct {
+	Target models.Target
+	// Until, when set, keeps only jobs submitted before it.
+	Until time.Time
+	// HoldoutFraction of the latest jobs is the evaluation window; 0 means
+	// DefaultHoldoutFraction.
+	HoldoutFraction float64
+	// Learners to fit, by name; empty means every registered learner.
+	Learners []string
+	Seed     int64
+	Logger   *slog.Logger
+	// Progress, when set, hears how far each model's fit is.
+	Progress func(model string, done, total int)
+	// Now stamps the artifact; nil means time.Now.
+	Now func() time.Time
+	// NoRefit publishes the selected model as fitted before the holdout
+	// window instead of fitting it again on every job (the default).
+	NoRefit bool
+}
+
+func (c Config) validate() error {
+	if _, err := models.ParseTarget(string(c.Target)); err != nil {
+		return err
+	}
+	if math.IsNaN(c.HoldoutFraction) || c.HoldoutFraction < 0 || c.HoldoutFraction >= 1 {
+		return fmt.Errorf("holdout fraction %g is outside [0, 1)", c.HoldoutFraction)
+	}
+	for _, n := range c.Learners {
+		if _, err := models.LookupLearner(n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Report is what a training run or an evaluation reports: one object with
+// report keys (see Metrics.Map).
+type Report struct {
+	Target       models.Target                 `json:"target"`
+	ModelVersion int                           `json:"model_version"`
+	Rows         int                           `json:"rows"`
+	Selected     string                        `json:"selected"`
+	Models       map[string]map[string]float64 `json:"models"`
+	Baselines    map[string]map[string]float64 `json:"baselines"`
+	// EvaluatedFrom and EvaluatedUntil span the scored jobs' submit times.
+	EvaluatedFrom  time.Time `json:"evaluated_from"`
+	EvaluatedUntil time.Time `json:"evaluated_until"`
+	EvaluatedRows  int       `json:"evaluated_rows"`
+	// Published and Gate say what the registry did with a trained artifact.
+	Published bool   `json:"published"`
+	Gate      string `json:"gate,omitempty"`
+}
+
+// ErrNoData is returned when too few labelled jobs are left to train or
+// to evaluate on.
+var ErrNoData = errors.New("not enough labelled jobs")
+
+// minRows is the fewest labelled jobs a fit or an evaluation needs.
+const minRows = 20
+
+// dataset is a time-ordered set of jobs and its labelled rows.
+type dataset struct {
+	jobs    []cluster.Job // all, sorted by submit time
+	queries []cluster.Job // the labelled ones to fit on or score
+	X       [][]float64
+	y       []float64 // log labels
+}
+
+// rowsFor computes causal rows for the labelled jobs among queries, with
+// history as what may be known.
+func rowsFor(fc models.FeatureConfig, history, queries []cluster.Job) dataset {
+	var labelled []cluster.Job
+	var y []float64
+	for i := range queries {
+		if v, ok := fc.Target.Label(&queries[i]); ok {
+			labelled = append(labelled, queries[i])
+			y = append(y, models.Log(v))
+		}
+	}
+	return dataset{jobs: history, queries: labelled, X: fc.Rows(history, labelled), y: y}
+}
+
+// Train fits every learner on the earlier part of jobs, scores each on the
+// later holdout window, selects the one with the best gate metric and
+// returns the artifact (unpublished, Version 0) with its report.
+func Train(ctx context.Context, cfg Config, jobs []cluster.Job) (*models.Artifact, Report, error) {
+	r, err := train(ctx, cfg, jobs)
+	if err != nil {
+		return nil, Report{}, err
+	}
+	return r.art, r.rep, nil
+}
+
+// trained is a training run's result with what the gate needs: the jobs
+// before Until, sorted, and the selected model as fitted before the
+// holdout window (the artifact may hold it fitted again on every job).
+type trained struct {
+	art      *models.Artifact
+	rep      Report
+	all      []cluster.Job
+	selected models.Model
+}
+
+func train(ctx context.Context, cfg Config, jobs []cluster.Job) (*trained, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("train: %w", err)
+	}
+	log := logger(cfg.Logger)
+	fc := models.DefaultFeatureConfig(cfg.Target)
+
+	// 1. The jobs before Until, split in time into fit and holdout windows.
+	all := slices.Clone(jobs)
+	if !cfg.Until.IsZero() {
+		all, _ = datasets.SplitByTime(all, cfg.Until)
+	}
+	slices.SortStableFunc(all, func(a, b cluster.Job) int { return a.SubmitTime.Compare(b.SubmitTime) })
+	if len(all) < 2*minRows {
+		return nil, fmt.Errorf("train: %w: %d jobs", ErrNoData, len(all))
+	}
+	frac := cmp.Or(cfg.HoldoutFraction, DefaultHoldoutFraction)
+	fitJobs, holdJobs, holdFrom, err := datasets.SplitFraction(all, 1-frac)
+	if err != nil {
+		return nil, fmt.Errorf("train: %w", err)
+	}
+
+	// 2. Causal features: fit rows see earlier fit jobs; holdout rows see all.
+	t0 := time.Now()
+	fit := rowsFor(fc, fitJobs, fitJobs)
+	hold := rowsFor(fc, all, holdJobs)
+	log.Info("features computed", "fit_rows", len(fit.y), "holdout_rows", len(hold.y), "features", fc.NumFeatures(), "took", time.Since(t0).Round(time.Millisecond))
+	if len(fit.y) < minRows || len(hold.y) < minRows {
+		return nil, fmt.Errorf("train: %w for target %s: %d to fit, %d to evaluate", ErrNoData, cfg.Target, len(fit.y), len(hold.y))
+	}
+
+	// 3. Fit and score every learner.
+	art := &models.Artifact{
+		Format: models.ArtifactFormat, Target: cfg.Target, CreatedAt: now(cfg).UTC(),
+		DataFrom: all[0].SubmitTime, DataUntil: all[len(all)-1].SubmitTime, HoldoutFrom: holdFrom,
+		Rows: len(fit.y), Features: fc, FeatureNames: fc.FeatureNames(),
+		Models: map[string][]byte{}, Metrics: map[string]map[string]float64{},
+	}
+	rep := newReport(cfg.Target, hold)
+	rep.Rows = len(fit.y)
+	fitted := map[string]models.Model{}
+	for _, l := range learnersOf(cfg) {
+		opt := models.Options{Features: art.FeatureNames, Seed: cfg.Seed, Logger: log}
+		if cfg.Progress != nil {
+			name := l.Name
+			opt.Progress = func(done, total int) { cfg.Progress(name, done, total) }
+		}
+		m := l.New(opt)
+		start := time.Now()
+		if err := m.Fit(ctx, fit.X, fit.y); err != nil {
+			return nil, fmt.Errorf("train: %s: %w", l.Name, err)
+		}
+		fitS := time.Since(start).Seconds()
+		met, err := scoreModel(m, hold)
+		if err != nil {
+			return nil, fmt.Errorf("train: %s: %w", l.Name, err)
+		}
+		if art.Models[l.Name], err = m.MarshalBinary(); err != nil {
+			return nil, fmt.Errorf("train: %s: %w", l.Name, err)
+		}
+		row := met.Map(cfg.Target)
+		row["fit_s"] = fitS
+		art.Metrics[l.Name] = row
+		rep.add(l, row)
+		fitted[l.Name] = m
+		log.Info("model fitted", "model", l.Name, "fit_s", round3(fitS), "mae_log", round3(met.MAELog), "spearman", round3(met.Spearman), "p90_coverage", round3(met.P90Coverage))
+	}
+
+	// 4. Select by the gate metric; explain with permutation importance.
+	art.Selected = selectBest(cfg.Target, art.Metrics)
+	rep.Selected = art.Selected
+	art.Center, art.Scale = featureStats(fit.X)
+	art.Importance = permutationImportance(fitted[art.Selected], hold, cfg.Seed)
+
+	// 5. Fit the selected model again on every job, holdout included, so
+	// that it has seen the latest weeks; its figures stay those of step 3.
+	if !cfg.NoRefit {
+		if err := refit(ctx, cfg, art, fc, all, log); err != nil {
+			return nil, err
+		}
+	}
+
+	// 6. The history the predictor starts from: every training job.
+	art.History = models.NewHistory(fc)
+	observeInEndOrder(art.History, all)
+	rep.Rows = art.Rows
+	return &trained{art: art, rep: rep, all: all, selected: fitted[art.Selected]}, nil
+}
+
+func refit(ctx context.Context, cfg Config, art *models.Artifact, fc models.FeatureConfig, all []cluster.Job, log *slog.Logger) error {
+	l, err := models.LookupLearner(art.Selected)
+	if err != nil {
+		return err
+	}
+	d := rowsFor(fc, all, all)
+	opt := models.Options{Features: art.FeatureNames, Seed: cfg.Seed, Logger: log}
+	if cfg.Progress != nil {
+		opt.Progress = func(done, total int) { cfg.Progress(l.Name+" (refit)", done, total) }
+	}
+	m := l.New(opt)
+	start := time.Now()
+	if err := m.Fit(ctx, d.X, d.y); err != nil {
+		return fmt.Errorf("train: refit %s: %w", l.Name, err)
+	}
+	if art.Models[l.Name], err = m.MarshalBinary(); err != nil {
+		return fmt.Errorf("train: refit %s: %w", l.Name, err)
+	}
+	art.Metrics[l.Name]["refit_s"] = time.Since(start).Seconds()
+	art.Rows = len(d.y)
+	log.Info("selected model fitted again on every job", "model", l.Name, "rows", len(d.y), "refit_s", round3(time.Since(start).Seconds()))
+	return nil
+}
+
+func learnersOf(cfg Config) []models.Learner {
+	var out []models.Learner
+	for _, l := range models.Learners() {
+		if len(cfg.Learners) == 0 || slices.Contains(cfg.Learners, l.Name) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// GateMetric is the metric that selects and gates models of target t
+// (lower is better): mae_log for duration, the pinball loss at P90 for
+// memory.
+func GateMetric(t models.Target) string {
+	if t == models.TargetMemory {
+		return "pinball_p90_log"
+	}
+	return "mae_log"
+}
+
+func selectBest(t models.Target, metrics map[string]map[string]float64) string {
+	key := GateMetric(t)
+	best := ""
+	for _, name := range slices.Sorted(maps.Keys(metrics)) {
+		if best == "" || metrics[name][key] < metrics[best][key] {
+			best = name
+		}
+	}
+	return best
+}
+
+func scoreModel(m models.Regressor, d dataset) (Metrics, error) {
+	q, err := m.PredictQuantiles(d.X, []float64{0.5, 0.9})
+	if err != nil {
+		return Metrics{}, err
+	}
+	p50, p90 := make([]float64, len(q)), make([]float64, len(q))
+	for i := range q {
+		p50[i], p90[i] = q[i][0], q[i][1]
+	}
+	return Score(d.y, p50, p90), nil
+}
+
+func newReport(t models.Target, d dataset) Report {
+	r := Report{Target: t, Models: map[string]map[string]float64{}, Baselines: map[string]map[string]float64{}, EvaluatedRows: len(d.y)}
+	if n := len(d.queries); n > 0 {
+		r.EvaluatedFrom, r.EvaluatedUntil = d.queries[0].SubmitTime, d.queries[n-1].SubmitTime
+	}
+	return r
+}
+
+func (r *Report) add(l models.Learner, row map[string]float64) {
+	if l.Baseline {
+		r.Baselines[l.Name] = row
+	} else {
+		r.Models[l.Name] = row
+	}
+}
+
+// observeInEndOrder adds the labelled jobs to h in the order they ended.
+func observeInEndOrder(h *models.History, jobs []cluster.Job) {
+	idx := make([]int, len(jobs))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return models.EndTime(&jobs[a]).Compare(models.EndTime(&jobs[b])) })
+	for _, i := range idx {
+		h.Observe(&jobs[i])
+	}
+}
+
+// featureStats returns each column's median and interquartile range (1
+// where the range is 0).
+func featureStats(X [][]float64) (center, scale []float64) {
+	p := len(X[0])
+	center, scale = make([]float64, p), make([]float64, p)
+	col := make([]float64, len(X))
+	for j := range p {
+		for i, r := range X {
+			col[i] = r[j]
+		}
+		slices.Sort(col)
+		center[j] = models.QuantileSorted(col, 0.5)
+		scale[j] = models.QuantileSorted(col, 0.75) - models.QuantileSorted(col, 0.25)
+		if scale[j] <= 0 {
+			scale[j] = 1
+		}
+	}
+	return center, scale
+}
+
+// importanceRows bounds the rows permutation importance scores on.
+const importanceRows = 2000
+
+// permutationImportance is how much the P50's mean absolute log error
+// grows when each feature's column is shuffled, normalised to sum to 1.
+func permutationImportance(m models.Model, d dataset, seed int64) []float64 {
+	rng := rand.New(rand.NewPCG(uint64(seed), 0x1a9))
+	n := min(len(d.X), importanceRows)
+	rows := make([][]float64, n)
+	y := make([]float64, n)
+	for i, k := range rng.Perm(len(d.X))[:n] {
+		rows[i], y[i] = slices.Clone(d.X[k]), d.y[k]
+	}
+	p := len(rows[0])
+	imp := make([]float64, p)
+	baseErr, err := maeLog(m, rows, y)
+	if err != nil {
+		return imp
+	}
+	col := make([]float64, n)
+	for j := range p {
+		for i := range rows {
+			col[i] = rows[i][j]
+		}
+		perm := rng.Perm(n)
+		for i := range rows {
+			rows[i][j] = col[perm[i]]
+		}
+		if e, err := maeLog(m, rows, y); err == nil {
+			imp[j] = math.Max(0, e-baseErr)
+		}
+		for i := range rows {
+			rows[i][j] = col[i]
+		}
+	}
+	total := 0.0
+	for _, v := range imp {
+		total += v
+	}
+	if total > 0 {
+		for j := range imp {
+			imp[j] /= total
+		}
+	}
+	return imp
+}
+
+func maeLog(m models.Model, X [][]float64, y []float64) (float64, error) {
+	q, err := m.PredictQuantiles(X, []float64{0.5})
+	if err != nil {
+		return 0, err
+	}
+	s := 0.0
+	for i := range q {
+		s += math.Abs(q[i][0] - y[i])
+	}
+	return s / float64(len(q)), nil
+}
+
+func logger(l *slog.Logger) *slog.Logger {
+	if l == nil {
+		l = slog.New(slog.DiscardHandler)
+	}
+	return l.With("component", "training")
+}
+
+func now(c Config) time.Time {
+	if c.Now != nil {
+		return c.Now()
+	}
+	return time.Now()
+}
+
+func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
