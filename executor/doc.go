@@ -1,9 +1,26 @@
-// Package executor decides where and when jobs run. Its Planner is a pure
-// function from a fleet snapshot, the queue, running jobs, forecasts and a
-// clock to a Plan, built from small plugins (queue order, filters, scores,
-// preemption, checkpoint timing). Actuators consume plans: the advisor
-// records them, autopilot applies them through a backend (node agents or
-// Kubernetes). The planner calls neither NVML nor HTTP.
+// Package executor decides where and when jobs run. Its Planner (Framework)
+// is a pure function from a PlanInput — fleet snapshot and free-capacity
+// index, queued and running jobs with their duration forecasts, tenants'
+// decayed usage, the clock — to a Plan: placements, preemptions (checkpoint
+// first, stop by a deadline), the checkpoint interval of each job started,
+// deadline feasibility of new jobs, reasons for every decision and when to
+// plan again.
 //
-// The planner arrives with the executor issue; this file marks the place.
+// A Policy is a set of plugins, one per decision: QueueOrder (with Waker for
+// keys that change while jobs run, StaticOrder for keys that do not change
+// while a job waits, so a SortedQueue can keep the queue in order), Blocking
+// mode (Skip, HeadOfLine, or Reserve with a Reserver: EASY-style
+// reservations on the GPUs a blocked job gets at its shadow time, and
+// backfill of jobs whose P90 ends before it or that fit outside them),
+// Preemptor, Placer and CheckpointTimer. The plugins live in
+// executor/plugins, one package each; executor/policies assembles the named
+// policies; executor/sim replays traces through the same planner on a
+// virtual clock; executor/executortest is the scenario harness for tests.
+//
+// Capacity is the incremental index of free GPUs by node that keeps a
+// planning cycle near O(queue + nodes). Forecaster is what the simulator
+// asks for forecasts (Observer, if it also learns from finished jobs);
+// Oracle gives true durations, optionally noised; learned forecasts come
+// from the predictor through an adapter in cmd/prescient.
+// Actuators and backends (advisor, autopilot) are not built yet.
 package executor

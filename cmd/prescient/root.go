@@ -64,6 +64,11 @@ Unknown keys and values that do not parse are errors, never ignored.`,
 		newVersionCmd(g),
 		newServeCmd(g),
 		newDatasetsCmd(g),
+		newSimulateCmd(g),
+		newTrainCmd(g),
+		newEvaluateCmd(g),
+		newPredictCmd(g),
+		newModelsCmd(g),
 	)
 	return root
 }

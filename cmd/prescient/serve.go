@@ -12,12 +12,15 @@ import (
 
 	"github.com/prescient-sched/prescient/api"
 	"github.com/prescient-sched/prescient/store"
+	"github.com/prescient-sched/prescient/training"
 )
 
 type serveOptions struct {
 	addr            string
 	dbPath          string
 	shutdownTimeout time.Duration
+	retrainEvery    time.Duration
+	models          string
 }
 
 func newServeCmd(g *globals) *cobra.Command {
@@ -36,6 +39,8 @@ the control-plane issue.`,
 	f.StringVar(&o.addr, "addr", "127.0.0.1:8080", "address to listen on")
 	f.StringVar(&o.dbPath, "db", "prescient.db", "SQLite file holding the control plane's state (created if missing)")
 	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long in-flight requests may take to finish on SIGTERM")
+	f.DurationVar(&o.retrainEvery, "retrain-every", 0, "retrain the forecasting models from the job store on this schedule (e.g. 6h); 0 never")
+	f.StringVar(&o.models, "models", "", "model registry directory that --retrain-every publishes to")
 	return cmd
 }
 
@@ -49,6 +54,11 @@ func runServe(ctx context.Context, g *globals, o serveOptions) error {
 		return fmt.Errorf("serve: %w", err)
 	}
 	defer st.Close()
+	wait, err := startRetraining(ctx, g, o, st)
+	if err != nil {
+		return err
+	}
+	defer wait() // before the store closes
 
 	// 2. Bind the listener first so that a taken port fails loudly at start.
 	ln, err := net.Listen("tcp", o.addr)
@@ -80,4 +90,27 @@ func runServe(ctx context.Context, g *globals, o serveOptions) error {
 		return fmt.Errorf("serve: shutdown: %w", err)
 	}
 	return nil
+}
+
+// startRetraining runs the retraining schedule in the background when
+// --retrain-every is set: finished jobs from the store, trained, gated and
+// published to --models. wait stops the schedule (a run in progress ends
+// at its next check of the context) and returns once it has stopped.
+func startRetraining(ctx context.Context, g *globals, o serveOptions, st *store.Store) (wait func(), err error) {
+	if o.retrainEvery <= 0 {
+		return func() {}, nil
+	}
+	if o.models == "" {
+		return nil, fmt.Errorf("serve: --retrain-every needs --models (the registry directory)")
+	}
+	reg := training.Registry{Dir: o.models}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = training.Every(ctx, o.retrainEvery, g.logger, func(ctx context.Context) error {
+			return training.Retrain(ctx, st, reg, training.Config{Seed: 1, Logger: g.logger})
+		})
+	}()
+	return func() { cancel(); <-done }, nil
 }

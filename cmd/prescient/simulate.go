@@ -1,0 +1,297 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/prescient-sched/prescient/cluster"
+	"github.com/prescient-sched/prescient/datasets"
+	"github.com/prescient-sched/prescient/executor"
+	"github.com/prescient-sched/prescient/executor/policies"
+	"github.com/prescient-sched/prescient/executor/sim"
+	"github.com/prescient-sched/prescient/predictor"
+	"github.com/prescient-sched/prescient/training"
+)
+
+type simulateOptions struct {
+	trace, fleet, policy  string
+	models                string
+	oracle                bool
+	oracleNoise           float64
+	from, deadlines       string
+	nodeMTBF, nodeRepair  time.Duration
+	checkpoint            string
+	checkpointCost, grace time.Duration
+	seed                  uint64
+	plot                  string
+	limit                 int
+	tierMix               map[string]string
+}
+
+func newSimulateCmd(g *globals) *cobra.Command {
+	o := simulateOptions{}
+	cmd := &cobra.Command{
+		Use:   "simulate --trace FORMAT:PATH --fleet FORMAT:SPEC --policy NAME[,NAME...]",
+		Short: "Replay a job trace on a fleet through the planner and report the schedule's figures",
+		Long: `Replay a trace on a virtual clock through the same planner the control plane runs,
+once per policy, and report job completion times, waits, utilization, deadlines,
+preemptions, lost work, energy and fairness.
+
+Policies: ` + policyList() + `
+
+sjf-oracle and srtf-oracle always see true durations. easy-backfill and prescient
+need forecasts: --models DIR (the learned P50/P90 of the model registry that
+"prescient train" publishes; the predictor also learns from each job the replay
+finishes) or --oracle (true durations, with --oracle-noise σ for log-normal
+noise).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runSimulate(cmd.Context(), g, &o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.trace, "trace", "", "job trace, FORMAT:PATH ("+traceFormatNames()+")")
+	f.StringVar(&o.fleet, "fleet", "", "fleet, FORMAT:SPEC, e.g. uniform:50x8:V100")
+	f.StringVar(&o.policy, "policy", "fifo", "queue policy, or several separated by commas")
+	f.StringVar(&o.models, "models", "", "model registry directory: learned duration forecasts")
+	f.BoolVar(&o.oracle, "oracle", false, "forecast true durations")
+	f.Float64Var(&o.oracleNoise, "oracle-noise", 0, "with --oracle, log-normal noise σ on the forecasts")
+	f.StringVar(&o.from, "from", "", "replay only jobs submitted from this date (YYYY-MM-DD or RFC 3339)")
+	f.StringVar(&o.deadlines, "deadlines", "", "FRACTION:SLACK: give FRACTION of jobs the deadline submit + SLACK × true duration")
+	f.DurationVar(&o.nodeMTBF, "node-mtbf", 0, "mean time between failures of one node (0: none)")
+	f.DurationVar(&o.nodeRepair, "node-repair", time.Hour, "time a failed node stays down")
+	f.StringVar(&o.checkpoint, "checkpoint", "", "periodic checkpoints: none, young-daly or fixed:DURATION (default: the policy's own)")
+	f.DurationVar(&o.checkpointCost, "checkpoint-cost", 60*time.Second, "time one checkpoint takes")
+	f.DurationVar(&o.grace, "grace", policies.DefaultGrace, "time a preempted job has to checkpoint before it is stopped")
+	f.Uint64Var(&o.seed, "seed", 1, "seed for deadlines, failures and oracle noise")
+	f.StringVar(&o.plot, "plot", "", "write JCT CDFs and queue length over time to this SVG file")
+	f.StringToStringVar(&o.tierMix, "tier-mix", nil, "give jobs seeded tiers by weight, e.g. production=0.1,standard=0.5,batch=0.25,opportunistic=0.15")
+	f.IntVar(&o.limit, "limit", 0, "replay only the first N jobs (after --from; 0: all)")
+	return cmd
+}
+
+func policyList() string {
+	var b strings.Builder
+	for _, n := range policies.Names() {
+		fmt.Fprintf(&b, "\n  %-14s %s", n, policies.Doc(n))
+	}
+	return b.String()
+}
+
+func (o *simulateOptions) validate() error {
+	var errs []error
+	if o.trace == "" {
+		errs = append(errs, errors.New("--trace is required"))
+	}
+	if o.fleet == "" {
+		errs = append(errs, errors.New("--fleet is required"))
+	}
+	if o.models != "" && o.oracle {
+		errs = append(errs, errors.New("--models and --oracle: give one"))
+	}
+	if o.oracleNoise != 0 && !o.oracle {
+		errs = append(errs, errors.New("--oracle-noise needs --oracle"))
+	}
+	if o.limit < 0 {
+		errs = append(errs, fmt.Errorf("--limit: %d is negative", o.limit))
+	}
+	for _, p := range strings.Split(o.policy, ",") {
+		if _, err := policies.New(p, policies.Options{Checkpoint: o.checkpoint, Grace: o.grace}); err != nil {
+			errs = append(errs, fmt.Errorf("--policy: %w", err))
+		} else if policies.UsesForecasts(p) && !o.oracle && o.models == "" {
+			errs = append(errs, fmt.Errorf("--policy %s uses forecasts: give --models DIR or --oracle", p))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// loadReplay reads the trace and fleet and applies --from, --limit and
+// --deadlines.
+func (o *simulateOptions) loadReplay() ([]cluster.Job, map[cluster.JobID]cluster.Job, *cluster.Fleet, error) {
+	fleet, err := datasets.ReadFleet(o.fleet)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("--fleet: %w", err)
+	}
+	res, err := datasets.ReadTrace(o.trace, datasets.ReadOptions{})
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("--trace: %w", err)
+	}
+	jobs := res.Jobs
+	if o.from != "" {
+		from, err := datasets.ParseTime(o.from)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("--from: %w", err)
+		}
+		_, jobs = datasets.SplitByTime(jobs, from)
+	}
+	if o.limit > 0 && len(jobs) > o.limit {
+		jobs = jobs[:o.limit]
+	}
+	orig := make(map[cluster.JobID]cluster.Job, len(jobs))
+	for _, j := range jobs {
+		orig[j.ID] = j.Clone()
+	}
+	if len(o.tierMix) > 0 {
+		mix, err := parseTierMix(o.tierMix)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		if err := sim.AssignTiers(jobs, mix, o.seed); err != nil {
+			return nil, nil, nil, fmt.Errorf("--tier-mix: %w", err)
+		}
+	}
+	if o.deadlines != "" {
+		d, err := sim.ParseDeadlineSpec(o.deadlines)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("--deadlines: %w", err)
+		}
+		sim.AssignDeadlines(jobs, d, o.seed)
+	}
+	return jobs, orig, fleet, nil
+}
+
+func runSimulate(ctx context.Context, g *globals, o *simulateOptions, stdout, stderr io.Writer) error {
+	if err := o.validate(); err != nil {
+		return err
+	}
+	jobs, orig, fleet, err := o.loadReplay()
+	if err != nil {
+		return err
+	}
+	truth := make(map[cluster.JobID]time.Duration, len(jobs))
+	for _, j := range jobs {
+		truth[j.ID] = j.Outcome.RunTime
+	}
+	var runs []*sim.Result
+	for _, name := range strings.Split(o.policy, ",") {
+		r, err := o.replay(ctx, g, name, jobs, fleet, replayTruth{durations: truth, orig: orig}, stderr)
+		if err != nil {
+			return err
+		}
+		runs = append(runs, r)
+	}
+	if o.plot != "" {
+		if err := writePlot(o.plot, runs); err != nil {
+			return fmt.Errorf("--plot: %w", err)
+		}
+	}
+	return g.print(stdout, newSimulateReport(runs))
+}
+
+// replayTruth is what the forecasters may know: the true durations (for the
+// oracle) and the jobs as the trace recorded them (for learned models).
+type replayTruth struct {
+	durations map[cluster.JobID]time.Duration
+	orig      map[cluster.JobID]cluster.Job
+}
+
+func (o *simulateOptions) replay(ctx context.Context, g *globals, name string, jobs []cluster.Job, fleet *cluster.Fleet,
+	truth replayTruth, stderr io.Writer) (*sim.Result, error) {
+	pol, err := policies.New(name, policies.Options{Checkpoint: o.checkpoint, Grace: o.grace})
+	if err != nil {
+		return nil, err
+	}
+	forecaster, err := o.forecaster(g, &pol, truth)
+	if err != nil {
+		return nil, err
+	}
+	planner, err := executor.New(pol, executor.WithLogger(g.logger))
+	if err != nil {
+		return nil, err
+	}
+	cfg := sim.Config{
+		Fleet: fleet, Jobs: jobs, Planner: planner, Forecaster: forecaster, Preemptive: pol.Preemptor != nil, Order: pol.Order,
+		NodeMTBF: o.nodeMTBF, NodeRepair: o.nodeRepair, CheckpointCost: o.checkpointCost, Seed: o.seed, Logger: g.logger,
+	}
+	if isTerminal(stderr) {
+		cfg.Progress = func(done, total int) { fmt.Fprintf(stderr, "\r%-14s %6d/%d jobs done", name, done, total) }
+		defer fmt.Fprintln(stderr)
+	}
+	r, err := sim.Run(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("simulate %s: %w", name, err)
+	}
+	r.Policy = name
+	g.logger.Info("replay done", "component", "simulate", "policy", name, "jobs", r.Jobs, "finished", r.Finished,
+		"sim_wall_s", r.SimWallS, "plan_cycles", r.PlanCycles)
+	return r, nil
+}
+
+// forecaster picks a policy's forecasts: the exact oracle for the -oracle
+// policies (and for those that read none), else learned models (a fresh
+// predictor per run, since it learns from the jobs the run finishes) or the
+// noised oracle.
+func (o *simulateOptions) forecaster(g *globals, pol *executor.Policy, truth replayTruth) (executor.Forecaster, error) {
+	switch {
+	case pol.NeedsOracle || !policies.UsesForecasts(pol.Name):
+		return executor.NewOracle(truth.durations, 0, o.seed)
+	case o.models != "":
+		p, err := predictor.New(training.Registry{Dir: o.models}, g.logger)
+		if err != nil {
+			return nil, fmt.Errorf("--models: %w", err)
+		}
+		return modelForecaster{p: p, orig: truth.orig}, nil
+	}
+	return executor.NewOracle(truth.durations, o.oracleNoise, o.seed)
+}
+
+// isTerminal reports whether w is a character device (a terminal).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// simulateReport is one run's metrics, or {"runs": [...]} for several.
+type simulateReport struct {
+	runs []sim.Metrics
+}
+
+func newSimulateReport(rs []*sim.Result) simulateReport {
+	out := simulateReport{}
+	for _, r := range rs {
+		out.runs = append(out.runs, r.Metrics)
+	}
+	return out
+}
+
+// MarshalJSON writes one object per run, or {"runs": [...]}.
+func (r simulateReport) MarshalJSON() ([]byte, error) {
+	if len(r.runs) == 1 {
+		return json.Marshal(r.runs[0])
+	}
+	return json.Marshal(struct {
+		Runs []sim.Metrics `json:"runs"`
+	}{r.runs})
+}
+
+func (r simulateReport) writeTable(w io.Writer) error {
+	t := newTable(w)
+	t.row("POLICY", "JOBS", "FINISHED", "AVG JCT", "P99 JCT", "AVG WAIT", "GPU ALLOC", "DEADLINES MET", "PREEMPTIONS", "LOST GPU-H", "ENERGY KWH", "JAIN", "WALL")
+	for _, m := range r.runs {
+		t.row(m.Policy, m.Jobs, m.Finished, hours(m.AvgJCTS), hours(m.P99JCTS), hours(m.AvgWaitS),
+			fmt.Sprintf("%.1f%%", m.GPUAllocPct), deadlineCell(m), m.Preemptions, fmt.Sprintf("%.1f", m.LostGPUS/3600),
+			fmt.Sprintf("%.0f", m.EnergyKWh), fmt.Sprintf("%.3f", m.JainFairness), fmt.Sprintf("%.1fs", m.SimWallS))
+	}
+	return t.flush()
+}
+
+func hours(s float64) string { return fmt.Sprintf("%.2fh", s/3600) }
+
+func deadlineCell(m sim.Metrics) string {
+	if m.DeadlineFeasible == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f%% of %d", m.DeadlineMetPct, m.DeadlineFeasible)
+}

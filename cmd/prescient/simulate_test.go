@@ -1,0 +1,94 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/prescient-sched/prescient/internal/testenv"
+)
+
+// simulateKeys are the keys the issue defines for one run.
+var simulateKeys = []string{"jobs", "finished", "avg_jct_s", "p50_jct_s", "p99_jct_s", "avg_wait_s", "p99_wait_s", "makespan_s",
+	"gpu_alloc_pct", "deadline_jobs", "deadline_feasible", "deadline_met_pct", "preemptions", "lost_gpu_s", "checkpoint_gpu_s",
+	"energy_kwh", "jain_fairness", "wait_by_tier_s", "wait_by_tenant_s", "sim_wall_s", "decisions_per_s"}
+
+func TestSimulateOnePolicyIsOneObjectWithTheIssuesKeys(t *testing.T) {
+	trace := "philly:" + filepath.Join(testenv.RepoRoot(t), "datasets", "testdata", "philly_small.csv")
+	out, err := run(t, "simulate", "--trace", trace, "--fleet", "uniform:2x8:V100", "--policy", "fifo", "-o", "json", "--log-level", "error")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("not one JSON object: %v\n%s", err, out)
+	}
+	for _, k := range simulateKeys {
+		if _, ok := got[k]; !ok {
+			t.Errorf("key %s missing", k)
+		}
+	}
+	if got["jobs"] != got["finished"] || got["jobs"].(float64) == 0 {
+		t.Errorf("jobs %v, finished %v", got["jobs"], got["finished"])
+	}
+}
+
+func TestSimulateSeveralPoliciesGivesRunsAndAPlot(t *testing.T) {
+	path := testenv.Dataset(t, "philly", "philly_jobs.csv")
+	plot := filepath.Join(t.TempDir(), "jct.svg")
+	out, err := run(t, "simulate", "--trace", "philly:"+path, "--fleet", "uniform:10x8:V100", "--from", "2017-11-10", "--limit", "800",
+		"--policy", "fifo,sjf-oracle,prescient", "--oracle", "--deadlines", "0.3:2", "--tier-mix", "production=1,batch=3", "--node-mtbf", "500h", "--plot", plot, "-o", "json", "--log-level", "error")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Runs []map[string]any `json:"runs"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil || len(got.Runs) != 3 {
+		t.Fatalf("want {\"runs\": [3 runs]}: %v\n%s", err, out)
+	}
+	var names []string
+	for _, r := range got.Runs {
+		names = append(names, r["policy"].(string))
+		if tiers := r["wait_by_tier_s"].(map[string]any); len(tiers) != 2 {
+			t.Errorf("%s: wait by tier %v, want production and batch", r["policy"], tiers)
+		}
+		if r["deadline_jobs"].(float64) == 0 || r["finished"] != r["jobs"] {
+			t.Errorf("%s: deadline jobs %v, finished %v of %v", r["policy"], r["deadline_jobs"], r["finished"], r["jobs"])
+		}
+	}
+	if !slices.Equal(names, []string{"fifo", "sjf-oracle", "prescient"}) {
+		t.Errorf("runs %v", names)
+	}
+	svg, err := os.ReadFile(plot)
+	if err != nil || !strings.Contains(string(svg), "<polyline") || !strings.HasSuffix(strings.TrimSpace(string(svg)), "</svg>") {
+		t.Errorf("plot: %v\n%.200s", err, svg)
+	}
+	table, err := run(t, "simulate", "--trace", "philly:"+path, "--fleet", "uniform:10x8:V100", "--from", "2017-11-10", "--limit", "200", "--log-level", "error")
+	if err != nil || !strings.Contains(table, "AVG JCT") || !strings.Contains(table, "fifo") {
+		t.Errorf("table: %v\n%s", err, table)
+	}
+}
+
+func TestSimulateRejectsBadSettings(t *testing.T) {
+	trace := "philly:" + filepath.Join(testenv.RepoRoot(t), "datasets", "testdata", "philly_small.csv")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--policy", "nosuch"}, "unknown policy"},
+		{[]string{"--policy", "prescient"}, "--oracle"},
+		{[]string{"--policy", "fifo", "--models", "dir", "--oracle"}, "give one"},
+		{[]string{"--policy", "prescient", "--models", "/nonexistent-registry"}, "--models"},
+		{[]string{"--policy", "fifo", "--checkpoint", "sometimes"}, "checkpoint"},
+		{[]string{"--policy", "fifo", "--deadlines", "2:1"}, "fraction"},
+	} {
+		args := append([]string{"simulate", "--trace", trace, "--fleet", "uniform:2x8", "--log-level", "error"}, tc.args...)
+		if _, err := run(t, args...); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: error %v, want one saying %q", tc.args, err, tc.want)
+		}
+	}
+}

@@ -1,0 +1,201 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mattn/go-isatty"
+	"github.com/spf13/cobra"
+
+	"github.com/prescient-sched/prescient/datasets"
+	"github.com/prescient-sched/prescient/models"
+	"github.com/prescient-sched/prescient/training"
+)
+
+type trainOptions struct {
+	target   string
+	trace    string
+	until    string
+	models   string
+	learners []string
+	keep     int
+	seed     int64
+	every    time.Duration
+}
+
+func newTrainCmd(g *globals) *cobra.Command {
+	o := trainOptions{}
+	cmd := &cobra.Command{
+		Use:   "train",
+		Short: "Fit the forecasting models, evaluate them on a later window and publish the best",
+		Long: `Fit every learner (golearn forest, gorgonia MLP) and the history baselines on the
+jobs of --trace submitted before --until, hold out the latest 15% of them as an
+unseen window, select the model with the best gate metric on that window
+(mae_log for duration, the pinball loss at P90 for memory) and publish it to the
+registry in --models only when it is not worse than the serving version on the
+same window. With --every, retrain on that schedule until interrupted.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runTrain(cmd, g, o) },
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.target, "target", "duration", "what to forecast: duration or memory")
+	f.StringVar(&o.trace, "trace", "", "job history, FORMAT:PATH ("+traceFormatNames()+")")
+	f.StringVar(&o.until, "until", "", "train only on jobs submitted before this date (YYYY-MM-DD or RFC 3339)")
+	f.StringVar(&o.models, "models", "", "model registry directory")
+	f.StringSliceVar(&o.learners, "learners", nil, "learners to fit (default all): "+learnerNames())
+	f.IntVar(&o.keep, "keep", training.DefaultKeep, "versions to keep in the registry")
+	f.Int64Var(&o.seed, "seed", 1, "random seed")
+	f.DurationVar(&o.every, "every", 0, "retrain on this schedule (e.g. 6h) until interrupted; 0 trains once")
+	return cmd
+}
+
+func learnerNames() string {
+	var names []string
+	for _, l := range models.Learners() {
+		names = append(names, l.Name)
+	}
+	return strings.Join(names, ", ")
+}
+
+func runTrain(cmd *cobra.Command, g *globals, o trainOptions) error {
+	cfg, reg, err := o.config(g)
+	if err != nil {
+		return err
+	}
+	once := func(ctx context.Context) error {
+		res, err := datasets.ReadTrace(o.trace, datasets.ReadOptions{})
+		if err != nil {
+			return err
+		}
+		prog := newProgress(cmd.ErrOrStderr(), g)
+		cfg.Progress = prog.update
+		rep, err := training.TrainAndPublish(ctx, cfg, res.Jobs, reg)
+		prog.done()
+		if err != nil {
+			return err
+		}
+		return g.print(cmd.OutOrStdout(), trainReport(rep))
+	}
+	if o.every <= 0 {
+		return once(cmd.Context())
+	}
+	return training.Every(cmd.Context(), o.every, g.logger, once)
+}
+
+func (o trainOptions) config(g *globals) (training.Config, training.Registry, error) {
+	t, err := models.ParseTarget(o.target)
+	if err != nil {
+		return training.Config{}, training.Registry{}, fmt.Errorf("--target: %w", err)
+	}
+	if o.trace == "" {
+		return training.Config{}, training.Registry{}, fmt.Errorf("--trace: missing (FORMAT:PATH)")
+	}
+	if o.models == "" {
+		return training.Config{}, training.Registry{}, fmt.Errorf("--models: missing (the registry directory)")
+	}
+	if o.keep < 1 {
+		return training.Config{}, training.Registry{}, fmt.Errorf("--keep: %d is below 1", o.keep)
+	}
+	cfg := training.Config{Target: t, Learners: o.learners, Seed: o.seed, Logger: g.logger}
+	if o.until != "" {
+		if cfg.Until, err = datasets.ParseTime(o.until); err != nil {
+			return training.Config{}, training.Registry{}, fmt.Errorf("--until: %w", err)
+		}
+	}
+	for _, l := range o.learners {
+		if _, err := models.LookupLearner(l); err != nil {
+			return training.Config{}, training.Registry{}, fmt.Errorf("--learners: %w", err)
+		}
+	}
+	return cfg, training.Registry{Dir: o.models, Keep: o.keep}, nil
+}
+
+// trainReport prints a training or evaluation report.
+type trainReport training.Report
+
+func (r trainReport) writeTable(w io.Writer) error {
+	t := newTable(w)
+	t.row("target", r.Target)
+	t.row("model version", r.ModelVersion)
+	t.row("training rows", r.Rows)
+	t.row("evaluated", fmt.Sprintf("%d jobs from %s to %s", r.EvaluatedRows, r.EvaluatedFrom.Format(time.RFC3339), r.EvaluatedUntil.Format(time.RFC3339)))
+	t.row("selected", r.Selected)
+	if r.Gate != "" {
+		t.row("gate", r.Gate)
+	}
+	if err := t.flush(); err != nil {
+		return err
+	}
+	u := models.Target(r.Target).Unit()
+	t = newTable(w)
+	t.row("", "model", "kind", "mae_"+u, "median_ae_"+u, "mae_log", "spearman", "p90_coverage", "fit_s")
+	for _, kind := range []struct {
+		name string
+		m    map[string]map[string]float64
+	}{{"learned", r.Models}, {"baseline", r.Baselines}} {
+		names := make([]string, 0, len(kind.m))
+		for n := range kind.m {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			m := kind.m[n]
+			fit := "-"
+			if v, ok := m["fit_s"]; ok {
+				fit = fmt.Sprintf("%.2f", v)
+			}
+			t.row("", n, kind.name, fmt.Sprintf("%.4g", m["mae_"+u]), fmt.Sprintf("%.4g", m["median_ae_"+u]),
+				fmt.Sprintf("%.3f", m["mae_log"]), fmt.Sprintf("%.3f", m["spearman"]), fmt.Sprintf("%.3f", m["p90_coverage"]), fit)
+		}
+	}
+	return t.flush()
+}
+
+// progress draws each model's fit progress on one terminal line of
+// stderr; it stays silent when stderr is not a terminal or logs are JSON.
+type progress struct {
+	mu   sync.Mutex
+	w    io.Writer
+	on   bool
+	last time.Time
+	line bool
+}
+
+func newProgress(w io.Writer, g *globals) *progress {
+	on := false
+	if f, ok := w.(*os.File); ok && strings.EqualFold(g.logFormat, "text") {
+		on = isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd())
+	}
+	return &progress{w: w, on: on}
+}
+
+func (p *progress) update(model string, done, total int) {
+	if !p.on {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if done < total && time.Since(p.last) < 100*time.Millisecond {
+		return
+	}
+	p.last = time.Now()
+	width := 30
+	filled := width * done / max(total, 1)
+	fmt.Fprintf(p.w, "\r%-16s [%s%s] %d/%d", model, strings.Repeat("#", filled), strings.Repeat(".", width-filled), done, total)
+	p.line = true
+}
+
+func (p *progress) done() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.line {
+		fmt.Fprint(p.w, "\r\033[K")
+		p.line = false
+	}
+}

@@ -1,0 +1,192 @@
+package executor
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/prescient-sched/prescient/cluster"
+)
+
+// Capacity is an index of free GPU shares by node, kept incrementally: nodes
+// are bucketed by their number of wholly free GPUs, so the least-loaded node
+// with room for k GPUs is found without scanning the fleet. It mirrors a
+// cluster.Snapshot (which enforces capacity) and is cheap to clone, which is
+// how the planner tries placements without touching its input.
+type Capacity struct {
+	nodes   []cluster.Node // shared, read-only
+	index   map[string]int // shared, read-only
+	first   []int          // node i's GPUs are milli[first[i]:first[i+1]]
+	milli   []int16        // free milli-GPUs per GPU
+	whole   []int16        // wholly free GPUs per node
+	ready   []bool
+	buckets [][]int32 // buckets[k]: ready nodes with k whole GPUs free
+	pos     []int32   // position of node i in its bucket
+	free    int       // wholly free GPUs on ready nodes
+	maxNode int       // most GPUs on one node
+}
+
+// NewCapacity indexes the free GPUs of a snapshot.
+func NewCapacity(s *cluster.Snapshot) *Capacity {
+	c := &Capacity{nodes: s.Nodes, index: make(map[string]int, len(s.Nodes))}
+	c.first = make([]int, len(s.Nodes)+1)
+	for i := range s.Nodes {
+		c.index[s.Nodes[i].Name] = i
+		c.first[i+1] = c.first[i] + len(s.Nodes[i].GPUs)
+		c.maxNode = max(c.maxNode, len(s.Nodes[i].GPUs))
+	}
+	c.milli = make([]int16, c.first[len(s.Nodes)])
+	c.whole = make([]int16, len(s.Nodes))
+	c.ready = make([]bool, len(s.Nodes))
+	c.pos = make([]int32, len(s.Nodes))
+	c.buckets = make([][]int32, c.maxNode+1)
+	for i := range s.Nodes {
+		n := &s.Nodes[i]
+		for g := range n.GPUs {
+			f := s.FreeMilli(cluster.GPURef{Node: n.Name, Index: g})
+			c.milli[c.first[i]+g] = int16(f)
+			if f == cluster.MilliGPU {
+				c.whole[i]++
+			}
+		}
+		c.pos[i] = -1
+		if n.State == "" || n.State == cluster.NodeReady {
+			c.setReady(i, true)
+		}
+	}
+	return c
+}
+
+// Clone returns an independent copy.
+func (c *Capacity) Clone() *Capacity {
+	d := *c
+	d.milli = slices.Clone(c.milli)
+	d.whole = slices.Clone(c.whole)
+	d.ready = slices.Clone(c.ready)
+	d.pos = slices.Clone(c.pos)
+	d.buckets = make([][]int32, len(c.buckets))
+	for k, b := range c.buckets {
+		d.buckets[k] = slices.Clone(b)
+	}
+	return &d
+}
+
+// FreeGPUs is the number of wholly free GPUs on ready nodes.
+func (c *Capacity) FreeGPUs() int { return c.free }
+
+// MaxNodeGPUs is the most GPUs any node has.
+func (c *Capacity) MaxNodeGPUs() int { return c.maxNode }
+
+// Nodes is the number of nodes indexed.
+func (c *Capacity) Nodes() int { return len(c.nodes) }
+
+// Node returns node i of the snapshot.
+func (c *Capacity) Node(i int) *cluster.Node { return &c.nodes[i] }
+
+// NodeIndex returns the index of the named node.
+func (c *Capacity) NodeIndex(name string) (int, bool) {
+	i, ok := c.index[name]
+	return i, ok
+}
+
+// Ready reports whether node i takes work.
+func (c *Capacity) Ready(i int) bool { return c.ready[i] }
+
+// WholeFree is the number of wholly free GPUs on node i.
+func (c *Capacity) WholeFree(i int) int { return int(c.whole[i]) }
+
+// FreeMilli is the free share of GPU g of node i.
+func (c *Capacity) FreeMilli(i, g int) int { return int(c.milli[c.first[i]+g]) }
+
+// Bucket lists the ready nodes with exactly k wholly free GPUs. The slice
+// belongs to c.
+func (c *Capacity) Bucket(k int) []int32 {
+	if k < 0 || k >= len(c.buckets) {
+		return nil
+	}
+	return c.buckets[k]
+}
+
+// SetReady takes node i in or out of service. Its allocations stay.
+func (c *Capacity) SetReady(i int, ready bool) {
+	if c.ready[i] != ready {
+		c.setReady(i, ready)
+	}
+}
+
+func (c *Capacity) setReady(i int, ready bool) {
+	c.ready[i] = ready
+	if ready {
+		c.bucketAdd(i)
+		c.free += int(c.whole[i])
+		return
+	}
+	c.bucketRemove(i)
+	c.free -= int(c.whole[i])
+}
+
+// Allocate takes the shares; it returns an error and changes nothing when
+// one does not fit.
+func (c *Capacity) Allocate(allocs []cluster.Allocation) error {
+	for _, a := range allocs {
+		i, ok := c.index[a.GPU.Node]
+		if !ok || a.GPU.Index < 0 || c.first[i]+a.GPU.Index >= c.first[i+1] {
+			return fmt.Errorf("no GPU %s: %w", a.GPU, cluster.ErrDoesNotFit)
+		}
+		if !c.ready[i] || int(c.milli[c.first[i]+a.GPU.Index]) < a.Milli {
+			return fmt.Errorf("GPU %s has no room for %d milli-GPUs: %w", a.GPU, a.Milli, cluster.ErrDoesNotFit)
+		}
+	}
+	for _, a := range allocs {
+		c.adjust(c.index[a.GPU.Node], a.GPU.Index, -a.Milli)
+	}
+	return nil
+}
+
+// Release gives the shares back.
+func (c *Capacity) Release(allocs []cluster.Allocation) {
+	for _, a := range allocs {
+		c.adjust(c.index[a.GPU.Node], a.GPU.Index, a.Milli)
+	}
+}
+
+func (c *Capacity) adjust(i, g, delta int) {
+	p := c.first[i] + g
+	wasWhole := c.milli[p] == cluster.MilliGPU
+	c.milli[p] += int16(delta)
+	isWhole := c.milli[p] == cluster.MilliGPU
+	if wasWhole == isWhole {
+		return
+	}
+	if c.ready[i] {
+		c.bucketRemove(i)
+	}
+	if isWhole {
+		c.whole[i]++
+	} else {
+		c.whole[i]--
+	}
+	if c.ready[i] {
+		c.bucketAdd(i)
+		if isWhole {
+			c.free++
+		} else {
+			c.free--
+		}
+	}
+}
+
+func (c *Capacity) bucketAdd(i int) {
+	k := c.whole[i]
+	c.pos[i] = int32(len(c.buckets[k]))
+	c.buckets[k] = append(c.buckets[k], int32(i))
+}
+
+func (c *Capacity) bucketRemove(i int) {
+	k, p := c.whole[i], c.pos[i]
+	b := c.buckets[k]
+	last := b[len(b)-1]
+	b[p] = last
+	c.pos[last] = p
+	c.buckets[k] = b[:len(b)-1]
+	c.pos[i] = -1
+}

@@ -1,0 +1,109 @@
+package executor_test
+
+import (
+	"fmt"
+	"testing"
+
+	"pgregory.net/rapid"
+
+	"github.com/prescient-sched/prescient/cluster"
+	"github.com/prescient-sched/prescient/cluster/clustertest"
+	"github.com/prescient-sched/prescient/executor"
+	"github.com/prescient-sched/prescient/executor/plugins/firstfit"
+)
+
+// TestCapacityFollowsTheSnapshot drives a snapshot and the capacity index
+// through the same random allocations (chosen by the first-fit placer),
+// releases and node outages, and checks after each step that the index
+// agrees with the snapshot GPU by GPU, that its buckets hold exactly the
+// ready nodes with that many free GPUs, and that a clone is independent.
+func TestCapacityFollowsTheSnapshot(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		var nodes []cluster.Node
+		for i := range rapid.IntRange(1, 5).Draw(rt, "nodes") {
+			nodes = append(nodes, clustertest.Node(fmt.Sprintf("n%d", i)).GPUs(rapid.IntRange(1, 8).Draw(rt, "gpus"), "V100").Obj())
+		}
+		fleet := clustertest.Fleet(nodes...)
+		snap := cluster.NewSnapshot(fleet, clustertest.Epoch)
+		c := executor.NewCapacity(snap)
+		placer := firstfit.New()
+		var held []cluster.JobID
+		for step := range rapid.IntRange(1, 60).Draw(rt, "steps") {
+			switch rapid.IntRange(0, 3).Draw(rt, "op") {
+			case 0, 1:
+				w := clustertest.Job(fmt.Sprintf("j%d", step))
+				if rapid.Bool().Draw(rt, "share") {
+					w.Share(rapid.IntRange(1, 999).Draw(rt, "milli"))
+				} else {
+					w.GPUs(rapid.IntRange(1, 12).Draw(rt, "job_gpus"))
+				}
+				j := w.Obj()
+				allocs, ok, _ := placer.Place(&j, c)
+				if !ok {
+					continue
+				}
+				if err := snap.Allocate(j.ID, allocs); err != nil {
+					rt.Fatalf("placer chose what the snapshot refuses: %v", err)
+				}
+				if err := c.Allocate(allocs); err != nil {
+					rt.Fatal(err)
+				}
+				held = append(held, j.ID)
+			case 2:
+				if len(held) == 0 {
+					continue
+				}
+				k := rapid.IntRange(0, len(held)-1).Draw(rt, "release")
+				c.Release(snap.Release(held[k]))
+				held = append(held[:k], held[k+1:]...)
+			case 3:
+				i := rapid.IntRange(0, len(nodes)-1).Draw(rt, "node")
+				ready := rapid.Bool().Draw(rt, "ready")
+				c.SetReady(i, ready)
+				snap.Nodes[i].State = map[bool]cluster.NodeState{true: cluster.NodeReady, false: cluster.NodeFailed}[ready]
+			}
+			clone := c.Clone()
+			agree(rt, snap, c)
+			c.SetReady(0, !c.Ready(0))
+			c.SetReady(0, !c.Ready(0))
+			agree(rt, snap, clone)
+		}
+	})
+}
+
+func agree(rt *rapid.T, snap *cluster.Snapshot, c *executor.Capacity) {
+	free := 0
+	inBucket := map[int]int{}
+	for k := 0; k <= c.MaxNodeGPUs(); k++ {
+		for _, i := range c.Bucket(k) {
+			inBucket[int(i)]++
+			if c.WholeFree(int(i)) != k {
+				rt.Fatalf("node %d in bucket %d has %d free", i, k, c.WholeFree(int(i)))
+			}
+		}
+	}
+	for i := range snap.Nodes {
+		n := &snap.Nodes[i]
+		whole := 0
+		for g := range n.GPUs {
+			f := snap.FreeMilli(cluster.GPURef{Node: n.Name, Index: g})
+			if f != c.FreeMilli(i, g) {
+				rt.Fatalf("%s/gpu%d: snapshot %d free, index %d", n.Name, g, f, c.FreeMilli(i, g))
+			}
+			if f == cluster.MilliGPU {
+				whole++
+			}
+		}
+		want := 0
+		if c.Ready(i) {
+			want = 1
+			free += whole
+		}
+		if inBucket[i] != want || c.WholeFree(i) != whole {
+			rt.Fatalf("node %s: in %d buckets (ready %v), %d whole free, want %d", n.Name, inBucket[i], c.Ready(i), c.WholeFree(i), whole)
+		}
+	}
+	if free != c.FreeGPUs() {
+		rt.Fatalf("index counts %d free GPUs, snapshot %d", c.FreeGPUs(), free)
+	}
+}

@@ -1,0 +1,307 @@
+package executor
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/prescient-sched/prescient/cluster"
+)
+
+// cycle is the state of one Plan call. Nothing in it outlives the call.
+type cycle struct {
+	f    *Framework
+	p    *Policy
+	in   *PlanInput
+	octx *OrderContext
+	plan Plan
+
+	queue   *orderedQueue
+	buf     *[]ranked     // the heap's backing array, back to the pool after the cycle
+	scanned int           // jobs considered since the first reservation
+	small   bool          // the queue holds jobs that may fit in no whole GPU (shares, CPU only)
+	running []*RunningJob // candidates: not stopping
+	runKeys []Key
+	maxRun  Key // the worst key among running jobs that may be preempted
+	victims map[cluster.JobID]bool
+
+	free    *Capacity // free now, after this cycle's placements
+	fenced  *Capacity // free less reserved GPUs, for jobs running past a shadow time; nil without reservations
+	pending *Capacity // free once stopping jobs and victims are gone, less claims; nil until needed
+
+	reservations []reservation
+	ends         []end // expected ends, for shadow times; nil until needed
+	minFail      int   // smallest plain whole-GPU demand that did not fit
+	minNoVictims int   // smallest plain demand for which preemption found no room
+	held         map[string]int
+	quota        map[string]int
+	attempts     int
+	stopped      bool
+}
+
+// reservation holds GPUs (fenced) for a blocked job from its shadow time on.
+type reservation struct {
+	job    cluster.JobID
+	shadow time.Time
+}
+
+type end struct {
+	at     time.Time
+	allocs []cluster.Allocation
+}
+
+func newCycle(f *Framework, in *PlanInput) *cycle {
+	c := &cycle{f: f, p: &f.policy, in: in, minFail: int(^uint(0) >> 1), minNoVictims: int(^uint(0) >> 1)}
+	c.octx = &OrderContext{Now: in.Now, Shares: fairShares(in)}
+	if in.Free != nil {
+		c.free = in.Free.Clone()
+	} else {
+		c.free = NewCapacity(in.Cluster)
+	}
+	buf, _ := f.buffers.Get().(*[]ranked)
+	if buf == nil {
+		buf = new([]ranked)
+	}
+	c.buf = buf
+	c.queue = newOrderedQueue(c.p.Order, in, c.octx, *buf)
+	for _, v := range in.Queue {
+		if v.Job.Spec.GPUs == 0 || v.Job.Spec.Fractional() {
+			c.small = true
+			break
+		}
+	}
+	c.countTenants()
+	c.rankRunning()
+	return c
+}
+
+// countTenants sums the GPUs each tenant holds, for quotas.
+func (c *cycle) countTenants() {
+	if c.in.Cluster == nil {
+		return
+	}
+	for _, t := range c.in.Cluster.Tenants {
+		if t.QuotaGPUs > 0 {
+			if c.quota == nil {
+				c.quota, c.held = map[string]int{}, map[string]int{}
+			}
+			c.quota[t.Name] = t.QuotaGPUs
+		}
+	}
+	if c.quota == nil {
+		return
+	}
+	for _, r := range c.in.Running {
+		c.held[r.Job.Spec.Tenant] += gpusOf(r.Job)
+	}
+}
+
+// rankRunning keys the running jobs that may be preempted and builds the
+// pending capacity when some are already stopping.
+func (c *cycle) rankRunning() {
+	stopping := false
+	for _, r := range c.in.Running {
+		if r.Stopping {
+			stopping = true
+			continue
+		}
+		if c.p.Preemptor == nil {
+			continue
+		}
+		k := c.p.Order.Key(&r.JobView, c.octx)
+		if len(c.running) == 0 || c.maxRun.Less(k) {
+			c.maxRun = k
+		}
+		c.running = append(c.running, r)
+		c.runKeys = append(c.runKeys, k)
+	}
+	if stopping {
+		c.pending = c.free.Clone()
+		for _, r := range c.in.Running {
+			if r.Stopping {
+				c.pending.Release(r.Allocations)
+			}
+		}
+	}
+}
+
+// release returns the heap's backing array to the pool, cleared of
+// pointers into the input.
+func (c *cycle) release() {
+	h := c.queue.h[:cap(c.queue.h)]
+	clear(h)
+	*c.buf = h[:0]
+	c.f.buffers.Put(c.buf)
+}
+
+// done reports whether no job left in the queue can start or preempt: the
+// walk stopped (strict FIFO), or no whole GPU is free (or none of the fewest
+// asked for) and no job may preempt or fit in a share.
+func (c *cycle) done() bool {
+	if c.stopped {
+		return true
+	}
+	if len(c.reservations) > 0 {
+		if c.scanned++; c.scanned > c.f.limits.BackfillDepth {
+			return true
+		}
+	}
+	full := c.free.FreeGPUs() == 0 || c.minFail <= 1
+	mayPreempt := c.p.Preemptor != nil && c.attempts < c.f.limits.PreemptionAttempts && (len(c.running) > 0 || c.pending != nil)
+	return full && !c.small && !mayPreempt
+}
+
+// consider decides one queued job.
+func (c *cycle) consider(r ranked) error {
+	j := r.v.Job
+	if c.overQuota(j) {
+		c.wait(j.ID, fmt.Sprintf("tenant %s at its quota of %d GPUs", j.Spec.Tenant, c.quota[j.Spec.Tenant]))
+		return nil
+	}
+	allocs, ok, why := c.tryPlace(r.v)
+	if ok {
+		return c.place(r.v, allocs, why)
+	}
+	if c.tryPreempt(r) {
+		return nil
+	}
+	c.wait(j.ID, why)
+	switch c.p.Blocking {
+	case HeadOfLine:
+		c.stopped = true
+	case Reserve:
+		c.reserve(r.v)
+	}
+	return nil
+}
+
+func (c *cycle) overQuota(j *cluster.Job) bool {
+	q, ok := c.quota[j.Spec.Tenant]
+	return ok && c.held[j.Spec.Tenant]+gpusOf(j) > q
+}
+
+// plain jobs ask for whole GPUs of any model, not as a gang: if one of n
+// GPUs did not fit, none of more will.
+func plain(j *cluster.Job) bool {
+	return j.Spec.GPUs > 0 && !j.Spec.Fractional() && len(j.Spec.GPUModels) == 0 && j.Spec.GangSize <= 1
+}
+
+// tryPlace asks the placer for GPUs: among all free ones for a job that
+// ends before every reservation's shadow time, outside the fenced ones for
+// a job that runs past one (backfill).
+func (c *cycle) tryPlace(v *JobView) ([]cluster.Allocation, bool, string) {
+	j := v.Job
+	if plain(j) && j.Spec.GPUs >= c.minFail {
+		if !c.explaining() {
+			return nil, false, ""
+		}
+		return nil, false, fmt.Sprintf("needs %d GPUs; a job of %d did not fit", j.Spec.GPUs, c.minFail)
+	}
+	capacity, backfill := c.free, c.fenced != nil && c.runsPastShadow(v)
+	if backfill {
+		capacity = c.fenced
+	}
+	allocs, ok, why := c.p.Placer.Place(j, capacity)
+	if !ok && plain(j) && !backfill {
+		c.minFail = min(c.minFail, j.Spec.GPUs)
+	}
+	if !ok && backfill {
+		why = "backfill refused: it would run past a reservation's shadow time and no unreserved GPUs fit it"
+	}
+	if !ok && c.explaining() {
+		why = fmt.Sprintf("needs %d GPUs, %d wholly free: %s", j.Spec.GPUs, c.free.FreeGPUs(), why)
+	}
+	return allocs, ok, why
+}
+
+func (c *cycle) place(v *JobView, allocs []cluster.Allocation, why string) error {
+	if err := c.free.Allocate(allocs); err != nil {
+		return fmt.Errorf("plan %s: placer %s chose a taken GPU: %w", v.Job.ID, c.p.Placer.Name(), err)
+	}
+	if c.pending != nil {
+		if err := c.pending.Allocate(allocs); err != nil {
+			return fmt.Errorf("plan %s: pending capacity out of step: %w", v.Job.ID, err)
+		}
+	}
+	if c.fenced != nil {
+		takeFree(c.fenced, allocs)
+	}
+	p := Placement{Job: v.Job.ID, Allocations: allocs, Forecast: v.Forecast, Reason: why}
+	if c.p.Checkpoint != nil {
+		p.CheckpointEvery = c.p.Checkpoint.Interval(v, nodesOf(allocs), c.in)
+	}
+	c.plan.Placements = append(c.plan.Placements, p)
+	if c.held != nil {
+		c.held[v.Job.Spec.Tenant] += gpusOf(v.Job)
+	}
+	if c.ends != nil {
+		c.addEnd(end{at: c.in.Now.Add(v.RemainingP90()), allocs: allocs})
+	}
+	return nil
+}
+
+// explaining reports whether waiting jobs still get their reason recorded.
+func (c *cycle) explaining() bool { return len(c.plan.Waiting) < c.f.limits.Explained }
+
+func (c *cycle) wait(id cluster.JobID, reason string) {
+	if c.explaining() {
+		c.plan.Waiting = append(c.plan.Waiting, Decision{Job: id, Reason: reason})
+	}
+}
+
+// finish adds the deadline reports and the next replanning time.
+func (c *cycle) finish() {
+	now := c.in.Now
+	for _, v := range c.in.Queue {
+		if v.Job.Spec.HasDeadline() && v.QueuedSince.Equal(now) && v.Job.Attempts == 0 {
+			latest := v.Job.Spec.Deadline.Add(-v.RemainingP90())
+			c.plan.Deadlines = append(c.plan.Deadlines, DeadlineReport{Job: v.Job.ID, Feasible: !now.After(latest), LatestStart: latest})
+		}
+	}
+	w, ok := c.p.Order.(Waker)
+	if !ok {
+		return
+	}
+	next := time.Time{}
+	consider := func(t time.Time) {
+		if t.After(now) && (next.IsZero() || t.Before(next)) {
+			next = t
+		}
+	}
+	for _, r := range c.in.Running {
+		if !r.Stopping {
+			consider(w.NextChange(&r.JobView, true, now))
+		}
+	}
+	for _, v := range c.in.Queue {
+		consider(w.NextChange(v, false, now))
+	}
+	c.plan.NextReplan = next
+}
+
+// sortedEnds lists when running and just-placed jobs should end by their
+// P90, soonest first. It is built once a cycle, when the first reservation
+// needs it; placements after that are inserted in order.
+func (c *cycle) sortedEnds() []end {
+	if c.ends == nil {
+		c.ends = make([]end, 0, len(c.in.Running)+len(c.plan.Placements))
+		for _, r := range c.in.Running {
+			at := endOf(r, c.in.Now)
+			if r.Stopping {
+				at = c.in.Now
+			}
+			c.ends = append(c.ends, end{at: at, allocs: r.Allocations})
+		}
+		for _, p := range c.plan.Placements {
+			c.ends = append(c.ends, end{at: c.in.Now.Add(max(p.Forecast.DurationP90, time.Second)), allocs: p.Allocations})
+		}
+		slices.SortFunc(c.ends, func(a, b end) int { return a.at.Compare(b.at) })
+	}
+	return c.ends
+}
+
+// addEnd inserts a just-placed job's expected end, keeping the order.
+func (c *cycle) addEnd(e end) {
+	i, _ := slices.BinarySearchFunc(c.ends, e.at, func(x end, t time.Time) int { return x.at.Compare(t) })
+	c.ends = slices.Insert(c.ends, i, e)
+}

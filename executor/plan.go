@@ -1,0 +1,155 @@
+package executor
+
+import (
+	"context"
+	"time"
+
+	"github.com/prescient-sched/prescient/cluster"
+)
+
+// Forecast is what the planner knows about a job's duration before it ends:
+// its P50 and P90 run time (of the whole job, not what remains) and where the
+// figures came from ("oracle", "oracle+noise", a model version).
+type Forecast struct {
+	Job         cluster.JobID
+	DurationP50 time.Duration
+	DurationP90 time.Duration
+	Source      string
+}
+
+// Forecaster answers duration forecasts for jobs. The simulator asks it once
+// per job when the job is submitted; the predictor, the oracle and test
+// fakes implement it.
+type Forecaster interface {
+	Forecast(ctx context.Context, jobs []*cluster.Job) ([]Forecast, error)
+}
+
+// JobView is a job as the planner sees it: the job, its forecast, and the
+// service it has had so far.
+type JobView struct {
+	Job      *cluster.Job
+	Forecast Forecast
+	// Progress is the work the job has done that a resume keeps (the progress
+	// at its last checkpoint for a queued job; its live progress while it
+	// runs).
+	Progress time.Duration
+	// AttainedGPU is the GPU-time the job has held over all its attempts.
+	AttainedGPU time.Duration
+	// QueuedSince is when the job last entered the queue.
+	QueuedSince time.Time
+}
+
+// RemainingP50 is the forecast P50 time the job still needs, at least one
+// second.
+func (v *JobView) RemainingP50() time.Duration {
+	return max(v.Forecast.DurationP50-v.Progress, time.Second)
+}
+
+// RemainingP90 is the forecast P90 time the job still needs, at least one
+// second.
+func (v *JobView) RemainingP90() time.Duration {
+	return max(v.Forecast.DurationP90-v.Progress, time.Second)
+}
+
+// RunningJob is a job that holds GPUs.
+type RunningJob struct {
+	JobView
+	Allocations []cluster.Allocation
+	// Started is when the current attempt started.
+	Started time.Time
+	// WorkSinceCheckpoint is the GPU-time the job would lose if stopped now.
+	WorkSinceCheckpoint time.Duration
+	// Stopping is set once the job was told to checkpoint and stop; its GPUs
+	// are about to come free.
+	Stopping bool
+}
+
+// PlanInput is everything the planner reads. It must not be changed while a
+// Plan call runs, and the planner changes none of it.
+type PlanInput struct {
+	Now     time.Time
+	Cluster *cluster.Snapshot
+	// Free is an index of free GPUs kept in step with Cluster; when nil the
+	// planner builds one from Cluster (O(GPUs)).
+	Free  *Capacity
+	Queue []*JobView
+	// QueueSorted says Queue is already in the order's sequence (kept by a
+	// SortedQueue); it is honoured only for a StaticOrder.
+	QueueSorted bool
+	Running     []*RunningJob
+	// UsageGPU is each tenant's decayed GPU-time, for fair share.
+	UsageGPU map[string]time.Duration
+	// NodeMTBF is the mean time between failures of one node; zero means
+	// failures are not expected.
+	NodeMTBF time.Duration
+	// PreemptionRate is the observed (or predicted) preemptions per running
+	// job-hour.
+	PreemptionRate float64
+}
+
+// Plan is data: what to start where, what to stop, and why.
+type Plan struct {
+	Placements  []Placement
+	Preemptions []Preemption
+	// Waiting explains why queued jobs did not start, for the first few
+	// blocked jobs in queue order.
+	Waiting []Decision
+	// Deadlines reports, for each queued job with a deadline, whether it can
+	// still be met if it started now (by its P90).
+	Deadlines []DeadlineReport
+	// NextReplan is when the planner wants to be asked again even if nothing
+	// happens (a reservation, a queue demotion, a deadline turning urgent);
+	// zero means only on events.
+	NextReplan time.Time
+}
+
+// Placement starts a job on the listed GPU shares.
+type Placement struct {
+	Job         cluster.JobID
+	Allocations []cluster.Allocation
+	// CheckpointEvery is the interval at which the job should checkpoint;
+	// zero means no periodic checkpoints.
+	CheckpointEvery time.Duration
+	Reason          string
+	Forecast        Forecast
+}
+
+// Preemption asks a running job to checkpoint and stop: it is stopped once
+// the checkpoint lands or at StopBy, whichever comes first.
+type Preemption struct {
+	Job             cluster.JobID
+	For             cluster.JobID // the job that needs its GPUs
+	CheckpointFirst bool
+	StopBy          time.Time
+	// LostGPU is the work (GPU-time) lost if it is stopped without a
+	// checkpoint.
+	LostGPU time.Duration
+	Reason  string
+}
+
+// Decision is a reason attached to one job.
+type Decision struct {
+	Job    cluster.JobID
+	Reason string
+}
+
+// DeadlineReport says whether a job's deadline can still be met.
+type DeadlineReport struct {
+	Job      cluster.JobID
+	Feasible bool
+	// LatestStart is the deadline less the job's remaining P90.
+	LatestStart time.Time
+}
+
+// Planner turns an input into a plan. Implementations are pure: the same
+// input gives the same plan, and nothing is changed or called outside.
+type Planner interface {
+	Plan(ctx context.Context, in PlanInput) (Plan, error)
+}
+
+// Observer is implemented by forecasters that learn from jobs as they
+// finish (the predictor's rolling history); the simulator tells them about
+// each job it completes, with its true run time.
+type Observer interface {
+	Observe(j cluster.Job)
+}

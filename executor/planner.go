@@ -1,0 +1,226 @@
+package executor
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/prescient-sched/prescient/cluster"
+)
+
+// Limits bound the work of one planning cycle.
+type Limits struct {
+	// PreemptionAttempts is how many blocked jobs may look for victims.
+	PreemptionAttempts int
+	// VictimsPerJob is how many running jobs one job may displace.
+	VictimsPerJob int
+	// Explained is how many waiting jobs get a reason in the plan.
+	Explained int
+	// BackfillDepth is how many jobs are considered for backfill after the
+	// first reservation (Slurm's bf_max_job_test).
+	BackfillDepth int
+}
+
+// DefaultLimits are the limits New uses.
+func DefaultLimits() Limits {
+	return Limits{PreemptionAttempts: 16, VictimsPerJob: 16, Explained: 16, BackfillDepth: 1000}
+}
+
+// Framework is the Planner: it runs a Policy's plugins in a fixed sequence
+// of steps. It keeps no state between calls.
+type Framework struct {
+	policy Policy
+	limits Limits
+	logger *slog.Logger
+	// buffers recycles the per-cycle queue heap; it holds no state that
+	// outlives a call.
+	buffers sync.Pool
+}
+
+var _ Planner = (*Framework)(nil)
+
+// Option configures a Framework.
+type Option func(*Framework)
+
+// WithLogger sets the logger (default: slog.Default()).
+func WithLogger(l *slog.Logger) Option { return func(f *Framework) { f.logger = l } }
+
+// WithLimits replaces the default limits.
+func WithLimits(l Limits) Option { return func(f *Framework) { f.limits = l } }
+
+// New returns a planner for the policy.
+func New(p Policy, opts ...Option) (*Framework, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	if p.Placer == nil {
+		return nil, fmt.Errorf("policy %s: no placer: %w", p.Name, ErrInvalidPolicy)
+	}
+	f := &Framework{policy: p, limits: DefaultLimits(), logger: slog.Default()}
+	for _, o := range opts {
+		o(f)
+	}
+	f.logger = f.logger.With("component", "executor", "policy", p.Name)
+	return f, nil
+}
+
+// Policy returns the policy the planner runs.
+func (f *Framework) Policy() *Policy { return &f.policy }
+
+// Plan implements Planner. The steps:
+//
+//  1. compute fair shares and the order key of every queued and running job;
+//  2. sort the queue by key;
+//  3. walk the queue: place each job that fits and respects the
+//     reservations; for one that does not, preempt (if the policy may),
+//     reserve (EASY) or stop (strict FIFO);
+//  4. report deadline feasibility of newly submitted jobs and when to plan
+//     again.
+func (f *Framework) Plan(ctx context.Context, in PlanInput) (Plan, error) {
+	if err := ctx.Err(); err != nil {
+		return Plan{}, fmt.Errorf("plan: %w", err)
+	}
+	if in.Cluster == nil && in.Free == nil {
+		return Plan{}, fmt.Errorf("plan: input has neither a snapshot nor a capacity index: %w", ErrInvalidPolicy)
+	}
+	c := newCycle(f, &in)
+	for c.queue.len() > 0 && !c.done() {
+		if err := c.consider(c.queue.pop(c.p.Order, c.octx)); err != nil {
+			return Plan{}, err
+		}
+	}
+	c.finish()
+	c.release()
+	return c.plan, nil
+}
+
+// ranked is a job with its order key.
+type ranked struct {
+	v   *JobView
+	key Key
+}
+
+// before is the queue order: key, then submit time, then ID.
+func before(a, b *ranked) bool {
+	if a.key != b.key {
+		return a.key.Less(b.key)
+	}
+	if !a.v.Job.SubmitTime.Equal(b.v.Job.SubmitTime) {
+		return a.v.Job.SubmitTime.Before(b.v.Job.SubmitTime)
+	}
+	return a.v.Job.ID < b.v.Job.ID
+}
+
+// orderedQueue hands out the queue in order, lazily: keys are computed once
+// (O(n)), the heap is built in O(n), and each job taken costs O(log n), so a
+// cycle that stops early (the fleet is full) does not pay for sorting the
+// whole queue.
+type orderedQueue struct {
+	h      []ranked
+	sorted []*JobView // when the input came sorted: taken from the front
+}
+
+func newOrderedQueue(order QueueOrder, in *PlanInput, octx *OrderContext, buf []ranked) *orderedQueue {
+	if in.QueueSorted && IsStatic(order) {
+		return &orderedQueue{sorted: in.Queue}
+	}
+	q := &orderedQueue{h: buf[:0]}
+	for _, v := range in.Queue {
+		q.h = append(q.h, ranked{v: v, key: order.Key(v, octx)})
+	}
+	for i := len(q.h)/2 - 1; i >= 0; i-- {
+		q.down(i)
+	}
+	return q
+}
+
+func (q *orderedQueue) len() int { return len(q.h) + len(q.sorted) }
+
+// pop takes the first job in order.
+func (q *orderedQueue) pop(order QueueOrder, octx *OrderContext) ranked {
+	if len(q.sorted) > 0 {
+		v := q.sorted[0]
+		q.sorted = q.sorted[1:]
+		return ranked{v: v, key: order.Key(v, octx)}
+	}
+	top := q.h[0]
+	last := len(q.h) - 1
+	q.h[0] = q.h[last]
+	q.h = q.h[:last]
+	q.down(0)
+	return top
+}
+
+func (q *orderedQueue) down(i int) {
+	n := len(q.h)
+	for {
+		l := 2*i + 1
+		if l >= n {
+			return
+		}
+		m := l
+		if r := l + 1; r < n && before(&q.h[r], &q.h[l]) {
+			m = r
+		}
+		if !before(&q.h[m], &q.h[i]) {
+			return
+		}
+		q.h[i], q.h[m] = q.h[m], q.h[i]
+		i = m
+	}
+}
+
+// fairShares computes each tenant's share (by weight) and usage (decayed
+// GPU-time), both as fractions of the fleet's, for the tenants the snapshot
+// lists or that have used GPUs (weight 1 unless listed). A tenant that is
+// neither has no entry: order plugins treat it as at its share.
+func fairShares(in *PlanInput) map[string]FairShare {
+	weights := map[string]float64{}
+	if in.Cluster != nil {
+		for _, t := range in.Cluster.Tenants {
+			weights[t.Name] = t.Weight
+		}
+	}
+	for name := range in.UsageGPU {
+		if _, ok := weights[name]; !ok {
+			weights[name] = 1
+		}
+	}
+	var wsum, usum float64
+	for name, w := range weights {
+		wsum += w
+		usum += in.UsageGPU[name].Seconds()
+	}
+	out := make(map[string]FairShare, len(weights))
+	for name, w := range weights {
+		fs := FairShare{Share: w / wsum}
+		if usum > 0 {
+			fs.Usage = in.UsageGPU[name].Seconds() / usum
+		}
+		fs.Factor = math.Exp2(fs.Usage/fs.Share - 1)
+		out[name] = fs
+	}
+	return out
+}
+
+// gpusOf is a job's whole-GPU demand for counting (a share counts as one).
+func gpusOf(j *cluster.Job) int { return j.Spec.GPUs }
+
+// nodesOf counts the distinct nodes of an allocation.
+func nodesOf(allocs []cluster.Allocation) int {
+	n := 0
+	for i, a := range allocs {
+		if i == 0 || a.GPU.Node != allocs[i-1].GPU.Node {
+			n++
+		}
+	}
+	return n
+}
+
+// endOf is when a running job is expected to end by its P90.
+func endOf(r *RunningJob, now time.Time) time.Time {
+	return now.Add(r.RemainingP90())
+}

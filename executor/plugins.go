@@ -1,0 +1,134 @@
+package executor
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/prescient-sched/prescient/cluster"
+)
+
+// Key orders jobs: lower keys run first, compared element by element. Ties
+// go to the earlier submit time, then the smaller ID.
+type Key [3]float64
+
+// Less reports whether k sorts before o.
+func (k Key) Less(o Key) bool {
+	for i := range k {
+		if k[i] != o[i] {
+			return k[i] < o[i]
+		}
+	}
+	return false
+}
+
+// OrderContext is what an order plugin may read besides the job: the clock
+// and the tenants' fair-share state.
+type OrderContext struct {
+	Now    time.Time
+	Shares map[string]FairShare
+}
+
+// FairShare is one tenant's share of the fleet against its use of it.
+type FairShare struct {
+	// Share is the tenant's weight over the weights of all tenants.
+	Share float64
+	// Usage is the tenant's decayed GPU-time over that of all tenants.
+	Usage float64
+	// Factor is 2^(Usage/Share − 1): 1 at its share, 2 at twice it, ½
+	// unused; orders scale a job's length by it.
+	Factor float64
+}
+
+// QueueOrder ranks jobs, queued and running alike (preemption compares
+// them with the same key).
+type QueueOrder interface {
+	Name() string
+	Key(v *JobView, ctx *OrderContext) Key
+}
+
+// Waker is implemented by order plugins whose keys change with time while
+// jobs run (a queue demotion): it says when to plan again.
+type Waker interface {
+	NextChange(v *JobView, running bool, now time.Time) time.Time
+}
+
+// Placer chooses GPUs for a job in the free capacity. It returns ok=false
+// with a reason when the job does not fit; it does not change c.
+type Placer interface {
+	Name() string
+	Place(job *cluster.Job, c *Capacity) (allocs []cluster.Allocation, ok bool, reason string)
+}
+
+// Preemptor chooses, for a queued job that does not fit, at most limit
+// running jobs it may displace, in the order they should go. running holds
+// the jobs that may be preempted (in no particular order); keys are their
+// order keys.
+type Preemptor interface {
+	Name() string
+	Victims(job *JobView, jobKey Key, running []*RunningJob, keys []Key, ctx *OrderContext, limit int) []*RunningJob
+}
+
+// CheckpointTimer sets how often a running job checkpoints; zero means never.
+type CheckpointTimer interface {
+	Name() string
+	Interval(job *JobView, nodes int, in *PlanInput) time.Duration
+}
+
+// Blocking says what the planner does when a job in queue order does not fit.
+type Blocking int
+
+// The blocking modes.
+const (
+	// Skip goes on to the next job (greedy list scheduling).
+	Skip Blocking = iota
+	// HeadOfLine stops: nothing behind the blocked job starts (strict FIFO).
+	HeadOfLine
+	// Reserve gives blocked jobs that the Reserver picks a reservation at
+	// their shadow time and lets later jobs start only when their P90 ends
+	// before every reservation or they fit beside it (EASY backfilling).
+	Reserve
+)
+
+// Reserver says which blocked jobs get a reservation. reserved is the
+// number of reservations made so far in this cycle.
+type Reserver interface {
+	Reserve(v *JobView, reserved int, now time.Time) (bool, string)
+}
+
+// Policy is a planner configuration: one plugin per decision.
+type Policy struct {
+	Name       string
+	Order      QueueOrder
+	Blocking   Blocking
+	Reserver   Reserver        // with Blocking == Reserve
+	Preemptor  Preemptor       // nil: never preempt
+	Placer     Placer          // nil: FirstFit
+	Checkpoint CheckpointTimer // nil: no periodic checkpoints
+	// Grace is how long a preempted job has to checkpoint before it is
+	// stopped anyway.
+	Grace time.Duration
+	// NeedsOracle is set for policies defined on true durations
+	// (sjf-oracle, srtf-oracle): they must be fed an exact oracle.
+	NeedsOracle bool
+}
+
+// ErrInvalidPolicy is returned (wrapped) for a policy that cannot plan.
+var ErrInvalidPolicy = errors.New("invalid policy")
+
+// Validate checks that the policy has what its blocking mode needs.
+func (p *Policy) Validate() error {
+	switch {
+	case p.Name == "":
+		return fmt.Errorf("policy has no name: %w", ErrInvalidPolicy)
+	case p.Order == nil:
+		return fmt.Errorf("policy %s: no queue order: %w", p.Name, ErrInvalidPolicy)
+	case p.Blocking == Reserve && p.Reserver == nil:
+		return fmt.Errorf("policy %s: reservations without a reserver: %w", p.Name, ErrInvalidPolicy)
+	case p.Blocking < Skip || p.Blocking > Reserve:
+		return fmt.Errorf("policy %s: blocking mode %d: %w", p.Name, p.Blocking, ErrInvalidPolicy)
+	case p.Grace < 0:
+		return fmt.Errorf("policy %s: grace %s is negative: %w", p.Name, p.Grace, ErrInvalidPolicy)
+	}
+	return nil
+}

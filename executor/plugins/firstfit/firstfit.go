@@ -1,0 +1,168 @@
+package firstfit
+
+import (
+	"fmt"
+
+	"github.com/prescient-sched/prescient/cluster"
+	"github.com/prescient-sched/prescient/executor"
+)
+
+// Name is the placement's name.
+const Name = "first-fit"
+
+// FirstFit is the placer.
+type FirstFit struct{}
+
+var _ executor.Placer = (*FirstFit)(nil)
+
+// New returns the placer.
+func New() *FirstFit { return &FirstFit{} }
+
+// Name implements executor.Placer.
+func (*FirstFit) Name() string { return Name }
+
+// Place implements executor.Placer.
+func (*FirstFit) Place(job *cluster.Job, c *executor.Capacity) ([]cluster.Allocation, bool, string) {
+	spec := &job.Spec
+	switch {
+	case spec.GPUs == 0:
+		return nil, true, "needs no GPU"
+	case spec.Fractional():
+		return placeShare(spec, c)
+	}
+	// Failure reasons are constant strings: a planning cycle may try
+	// thousands of placements that fail, and formatting them would cost
+	// more than the search.
+	if c.FreeGPUs() < spec.GPUs {
+		return nil, false, "not enough GPUs free"
+	}
+	tasks, ok := Tasks(spec, c.MaxNodeGPUs())
+	if !ok {
+		return nil, false, "gang cannot be split evenly onto nodes"
+	}
+	var took taken
+	allocs := make([]cluster.Allocation, 0, spec.GPUs)
+	for _, size := range tasks {
+		i, ok := leastLoaded(spec, c, size, took)
+		if !ok {
+			return nil, false, "no ready node has room for a task (fragmented)"
+		}
+		allocs = takeWhole(c, i, size, took.of(i), allocs)
+		took.add(i, size)
+	}
+	return allocs, true, fmt.Sprintf("first fit on the least-loaded node(s), %d task(s)", len(tasks))
+}
+
+// Tasks splits a job's GPUs into per-node tasks: a gang into GangSize equal
+// tasks, another job larger than a node into whole nodes and a remainder.
+func Tasks(spec *cluster.JobSpec, perNode int) ([]int, bool) {
+	g := spec.GPUs
+	if spec.GangSize > 1 {
+		if g%spec.GangSize != 0 || g/spec.GangSize > perNode {
+			return nil, false
+		}
+		tasks := make([]int, spec.GangSize)
+		for i := range tasks {
+			tasks[i] = g / spec.GangSize
+		}
+		return tasks, true
+	}
+	if perNode <= 0 {
+		return nil, false
+	}
+	var tasks []int
+	for ; g > perNode; g -= perNode {
+		tasks = append(tasks, perNode)
+	}
+	return append(tasks, g), true
+}
+
+// leastLoaded finds the ready node with the most free GPUs, at least size
+// beyond what this job took already, that the job's GPU models allow.
+func leastLoaded(spec *cluster.JobSpec, c *executor.Capacity, size int, t taken) (int, bool) {
+	for k := c.MaxNodeGPUs(); k >= size; k-- {
+		for _, i := range c.Bucket(k) {
+			n := int(i)
+			if k-t.of(n) >= size && allows(spec, c.Node(n)) {
+				return n, true
+			}
+		}
+	}
+	return 0, false
+}
+
+func allows(spec *cluster.JobSpec, n *cluster.Node) bool {
+	return len(spec.GPUModels) == 0 || (len(n.GPUs) > 0 && spec.AllowsModel(n.GPUs[0].Model))
+}
+
+// takeWhole appends size wholly free GPUs of node i, skipping the first skip
+// of them (already taken by this job).
+func takeWhole(c *executor.Capacity, i, size, skip int, allocs []cluster.Allocation) []cluster.Allocation {
+	n := c.Node(i)
+	for g := range n.GPUs {
+		if size == 0 {
+			break
+		}
+		if c.FreeMilli(i, g) != cluster.MilliGPU {
+			continue
+		}
+		if skip > 0 {
+			skip--
+			continue
+		}
+		allocs = append(allocs, cluster.Allocation{GPU: cluster.GPURef{Node: n.Name, Index: g}, Milli: cluster.MilliGPU})
+		size--
+	}
+	return allocs
+}
+
+// placeShare puts a fractional job on a GPU already shared if one has room,
+// else on a free GPU of the least-loaded node.
+func placeShare(spec *cluster.JobSpec, c *executor.Capacity) ([]cluster.Allocation, bool, string) {
+	var whole *cluster.Allocation
+	for k := c.MaxNodeGPUs(); k >= 0; k-- {
+		for _, i := range c.Bucket(k) {
+			n := c.Node(int(i))
+			if !allows(spec, n) {
+				continue
+			}
+			for g := range n.GPUs {
+				f := c.FreeMilli(int(i), g)
+				a := cluster.Allocation{GPU: cluster.GPURef{Node: n.Name, Index: g}, Milli: spec.GPUMilli}
+				if f >= spec.GPUMilli && f < cluster.MilliGPU {
+					return []cluster.Allocation{a}, true, "shares a GPU already in use"
+				}
+				if f == cluster.MilliGPU && whole == nil {
+					whole = &a
+				}
+			}
+		}
+	}
+	if whole != nil {
+		return []cluster.Allocation{*whole}, true, "share of a free GPU on the least-loaded node"
+	}
+	return nil, false, "no GPU has the share free"
+}
+
+// taken counts the GPUs a job took so far per node; jobs span few nodes, so
+// a list beats a map.
+type taken struct{ nodes, gpus []int }
+
+func (t *taken) of(node int) int {
+	for k, n := range t.nodes {
+		if n == node {
+			return t.gpus[k]
+		}
+	}
+	return 0
+}
+
+func (t *taken) add(node, gpus int) {
+	for k, n := range t.nodes {
+		if n == node {
+			t.gpus[k] += gpus
+			return
+		}
+	}
+	t.nodes, t.gpus = append(t.nodes, node), append(t.gpus, gpus)
+}

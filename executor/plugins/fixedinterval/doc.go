@@ -1,0 +1,3 @@
+// Package fixedinterval checkpoints every checkpointable job at a fixed
+// interval (--checkpoint fixed:60m).
+package fixedinterval

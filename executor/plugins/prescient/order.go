@@ -1,0 +1,104 @@
+package prescient
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/prescient-sched/prescient/executor"
+)
+
+// Name is the order's name.
+const Name = "prescient"
+
+// Args configure the order and the reserver.
+type Args struct {
+	// UrgencyWindow: a deadline job with at most this much slack (deadline
+	// less now less remaining P90) is urgent: it runs before every
+	// non-urgent job of its tier, by latest start.
+	UrgencyWindow time.Duration
+	// AgingHorizon halves a job's effective length after it waited this
+	// long (a third after twice as long, ...), so no job waits forever.
+	AgingHorizon time.Duration
+	// ReserveAfter gives a blocked job that waited this long a reservation.
+	ReserveAfter time.Duration
+	// MaxReservations bounds the reservations of one cycle.
+	MaxReservations int
+}
+
+// DefaultArgs are the values the prescient policy uses.
+func DefaultArgs() Args {
+	return Args{UrgencyWindow: 30 * time.Minute, AgingHorizon: 6 * time.Hour, ReserveAfter: 24 * time.Hour, MaxReservations: 4}
+}
+
+// Validate rejects non-positive durations and counts.
+func (a Args) Validate() error {
+	var errs []error
+	if a.UrgencyWindow < 0 {
+		errs = append(errs, fmt.Errorf("prescient: urgency window %s is negative", a.UrgencyWindow))
+	}
+	if a.AgingHorizon <= 0 {
+		errs = append(errs, fmt.Errorf("prescient: aging horizon %s must be positive", a.AgingHorizon))
+	}
+	if a.ReserveAfter <= 0 {
+		errs = append(errs, fmt.Errorf("prescient: reserve-after %s must be positive", a.ReserveAfter))
+	}
+	if a.MaxReservations < 1 {
+		errs = append(errs, fmt.Errorf("prescient: max reservations %d must be at least 1", a.MaxReservations))
+	}
+	return errors.Join(errs...)
+}
+
+// Order is the queue order.
+type Order struct{ args Args }
+
+var (
+	_ executor.QueueOrder = (*Order)(nil)
+	_ executor.Waker      = (*Order)(nil)
+)
+
+// NewOrder returns the order.
+func NewOrder(a Args) (*Order, error) {
+	if err := a.Validate(); err != nil {
+		return nil, err
+	}
+	return &Order{args: a}, nil
+}
+
+// Name implements executor.QueueOrder.
+func (*Order) Name() string { return Name }
+
+// Key implements executor.QueueOrder: the tier (higher first); then urgent
+// deadline jobs by latest start; then the others by predicted P50 length,
+// scaled by the tenant's fair-share factor 2^(usage/share − 1) and divided
+// by 1 + wait/AgingHorizon.
+func (o *Order) Key(v *executor.JobView, ctx *executor.OrderContext) executor.Key {
+	tier := -float64(v.Job.Spec.Tier)
+	if executor.Urgent(v, ctx.Now, o.args.UrgencyWindow) {
+		latest := v.Job.Spec.Deadline.Add(-v.RemainingP90())
+		return executor.Key{tier, 0, float64(latest.Unix())}
+	}
+	fair := 1.0
+	if fs, ok := ctx.Shares[v.Job.Spec.Tenant]; ok {
+		fair = fs.Factor
+	}
+	wait := max(ctx.Now.Sub(v.QueuedSince), 0)
+	age := 1 + wait.Seconds()/o.args.AgingHorizon.Seconds()
+	return executor.Key{tier, 1, v.RemainingP50().Seconds() * fair / age}
+}
+
+// NextChange implements executor.Waker: when a queued deadline job turns
+// urgent, or a queued job has waited long enough for a reservation.
+func (o *Order) NextChange(v *executor.JobView, running bool, now time.Time) time.Time {
+	if running {
+		return time.Time{}
+	}
+	next := v.QueuedSince.Add(o.args.ReserveAfter)
+	if v.Job.Spec.HasDeadline() {
+		urgent := v.Job.Spec.Deadline.Add(-v.RemainingP90() - o.args.UrgencyWindow)
+		if urgent.After(now) && urgent.Before(next) {
+			next = urgent
+		}
+	}
+	return next
+}

@@ -1,0 +1,37 @@
+package prescient
+
+import (
+	"time"
+
+	"github.com/prescient-sched/prescient/executor"
+)
+
+// ReserverName is the reserver's name.
+const ReserverName = "prescient-reserve"
+
+// Reserver gives reservations to urgent deadline jobs and to jobs that
+// waited ReserveAfter, up to MaxReservations a cycle.
+type Reserver struct{ args Args }
+
+var _ executor.Reserver = (*Reserver)(nil)
+
+// NewReserver returns the reserver.
+func NewReserver(a Args) (*Reserver, error) {
+	if err := a.Validate(); err != nil {
+		return nil, err
+	}
+	return &Reserver{args: a}, nil
+}
+
+// Reserve implements executor.Reserver.
+func (r *Reserver) Reserve(v *executor.JobView, reserved int, now time.Time) (bool, string) {
+	switch {
+	case reserved >= r.args.MaxReservations:
+		return false, ""
+	case executor.Urgent(v, now, r.args.UrgencyWindow):
+		return true, "deadline slack ran out"
+	case now.Sub(v.QueuedSince) >= r.args.ReserveAfter:
+		return true, "waited " + now.Sub(v.QueuedSince).Round(time.Minute).String()
+	}
+	return false, ""
+}

@@ -1,0 +1,9 @@
+// Package tiresias is the two-dimensional least-attained-service order of
+// Tiresias (Gu et al., NSDI'19): a job's attained service is its GPU count
+// times the time it has run, over all attempts; jobs fall into discretized
+// queues by attained service (queue i holds jobs below Thresholds[i]); a
+// lower queue runs first, and within a queue jobs run in submit order. It
+// uses no forecasts. With a byorder preemptor, a job in a lower queue
+// preempts one in a higher queue; the planner is woken when a running job
+// crosses a threshold. Tiresias' starvation promotion is not implemented.
+package tiresias

@@ -1,0 +1,166 @@
+package policies
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/prescient-sched/prescient/executor"
+	"github.com/prescient-sched/prescient/executor/plugins/byorder"
+	"github.com/prescient-sched/prescient/executor/plugins/easybackfill"
+	"github.com/prescient-sched/prescient/executor/plugins/fifo"
+	"github.com/prescient-sched/prescient/executor/plugins/firstfit"
+	"github.com/prescient-sched/prescient/executor/plugins/fixedinterval"
+	"github.com/prescient-sched/prescient/executor/plugins/leastlostwork"
+	"github.com/prescient-sched/prescient/executor/plugins/prescient"
+	"github.com/prescient-sched/prescient/executor/plugins/sjf"
+	"github.com/prescient-sched/prescient/executor/plugins/srtf"
+	"github.com/prescient-sched/prescient/executor/plugins/tiresias"
+	"github.com/prescient-sched/prescient/executor/plugins/youngdaly"
+)
+
+// Options are what a policy takes from the command line.
+type Options struct {
+	// Checkpoint is "" (the policy's own default), "none", "young-daly" or
+	// "fixed:DURATION".
+	Checkpoint string
+	// Grace is how long a preempted job may take to checkpoint.
+	Grace time.Duration
+}
+
+// DefaultGrace is the grace period of a preemption when Options leave it 0.
+const DefaultGrace = 5 * time.Minute
+
+// ErrUnknownPolicy is returned (wrapped) for a name the registry lacks.
+var ErrUnknownPolicy = errors.New("unknown policy")
+
+type entry struct {
+	doc        string
+	forecasts  bool   // uses forecasts beyond an exact oracle
+	checkpoint string // default for Options.Checkpoint
+	build      func(p *executor.Policy) error
+}
+
+func registry() map[string]entry {
+	return map[string]entry{
+		"fifo":          {doc: "first come, first served; a job that does not fit is passed over; no preemption", checkpoint: "none", build: buildFIFO},
+		"fifo-strict":   {doc: "first come, first served; nothing passes a job that does not fit; no preemption", checkpoint: "none", build: buildStrictFIFO},
+		"sjf-oracle":    {doc: "shortest job first by true duration; no preemption", checkpoint: "none", build: buildSJF},
+		"srtf-oracle":   {doc: "shortest remaining true time first; preemptive", checkpoint: "none", build: buildSRTF},
+		"tiresias":      {doc: "2D least attained service, discretized queues; preemptive; no forecasts", checkpoint: "none", build: buildTiresias},
+		"easy-backfill": {doc: "FIFO with EASY backfilling on P90 estimates", checkpoint: "none", forecasts: true, build: buildEASY},
+		"prescient":     {doc: "tiers, fair share, deadlines with reservations and backfill, least-lost-work preemption, Young/Daly checkpoints", checkpoint: youngdaly.Name, forecasts: true, build: buildPrescient},
+	}
+}
+
+// Names lists the policies, sorted.
+func Names() []string {
+	var out []string
+	for n := range registry() {
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Doc describes a policy in one line.
+func Doc(name string) string { return registry()[name].doc }
+
+// UsesForecasts reports whether a policy reads duration forecasts (other
+// than the exact oracle that the -oracle policies are defined on).
+func UsesForecasts(name string) bool { return registry()[name].forecasts }
+
+// New assembles the named policy.
+func New(name string, o Options) (executor.Policy, error) {
+	e, ok := registry()[name]
+	if !ok {
+		return executor.Policy{}, fmt.Errorf("%w %q (want one of %s)", ErrUnknownPolicy, name, strings.Join(Names(), ", "))
+	}
+	p := executor.Policy{Name: name, Placer: firstfit.New(), Grace: o.Grace}
+	if p.Grace == 0 {
+		p.Grace = DefaultGrace
+	}
+	if err := e.build(&p); err != nil {
+		return executor.Policy{}, fmt.Errorf("policy %s: %w", name, err)
+	}
+	ck := o.Checkpoint
+	if ck == "" {
+		ck = e.checkpoint
+	}
+	timer, err := CheckpointTimer(ck)
+	if err != nil {
+		return executor.Policy{}, fmt.Errorf("policy %s: %w", name, err)
+	}
+	p.Checkpoint = timer
+	return p, p.Validate()
+}
+
+// CheckpointTimer parses "none", "young-daly" or "fixed:DURATION".
+func CheckpointTimer(spec string) (executor.CheckpointTimer, error) {
+	switch kind, arg, _ := strings.Cut(spec, ":"); kind {
+	case "none":
+		return nil, nil
+	case youngdaly.Name:
+		return youngdaly.New(youngdaly.DefaultArgs())
+	case fixedinterval.Name:
+		d, err := time.ParseDuration(arg)
+		if err != nil {
+			return nil, fmt.Errorf("checkpoint %q: %w", spec, err)
+		}
+		return fixedinterval.New(fixedinterval.Args{Every: d})
+	}
+	return nil, fmt.Errorf("checkpoint %q: want none, young-daly or fixed:DURATION", spec)
+}
+
+func buildFIFO(p *executor.Policy) error {
+	p.Order, p.Blocking = fifo.New(), executor.Skip
+	return nil
+}
+
+func buildStrictFIFO(p *executor.Policy) error {
+	p.Order, p.Blocking = fifo.New(), executor.HeadOfLine
+	return nil
+}
+
+func buildSJF(p *executor.Policy) error {
+	p.Order, p.Blocking, p.NeedsOracle = sjf.New(), executor.Skip, true
+	return nil
+}
+
+func buildSRTF(p *executor.Policy) error {
+	pre, err := byorder.New(byorder.Args{Margin: 300})
+	p.Order, p.Blocking, p.Preemptor, p.NeedsOracle = srtf.New(), executor.Skip, pre, true
+	return err
+}
+
+func buildTiresias(p *executor.Policy) error {
+	ord, err := tiresias.New(tiresias.DefaultArgs())
+	if err != nil {
+		return err
+	}
+	pre, err := byorder.New(byorder.Args{Margin: 0.5})
+	p.Order, p.Blocking, p.Preemptor = ord, executor.Skip, pre
+	return err
+}
+
+func buildEASY(p *executor.Policy) error {
+	p.Order, p.Blocking, p.Reserver = fifo.New(), executor.Reserve, easybackfill.New()
+	return nil
+}
+
+func buildPrescient(p *executor.Policy) error {
+	a := prescient.DefaultArgs()
+	ord, err := prescient.NewOrder(a)
+	if err != nil {
+		return err
+	}
+	res, err := prescient.NewReserver(a)
+	if err != nil {
+		return err
+	}
+	pre, err := leastlostwork.New(leastlostwork.Args{UrgencyWindow: a.UrgencyWindow, MinRun: 10 * time.Minute})
+	p.Order, p.Blocking, p.Reserver, p.Preemptor = ord, executor.Reserve, res, pre
+	return err
+}

@@ -1,0 +1,104 @@
+package executor
+
+import (
+	"fmt"
+	"github.com/prescient-sched/prescient/cluster"
+	"time"
+)
+
+// tryPreempt looks for GPUs for a job that does not fit: first among those
+// of jobs already stopping, then by stopping the victims the Preemptor
+// names, one at a time, until the job fits. The GPUs so found are claimed
+// for the job (no other job of this cycle gets them); it starts when they
+// come free, in a later cycle.
+func (c *cycle) tryPreempt(r ranked) bool {
+	if c.p.Preemptor == nil || c.attempts >= c.f.limits.PreemptionAttempts {
+		return false
+	}
+	if c.pending != nil {
+		if allocs, ok, _ := c.p.Placer.Place(r.v.Job, c.pending); ok {
+			c.claim(allocs)
+			c.wait(r.v.Job.ID, "waits for the GPUs of jobs that are stopping")
+			return true
+		}
+	}
+	// A job later in the order has no more victims than an earlier one, so
+	// a plain job at least as large as one that found no room finds none.
+	if len(c.running) == 0 || !r.key.Less(c.maxRun) || (plain(r.v.Job) && r.v.Job.Spec.GPUs >= c.minNoVictims) {
+		return false
+	}
+	c.attempts++
+	cands := c.p.Preemptor.Victims(r.v, r.key, c.running, c.runKeys, c.octx, c.f.limits.VictimsPerJob+len(c.victims))
+	if c.pending == nil && len(cands) > 0 {
+		c.pending = c.free.Clone()
+	}
+	if len(cands) > 0 && c.displace(r, cands) {
+		return true
+	}
+	if plain(r.v.Job) {
+		c.minNoVictims = min(c.minNoVictims, r.v.Job.Spec.GPUs)
+	}
+	return false
+}
+
+// displace releases victims into the pending capacity until the job fits;
+// if it never does, it puts them back.
+func (c *cycle) displace(r ranked, cands []*RunningJob) bool {
+	var taken []*RunningJob
+	for _, v := range cands {
+		if len(taken) >= c.f.limits.VictimsPerJob {
+			break
+		}
+		if c.victims[v.Job.ID] {
+			continue
+		}
+		c.pending.Release(v.Allocations)
+		taken = append(taken, v)
+		if plain(r.v.Job) && c.pending.FreeGPUs() < r.v.Job.Spec.GPUs {
+			continue
+		}
+		allocs, ok, _ := c.p.Placer.Place(r.v.Job, c.pending)
+		if !ok {
+			continue
+		}
+		c.claim(allocs)
+		c.preempt(r, taken)
+		return true
+	}
+	for _, v := range taken {
+		_ = c.pending.Allocate(v.Allocations)
+	}
+	return false
+}
+
+func (c *cycle) preempt(r ranked, victims []*RunningJob) {
+	if c.victims == nil {
+		c.victims = map[cluster.JobID]bool{}
+	}
+	for _, v := range victims {
+		c.victims[v.Job.ID] = true
+		ckpt := v.Job.Spec.Checkpointable
+		stopBy := c.in.Now
+		if ckpt {
+			stopBy = c.in.Now.Add(min(c.p.Grace, v.Job.Spec.CheckpointCost))
+		}
+		c.plan.Preemptions = append(c.plan.Preemptions, Preemption{
+			Job: v.Job.ID, For: r.v.Job.ID, CheckpointFirst: ckpt, StopBy: stopBy, LostGPU: v.WorkSinceCheckpoint,
+			Reason: fmt.Sprintf("%s: makes room for %s (%d GPUs); %s of GPU work since its checkpoint",
+				c.p.Preemptor.Name(), r.v.Job.ID, gpusOf(r.v.Job), v.WorkSinceCheckpoint.Round(time.Second)),
+		})
+	}
+	c.wait(r.v.Job.ID, fmt.Sprintf("preempted %d job(s) for it", len(victims)))
+}
+
+// claim holds GPUs in the pending capacity for a job that waits for them;
+// the part of them that is free now is taken from the free (and fenced)
+// capacity too, so that no later job of this cycle is placed on it and the
+// pending capacity stays at least the free one.
+func (c *cycle) claim(allocs []cluster.Allocation) {
+	_ = c.pending.Allocate(allocs)
+	takeFree(c.free, allocs)
+	if c.fenced != nil {
+		takeFree(c.fenced, allocs)
+	}
+}

@@ -1,0 +1,68 @@
+package sim
+
+import (
+	"fmt"
+
+	"github.com/prescient-sched/prescient/cluster"
+	"github.com/prescient-sched/prescient/executor"
+)
+
+// check verifies the invariants: no GPU beyond its capacity or given twice
+// (the snapshot refuses both; here the index must agree with it), every job
+// in exactly one of waiting-to-arrive, queue, running or done, matching its
+// state.
+func (s *Simulator) check() error {
+	free := 0
+	for i := range s.snap.Nodes {
+		n := &s.snap.Nodes[i]
+		for g := range n.GPUs {
+			ref := cluster.GPURef{Node: n.Name, Index: g}
+			sf, cf := s.snap.FreeMilli(ref), s.free.FreeMilli(i, g)
+			if sf != cf || sf < 0 || sf > cluster.MilliGPU {
+				return fmt.Errorf("%s: snapshot has %d milli free, index %d: %w", ref, sf, cf, ErrInvariant)
+			}
+			if sf == cluster.MilliGPU && !s.down[i] {
+				free++
+			}
+		}
+	}
+	if free != s.free.FreeGPUs() {
+		return fmt.Errorf("index counts %d free GPUs, snapshot %d: %w", s.free.FreeGPUs(), free, ErrInvariant)
+	}
+	queued := map[*executor.JobView]int{}
+	q := s.queue
+	if s.sorted != nil {
+		q = s.sorted.Jobs()
+	}
+	for _, v := range q {
+		queued[v]++
+	}
+	for _, j := range s.jobs {
+		if n := queued[&j.view]; n > 1 || (n == 1) != (j.qpos >= 0) {
+			return fmt.Errorf("job %s is in the queue %d times (position %d): %w", j.job.ID, n, j.qpos, ErrInvariant)
+		}
+		if err := s.checkJob(j); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Simulator) checkJob(j *simJob) error {
+	inQ := j.qpos >= 0
+	inR := j.rpos >= 0 && j.rpos < len(s.running) && s.running[j.rpos] == &j.run
+	holds := len(s.snap.Allocations(j.job.ID)) > 0 || (inR && j.gpus == 0)
+	var ok bool
+	switch st := j.job.State; {
+	case st == cluster.StateQueued:
+		ok = !inR && !holds && (inQ || (j.qpos < 0 && (j.unplaceable || j.job.SubmitTime.After(s.now) || j.view.QueuedSince.IsZero())))
+	case st.Active():
+		ok = inR && !inQ && holds
+	case st.Terminal():
+		ok = !inQ && !inR && !holds
+	}
+	if !ok {
+		return fmt.Errorf("job %s: state %s, queued %v, running %v, holds GPUs %v: %w", j.job.ID, j.job.State, inQ, inR, holds, ErrInvariant)
+	}
+	return nil
+}

@@ -1,0 +1,214 @@
+package sim
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/prescient-sched/prescient/cluster"
+	"github.com/prescient-sched/prescient/executor"
+)
+
+func (s *Simulator) enqueue(j *simJob) {
+	if s.sorted != nil {
+		s.sorted.Add(&j.view, s.now)
+		j.qpos = 0 // in the queue; positions are the sorted queue's
+		return
+	}
+	j.qpos = len(s.queue)
+	s.queue = append(s.queue, &j.view)
+}
+
+func (s *Simulator) dequeue(j *simJob) {
+	if s.sorted != nil {
+		s.sorted.Remove(&j.view)
+		j.qpos = -1
+		return
+	}
+	last := s.queue[len(s.queue)-1]
+	s.queue[j.qpos] = last
+	s.byID[last.Job.ID].qpos = j.qpos
+	s.queue = s.queue[:len(s.queue)-1]
+	j.qpos = -1
+}
+
+func (s *Simulator) addRunning(j *simJob) {
+	j.rpos = len(s.running)
+	s.running = append(s.running, &j.run)
+	s.runJobs = append(s.runJobs, j)
+}
+
+func (s *Simulator) removeRunning(j *simJob) {
+	n := len(s.running) - 1
+	last := s.runJobs[n]
+	s.running[j.rpos], s.runJobs[j.rpos] = s.running[n], last
+	last.rpos = j.rpos
+	s.running, s.runJobs = s.running[:n], s.runJobs[:n]
+	j.rpos = -1
+}
+
+// start applies a placement.
+func (s *Simulator) start(p executor.Placement) error {
+	j, ok := s.byID[p.Job]
+	if !ok || j.qpos < 0 {
+		return fmt.Errorf("sim: plan places %s, which is not queued", p.Job)
+	}
+	if err := s.snap.Allocate(j.job.ID, p.Allocations); err != nil {
+		return fmt.Errorf("sim: placement of %s: %w", j.job.ID, err)
+	}
+	if err := s.free.Allocate(p.Allocations); err != nil {
+		return fmt.Errorf("sim: capacity index out of step for %s: %w", j.job.ID, err)
+	}
+	if err := j.job.Transition(cluster.StateRunning, s.now); err != nil {
+		return fmt.Errorf("sim: %w", err)
+	}
+	s.dequeue(j)
+	j.run = executor.RunningJob{JobView: j.view, Allocations: s.snap.Allocations(j.job.ID), Started: s.now}
+	j.seg = segment{start: s.now, saved: j.view.Progress, interval: p.CheckpointEvery, cost: j.job.Spec.CheckpointCost}
+	s.addRunning(j)
+	s.acct.allocate(s, j)
+	end, _ := j.seg.finish(j.truth)
+	s.ev.push(event{at: end, kind: evFinish, job: j, epoch: j.epoch})
+	return nil
+}
+
+// complete ends a job whose work is done.
+func (s *Simulator) complete(j *simJob) error {
+	_, n := j.seg.finish(j.truth)
+	s.acct.checkpointGPU += time.Duration(n) * j.seg.cost * gpuWeight(j)
+	s.release(j)
+	if err := j.job.Transition(cluster.StateSucceeded, s.now); err != nil {
+		return fmt.Errorf("sim: %w", err)
+	}
+	s.acct.finish(j)
+	if o, ok := s.cfg.Forecaster.(executor.Observer); ok {
+		done := j.job.Clone()
+		done.Outcome.RunTime = j.truth
+		o.Observe(done)
+	}
+	return nil
+}
+
+// preempt tells a running job to checkpoint and stop.
+func (s *Simulator) preempt(p executor.Preemption) error {
+	j, ok := s.byID[p.Job]
+	if !ok || j.rpos < 0 || j.run.Stopping {
+		return fmt.Errorf("sim: plan preempts %s, which is not running", p.Job)
+	}
+	prog, ck, k, writing := j.seg.at(s.now)
+	s.acct.checkpointGPU += (time.Duration(k)*j.seg.cost + writing) * gpuWeight(j)
+	j.epoch++
+	j.stopProg, j.stopLost = prog, prog-ck
+	j.stopAt = p.StopBy
+	j.stopLands = p.CheckpointFirst && !s.now.Add(j.job.Spec.CheckpointCost).After(p.StopBy)
+	if j.stopLands {
+		j.stopAt = s.now.Add(j.job.Spec.CheckpointCost)
+	}
+	if err := j.job.Transition(cluster.StateCheckpointing, s.now); err != nil {
+		return fmt.Errorf("sim: %w", err)
+	}
+	j.run.Stopping = true
+	s.acct.preemptions++
+	s.ev.push(event{at: j.stopAt, kind: evStop, job: j, epoch: j.epoch})
+	return nil
+}
+
+// stop ends a preempted job's attempt: its checkpoint landed, or the grace
+// period ran out and the work since its last checkpoint is lost.
+func (s *Simulator) stop(j *simJob) error {
+	saved := j.stopProg - j.stopLost
+	if j.stopLands {
+		s.acct.checkpointGPU += j.job.Spec.CheckpointCost * gpuWeight(j)
+		if err := j.job.Checkpointed(cluster.Checkpoint{Time: s.now, Step: int64(j.stopProg / time.Second)}); err != nil {
+			return fmt.Errorf("sim: %w", err)
+		}
+		saved = j.stopProg
+	} else {
+		s.acct.lostGPU += j.stopLost * gpuWeight(j)
+		s.acct.lossyStops++
+	}
+	return s.requeue(j, saved)
+}
+
+// interrupt ends a job's attempt without warning (its node failed): it
+// resumes from its last checkpoint.
+func (s *Simulator) interrupt(j *simJob) error {
+	saved := j.stopProg - j.stopLost
+	if !j.run.Stopping {
+		prog, ck, k, writing := j.seg.at(s.now)
+		s.acct.checkpointGPU += (time.Duration(k)*j.seg.cost + writing) * gpuWeight(j)
+		saved = ck
+		j.stopLost = prog - ck
+	}
+	s.acct.lostGPU += j.stopLost * gpuWeight(j)
+	j.epoch++
+	return s.requeue(j, saved)
+}
+
+func (s *Simulator) requeue(j *simJob, saved time.Duration) error {
+	s.release(j)
+	if err := j.job.Transition(cluster.StateQueued, s.now); err != nil {
+		return fmt.Errorf("sim: %w", err)
+	}
+	j.view.Progress, j.view.QueuedSince = saved, s.now
+	s.enqueue(j)
+	return nil
+}
+
+// release frees a job's GPUs and takes it off the running list.
+func (s *Simulator) release(j *simJob) {
+	held := s.now.Sub(j.run.Started)
+	j.held += held
+	j.view.AttainedGPU += held * gpuWeight(j)
+	s.acct.release(s, j)
+	allocs := s.snap.Release(j.job.ID)
+	s.free.Release(allocs)
+	s.removeRunning(j)
+	j.run = executor.RunningJob{}
+	s.dirty = true
+}
+
+// fail takes a node down; its jobs go back to the queue.
+func (s *Simulator) fail(i int) error {
+	if s.down[i] {
+		return nil
+	}
+	name := s.snap.Nodes[i].Name
+	var hit []*simJob
+	for k, r := range s.running {
+		for _, a := range r.Allocations {
+			if a.GPU.Node == name {
+				hit = append(hit, s.runJobs[k])
+				break
+			}
+		}
+	}
+	for _, j := range hit {
+		if err := s.interrupt(j); err != nil {
+			return err
+		}
+	}
+	s.acct.nodeState(s, i, false)
+	s.down[i] = true
+	s.snap.Nodes[i].State = cluster.NodeFailed
+	s.free.SetReady(i, false)
+	s.acct.failures++
+	s.ev.push(event{at: s.now.Add(s.cfg.NodeRepair), kind: evRepair, node: i})
+	return nil
+}
+
+func (s *Simulator) repair(i int) {
+	s.acct.nodeState(s, i, true)
+	s.down[i] = false
+	s.snap.Nodes[i].State = cluster.NodeReady
+	s.free.SetReady(i, true)
+	s.dirty = true
+}
+
+// gpuWeight is the GPUs a job's time is multiplied by for GPU-time (a
+// fractional job counts its share).
+func gpuWeight(j *simJob) time.Duration {
+	if j.job.Spec.Fractional() {
+		return 1 // counted as one GPU; shares are rare in the traces replayed
+	}
+	return time.Duration(j.gpus)
+}

@@ -1,0 +1,209 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/prescient-sched/prescient/cluster"
+	"github.com/prescient-sched/prescient/executor"
+)
+
+// loop runs the replay. Each step:
+//
+//  1. move the clock to the next arrival or event, accounting for the time
+//     passed (GPU allocation, energy, tenants' decayed usage);
+//  2. queue the jobs submitted then, with their forecasts;
+//  3. handle the events due then (finishes, stops, failures, repairs);
+//  4. if anything changed that could start or displace a job, plan and
+//     apply the plan.
+func (s *Simulator) loop(ctx context.Context) error {
+	next, total := 0, len(s.jobs)
+	s.scheduleFailure()
+	for step := 0; s.acct.finished+s.acct.unplaceable < total; step++ {
+		if next >= total && s.ev.len() == 0 {
+			s.log.Warn("replay stalled: jobs left that nothing will start", "queued", s.queueLen())
+			break
+		}
+		t := s.nextTime(next)
+		s.advance(t)
+		var err error
+		if next, err = s.arrive(ctx, next); err != nil {
+			return err
+		}
+		for s.ev.len() > 0 && !s.ev.next().After(t) {
+			if err := s.handle(s.ev.pop()); err != nil {
+				return err
+			}
+		}
+		if s.dirty {
+			if err := s.plan(ctx); err != nil {
+				return err
+			}
+		}
+		if err := s.stepDone(ctx, step); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Simulator) nextTime(next int) time.Time {
+	switch {
+	case next >= len(s.jobs):
+		return s.ev.next()
+	case s.ev.len() == 0:
+		return s.jobs[next].job.SubmitTime
+	}
+	if at := s.jobs[next].job.SubmitTime; at.Before(s.ev.next()) {
+		return at
+	}
+	return s.ev.next()
+}
+
+func (s *Simulator) stepDone(ctx context.Context, step int) error {
+	if s.cfg.Check {
+		if err := s.check(); err != nil {
+			return err
+		}
+	}
+	s.acct.sampleQueue(s.now, s.queueLen())
+	if step%4096 == 0 {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("sim: %w", err)
+		}
+		if s.cfg.Progress != nil {
+			s.cfg.Progress(s.acct.finished, len(s.jobs))
+		}
+	}
+	return nil
+}
+
+// arrive queues the jobs submitted at the current time, from index next.
+func (s *Simulator) arrive(ctx context.Context, next int) (int, error) {
+	var batch []*cluster.Job
+	first := next
+	for ; next < len(s.jobs) && !s.jobs[next].job.SubmitTime.After(s.now); next++ {
+		j := s.jobs[next]
+		if j.unplaceable {
+			s.acct.unplaceable++
+			s.log.Warn("job larger than the fleet; never queued", "job", j.job.ID, "gpus", j.gpus)
+			continue
+		}
+		batch = append(batch, &j.job)
+	}
+	if len(batch) == 0 {
+		return next, nil
+	}
+	fc, err := s.cfg.Forecaster.Forecast(ctx, batch)
+	if err != nil {
+		return next, fmt.Errorf("sim: forecasts at %s: %w", s.now.Format(time.RFC3339), err)
+	}
+	byID := make(map[cluster.JobID]executor.Forecast, len(fc))
+	for _, f := range fc {
+		byID[f.Job] = f
+	}
+	for _, j := range s.jobs[first:next] {
+		if j.unplaceable {
+			continue
+		}
+		j.view.Forecast = byID[j.job.ID]
+		j.view.QueuedSince = s.now
+		s.enqueue(j)
+		if s.cfg.Preemptive || s.free.FreeGPUs() > 0 || j.gpus == 0 || j.job.Spec.Fractional() {
+			s.dirty = true
+		}
+	}
+	return next, nil
+}
+
+func (s *Simulator) handle(e event) error {
+	switch e.kind {
+	case evFinish:
+		if e.epoch == e.job.epoch {
+			return s.complete(e.job)
+		}
+	case evStop:
+		if e.epoch == e.job.epoch {
+			return s.stop(e.job)
+		}
+	case evFail:
+		if err := s.fail(e.node); err != nil {
+			return err
+		}
+		s.scheduleFailure()
+	case evRepair:
+		s.repair(e.node)
+	case evWake:
+		s.dirty = true
+	}
+	return nil
+}
+
+// plan asks the planner and applies its plan.
+func (s *Simulator) plan(ctx context.Context) error {
+	s.dirty = false
+	s.refreshRunning()
+	in := executor.PlanInput{
+		Now: s.now, Cluster: s.snap, Free: s.free, Queue: s.queue, Running: s.running,
+		UsageGPU: s.usage, NodeMTBF: s.cfg.NodeMTBF, PreemptionRate: s.acct.preemptionRate(),
+	}
+	if s.sorted != nil {
+		in.Queue, in.QueueSorted = s.sorted.Jobs(), true
+	}
+	p, err := s.cfg.Planner.Plan(ctx, in)
+	if err != nil {
+		return fmt.Errorf("sim: plan at %s: %w", s.now.Format(time.RFC3339), err)
+	}
+	s.acct.cycles++
+	s.acct.decisions += len(p.Placements) + len(p.Preemptions)
+	for _, pr := range p.Preemptions {
+		if err := s.preempt(pr); err != nil {
+			return err
+		}
+	}
+	for _, pl := range p.Placements {
+		if err := s.start(pl); err != nil {
+			return err
+		}
+	}
+	if !p.NextReplan.IsZero() && !p.NextReplan.Equal(s.wakeAt) {
+		s.wakeAt = p.NextReplan
+		s.ev.push(event{at: p.NextReplan, kind: evWake})
+	}
+	return nil
+}
+
+// refreshRunning brings the running jobs' views up to now.
+func (s *Simulator) refreshRunning() {
+	for k, r := range s.running {
+		j := s.runJobs[k]
+		if r.Stopping {
+			continue
+		}
+		prog, ck, _, _ := j.seg.at(s.now)
+		r.Progress = prog
+		r.AttainedGPU = j.view.AttainedGPU + s.now.Sub(r.Started)*time.Duration(max(j.gpus, 1))
+		r.WorkSinceCheckpoint = (prog - ck) * time.Duration(max(j.gpus, 1))
+	}
+}
+
+// scheduleFailure draws the next node failure of the fleet: the fleet fails
+// at N/MTBF per hour; the node is drawn at random.
+func (s *Simulator) scheduleFailure() {
+	if s.cfg.NodeMTBF <= 0 {
+		return
+	}
+	n := len(s.snap.Nodes)
+	mean := float64(s.cfg.NodeMTBF) / float64(n)
+	gap := time.Duration(math.Max(s.rng.ExpFloat64()*mean, 1))
+	s.ev.push(event{at: s.now.Add(gap), kind: evFail, node: s.rng.IntN(n)})
+}
+
+func (s *Simulator) queueLen() int {
+	if s.sorted != nil {
+		return s.sorted.Len()
+	}
+	return len(s.queue)
+}

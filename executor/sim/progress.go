@@ -1,0 +1,42 @@
+package sim
+
+import "time"
+
+// segment is one attempt of a job, from its start: the job resumes from
+// saved progress and, with an interval τ > 0, pauses after every τ of work
+// to write a checkpoint that takes cost.
+type segment struct {
+	start    time.Time
+	saved    time.Duration
+	interval time.Duration
+	cost     time.Duration
+}
+
+// at returns, at time t in the segment, the job's progress, the progress of
+// its last completed checkpoint, the checkpoints completed, and the time
+// spent on one still being written.
+func (s segment) at(t time.Time) (progress, checkpointed time.Duration, done int, writing time.Duration) {
+	e := max(t.Sub(s.start), 0)
+	if s.interval <= 0 {
+		return s.saved + e, s.saved, 0, 0
+	}
+	period := s.interval + s.cost
+	k := e / period
+	r := e - k*period
+	checkpointed = s.saved + k*s.interval
+	if r > s.interval {
+		writing = r - s.interval
+	}
+	return checkpointed + min(r, s.interval), checkpointed, int(k), writing
+}
+
+// finish returns when a job needing work more progress ends, and the
+// checkpoints it writes on the way (none at the very end).
+func (s segment) finish(work time.Duration) (time.Time, int) {
+	w := max(work-s.saved, 0)
+	if s.interval <= 0 || w == 0 {
+		return s.start.Add(w), 0
+	}
+	n := (w - 1) / s.interval
+	return s.start.Add(n*(s.interval+s.cost) + (w - n*s.interval)), int(n)
+}

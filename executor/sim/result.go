@@ -1,0 +1,171 @@
+package sim
+
+import (
+	"cmp"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/prescient-sched/prescient/cluster"
+)
+
+// Metrics are a replay's figures, in the units their JSON names say.
+type Metrics struct {
+	Policy           string             `json:"policy"`
+	Jobs             int                `json:"jobs"`
+	Finished         int                `json:"finished"`
+	AvgJCTS          float64            `json:"avg_jct_s"`
+	P50JCTS          float64            `json:"p50_jct_s"`
+	P99JCTS          float64            `json:"p99_jct_s"`
+	AvgWaitS         float64            `json:"avg_wait_s"`
+	P99WaitS         float64            `json:"p99_wait_s"`
+	MakespanS        float64            `json:"makespan_s"`
+	GPUAllocPct      float64            `json:"gpu_alloc_pct"`
+	DeadlineJobs     int                `json:"deadline_jobs"`
+	DeadlineFeasible int                `json:"deadline_feasible"`
+	DeadlineMetPct   float64            `json:"deadline_met_pct"`
+	Preemptions      int                `json:"preemptions"`
+	LostGPUS         float64            `json:"lost_gpu_s"`
+	CheckpointGPUS   float64            `json:"checkpoint_gpu_s"`
+	EnergyKWh        float64            `json:"energy_kwh"`
+	JainFairness     float64            `json:"jain_fairness"`
+	WaitByTierS      map[string]float64 `json:"wait_by_tier_s"`
+	WaitByTenantS    map[string]float64 `json:"wait_by_tenant_s"`
+	SimWallS         float64            `json:"sim_wall_s"`
+	DecisionsPerS    float64            `json:"decisions_per_s"`
+}
+
+// Result is a replay's metrics and the series a plot draws.
+type Result struct {
+	Metrics
+	// JCTs are the finished jobs' completion times, ascending.
+	JCTs []time.Duration
+	// Queue is the queue length over time (at most one point per 10
+	// minutes of virtual time).
+	Queue []QueuePoint
+	// NodeFailures counts the node failures drawn.
+	NodeFailures int
+	// PlanCycles counts the planner calls.
+	PlanCycles int
+}
+
+// result computes the metrics. Wait is the time a job spent queued, over
+// all its attempts (JCT less the time it held GPUs). Jain's index is over
+// tenants' mean slowdown (JCT / run time): 1 when every tenant's jobs are
+// slowed alike, 1/n when one tenant takes all the delay.
+func (s *Simulator) result(wall time.Duration) *Result {
+	a := &s.acct
+	r := &Result{Queue: a.queue, NodeFailures: a.failures, PlanCycles: a.cycles}
+	m := &r.Metrics
+	m.Jobs, m.Finished, m.Preemptions = len(s.jobs), a.finished, a.preemptions
+	var waits []float64
+	tierW, tenantW := map[string]*mean{}, map[string]*mean{}
+	slow := map[string]*mean{}
+	met := 0
+	for _, j := range s.jobs {
+		if j.job.Spec.HasDeadline() {
+			m.DeadlineJobs++
+			if j.feasible {
+				m.DeadlineFeasible++
+			}
+		}
+		if j.job.State != cluster.StateSucceeded {
+			continue
+		}
+		jct := j.job.EndTime.Sub(j.job.SubmitTime)
+		wait := (jct - j.held).Seconds()
+		r.JCTs = append(r.JCTs, jct)
+		waits = append(waits, wait)
+		add(tierW, j.job.Spec.Tier.String(), wait)
+		add(tenantW, j.job.Spec.Tenant, wait)
+		add(slow, j.job.Spec.Tenant, jct.Seconds()/math.Max(j.truth.Seconds(), 1))
+		if j.feasible && !j.job.EndTime.After(j.job.Spec.Deadline) {
+			met++
+		}
+	}
+	slices.Sort(r.JCTs)
+	slices.Sort(waits)
+	jcts := make([]float64, len(r.JCTs))
+	for i, d := range r.JCTs {
+		jcts[i] = d.Seconds()
+	}
+	m.AvgJCTS, m.P50JCTS, m.P99JCTS = avg(jcts), quantile(jcts, 0.5), quantile(jcts, 0.99)
+	m.AvgWaitS, m.P99WaitS = avg(waits), quantile(waits, 0.99)
+	if a.lastEnd.After(a.start) {
+		m.MakespanS = a.lastEnd.Sub(a.start).Seconds()
+		gpus := 0
+		for _, n := range s.snap.Nodes {
+			gpus += len(n.GPUs)
+		}
+		m.GPUAllocPct = 100 * a.allocGPUs / (float64(gpus) * s.acct.last.Sub(a.start).Seconds())
+	}
+	if m.DeadlineFeasible > 0 {
+		m.DeadlineMetPct = 100 * float64(met) / float64(m.DeadlineFeasible)
+	}
+	m.LostGPUS, m.CheckpointGPUS = a.lostGPU.Seconds(), a.checkpointGPU.Seconds()
+	m.EnergyKWh = a.energyJ / 3.6e6
+	m.WaitByTierS, m.WaitByTenantS = means(tierW), means(tenantW)
+	m.JainFairness = jain(slow)
+	m.SimWallS = wall.Seconds()
+	if wall > 0 {
+		m.DecisionsPerS = float64(a.decisions) / wall.Seconds()
+	}
+	return r
+}
+
+type mean struct {
+	sum float64
+	n   int
+}
+
+func add(m map[string]*mean, k string, v float64) {
+	e, ok := m[k]
+	if !ok {
+		e = &mean{}
+		m[k] = e
+	}
+	e.sum += v
+	e.n++
+}
+
+func means(m map[string]*mean) map[string]float64 {
+	out := make(map[string]float64, len(m))
+	for k, e := range m {
+		out[k] = e.sum / float64(e.n)
+	}
+	return out
+}
+
+// jain is Jain's fairness index of the inverse mean slowdowns.
+func jain(slow map[string]*mean) float64 {
+	var sum, sq float64
+	for _, e := range slow {
+		x := 1 / (e.sum / float64(e.n))
+		sum += x
+		sq += x * x
+	}
+	if sq == 0 {
+		return 0
+	}
+	return sum * sum / (float64(len(slow)) * sq)
+}
+
+func avg(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := 0.0
+	for _, x := range xs {
+		s += x
+	}
+	return s / float64(len(xs))
+}
+
+// quantile of sorted xs, nearest rank.
+func quantile(xs []float64, q float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	i := int(math.Ceil(q*float64(len(xs)))) - 1
+	return xs[cmp.Or(max(i, 0), 0)]
+}

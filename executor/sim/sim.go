@@ -1,0 +1,186 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/prescient-sched/prescient/cluster"
+	"github.com/prescient-sched/prescient/executor"
+)
+
+// Config is one replay.
+type Config struct {
+	Fleet *cluster.Fleet
+	// Jobs are the trace: each job's Outcome.RunTime is its true duration;
+	// its state and times are ignored (every job enters queued at its submit
+	// time).
+	Jobs       []cluster.Job
+	Planner    executor.Planner
+	Forecaster executor.Forecaster
+	// Order, when the planner's queue order is static (FIFO, SJF, SRTF,
+	// Tiresias), lets the simulator keep the queue sorted as jobs come and
+	// go, so planning does not sort it each cycle. Optional.
+	Order executor.QueueOrder
+	// Preemptive makes the simulator plan on every arrival, even when no
+	// GPU is free (a new job may displace a running one).
+	Preemptive bool
+	// NodeMTBF is each node's mean time between failures (exponential);
+	// zero means no failures. A failed node is back after NodeRepair.
+	NodeMTBF   time.Duration
+	NodeRepair time.Duration
+	// CheckpointCost is given to jobs that do not say theirs; such jobs are
+	// made checkpointable. Zero leaves jobs as they are.
+	CheckpointCost time.Duration
+	// UsageHalfLife is the half-life of tenants' usage for fair share.
+	UsageHalfLife time.Duration
+	Seed          uint64
+	// Power gives each GPU's idle and busy power; nil means DefaultPower.
+	Power func(cluster.GPU) PowerModel
+	// Progress, when set, is called now and then with jobs done and total.
+	Progress func(done, total int)
+	// Check verifies the simulator's invariants after every step (slow;
+	// for tests): capacity never exceeded, no GPU given twice, the index in
+	// step with the snapshot, every job in exactly one place.
+	Check  bool
+	Logger *slog.Logger
+}
+
+// ErrInvariant is returned (wrapped) when Check finds a broken invariant.
+var ErrInvariant = errors.New("simulator invariant broken")
+
+// Validate checks the configuration.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.Fleet == nil || len(c.Fleet.Nodes) == 0 {
+		errs = append(errs, errors.New("sim: no fleet"))
+	}
+	if c.Planner == nil {
+		errs = append(errs, errors.New("sim: no planner"))
+	}
+	if c.Forecaster == nil {
+		errs = append(errs, errors.New("sim: no forecaster"))
+	}
+	if c.NodeMTBF < 0 || c.NodeRepair < 0 || c.CheckpointCost < 0 || c.UsageHalfLife < 0 {
+		errs = append(errs, errors.New("sim: negative duration"))
+	}
+	if c.NodeMTBF > 0 && c.NodeRepair == 0 {
+		errs = append(errs, errors.New("sim: node failures need a repair time"))
+	}
+	return errors.Join(errs...)
+}
+
+// simJob is the simulator's record of one job.
+type simJob struct {
+	job   cluster.Job
+	view  executor.JobView
+	run   executor.RunningJob
+	truth time.Duration
+	seg   segment
+	gpus  int
+
+	epoch       int
+	qpos, rpos  int
+	stopAt      time.Time     // preemption: when it stops
+	stopLands   bool          // the checkpoint lands before the grace runs out
+	stopProg    time.Duration // progress when it was told to stop
+	stopLost    time.Duration // work lost if it does not land
+	held        time.Duration // time holding GPUs, over all attempts
+	feasible    bool          // deadline at least submit + true duration
+	unplaceable bool
+}
+
+// Simulator replays a trace. Use Run.
+type Simulator struct {
+	cfg     Config
+	log     *slog.Logger
+	snap    *cluster.Snapshot
+	free    *executor.Capacity
+	now     time.Time
+	ev      events
+	rng     *rand.Rand
+	jobs    []*simJob
+	byID    map[cluster.JobID]*simJob
+	queue   []*executor.JobView
+	sorted  *executor.SortedQueue // nil unless Config.Order is static
+	running []*executor.RunningJob
+	runJobs []*simJob // runJobs[i] is the job of running[i]
+	usage   map[string]time.Duration
+	held    map[string]int
+	acct    accounting
+	dirty   bool
+	wakeAt  time.Time
+	down    []bool
+}
+
+// Run replays cfg.Jobs on cfg.Fleet and returns the metrics.
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	s, err := newSimulator(cfg)
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	if err := s.loop(ctx); err != nil {
+		return nil, err
+	}
+	return s.result(time.Since(start)), nil
+}
+
+func newSimulator(cfg Config) (*Simulator, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.UsageHalfLife == 0 {
+		cfg.UsageHalfLife = 24 * time.Hour
+	}
+	if cfg.Power == nil {
+		cfg.Power = DefaultPower
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	fleet := *cfg.Fleet
+	fleet.Nodes = slices.Clone(cfg.Fleet.Nodes) // node states change here, not in the caller's fleet
+	s := &Simulator{cfg: cfg, log: cfg.Logger.With("component", "sim"), rng: rand.New(rand.NewPCG(cfg.Seed, 0x5eed)),
+		byID: make(map[cluster.JobID]*simJob, len(cfg.Jobs)), usage: map[string]time.Duration{}, held: map[string]int{}}
+	if len(cfg.Jobs) > 0 {
+		s.now = cfg.Jobs[0].SubmitTime
+	}
+	s.snap = cluster.NewSnapshot(&fleet, s.now)
+	s.free = executor.NewCapacity(s.snap)
+	s.down = make([]bool, len(fleet.Nodes))
+	if cfg.Order != nil {
+		s.sorted, _ = executor.NewSortedQueue(cfg.Order)
+	}
+	s.acct.init(s)
+	return s, s.loadJobs()
+}
+
+// loadJobs turns the trace into queued-to-be jobs sorted by submit time.
+func (s *Simulator) loadJobs() error {
+	fleetGPUs := s.free.FreeGPUs()
+	seen := make(map[cluster.JobID]bool, len(s.cfg.Jobs))
+	for i := range s.cfg.Jobs {
+		src := &s.cfg.Jobs[i]
+		if seen[src.ID] {
+			return fmt.Errorf("sim: job %s appears twice", src.ID)
+		}
+		seen[src.ID] = true
+		j := &simJob{truth: src.Outcome.RunTime, gpus: src.Spec.GPUs, qpos: -1, rpos: -1}
+		j.job = cluster.NewJob(src.ID, src.Clone().Spec, src.SubmitTime)
+		if s.cfg.CheckpointCost > 0 && j.job.Spec.CheckpointCost == 0 {
+			j.job.Spec.Checkpointable, j.job.Spec.CheckpointCost = true, s.cfg.CheckpointCost
+		}
+		j.view.Job, j.run.Allocations = &j.job, nil
+		j.feasible = j.job.Spec.HasDeadline() && !j.job.Spec.Deadline.Before(j.job.SubmitTime.Add(j.truth))
+		j.unplaceable = j.gpus > fleetGPUs
+		s.jobs = append(s.jobs, j)
+		s.byID[src.ID] = j
+	}
+	slices.SortStableFunc(s.jobs, func(a, b *simJob) int { return a.job.SubmitTime.Compare(b.job.SubmitTime) })
+	return nil
+}

@@ -1,0 +1,82 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prescient-sched/prescient/cluster"
+)
+
+// DeadlineSpec is "--deadlines FRACTION:SLACK": a seeded FRACTION of the
+// jobs gets the deadline submit + SLACK × true duration.
+type DeadlineSpec struct {
+	Fraction float64
+	Slack    float64
+}
+
+// ParseDeadlineSpec parses "FRACTION:SLACK", e.g. "0.3:2".
+func ParseDeadlineSpec(s string) (DeadlineSpec, error) {
+	f, k, ok := strings.Cut(s, ":")
+	if !ok {
+		return DeadlineSpec{}, fmt.Errorf("deadlines %q: want FRACTION:SLACK, e.g. 0.3:2", s)
+	}
+	var d DeadlineSpec
+	var err error
+	if d.Fraction, err = strconv.ParseFloat(f, 64); err != nil || d.Fraction < 0 || d.Fraction > 1 {
+		return DeadlineSpec{}, fmt.Errorf("deadlines %q: fraction %q is not in 0..1", s, f)
+	}
+	if d.Slack, err = strconv.ParseFloat(k, 64); err != nil || d.Slack <= 0 || math.IsInf(d.Slack, 0) {
+		return DeadlineSpec{}, fmt.Errorf("deadlines %q: slack %q is not a positive number", s, k)
+	}
+	return d, nil
+}
+
+// AssignDeadlines gives jobs without a deadline one, per the spec, drawn
+// with the seed. It changes jobs in place.
+func AssignDeadlines(jobs []cluster.Job, d DeadlineSpec, seed uint64) {
+	rng := rand.New(rand.NewPCG(seed, 0xdead1))
+	for i := range jobs {
+		j := &jobs[i]
+		if rng.Float64() >= d.Fraction || j.Spec.HasDeadline() {
+			continue
+		}
+		slack := time.Duration(float64(j.Outcome.RunTime) * d.Slack)
+		j.Spec.Deadline = j.SubmitTime.Add(max(slack, time.Second))
+	}
+}
+
+// AssignTiers gives every job a tier drawn with the seed from mix (weights,
+// which need not sum to 1), for traces that record none. It changes jobs in
+// place; an empty or all-zero mix changes nothing.
+func AssignTiers(jobs []cluster.Job, mix map[cluster.Tier]float64, seed uint64) error {
+	var tiers []cluster.Tier
+	var cum []float64
+	total := 0.0
+	for _, t := range cluster.Tiers() {
+		w := mix[t]
+		if w < 0 || math.IsNaN(w) || math.IsInf(w, 0) {
+			return fmt.Errorf("tier mix: %s weight %g is not a finite, non-negative number", t, w)
+		}
+		if w > 0 {
+			total += w
+			tiers, cum = append(tiers, t), append(cum, total)
+		}
+	}
+	if total == 0 {
+		return nil
+	}
+	rng := rand.New(rand.NewPCG(seed, 0x7135))
+	for i := range jobs {
+		x := rng.Float64() * total
+		k := 0
+		for k < len(cum)-1 && x >= cum[k] {
+			k++
+		}
+		jobs[i].Spec.Tier = tiers[k]
+	}
+	return nil
+}
