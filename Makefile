@@ -28,11 +28,33 @@ bench:
 	scripts/with-influxdb.sh $(GO) test -run '^$$' -bench . -benchmem -timeout $(GOTEST_TIMEOUT) ./...
 
 # Evaluation reports on the public traces in $(DATASETS): printed, not asserted (make test asserts what it can).
+PHILLY       := philly:$(DATASETS)/philly/philly_jobs.csv
+SIM_POLICIES := fifo,fifo-strict,sjf-oracle,srtf-oracle,tiresias,easy-backfill,prescient
 eval: build
 	$(BIN) datasets inspect philly:$(DATASETS)/philly/philly_jobs.csv
 	$(BIN) datasets inspect openb:$(DATASETS)/alibaba-openb/openb_pod_list_default.csv
 	$(BIN) datasets generate --jobs 74167 --seed 1 --out $(RUN_DIR)/synthetic.jsonl.gz
 	$(BIN) datasets inspect prescient:$(RUN_DIR)/synthetic.jsonl.gz
+	rm -rf $(RUN_DIR)/eval-models
+	$(BIN) train --target duration --trace philly:$(DATASETS)/philly/philly_jobs.csv --until 2017-11-10 --models $(RUN_DIR)/eval-models
+	$(BIN) evaluate --target duration --trace philly:$(DATASETS)/philly/philly_jobs.csv --from 2017-11-10 --models $(RUN_DIR)/eval-models
+	$(BIN) train --target memory --trace prescient:$(RUN_DIR)/synthetic.jsonl.gz --models $(RUN_DIR)/eval-models
+	$(BIN) evaluate --target memory --series genai-memory:$(DATASETS)/alibaba-genai/pod_gpu_memory_used_bytes_anon.csv.gz
+	@echo "== simulate: Philly from 2017-11-10 on uniform:50x8:V100, every policy (oracle forecasts)"
+	$(BIN) simulate --trace $(PHILLY) --fleet uniform:50x8:V100 --from 2017-11-10 --policy $(SIM_POLICIES) --oracle --plot $(RUN_DIR)/simulate-philly.svg
+	@echo "== simulate: deadlines on 30% of jobs at 2x their duration"
+	$(BIN) simulate --trace $(PHILLY) --fleet uniform:50x8:V100 --from 2017-11-10 --policy $(SIM_POLICIES) --oracle --deadlines 0.3:2
+	@echo "== simulate: seeded tiers and deadlines"
+	$(BIN) simulate --trace $(PHILLY) --fleet uniform:50x8:V100 --from 2017-11-10 --policy fifo,prescient --oracle --deadlines 0.3:2 --tier-mix production=0.1,standard=0.5,batch=0.25,opportunistic=0.15
+	@echo "== simulate: node failures (MTBF 720h per node); fifo checkpoints every 60m, prescient by Young/Daly"
+	$(BIN) simulate --trace $(PHILLY) --fleet uniform:50x8:V100 --from 2017-11-10 --policy fifo --checkpoint fixed:60m --node-mtbf 720h
+	$(BIN) simulate --trace $(PHILLY) --fleet uniform:50x8:V100 --from 2017-11-10 --policy prescient --oracle --node-mtbf 720h
+	@echo "== simulate: learned forecasts (the duration model trained above with --until 2017-11-10)"
+	$(BIN) simulate --trace $(PHILLY) --fleet uniform:50x8:V100 --from 2017-11-10 --policy easy-backfill,prescient --models $(RUN_DIR)/eval-models
+	$(BIN) simulate --trace $(PHILLY) --fleet uniform:50x8:V100 --from 2017-11-10 --policy easy-backfill,prescient --models $(RUN_DIR)/eval-models --deadlines 0.3:2
+	$(BIN) simulate --trace $(PHILLY) --fleet uniform:50x8:V100 --from 2017-11-10 --policy prescient --models $(RUN_DIR)/eval-models --node-mtbf 720h
+	@echo "== simulate: the whole Philly table on uniform:75x8 (speed: sim_wall_s per policy)"
+	$(BIN) simulate --trace $(PHILLY) --fleet uniform:75x8 --policy $(SIM_POLICIES) --oracle
 
 lint:
 	@out="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))"; \

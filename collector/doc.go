@@ -1,8 +1,12 @@
 // Package collector samples GPU telemetry and streams it to a sink: InfluxDB
-// in production, the embedded store on a laptop. It owns the sampling loop,
-// the Sample type, the sinks and the on-disk spool that keeps samples while
-// the database is away. It makes no decisions.
+// in production, the embedded store on a laptop. It makes no decisions.
 //
-// For now it holds the InfluxDB bucket check that every writer runs first;
-// the sampling loop and sinks arrive with the collector issue.
+// A Collector reads every device of its hosts (collector/nvml) each
+// interval into Samples, naming the job of each GPU process through a
+// JobRegistry. A Writer, the one place where batching, retries and the
+// spool live, writes them to a Sink (InfluxSink, EmbeddedSink); what the
+// sink cannot take for a while goes to the on-disk Spool and is written
+// back in order. TelemetryStore (InfluxQuery with Flux, EmbeddedSink with
+// SQL) reads series back for training and the predictor. EnsureBucket is
+// the bucket check every InfluxDB writer runs first.
 package collector

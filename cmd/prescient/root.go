@@ -69,6 +69,7 @@ Unknown keys and values that do not parse are errors, never ignored.`,
 		newEvaluateCmd(g),
 		newPredictCmd(g),
 		newModelsCmd(g),
+		newCollectCmd(g),
 	)
 	return root
 }

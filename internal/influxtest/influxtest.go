@@ -27,6 +27,7 @@ type Server struct {
 
 	dir    string // set when this package started it
 	script string
+	opts   Options
 }
 
 // Options choose how an own server is started.
@@ -53,24 +54,40 @@ func Shared(t testing.TB) *Server {
 func Start(t testing.TB, opts Options) *Server {
 	t.Helper()
 	script := findScript(t)
-	s := &Server{dir: t.TempDir(), script: script}
-	cmd := exec.Command(script, "start", s.dir)
+	s := &Server{dir: t.TempDir(), script: script, opts: opts}
+	s.start(t)
+	t.Cleanup(s.Stop)
+	return s
+}
+
+func (s *Server) start(t testing.TB) {
+	t.Helper()
+	cmd := exec.Command(s.script, "start", s.dir)
 	cmd.Env = os.Environ()
 	if bin := os.Getenv(EnvInfluxd); bin != "" {
 		cmd.Env = append(cmd.Env, "INFLUXD="+bin)
 	}
-	if opts.Auth {
+	if s.opts.Auth {
 		cmd.Env = append(cmd.Env, "INFLUXDB_AUTH=true")
 	}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("influxtest: start InfluxDB with %s: %v\n%s", script, err, stderr.String())
+		t.Fatalf("influxtest: start InfluxDB with %s: %v\n%s", s.script, err, stderr.String())
 	}
 	s.URL = strings.TrimSpace(string(out))
-	t.Cleanup(s.Stop)
-	return s
+}
+
+// Restart starts a server this package started, and stopped, again on its
+// data: what was written survives. The server gets new ports, so URL
+// changes. It fails the test for the shared server.
+func (s *Server) Restart(t testing.TB) {
+	t.Helper()
+	if s.dir == "" {
+		t.Fatalf("influxtest: Restart of the shared server")
+	}
+	s.start(t)
 }
 
 // Stop stops a server this package started; it is a no-op for the shared one.

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/prescient-sched/prescient/cluster"
+	"github.com/prescient-sched/prescient/cluster/clustertest"
+	"github.com/prescient-sched/prescient/predictor"
+)
+
+// fakeLearned records what it is asked and answers P50 = 1h, P90 = 2h.
+type fakeLearned struct {
+	asked, observed []cluster.Job
+}
+
+func (f *fakeLearned) Forecast(_ context.Context, jobs []cluster.Job) ([]predictor.Forecast, error) {
+	f.asked = append(f.asked, jobs...)
+	out := make([]predictor.Forecast, len(jobs))
+	for i, j := range jobs {
+		p50, p90 := 3600.0, 7200.0
+		out[i] = predictor.Forecast{JobID: j.ID, DurationP50S: &p50, DurationP90S: &p90, ModelVersion: "duration:1"}
+	}
+	return out, nil
+}
+
+func (f *fakeLearned) Observe(j cluster.Job) { f.observed = append(f.observed, j) }
+
+// The replay's synthetic deadlines are a multiple of the true duration and
+// its jobs are made checkpointable: neither may reach the model.
+func TestModelForecasterSeesJobsAsTheTraceRecordedThem(t *testing.T) {
+	orig := clustertest.Job("j1").GPUs(2).Obj()
+	replayed := orig.Clone()
+	replayed.Spec.Deadline = orig.SubmitTime.Add(4 * time.Hour)
+	replayed.Spec.Checkpointable, replayed.Spec.CheckpointCost = true, time.Minute
+	fake := &fakeLearned{}
+	m := modelForecaster{p: fake, orig: map[cluster.JobID]cluster.Job{orig.ID: orig}}
+	fc, err := m.Forecast(t.Context(), []*cluster.Job{&replayed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fake.asked[0].Spec; got.HasDeadline() || got.Checkpointable {
+		t.Errorf("the model saw deadline %v, checkpointable %v", got.Deadline, got.Checkpointable)
+	}
+	if fc[0].DurationP50 != time.Hour || fc[0].DurationP90 != 2*time.Hour || fc[0].Source != "model duration:1" {
+		t.Errorf("forecast %+v", fc[0])
+	}
+	m.Observe(replayed)
+	if fake.observed[0].Spec.HasDeadline() {
+		t.Error("the model observed the synthetic deadline")
+	}
+	if _, err := m.Forecast(t.Context(), []*cluster.Job{{ID: "unknown"}}); err == nil {
+		t.Error("a job the trace lacks was forecast")
+	}
+}

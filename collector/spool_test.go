@@ -1,0 +1,168 @@
+package collector_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/prescient-sched/prescient/collector"
+)
+
+func openSpool(t *testing.T, dir string, max int64) *collector.Spool {
+	t.Helper()
+	s, err := collector.OpenSpool(dir, max, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// drain peeks and acks everything the spool holds.
+func drain(t *testing.T, s *collector.Spool) []collector.Sample {
+	t.Helper()
+	var out []collector.Sample
+	for {
+		b, tok, ok, err := s.Peek()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			return out
+		}
+		out = append(out, b...)
+		if err := s.Ack(tok, len(b)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestSpoolGivesBatchesBackInOrderAcrossARestart(t *testing.T) {
+	dir := t.TempDir()
+	s := openSpool(t, dir, 64<<20)
+	all := samples("GPU-a", t0, 30)
+	for i := 0; i < 30; i += 10 {
+		if err := s.Append(all[i : i+10]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Write the first batch, then "crash" (close without writing the rest).
+	b, tok, ok, err := s.Peek()
+	if err != nil || !ok || len(b) != 10 || !b[0].Time.Equal(all[0].Time) {
+		t.Fatalf("Peek = %d samples, %v, %v", len(b), ok, err)
+	}
+	if err := s.Ack(tok, len(b)); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+
+	s2 := openSpool(t, dir, 64<<20)
+	got := drain(t, s2)
+	if len(got) != 20 {
+		t.Fatalf("after restart the spool gave %d samples; want the 20 not acknowledged", len(got))
+	}
+	for i, g := range got {
+		if !g.Time.Equal(all[10+i].Time) || g.PowerW != all[10+i].PowerW || g.Processes[0].JobID != "job-1" {
+			t.Fatalf("sample %d = %+v; want %+v", i, g, all[10+i])
+		}
+	}
+	if s2.Bytes() != 0 {
+		t.Errorf("drained spool holds %d bytes", s2.Bytes())
+	}
+	s2.Close()
+	if got := drain(t, openSpool(t, dir, 64<<20)); len(got) != 0 {
+		t.Errorf("a drained spool gave %d samples after another restart; want none", len(got))
+	}
+}
+
+func TestFullSpoolDropsItsOldestSegmentAndCountsIt(t *testing.T) {
+	s := openSpool(t, t.TempDir(), 1<<20)
+	dropped := 0
+	collector.SetSpoolDropHook(s, func(n int, _ int64) { dropped += n })
+	batch := samples("GPU-a", t0, 200) // about 120 KB of JSON
+	appended := 0
+	for i := range 40 {
+		for j := range batch {
+			batch[j].Time = t0.Add(time.Duration(i*200+j) * time.Second)
+		}
+		if err := s.Append(batch); err != nil {
+			t.Fatal(err)
+		}
+		appended += len(batch)
+		if s.Bytes() > 1<<20 {
+			t.Fatalf("spool holds %d bytes; bound 1 MiB", s.Bytes())
+		}
+	}
+	got := drain(t, s)
+	if dropped == 0 || len(got)+dropped != appended {
+		t.Fatalf("kept %d + dropped %d; want a drop, and %d in all", len(got), dropped, appended)
+	}
+	if last := got[len(got)-1]; !last.Time.Equal(t0.Add(time.Duration(40*200-1) * time.Second)) {
+		t.Errorf("the newest sample was not kept: last is %s", last.Time)
+	}
+}
+
+func TestSpoolCutsATornTailAndKeepsTheRecordsBefore(t *testing.T) {
+	dir := t.TempDir()
+	s := openSpool(t, dir, 64<<20)
+	_ = s.Append(samples("GPU-a", t0, 5))
+	_ = s.Append(samples("GPU-a", t0.Add(time.Hour), 5))
+	s.Close()
+	segs, _ := filepath.Glob(filepath.Join(dir, "*.seg"))
+	var seg string
+	for _, p := range segs {
+		if fi, _ := os.Stat(p); fi.Size() > 0 {
+			seg = p
+		}
+	}
+	fi, _ := os.Stat(seg)
+	if err := os.Truncate(seg, fi.Size()-7); err != nil { // a crash in mid-write
+		t.Fatal(err)
+	}
+	if got := drain(t, openSpool(t, dir, 64<<20)); len(got) != 5 {
+		t.Errorf("after a torn write the spool gave %d samples; want the 5 of the whole record", len(got))
+	}
+}
+
+func TestSpoolRefusesBadSettings(t *testing.T) {
+	if _, err := collector.OpenSpool(t.TempDir(), 1000, nil); err == nil {
+		t.Error("a 1000-byte bound was taken")
+	}
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "x.seg"), nil, 0o644)
+	if _, err := collector.OpenSpool(dir, 1<<20, nil); err == nil {
+		t.Error("a segment with a bad name was taken")
+	}
+}
+
+func TestSpoolSurvivesDamagedSegments(t *testing.T) {
+	tests := []struct {
+		name   string
+		damage func([]byte) []byte
+		want   int
+	}{
+		{"a flipped payload byte drops the record and the rest of its segment", func(b []byte) []byte { b[20] ^= 0xff; return b }, 0},
+		{"a length beyond the file drops the record", func(b []byte) []byte { b[0], b[1], b[2], b[3] = 0xff, 0xff, 0xff, 0x0f; return b }, 0},
+		{"zeros after the records read as empty records and are skipped", func(b []byte) []byte { return append(b, make([]byte, 12)...) }, 5},
+		{"garbage after the records is cut off", func(b []byte) []byte { return append(b, "garbage"...) }, 5},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			s := openSpool(t, dir, 64<<20)
+			_ = s.Append(samples("GPU-a", t0, 5))
+			s.Close()
+			segs, _ := filepath.Glob(filepath.Join(dir, "*.seg"))
+			for _, p := range segs {
+				b, _ := os.ReadFile(p)
+				if len(b) > 0 {
+					os.WriteFile(p, tt.damage(b), 0o644)
+				}
+			}
+			if got := drain(t, openSpool(t, dir, 64<<20)); len(got) != tt.want {
+				t.Errorf("drained %d samples; want %d", len(got), tt.want)
+			}
+		})
+	}
+}
