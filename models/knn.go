@@ -113,7 +113,7 @@ func telling(X [][]float64, y []float64, dims int) []int {
 		for k, i := 0, 0; i < len(X); i, k = i+step, k+1 {
 			col[k] = X[i][j]
 		}
-		if r := math.Abs(rankCorrelation(col, ys)); r > 0 {
+		if r := math.Abs(Spearman(col, ys)); r > 0 {
 			all = append(all, scored{j, r})
 		}
 	}

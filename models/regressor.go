@@ -203,9 +203,9 @@ func matrix(n, k int) [][]float64 {
 	return out
 }
 
-// rankCorrelation is Spearman's correlation of a and b (ties get their
-// mean rank); 0 when either is constant.
-func rankCorrelation(a, b []float64) float64 {
+// Spearman is the rank correlation of a and b (ties get their mean rank);
+// 0 when either is constant.
+func Spearman(a, b []float64) float64 {
 	ra, rb := ranks(a), ranks(b)
 	n := float64(len(a))
 	var ma, mb float64

@@ -9,7 +9,7 @@ import (
 
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/datasets"
-	"github.com/prescient-sched/prescient/internal/testenv"
+	"github.com/prescient-sched/prescient/datasets/datasetstest"
 	"github.com/prescient-sched/prescient/models"
 	"github.com/prescient-sched/prescient/predictor"
 	"github.com/prescient-sched/prescient/training"
@@ -17,11 +17,7 @@ import (
 
 func phillyJobs(t testing.TB, n int) []cluster.Job {
 	t.Helper()
-	res, err := datasets.ReadTrace("philly:"+testenv.Dataset(t, "philly", "philly_jobs.csv"), datasets.ReadOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res.Jobs[:n]
+	return datasetstest.Philly(t)[:n]
 }
 
 // publish trains the given learners on jobs into reg.
@@ -147,18 +143,15 @@ func TestForecastsMemoryWithAMemoryModel(t *testing.T) {
 // BenchmarkForecast10k forecasts 10,000 queued jobs with the model the
 // registry serves after training on the whole Philly table.
 func BenchmarkForecast10k(b *testing.B) {
-	res, err := datasets.ReadTrace("philly:"+testenv.Dataset(b, "philly", "philly_jobs.csv"), datasets.ReadOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
+	philly := datasetstest.Philly(b)
 	for _, learner := range []string{models.ForestName, models.MLPName, models.RollingMedianName} {
 		reg := training.Registry{Dir: b.TempDir()}
-		publish(b, reg, models.TargetDuration, res.Jobs, learner)
+		publish(b, reg, models.TargetDuration, philly, learner)
 		p, err := predictor.New(reg, nil)
 		if err != nil {
 			b.Fatal(err)
 		}
-		jobs := queued(10000, res.Jobs[len(res.Jobs)-1].SubmitTime.Add(time.Hour))
+		jobs := queued(10000, philly[len(philly)-1].SubmitTime.Add(time.Hour))
 		b.Run(learner, func(b *testing.B) {
 			for b.Loop() {
 				if _, err := p.Forecast(context.Background(), jobs); err != nil {

@@ -1,7 +1,6 @@
 package training
 
 import (
-	"cmp"
 	"math"
 	"slices"
 
@@ -56,52 +55,6 @@ func Score(yLog, p50Log, p90Log []float64) Metrics {
 	m.P90Coverage = float64(covered) / fn
 	slices.Sort(abs)
 	m.MedianAE = models.QuantileSorted(abs, 0.5)
-	m.Spearman = spearman(p50Log, yLog)
+	m.Spearman = models.Spearman(p50Log, yLog)
 	return m
-}
-
-// spearman is the Pearson correlation of the ranks (ties get their mean
-// rank); 0 when either side is constant.
-func spearman(a, b []float64) float64 {
-	ra, rb := ranks(a), ranks(b)
-	n := float64(len(a))
-	var ma, mb float64
-	for i := range ra {
-		ma += ra[i]
-		mb += rb[i]
-	}
-	ma /= n
-	mb /= n
-	var sab, saa, sbb float64
-	for i := range ra {
-		da, db := ra[i]-ma, rb[i]-mb
-		sab += da * db
-		saa += da * da
-		sbb += db * db
-	}
-	if saa == 0 || sbb == 0 {
-		return 0
-	}
-	return sab / math.Sqrt(saa*sbb)
-}
-
-func ranks(v []float64) []float64 {
-	idx := make([]int, len(v))
-	for i := range idx {
-		idx[i] = i
-	}
-	slices.SortFunc(idx, func(x, y int) int { return cmp.Compare(v[x], v[y]) })
-	r := make([]float64, len(v))
-	for i := 0; i < len(idx); {
-		j := i
-		for j+1 < len(idx) && v[idx[j+1]] == v[idx[i]] {
-			j++
-		}
-		mean := float64(i+j)/2 + 1
-		for k := i; k <= j; k++ {
-			r[idx[k]] = mean
-		}
-		i = j + 1
-	}
-	return r
 }

@@ -13,7 +13,7 @@ import (
 
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/datasets"
-	"github.com/prescient-sched/prescient/internal/testenv"
+	"github.com/prescient-sched/prescient/datasets/datasetstest"
 	"github.com/prescient-sched/prescient/models"
 	"github.com/prescient-sched/prescient/training"
 )
@@ -21,11 +21,7 @@ import (
 // phillyJobs returns the first n jobs of the Philly table.
 func phillyJobs(t testing.TB, n int) []cluster.Job {
 	t.Helper()
-	res, err := datasets.ReadTrace("philly:"+testenv.Dataset(t, "philly", "philly_jobs.csv"), datasets.ReadOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res.Jobs[:n]
+	return datasetstest.Philly(t)[:n]
 }
 
 // quick leaves out the forest, the slowest learner, where a test is about
@@ -248,16 +244,13 @@ func TestTrainRejectsBadConfig(t *testing.T) {
 // BenchmarkTrainPhilly fits each learner on the Philly table before
 // 2017-11-10 (the evaluation protocol's training set), one core.
 func BenchmarkTrainPhilly(b *testing.B) {
-	res, err := datasets.ReadTrace("philly:"+testenv.Dataset(b, "philly", "philly_jobs.csv"), datasets.ReadOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
+	philly := datasetstest.Philly(b)
 	until := time.Date(2017, 11, 10, 0, 0, 0, 0, time.UTC)
 	for _, l := range models.Learners() {
 		b.Run(l.Name, func(b *testing.B) {
 			for b.Loop() {
 				cfg := training.Config{Target: models.TargetDuration, Until: until, Learners: []string{l.Name}, Seed: 1}
-				if _, _, err := training.Train(context.Background(), cfg, res.Jobs); err != nil {
+				if _, _, err := training.Train(context.Background(), cfg, philly); err != nil {
 					b.Fatal(err)
 				}
 			}
