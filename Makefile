@@ -31,6 +31,7 @@ bench:
 PHILLY       := philly:$(DATASETS)/philly/philly_jobs.csv
 SIM_POLICIES := fifo,fifo-strict,sjf-oracle,srtf-oracle,tiresias,easy-backfill,prescient
 eval: build
+	@mkdir -p $(RUN_DIR)
 	$(BIN) datasets inspect philly:$(DATASETS)/philly/philly_jobs.csv
 	$(BIN) datasets inspect openb:$(DATASETS)/alibaba-openb/openb_pod_list_default.csv
 	$(BIN) datasets generate --jobs 74167 --seed 1 --out $(RUN_DIR)/synthetic.jsonl.gz

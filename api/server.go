@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 )
 
@@ -43,6 +44,9 @@ func New(cfg Config) *Server {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)
+	for _, path := range []string{"/healthz", "/readyz"} {
+		mux.HandleFunc(path, methodNotAllowed(http.MethodGet, http.MethodHead))
+	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, http.StatusNotFound, "not_found", "no route "+r.Method+" "+r.URL.Path)
 	})
@@ -84,6 +88,15 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		word = "not_ready"
 	}
 	writeJSON(w, status, map[string]any{"status": word, "checks": results})
+}
+
+// methodNotAllowed answers 405 with the methods a route takes.
+func methodNotAllowed(allowed ...string) http.HandlerFunc {
+	allow := strings.Join(allowed, ", ")
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Allow", allow)
+		WriteError(w, http.StatusMethodNotAllowed, "method_not_allowed", r.Method+" "+r.URL.Path+" takes "+allow)
+	}
 }
 
 // ErrorBody is the JSON shape of every error the API returns.

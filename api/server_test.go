@@ -48,3 +48,13 @@ func TestUnknownRouteIsJSONError(t *testing.T) {
 		t.Fatalf("GET /v1/nope = %d %s; want 404 with error code not_found", rec.Code, rec.Body)
 	}
 }
+
+func TestWrongMethodOnAProbeIs405(t *testing.T) {
+	rec := httptest.NewRecorder()
+	api.New(api.Config{}).Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/healthz", nil))
+	var body api.ErrorBody
+	if rec.Code != http.StatusMethodNotAllowed || rec.Header().Get("Allow") == "" ||
+		json.Unmarshal(rec.Body.Bytes(), &body) != nil || body.Error.Code != "method_not_allowed" {
+		t.Fatalf("POST /healthz = %d (Allow %q) %s; want 405 method_not_allowed with Allow", rec.Code, rec.Header().Get("Allow"), rec.Body)
+	}
+}

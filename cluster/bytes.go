@@ -36,7 +36,7 @@ func ParseBytes(s string) (int64, error) {
 		return 0, fmt.Errorf("%q is not a byte quantity (e.g. 80GiB, 512Mi, 16000000000)", s)
 	}
 	b := v * factor
-	if b < 0 || b > math.MaxInt64 {
+	if b < 0 || b >= 1<<63 {
 		return 0, fmt.Errorf("byte quantity %q is out of range", s)
 	}
 	return int64(math.Round(b)), nil

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -235,7 +236,7 @@ func (nf nodeFile) nodes() ([]Node, error) {
 		copy(g, gpus)
 		nodes[i] = Node{
 			Name: n, GPUs: g, CPUMilli: nf.CPUMilli, MemoryBytes: mem,
-			Topology: Topology{Rack: nf.Rack, Leaf: nf.Leaf}, State: state, Labels: nf.Labels,
+			Topology: Topology{Rack: nf.Rack, Leaf: nf.Leaf}, State: state, Labels: maps.Clone(nf.Labels),
 		}
 	}
 	return nodes, nil

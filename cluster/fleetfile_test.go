@@ -86,7 +86,7 @@ func TestParseBytes(t *testing.T) {
 	}{
 		{"16000000000", 16e9, true}, {"80GiB", 80 << 30, true}, {"512Mi", 512 << 20, true}, {"16GB", 16e9, true},
 		{"1.5TiB", 3 << 39, true}, {" 12 GB ", 12e9, true}, {"lots", 0, false}, {"-1GiB", 0, false}, {"NaN", 0, false},
-		{"1e30TiB", 0, false}, {"", 0, false},
+		{"1e30TiB", 0, false}, {"", 0, false}, {"9223372036854775808", 0, false}, {"8388608TiB", 0, false},
 	}
 	for _, tt := range tests {
 		got, err := cluster.ParseBytes(tt.in)

@@ -106,6 +106,9 @@ func (f *Fleet) Validate() error {
 			errs = append(errs, fmt.Errorf("nodes[%d].name: %q appears twice", i, n.Name))
 		}
 		seen[n.Name] = true
+		if n.MemoryBytes < 0 || n.CPUMilli < 0 {
+			errs = append(errs, fmt.Errorf("node %s: memory (%d) and cpu_milli (%d) must not be negative", n.Name, n.MemoryBytes, n.CPUMilli))
+		}
 		for gi, g := range n.GPUs {
 			if g.Index != gi {
 				errs = append(errs, fmt.Errorf("node %s: gpu %d has index %d", n.Name, gi, g.Index))

@@ -76,9 +76,6 @@ func (c *Capacity) FreeGPUs() int { return c.free }
 // MaxNodeGPUs is the most GPUs any node has.
 func (c *Capacity) MaxNodeGPUs() int { return c.maxNode }
 
-// Nodes is the number of nodes indexed.
-func (c *Capacity) Nodes() int { return len(c.nodes) }
-
 // Node returns node i of the snapshot.
 func (c *Capacity) Node(i int) *cluster.Node { return &c.nodes[i] }
 
@@ -127,10 +124,18 @@ func (c *Capacity) setReady(i int, ready bool) {
 // Allocate takes the shares; it returns an error and changes nothing when
 // one does not fit.
 func (c *Capacity) Allocate(allocs []cluster.Allocation) error {
-	for _, a := range allocs {
+	for k, a := range allocs {
 		i, ok := c.index[a.GPU.Node]
 		if !ok || a.GPU.Index < 0 || c.first[i]+a.GPU.Index >= c.first[i+1] {
 			return fmt.Errorf("no GPU %s: %w", a.GPU, cluster.ErrDoesNotFit)
+		}
+		if a.Milli <= 0 || a.Milli > cluster.MilliGPU {
+			return fmt.Errorf("GPU %s: share %d outside 1..%d: %w", a.GPU, a.Milli, cluster.MilliGPU, cluster.ErrDoesNotFit)
+		}
+		for _, b := range allocs[:k] {
+			if b.GPU == a.GPU {
+				return fmt.Errorf("GPU %s listed twice: %w", a.GPU, cluster.ErrDoesNotFit)
+			}
 		}
 		if !c.ready[i] || int(c.milli[c.first[i]+a.GPU.Index]) < a.Milli {
 			return fmt.Errorf("GPU %s has no room for %d milli-GPUs: %w", a.GPU, a.Milli, cluster.ErrDoesNotFit)

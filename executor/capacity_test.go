@@ -107,3 +107,27 @@ func agree(rt *rapid.T, snap *cluster.Snapshot, c *executor.Capacity) {
 		rt.Fatalf("index counts %d free GPUs, snapshot %d", c.FreeGPUs(), free)
 	}
 }
+
+// Property: the capacity index refuses exactly what the snapshot refuses,
+// including the same GPU twice in one request and shares outside 1..1000.
+func TestCapacityRefusesWhatTheSnapshotRefuses(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		fleet := clustertest.Fleet(clustertest.Node("n0").GPUs(2, "V100").Obj())
+		snap := cluster.NewSnapshot(fleet, clustertest.Epoch)
+		c := executor.NewCapacity(snap)
+		for step := range rapid.IntRange(1, 20).Draw(rt, "steps") {
+			var allocs []cluster.Allocation
+			for range rapid.IntRange(1, 3).Draw(rt, "parts") {
+				allocs = append(allocs, cluster.Allocation{
+					GPU:   cluster.GPURef{Node: "n0", Index: rapid.IntRange(0, 1).Draw(rt, "gpu")},
+					Milli: rapid.IntRange(-100, 1100).Draw(rt, "milli"),
+				})
+			}
+			errCap := c.Allocate(allocs)
+			errSnap := snap.Allocate(cluster.JobID(fmt.Sprint(step)), allocs)
+			if (errCap == nil) != (errSnap == nil) {
+				rt.Fatalf("step %d, %v: capacity says %v, snapshot says %v", step, allocs, errCap, errSnap)
+			}
+		}
+	})
+}

@@ -80,7 +80,9 @@ func (c *cycle) preempt(r ranked, victims []*RunningJob) {
 		ckpt := v.Job.Spec.Checkpointable
 		stopBy := c.in.Now
 		if ckpt {
-			stopBy = c.in.Now.Add(min(c.p.Grace, v.Job.Spec.CheckpointCost))
+			// The victim stops when its checkpoint lands or, at the latest,
+			// when the grace period ends.
+			stopBy = c.in.Now.Add(c.p.Grace)
 		}
 		c.plan.Preemptions = append(c.plan.Preemptions, Preemption{
 			Job: v.Job.ID, For: r.v.Job.ID, CheckpointFirst: ckpt, StopBy: stopBy, LostGPU: v.WorkSinceCheckpoint,

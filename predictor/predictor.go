@@ -115,8 +115,12 @@ func (p *Predictor) Reload() (bool, error) {
 	return changed, errors.Join(errs...)
 }
 
-// Watch reloads every interval until ctx ends.
+// Watch reloads every interval until ctx ends. It does nothing when the
+// interval is not positive.
 func (p *Predictor) Watch(ctx context.Context, every time.Duration) {
+	if every <= 0 {
+		return
+	}
 	tick := time.NewTicker(every)
 	defer tick.Stop()
 	for {

@@ -42,8 +42,8 @@ type PeakReport struct {
 	HorizonS      float64 `json:"horizon_s"`
 	// Models and Baselines map a name to p90_coverage (share of future
 	// peaks at or below the P90 forecast), mean_reservation_vs_peak_x1_2
-	// (mean P90 divided by the mean of peak so far × 1.2), median_ratio
-	// and, for models, fit_s.
+	// (mean P90 divided by the mean of peak so far × 1.2), mae_log and,
+	// for models, fit_s.
 	Models    map[string]map[string]float64 `json:"models"`
 	Baselines map[string]map[string]float64 `json:"baselines"`
 }

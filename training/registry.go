@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -14,6 +15,8 @@ import (
 	"time"
 
 	"github.com/prescient-sched/prescient/models"
+
+	"github.com/prescient-sched/prescient/internal/fsutil"
 )
 
 // DefaultKeep is how many versions of each target a registry keeps.
@@ -253,24 +256,12 @@ func (r Registry) prune(t models.Target, current int) error {
 	return errors.Join(errs...)
 }
 
-func writeFileAtomic(path string, data []byte) (err error) {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
+func writeFileAtomic(path string, data []byte) error {
+	err := fsutil.WriteAtomic(path, 0o644, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
 	if err != nil {
-		return fmt.Errorf("registry: %w", err)
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if _, err := tmp.Write(data); err != nil {
-		return fmt.Errorf("registry: %s: %w", path, err)
-	}
-	if err := errors.Join(tmp.Sync(), tmp.Close()); err != nil {
-		return fmt.Errorf("registry: %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
 		return fmt.Errorf("registry: %w", err)
 	}
 	return nil

@@ -104,7 +104,7 @@ func parseConfig(data []byte, path string, cmd *cobra.Command) (map[string]fileS
 		}
 		for j := 0; j+1 < len(section.Content); j += 2 {
 			k, v := section.Content[j], section.Content[j+1]
-			if v.Kind == yaml.MappingNode {
+			if v.Kind == yaml.MappingNode && subcommand(c, k.Value) != nil {
 				continue // a subcommand's section
 			}
 			settings[strings.ReplaceAll(k.Value, "_", "-")] = fileSetting{value: scalarValue(v), line: k.Line}
@@ -130,6 +130,10 @@ func checkSection(path string, n *yaml.Node, cmd *cobra.Command, where string) e
 		flag := strings.ReplaceAll(k.Value, "_", "-")
 		if flag == "config" || !hasFlag(cmd, flag) {
 			errs = append(errs, fmt.Errorf("config file %s:%d: unknown key %q in %s", path, k.Line, k.Value, nonEmpty(where, "the top level")))
+			continue
+		}
+		if err := checkValue(v, flagType(cmd, flag)); err != nil {
+			errs = append(errs, fmt.Errorf("config file %s:%d: %s: %w", path, k.Line, k.Value, err))
 		}
 	}
 	return errors.Join(errs...)
@@ -161,14 +165,57 @@ func child(n *yaml.Node, key string) *yaml.Node {
 	return nil
 }
 
-// scalarValue turns a YAML value into flag text; a list becomes comma-separated.
-func scalarValue(v *yaml.Node) string {
-	if v.Kind != yaml.SequenceNode {
-		return v.Value
+// checkValue accepts a scalar, a list of scalars, or, for a flag of
+// key=value pairs, a mapping of scalars: the shapes scalarValue can turn into
+// flag text without dropping anything.
+func checkValue(v *yaml.Node, flagType string) error {
+	switch v.Kind {
+	case yaml.ScalarNode:
+		return nil
+	case yaml.SequenceNode:
+		return allScalars(v.Content, "a list of plain values")
+	case yaml.MappingNode:
+		if !strings.HasPrefix(flagType, "stringTo") {
+			return errors.New("takes a single value or a list, not a mapping")
+		}
+		return allScalars(v.Content, "a mapping of plain values")
 	}
-	parts := make([]string, len(v.Content))
-	for i, c := range v.Content {
-		parts[i] = c.Value
+	return errors.New("takes a single value or a list")
+}
+
+func allScalars(nodes []*yaml.Node, want string) error {
+	for _, n := range nodes {
+		if n.Kind != yaml.ScalarNode {
+			return fmt.Errorf("line %d: want %s", n.Line, want)
+		}
+	}
+	return nil
+}
+
+func flagType(cmd *cobra.Command, name string) string {
+	for _, fs := range []*pflag.FlagSet{cmd.Flags(), cmd.PersistentFlags(), cmd.InheritedFlags()} {
+		if f := fs.Lookup(name); f != nil {
+			return f.Value.Type()
+		}
+	}
+	return ""
+}
+
+// scalarValue turns a YAML value into flag text: a list becomes
+// comma-separated values, a mapping comma-separated key=value pairs.
+func scalarValue(v *yaml.Node) string {
+	var parts []string
+	switch v.Kind {
+	case yaml.SequenceNode:
+		for _, c := range v.Content {
+			parts = append(parts, c.Value)
+		}
+	case yaml.MappingNode:
+		for j := 0; j+1 < len(v.Content); j += 2 {
+			parts = append(parts, v.Content[j].Value+"="+v.Content[j+1].Value)
+		}
+	default:
+		return v.Value
 	}
 	return strings.Join(parts, ",")
 }

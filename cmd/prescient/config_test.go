@@ -80,6 +80,8 @@ func TestBadSettingsSayWhere(t *testing.T) {
 		{name: "unknown top-level key", body: "log_level: info\nlog_levle: debug\n", want: []string{"prescient.yaml:2", "log_levle"}},
 		{name: "unknown key in a command's section", body: "serve:\n  adress: x\n", want: []string{"prescient.yaml:2", "adress", "serve"}},
 		{name: "value that does not parse", body: "serve:\n  shutdown_timeout: soon\n", want: []string{"prescient.yaml:2", "shutdown_timeout"}},
+		{name: "a mapping where one value belongs", body: "serve:\n  addr: {host: x}\n", want: []string{"prescient.yaml:2", "addr", "not a mapping"}},
+		{name: "a list of mappings", body: "serve:\n  addr: [{host: x}]\n", want: []string{"prescient.yaml:2", "plain values"}},
 		{name: "bad environment value", env: map[string]string{"PRESCIENT_SHUTDOWN_TIMEOUT": "soon"}, want: []string{"PRESCIENT_SHUTDOWN_TIMEOUT"}},
 		{name: "invalid log level", env: map[string]string{"PRESCIENT_LOG_LEVEL": "loud"}, want: []string{"--log-level", "loud"}},
 	}
@@ -126,4 +128,19 @@ func FuzzConfigFile(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestConfigFileMappingSetsKeyValueFlags(t *testing.T) {
+	cfg := writeConfig(t, "datasets:\n  generate:\n    jobs: 50\n    tier_mix: {production: 1, batch: 1}\n")
+	out := filepath.Join(t.TempDir(), "h.jsonl")
+	if _, err := run(t, "datasets", "generate", "--config", cfg, "--out", out, "--log-level", "warn"); err != nil {
+		t.Fatal(err)
+	}
+	report, err := run(t, "datasets", "inspect", "prescient:"+out, "-o", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(report, `"jobs": 50`) || strings.Contains(report, `"standard"`) || strings.Contains(report, `"opportunistic"`) {
+		t.Fatalf("tier_mix from the config file was not applied:\n%s", report)
+	}
 }

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,6 +14,7 @@ import (
 
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/datasets"
+	"github.com/prescient-sched/prescient/internal/fsutil"
 )
 
 func newDatasetsCmd(g *globals) *cobra.Command {
@@ -208,38 +207,18 @@ func parseTierMix(m map[string]string) (map[cluster.Tier]float64, error) {
 	return mix, nil
 }
 
-// writeJSONLFile writes jobs to path through a temporary file, so that a
-// failed run leaves no half-written history behind.
-func writeJSONLFile(path string, jobs []cluster.Job) (err error) {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".prescient-*.tmp")
+// writeJSONLFile writes jobs to path atomically, so that a failed run
+// leaves no half-written history behind; a name ending in .gz is compressed.
+func writeJSONLFile(path string, jobs []cluster.Job) error {
+	err := fsutil.WriteAtomic(path, 0o644, func(w io.Writer) error {
+		if !strings.HasSuffix(path, ".gz") {
+			return datasets.WriteJSONL(w, jobs)
+		}
+		zw := gzip.NewWriter(w)
+		return errors.Join(datasets.WriteJSONL(zw, jobs), zw.Close())
+	})
 	if err != nil {
-		return fmt.Errorf("--out %s: %w", path, err)
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	var w io.Writer = tmp
-	var zw *gzip.Writer
-	if strings.HasSuffix(path, ".gz") {
-		zw = gzip.NewWriter(tmp)
-		w = zw
-	}
-	if err := datasets.WriteJSONL(w, jobs); err != nil {
-		return fmt.Errorf("--out %s: %w", path, err)
-	}
-	if zw != nil {
-		if err := zw.Close(); err != nil {
-			return fmt.Errorf("--out %s: %w", path, err)
-		}
-	}
-	if err := errors.Join(tmp.Sync(), tmp.Close()); err != nil {
-		return fmt.Errorf("--out %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("--out %s: %w", path, err)
+		return fmt.Errorf("--out: %w", err)
 	}
 	return nil
 }

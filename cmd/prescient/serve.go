@@ -97,7 +97,10 @@ func runServe(ctx context.Context, g *globals, o serveOptions) error {
 // published to --models. wait stops the schedule (a run in progress ends
 // at its next check of the context) and returns once it has stopped.
 func startRetraining(ctx context.Context, g *globals, o serveOptions, st *store.Store) (wait func(), err error) {
-	if o.retrainEvery <= 0 {
+	if o.retrainEvery < 0 {
+		return nil, fmt.Errorf("serve: --retrain-every %s is negative (0 turns retraining off)", o.retrainEvery)
+	}
+	if o.retrainEvery == 0 {
 		return func() {}, nil
 	}
 	if o.models == "" {

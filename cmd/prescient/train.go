@@ -82,7 +82,10 @@ func runTrain(cmd *cobra.Command, g *globals, o trainOptions) error {
 		}
 		return g.print(cmd.OutOrStdout(), trainReport(rep))
 	}
-	if o.every <= 0 {
+	if o.every < 0 {
+		return fmt.Errorf("--every %s is negative (0 trains once)", o.every)
+	}
+	if o.every == 0 {
 		return once(cmd.Context())
 	}
 	return training.Every(cmd.Context(), o.every, g.logger, once)

@@ -147,8 +147,8 @@ func newSimulator(cfg Config) (*Simulator, error) {
 	fleet.Nodes = slices.Clone(cfg.Fleet.Nodes) // node states change here, not in the caller's fleet
 	s := &Simulator{cfg: cfg, log: cfg.Logger.With("component", "sim"), rng: rand.New(rand.NewPCG(cfg.Seed, 0x5eed)),
 		byID: make(map[cluster.JobID]*simJob, len(cfg.Jobs)), usage: map[string]time.Duration{}, held: map[string]int{}}
-	if len(cfg.Jobs) > 0 {
-		s.now = cfg.Jobs[0].SubmitTime
+	if len(cfg.Jobs) > 0 { // the clock starts at the earliest submission, whatever the jobs' order
+		s.now = slices.MinFunc(cfg.Jobs, func(a, b cluster.Job) int { return a.SubmitTime.Compare(b.SubmitTime) }).SubmitTime
 	}
 	s.snap = cluster.NewSnapshot(&fleet, s.now)
 	s.free = executor.NewCapacity(s.snap)

@@ -26,10 +26,10 @@ func ParseDeadlineSpec(s string) (DeadlineSpec, error) {
 	}
 	var d DeadlineSpec
 	var err error
-	if d.Fraction, err = strconv.ParseFloat(f, 64); err != nil || d.Fraction < 0 || d.Fraction > 1 {
+	if d.Fraction, err = strconv.ParseFloat(f, 64); err != nil || !(d.Fraction >= 0 && d.Fraction <= 1) {
 		return DeadlineSpec{}, fmt.Errorf("deadlines %q: fraction %q is not in 0..1", s, f)
 	}
-	if d.Slack, err = strconv.ParseFloat(k, 64); err != nil || d.Slack <= 0 || math.IsInf(d.Slack, 0) {
+	if d.Slack, err = strconv.ParseFloat(k, 64); err != nil || !(d.Slack > 0) || math.IsInf(d.Slack, 0) {
 		return DeadlineSpec{}, fmt.Errorf("deadlines %q: slack %q is not a positive number", s, k)
 	}
 	return d, nil
