@@ -31,6 +31,7 @@ type cycle struct {
 
 	reservations []reservation
 	ends         []end // expected ends, for shadow times; nil until needed
+	placedEnds   []end // expected ends of this cycle's placements, by P90 remaining time
 	minFail      int   // smallest plain whole-GPU demand that did not fit
 	minNoVictims int   // smallest plain demand for which preemption found no room
 	held         map[string]int
@@ -234,8 +235,10 @@ func (c *cycle) place(v *JobView, allocs []cluster.Allocation, why string) error
 	if c.held != nil {
 		c.held[v.Job.Spec.Tenant] += gpusOf(v.Job)
 	}
+	e := end{at: c.in.Now.Add(v.RemainingP90()), allocs: allocs}
+	c.placedEnds = append(c.placedEnds, e)
 	if c.ends != nil {
-		c.addEnd(end{at: c.in.Now.Add(v.RemainingP90()), allocs: allocs})
+		c.addEnd(e)
 	}
 	return nil
 }
@@ -292,9 +295,7 @@ func (c *cycle) sortedEnds() []end {
 			}
 			c.ends = append(c.ends, end{at: at, allocs: r.Allocations})
 		}
-		for _, p := range c.plan.Placements {
-			c.ends = append(c.ends, end{at: c.in.Now.Add(max(p.Forecast.DurationP90, time.Second)), allocs: p.Allocations})
-		}
+		c.ends = append(c.ends, c.placedEnds...)
 		slices.SortFunc(c.ends, func(a, b end) int { return a.at.Compare(b.at) })
 	}
 	return c.ends
