@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
@@ -211,11 +210,10 @@ func (o *simulateOptions) replay(ctx context.Context, g *globals, name string, j
 		Fleet: fleet, Jobs: jobs, Planner: planner, Forecaster: forecaster, Preemptive: pol.Preemptor != nil, Order: pol.Order,
 		NodeMTBF: o.nodeMTBF, NodeRepair: o.nodeRepair, CheckpointCost: o.checkpointCost, Seed: o.seed, Logger: g.logger,
 	}
-	if isTerminal(stderr) {
-		cfg.Progress = func(done, total int) { fmt.Fprintf(stderr, "\r%-14s %6d/%d jobs done", name, done, total) }
-		defer fmt.Fprintln(stderr)
-	}
+	bar := newProgress(stderr, g)
+	cfg.Progress = func(done, total int) { bar.update(name, done, total) }
 	r, err := sim.Run(ctx, cfg)
+	bar.done()
 	if err != nil {
 		return nil, fmt.Errorf("simulate %s: %w", name, err)
 	}
@@ -241,16 +239,6 @@ func (o *simulateOptions) forecaster(g *globals, pol *executor.Policy, truth rep
 		return modelForecaster{p: p, orig: truth.orig}, nil
 	}
 	return executor.NewOracle(truth.durations, o.oracleNoise, o.seed)
-}
-
-// isTerminal reports whether w is a character device (a terminal).
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
 // simulateReport is one run's metrics, or {"runs": [...]} for several.

@@ -4,13 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
-	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
 
 	"github.com/prescient-sched/prescient/datasets"
@@ -158,47 +155,4 @@ func (r trainReport) writeTable(w io.Writer) error {
 		}
 	}
 	return t.flush()
-}
-
-// progress draws each model's fit progress on one terminal line of
-// stderr; it stays silent when stderr is not a terminal or logs are JSON.
-type progress struct {
-	mu   sync.Mutex
-	w    io.Writer
-	on   bool
-	last time.Time
-	line bool
-}
-
-func newProgress(w io.Writer, g *globals) *progress {
-	on := false
-	if f, ok := w.(*os.File); ok && strings.EqualFold(g.logFormat, "text") {
-		on = isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd())
-	}
-	return &progress{w: w, on: on}
-}
-
-func (p *progress) update(model string, done, total int) {
-	if !p.on {
-		return
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if done < total && time.Since(p.last) < 100*time.Millisecond {
-		return
-	}
-	p.last = time.Now()
-	width := 30
-	filled := width * done / max(total, 1)
-	fmt.Fprintf(p.w, "\r%-16s [%s%s] %d/%d", model, strings.Repeat("#", filled), strings.Repeat(".", width-filled), done, total)
-	p.line = true
-}
-
-func (p *progress) done() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.line {
-		fmt.Fprint(p.w, "\r\033[K")
-		p.line = false
-	}
 }
