@@ -30,7 +30,9 @@ func newServeCmd(g *globals) *cobra.Command {
 		Short: "Run the control plane",
 		Long: `Run the control plane on the embedded default: job state in one SQLite file,
 no InfluxDB needed. It answers /healthz (the process is alive) and /readyz (the
-store answers). The scheduling modes, the /v1 API and the backends arrive with
+store answers). With --retrain-every and --models it retrains the forecasting
+models from the finished jobs in the store on that schedule and publishes what
+passes the gate. The scheduling modes, the /v1 API and the backends arrive with
 the control-plane issue.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runServe(cmd.Context(), g, o) },
