@@ -25,7 +25,7 @@ type Metrics struct {
 	// SpoolBytes is what the spool holds, not yet written.
 	SpoolBytes prometheus.Gauge
 	// Errors counts failures by device (a GPU's UUID, "sink" or "spool")
-	// and kind (the NVML call, "write", "spool_append", ...).
+	// and kind (the NVML call, "write", "append", ...).
 	Errors *prometheus.CounterVec
 }
 

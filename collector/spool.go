@@ -55,6 +55,7 @@ type Spool struct {
 	// onCorrupt is told of every record that could not be read back, with
 	// the samples lost with it when the header tells.
 	onCorrupt func(samples int)
+	closed    bool // after Close, Append refuses
 }
 
 type segment struct {
@@ -177,6 +178,14 @@ func (s *Spool) Append(batch []Sample) error {
 	if err := s.makeRoom(size); err != nil {
 		return err
 	}
+	if s.closed {
+		return fmt.Errorf("spool %s: closed", s.dir)
+	}
+	if s.cur == nil { // an earlier roll failed: try again
+		if err := s.roll(); err != nil {
+			return err
+		}
+	}
 	cur := s.segs[len(s.segs)-1]
 	if _, err := s.cur.Write(rec); err != nil {
 		return fmt.Errorf("spool: append: %w", err)
@@ -187,7 +196,10 @@ func (s *Spool) Append(batch []Sample) error {
 	cur.size += size
 	cur.samples += len(batch)
 	if cur.size >= s.segBytes {
-		return s.roll()
+		if err := s.roll(); err != nil {
+			// The batch is durable; the next Append tries to roll again.
+			s.log.Warn("spool: cannot start a new segment", "dir", s.dir, "error", err)
+		}
 	}
 	return nil
 }
@@ -214,7 +226,9 @@ func (s *Spool) makeRoom(size int64) error {
 // roll closes the current segment and starts a new one.
 func (s *Spool) roll() error {
 	if s.cur != nil {
-		if err := s.cur.Close(); err != nil {
+		err := s.cur.Close()
+		s.cur = nil
+		if err != nil {
 			return fmt.Errorf("spool: close segment: %w", err)
 		}
 	}
@@ -229,9 +243,19 @@ func (s *Spool) roll() error {
 	return syncDir(s.dir)
 }
 
+// SpoolToken names a batch that Peek returned: its segment and the offset
+// just past it.
+type SpoolToken struct {
+	seq uint64
+	off int64
+}
+
 // Peek returns the oldest batch not yet acknowledged, and the token to
-// acknowledge it with; ok is false when the spool is empty.
-func (s *Spool) Peek() (batch []Sample, token int64, ok bool, err error) {
+// acknowledge it with; ok is false when the spool is empty. A record that is
+// damaged or torn loses the rest of its segment (logged and counted); an
+// error reading the file (too many open files, an I/O error) is returned and
+// loses nothing.
+func (s *Spool) Peek() (batch []Sample, token SpoolToken, ok bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for len(s.segs) > 0 {
@@ -239,20 +263,23 @@ func (s *Spool) Peek() (batch []Sample, token int64, ok bool, err error) {
 		last := len(s.segs) == 1
 		if seg.acked >= seg.size {
 			if last {
-				return nil, 0, false, nil
+				return nil, SpoolToken{}, false, nil
 			}
 			s.segs = s.segs[1:]
 			s.remove(seg.seq)
 			continue
 		}
 		payload, n, size, err := s.readAt(seg.seq, seg.acked)
+		if err != nil && !errors.Is(err, ErrCorruptRecord) && !errors.Is(err, io.EOF) {
+			return nil, SpoolToken{}, false, fmt.Errorf("spool: read segment %d: %w", seg.seq, err)
+		}
 		if err == nil {
 			if err := json.Unmarshal(payload, &batch); err != nil {
 				err = fmt.Errorf("%w: %v", ErrCorruptRecord, err)
 			} else if len(batch) != n {
 				err = fmt.Errorf("%w: header says %d samples, payload holds %d", ErrCorruptRecord, n, len(batch))
 			} else {
-				return batch, seg.acked + size, true, nil
+				return batch, SpoolToken{seq: seg.seq, off: seg.acked + size}, true, nil
 			}
 		}
 		// A record that cannot be read: the rest of its segment is lost.
@@ -265,28 +292,29 @@ func (s *Spool) Peek() (batch []Sample, token int64, ok bool, err error) {
 			s.remove(seg.seq)
 		}
 	}
-	return nil, 0, false, nil
+	return nil, SpoolToken{}, false, nil
 }
 
-// Ack marks the batch Peek returned with token as written, durably.
-func (s *Spool) Ack(token int64, samples int) error {
+// Ack marks the batch Peek returned with token as written, durably. A token
+// whose segment was dropped meanwhile (the spool was full) changes nothing.
+func (s *Spool) Ack(token SpoolToken, samples int) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.segs) == 0 {
 		return nil
 	}
 	seg := s.segs[0]
-	if token <= seg.acked || token > seg.size {
+	if seg.seq != token.seq || token.off <= seg.acked || token.off > seg.size {
 		return nil // the segment was dropped meanwhile
 	}
-	seg.acked = token
+	seg.acked = token.off
 	seg.samples -= samples
 	if seg.acked >= seg.size && len(s.segs) > 1 {
 		s.segs = s.segs[1:]
 		s.remove(seg.seq)
 		return nil
 	}
-	return writeAck(s.ackPath(seg.seq), token)
+	return writeAck(s.ackPath(seg.seq), token.off)
 }
 
 // Bytes is how many bytes the spool holds that are not yet written.
@@ -317,6 +345,7 @@ func (s *Spool) samples() int {
 func (s *Spool) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.closed = true
 	if s.cur == nil {
 		return nil
 	}

@@ -166,3 +166,41 @@ func TestSpoolSurvivesDamagedSegments(t *testing.T) {
 		})
 	}
 }
+
+// A batch being replayed while the full spool drops its segment must not,
+// when acknowledged, move the mark of the segment that is oldest by then.
+func TestSpoolAckOfADroppedSegmentChangesNothing(t *testing.T) {
+	s := openSpool(t, t.TempDir(), 1<<20) // segments of 64 KiB
+	next := t0
+	appendUntil := func(cond func() bool) {
+		for !cond() {
+			b := samples("GPU-a", next, 20)
+			next = next.Add(time.Hour)
+			if err := s.Append(b); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	appendUntil(func() bool { return s.Bytes() > 200<<10 })
+	b, tok, ok, err := s.Peek()
+	if err != nil || !ok {
+		t.Fatalf("Peek: %v, %v", ok, err)
+	}
+	first := b[0].Time
+	appendUntil(func() bool { return s.Bytes() > 1<<20-64<<10 })
+	appendUntil(func() bool { // until the first segment is gone
+		head, _, _, _ := s.Peek()
+		return !head[0].Time.Equal(first)
+	})
+	head, _, _, err := s.Peek()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Ack(tok, len(b)); err != nil {
+		t.Fatal(err)
+	}
+	after, _, ok, err := s.Peek()
+	if err != nil || !ok || !after[0].Time.Equal(head[0].Time) {
+		t.Fatalf("after acknowledging a dropped batch the spool starts at %v (ok %v, %v); want %v, unchanged", after[0].Time, ok, err, head[0].Time)
+	}
+}

@@ -275,9 +275,20 @@ func (w *Writer) replayLoop() {
 	}
 	backoff := w.o.MinBackoff
 	for {
+		select {
+		case <-w.stop: // closing: what the spool holds stays for the next run
+			return
+		default:
+		}
 		b, token, ok, err := w.spool.Peek()
 		if err != nil {
-			w.log.Error("spool read failed", "error", err)
+			w.log.Error("spool read failed; retrying", "error", err, "retry_in", backoff)
+			w.metrics.Errors.WithLabelValues("spool", "read").Inc()
+			if !w.sleep(w.jitter(backoff)) {
+				return
+			}
+			backoff = min(2*backoff, w.o.MaxBackoff)
+			continue
 		}
 		if !ok {
 			w.metrics.SpoolBytes.Set(float64(w.spool.Bytes()))

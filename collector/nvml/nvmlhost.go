@@ -223,14 +223,23 @@ func (d *nvmlDevice) Sample() (DeviceSample, error) {
 	return s, errors.Join(errs...)
 }
 
+// notAvailable is NVML's NVML_VALUE_NOT_AVAILABLE as an unsigned value.
+const notAvailable = ^uint64(0)
+
 func (d *nvmlDevice) Processes() ([]Process, error) {
 	ps, ret := d.dev.GetComputeRunningProcesses()
 	if ret != nvml.SUCCESS {
 		return nil, d.callErr("processes", ret)
 	}
-	out := make([]Process, len(ps))
-	for i, p := range ps {
-		out[i] = Process{PID: int(p.Pid), MemUsedBytes: p.UsedGpuMemory}
+	out := make([]Process, 0, len(ps))
+	for _, p := range ps {
+		// NVML says "not available" (all bits set) under WDDM and for some
+		// MIG and permission cases; such a process is left out rather than
+		// reported with a memory figure that would spoil what is learned.
+		if p.UsedGpuMemory == notAvailable {
+			continue
+		}
+		out = append(out, Process{PID: int(p.Pid), MemUsedBytes: p.UsedGpuMemory})
 	}
 	return out, nil
 }
