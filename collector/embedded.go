@@ -2,6 +2,7 @@ package collector
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/prescient-sched/prescient/store"
@@ -34,7 +35,13 @@ func (s *EmbeddedSink) Write(ctx context.Context, batch []Sample) error {
 	for i := range batch {
 		rows[i] = toRow(&batch[i])
 	}
-	return s.st.WriteTelemetry(ctx, rows)
+	if err := s.st.WriteTelemetry(ctx, rows); err != nil {
+		if errors.Is(err, store.ErrInvalidTelemetry) {
+			return &RejectedError{Samples: len(batch), Err: err} // never retried, so it cannot block the spool
+		}
+		return err
+	}
+	return nil
 }
 
 func toRow(s *Sample) store.TelemetryRow {

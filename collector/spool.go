@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/prescient-sched/prescient/internal/fsutil"
 )
 
 // The spool keeps, on disk, the batches that could not be written, and
@@ -372,6 +374,10 @@ func (s *Spool) remove(seq uint64) {
 			s.log.Warn("spool: cannot remove a written segment", "file", p, "error", err)
 		}
 	}
+	// Without this a power loss could bring the segment back, to be written again.
+	if err := syncDir(s.dir); err != nil {
+		s.log.Warn("spool: cannot sync the spool directory", "dir", s.dir, "error", err)
+	}
 }
 
 func (s *Spool) segPath(seq uint64) string {
@@ -443,18 +449,11 @@ func readAck(path string) (int64, error) {
 func writeAck(path string, off int64) error {
 	var b [8]byte
 	binary.LittleEndian.PutUint64(b[:], uint64(off))
-	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
+	err := fsutil.WriteAtomic(path, 0o644, func(w io.Writer) error {
+		_, err := w.Write(b[:])
+		return err
+	})
 	if err != nil {
-		return fmt.Errorf("spool: ack: %w", err)
-	}
-	_, werr := f.Write(b[:])
-	serr := f.Sync()
-	cerr := f.Close()
-	if err := errors.Join(werr, serr, cerr); err != nil {
-		return fmt.Errorf("spool: ack: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
 		return fmt.Errorf("spool: ack: %w", err)
 	}
 	return nil

@@ -16,6 +16,10 @@ var (
 	// ErrSchemaTooNew: the database was written by a newer Prescient, whose
 	// schema this one does not know.
 	ErrSchemaTooNew = errors.New("database schema is newer than this program")
+	// ErrInvalidTelemetry: a telemetry row can never be stored as it is
+	// (no GPU UUID, a time out of range, an unknown field); retrying it is
+	// pointless.
+	ErrInvalidTelemetry = errors.New("invalid telemetry row")
 )
 
 // sqliteCode returns the extended SQLite result code of err, or 0.

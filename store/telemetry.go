@@ -61,15 +61,15 @@ func (s *Store) WriteTelemetry(ctx context.Context, rows []TelemetryRow) error {
 		for i := range rows {
 			r := &rows[i]
 			if r.GPUUUID == "" {
-				return fmt.Errorf("row %d: no GPU UUID", i)
+				return fmt.Errorf("row %d: no GPU UUID: %w", i, ErrInvalidTelemetry)
 			}
 			ts, err := unixNanos(r.Time)
 			if err != nil {
-				return fmt.Errorf("row %d: %w", i, err)
+				return fmt.Errorf("row %d: %w: %w", i, ErrInvalidTelemetry, err)
 			}
 			for name := range r.Values {
 				if !slices.Contains(TelemetryFields, name) {
-					return fmt.Errorf("row %d: unknown field %q", i, name)
+					return fmt.Errorf("row %d: unknown field %q: %w", i, name, ErrInvalidTelemetry)
 				}
 			}
 			var gi sql.NullInt64
