@@ -54,6 +54,9 @@ type Spool struct {
 	nextSeq uint64
 	// onDrop is told of every dropped segment's unwritten samples and bytes.
 	onDrop func(samples int, bytes int64)
+	// corruptAtOpen counts the damaged records OpenSpool found, before
+	// anyone could be told; the Writer reports them when it takes the spool.
+	corruptAtOpen int
 	// onCorrupt is told of every record that could not be read back, with
 	// the samples lost with it when the header tells.
 	onCorrupt func(samples int)
@@ -155,7 +158,7 @@ func (s *Spool) scan(seq uint64, offset int64) (int64, int, error) {
 		}
 		if err != nil {
 			s.log.Warn("spool segment ends in a torn or corrupt record; the rest of it is dropped", "file", s.segPath(seq), "offset", pos, "error", err)
-			s.onCorrupt(0)
+			s.corruptAtOpen++
 			return pos, samples, nil
 		}
 		pos += size

@@ -1,10 +1,14 @@
 package collector_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/prescient-sched/prescient/collector"
 )
@@ -202,5 +206,28 @@ func TestSpoolAckOfADroppedSegmentChangesNothing(t *testing.T) {
 	after, _, ok, err := s.Peek()
 	if err != nil || !ok || !after[0].Time.Equal(head[0].Time) {
 		t.Fatalf("after acknowledging a dropped batch the spool starts at %v (ok %v, %v); want %v, unchanged", after[0].Time, ok, err, head[0].Time)
+	}
+}
+
+// Damaged records found when the spool opens are counted once a writer takes
+// the spool, like those found later.
+func TestTornRecordFoundAtOpenIsCounted(t *testing.T) {
+	dir := t.TempDir()
+	s := openSpool(t, dir, 64<<20)
+	_ = s.Append(samples("GPU-a", t0, 5))
+	s.Close()
+	segs, _ := filepath.Glob(filepath.Join(dir, "*.seg"))
+	for _, p := range segs {
+		if fi, _ := os.Stat(p); fi.Size() > 0 {
+			if err := os.Truncate(p, fi.Size()-7); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	m := collector.NewMetrics(prometheus.NewRegistry())
+	w := collector.NewWriter(&fakeSink{}, openSpool(t, dir, 64<<20), collector.WriterOptions{}, m, nil)
+	defer w.Close(context.Background())
+	if got := testutil.ToFloat64(m.Errors.WithLabelValues("spool", "corrupt_record")); got != 1 {
+		t.Fatalf("errors_total{spool,corrupt_record} = %v after opening a spool with one torn record; want 1", got)
 	}
 }

@@ -107,6 +107,10 @@ func NewWriter(sink Sink, spool *Spool, o WriterOptions, m *Metrics, log *slog.L
 			m.Dropped.WithLabelValues("spool_corrupt").Add(float64(samples))
 		}
 		m.SpoolBytes.Set(float64(spool.Bytes()))
+		spool.mu.Lock()
+		m.Errors.WithLabelValues("spool", "corrupt_record").Add(float64(spool.corruptAtOpen))
+		spool.corruptAtOpen = 0
+		spool.mu.Unlock()
 	}
 	w.wg.Add(1 + o.Concurrency)
 	for range o.Concurrency {
