@@ -168,6 +168,10 @@ func (q influxQL) do(ctx context.Context, method, stmt, db string) (*queryRespon
 		}
 	}
 	switch {
+	case res.StatusCode == http.StatusUnauthorized && !strings.Contains(msg, "admin user"):
+		return nil, &BucketError{URL: q.url, Bucket: q.bucket, Status: res.StatusCode,
+			Msg: fmt.Sprintf("%s: the server does not accept these credentials (%s)", stmt, strings.TrimSpace(firstNonEmpty(msg, string(raw)))),
+			Err: ErrUnauthorized}
 	case res.StatusCode == http.StatusUnauthorized || res.StatusCode == http.StatusForbidden ||
 		strings.Contains(msg, "authoriz") || strings.Contains(msg, "authenticat"):
 		return nil, &BucketError{URL: q.url, Bucket: q.bucket, Status: res.StatusCode,

@@ -147,7 +147,8 @@ var droppedRe = regexp.MustCompile(`dropped=(\d+)`)
 // classify tells permanent refusals from passing failures. 400, 413 and
 // 422 are permanent: InfluxDB 1.8 has stored the points that parsed and
 // says how many it dropped. A missing bucket (404) is passing: the bucket
-// is created again before the next try.
+// is created again before the next try. 401 and 403 wrap ErrUnauthorized:
+// the samples are kept until the token is fixed.
 func (s *InfluxSink) classify(err error, batch int) error {
 	var he *influxhttp.Error
 	if !errors.As(err, &he) {
@@ -162,6 +163,8 @@ func (s *InfluxSink) classify(err error, batch int) error {
 			}
 		}
 		return &RejectedError{Samples: n, Err: fmt.Errorf("influx %s: HTTP %d: %s", s.o.URL, he.StatusCode, he.Message)}
+	case http.StatusUnauthorized, http.StatusForbidden:
+		return fmt.Errorf("influx %s: HTTP %d: %s: %w", s.o.URL, he.StatusCode, he.Message, ErrUnauthorized)
 	case http.StatusNotFound:
 		s.mu.Lock()
 		s.ensured = false

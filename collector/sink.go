@@ -16,6 +16,12 @@ type Sink interface {
 	Close() error
 }
 
+// ErrUnauthorized is wrapped by a write the database refused because of the
+// token (HTTP 401 or 403). The samples are kept (spooled) until an operator
+// fixes the token, and the refusal is logged as an error, not as a passing
+// outage.
+var ErrUnauthorized = errors.New("the database refuses this token")
+
 // RejectedError is a write the database refused for good: malformed
 // points, a field type conflict, a batch too large.
 type RejectedError struct {

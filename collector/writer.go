@@ -213,7 +213,7 @@ func (w *Writer) send(bt batch) {
 			return
 		}
 		if !time.Now().Add(backoff).Before(deadline) {
-			w.log.Warn("sink unavailable: spooling the batch", "samples", len(b), "error", err)
+			w.logFailure("sink unavailable: spooling the batch", err, "samples", len(b))
 			w.waitTurn(bt.seq)
 			w.toSpool(b)
 			return
@@ -304,7 +304,7 @@ func (w *Writer) replayLoop() {
 			}
 		}
 		if err := w.write(b); err != nil {
-			w.log.Debug("spool replay: sink still unavailable", "retry_in", backoff, "error", err)
+			w.logFailure("spool replay: sink still unavailable", err, "retry_in", backoff)
 			if !w.sleep(w.jitter(backoff)) {
 				return
 			}
@@ -318,6 +318,18 @@ func (w *Writer) replayLoop() {
 		}
 		w.metrics.SpoolBytes.Set(float64(w.spool.Bytes()))
 	}
+}
+
+// logFailure logs a failed write: as an error when the database refuses the
+// token (an operator must act), else as a passing outage.
+func (w *Writer) logFailure(msg string, err error, args ...any) {
+	args = append(args, "error", err)
+	if errors.Is(err, ErrUnauthorized) {
+		w.log.Error(msg+": the database refuses the token; samples are kept until it is fixed", args...)
+		w.metrics.Errors.WithLabelValues("sink", "unauthorized").Inc()
+		return
+	}
+	w.log.Warn(msg, args...)
 }
 
 // jitter returns a duration uniform in [d/2, d).

@@ -270,6 +270,8 @@ func openSink(ctx context.Context, o collectOptions, logger *slog.Logger) (colle
 	_, err := collector.EnsureBucket(ectx, &http.Client{Timeout: 10 * time.Second}, o.influx.URL, o.influx.Token, o.influx.Bucket)
 	var be *collector.BucketError
 	switch {
+	case errors.Is(err, collector.ErrUnauthorized):
+		return nil, "", nil, fmt.Errorf("--influx-token: %w", err)
 	case errors.Is(err, collector.ErrBucketForbidden):
 		return nil, "", nil, fmt.Errorf("--influx-bucket: %w", err)
 	case errors.As(err, &be) && be.Status == 0:
