@@ -168,7 +168,10 @@ func (q influxQL) do(ctx context.Context, method, stmt, db string) (*queryRespon
 		}
 	}
 	switch {
-	case res.StatusCode == http.StatusUnauthorized && !strings.Contains(msg, "admin user"):
+	// 401: the credentials are wrong. 403 (and a server with authentication
+	// on but no users yet, which answers 403 "create admin user first"): they
+	// are right but may not create the bucket.
+	case res.StatusCode == http.StatusUnauthorized:
 		return nil, &BucketError{URL: q.url, Bucket: q.bucket, Status: res.StatusCode,
 			Msg: fmt.Sprintf("%s: the server does not accept these credentials (%s)", stmt, strings.TrimSpace(firstNonEmpty(msg, string(raw)))),
 			Err: ErrUnauthorized}

@@ -113,17 +113,7 @@ func TestSpoolCutsATornTailAndKeepsTheRecordsBefore(t *testing.T) {
 	_ = s.Append(samples("GPU-a", t0, 5))
 	_ = s.Append(samples("GPU-a", t0.Add(time.Hour), 5))
 	s.Close()
-	segs, _ := filepath.Glob(filepath.Join(dir, "*.seg"))
-	var seg string
-	for _, p := range segs {
-		if fi, _ := os.Stat(p); fi.Size() > 0 {
-			seg = p
-		}
-	}
-	fi, _ := os.Stat(seg)
-	if err := os.Truncate(seg, fi.Size()-7); err != nil { // a crash in mid-write
-		t.Fatal(err)
-	}
+	damageSegments(t, dir, tornTail)
 	if got := drain(t, openSpool(t, dir, 64<<20)); len(got) != 5 {
 		t.Errorf("after a torn write the spool gave %d samples; want the 5 of the whole record", len(got))
 	}
@@ -157,13 +147,7 @@ func TestSpoolSurvivesDamagedSegments(t *testing.T) {
 			s := openSpool(t, dir, 64<<20)
 			_ = s.Append(samples("GPU-a", t0, 5))
 			s.Close()
-			segs, _ := filepath.Glob(filepath.Join(dir, "*.seg"))
-			for _, p := range segs {
-				b, _ := os.ReadFile(p)
-				if len(b) > 0 {
-					os.WriteFile(p, tt.damage(b), 0o644)
-				}
-			}
+			damageSegments(t, dir, tt.damage)
 			if got := drain(t, openSpool(t, dir, 64<<20)); len(got) != tt.want {
 				t.Errorf("drained %d samples; want %d", len(got), tt.want)
 			}
@@ -216,18 +200,36 @@ func TestTornRecordFoundAtOpenIsCounted(t *testing.T) {
 	s := openSpool(t, dir, 64<<20)
 	_ = s.Append(samples("GPU-a", t0, 5))
 	s.Close()
-	segs, _ := filepath.Glob(filepath.Join(dir, "*.seg"))
-	for _, p := range segs {
-		if fi, _ := os.Stat(p); fi.Size() > 0 {
-			if err := os.Truncate(p, fi.Size()-7); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	damageSegments(t, dir, tornTail)
 	m := collector.NewMetrics(prometheus.NewRegistry())
 	w := collector.NewWriter(&fakeSink{}, openSpool(t, dir, 64<<20), collector.WriterOptions{}, m, nil)
 	defer w.Close(context.Background())
 	if got := testutil.ToFloat64(m.Errors.WithLabelValues("spool", "corrupt_record")); got != 1 {
 		t.Fatalf("errors_total{spool,corrupt_record} = %v after opening a spool with one torn record; want 1", got)
+	}
+}
+
+// tornTail cuts the last record short, as a crash in mid-write does.
+func tornTail(b []byte) []byte { return b[:len(b)-7] }
+
+// damageSegments rewrites every non-empty segment of the spool in dir
+// through damage.
+func damageSegments(t *testing.T, dir string, damage func([]byte) []byte) {
+	t.Helper()
+	segs, err := filepath.Glob(filepath.Join(dir, "*.seg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range segs {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(b) == 0 {
+			continue
+		}
+		if err := os.WriteFile(p, damage(b), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

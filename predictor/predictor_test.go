@@ -15,11 +15,6 @@ import (
 	"github.com/prescient-sched/prescient/training"
 )
 
-func phillyJobs(t testing.TB, n int) []cluster.Job {
-	t.Helper()
-	return datasetstest.Philly(t)[:n]
-}
-
 // publish trains the given learners on jobs into reg.
 func publish(t testing.TB, reg training.Registry, target models.Target, jobs []cluster.Job, learners ...string) training.Report {
 	t.Helper()
@@ -41,7 +36,7 @@ func queued(n int, at time.Time) []cluster.Job {
 }
 
 func TestPredictor(t *testing.T) {
-	all := phillyJobs(t, 3000)
+	all := datasetstest.Philly(t)[:3000]
 	jobs := all[:2000]
 	reg := training.Registry{Dir: t.TempDir()}
 	publish(t, reg, models.TargetDuration, jobs, models.RollingMedianName, models.MLPName)

@@ -11,25 +11,18 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/datasets"
 	"github.com/prescient-sched/prescient/datasets/datasetstest"
 	"github.com/prescient-sched/prescient/models"
 	"github.com/prescient-sched/prescient/training"
 )
 
-// phillyJobs returns the first n jobs of the Philly table.
-func phillyJobs(t testing.TB, n int) []cluster.Job {
-	t.Helper()
-	return datasetstest.Philly(t)[:n]
-}
-
 // quick leaves out the forest, the slowest learner, where a test is about
 // the registry rather than the models.
 var quick = []string{models.GlobalMedianName, models.RollingMedianName, models.MLPName}
 
 func TestTrainOnPhillyBeatsTheGlobalMedianOnTheLaterWindow(t *testing.T) {
-	jobs := phillyJobs(t, 6000)
+	jobs := datasetstest.Philly(t)[:6000]
 	reg := training.Registry{Dir: t.TempDir()}
 	rep, err := training.TrainAndPublish(context.Background(), training.Config{Target: models.TargetDuration, Seed: 1, NoRefit: true}, jobs, reg)
 	if err != nil {
@@ -65,7 +58,7 @@ func TestTrainOnPhillyBeatsTheGlobalMedianOnTheLaterWindow(t *testing.T) {
 	}
 
 	// Evaluation on the weeks after: jobs before serve only as history.
-	later := phillyJobs(t, 8000)
+	later := datasetstest.Philly(t)[:8000]
 	from := later[6500].SubmitTime
 	art, err := reg.LoadCurrent(models.TargetDuration)
 	if err != nil {
@@ -84,7 +77,7 @@ func TestTrainOnPhillyBeatsTheGlobalMedianOnTheLaterWindow(t *testing.T) {
 }
 
 func TestRegistry(t *testing.T) {
-	jobs := phillyJobs(t, 3000)
+	jobs := datasetstest.Philly(t)[:3000]
 	ctx := context.Background()
 	cfg := training.Config{Target: models.TargetDuration, Learners: quick, Seed: 1}
 
