@@ -7,6 +7,8 @@
 // spool live, writes them to a Sink (InfluxSink, EmbeddedSink); what the
 // sink cannot take for a while goes to the on-disk Spool and is written
 // back in order. TelemetryStore (InfluxQuery with Flux, EmbeddedSink with
-// SQL) reads series back for training and the predictor. EnsureBucket is
+// SQL) reads series back for training and the predictor; ReadSeries and
+// ParseSeriesSelector give them to training as datasets.Series (--series
+// influx:SELECTOR). EnsureBucket is
 // the bucket check every InfluxDB writer runs first.
 package collector

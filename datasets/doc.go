@@ -2,8 +2,10 @@
 // public GPU-cluster traces (Microsoft Philly, Alibaba openb) and Prescient's
 // own JSONL job history, and the fleets they ran on (the Philly and openb
 // machine lists, the YAML fleet file, uniform fleets), and telemetry series
-// (ReadSeries: the Alibaba GenAI per-container GPU memory). It also generates
-// seeded synthetic workloads calibrated to the Philly trace, splits job lists
+// (ReadSeries: the Alibaba GenAI per-container GPU memory and duty cycle,
+// the Helios virtual clusters' idle GPUs, Philly's idle nodes; a file or a
+// folder of files). It also generates seeded synthetic workloads
+// calibrated to the Philly trace, splits job lists
 // by time for training and evaluation, and summarizes a trace for
 // `prescient datasets inspect`.
 //

@@ -37,6 +37,11 @@ const maxGenaiSeconds = 1e11
 // sorted by time; a container sampled twice at the same second is an
 // error naming both lines.
 func readGenaiSeries(r io.Reader, file string) ([]Series, error) {
+	return readGenaiMetric(r, file, math.Inf(1))
+}
+
+// readGenaiMetric is readGenaiSeries with values above maxValue refused.
+func readGenaiMetric(r io.Reader, file string, maxValue float64) ([]Series, error) {
 	t, err := newCSVTable(r, file, genaiColumns)
 	if err != nil {
 		return nil, err
@@ -66,6 +71,9 @@ func readGenaiSeries(r io.Reader, file string) ([]Series, error) {
 		}
 		if v < 0 {
 			return nil, t.fieldError(colV, errNegative)
+		}
+		if v > maxValue {
+			return nil, t.fieldError(colV, fmt.Errorf("%w (over %g)", errTooLarge, maxValue))
 		}
 		id := t.rec[colID]
 		if id == "" {

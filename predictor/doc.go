@@ -4,5 +4,7 @@
 // that drove each answer most. Reload (or Watch) picks up a newly published
 // version without a restart; a version that is corrupt or of an
 // incompatible format is refused and the previous one keeps serving. It
-// never writes models. Idle-window forecasts arrive with their own issue.
+// never writes models. Idle serves idle-window forecasts (IdleWindows) from
+// the registry's idle model, combined with the executor's running jobs and
+// queue (models/idle.Forecaster), and reloads it the same way.
 package predictor

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/prescient-sched/prescient/models"
+	"github.com/prescient-sched/prescient/models/idle"
 
 	"github.com/prescient-sched/prescient/internal/fsutil"
 )
@@ -223,10 +224,20 @@ func (r Registry) Rollback(t models.Target, to int) (int, error) {
 			return 0, fmt.Errorf("registry: rollback: no version of %s older than %d", t, cur)
 		}
 	}
-	if _, err := r.Load(t, to); err != nil {
+	if err := r.check(t, to); err != nil {
 		return 0, fmt.Errorf("registry: rollback to %d: %w", to, err)
 	}
 	return to, r.setCurrent(t, to)
+}
+
+// check loads version v of t to see that it can serve.
+func (r Registry) check(t models.Target, v int) error {
+	if t == idle.Target {
+		_, err := r.LoadIdle(v)
+		return err
+	}
+	_, err := r.Load(t, v)
+	return err
 }
 
 func (r Registry) setCurrent(t models.Target, v int) error {
