@@ -8,11 +8,14 @@
 // random trees over log-target classes, flattened into arrays),
 // gorgonia_mlp (a perceptron trained with the pinball loss), knn (nearest
 // neighbours through its own k-d tree, as golearn's KNN gives only a mean),
-// and the baselines rolling_median (comparable past jobs) and global_median.
+// the baselines rolling_median (comparable past jobs) and global_median, and
+// ensemble, which averages the forest's, the MLP's and the rolling median's
+// quantiles.
 //
 // FeatureConfig.Rows and History compute features causally: a job submitted
 // at t sees only jobs whose outcome was known before t (EndTime, which for
-// Philly is submit + run time). PeakWindow describes a running job's first
-// minutes of GPU memory for the online refinement of its peak. Encode and
+// Philly is submit + run time). PeakWindow describes what has been seen of a
+// running job's GPU memory (at least its first minutes) for the online
+// refinement of its peak. Encode and
 // Decode write and check artifacts (format version, SHA-256).
 package models

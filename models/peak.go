@@ -5,42 +5,52 @@ import (
 	"time"
 )
 
-// Online refinement of a running job's GPU-memory footprint: after
-// watching the first minutes of its memory series, forecast the peak over
-// the next hours, relative to the peak so far. The learners are the same
-// Regressors; the target is log(future peak / peak so far).
+// Online refinement of a running job's GPU-memory footprint: once the
+// first minutes of its memory series have been watched, and again at every
+// refinement point after that, forecast the peak over the next hours from
+// everything seen so far, relative to the peak so far. The learners are the
+// same Regressors; the target is log(future peak / peak so far).
 
 // PeakWindow fixes what is watched and what is forecast.
 type PeakWindow struct {
-	Observe time.Duration // how long the series is watched, e.g. 10 minutes
+	Observe time.Duration // the least that is watched before a first forecast, e.g. 10 minutes
 	Horizon time.Duration // how far ahead the peak is forecast, e.g. 2 hours
-	// MinSamples is the fewest samples the watched window needs.
+	// MinSamples is the fewest samples the first Observe of a series needs.
 	MinSamples int
 }
 
-// DefaultPeakWindow watches 10 minutes (at least 3 samples) and forecasts
-// the peak of the next 2 hours.
+// DefaultPeakWindow watches at least 10 minutes (at least 3 samples) and
+// forecasts the peak of the next 2 hours.
 func DefaultPeakWindow() PeakWindow {
 	return PeakWindow{Observe: 10 * time.Minute, Horizon: 2 * time.Hour, MinSamples: 3}
 }
 
-// PeakFeatureNames lists the columns PeakFeatures returns.
+// PeakFeatureNames lists the columns PeakFeatures returns. Values are
+// relative to the peak so far (_rel), so that they do not depend on the
+// series' unit; "recent" is the last Observe of what was seen.
 func PeakFeatureNames() []string {
-	return []string{"peak_log", "last_rel", "first_rel", "mean_rel", "min_rel", "std_rel", "slope_rel_per_h", "samples", "zero_share"}
+	return []string{"peak_log", "age_log_s", "since_peak_share", "last_rel", "first_rel", "mean_rel", "min_rel",
+		"std_rel", "recent_max_rel", "recent_mean_rel", "recent_min_rel", "recent_slope_rel_per_h", "samples_log", "zero_share"}
 }
 
-// PeakFeatures describes the samples of the watched window (times
-// increasing, values ≥ 0) relative to its peak, so that they do not depend
-// on the series' unit. ok is false when the window has too few samples or
-// its peak is zero.
+// PeakFeatures describes the samples seen so far of a series (times
+// increasing, values ≥ 0; from the job's start to now). ok is false when
+// the first Observe holds fewer than MinSamples samples, when less than
+// Observe has been seen, or when the peak so far is zero.
 func (w PeakWindow) PeakFeatures(times []time.Time, values []float64) (x []float64, peak float64, ok bool) {
 	n := len(values)
-	if n < max(w.MinSamples, 2) {
+	if n < max(w.MinSamples, 2) || n != len(times) {
 		return nil, 0, false
 	}
-	lo, sum, zeros := math.Inf(1), 0.0, 0
-	for _, v := range values {
-		peak = math.Max(peak, v)
+	start, now := times[0], times[n-1]
+	if now.Sub(start) < w.Observe-w.Observe/5 {
+		return nil, 0, false // sampling jitter may leave the last sample a little short of Observe
+	}
+	lo, sum, zeros, peakAt := math.Inf(1), 0.0, 0, 0
+	for i, v := range values {
+		if v > peak {
+			peak, peakAt = v, i
+		}
 		lo = math.Min(lo, v)
 		sum += v
 		if v == 0 {
@@ -55,56 +65,73 @@ func (w PeakWindow) PeakFeatures(times []time.Time, values []float64) (x []float
 	for _, v := range values {
 		ss += (v - mean) * (v - mean)
 	}
-	hours := times[n-1].Sub(times[0]).Hours()
-	slope := 0.0
-	if hours > 0 {
-		slope = (values[n-1] - values[0]) / peak / hours
+	// The recent window: the last Observe.
+	r := n - 1
+	for r > 0 && now.Sub(times[r-1]) <= w.Observe {
+		r--
 	}
-	x = []float64{math.Log(peak), values[n-1] / peak, values[0] / peak, mean / peak, lo / peak,
-		math.Sqrt(ss/float64(n)) / peak, slope, float64(n), float64(zeros) / float64(n)}
+	rmax, rmin, rsum := 0.0, math.Inf(1), 0.0
+	for _, v := range values[r:] {
+		rmax, rmin, rsum = math.Max(rmax, v), math.Min(rmin, v), rsum+v
+	}
+	rn := float64(n - r)
+	slope := 0.0
+	if h := now.Sub(times[r]).Hours(); h > 0 {
+		slope = (values[n-1] - values[r]) / peak / h
+	}
+	age := now.Sub(start).Seconds()
+	sincePeak := 0.0
+	if age > 0 {
+		sincePeak = now.Sub(times[peakAt]).Seconds() / age
+	}
+	x = []float64{math.Log(peak), math.Log1p(age), sincePeak, values[n-1] / peak, values[0] / peak, mean / peak, lo / peak,
+		math.Sqrt(ss/float64(n)) / peak, rmax / peak, rsum / rn / peak, rmin / peak, slope,
+		math.Log1p(float64(n)), float64(zeros) / float64(n)}
 	return x, peak, true
 }
 
-// PeakExample is one watched window and what followed it.
+// PeakExample is what had been seen of a series at a refinement point and
+// what followed it.
 type PeakExample struct {
-	ID         string // the series
-	Origin     time.Time
+	ID         string    // the series
+	Origin     time.Time // the refinement point: the end of what was seen
+	First      bool      // the first refinement point, after the first Observe
 	X          []float64
 	PeakSoFar  float64
 	FuturePeak float64
 }
 
-// Examples cuts a series into examples: a window starting at each origin
-// step apart, watched for Observe, followed by Horizon of which at least
-// half must be sampled.
+// Examples cuts a series into examples: refinement points at the series'
+// start + Observe and every step after it, each seeing the series from its
+// start, followed by Horizon of which at least half must be sampled.
 func (w PeakWindow) Examples(id string, times []time.Time, values []float64, step time.Duration) []PeakExample {
 	var out []PeakExample
-	if len(times) == 0 || step <= 0 {
+	if len(times) == 0 || step <= 0 || len(times) != len(values) {
 		return nil
 	}
-	i := 0
-	for origin := times[0]; !origin.Add(w.Observe + w.Horizon).After(times[len(times)-1]); origin = origin.Add(step) {
-		for i < len(times) && times[i].Before(origin) {
-			i++
-		}
-		j := i
-		for j < len(times) && times[j].Before(origin.Add(w.Observe)) {
+	first := times[0].Add(w.Observe)
+	j := 0
+	for origin := first; !origin.Add(w.Horizon).After(times[len(times)-1]); origin = origin.Add(step) {
+		for j < len(times) && times[j].Before(origin) {
 			j++
+		}
+		if origin.Equal(first) && j < max(w.MinSamples, 2) {
+			return nil // too sparse a start: the first forecast could not be made
 		}
 		k := j
 		future := 0.0
-		for k < len(times) && !times[k].After(origin.Add(w.Observe+w.Horizon)) {
+		for k < len(times) && !times[k].After(origin.Add(w.Horizon)) {
 			future = math.Max(future, values[k])
 			k++
 		}
 		if k == j || times[k-1].Sub(times[j]) < w.Horizon/2 {
 			continue
 		}
-		x, peak, ok := w.PeakFeatures(times[i:j], values[i:j])
+		x, peak, ok := w.PeakFeatures(times[:j], values[:j])
 		if !ok {
 			continue
 		}
-		out = append(out, PeakExample{ID: id, Origin: origin, X: x, PeakSoFar: peak, FuturePeak: future})
+		out = append(out, PeakExample{ID: id, Origin: origin, First: origin.Equal(first), X: x, PeakSoFar: peak, FuturePeak: future})
 	}
 	return out
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/prescient-sched/prescient/datasets"
@@ -52,17 +53,22 @@ type PeakReport struct {
 // on the others' against reserving the peak so far, or 1.2 times it.
 func EvaluatePeak(ctx context.Context, cfg PeakConfig, series []datasets.Series) (PeakReport, error) {
 	// 1. Windows of every series, split by series.
-	var fit, test []models.PeakExample
+	// A fifth of the fitted series calibrates the P90 (split conformal):
+	// its shift is what those series needed to be covered 90% of the time.
+	var fit, calib, test []models.PeakExample
 	for _, s := range series {
 		ex := cfg.Window.Examples(s.ID, s.Times, s.Values, cfg.Step)
-		if inTest(s.ID, cfg.TestShare) {
+		switch {
+		case inTest(s.ID, cfg.TestShare):
 			test = append(test, ex...)
-		} else {
+		case inTest("calibrate\x00"+s.ID, calibShare):
+			calib = append(calib, ex...)
+		default:
 			fit = append(fit, ex...)
 		}
 	}
-	if len(fit) < minRows || len(test) < minRows {
-		return PeakReport{}, fmt.Errorf("peak refinement: %w: %d windows to fit, %d to score", ErrNoData, len(fit), len(test))
+	if len(fit) < minRows || len(calib) < minRows || len(test) < minRows {
+		return PeakReport{}, fmt.Errorf("peak refinement: %w: %d windows to fit, %d to calibrate, %d to score", ErrNoData, len(fit), len(calib), len(test))
 	}
 	rep := PeakReport{Series: len(series), FitExamples: len(fit), ScoredSamples: len(test),
 		ObserveS: cfg.Window.Observe.Seconds(), HorizonS: cfg.Window.Horizon.Seconds(),
@@ -74,6 +80,10 @@ func EvaluatePeak(ctx context.Context, cfg PeakConfig, series []datasets.Series)
 	Xt := make([][]float64, len(test))
 	for i, e := range test {
 		Xt[i] = e.X
+	}
+	Xc := make([][]float64, len(calib))
+	for i, e := range calib {
+		Xc[i] = e.X
 	}
 	baseRes := 0.0
 	for _, e := range test {
@@ -101,13 +111,17 @@ func EvaluatePeak(ctx context.Context, cfg PeakConfig, series []datasets.Series)
 			return PeakReport{}, fmt.Errorf("peak refinement: %s: %w", name, err)
 		}
 		fitS := time.Since(start).Seconds()
+		shift, err := conformalShift(m, Xc, calib, 0.9)
+		if err != nil {
+			return PeakReport{}, fmt.Errorf("peak refinement: %s: %w", name, err)
+		}
 		q, err := m.PredictQuantiles(Xt, []float64{0.5, 0.9})
 		if err != nil {
 			return PeakReport{}, fmt.Errorf("peak refinement: %s: %w", name, err)
 		}
 		p50, p90 := make([]float64, len(test)), make([]float64, len(test))
 		for i, e := range test {
-			p50[i], p90[i] = e.PeakSoFar*math.Exp(q[i][0]), e.PeakSoFar*math.Exp(q[i][1])
+			p50[i], p90[i] = e.PeakSoFar*math.Exp(q[i][0]), e.PeakSoFar*math.Exp(q[i][1]+shift)
 		}
 		row := peakScore(test, p50, p90, baseRes)
 		row["fit_s"] = fitS
@@ -118,6 +132,27 @@ func EvaluatePeak(ctx context.Context, cfg PeakConfig, series []datasets.Series)
 		}
 	}
 	return rep, nil
+}
+
+// calibShare of the series that are not scored calibrate the P90.
+const calibShare = 0.2
+
+// conformalShift is how much (in log space) the model's level-q quantile
+// must be raised for the calibration windows to be covered with
+// probability q: the ⌈(n+1)q⌉-th smallest of their excesses over it
+// (split conformal quantile regression; it may be negative).
+func conformalShift(m models.Regressor, X [][]float64, calib []models.PeakExample, q float64) (float64, error) {
+	pred, err := m.PredictQuantiles(X, []float64{q})
+	if err != nil {
+		return 0, err
+	}
+	excess := make([]float64, len(calib))
+	for i, e := range calib {
+		excess[i] = models.PeakTarget(e) - pred[i][0]
+	}
+	slices.Sort(excess)
+	k := min(int(math.Ceil(float64(len(excess)+1)*q)), len(excess)) - 1
+	return excess[k], nil
 }
 
 func peakLearners(cfg PeakConfig) []string {

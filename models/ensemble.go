@@ -1,0 +1,129 @@
+package models
+
+import (
+	"context"
+	"fmt"
+	"slices"
+)
+
+// EnsembleName names the ensemble of the learned models and the rolling
+// median.
+const EnsembleName = "ensemble"
+
+// ensembleMembers are the ensemble's members, in this order.
+var ensembleMembers = []string{ForestName, MLPName, RollingMedianName}
+
+func init() {
+	register(Learner{Name: EnsembleName,
+		Doc: "the golearn forest, the gorgonia MLP and the rolling median, their log-space quantiles averaged with equal weights",
+		New: func(o Options) Model { return &Ensemble{opt: o} }})
+}
+
+// Ensemble averages its members' forecasts quantile by quantile, in log
+// space, with equal weights (quantile averaging keeps every quantile
+// non-decreasing in its level). The weights are fixed, not tuned on any
+// window, so the ensemble cannot overfit the window that scores it. The
+// learned members correct the rolling median where spec and calendar tell
+// them more; the rolling median damps their errors where a group's jobs
+// repeat themselves.
+type Ensemble struct {
+	members []Model
+	opt     Options
+}
+
+var _ Model = (*Ensemble)(nil)
+
+// Name implements Model.
+func (*Ensemble) Name() string { return EnsembleName }
+
+// Fit fits every member on the same rows, one after the other.
+func (e *Ensemble) Fit(ctx context.Context, X [][]float64, y []float64) error {
+	if _, err := checkFit(X, y); err != nil {
+		return err
+	}
+	e.members = e.members[:0]
+	for k, name := range ensembleMembers {
+		l, err := LookupLearner(name)
+		if err != nil {
+			return fmt.Errorf("%s: %w", EnsembleName, err)
+		}
+		opt := e.opt
+		opt.Progress = func(done, total int) {
+			// Each member counts as an equal share of the whole fit.
+			e.opt.progress(k*total+done, len(ensembleMembers)*total)
+		}
+		m := l.New(opt)
+		if err := m.Fit(ctx, X, y); err != nil {
+			return fmt.Errorf("%s: %s: %w", EnsembleName, name, err)
+		}
+		e.members = append(e.members, m)
+	}
+	return nil
+}
+
+// PredictQuantiles averages the members' quantiles.
+func (e *Ensemble) PredictQuantiles(X [][]float64, qs []float64) ([][]float64, error) {
+	if len(e.members) == 0 {
+		return nil, ErrNotFitted
+	}
+	out := matrix(len(X), len(qs))
+	w := 1 / float64(len(e.members))
+	for _, m := range e.members {
+		q, err := m.PredictQuantiles(X, qs)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %s: %w", EnsembleName, m.Name(), err)
+		}
+		for i := range q {
+			for k, v := range q[i] {
+				out[i][k] += w * v
+			}
+		}
+	}
+	return out, nil
+}
+
+// ensembleWire is an encoded ensemble: each member by name.
+type ensembleWire struct {
+	Names   []string
+	Members [][]byte
+}
+
+// MarshalBinary implements Model.
+func (e *Ensemble) MarshalBinary() ([]byte, error) {
+	var w ensembleWire
+	for _, m := range e.members {
+		b, err := m.MarshalBinary()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %s: %w", EnsembleName, m.Name(), err)
+		}
+		w.Names = append(w.Names, m.Name())
+		w.Members = append(w.Members, b)
+	}
+	return gobEncode(&w)
+}
+
+// UnmarshalBinary implements Model: the members must be exactly the ones
+// this version of the ensemble is made of, each one valid.
+func (e *Ensemble) UnmarshalBinary(data []byte) error {
+	var w ensembleWire
+	if err := gobDecode(data, &w); err != nil {
+		return err
+	}
+	if !slices.Equal(w.Names, ensembleMembers) || len(w.Members) != len(w.Names) {
+		return fmt.Errorf("%s: members %v, want %v", EnsembleName, w.Names, ensembleMembers)
+	}
+	members := make([]Model, len(w.Names))
+	for k, name := range w.Names {
+		l, err := LookupLearner(name)
+		if err != nil {
+			return fmt.Errorf("%s: %w", EnsembleName, err)
+		}
+		m := l.New(e.opt)
+		if err := m.UnmarshalBinary(w.Members[k]); err != nil {
+			return fmt.Errorf("%s: member %s: %w", EnsembleName, name, err)
+		}
+		members[k] = m
+	}
+	e.members = members
+	return nil
+}
