@@ -2,7 +2,10 @@ package datasets
 
 import (
 	"errors"
+	"fmt"
 	"io"
+	"strconv"
+	"strings"
 
 	"github.com/prescient-sched/prescient/cluster"
 )
@@ -15,14 +18,58 @@ import (
 //
 // CPU-only nodes have gpu 0 and an empty model.
 const openbFleetDoc = "Alibaba openb node list (openb_node_list_*.csv: sn,cpu_milli,memory_mib,gpu,model); " +
-	"anonymised models (G2, G3) keep unknown memory and power"
+	"anonymised models (G2, G3) keep unknown memory and power; PATH?every=N keeps every Nth node (the 1st, N+1th, ...)"
 
 var openbNodeColumns = []string{"sn", "cpu_milli", "memory_mib", "gpu", "model"}
 
 func init() {
-	registerFleet(FleetFormat{Name: "openb", Doc: openbFleetDoc, Open: func(path string) (*cluster.Fleet, error) {
-		return readFleetFile(path, readOpenbNodes)
-	}})
+	registerFleet(FleetFormat{Name: "openb", Doc: openbFleetDoc, Open: openOpenbFleet})
+}
+
+// maxEvery bounds the ?every= option.
+const maxEvery = 1_000_000
+
+// openOpenbFleet reads "PATH" or "PATH?every=N": with every, only the
+// nodes at positions 0, N, 2N, ... of the list are kept (the FGD
+// experiments' smaller fleets, e.g. every 5th GPU node: 243 nodes, 1,257
+// GPUs).
+func openOpenbFleet(spec string) (*cluster.Fleet, error) {
+	path, every, err := parseEvery(spec)
+	if err != nil {
+		return nil, err
+	}
+	fleet, err := readFleetFile(path, readOpenbNodes)
+	if err != nil || every == 1 {
+		return fleet, err
+	}
+	kept := fleet.Nodes[:0]
+	for i := 0; i < len(fleet.Nodes); i += every {
+		kept = append(kept, fleet.Nodes[i])
+	}
+	fleet.Nodes = kept
+	fleet.Name = fmt.Sprintf("%s-every%d", fleet.Name, every)
+	return fleet, nil
+}
+
+// parseEvery splits "PATH?every=N" into the path and N (1 without the
+// option).
+func parseEvery(spec string) (string, int, error) {
+	path, opt, ok := strings.Cut(spec, "?")
+	if !ok {
+		return spec, 1, nil
+	}
+	key, val, _ := strings.Cut(opt, "=")
+	if key != "every" {
+		return "", 0, fmt.Errorf("fleet openb:%s: option %q: want every=N", spec, opt)
+	}
+	n, err := strconv.Atoi(val)
+	if err != nil || n < 1 || n > maxEvery {
+		return "", 0, fmt.Errorf("fleet openb:%s: every=%s: want a whole number in 1..%d", spec, val, maxEvery)
+	}
+	if path == "" {
+		return "", 0, fmt.Errorf("fleet openb:%s: no path before ?every", spec)
+	}
+	return path, n, nil
 }
 
 // readOpenbNodes reads an openb node list.

@@ -23,6 +23,7 @@ type Capacity struct {
 	pos     []int32   // position of node i in its bucket
 	free    int       // wholly free GPUs on ready nodes
 	maxNode int       // most GPUs on one node
+	grown   uint64    // counts the calls that may have added free capacity
 }
 
 // NewCapacity indexes the free GPUs of a snapshot.
@@ -105,6 +106,7 @@ func (c *Capacity) Bucket(k int) []int32 {
 
 // SetReady takes node i in or out of service. Its allocations stay.
 func (c *Capacity) SetReady(i int, ready bool) {
+	c.grown++
 	if c.ready[i] != ready {
 		c.setReady(i, ready)
 	}
@@ -147,8 +149,14 @@ func (c *Capacity) Allocate(allocs []cluster.Allocation) error {
 	return nil
 }
 
+// Grown counts the calls (Release, SetReady) that may have added free
+// capacity: while it is unchanged, a request that did not fit still does
+// not, which lets placers remember failures.
+func (c *Capacity) Grown() uint64 { return c.grown }
+
 // Release gives the shares back.
 func (c *Capacity) Release(allocs []cluster.Allocation) {
+	c.grown++
 	for _, a := range allocs {
 		c.adjust(c.index[a.GPU.Node], a.GPU.Index, a.Milli)
 	}

@@ -53,6 +53,11 @@ type end struct {
 
 func newCycle(f *Framework, in *PlanInput) *cycle {
 	c := &cycle{f: f, p: &f.policy, in: in, minFail: int(^uint(0) >> 1), minNoVictims: int(^uint(0) >> 1)}
+	if cp, ok := f.policy.Placer.(CyclePlacer); ok { // this cycle's placer; the policy itself is not changed
+		pol := f.policy
+		pol.Placer = cp.ForCycle(in)
+		c.p = &pol
+	}
 	c.octx = &OrderContext{Now: in.Now, Shares: fairShares(in)}
 	if in.Free != nil {
 		c.free = in.Free.Clone()

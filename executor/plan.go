@@ -14,7 +14,11 @@ type Forecast struct {
 	Job         cluster.JobID
 	DurationP50 time.Duration
 	DurationP90 time.Duration
-	Source      string
+	// MemoryP90Bytes is the forecast P90 of the job's peak memory on one
+	// GPU; zero when unknown. Placement lets jobs share a GPU only when
+	// their footprints fit its memory.
+	MemoryP90Bytes int64
+	Source         string
 }
 
 // Forecaster answers duration forecasts for jobs. The simulator asks it once
@@ -37,6 +41,9 @@ type JobView struct {
 	AttainedGPU time.Duration
 	// QueuedSince is when the job last entered the queue.
 	QueuedSince time.Time
+	// LastRun is how long the job's last attempt held GPUs (zero before its
+	// first attempt ends).
+	LastRun time.Duration
 }
 
 // RemainingP50 is the forecast P50 time the job still needs, at least one

@@ -10,6 +10,7 @@ import (
 	"github.com/prescient-sched/prescient/cluster/clustertest"
 	"github.com/prescient-sched/prescient/executor"
 	"github.com/prescient-sched/prescient/executor/executortest"
+	"github.com/prescient-sched/prescient/executor/policies"
 )
 
 var epoch = clustertest.Epoch
@@ -102,12 +103,62 @@ func TestPlanScenarios(t *testing.T) {
 			wantPreempted: ids("opp"),
 		},
 		{
-			name: "prescient does not preempt a job of the same tier for a job without a deadline",
+			name: "prescient does not preempt a job of the same tier for a job without a deadline that is not much shorter",
 			build: func(s *executortest.Scenario) {
 				s.Nodes(node("n1", 4))
-				s.Running(clustertest.Job("r").GPUs(4).Obj()).On("n1", 0, 1, 2, 3).For(time.Hour)
-				s.Queued(clustertest.Job("q").GPUs(4).Obj())
+				s.Running(clustertest.Job("r").GPUs(4).Checkpointable(time.Minute).Obj()).On("n1", 0, 1, 2, 3).For(time.Hour).Forecast(2*time.Hour, 2*time.Hour)
+				s.Queued(clustertest.Job("q").GPUs(4).Obj()).Forecast(40*time.Minute, 40*time.Minute)
 			},
+		},
+		{
+			name: "prescient preempts a same-tier job whose predicted remaining time is far longer, least lost work first",
+			build: func(s *executortest.Scenario) {
+				s.Nodes(node("n1", 8))
+				s.Running(clustertest.Job("long-old-ckpt").GPUs(4).Checkpointable(time.Minute).Obj()).On("n1", 0, 1, 2, 3).
+					For(time.Hour).Checkpointed(time.Hour).Forecast(10*time.Hour, 12*time.Hour)
+				s.Running(clustertest.Job("long-new-ckpt").GPUs(4).Checkpointable(time.Minute).Obj()).On("n1", 4, 5, 6, 7).
+					For(time.Hour).Checkpointed(time.Minute).Forecast(10*time.Hour, 12*time.Hour)
+				s.Queued(clustertest.Job("short").GPUs(4).Obj()).Forecast(10*time.Minute, 20*time.Minute)
+			},
+			wantPreempted: ids("long-new-ckpt"),
+		},
+		{
+			name: "prescient spares a longer job that started less than 10 minutes ago",
+			build: func(s *executortest.Scenario) {
+				s.Nodes(node("n1", 4))
+				s.Running(clustertest.Job("long").GPUs(4).Checkpointable(time.Minute).Obj()).On("n1", 0, 1, 2, 3).
+					For(5*time.Minute).Forecast(10*time.Hour, 12*time.Hour)
+				s.Queued(clustertest.Job("short").GPUs(4).Obj()).Forecast(10*time.Minute, 20*time.Minute)
+			},
+		},
+		{
+			name: "prescient starts a job that waited a day before shorter ones",
+			build: func(s *executortest.Scenario) {
+				s.Nodes(node("n1", 4))
+				s.Queued(clustertest.Job("long").GPUs(4).Submitted(epoch.Add(-25*time.Hour)).Obj()).Forecast(20*time.Hour, 30*time.Hour)
+				s.Queued(clustertest.Job("short").GPUs(4).Obj()).Forecast(time.Minute, time.Minute)
+			},
+			wantPlaced: ids("long"),
+		},
+		{
+			name: "tiresias starts a job of the first queue before one of the second",
+			build: func(s *executortest.Scenario) {
+				s.Nodes(node("n1", 2))
+				s.Queued(clustertest.Job("old").GPUs(2).Submitted(epoch.Add(-2 * time.Hour)).Obj()).Attained(4 * time.Hour).
+					LastRan(20 * time.Minute).Since(epoch.Add(-time.Hour))
+				s.Queued(clustertest.Job("fresh").GPUs(2).Obj())
+			},
+			wantPlaced: ids("fresh"),
+		},
+		{
+			name: "tiresias promotes a job that waited PromoteKnob times its last run to the first queue",
+			build: func(s *executortest.Scenario) {
+				s.Nodes(node("n1", 2))
+				s.Queued(clustertest.Job("old").GPUs(2).Submitted(epoch.Add(-4 * time.Hour)).Obj()).Attained(4 * time.Hour).
+					LastRan(20 * time.Minute).Since(epoch.Add(-160 * time.Minute))
+				s.Queued(clustertest.Job("fresh").GPUs(2).Obj())
+			},
+			wantPlaced: ids("old"),
 		},
 		{
 			name: "prescient preempts a same-tier job without deadline for an urgent deadline job",
@@ -222,6 +273,28 @@ func TestTiresiasWakesWhenARunningJobIsDemoted(t *testing.T) {
 	want := epoch.Add(20*time.Minute + time.Second)
 	if !plan.NextReplan.Equal(want) {
 		t.Errorf("next replan %s, want %s", plan.NextReplan, want)
+	}
+}
+
+func TestTiresiasWakesWhenAWaitingJobIsPromoted(t *testing.T) {
+	s := executortest.NewScenario(t, "tiresias").Nodes(node("n1", 2))
+	s.Running(clustertest.Job("r").GPUs(2).Obj()).On("n1", 0, 1).For(2 * time.Hour)
+	s.Queued(clustertest.Job("old").GPUs(2).Obj()).Attained(4 * time.Hour).LastRan(20 * time.Minute).Since(epoch.Add(-time.Hour))
+	plan := s.Plan()
+	// Knob 8 × 20 minutes after it was queued again; the running job is in
+	// the last queue already and wakes nothing.
+	if want := epoch.Add(100 * time.Minute); !plan.NextReplan.Equal(want) {
+		t.Errorf("next replan %s, want %s", plan.NextReplan, want)
+	}
+}
+
+func TestYoungDalyIntervalIsCappedByTheLossBound(t *testing.T) {
+	s := executortest.NewScenario(t, "prescient").Checkpoint(policies.PrescientCheckpoint).NodeMTBF(100 * time.Hour).Nodes(node("n1", 8))
+	s.Queued(clustertest.Job("j").GPUs(8).Checkpointable(72 * time.Second).Obj())
+	plan := s.Plan()
+	// Young/Daly says 2h (below); prescient's default loses at most 20m.
+	if len(plan.Placements) != 1 || plan.Placements[0].CheckpointEvery != 20*time.Minute {
+		t.Fatalf("placements %+v, want one with a checkpoint every 20m", plan.Placements)
 	}
 }
 

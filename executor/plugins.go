@@ -60,6 +60,14 @@ type Placer interface {
 	Place(job *cluster.Job, c *Capacity) (allocs []cluster.Allocation, ok bool, reason string)
 }
 
+// CyclePlacer is implemented by placers that read the whole input once per
+// planning cycle (the distribution of requests, who shares which GPU, the
+// forecast memory footprints): the planner places with the placer ForCycle
+// returns. ForCycle must not change the receiver, so Plan stays pure.
+type CyclePlacer interface {
+	ForCycle(in *PlanInput) Placer
+}
+
 // Preemptor chooses, for a queued job that does not fit, at most limit
 // running jobs it may displace, in the order they should go. running holds
 // the jobs that may be preempted (in no particular order); keys are their

@@ -33,6 +33,10 @@ type simulateOptions struct {
 	plot                  string
 	limit                 int
 	tierMix               map[string]string
+	experiment, placement string
+	tune                  float64
+	parkIdleAfter         time.Duration
+	carbon                string
 }
 
 func newSimulateCmd(g *globals) *cobra.Command {
@@ -67,13 +71,14 @@ noise).`,
 	f.StringVar(&o.deadlines, "deadlines", "", "FRACTION:SLACK: give FRACTION of jobs the deadline submit + SLACK × true duration")
 	f.DurationVar(&o.nodeMTBF, "node-mtbf", 0, "mean time between failures of one node (0: none)")
 	f.DurationVar(&o.nodeRepair, "node-repair", time.Hour, "time a failed node stays down")
-	f.StringVar(&o.checkpoint, "checkpoint", "", "periodic checkpoints: none, young-daly or fixed:DURATION (default: the policy's own)")
+	f.StringVar(&o.checkpoint, "checkpoint", "", "periodic checkpoints: none, young-daly, young-daly:MAXLOSS (interval at most MAXLOSS) or fixed:DURATION (default: the policy's own)")
 	f.DurationVar(&o.checkpointCost, "checkpoint-cost", 60*time.Second, "time one checkpoint takes")
 	f.DurationVar(&o.grace, "grace", policies.DefaultGrace, "time a preempted job has to checkpoint before it is stopped")
 	f.Uint64Var(&o.seed, "seed", 1, "seed for deadlines, failures and oracle noise")
 	f.StringVar(&o.plot, "plot", "", "write JCT CDFs and queue length over time to this SVG file")
 	f.StringToStringVar(&o.tierMix, "tier-mix", nil, "give jobs seeded tiers by weight, e.g. production=0.1,standard=0.5,batch=0.25,opportunistic=0.15")
 	f.IntVar(&o.limit, "limit", 0, "replay only the first N jobs (after --from; 0: all)")
+	addPlacementFlags(f, &o)
 	return cmd
 }
 
@@ -102,6 +107,7 @@ func (o *simulateOptions) validate() error {
 	if o.limit < 0 {
 		errs = append(errs, fmt.Errorf("--limit: %d is negative", o.limit))
 	}
+	errs = append(errs, o.validatePlacement()...)
 	for _, p := range strings.Split(o.policy, ",") {
 		if _, err := policies.New(p, policies.Options{Checkpoint: o.checkpoint, Grace: o.grace}); err != nil {
 			errs = append(errs, fmt.Errorf("--policy: %w", err))
@@ -158,6 +164,9 @@ func (o *simulateOptions) loadReplay() ([]cluster.Job, map[cluster.JobID]cluster
 }
 
 func runSimulate(ctx context.Context, g *globals, o *simulateOptions, stdout, stderr io.Writer) error {
+	if o.experiment == experimentFill {
+		return runFill(ctx, g, o, stdout, stderr)
+	}
 	if err := o.validate(); err != nil {
 		return err
 	}
@@ -198,6 +207,9 @@ func (o *simulateOptions) replay(ctx context.Context, g *globals, name string, j
 	if err != nil {
 		return nil, err
 	}
+	if err := o.applyPlacement(&pol, fleet); err != nil {
+		return nil, err
+	}
 	forecaster, err := o.forecaster(g, &pol, truth)
 	if err != nil {
 		return nil, err
@@ -209,6 +221,10 @@ func (o *simulateOptions) replay(ctx context.Context, g *globals, name string, j
 	cfg := sim.Config{
 		Fleet: fleet, Jobs: jobs, Planner: planner, Forecaster: forecaster, Preemptive: pol.Preemptor != nil, Order: pol.Order,
 		NodeMTBF: o.nodeMTBF, NodeRepair: o.nodeRepair, CheckpointCost: o.checkpointCost, Seed: o.seed, Logger: g.logger,
+		ParkIdleAfter: o.parkIdleAfter,
+	}
+	if cfg.Carbon, err = o.carbonSeries(); err != nil {
+		return nil, err
 	}
 	bar := newProgress(stderr, g)
 	cfg.Progress = func(done, total int) { bar.update(name, done, total) }

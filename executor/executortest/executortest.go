@@ -78,6 +78,10 @@ func (w *QueuedWrapper) Since(t time.Time) *QueuedWrapper { w.v.QueuedSince = t;
 // Attained sets the GPU-time it already had.
 func (w *QueuedWrapper) Attained(d time.Duration) *QueuedWrapper { w.v.AttainedGPU = d; return w }
 
+// LastRan says how long its last attempt ran (it was stopped and queued
+// again).
+func (w *QueuedWrapper) LastRan(d time.Duration) *QueuedWrapper { w.v.LastRun = d; return w }
+
 // RunningWrapper builds a running job.
 type RunningWrapper struct {
 	s    *Scenario

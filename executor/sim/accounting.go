@@ -14,6 +14,7 @@ type accounting struct {
 	allocGPUs     float64 // integral of allocated GPUs, GPU-seconds
 	idleW, extraW float64 // idle draw of ready GPUs; extra draw of allocated shares
 	energyJ       float64
+	co2g          float64 // grams of CO2 with Config.Carbon
 	running       int
 	jobSeconds    float64
 
@@ -25,6 +26,7 @@ type accounting struct {
 	checkpointGPU         time.Duration
 	lastEnd               time.Time
 	queue                 []QueuePoint
+	park                  parking // idle nodes parked after Config.ParkIdleAfter (power.go)
 }
 
 // QueuePoint is the queue length at one time.
@@ -38,6 +40,7 @@ func (a *accounting) init(s *Simulator) {
 	for i := range s.snap.Nodes {
 		a.nodeState(s, i, true)
 	}
+	a.park.init(s, a)
 }
 
 // advance moves the simulator's clock to t, integrating up to it.
@@ -49,6 +52,7 @@ func (s *Simulator) advance(t time.Time) {
 	dt := t.Sub(a.last).Seconds()
 	a.allocGPUs += float64(a.allocMilli) / cluster.MilliGPU * dt
 	a.energyJ += (a.idleW + a.extraW) * dt
+	a.co2g += s.gramsOf(a.idleW+a.extraW, a.last, t)
 	a.jobSeconds += float64(a.running) * dt
 	if dt > 0 {
 		decay := math.Exp2(-dt / s.cfg.UsageHalfLife.Seconds())
@@ -66,6 +70,7 @@ func (a *accounting) allocate(s *Simulator, j *simJob) {
 	for _, al := range j.run.Allocations {
 		a.allocMilli += al.Milli
 		a.extraW += s.extraW(al)
+		a.park.jobOn(s, a, al.GPU.Node, 1)
 	}
 	a.running++
 	s.held[j.job.Spec.Tenant] += j.gpus
@@ -75,6 +80,7 @@ func (a *accounting) release(s *Simulator, j *simJob) {
 	for _, al := range j.run.Allocations {
 		a.allocMilli -= al.Milli
 		a.extraW -= s.extraW(al)
+		a.park.jobOn(s, a, al.GPU.Node, -1)
 	}
 	a.running--
 	s.held[j.job.Spec.Tenant] -= j.gpus
@@ -86,9 +92,13 @@ func (s *Simulator) extraW(al cluster.Allocation) float64 {
 	return (pm.BusyW - pm.IdleW) * float64(al.Milli) / cluster.MilliGPU
 }
 
-// nodeState adds (up) or removes a node's idle draw.
+// nodeState adds (up) or removes a node's idle draw: its base power and
+// its GPUs' idle power.
 func (a *accounting) nodeState(s *Simulator, i int, up bool) {
-	w := 0.0
+	if a.park.nodeState(s, a, i, up) {
+		return
+	}
+	w := s.cfg.NodePower(s.snap.Nodes[i]).BaseW
 	for _, g := range s.snap.Nodes[i].GPUs {
 		w += s.cfg.Power(g).IdleW
 	}

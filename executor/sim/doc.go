@@ -15,6 +15,15 @@
 // after each step.
 //
 // Result holds the metrics (JSON with SI units in the names) and the series
-// for plots. Energy follows DefaultPower: a busy GPU draws its board power
-// limit, an idle one IdleFraction of it, a failed node nothing.
+// for plots. Energy follows DefaultPower and DefaultNodePower (power.go): a
+// busy GPU draws the Zeus-measured fraction of its board power limit, an
+// idle one IdleFraction of it, each up node its base power, a failed node
+// nothing; with Config.ParkIdleAfter a node that ran nothing that long is
+// parked (ParkedW) until a job wakes it (a boot's energy). With
+// Config.Carbon every watt is weighed by the grid's carbon intensity
+// (carbon.go).
+//
+// Fill (fill.go) is the FGD paper's fill experiment: pods arrive and never
+// leave until a multiple of the fleet's GPU capacity has arrived, placed by
+// one of the placement package's scorers.
 package sim

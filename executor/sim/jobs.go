@@ -159,6 +159,7 @@ func (s *Simulator) release(j *simJob) {
 	held := s.now.Sub(j.run.Started)
 	j.held += held
 	j.view.AttainedGPU += held * gpuWeight(j)
+	j.view.LastRun = held
 	s.acct.release(s, j)
 	allocs := s.snap.Release(j.job.ID)
 	s.free.Release(allocs)

@@ -1,6 +1,11 @@
 package sim
 
-import "github.com/prescient-sched/prescient/cluster"
+import (
+	"strings"
+	"time"
+
+	"github.com/prescient-sched/prescient/cluster"
+)
 
 // PowerModel is a GPU's draw: IdleW when nothing runs on it, BusyW when it
 // is wholly allocated (a share draws in proportion).
@@ -16,13 +21,188 @@ const IdleFraction = 0.15
 // fallbackLimitW is the power limit assumed for GPUs the catalog lacks.
 const fallbackLimitW = 300
 
-// DefaultPower is the documented model the placement issue refines: a busy
-// GPU draws its board power limit (training keeps GPUs near it), an idle one
-// IdleFraction of it; failed nodes draw nothing.
+// LoadFraction is the average draw of a GPU training at its default power
+// limit, as a fraction of that limit: the median over the Zeus (NSDI'23)
+// workloads, batch sizes and optimizers at each GPU's largest limit
+// (../shared/datasets/zeus/summary_power_*.csv; TestLoadFractionsMatchZeus
+// recomputes them). Models Zeus did not measure use V100's figure
+// (StandInModel), the closest data-centre part it has.
+var LoadFraction = map[string]float64{
+	"V100":    0.708,
+	"P100":    0.481,
+	"A40":     0.675,
+	"RTX6000": 0.737,
+}
+
+// StandInModel is the model whose Zeus figures stand in for models Zeus
+// did not measure (A100, H100, T4, K80, ...).
+const StandInModel = "V100"
+
+// loadFraction is LoadFraction for a model, matched by family ("V100M32"
+// is a V100, "P100-12GB" a P100), else StandInModel's.
+func loadFraction(model string) float64 {
+	m := strings.ToUpper(model)
+	for fam, f := range LoadFraction {
+		if strings.HasPrefix(m, fam) {
+			return f
+		}
+	}
+	return LoadFraction[StandInModel]
+}
+
+// DefaultPower is the GPU power model: a busy GPU draws LoadFraction of its
+// board power limit (Zeus), an idle one IdleFraction of it; failed nodes
+// draw nothing.
 func DefaultPower(g cluster.GPU) PowerModel {
 	limit := g.PowerLimitW
 	if limit <= 0 {
 		limit = fallbackLimitW
 	}
-	return PowerModel{IdleW: IdleFraction * limit, BusyW: limit}
+	return PowerModel{IdleW: IdleFraction * limit, BusyW: loadFraction(g.Model) * limit}
+}
+
+// NodePower is a host's draw beside its GPUs: BaseW while it is up (CPUs,
+// memory, fans, network, GPU baseboard), ParkedW while parked (powered
+// down, the BMC still on). Waking a parked node costs BaseW for WakeTime
+// (booting) in energy.
+type NodePower struct {
+	BaseW, ParkedW float64
+}
+
+// The defaults of DefaultNodePower and of waking: estimates for a
+// two-socket GPU server, not measurements (no public trace in
+// ../shared/datasets records host power).
+const (
+	nodeBaseW       = 200 // W, a two-socket host at idle
+	nodeBasePerGPUW = 50  // W per GPU slot: PCIe switches, NVSwitch, fans
+	nodeParkedW     = 10  // W, BMC of a powered-down host
+	// DefaultWakeTime is how long a parked node boots, drawing its base
+	// power.
+	DefaultWakeTime = 5 * time.Minute
+)
+
+// DefaultNodePower is 200 W + 50 W per GPU (600 W for an 8-GPU server) up,
+// 10 W parked.
+func DefaultNodePower(n cluster.Node) NodePower {
+	return NodePower{BaseW: nodeBaseW + nodeBasePerGPUW*float64(len(n.GPUs)), ParkedW: nodeParkedW}
+}
+
+// parking accounts nodes that run nothing: after Config.ParkIdleAfter of
+// idleness a node is parked and draws ParkedW instead of its base and idle
+// GPU power, until a job wakes it (which costs WakeTime at base power).
+// An empty node's draw is taken out of the running idle draw and its
+// energy added when the idle spell ends (a job, a failure, the end of the
+// replay). Jobs start on a parked node at once: the boot delay is not
+// modelled, only its energy.
+type parking struct {
+	active  bool
+	after   float64 // seconds
+	jobs    []int   // allocations on each node
+	emptyAt []time.Time
+	open    []bool // node i is in an idle spell (empty and up)
+	parkedS float64
+	wakes   int
+}
+
+func (p *parking) init(s *Simulator, a *accounting) {
+	if s.cfg.ParkIdleAfter <= 0 {
+		return
+	}
+	p.active, p.after = true, s.cfg.ParkIdleAfter.Seconds()
+	p.jobs = make([]int, len(s.snap.Nodes))
+	p.emptyAt = make([]time.Time, len(s.snap.Nodes))
+	p.open = make([]bool, len(s.snap.Nodes))
+	for i := range s.snap.Nodes {
+		p.startSpell(s, a, i)
+	}
+}
+
+// draw is node i's draw while up and running nothing.
+func (p *parking) draw(s *Simulator, i int) float64 {
+	n := s.snap.Nodes[i]
+	w := s.cfg.NodePower(n).BaseW
+	for _, g := range n.GPUs {
+		w += s.cfg.Power(g).IdleW
+	}
+	return w
+}
+
+func (p *parking) startSpell(s *Simulator, a *accounting, i int) {
+	a.idleW -= p.draw(s, i)
+	p.emptyAt[i], p.open[i] = s.now, true
+}
+
+// endSpell adds the energy of node i's idle spell up to now: its draw
+// until it parked, ParkedW after, and a boot if a job wakes it.
+func (p *parking) endSpell(s *Simulator, a *accounting, i int, wake bool) {
+	d := s.now.Sub(p.emptyAt[i]).Seconds()
+	idle, parked := min(d, p.after), max(d-p.after, 0)
+	np := s.cfg.NodePower(s.snap.Nodes[i])
+	a.energyJ += p.draw(s, i)*idle + np.ParkedW*parked
+	parkAt := p.emptyAt[i].Add(time.Duration(idle * float64(time.Second)))
+	a.co2g += s.gramsOf(p.draw(s, i), p.emptyAt[i], parkAt) + s.gramsOf(np.ParkedW, parkAt, s.now)
+	if parked > 0 {
+		p.parkedS += parked
+		if wake {
+			p.wakes++
+			a.energyJ += np.BaseW * s.cfg.WakeTime.Seconds()
+			a.co2g += s.gramsOf(np.BaseW, s.now.Add(-s.cfg.WakeTime), s.now) // the boot, just before the job starts
+		}
+	}
+	p.open[i] = false
+}
+
+// jobOn counts an allocation of a job on node i (delta ±1).
+func (p *parking) jobOn(s *Simulator, a *accounting, node string, delta int) {
+	if !p.active {
+		return
+	}
+	i, ok := s.free.NodeIndex(node)
+	if !ok {
+		return
+	}
+	was := p.jobs[i]
+	p.jobs[i] += delta
+	switch {
+	case was == 0 && p.jobs[i] > 0 && p.open[i]:
+		p.endSpell(s, a, i, true)
+		a.idleW += p.draw(s, i)
+	case was > 0 && p.jobs[i] == 0 && !s.down[i]:
+		p.startSpell(s, a, i)
+	}
+}
+
+// nodeState handles a node failing (up=false) or coming back; it reports
+// whether it did (parking on), so that the plain idle draw is left alone.
+func (p *parking) nodeState(s *Simulator, a *accounting, i int, up bool) bool {
+	if !p.active {
+		return false
+	}
+	if !up {
+		if p.open[i] {
+			p.endSpell(s, a, i, false)
+		} else {
+			a.idleW -= p.draw(s, i) // not expected: a failed node's jobs are stopped first
+		}
+		return true
+	}
+	if p.jobs[i] == 0 {
+		p.emptyAt[i], p.open[i] = s.now, true
+	} else {
+		a.idleW += p.draw(s, i)
+	}
+	return true
+}
+
+// finish closes the idle spells still open at the end of the replay.
+func (p *parking) finish(s *Simulator, a *accounting) {
+	if !p.active {
+		return
+	}
+	for i := range p.open {
+		if p.open[i] {
+			p.endSpell(s, a, i, false)
+			p.emptyAt[i], p.open[i] = s.now, true
+		}
+	}
 }

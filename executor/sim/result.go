@@ -28,6 +28,8 @@ type Metrics struct {
 	LostGPUS         float64            `json:"lost_gpu_s"`
 	CheckpointGPUS   float64            `json:"checkpoint_gpu_s"`
 	EnergyKWh        float64            `json:"energy_kwh"`
+	ParkedNodeS      float64            `json:"parked_node_s"`
+	KgCO2            float64            `json:"kgco2"`
 	JainFairness     float64            `json:"jain_fairness"`
 	WaitByTierS      map[string]float64 `json:"wait_by_tier_s"`
 	WaitByTenantS    map[string]float64 `json:"wait_by_tenant_s"`
@@ -103,7 +105,8 @@ func (s *Simulator) result(wall time.Duration) *Result {
 		m.DeadlineMetPct = 100 * float64(met) / float64(m.DeadlineFeasible)
 	}
 	m.LostGPUS, m.CheckpointGPUS = a.lostGPU.Seconds(), a.checkpointGPU.Seconds()
-	m.EnergyKWh = a.energyJ / 3.6e6
+	a.park.finish(s, a)
+	m.EnergyKWh, m.ParkedNodeS, m.KgCO2 = a.energyJ/3.6e6, a.park.parkedS, a.co2g/1000
 	m.WaitByTierS, m.WaitByTenantS = means(tierW), means(tenantW)
 	m.JainFairness = jain(slow)
 	m.SimWallS = wall.Seconds()

@@ -41,6 +41,16 @@ type Config struct {
 	Seed          uint64
 	// Power gives each GPU's idle and busy power; nil means DefaultPower.
 	Power func(cluster.GPU) PowerModel
+	// NodePower gives each node's base and parked power; nil means
+	// DefaultNodePower.
+	NodePower func(cluster.Node) NodePower
+	// ParkIdleAfter parks a node that ran nothing for that long (zero:
+	// never); WakeTime is the boot a parked node needs (energy only; zero
+	// means DefaultWakeTime).
+	ParkIdleAfter, WakeTime time.Duration
+	// Carbon is the grid's carbon intensity over time; with it the replay
+	// reports kgco2. Nil means none.
+	Carbon *CarbonSeries
 	// Progress, when set, is called now and then with jobs done and total.
 	Progress func(done, total int)
 	// Check verifies the simulator's invariants after every step (slow;
@@ -65,7 +75,7 @@ func (c *Config) Validate() error {
 	if c.Forecaster == nil {
 		errs = append(errs, errors.New("sim: no forecaster"))
 	}
-	if c.NodeMTBF < 0 || c.NodeRepair < 0 || c.CheckpointCost < 0 || c.UsageHalfLife < 0 {
+	if c.NodeMTBF < 0 || c.NodeRepair < 0 || c.CheckpointCost < 0 || c.UsageHalfLife < 0 || c.ParkIdleAfter < 0 || c.WakeTime < 0 {
 		errs = append(errs, errors.New("sim: negative duration"))
 	}
 	if c.NodeMTBF > 0 && c.NodeRepair == 0 {
@@ -139,6 +149,12 @@ func newSimulator(cfg Config) (*Simulator, error) {
 	}
 	if cfg.Power == nil {
 		cfg.Power = DefaultPower
+	}
+	if cfg.NodePower == nil {
+		cfg.NodePower = DefaultNodePower
+	}
+	if cfg.WakeTime == 0 {
+		cfg.WakeTime = DefaultWakeTime
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()

@@ -12,6 +12,7 @@ import (
 	"github.com/prescient-sched/prescient/cluster/clustertest"
 	"github.com/prescient-sched/prescient/datasets"
 	"github.com/prescient-sched/prescient/executor"
+	"github.com/prescient-sched/prescient/executor/plugins/tiresias"
 	"github.com/prescient-sched/prescient/executor/policies"
 	"github.com/prescient-sched/prescient/executor/sim"
 	"github.com/prescient-sched/prescient/internal/testenv"
@@ -184,5 +185,92 @@ func TestFailuresLoseOnlyWorkSinceCheckpoint(t *testing.T) {
 	t.Logf("lost GPU-h: none %.1f, fixed:30m %.1f (checkpoints %.1f GPU-h)", none.LostGPUS/3600, ck.LostGPUS/3600, ck.CheckpointGPUS/3600)
 	if none.NodeFailures == 0 || ck.LostGPUS >= none.LostGPUS || ck.CheckpointGPUS == 0 {
 		t.Errorf("failures %d: lost %.0f GPU-s with checkpoints, %.0f without", none.NodeFailures, ck.LostGPUS, none.LostGPUS)
+	}
+}
+
+// TestPreemptionCheckpointsFirst: prescient displaces a long job for a much
+// shorter one; the victim checkpoints before it stops, so the preemption
+// loses no work and costs one checkpoint, and both jobs finish.
+func TestPreemptionCheckpointsFirst(t *testing.T) {
+	fleet := clustertest.Fleet(clustertest.Node("n1").GPUs(4, "V100").Obj())
+	long := clustertest.Job("long").GPUs(4).Submitted(clustertest.Epoch).Obj()
+	long.Outcome.RunTime = 10 * time.Hour
+	short := clustertest.Job("short").GPUs(4).Submitted(clustertest.Epoch.Add(time.Hour)).Obj()
+	short.Outcome.RunTime = 10 * time.Minute
+	r := replay(t, "prescient", fleet, []cluster.Job{long, short}, func(c *sim.Config) { c.Check = true })
+	if r.Finished != 2 || r.Preemptions != 1 {
+		t.Fatalf("finished %d, preemptions %d; want 2 and 1", r.Finished, r.Preemptions)
+	}
+	// One checkpoint of 1 minute on 4 GPUs; nothing lost.
+	if r.LostGPUS != 0 || r.CheckpointGPUS != 4*60 {
+		t.Errorf("lost %.0f GPU-s, checkpoints %.0f GPU-s; want 0 and 240", r.LostGPUS, r.CheckpointGPUS)
+	}
+	// The short job waits only for the checkpoint; the long one ends after
+	// its run, the short job and the checkpoint.
+	if want := (10*time.Hour + 10*time.Minute + time.Minute).Seconds(); r.MakespanS != want {
+		t.Errorf("makespan %.0fs, want %.0fs", r.MakespanS, want)
+	}
+}
+
+// TestFairShareLetsALateTenantAheadOfAFlood: tenant a floods the queue with
+// forty one-hour jobs; tenant b's four jobs, submitted a minute later, start
+// as soon as GPUs come free under prescient (a has used its share, b none),
+// while fifo makes them wait for the whole flood.
+func TestFairShareLetsALateTenantAheadOfAFlood(t *testing.T) {
+	fleet := clustertest.Fleet(clustertest.Node("n1").GPUs(4, "V100").Obj())
+	var jobs []cluster.Job
+	for i := range 44 {
+		w := clustertest.Job(fmt.Sprintf("a%02d", i)).GPUs(1).Tenant("a").Submitted(clustertest.Epoch)
+		if i >= 40 {
+			w = clustertest.Job(fmt.Sprintf("b%02d", i)).GPUs(1).Tenant("b").Submitted(clustertest.Epoch.Add(time.Minute))
+		}
+		j := w.Obj()
+		j.Outcome.RunTime = time.Hour
+		jobs = append(jobs, j)
+	}
+	f := replay(t, "fifo", fleet, jobs, nil)
+	p := replay(t, "prescient", fleet, jobs, nil)
+	t.Logf("tenant b's mean wait: fifo %.0fs, prescient %.0fs", f.WaitByTenantS["b"], p.WaitByTenantS["b"])
+	if got := p.WaitByTenantS["b"]; got > time.Hour.Seconds() {
+		t.Errorf("prescient: tenant b waited %.0fs on average, want at most the hour until the first GPUs free", got)
+	}
+	if f.WaitByTenantS["b"] < 9*time.Hour.Seconds() {
+		t.Errorf("fifo: tenant b waited %.0fs, want the flood's ten hours (the scenario is wrong)", f.WaitByTenantS["b"])
+	}
+}
+
+// TestTiresiasPromotesStarvedJobs: under a stream of new one-GPU jobs, a
+// job that Tiresias demoted to its second queue gets the GPU back each time
+// it has waited PromoteKnob times its last run (until a new job displaces
+// it again), so it finishes far earlier than with PromoteKnob 0, where it
+// waits for the stream to end.
+func TestTiresiasPromotesStarvedJobs(t *testing.T) {
+	fleet := clustertest.Fleet(clustertest.Node("n1").GPUs(1, "V100").Obj())
+	big := clustertest.Job("big").GPUs(1).Submitted(clustertest.Epoch).Obj()
+	big.Outcome.RunTime = 3 * time.Hour
+	jobs := []cluster.Job{big}
+	for i := range 100 { // a job every 30 minutes, 30 minutes long: the GPU never idles
+		j := clustertest.Job(fmt.Sprintf("s%03d", i)).GPUs(1).Submitted(clustertest.Epoch.Add(time.Duration(i)*30*time.Minute + time.Second)).Obj()
+		j.Outcome.RunTime = 30 * time.Minute
+		jobs = append(jobs, j)
+	}
+	end := func(mod func(*sim.Config)) time.Duration {
+		r := replay(t, "tiresias", fleet, jobs, func(c *sim.Config) { c.Check = true; mod(c) })
+		if r.Finished != len(jobs) {
+			t.Fatalf("%d of %d finished", r.Finished, len(jobs))
+		}
+		return time.Duration(r.JCTs[len(r.JCTs)-1]) // the longest JCT is big's
+	}
+	with := end(func(*sim.Config) {})
+	without := end(func(c *sim.Config) {
+		ord, _ := tiresias.New(tiresias.Args{Thresholds: []time.Duration{time.Hour}})
+		pol, _ := policies.New("tiresias", policies.Options{})
+		pol.Order = ord
+		c.Planner, _ = executor.New(pol)
+		c.Order = ord
+	})
+	t.Logf("big job's JCT: %s with promotion, %s without", with, without)
+	if without < 40*time.Hour || with > without*6/10 {
+		t.Errorf("big job's JCT %s with promotion, %s without; want promotion to end its starvation", with, without)
 	}
 }

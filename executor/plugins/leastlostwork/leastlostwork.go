@@ -2,6 +2,7 @@ package leastlostwork
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/prescient-sched/prescient/executor"
@@ -16,12 +17,25 @@ type Args struct {
 	UrgencyWindow time.Duration
 	// MinRun protects jobs that started less than this long ago.
 	MinRun time.Duration
+	// ShorterBy, when positive, also lets a job displace a running job of
+	// its own tier whose order key agrees with its own in every element but
+	// the last, where the victim's is at least ShorterBy times the job's
+	// plus Margin seconds: with the prescient order, a running job whose
+	// predicted remaining time is that much longer (shortest remaining time
+	// first on forecasts). 0 turns it off.
+	ShorterBy float64
+	// Margin is the least difference, in the last key element's unit
+	// (seconds for the prescient order), for ShorterBy.
+	Margin float64
 }
 
-// Validate rejects negative durations.
+// Validate rejects negative durations and factors.
 func (a Args) Validate() error {
 	if a.UrgencyWindow < 0 || a.MinRun < 0 {
 		return fmt.Errorf("least-lost-work: urgency window %s and min run %s must not be negative", a.UrgencyWindow, a.MinRun)
+	}
+	if !(a.ShorterBy == 0 || a.ShorterBy >= 1) || math.IsInf(a.ShorterBy, 0) || !(a.Margin >= 0) || math.IsInf(a.Margin, 0) {
+		return fmt.Errorf("least-lost-work: shorter-by %g must be 0 or at least 1 and margin %g finite and non-negative", a.ShorterBy, a.Margin)
 	}
 	return nil
 }
@@ -45,13 +59,16 @@ func (*LeastLostWork) Name() string { return Name }
 // Victims implements executor.Preemptor.
 // It keeps the best limit candidates by insertion, O(running × limit) at
 // worst and about O(running) in practice.
-func (l *LeastLostWork) Victims(job *executor.JobView, _ executor.Key, running []*executor.RunningJob, _ []executor.Key, ctx *executor.OrderContext, limit int) []*executor.RunningJob {
+func (l *LeastLostWork) Victims(job *executor.JobView, jobKey executor.Key, running []*executor.RunningJob, keys []executor.Key, ctx *executor.OrderContext, limit int) []*executor.RunningJob {
 	urgent := executor.Urgent(job, ctx.Now, l.args.UrgencyWindow)
 	tier := job.Job.Spec.Tier
 	out := make([]*executor.RunningJob, 0, limit)
-	for _, r := range running {
+	for k, r := range running {
 		rt := r.Job.Spec.Tier
-		if ctx.Now.Sub(r.Started) < l.args.MinRun || !(rt < tier || (urgent && rt == tier && !r.Job.Spec.HasDeadline())) {
+		if ctx.Now.Sub(r.Started) < l.args.MinRun {
+			continue
+		}
+		if !(rt < tier || (urgent && rt == tier && !r.Job.Spec.HasDeadline()) || (rt == tier && l.longer(jobKey, keys[k]))) {
 			continue
 		}
 		i := len(out)
@@ -68,6 +85,21 @@ func (l *LeastLostWork) Victims(job *executor.JobView, _ executor.Key, running [
 		out[i] = r
 	}
 	return out
+}
+
+// longer reports whether a running job's key is ShorterBy times longer than
+// the job's, the other elements being equal.
+func (l *LeastLostWork) longer(job, victim executor.Key) bool {
+	if l.args.ShorterBy == 0 {
+		return false
+	}
+	last := len(job) - 1
+	for i := range last {
+		if job[i] != victim[i] {
+			return false
+		}
+	}
+	return victim[last] >= l.args.ShorterBy*job[last]+l.args.Margin
 }
 
 // loses reports whether a is the better victim: lower tier, then less work

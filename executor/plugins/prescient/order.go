@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/executor"
 )
 
@@ -20,7 +21,9 @@ type Args struct {
 	// AgingHorizon halves a job's effective length after it waited this
 	// long (a third after twice as long, ...), so no job waits forever.
 	AgingHorizon time.Duration
-	// ReserveAfter gives a blocked job that waited this long a reservation.
+	// ReserveAfter: a job that waited this long starves: it runs before
+	// every non-urgent job of its tier (in the order they were queued) and,
+	// when blocked, gets a reservation.
 	ReserveAfter time.Duration
 	// MaxReservations bounds the reservations of one cycle.
 	MaxReservations int
@@ -69,22 +72,30 @@ func NewOrder(a Args) (*Order, error) {
 func (*Order) Name() string { return Name }
 
 // Key implements executor.QueueOrder: the tier (higher first); then urgent
-// deadline jobs by latest start; then the others by predicted P50 length,
-// scaled by the tenant's fair-share factor 2^(usage/share − 1) and divided
-// by 1 + wait/AgingHorizon.
+// deadline jobs by latest start; then jobs that waited ReserveAfter
+// (starving) in the order they were queued; then the others by predicted
+// P50 remaining time, scaled by the tenant's fair-share factor
+// 2^(usage/share − 1) and divided by 1 + wait/AgingHorizon.
 func (o *Order) Key(v *executor.JobView, ctx *executor.OrderContext) executor.Key {
 	tier := -float64(v.Job.Spec.Tier)
 	if executor.Urgent(v, ctx.Now, o.args.UrgencyWindow) {
 		latest := v.Job.Spec.Deadline.Add(-v.RemainingP90())
 		return executor.Key{tier, 0, float64(latest.Unix())}
 	}
+	queued := v.Job.State == cluster.StateQueued
+	wait := max(ctx.Now.Sub(v.QueuedSince), 0)
+	if queued && wait >= o.args.ReserveAfter {
+		return executor.Key{tier, 1, float64(v.QueuedSince.Unix())}
+	}
 	fair := 1.0
 	if fs, ok := ctx.Shares[v.Job.Spec.Tenant]; ok {
 		fair = fs.Factor
 	}
-	wait := max(ctx.Now.Sub(v.QueuedSince), 0)
-	age := 1 + wait.Seconds()/o.args.AgingHorizon.Seconds()
-	return executor.Key{tier, 1, v.RemainingP50().Seconds() * fair / age}
+	age := 1.0
+	if queued { // a running job ages no more
+		age += wait.Seconds() / o.args.AgingHorizon.Seconds()
+	}
+	return executor.Key{tier, 2, v.RemainingP50().Seconds() * fair / age}
 }
 
 // NextChange implements executor.Waker: when a queued deadline job turns

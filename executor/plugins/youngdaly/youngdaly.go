@@ -11,7 +11,8 @@ import (
 // Name is the timer's name.
 const Name = "young-daly"
 
-// Args bound the interval.
+// Args bound the interval. Max is also the most progress one interruption
+// can cost a job: a bound on lost work that Young/Daly itself does not give.
 type Args struct {
 	Min, Max time.Duration
 }

@@ -1,0 +1,140 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/prescient-sched/prescient/cluster"
+	"github.com/prescient-sched/prescient/datasets"
+	"github.com/prescient-sched/prescient/executor"
+	"github.com/prescient-sched/prescient/executor/plugins/placement"
+	"github.com/prescient-sched/prescient/executor/sim"
+)
+
+// The experiments of prescient simulate.
+const (
+	experimentReplay = "replay"
+	experimentFill   = "fill"
+)
+
+func addPlacementFlags(f *pflag.FlagSet, o *simulateOptions) {
+	f.StringVar(&o.experiment, "experiment", experimentReplay,
+		"replay (the trace through the planner over time) or fill (the FGD protocol: pods arrive and never leave until --tune × capacity has arrived)")
+	f.StringVar(&o.placement, "placement", "", "placement policy: "+strings.Join(placement.Names(), ", ")+
+		" (replay default: the policy's own first-fit; required for fill)")
+	f.Float64Var(&o.tune, "tune", sim.DefaultTune, "fill: stop arrivals once the GPU demand that arrived is this multiple of capacity")
+	f.DurationVar(&o.parkIdleAfter, "park-idle-after", 0, "replay: park a node that ran nothing this long (0: never); see parked_node_s")
+	f.StringVar(&o.carbon, "carbon", "", "replay: CSV of time,gco2_per_kwh (the grid's carbon intensity); adds kgco2")
+}
+
+// carbonSeries reads --carbon; nil without it.
+func (o *simulateOptions) carbonSeries() (*sim.CarbonSeries, error) {
+	if o.carbon == "" {
+		return nil, nil
+	}
+	pts, err := datasets.ReadCarbon(o.carbon)
+	if err != nil {
+		return nil, fmt.Errorf("--carbon: %w", err)
+	}
+	times, values := make([]time.Time, len(pts)), make([]float64, len(pts))
+	for i, p := range pts {
+		times[i], values[i] = p.Time, p.GPerKWh
+	}
+	c, err := sim.NewCarbonSeries(times, values)
+	if err != nil {
+		return nil, fmt.Errorf("--carbon %s: %w", o.carbon, err)
+	}
+	return c, nil
+}
+
+// validatePlacement checks --experiment and --placement for a replay.
+func (o *simulateOptions) validatePlacement() []error {
+	var errs []error
+	if o.experiment != experimentReplay && o.experiment != experimentFill {
+		errs = append(errs, fmt.Errorf("--experiment %q: want %s or %s", o.experiment, experimentReplay, experimentFill))
+	}
+	if o.placement != "" {
+		if _, err := placement.New(o.placement); err != nil {
+			errs = append(errs, fmt.Errorf("--placement: %w", err))
+		}
+	}
+	if o.parkIdleAfter < 0 {
+		errs = append(errs, fmt.Errorf("--park-idle-after %s is negative", o.parkIdleAfter))
+	}
+	return errs
+}
+
+// applyPlacement replaces the policy's placer with --placement's; the
+// fleet says whether tenants may share GPUs without MIG.
+func (o *simulateOptions) applyPlacement(p *executor.Policy, fleet *cluster.Fleet) error {
+	if o.placement == "" {
+		return nil
+	}
+	pl, err := placement.NewPlacer(o.placement, placement.PlacerArgs{AllowCrossTenantSharing: fleet.AllowCrossTenantSharing})
+	if err != nil {
+		return fmt.Errorf("--placement: %w", err)
+	}
+	p.Placer = pl
+	return nil
+}
+
+func (o *simulateOptions) validateFill() error {
+	var errs []error
+	if o.trace == "" {
+		errs = append(errs, errors.New("--trace is required (the pod list, e.g. openb:openb_pod_list_default.csv)"))
+	}
+	if o.fleet == "" {
+		errs = append(errs, errors.New("--fleet is required"))
+	}
+	if o.placement == "" {
+		errs = append(errs, fmt.Errorf("--experiment fill needs --placement (one of %s)", strings.Join(placement.Names(), ", ")))
+	} else if _, err := placement.New(o.placement); err != nil {
+		errs = append(errs, fmt.Errorf("--placement: %w", err))
+	}
+	if !(o.tune > 0 && o.tune <= 100) {
+		errs = append(errs, fmt.Errorf("--tune %g: want a multiple of capacity in (0, 100]", o.tune))
+	}
+	return errors.Join(errs...)
+}
+
+// runFill runs the fill experiment and prints its figures.
+func runFill(ctx context.Context, g *globals, o *simulateOptions, stdout, stderr io.Writer) error {
+	if err := o.validateFill(); err != nil {
+		return err
+	}
+	fleet, err := datasets.ReadFleet(o.fleet)
+	if err != nil {
+		return fmt.Errorf("--fleet: %w", err)
+	}
+	res, err := datasets.ReadTrace(o.trace, datasets.ReadOptions{})
+	if err != nil {
+		return fmt.Errorf("--trace: %w", err)
+	}
+	bar := newProgress(stderr, g)
+	r, err := sim.Fill(ctx, sim.FillConfig{Fleet: fleet, Pods: res.Jobs, Placement: o.placement, Tune: o.tune, Seed: o.seed,
+		Progress: func(done, total int) { bar.update(o.placement, done, total) }})
+	bar.done()
+	if err != nil {
+		return err
+	}
+	g.logger.Info("fill done", "component", "simulate", "placement", o.placement, "pods", r.Pods,
+		"gpu_alloc_pct", r.GPUAllocPct, "sim_wall_s", r.SimWallS)
+	return g.print(stdout, fillReport{r})
+}
+
+// fillReport prints a fill result: the object itself in JSON.
+type fillReport struct{ *sim.FillResult }
+
+func (r fillReport) writeTable(w io.Writer) error {
+	t := newTable(w)
+	t.row("PLACEMENT", "PODS", "FAILED", "ARRIVED", "GPU ALLOC", "WHOLE GPUS ALLOC", "UNALLOCATED GPUS", "WALL")
+	t.row(r.Placement, r.Pods, r.FailedPods, fmt.Sprintf("%.1f%%", r.ArrivedPct), fmt.Sprintf("%.2f%%", r.GPUAllocPct),
+		fmt.Sprintf("%.1f%%", r.GPUWholeAllocPct), fmt.Sprintf("%.1f", r.UnallocatedGPUs), fmt.Sprintf("%.2fs", r.SimWallS))
+	return t.flush()
+}

@@ -1,0 +1,378 @@
+package placement
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/prescient-sched/prescient/cluster"
+	"github.com/prescient-sched/prescient/executor"
+)
+
+// PlacerArgs configure the planner's placer.
+type PlacerArgs struct {
+	// HalfLife is the half-life of the decayed histogram of requests the
+	// fragmentation score is measured against (default DefaultHalfLife).
+	HalfLife time.Duration
+	// AllowCrossTenantSharing lets jobs of different tenants share a GPU
+	// without MIG (the fleet file's allow_cross_tenant_sharing); off, they
+	// share only MIG-enabled GPUs, whose instances are isolated in hardware.
+	AllowCrossTenantSharing bool
+	// EnergyLevelsPerHour weighs energy in the prescient placement: every
+	// hour a placement keeps a node on beyond what its running jobs
+	// already do (by P90 ends; the whole job for an idle node) costs this
+	// many fragmentation score levels. Zero means DefaultEnergyLevelsPerHour;
+	// negative turns the energy term off.
+	EnergyLevelsPerHour float64
+}
+
+// DefaultEnergyLevelsPerHour is the default weight of the energy term.
+const DefaultEnergyLevelsPerHour = 16
+
+// DefaultHalfLife is the half-life of the request histogram.
+const DefaultHalfLife = 24 * time.Hour
+
+// Validate rejects a negative half-life.
+func (a PlacerArgs) Validate() error {
+	if a.HalfLife < 0 {
+		return fmt.Errorf("placement: half-life %s is negative", a.HalfLife)
+	}
+	return nil
+}
+
+// Placer is the planner's placement plugin for any of the scorers: the
+// steps are filter (GPU model, free share, sharing rules), score (the
+// scorer, after topology for whole GPUs) and pick the best, ties to the
+// first node in the capacity index's order (the planner is deterministic).
+//
+// Whole-GPU jobs that fit one node prefer GPUs of one NVLink domain, then
+// one node over PCIe; among equals the scorer decides. Larger jobs and gangs
+// are split into tasks placed within one network leaf when any leaf has
+// room (packed onto the fullest nodes that fit), across leaves only when
+// none has. A share of a GPU goes where the scorer says, only on GPUs it
+// may share: free, or used by the same tenant (any tenant on MIG-enabled
+// GPUs, or everywhere when AllowCrossTenantSharing), and only when the
+// forecast P90 memory footprints of all the jobs on the GPU fit its memory.
+type Placer struct {
+	name   string
+	scorer Scorer
+	args   PlacerArgs
+}
+
+var (
+	_ executor.Placer      = (*Placer)(nil)
+	_ executor.CyclePlacer = (*Placer)(nil)
+)
+
+// NewPlacer returns the named placement as a planner plugin.
+func NewPlacer(name string, a PlacerArgs) (*Placer, error) {
+	if err := a.Validate(); err != nil {
+		return nil, err
+	}
+	s, err := New(name)
+	if err != nil {
+		return nil, err
+	}
+	if a.HalfLife == 0 {
+		a.HalfLife = DefaultHalfLife
+	}
+	if a.EnergyLevelsPerHour == 0 {
+		a.EnergyLevelsPerHour = DefaultEnergyLevelsPerHour
+	}
+	if name != PrescientName || a.EnergyLevelsPerHour < 0 {
+		a.EnergyLevelsPerHour = 0
+	}
+	return &Placer{name: name, scorer: s, args: a}, nil
+}
+
+// Name implements executor.Placer.
+func (p *Placer) Name() string { return p.name }
+
+// Place implements executor.Placer outside a planning cycle: no request
+// history beyond the job, no knowledge of who shares a used GPU (so a used
+// GPU is shared only where any tenant may share it).
+func (p *Placer) Place(job *cluster.Job, c *executor.Capacity) ([]cluster.Allocation, bool, string) {
+	return p.ForCycle(&executor.PlanInput{}).Place(job, c)
+}
+
+// ForCycle implements executor.CyclePlacer: it reads the requests of the
+// queued and running jobs (weighted by 2^(−age/HalfLife) since submission)
+// into the typical distribution, who holds each shared GPU with what
+// forecast memory, and the queued jobs' forecast footprints.
+func (p *Placer) ForCycle(in *executor.PlanInput) executor.Placer {
+	cp := &cyclePlacer{Placer: p, shared: map[cluster.GPURef]occupancy{}, memP90: map[cluster.JobID]int64{},
+		now: in.Now, remaining: map[cluster.JobID]time.Duration{}, nodeEnd: map[string]time.Time{}}
+	var reqs []Request
+	var weights []float64
+	add := func(v *executor.JobView) {
+		reqs = append(reqs, RequestOf(&v.Job.Spec))
+		age := in.Now.Sub(v.Job.SubmitTime)
+		weights = append(weights, math.Exp2(-max(age, 0).Seconds()/p.args.HalfLife.Seconds()))
+	}
+	for _, v := range in.Queue {
+		add(v)
+		if m := v.Forecast.MemoryP90Bytes; m > 0 {
+			cp.memP90[v.Job.ID] = m
+		}
+		cp.remaining[v.Job.ID] = v.RemainingP90()
+	}
+	for _, r := range in.Running {
+		add(&r.JobView)
+		end := in.Now.Add(r.RemainingP90())
+		for _, a := range r.Allocations {
+			if end.After(cp.nodeEnd[a.GPU.Node]) {
+				cp.nodeEnd[a.GPU.Node] = end
+			}
+			if a.Milli < cluster.MilliGPU {
+				cp.shared[a.GPU] = cp.shared[a.GPU].with(r.Job.Spec.Tenant, a.Milli, r.Forecast.MemoryP90Bytes)
+			}
+		}
+	}
+	if NeedsTypical(p.name) && len(reqs) > 0 {
+		cp.typical, _ = NewTypicalWeighted(reqs, weights, DefaultPopularity) // weights are positive: no error
+	}
+	return cp
+}
+
+// occupancy is what the planner knows of the jobs sharing one GPU.
+type occupancy struct {
+	tenant  string
+	mixed   bool  // more than one tenant
+	milli   int   // share held by the known jobs
+	memory  int64 // their forecast P90 memory, where forecast
+	noForec int   // share of the known jobs without a memory forecast
+	sizes   []int // their MIG instance sizes, in memory slices
+}
+
+func (o occupancy) with(tenant string, milli int, mem int64) occupancy {
+	o.sizes = append(slices.Clip(o.sizes), migSizeOf(milli))
+	if o.milli > 0 && o.tenant != tenant {
+		o.mixed = true
+	}
+	o.tenant = tenant
+	o.milli += milli
+	if mem > 0 {
+		o.memory += mem
+	} else {
+		o.noForec += milli
+	}
+	return o
+}
+
+// cyclePlacer is the placer of one planning cycle. It is used by one
+// goroutine and thrown away with the cycle.
+type cyclePlacer struct {
+	*Placer
+	typical *Typical
+	shared  map[cluster.GPURef]occupancy
+	memP90  map[cluster.JobID]int64
+	view    Node
+	buf     []int
+	memo    map[memoKey]memoVal
+	// byNode is shared indexed by node position and GPU (built on first
+	// use: every capacity of one cycle indexes nodes alike).
+	byNode    [][]occupancy
+	unshared  occupancy        // the occupancy of a GPU no running job shares; never written
+	models    map[string]int32 // GPU models numbered, for memo keys
+	nodeModel []int32          // node i's model number + 1; 0 unknown
+	domains   [][]int8         // node i's NVLink domain number per GPU, -1 none
+	// failed remembers shares that fit nowhere, per capacity, tenant and
+	// allowed models: a larger share with a larger footprint cannot fit
+	// either until the capacity grows.
+	failed map[failKey]failVal
+	// now, remaining (queued jobs' P90 time left) and nodeEnd (the latest
+	// P90 end of the jobs on each node, this cycle's placements included)
+	// drive the energy term.
+	now       time.Time
+	remaining map[cluster.JobID]time.Duration
+	nodeEnd   map[string]time.Time
+	// proposed are the shares this placer handed out in the cycle, by GPU:
+	// they explain shares of used GPUs that the running set does not.
+	proposed map[cluster.GPURef][]proposal
+	// withRoom lists, per capacity, the ready nodes that had some GPU share
+	// free when it last grew: shares only shrink until it grows again, so
+	// the list stays a superset of the nodes a share can go to.
+	withRoom map[*executor.Capacity]*roomList
+}
+
+// occupancyOf is what is known of GPU g of node i (read only).
+func (cp *cyclePlacer) occupancyOf(c *executor.Capacity, i, g int) *occupancy {
+	if cp.byNode == nil {
+		cp.byNode = make([][]occupancy, 0)
+		for ref, o := range cp.shared {
+			k, ok := c.NodeIndex(ref.Node)
+			if !ok || ref.Index >= len(c.Node(k).GPUs) {
+				continue
+			}
+			for len(cp.byNode) <= k {
+				cp.byNode = append(cp.byNode, nil)
+			}
+			if cp.byNode[k] == nil {
+				cp.byNode[k] = make([]occupancy, len(c.Node(k).GPUs))
+			}
+			cp.byNode[k][ref.Index] = o
+		}
+	}
+	if i < len(cp.byNode) && cp.byNode[i] != nil {
+		return &cp.byNode[i][g]
+	}
+	return &cp.unshared
+}
+
+// Place implements executor.Placer.
+func (cp *cyclePlacer) Place(job *cluster.Job, c *executor.Capacity) ([]cluster.Allocation, bool, string) {
+	spec := &job.Spec
+	req := RequestOf(spec)
+	// Host CPU and memory are not in the capacity index: the planner
+	// places by GPUs (the fill experiment checks them).
+	req.CPUMilli, req.MemoryBytes = 0, 0
+	ctx := &Context{Typical: cp.typical}
+	if ctx.Typical == nil && NeedsTypical(cp.name) {
+		ctx.Typical, _ = NewTypical([]Request{req}, 1) // one request: no error
+	}
+	switch {
+	case spec.GPUs == 0:
+		return nil, true, "needs no GPU"
+	case spec.Fractional():
+		allocs, ok, why := cp.placeShareRemembering(job, &req, c, ctx)
+		if ok {
+			cp.placed(job, allocs)
+		}
+		return allocs, ok, why
+	case c.FreeGPUs() < spec.GPUs:
+		return nil, false, "not enough GPUs free"
+	}
+	tasks, ok := tasksOf(spec, c.MaxNodeGPUs())
+	if !ok {
+		return nil, false, "gang cannot be split evenly onto nodes"
+	}
+	var allocs []cluster.Allocation
+	var why string
+	if len(tasks) == 1 {
+		allocs, ok, why = cp.placeOnNode(job, &req, c, ctx)
+	} else {
+		allocs, ok, why = cp.placeTasks(job, tasks, c)
+	}
+	if ok {
+		cp.placed(job, allocs)
+	}
+	return allocs, ok, why
+}
+
+// tasksOf splits a job's GPUs into per-node tasks: a gang into GangSize
+// equal tasks, another job larger than a node into whole nodes and a
+// remainder.
+func tasksOf(spec *cluster.JobSpec, perNode int) ([]int, bool) {
+	g := spec.GPUs
+	if spec.GangSize > 1 {
+		if g%spec.GangSize != 0 || g/spec.GangSize > perNode {
+			return nil, false
+		}
+		tasks := make([]int, spec.GangSize)
+		for i := range tasks {
+			tasks[i] = g / spec.GangSize
+		}
+		return tasks, true
+	}
+	if perNode <= 0 {
+		return nil, false
+	}
+	var tasks []int
+	for ; g > perNode; g -= perNode {
+		tasks = append(tasks, perNode)
+	}
+	return append(tasks, g), true
+}
+
+// fillView loads node i's free GPUs into the scratch view; mask, when set,
+// says which GPUs the job may use (the others count as taken).
+func (cp *cyclePlacer) fillView(c *executor.Capacity, i int, mask func(g, free int) bool) *Node {
+	n := c.Node(i)
+	v := &cp.view
+	v.Index, v.Name, v.Model, v.mig = i, n.Name, "", false
+	if len(n.GPUs) > 0 {
+		v.Model = n.GPUs[0].Model
+	}
+	v.CPUMilliLeft, v.CPUMilliCap, v.MemoryLeft = Unlimited, Unlimited, Unlimited
+	v.MilliLeft = v.MilliLeft[:0]
+	for g := range n.GPUs {
+		free := c.FreeMilli(i, g)
+		if mask != nil && free > 0 && !mask(g, free) {
+			free = 0
+		}
+		v.MilliLeft = append(v.MilliLeft, free)
+	}
+	return v
+}
+
+// memoKey identifies a node state for the scores of one request: nodes in
+// the same state (most often: wholly free, of one model) score alike.
+type memoKey struct {
+	model int32
+	n     int32
+	mig   bool
+	left  [8]int16
+	// the request: scores are a pure function of node state and request
+	// within a cycle (the typical distribution is fixed), so the memo
+	// lives as long as the cycle.
+	gpus, milli int32
+}
+
+type memoVal struct {
+	score float64
+	gpu   int
+}
+
+func (cp *cyclePlacer) keyOf(v *Node, req *Request) (memoKey, bool) {
+	if len(v.MilliLeft) > 8 {
+		return memoKey{}, false
+	}
+	k := memoKey{model: cp.modelID(v.Index, v.Model), n: int32(len(v.MilliLeft)), mig: v.mig, gpus: int32(req.GPUs), milli: int32(req.Milli)}
+	for g, m := range v.MilliLeft {
+		k.left[g] = int16(m)
+	}
+	return k, true
+}
+
+// modelID numbers node i's GPU model, remembered by node.
+func (cp *cyclePlacer) modelID(i int, model string) int32 {
+	if i < len(cp.nodeModel) && cp.nodeModel[i] > 0 {
+		return cp.nodeModel[i] - 1
+	}
+	id, ok := cp.models[model]
+	if !ok {
+		id = int32(len(cp.models))
+		cp.models[model] = id
+	}
+	for len(cp.nodeModel) <= i {
+		cp.nodeModel = append(cp.nodeModel, 0)
+	}
+	cp.nodeModel[i] = id + 1
+	return id
+}
+
+func (cp *cyclePlacer) resetMemo() {
+	if cp.memo == nil {
+		cp.memo = map[memoKey]memoVal{}
+		cp.models = map[string]int32{}
+	}
+}
+
+// score is the scorer's verdict on the view, memoised by node state.
+func (cp *cyclePlacer) score(v *Node, req *Request, ctx *Context) memoVal {
+	key, memoable := cp.keyOf(v, req)
+	if mv, hit := cp.memo[key]; memoable && hit {
+		return mv
+	}
+	s, gpus := cp.scorer.Score(v, req, ctx, cp.buf)
+	cp.buf = gpus
+	mv := memoVal{score: s, gpu: -1}
+	if len(gpus) > 0 {
+		mv.gpu = gpus[0]
+	}
+	if memoable {
+		cp.memo[key] = mv
+	}
+	return mv
+}

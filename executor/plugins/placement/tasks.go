@@ -1,0 +1,153 @@
+package placement
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/prescient-sched/prescient/cluster"
+	"github.com/prescient-sched/prescient/executor"
+)
+
+// placeTasks places a job of several per-node tasks (a gang, or a job
+// larger than a node): within one network leaf when a leaf has room for
+// every task, the leaf with the fewest wholly free GPUs among those
+// (packing leaves, keeping the emptiest whole); across leaves only when no
+// leaf has room. Within the chosen set each task, largest first, takes the
+// node with the fewest wholly free GPUs that still fits it (best fit), on
+// that node's GPUs of one NVLink domain when it has one with room.
+func (cp *cyclePlacer) placeTasks(job *cluster.Job, tasks []int, c *executor.Capacity) ([]cluster.Allocation, bool, string) {
+	sorted := slices.Clone(tasks)
+	slices.SortFunc(sorted, func(a, b int) int { return cmp.Compare(b, a) })
+	req := RequestOf(&job.Spec)
+	leaves := map[string][]int{}
+	var order []string
+	for k := sorted[len(sorted)-1]; k <= c.MaxNodeGPUs(); k++ {
+		for _, i32 := range c.Bucket(k) {
+			i := int(i32)
+			n := c.Node(i)
+			if !req.allows(n.GPUs[0].Model) {
+				continue
+			}
+			leaf := n.Topology.Leaf
+			if _, seen := leaves[leaf]; !seen {
+				order = append(order, leaf)
+			}
+			leaves[leaf] = append(leaves[leaf], i)
+		}
+	}
+	slices.Sort(order)
+	bestLeaf, bestFree := "", -1
+	var bestPick []int
+	for _, leaf := range order {
+		pick, ok := assignTasks(c, sorted, leaves[leaf])
+		if !ok {
+			continue
+		}
+		free := 0
+		for _, i := range leaves[leaf] {
+			free += c.WholeFree(i)
+		}
+		if bestFree < 0 || free < bestFree {
+			bestLeaf, bestFree, bestPick = leaf, free, pick
+		}
+	}
+	where := ""
+	if bestFree >= 0 {
+		where = fmt.Sprintf("%d tasks within leaf %q", len(tasks), bestLeaf)
+	} else {
+		var all []int
+		for _, leaf := range order {
+			all = append(all, leaves[leaf]...)
+		}
+		pick, ok := assignTasks(c, sorted, all)
+		if !ok {
+			return nil, false, "no set of ready nodes has room for every task"
+		}
+		bestPick = pick
+		where = fmt.Sprintf("%d tasks across leaves %s: no leaf has room for all", len(tasks), leavesOf(c, pick))
+	}
+	var allocs []cluster.Allocation
+	taken := map[cluster.GPURef]bool{}
+	for t, i := range bestPick {
+		n := c.Node(i)
+		for _, g := range pickGPUs(c, i, sorted[t], taken) {
+			ref := cluster.GPURef{Node: n.Name, Index: g}
+			taken[ref] = true
+			allocs = append(allocs, cluster.Allocation{GPU: ref, Milli: cluster.MilliGPU})
+		}
+	}
+	slices.SortFunc(allocs, func(a, b cluster.Allocation) int {
+		if d := cmp.Compare(a.GPU.Node, b.GPU.Node); d != 0 {
+			return d
+		}
+		return cmp.Compare(a.GPU.Index, b.GPU.Index)
+	})
+	return allocs, true, fmt.Sprintf("%s: %s", cp.name, where)
+}
+
+// assignTasks gives each task (largest first) the node among nodes with
+// the fewest wholly free GPUs left that still fits it; a node may take
+// several tasks. It returns the node of each task.
+func assignTasks(c *executor.Capacity, tasks, nodes []int) ([]int, bool) {
+	pick := make([]int, len(tasks))
+	used := map[int]int{}
+	for t, size := range tasks {
+		best := -1
+		for _, i := range nodes {
+			free := c.WholeFree(i) - used[i]
+			if free >= size && (best < 0 || free < c.WholeFree(best)-used[best]) {
+				best = i
+			}
+		}
+		if best < 0 {
+			return nil, false
+		}
+		pick[t] = best
+		used[best] += size
+	}
+	return pick, true
+}
+
+// pickGPUs chooses size wholly free GPUs of node i not yet taken: all in
+// one NVLink domain when one has room (the fullest such domain), else the
+// lowest-numbered.
+func pickGPUs(c *executor.Capacity, i, size int, taken map[cluster.GPURef]bool) []int {
+	n := c.Node(i)
+	free := func(g int) bool {
+		return c.FreeMilli(i, g) == cluster.MilliGPU && !taken[cluster.GPURef{Node: n.Name, Index: g}]
+	}
+	domains := map[string][]int{}
+	var any []int
+	for g := range n.GPUs {
+		if !free(g) {
+			continue
+		}
+		any = append(any, g)
+		if d := n.GPUs[g].NVLinkDomain; d != "" {
+			domains[d] = append(domains[d], g)
+		}
+	}
+	var best []int
+	for _, gs := range domains {
+		if len(gs) >= size && (best == nil || len(gs) < len(best) || len(gs) == len(best) && gs[0] < best[0]) {
+			best = gs
+		}
+	}
+	if best != nil {
+		return best[:size]
+	}
+	return any[:size]
+}
+
+func leavesOf(c *executor.Capacity, pick []int) string {
+	var ls []string
+	for _, i := range pick {
+		if l := c.Node(i).Topology.Leaf; !slices.Contains(ls, l) {
+			ls = append(ls, l)
+		}
+	}
+	slices.Sort(ls)
+	return strings.Join(ls, ",")
+}

@@ -1,0 +1,161 @@
+package sim_test
+
+import (
+	"encoding/csv"
+	"math"
+	"os"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/prescient-sched/prescient/cluster"
+	"github.com/prescient-sched/prescient/cluster/clustertest"
+	"github.com/prescient-sched/prescient/executor/sim"
+	"github.com/prescient-sched/prescient/internal/testenv"
+)
+
+// TestLoadFractionsMatchZeus recomputes each load fraction from the Zeus
+// power summaries: the median average power at the largest power limit
+// over the limit.
+func TestLoadFractionsMatchZeus(t *testing.T) {
+	files := map[string]string{"V100": "summary_power_v100.csv", "P100": "summary_power_p100.csv",
+		"A40": "summary_power_a40.csv", "RTX6000": "summary_power_rtx6000.csv"}
+	for model, file := range files {
+		f, err := os.Open(testenv.Dataset(t, "zeus", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows, err := csv.NewReader(f).ReadAll()
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		col := map[string]int{}
+		for i, h := range rows[0] {
+			col[h] = i
+		}
+		maxLimit := 0.0
+		for _, r := range rows[1:] {
+			maxLimit = math.Max(maxLimit, num(t, r[col["power_limit"]]))
+		}
+		var fr []float64
+		for _, r := range rows[1:] {
+			if num(t, r[col["power_limit"]]) == maxLimit {
+				fr = append(fr, num(t, r[col["average_power"]])/maxLimit)
+			}
+		}
+		slices.Sort(fr)
+		median := fr[len(fr)/2]
+		if len(fr)%2 == 0 {
+			median = (fr[len(fr)/2-1] + fr[len(fr)/2]) / 2
+		}
+		if got := sim.LoadFraction[model]; math.Abs(got-median) > 0.001 {
+			t.Errorf("%s: load fraction %.3f, Zeus median %.4f", model, got, median)
+		}
+	}
+}
+
+func num(t *testing.T, s string) float64 {
+	t.Helper()
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func TestDefaultPowerStandsInForUnknownModels(t *testing.T) {
+	v100 := sim.DefaultPower(cluster.NewGPU(0, "V100M32"))
+	if math.Abs(v100.BusyW-0.708*300) > 1e-9 || math.Abs(v100.IdleW-45) > 1e-9 {
+		t.Errorf("V100M32: %+v, want busy 0.708×300 W (Zeus), idle 15%% of 300 W", v100)
+	}
+	a100 := sim.DefaultPower(cluster.NewGPU(0, "A100-SXM4-80GB"))
+	if a100.BusyW != sim.LoadFraction[sim.StandInModel]*400 {
+		t.Errorf("A100: busy %g W, want the V100 stand-in fraction of 400 W", a100.BusyW)
+	}
+	if np := sim.DefaultNodePower(clustertest.Node("n").GPUs(8, "V100").Obj()); np.BaseW != 600 || np.ParkedW != 10 {
+		t.Errorf("8-GPU node: %+v, want 600 W base, 10 W parked", np)
+	}
+}
+
+// oneGPUJob runs d from submit (hours after Epoch).
+func oneGPUJob(id string, submitH float64, d time.Duration) cluster.Job {
+	j := clustertest.Job(id).GPUs(1).Submitted(clustertest.Epoch.Add(time.Duration(submitH * float64(time.Hour)))).Obj()
+	j.Outcome.RunTime = d
+	return j
+}
+
+func TestParkingIdleNodes(t *testing.T) {
+	// Per node: 250 W base (200 + 50 per GPU), one V100 at 45 W idle and
+	// 212.4 W busy, 10 W parked; a boot costs 5 minutes of base power.
+	const on, busy, parked, wake = 250.0 + 45, 250.0 + 212.4, 10.0, 250.0 * 300
+	tests := []struct {
+		name        string
+		nodes       int
+		jobs        []cluster.Job
+		park        time.Duration
+		wantJ       float64
+		wantParkedS float64
+	}{
+		{"an empty node parks after 10 minutes", 2, []cluster.Job{oneGPUJob("j1", 0, 2*time.Hour)}, 10 * time.Minute,
+			busy*7200 + on*600 + parked*6600, 6600},
+		{"without parking an empty node idles", 2, []cluster.Job{oneGPUJob("j1", 0, 2*time.Hour)}, 0,
+			busy*7200 + on*7200, 0},
+		{"a job wakes a parked node and pays its boot", 1, []cluster.Job{oneGPUJob("j1", 0, time.Hour), oneGPUJob("j2", 3, time.Hour)}, 10 * time.Minute,
+			busy*7200 + on*600 + parked*6600 + wake, 6600},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var nodes []cluster.Node
+			for i := range tt.nodes {
+				nodes = append(nodes, clustertest.Node("n"+strconv.Itoa(i)).GPUs(1, "V100").Obj())
+			}
+			r := replay(t, "fifo", clustertest.Fleet(nodes...), tt.jobs, func(c *sim.Config) { c.ParkIdleAfter, c.CheckpointCost = tt.park, 0 })
+			if math.Abs(r.EnergyKWh*3.6e6-tt.wantJ) > 1 || math.Abs(r.ParkedNodeS-tt.wantParkedS) > 1e-6 {
+				t.Fatalf("energy %.0f J, parked %.0f s; want %.0f J, %.0f s", r.EnergyKWh*3.6e6, r.ParkedNodeS, tt.wantJ, tt.wantParkedS)
+			}
+		})
+	}
+}
+
+func TestCarbonSeriesIntegral(t *testing.T) {
+	t0 := clustertest.Epoch
+	c, err := sim.NewCarbonSeries([]time.Time{t0, t0.Add(time.Hour)}, []float64{100, 400})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		a, b time.Duration
+		want float64
+	}{
+		{-time.Hour, 0, 100 * 3600},                      // before the first point: the first value
+		{30 * time.Minute, 90 * time.Minute, 250 * 3600}, // half at 100, half at 400
+		{2 * time.Hour, 3 * time.Hour, 400 * 3600},       // after the last: the last value
+		{time.Hour, time.Hour, 0},
+	}
+	for _, tt := range tests {
+		if got := c.Integral(t0.Add(tt.a), t0.Add(tt.b)); math.Abs(got-tt.want) > 1e-6 {
+			t.Errorf("∫ over [%s, %s] = %g, want %g", tt.a, tt.b, got, tt.want)
+		}
+	}
+	if _, err := sim.NewCarbonSeries([]time.Time{t0, t0}, []float64{1, 2}); err == nil {
+		t.Error("a series with a repeated time was accepted")
+	}
+}
+
+func TestReplayReportsCarbon(t *testing.T) {
+	// A constant 500 gCO2/kWh: kgco2 is half the energy in kWh, parking or not.
+	c, err := sim.NewCarbonSeries([]time.Time{clustertest.Epoch}, []float64{500})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes := []cluster.Node{clustertest.Node("n0").GPUs(1, "V100").Obj(), clustertest.Node("n1").GPUs(1, "V100").Obj()}
+	jobs := []cluster.Job{oneGPUJob("j1", 0, time.Hour), oneGPUJob("j2", 3, time.Hour)}
+	for _, park := range []time.Duration{0, 10 * time.Minute} {
+		r := replay(t, "fifo", clustertest.Fleet(nodes...), jobs, func(cfg *sim.Config) { cfg.Carbon, cfg.ParkIdleAfter = c, park })
+		if math.Abs(r.KgCO2-r.EnergyKWh*0.5) > 1e-9 || r.KgCO2 == 0 {
+			t.Errorf("park after %s: %.6f kgCO2 for %.6f kWh, want half", park, r.KgCO2, r.EnergyKWh)
+		}
+	}
+}
