@@ -41,21 +41,38 @@ eval: build
 	$(BIN) evaluate --target duration --trace philly:$(DATASETS)/philly/philly_jobs.csv --from 2017-11-10 --models $(RUN_DIR)/eval-models
 	$(BIN) train --target memory --trace prescient:$(RUN_DIR)/synthetic.jsonl.gz --models $(RUN_DIR)/eval-models
 	$(BIN) evaluate --target memory --series genai-memory:$(DATASETS)/alibaba-genai/pod_gpu_memory_used_bytes_anon.csv.gz
+	@echo "== idle forecasts: trained on 75% of the series, scored on the 25% held out (philly-nodes: its last 25% of time)"
+	rm -rf $(RUN_DIR)/eval-idle-helios $(RUN_DIR)/eval-idle-genai $(RUN_DIR)/eval-idle-philly
+	$(BIN) train --target idle --series helios:$(DATASETS)/helios/earth_vc_sequence --models $(RUN_DIR)/eval-idle-helios
+	$(BIN) evaluate --target idle --series helios:$(DATASETS)/helios/earth_vc_sequence --models $(RUN_DIR)/eval-idle-helios --from 2020-05-02 --horizon 60m --output json
+	$(BIN) train --target idle --series genai:$(DATASETS)/alibaba-genai/pod_gpu_duty_cycle_anon.csv.gz --models $(RUN_DIR)/eval-idle-genai
+	$(BIN) evaluate --target idle --series genai:$(DATASETS)/alibaba-genai/pod_gpu_duty_cycle_anon.csv.gz --models $(RUN_DIR)/eval-idle-genai --from 2022-09-11 --horizon 60m --output json
+	$(BIN) train --target idle --series philly-nodes:$(DATASETS)/philly/philly_node_sequence.csv --models $(RUN_DIR)/eval-idle-philly
+	$(BIN) evaluate --target idle --series philly-nodes:$(DATASETS)/philly/philly_node_sequence.csv --models $(RUN_DIR)/eval-idle-philly --from 2017-11-01 --horizon 60m --output json
 	@echo "== simulate: Philly from 2017-11-10 on uniform:50x8:V100, every policy (oracle forecasts)"
 	$(BIN) simulate --trace $(PHILLY) --fleet uniform:50x8:V100 --from 2017-11-10 --policy $(SIM_POLICIES) --oracle --plot $(RUN_DIR)/simulate-philly.svg
 	@echo "== simulate: deadlines on 30% of jobs at 2x their duration"
 	$(BIN) simulate --trace $(PHILLY) --fleet uniform:50x8:V100 --from 2017-11-10 --policy $(SIM_POLICIES) --oracle --deadlines 0.3:2
 	@echo "== simulate: seeded tiers and deadlines"
 	$(BIN) simulate --trace $(PHILLY) --fleet uniform:50x8:V100 --from 2017-11-10 --policy fifo,prescient --oracle --deadlines 0.3:2 --tier-mix production=0.1,standard=0.5,batch=0.25,opportunistic=0.15
-	@echo "== simulate: node failures (MTBF 720h per node); fifo checkpoints every 60m, prescient by Young/Daly"
+	@echo "== simulate: node failures (MTBF 720h per node); fifo checkpoints every 60m, prescient by Young/Daly at most every 20m"
 	$(BIN) simulate --trace $(PHILLY) --fleet uniform:50x8:V100 --from 2017-11-10 --policy fifo --checkpoint fixed:60m --node-mtbf 720h
 	$(BIN) simulate --trace $(PHILLY) --fleet uniform:50x8:V100 --from 2017-11-10 --policy prescient --oracle --node-mtbf 720h
 	@echo "== simulate: learned forecasts (the duration model trained above with --until 2017-11-10)"
-	$(BIN) simulate --trace $(PHILLY) --fleet uniform:50x8:V100 --from 2017-11-10 --policy easy-backfill,prescient --models $(RUN_DIR)/eval-models
+	$(BIN) simulate --trace $(PHILLY) --fleet uniform:50x8:V100 --from 2017-11-10 --policy fifo,sjf-oracle,easy-backfill,prescient --models $(RUN_DIR)/eval-models
 	$(BIN) simulate --trace $(PHILLY) --fleet uniform:50x8:V100 --from 2017-11-10 --policy easy-backfill,prescient --models $(RUN_DIR)/eval-models --deadlines 0.3:2
 	$(BIN) simulate --trace $(PHILLY) --fleet uniform:50x8:V100 --from 2017-11-10 --policy prescient --models $(RUN_DIR)/eval-models --node-mtbf 720h
 	@echo "== simulate: the whole Philly table on uniform:75x8 (speed: sim_wall_s per policy)"
 	$(BIN) simulate --trace $(PHILLY) --fleet uniform:75x8 --policy $(SIM_POLICIES) --oracle
+	@echo "== placement: the FGD fill experiment, openb pods on every 5th openb GPU node (243 nodes, 1,257 GPUs), seed 42"
+	for p in prescient fgd best-fit dot-product gpu-packing gpu-clustering random spread; do \
+		$(BIN) simulate --trace openb:$(DATASETS)/alibaba-openb/openb_pod_list_default.csv \
+			--fleet 'openb:$(DATASETS)/alibaba-openb/openb_node_list_gpu_node.csv?every=5' --experiment fill --placement $$p --seed 42 || exit 1; \
+	done
+	@echo "== placement: energy with idle nodes parked after 10 minutes, spread against prescient"
+	for p in spread prescient; do \
+		$(BIN) simulate --trace $(PHILLY) --fleet uniform:50x8:V100 --from 2017-11-10 --policy prescient --oracle --placement $$p --park-idle-after 10m || exit 1; \
+	done
 
 lint:
 	@out="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))"; \

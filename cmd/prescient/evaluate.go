@@ -11,6 +11,7 @@ import (
 
 	"github.com/prescient-sched/prescient/datasets"
 	"github.com/prescient-sched/prescient/models"
+	"github.com/prescient-sched/prescient/models/idle"
 	"github.com/prescient-sched/prescient/training"
 )
 
@@ -20,6 +21,7 @@ type evaluateOptions struct {
 	trace  string
 	from   string
 	series string
+	idle   idleFlags
 }
 
 func newEvaluateCmd(g *globals) *cobra.Command {
@@ -34,11 +36,21 @@ that ended before it was submitted (Philly: submit + run time, as the trace has
 no start times).
 
 With --series FORMAT:PATH (genai-memory), evaluate instead the online refinement
-of the memory footprint: after watching the first 10 minutes of a series, the
-peak of the next 2 hours, fitted on 70% of the series and scored on the rest
-against reserving the peak so far (× 1.2).`,
+of the memory footprint: at each refinement point of a series (after its first
+10 minutes, then every 30 minutes), the peak of the next 2 hours from all of the
+series seen so far, fitted on 70% of the series and scored on the rest against
+reserving the peak so far (× 1.2).
+
+With --target idle, score the idle-window forecaster on --series FORMAT:PATH
+(helios, genai, philly-nodes, influx) from --from on, --horizon ahead: the
+series it was not trained on (and the part of a series after its training
+data), against persistence and the same time the day before (or, on series
+shorter than two days, the mean of the last hour).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.target == string(idle.Target) {
+				return runEvaluateIdle(cmd, g, o)
+			}
 			t, err := models.ParseTarget(o.target)
 			if err != nil {
 				return fmt.Errorf("--target: %w", err)
@@ -80,11 +92,12 @@ against reserving the peak so far (× 1.2).`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.target, "target", "duration", "what to evaluate: duration or memory")
+	f.StringVar(&o.target, "target", "duration", "what to evaluate: duration, memory or idle")
 	f.StringVar(&o.models, "models", "", "model registry directory")
 	f.StringVar(&o.trace, "trace", "", "job history, FORMAT:PATH ("+traceFormatNames()+")")
 	f.StringVar(&o.from, "from", "", "score the jobs submitted from this date on (YYYY-MM-DD or RFC 3339)")
-	f.StringVar(&o.series, "series", "", "evaluate the online memory refinement on GPU-memory series, FORMAT:PATH ("+seriesFormatNames()+")")
+	f.StringVar(&o.series, "series", "", "evaluate the online memory refinement on GPU-memory series (--target memory) or the idle forecaster (--target idle), FORMAT:PATH ("+seriesFormatNames()+", influx)")
+	o.idle.register(cmd, true)
 	return cmd
 }
 

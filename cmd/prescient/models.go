@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/prescient-sched/prescient/models"
+	"github.com/prescient-sched/prescient/models/idle"
 	"github.com/prescient-sched/prescient/training"
 )
 
@@ -19,9 +20,12 @@ func newModelsCmd(g *globals) *cobra.Command {
 	var dir, target string
 	pf := cmd.PersistentFlags()
 	pf.StringVar(&dir, "models", "", "model registry directory")
-	pf.StringVar(&target, "target", "duration", "duration or memory")
+	pf.StringVar(&target, "target", "duration", "duration, memory or idle")
 	reg := func() (training.Registry, models.Target, error) {
 		t, err := models.ParseTarget(target)
+		if target == string(idle.Target) {
+			t, err = idle.Target, nil
+		}
 		if err != nil {
 			return training.Registry{}, "", fmt.Errorf("--target: %w", err)
 		}

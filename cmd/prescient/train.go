@@ -12,6 +12,7 @@ import (
 
 	"github.com/prescient-sched/prescient/datasets"
 	"github.com/prescient-sched/prescient/models"
+	"github.com/prescient-sched/prescient/models/idle"
 	"github.com/prescient-sched/prescient/training"
 )
 
@@ -24,6 +25,8 @@ type trainOptions struct {
 	keep     int
 	seed     int64
 	every    time.Duration
+	series   string    // --target idle: telemetry series, FORMAT:PATH
+	idle     idleFlags // --target idle
 }
 
 func newTrainCmd(g *globals) *cobra.Command {
@@ -36,12 +39,18 @@ jobs of --trace submitted before --until, hold out the latest 15% of them as an
 unseen window, select the model with the best gate metric on that window
 (mae_log for duration, the pinball loss at P90 for memory) and publish it to the
 registry in --models only when it is not worse than the serving version on the
-same window. With --every, retrain on that schedule until interrupted.`,
+same window. With --every, retrain on that schedule until interrupted.
+
+--target idle fits the idle-window forecaster on telemetry series (--series
+FORMAT:PATH, a file or a folder of files) instead: a quarter of the series
+is held out and scored (with a single series, its last quarter of time).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runTrain(cmd, g, o) },
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.target, "target", "duration", "what to forecast: duration or memory")
+	f.StringVar(&o.target, "target", "duration", "what to forecast: duration, memory or idle")
+	f.StringVar(&o.series, "series", "", "--target idle: telemetry series, FORMAT:PATH ("+idleSeriesFormats()+"); PATH a file or a folder")
+	o.idle.register(cmd, false)
 	f.StringVar(&o.trace, "trace", "", "job history, FORMAT:PATH ("+traceFormatNames()+")")
 	f.StringVar(&o.until, "until", "", "train only on jobs submitted before this date (YYYY-MM-DD or RFC 3339)")
 	f.StringVar(&o.models, "models", "", "model registry directory")
@@ -61,6 +70,12 @@ func learnerNames() string {
 }
 
 func runTrain(cmd *cobra.Command, g *globals, o trainOptions) error {
+	if o.target == string(idle.Target) {
+		return runTrainIdle(cmd, g, o)
+	}
+	if o.series != "" {
+		return fmt.Errorf("--series: only --target idle reads series")
+	}
 	cfg, reg, err := o.config(g)
 	if err != nil {
 		return err
