@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 )
 
 // EnsembleName names the ensemble of the learned models and the rolling
@@ -61,17 +62,24 @@ func (e *Ensemble) Fit(ctx context.Context, X [][]float64, y []float64) error {
 	return nil
 }
 
-// PredictQuantiles averages the members' quantiles.
+// PredictQuantiles averages the members' quantiles. The members predict
+// concurrently: each reads X and writes only its own result.
 func (e *Ensemble) PredictQuantiles(X [][]float64, qs []float64) ([][]float64, error) {
 	if len(e.members) == 0 {
 		return nil, ErrNotFitted
 	}
+	preds := make([][][]float64, len(e.members))
+	errs := make([]error, len(e.members))
+	var wg sync.WaitGroup
+	for k, m := range e.members {
+		wg.Go(func() { preds[k], errs[k] = m.PredictQuantiles(X, qs) })
+	}
+	wg.Wait()
 	out := matrix(len(X), len(qs))
 	w := 1 / float64(len(e.members))
-	for _, m := range e.members {
-		q, err := m.PredictQuantiles(X, qs)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %s: %w", EnsembleName, m.Name(), err)
+	for k, q := range preds {
+		if errs[k] != nil {
+			return nil, fmt.Errorf("%s: %s: %w", EnsembleName, e.members[k].Name(), errs[k])
 		}
 		for i := range q {
 			for k, v := range q[i] {

@@ -139,7 +139,7 @@ func TestForecastsMemoryWithAMemoryModel(t *testing.T) {
 // registry serves after training on the whole Philly table.
 func BenchmarkForecast10k(b *testing.B) {
 	philly := datasetstest.Philly(b)
-	for _, learner := range []string{models.ForestName, models.MLPName, models.RollingMedianName} {
+	for _, learner := range []string{models.EnsembleName, models.ForestName, models.MLPName, models.RollingMedianName} {
 		reg := training.Registry{Dir: b.TempDir()}
 		publish(b, reg, models.TargetDuration, philly, learner)
 		p, err := predictor.New(reg, nil)
