@@ -6,6 +6,8 @@
 // Open applies the schema migrations the file lacks. Every write is one
 // transaction: a job and its submitted event land together or not at all, and
 // UpdateJob is a read-modify-write that goes through cluster.Job's state
-// machine and records the change as an Event. A Store is safe for concurrent
+// machine and records the change as an Event. StartJob records a start and
+// the job's Placement (attempt and GPU shares) together, so a restarted
+// control plane knows what runs where. A Store is safe for concurrent
 // use; writes are serialised on one connection, reads run in parallel.
 package store

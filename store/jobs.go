@@ -22,6 +22,12 @@ func (s *Store) SubmitJob(ctx context.Context, job cluster.Job) error {
 }
 
 func (s *Store) submitJob(ctx context.Context, job cluster.Job) error {
+	return s.submitJobWith(ctx, job, nil)
+}
+
+// submitJobWith stores the job and its submitted event and runs also, if
+// set, in the same transaction.
+func (s *Store) submitJobWith(ctx context.Context, job cluster.Job, also func(*sql.Tx) error) error {
 	if job.State != cluster.StateQueued {
 		return fmt.Errorf("state is %q, a new job must be %s", job.State, cluster.StateQueued)
 	}
@@ -37,7 +43,13 @@ func (s *Store) submitJob(ctx context.Context, job cluster.Job) error {
 		if err := insertJob(ctx, tx, &row); err != nil {
 			return err
 		}
-		return insertEvent(ctx, tx, ev)
+		if err := insertEvent(ctx, tx, ev); err != nil {
+			return err
+		}
+		if also != nil {
+			return also(tx)
+		}
+		return nil
 	})
 }
 

@@ -153,3 +153,32 @@ func scanRecommendation(sc scanner) (Recommendation, error) {
 	}
 	return r, nil
 }
+
+// SetRecommendationStatus changes the status of a recommendation: applied
+// when someone acted on it, dismissed when it was rejected or overtaken by
+// events. One that is not stored gives an error wrapping ErrNotFound.
+func (s *Store) SetRecommendationStatus(ctx context.Context, id int64, st RecommendationStatus) error {
+	err := s.setRecommendationStatus(ctx, id, st)
+	if err != nil {
+		return fmt.Errorf("store: set status of recommendation %d: %w", id, err)
+	}
+	return nil
+}
+
+func (s *Store) setRecommendationStatus(ctx context.Context, id int64, st RecommendationStatus) error {
+	if !st.Valid() {
+		return fmt.Errorf("status %q is not a recommendation status", st)
+	}
+	res, err := s.w.ExecContext(ctx, "UPDATE recommendations SET status = ? WHERE id = ?", string(st), id)
+	if err != nil {
+		return err
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return ErrNotFound
+	}
+	return nil
+}

@@ -69,3 +69,25 @@ func TestAddRecommendationRejects(t *testing.T) {
 		t.Errorf("%d recommendations stored, want none", n)
 	}
 }
+
+func TestSetRecommendationStatus(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTest(t)
+	id, err := s.AddRecommendation(ctx, Recommendation{Kind: "start", Reason: "fits"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetRecommendationStatus(ctx, id, RecommendationDismissed); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := s.ListRecommendations(ctx, time.Time{}, 0)
+	if err != nil || len(recs) != 1 || recs[0].Status != RecommendationDismissed {
+		t.Errorf("after dismissal: %+v, %v", recs, err)
+	}
+	if err := s.SetRecommendationStatus(ctx, id+1, RecommendationApplied); !errors.Is(err, ErrNotFound) {
+		t.Errorf("missing recommendation: %v, want ErrNotFound", err)
+	}
+	if err := s.SetRecommendationStatus(ctx, id, "maybe"); err == nil {
+		t.Error("invalid status: no error")
+	}
+}

@@ -24,7 +24,8 @@ type UpdateFunc func(job *cluster.Job) (EventType, string, error)
 // when the result is not a job the state machine could have reached: a
 // changed ID or submit time, an invalid job, a transition cluster does not
 // allow, or an event type that does not name the new state. On success
-// UpdateJob returns the job as stored.
+// UpdateJob returns the job as stored. A job that leaves the running and
+// checkpointing states loses its Placement in the same transaction.
 func (s *Store) UpdateJob(ctx context.Context, id cluster.JobID, fn UpdateFunc) (cluster.Job, error) {
 	var job cluster.Job
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
@@ -61,6 +62,11 @@ func (s *Store) updateJob(ctx context.Context, tx *sql.Tx, id cluster.JobID, fn 
 	}
 	if err := updateJobRow(ctx, tx, &row); err != nil {
 		return cluster.Job{}, err
+	}
+	if before.State.Active() && !job.State.Active() {
+		if err := deletePlacement(ctx, tx, id); err != nil {
+			return cluster.Job{}, err
+		}
 	}
 	return job, insertEvent(ctx, tx, ev)
 }
