@@ -14,6 +14,12 @@
 // index kept in step; Config.Check verifies both and every job's state
 // after each step.
 //
+// A replay can also start from a live state (live.go): Config.Start sets
+// the clock (jobs submitted earlier enter the queue then), Config.Running
+// places jobs that already hold GPUs with the work they have done,
+// Config.Until stops the clock, and Config.Outcomes lists each job's start
+// and end; the control plane's what-if is built on these.
+//
 // Result holds the metrics (JSON with SI units in the names) and the series
 // for plots. Energy follows DefaultPower and DefaultNodePower (power.go): a
 // busy GPU draws the Zeus-measured fraction of its board power limit, an

@@ -62,6 +62,9 @@ func (s *Simulator) start(p executor.Placement) error {
 		return fmt.Errorf("sim: %w", err)
 	}
 	s.dequeue(j)
+	if j.firstStart.IsZero() {
+		j.firstStart = s.now
+	}
 	j.run = executor.RunningJob{JobView: j.view, Allocations: s.snap.Allocations(j.job.ID), Started: s.now}
 	j.seg = segment{start: s.now, saved: j.view.Progress, interval: p.CheckpointEvery, cost: j.job.Spec.CheckpointCost}
 	s.addRunning(j)

@@ -27,6 +27,9 @@ func (s *Simulator) loop(ctx context.Context) error {
 			break
 		}
 		t := s.nextTime(next)
+		if !s.cfg.Until.IsZero() && t.After(s.cfg.Until) {
+			break
+		}
 		s.advance(t)
 		var err error
 		if next, err = s.arrive(ctx, next); err != nil {
@@ -86,6 +89,9 @@ func (s *Simulator) arrive(ctx context.Context, next int) (int, error) {
 	first := next
 	for ; next < len(s.jobs) && !s.jobs[next].job.SubmitTime.After(s.now); next++ {
 		j := s.jobs[next]
+		if j.preplaced {
+			continue
+		}
 		if j.unplaceable {
 			s.acct.unplaceable++
 			s.log.Warn("job larger than the fleet; never queued", "job", j.job.ID, "gpus", j.gpus)
@@ -105,7 +111,7 @@ func (s *Simulator) arrive(ctx context.Context, next int) (int, error) {
 		byID[f.Job] = f
 	}
 	for _, j := range s.jobs[first:next] {
-		if j.unplaceable {
+		if j.unplaceable || j.preplaced {
 			continue
 		}
 		j.view.Forecast = byID[j.job.ID]

@@ -49,6 +49,9 @@ type Result struct {
 	NodeFailures int
 	// PlanCycles counts the planner calls.
 	PlanCycles int
+	// Outcomes lists every job's start and end, in the order of the
+	// simulator's jobs (by submit time), when Config.Outcomes asks.
+	Outcomes []JobOutcome
 }
 
 // result computes the metrics. Wait is the time a job spent queued, over
@@ -109,6 +112,9 @@ func (s *Simulator) result(wall time.Duration) *Result {
 	m.EnergyKWh, m.ParkedNodeS, m.KgCO2 = a.energyJ/3.6e6, a.park.parkedS, a.co2g/1000
 	m.WaitByTierS, m.WaitByTenantS = means(tierW), means(tenantW)
 	m.JainFairness = jain(slow)
+	if s.cfg.Outcomes {
+		r.Outcomes = s.outcomes()
+	}
 	m.SimWallS = wall.Seconds()
 	if wall > 0 {
 		m.DecisionsPerS = float64(a.decisions) / wall.Seconds()

@@ -53,6 +53,17 @@ type Config struct {
 	Carbon *CarbonSeries
 	// Progress, when set, is called now and then with jobs done and total.
 	Progress func(done, total int)
+	// Start, when set, is when the clock starts (the live state's now for a
+	// what-if); jobs submitted before it enter the queue at Start. Zero
+	// starts at the earliest submission.
+	Start time.Time
+	// Until, when set, ends the replay at that time even if jobs are left.
+	Until time.Time
+	// Running are jobs that hold GPUs at Start (which they need): each keeps
+	// its allocations and the work it has done (live.go).
+	Running []Placed
+	// Outcomes makes the Result list every job's start and end.
+	Outcomes bool
 	// Check verifies the simulator's invariants after every step (slow;
 	// for tests): capacity never exceeded, no GPU given twice, the index in
 	// step with the snapshot, every job in exactly one place.
@@ -78,6 +89,9 @@ func (c *Config) Validate() error {
 	if c.NodeMTBF < 0 || c.NodeRepair < 0 || c.CheckpointCost < 0 || c.UsageHalfLife < 0 || c.ParkIdleAfter < 0 || c.WakeTime < 0 {
 		errs = append(errs, errors.New("sim: negative duration"))
 	}
+	if len(c.Running) > 0 && c.Start.IsZero() {
+		errs = append(errs, errors.New("sim: running jobs need a start time"))
+	}
 	if c.NodeMTBF > 0 && c.NodeRepair == 0 {
 		errs = append(errs, errors.New("sim: node failures need a repair time"))
 	}
@@ -102,6 +116,8 @@ type simJob struct {
 	held        time.Duration // time holding GPUs, over all attempts
 	feasible    bool          // deadline at least submit + true duration
 	unplaceable bool
+	preplaced   bool      // held GPUs at Config.Start; never arrives
+	firstStart  time.Time // when it first held GPUs
 }
 
 // Simulator replays a trace. Use Run.
@@ -163,7 +179,10 @@ func newSimulator(cfg Config) (*Simulator, error) {
 	fleet.Nodes = slices.Clone(cfg.Fleet.Nodes) // node states change here, not in the caller's fleet
 	s := &Simulator{cfg: cfg, log: cfg.Logger.With("component", "sim"), rng: rand.New(rand.NewPCG(cfg.Seed, 0x5eed)),
 		byID: make(map[cluster.JobID]*simJob, len(cfg.Jobs)), usage: map[string]time.Duration{}, held: map[string]int{}}
-	if len(cfg.Jobs) > 0 { // the clock starts at the earliest submission, whatever the jobs' order
+	switch {
+	case !cfg.Start.IsZero():
+		s.now = cfg.Start
+	case len(cfg.Jobs) > 0: // the clock starts at the earliest submission, whatever the jobs' order
 		s.now = slices.MinFunc(cfg.Jobs, func(a, b cluster.Job) int { return a.SubmitTime.Compare(b.SubmitTime) }).SubmitTime
 	}
 	s.snap = cluster.NewSnapshot(&fleet, s.now)
@@ -173,7 +192,10 @@ func newSimulator(cfg Config) (*Simulator, error) {
 		s.sorted, _ = executor.NewSortedQueue(cfg.Order)
 	}
 	s.acct.init(s)
-	return s, s.loadJobs()
+	if err := s.loadJobs(); err != nil {
+		return nil, err
+	}
+	return s, s.placeRunning()
 }
 
 // loadJobs turns the trace into queued-to-be jobs sorted by submit time.

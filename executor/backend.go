@@ -1,0 +1,106 @@
+package executor
+
+import (
+	"context"
+	"time"
+
+	"github.com/prescient-sched/prescient/cluster"
+)
+
+// Assignment is what a backend starts: one attempt of a job on its GPU
+// shares. A backend starts each (Job.ID, Attempt) at most once, however
+// often it is asked, so a control plane that restarts and asks again starts
+// nothing twice.
+type Assignment struct {
+	Job         cluster.Job
+	Attempt     int
+	Allocations []cluster.Allocation
+	// CheckpointEvery is the interval at which the job should checkpoint;
+	// zero means only on request.
+	CheckpointEvery time.Duration
+	// Resume is the checkpoint the attempt resumes from; nil starts afresh.
+	Resume *cluster.Checkpoint
+	// Command is the argv a node agent runs and Env what it adds to the
+	// process's environment (control.SubmitRequest's); backends whose
+	// workloads say what they run (simulator, Kubernetes) ignore them.
+	Command []string
+	Env     map[string]string
+	// CheckpointSignal is the signal a checkpoint request sends the job's
+	// process, by name ("SIGUSR1", "SIGUSR2", ...); "" means SIGUSR1.
+	CheckpointSignal string
+}
+
+// JobEventType says what a backend saw happen to a job.
+type JobEventType string
+
+// The events a backend reports.
+const (
+	JobStarted      JobEventType = "started"      // the process (pod) runs
+	JobCheckpointed JobEventType = "checkpointed" // a checkpoint landed (Checkpoint says which)
+	JobExited       JobEventType = "exited"       // it ended on its own or was stopped (ExitCode, Stopped)
+	JobLost         JobEventType = "lost"         // its node or GPU went away; it is not running any more
+	// NodeSynced reports, when a node (re)joins, every job that runs on it
+	// (Running). The node's list wins: a job the control plane believes runs
+	// there but is not listed was lost; a listed job the control plane does
+	// not expect there is stopped.
+	NodeSynced JobEventType = "node_synced"
+	// NodeSilent reports that a node's agent has not been heard from for
+	// the backend's timeout. Its jobs may still run (the agent keeps them
+	// running while it cannot reach the control plane); declaring them
+	// lost is the control plane's call. A later NodeSynced says what runs.
+	NodeSilent JobEventType = "node_silent"
+)
+
+// JobEvent is one thing a backend saw.
+type JobEvent struct {
+	Type    JobEventType
+	Time    time.Time
+	Node    string
+	Job     cluster.JobID
+	Attempt int
+	// ExitCode is the process's exit status for JobExited (-1 when killed by
+	// a signal); Stopped says the backend stopped it on request.
+	ExitCode int
+	Stopped  bool
+	// Checkpoint is the checkpoint that landed, for JobCheckpointed.
+	Checkpoint *cluster.Checkpoint
+	// Running lists the node's jobs and attempts, for NodeSynced.
+	Running []RunningAttempt
+	Message string
+}
+
+// RunningAttempt names one attempt of a job that runs.
+type RunningAttempt struct {
+	Job     cluster.JobID
+	Attempt int
+}
+
+// Backend is how autopilot touches the fleet: node agents, Kubernetes, or
+// the simulator. Start, Checkpoint and Stop are requests: what happened
+// comes back through Watch. Every method is safe for concurrent use.
+type Backend interface {
+	Start(ctx context.Context, a Assignment) error
+	// Checkpoint asks the job to save its state now.
+	Checkpoint(ctx context.Context, job cluster.JobID) error
+	// Stop stops the job: SIGTERM (or its equivalent), then SIGKILL after
+	// grace.
+	Stop(ctx context.Context, job cluster.JobID, grace time.Duration) error
+	// Watch returns the stream of events; it is closed when ctx ends. It is
+	// called once.
+	Watch(ctx context.Context) (<-chan JobEvent, error)
+}
+
+// ApplyResult says what an actuator did with a plan.
+type ApplyResult struct {
+	Started     []cluster.JobID
+	Preempted   []cluster.JobID
+	Recommended int // recommendations recorded (advisor)
+	// Failed lists decisions that could not be carried out, with why.
+	Failed []Decision
+}
+
+// Actuator does something with a plan: the advisor records it as
+// recommendations, autopilot carries it out through a Backend.
+type Actuator interface {
+	Apply(ctx context.Context, p Plan) (ApplyResult, error)
+}
