@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/collector"
@@ -65,8 +66,18 @@ The collector's own Prometheus metrics are served on --metrics-listen.`,
 	f.StringVar(&o.nvml, "nvml", "auto", "NVML backend: auto, real or sim")
 	f.StringVar(&o.fleet, "fleet", "", "simulate every node of this fleet (FORMAT:SPEC, e.g. uniform:2x8:H100-SXM5-80GB); with --nvml sim or auto")
 	f.StringVar(&o.node, "node", host, "node name the samples carry (the simulated host's, without --fleet)")
-	f.DurationVar(&o.interval, "interval", time.Second, "sampling interval")
 	f.DurationVar(&o.duration, "duration", 0, "stop after this long (0: run until SIGTERM)")
+	addCollectSinkFlags(f, &o)
+	f.Uint64Var(&o.simSeed, "sim-seed", 1, "seed of the simulated load")
+	f.StringVar(&o.simCDFs, "sim-cdfs", "", "AcmeTrace acme_util_cdfs.csv to calibrate the simulated load (default: a built-in coarse copy of Seren's)")
+	f.StringVar(&o.simCluster, "sim-cluster", "seren", "cluster of --sim-cdfs to calibrate from: seren or kalos")
+	return cmd
+}
+
+// addCollectSinkFlags adds the flags of the sampling interval, the sink,
+// the spool and the metrics, which collect and agent --collect share.
+func addCollectSinkFlags(f *pflag.FlagSet, o *collectOptions) {
+	f.DurationVar(&o.interval, "interval", time.Second, "sampling interval")
 	f.StringVar(&o.influx.URL, "influx-url", "", "InfluxDB URL; without it samples go to the embedded store (--db)")
 	f.StringVar(&o.influx.Token, "influx-token", "", "InfluxDB token (\"user:password\" on InfluxDB 1.8)")
 	f.StringVar(&o.influx.Org, "influx-org", "prescient", "InfluxDB organization (ignored by InfluxDB 1.8)")
@@ -77,10 +88,6 @@ The collector's own Prometheus metrics are served on --metrics-listen.`,
 	f.IntVar(&o.batchSize, "batch-size", 5000, "samples per write")
 	f.DurationVar(&o.flushInterval, "flush-interval", time.Second, "longest a sample waits in memory before it is written")
 	f.StringVar(&o.metricsListen, "metrics-listen", "", "address for the collector's Prometheus metrics at /metrics (e.g. 127.0.0.1:9464); empty: none")
-	f.Uint64Var(&o.simSeed, "sim-seed", 1, "seed of the simulated load")
-	f.StringVar(&o.simCDFs, "sim-cdfs", "", "AcmeTrace acme_util_cdfs.csv to calibrate the simulated load (default: a built-in coarse copy of Seren's)")
-	f.StringVar(&o.simCluster, "sim-cluster", "seren", "cluster of --sim-cdfs to calibrate from: seren or kalos")
-	return cmd
 }
 
 // validate checks the flags, naming the one that is wrong.

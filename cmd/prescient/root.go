@@ -70,6 +70,8 @@ Unknown keys and values that do not parse are errors, never ignored.`,
 		newPredictCmd(g),
 		newModelsCmd(g),
 		newCollectCmd(g),
+		newAgentCmd(g),
+		newWorkloadCmd(g),
 	)
 	return root
 }

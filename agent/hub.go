@@ -1,0 +1,592 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/prescient-sched/prescient/cluster"
+	"github.com/prescient-sched/prescient/executor"
+)
+
+// Errors of the hub's Backend methods, for errors.Is.
+var (
+	// ErrUnknownNode: an assignment names a node whose agent never
+	// registered.
+	ErrUnknownNode = errors.New("no agent registered for the node")
+	// ErrUnknownJob: Checkpoint or Stop of a job the hub did not start and
+	// no agent reported.
+	ErrUnknownJob = errors.New("job not known to any agent")
+	// ErrInvalidAssignment: an assignment the agents cannot run.
+	ErrInvalidAssignment = errors.New("invalid assignment")
+)
+
+// HubOptions configure a Hub.
+type HubOptions struct {
+	// PollWait bounds how long an agent's poll waits for commands; default
+	// 30s.
+	PollWait time.Duration
+	// SilentAfter is how long an agent may go unheard before the hub
+	// reports its node silent (NodeSilent); default 90s. An agent that is
+	// polling counts as heard.
+	SilentAfter time.Duration
+	// FailStopGrace is the grace the other ranks of a multi-node job get
+	// when one rank fails; default 30s.
+	FailStopGrace time.Duration
+	// MaxEvents bounds the events waiting for Watch's reader; default
+	// 100000 (the oldest are dropped and logged).
+	MaxEvents int
+	Logger    *slog.Logger
+	// Clock is read for last-seen times; default time.Now.
+	Clock func() time.Time
+}
+
+// Hub is the control plane's side of the agent protocol: an
+// executor.Backend that turns Start, Checkpoint and Stop into commands for
+// the nodes' agents, and the HTTP handler the agents talk to (Handler).
+//
+// A job whose allocations span several nodes runs one process per node,
+// each with PRESCIENT_RANK (its node's position among the allocations'
+// nodes, in order of first appearance) and PRESCIENT_WORLD_SIZE. Its ranks'
+// events are combined into the job's: started once every rank started;
+// checkpointed when rank 0 (which writes the job's checkpoint) reports one;
+// exited once, when the first rank fails (the others are then stopped with
+// FailStopGrace) or when every rank has exited; lost once, when any rank is
+// lost.
+//
+// Silence: while Watch's context lives, a node whose agent was not heard
+// from for SilentAfter is reported once as a NodeSilent event (and
+// Nodes() shows it disconnected). Its jobs may still run; declaring them
+// lost (JobLost) is the control plane's call. When the agent registers
+// again, NodeSynced lists what runs there.
+type Hub struct {
+	opts HubOptions
+	log  *slog.Logger
+	id   string
+
+	mu      sync.Mutex
+	nodes   map[string]*hubNode
+	jobs    map[attemptKey]*hubJob
+	current map[cluster.JobID]int // the newest attempt of each job
+	events  []executor.JobEvent
+	notify  chan struct{}
+	watched bool
+	// ended lists the attempts that ended, oldest first; beyond
+	// maxEndedAttempts the oldest are forgotten.
+	ended []attemptKey
+}
+
+// maxEndedAttempts bounds the ended attempts the hub remembers (to send no
+// start twice); the agents' state files remember longer.
+const maxEndedAttempts = 100000
+
+var _ executor.Backend = (*Hub)(nil)
+
+// hubNode is one registered agent.
+type hubNode struct {
+	info      NodeInfo
+	session   string
+	instance  string
+	lastSeq   int64 // newest event seq seen from instance
+	lastSeen  time.Time
+	polls     int // polls in flight
+	connected bool
+	cmds      []Command // not yet acknowledged by a later poll
+	nextSeq   int64
+	wake      chan struct{} // closed when a command is queued
+	running   []RunningAttempt
+}
+
+// hubJob is one attempt and its ranks.
+type hubJob struct {
+	ranks     map[string]*rankState // by node
+	worldSize int
+	started   bool // started reported
+	ended     bool // exited or lost reported
+	stopping  bool
+}
+
+type rankState struct {
+	rank     int
+	started  bool
+	exited   bool
+	exitCode int
+}
+
+// NewHub makes a hub with no nodes.
+func NewHub(o HubOptions) *Hub {
+	if o.PollWait <= 0 {
+		o.PollWait = 30 * time.Second
+	}
+	if o.SilentAfter <= 0 {
+		o.SilentAfter = 90 * time.Second
+	}
+	if o.FailStopGrace <= 0 {
+		o.FailStopGrace = 30 * time.Second
+	}
+	if o.MaxEvents <= 0 {
+		o.MaxEvents = 100000
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Clock == nil {
+		o.Clock = time.Now
+	}
+	return &Hub{opts: o, log: o.Logger.With("component", "agent-hub"), id: newID(),
+		nodes: map[string]*hubNode{}, jobs: map[attemptKey]*hubJob{}, current: map[cluster.JobID]int{},
+		notify: make(chan struct{}, 1)}
+}
+
+// NodeStatus is a registered node as the hub sees it.
+type NodeStatus struct {
+	Node      cluster.Node
+	Connected bool
+	LastSeen  time.Time
+	Running   []executor.RunningAttempt
+}
+
+// Nodes lists the registered nodes by name.
+func (h *Hub) Nodes() []NodeStatus {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := make([]NodeStatus, 0, len(h.nodes))
+	for _, n := range h.nodes {
+		if n.session == "" {
+			continue // known from posted events only; it has not registered yet
+		}
+		out = append(out, NodeStatus{Node: n.info.clusterNode(), Connected: n.connected, LastSeen: n.lastSeen, Running: toRunning(n.running)})
+	}
+	slices.SortFunc(out, func(a, b NodeStatus) int { return cmpString(a.Node.Name, b.Node.Name) })
+	return out
+}
+
+// clusterNode is the node in the domain's terms; GPU models the catalog
+// knows get its name and power limits.
+func (n NodeInfo) clusterNode() cluster.Node {
+	node := cluster.Node{Name: n.Name, CPUMilli: n.CPUMilli, MemoryBytes: n.MemoryBytes, State: cluster.NodeReady,
+		Topology: cluster.Topology{Rack: n.Rack, Leaf: n.Leaf}, Labels: maps.Clone(n.Labels)}
+	for _, g := range n.GPUs {
+		cg := cluster.NewGPU(g.Index, g.Model)
+		if spec, ok := cluster.LookupGPUModel(g.Model); ok {
+			cg.Model = spec.Model // the catalog's name, as jobs ask for it ("NVIDIA H100-SXM5-80GB" → "H100-SXM5-80GB")
+		}
+		cg.UUID, cg.NVLinkDomain, cg.MIGEnabled = g.UUID, g.NVLinkDomain, g.MIGEnabled
+		if g.MemoryBytes > 0 {
+			cg.MemoryBytes = g.MemoryBytes
+		}
+		node.GPUs = append(node.GPUs, cg)
+	}
+	return node
+}
+
+// Start sends one start command per node of the assignment's allocations.
+// The same (job, attempt) again sends nothing.
+func (h *Hub) Start(ctx context.Context, a executor.Assignment) error {
+	if err := checkAssignment(a); err != nil {
+		return fmt.Errorf("start %s attempt %d: %w: %w", a.Job.ID, a.Attempt, ErrInvalidAssignment, err)
+	}
+	key := attemptKey{string(a.Job.ID), a.Attempt}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if _, ok := h.jobs[key]; ok {
+		return nil
+	}
+	// 1. The nodes in order of first appearance, and each one's GPUs.
+	var order []string
+	gpus := map[string][]int{}
+	for _, al := range a.Allocations {
+		if _, ok := gpus[al.GPU.Node]; !ok {
+			order = append(order, al.GPU.Node)
+		}
+		if !slices.Contains(gpus[al.GPU.Node], al.GPU.Index) {
+			gpus[al.GPU.Node] = append(gpus[al.GPU.Node], al.GPU.Index)
+		}
+	}
+	for _, n := range order {
+		if node, ok := h.nodes[n]; !ok || node.session == "" {
+			return fmt.Errorf("start %s attempt %d: node %s: %w", a.Job.ID, a.Attempt, n, ErrUnknownNode)
+		}
+	}
+	// 2. One start command per node.
+	job := &hubJob{ranks: map[string]*rankState{}, worldSize: len(order)}
+	for rank, n := range order {
+		slices.Sort(gpus[n])
+		spec := &StartSpec{GPUs: gpus[n], Command: slices.Clone(a.Command), Env: maps.Clone(a.Env),
+			CheckpointSignal: a.CheckpointSignal, CheckpointEveryS: a.CheckpointEvery.Seconds(),
+			Rank: rank, WorldSize: len(order)}
+		if a.Resume != nil {
+			spec.ResumeStep, spec.ResumePath = a.Resume.Step, a.Resume.Path
+		}
+		h.enqueueLocked(n, Command{Type: CommandStart, Job: string(a.Job.ID), Attempt: a.Attempt, Start: spec})
+		job.ranks[n] = &rankState{rank: rank}
+	}
+	h.jobs[key] = job
+	h.current[a.Job.ID] = max(h.current[a.Job.ID], a.Attempt)
+	h.log.Info("start sent", "job", a.Job.ID, "attempt", a.Attempt, "nodes", order)
+	return nil
+}
+
+// checkAssignment rejects what no agent could run, naming the field.
+func checkAssignment(a executor.Assignment) error {
+	if err := checkID("job.id", string(a.Job.ID)); err != nil {
+		return err
+	}
+	if a.Attempt < 0 {
+		return fmt.Errorf("attempt: %d is negative", a.Attempt)
+	}
+	if len(a.Allocations) == 0 {
+		return errors.New("allocations: none; the agent backend runs jobs on GPUs")
+	}
+	for i, al := range a.Allocations {
+		if err := checkName(fmt.Sprintf("allocations[%d].gpu.node", i), al.GPU.Node); err != nil {
+			return err
+		}
+	}
+	if a.CheckpointEvery < 0 {
+		return fmt.Errorf("checkpoint_every: %s is negative", a.CheckpointEvery)
+	}
+	spec := StartSpec{Command: a.Command, Env: a.Env, CheckpointSignal: a.CheckpointSignal, Rank: 0, WorldSize: 1}
+	for _, al := range a.Allocations {
+		spec.GPUs = append(spec.GPUs, al.GPU.Index)
+	}
+	spec.GPUs = slices.Compact(slices.Sorted(slices.Values(spec.GPUs)))
+	return spec.Validate()
+}
+
+// Checkpoint asks every rank of the job's newest attempt to checkpoint.
+func (h *Hub) Checkpoint(ctx context.Context, job cluster.JobID) error {
+	return h.toRanks(job, "checkpoint", func(att int) Command {
+		return Command{Type: CommandCheckpoint, Job: string(job), Attempt: att}
+	})
+}
+
+// Stop stops every rank of the job's newest attempt: SIGTERM, then SIGKILL
+// after grace.
+func (h *Hub) Stop(ctx context.Context, job cluster.JobID, grace time.Duration) error {
+	if grace < 0 {
+		return fmt.Errorf("stop %s: grace %s is negative", job, grace)
+	}
+	return h.toRanks(job, "stop", func(att int) Command {
+		return Command{Type: CommandStop, Job: string(job), Attempt: att, GraceS: grace.Seconds()}
+	})
+}
+
+func (h *Hub) toRanks(job cluster.JobID, what string, cmd func(attempt int) Command) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	att, ok := h.current[job]
+	j := h.jobs[attemptKey{string(job), att}]
+	if !ok || j == nil {
+		return fmt.Errorf("%s %s: %w", what, job, ErrUnknownJob)
+	}
+	if what == "stop" {
+		j.stopping = true
+	}
+	for n, r := range j.ranks {
+		if !r.exited {
+			h.enqueueLocked(n, cmd(att))
+		}
+	}
+	return nil
+}
+
+// enqueueLocked queues a command for node n and wakes its poll; h.mu is
+// held.
+func (h *Hub) enqueueLocked(n string, c Command) {
+	node := h.nodes[n]
+	if node == nil {
+		return
+	}
+	node.nextSeq++
+	c.Seq = node.nextSeq
+	node.cmds = append(node.cmds, c)
+	close(node.wake)
+	node.wake = make(chan struct{})
+}
+
+// Watch streams the events; it also watches for silent agents while ctx
+// lives. It may be called once.
+func (h *Hub) Watch(ctx context.Context) (<-chan executor.JobEvent, error) {
+	h.mu.Lock()
+	if h.watched {
+		h.mu.Unlock()
+		return nil, errors.New("agent hub: Watch called twice")
+	}
+	h.watched = true
+	h.mu.Unlock()
+	out := make(chan executor.JobEvent, 64)
+	go h.pump(ctx, out)
+	go h.watchSilence(ctx)
+	return out, nil
+}
+
+func (h *Hub) pump(ctx context.Context, out chan<- executor.JobEvent) {
+	defer close(out)
+	for {
+		h.mu.Lock()
+		batch := h.events
+		h.events = nil
+		h.mu.Unlock()
+		for _, e := range batch {
+			select {
+			case out <- e:
+			case <-ctx.Done():
+				return
+			}
+		}
+		select {
+		case <-h.notify:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+func (h *Hub) watchSilence(ctx context.Context) {
+	t := time.NewTicker(max(h.opts.SilentAfter/4, 10*time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		now := h.opts.Clock()
+		h.mu.Lock()
+		for name, n := range h.nodes {
+			if n.connected && n.polls == 0 && now.Sub(n.lastSeen) > h.opts.SilentAfter {
+				n.connected = false
+				h.log.Warn("agent silent: its jobs may still run", "node", name, "last_seen", n.lastSeen, "silent_after", h.opts.SilentAfter)
+				h.emitLocked(executor.JobEvent{Type: executor.NodeSilent, Time: now.UTC(), Node: name,
+					Running: toRunning(n.running),
+					Message: fmt.Sprintf("no word from the agent since %s", n.lastSeen.UTC().Format(time.RFC3339))})
+			}
+		}
+		h.mu.Unlock()
+	}
+}
+
+// emitLocked queues an event for Watch; h.mu is held.
+func (h *Hub) emitLocked(e executor.JobEvent) {
+	h.events = append(h.events, e)
+	if len(h.events) > h.opts.MaxEvents {
+		h.events = h.events[1:]
+		h.log.Error("event queue full: the oldest event was dropped; is the control plane reading Watch?", "max_events", h.opts.MaxEvents)
+	}
+	select {
+	case h.notify <- struct{}{}:
+	default:
+	}
+}
+
+// register takes an agent's registration: its events first, then its
+// running list, reported as NodeSynced.
+func (h *Hub) register(r RegisterRequest) RegisterResponse {
+	now := h.opts.Clock()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := h.nodes[r.Node.Name]
+	if n == nil {
+		n = &hubNode{wake: make(chan struct{})}
+		h.nodes[r.Node.Name] = n
+		h.log.Info("node registered", "node", r.Node.Name, "gpus", len(r.Node.GPUs))
+	}
+	n.info, n.session, n.lastSeen, n.connected = r.Node, newID(), now, true
+	h.eventsLocked(r.Node.Name, r.Instance, r.Events)
+	n.running = slices.Clone(r.Running)
+
+	// The node's list wins: what it runs is known to run there (a control
+	// plane that restarted learns where to send Stop), what it does not
+	// list does not.
+	listed := map[attemptKey]bool{}
+	for _, ra := range r.Running {
+		key := attemptKey{ra.Job, ra.Attempt}
+		listed[key] = true
+		j := h.jobs[key]
+		if j == nil {
+			j = &hubJob{ranks: map[string]*rankState{}, worldSize: ra.WorldSize}
+			h.jobs[key] = j
+		}
+		if rs := j.ranks[r.Node.Name]; rs == nil || rs.exited {
+			j.ranks[r.Node.Name] = &rankState{rank: ra.Rank, started: true}
+		} else {
+			rs.started = true
+		}
+		j.started = j.started || allStarted(j)
+		h.current[cluster.JobID(ra.Job)] = max(h.current[cluster.JobID(ra.Job)], ra.Attempt)
+	}
+	for key, j := range h.jobs {
+		if rs := j.ranks[r.Node.Name]; rs != nil && rs.started && !rs.exited && !listed[key] {
+			rs.exited, rs.exitCode = true, -1
+		}
+	}
+	h.emitLocked(executor.JobEvent{Type: executor.NodeSynced, Time: now.UTC(), Node: r.Node.Name, Running: toRunning(r.Running)})
+	return RegisterResponse{Session: n.session, Hub: h.id, PollWaitS: h.opts.PollWait.Seconds()}
+}
+
+// eventsLocked takes an agent's events, dropping those already seen;
+// h.mu is held. It returns how many were new.
+func (h *Hub) eventsLocked(node, instance string, events []Event) int {
+	n := h.nodes[node]
+	if n == nil {
+		// The control plane restarted and the agent posts before it
+		// registers again: take the events, register comes next.
+		n = &hubNode{wake: make(chan struct{}), info: NodeInfo{Name: node}}
+		h.nodes[node] = n
+	}
+	if n.instance != instance {
+		n.instance, n.lastSeq = instance, 0
+	}
+	n.lastSeen = h.opts.Clock()
+	accepted := 0
+	for _, e := range events {
+		if e.Seq <= n.lastSeq {
+			continue
+		}
+		n.lastSeq = e.Seq
+		accepted++
+		h.combineLocked(node, e)
+	}
+	return accepted
+}
+
+// combineLocked turns one rank's event into the job's (see Hub); h.mu is
+// held.
+func (h *Hub) combineLocked(node string, e Event) {
+	key := attemptKey{e.Job, e.Attempt}
+	j := h.jobs[key]
+	if j == nil { // started by an earlier control plane
+		j = &hubJob{ranks: map[string]*rankState{}, worldSize: e.WorldSize}
+		h.jobs[key] = j
+		h.current[cluster.JobID(e.Job)] = max(h.current[cluster.JobID(e.Job)], e.Attempt)
+	}
+	rs := j.ranks[node]
+	if rs == nil {
+		rs = &rankState{rank: e.Rank}
+		j.ranks[node] = rs
+	}
+	je := executor.JobEvent{Time: e.Time.UTC(), Node: node, Job: cluster.JobID(e.Job), Attempt: e.Attempt, Message: e.Message}
+	if n := h.nodes[node]; n != nil {
+		ra := RunningAttempt{Job: e.Job, Attempt: e.Attempt, Rank: e.Rank, WorldSize: e.WorldSize}
+		n.running = slices.DeleteFunc(n.running, func(r RunningAttempt) bool { return r.Job == ra.Job && r.Attempt == ra.Attempt })
+		if e.Type == EventStarted || e.Type == EventCheckpointed {
+			n.running = append(n.running, ra)
+		}
+	}
+	switch e.Type {
+	case EventStarted:
+		rs.started = true
+		if !j.started && allStarted(j) {
+			j.started = true
+			je.Type = executor.JobStarted
+			h.emitLocked(je)
+		}
+	case EventCheckpointed:
+		if rs.rank == 0 && !j.ended {
+			je.Type = executor.JobCheckpointed
+			je.Checkpoint = &cluster.Checkpoint{Time: e.Checkpoint.Time.UTC(), Step: e.Checkpoint.Step, Path: e.Checkpoint.Path}
+			h.emitLocked(je)
+		}
+	case EventExited:
+		rs.exited, rs.exitCode = true, e.ExitCode
+		failed := e.ExitCode != 0 && !e.Stopped
+		if j.ended || !(failed || allExited(j)) {
+			return
+		}
+		h.endLocked(key, j)
+		je.Type, je.ExitCode, je.Stopped = executor.JobExited, e.ExitCode, e.Stopped || j.stopping
+		if !failed {
+			je.ExitCode = firstExitCode(j)
+		}
+		if j.worldSize > 1 {
+			je.Message = fmt.Sprintf("rank %d of %d: %s", rs.rank, j.worldSize, e.Message)
+		}
+		h.emitLocked(je)
+		if failed {
+			for n, other := range j.ranks {
+				if !other.exited {
+					h.enqueueLocked(n, Command{Type: CommandStop, Job: e.Job, Attempt: e.Attempt, GraceS: h.opts.FailStopGrace.Seconds()})
+				}
+			}
+		}
+	case EventLost:
+		rs.exited, rs.exitCode = true, -1
+		if !j.ended {
+			h.endLocked(key, j)
+			je.Type = executor.JobLost
+			h.emitLocked(je)
+		}
+	}
+}
+
+// endLocked marks an attempt ended and forgets the oldest ended ones
+// beyond maxEndedAttempts; h.mu is held.
+func (h *Hub) endLocked(key attemptKey, j *hubJob) {
+	j.ended = true
+	h.ended = append(h.ended, key)
+	for len(h.ended) > maxEndedAttempts {
+		old := h.ended[0]
+		h.ended = h.ended[1:]
+		if oj := h.jobs[old]; oj != nil && oj.ended {
+			delete(h.jobs, old)
+			if h.current[cluster.JobID(old.job)] == old.attempt {
+				delete(h.current, cluster.JobID(old.job))
+			}
+		}
+	}
+}
+
+func allStarted(j *hubJob) bool {
+	n := 0
+	for _, r := range j.ranks {
+		if r.started {
+			n++
+		}
+	}
+	return n >= j.worldSize
+}
+
+func allExited(j *hubJob) bool {
+	n := 0
+	for _, r := range j.ranks {
+		if r.exited {
+			n++
+		}
+	}
+	return n >= j.worldSize
+}
+
+// firstExitCode is the lowest rank's non-zero exit code, else 0.
+func firstExitCode(j *hubJob) int {
+	best, code := -1, 0
+	for _, r := range j.ranks {
+		if r.exitCode != 0 && (best < 0 || r.rank < best) {
+			best, code = r.rank, r.exitCode
+		}
+	}
+	return code
+}
+
+func toRunning(rs []RunningAttempt) []executor.RunningAttempt {
+	out := make([]executor.RunningAttempt, len(rs))
+	for i, r := range rs {
+		out[i] = executor.RunningAttempt{Job: cluster.JobID(r.Job), Attempt: r.Attempt}
+	}
+	return out
+}
+
+func cmpString(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}

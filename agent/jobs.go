@@ -1,0 +1,524 @@
+package agent
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/prescient-sched/prescient/collector/nvml"
+)
+
+// The environment variables the agent sets for a job.
+const (
+	envPrefix        = "PRESCIENT_"
+	EnvJobID         = "PRESCIENT_JOB_ID"
+	EnvAttempt       = "PRESCIENT_ATTEMPT"
+	EnvCheckpointDir = "PRESCIENT_CHECKPOINT_DIR"
+	EnvCheckpointAck = "PRESCIENT_CHECKPOINT_ACK"
+	EnvRank          = "PRESCIENT_RANK"
+	EnvWorldSize     = "PRESCIENT_WORLD_SIZE"
+	EnvResumeStep    = "PRESCIENT_RESUME_STEP"
+	EnvResumePath    = "PRESCIENT_RESUME_PATH"
+)
+
+// attempt is one attempt (this node's rank of it) the agent started.
+type attempt struct {
+	rec   record
+	sig   syscall.Signal
+	child *exec.Cmd // nil for an attempt taken over from an earlier agent
+	// stopping is set once a stop was asked for; kill fires SIGKILL.
+	stopping bool
+	kill     *time.Timer
+	// lastAck is the acknowledgement last reported.
+	lastAck Ack
+}
+
+// JobInfo is an attempt as Jobs lists it.
+type JobInfo struct {
+	Job       string
+	Attempt   int
+	Rank      int
+	PID       int
+	GPUs      []int
+	Dir       string // working directory; the log is Dir/job.log
+	StartedAt time.Time
+	Ended     bool
+	ExitCode  int
+}
+
+// Jobs lists the attempts the agent knows, running or ended, oldest first.
+func (a *Agent) Jobs() []JobInfo {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var out []JobInfo
+	for _, p := range a.attempts {
+		r := p.rec
+		out = append(out, JobInfo{Job: r.Job, Attempt: r.Attempt, Rank: r.Rank, PID: r.PID, GPUs: slices.Clone(r.GPUs),
+			Dir: r.Dir, StartedAt: r.StartedAt, Ended: r.Ended, ExitCode: r.ExitCode})
+	}
+	slices.SortFunc(out, func(x, y JobInfo) int { return x.StartedAt.Compare(y.StartedAt) })
+	return out
+}
+
+// Running lists the attempts whose processes run.
+func (a *Agent) Running() []RunningAttempt {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.runningLocked()
+}
+
+// runningLocked is Running; a.mu is held.
+func (a *Agent) runningLocked() []RunningAttempt {
+	var out []RunningAttempt
+	for _, p := range a.attempts {
+		if !p.rec.Ended {
+			out = append(out, RunningAttempt{Job: p.rec.Job, Attempt: p.rec.Attempt, Rank: p.rec.Rank, WorldSize: p.rec.WorldSize})
+		}
+	}
+	slices.SortFunc(out, func(x, y RunningAttempt) int {
+		return strings.Compare(x.Job+"\x00"+strconv.Itoa(x.Attempt), y.Job+"\x00"+strconv.Itoa(y.Attempt))
+	})
+	return out
+}
+
+// JobOfPID implements collector.JobRegistry: a process belongs to a job
+// when it, or one of its ancestors, leads the job's process group or is in
+// it.
+func (a *Agent) JobOfPID(pid int) (string, bool) {
+	for range 64 {
+		if pid <= 1 {
+			return "", false
+		}
+		a.mu.Lock()
+		p, ok := a.byPID[pid]
+		a.mu.Unlock()
+		if ok {
+			return p.rec.Job, true
+		}
+		st, err := readProcStat(a.cfg.ProcRoot, pid)
+		if err != nil {
+			return "", false
+		}
+		a.mu.Lock()
+		p, ok = a.byPID[st.PGRP]
+		a.mu.Unlock()
+		if ok {
+			return p.rec.Job, true
+		}
+		pid = st.PPID
+	}
+	return "", false
+}
+
+// handle carries out one command.
+func (a *Agent) handle(c Command) {
+	log := a.log.With("job", c.Job, "attempt", c.Attempt, "seq", c.Seq)
+	switch c.Type {
+	case CommandStart:
+		a.start(c)
+	case CommandCheckpoint:
+		p := a.find(c.Job, c.Attempt)
+		if p == nil {
+			log.Warn("checkpoint asked for an attempt that does not run here")
+			return
+		}
+		if err := a.signal(p, p.sig, false); err != nil {
+			log.Warn("checkpoint signal not sent", "error", err)
+			return
+		}
+		log.Info("checkpoint requested", "signal", p.sig.String())
+	case CommandStop:
+		p := a.find(c.Job, c.Attempt)
+		if p == nil {
+			log.Info("stop asked for an attempt that does not run here")
+			return
+		}
+		a.stop(p, time.Duration(c.GraceS*float64(time.Second)))
+	}
+}
+
+// find returns the running attempt of job (attempt 0: any attempt).
+func (a *Agent) find(job string, att int) *attempt {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for k, p := range a.attempts {
+		if k.job == job && (att == 0 || k.attempt == att) && !p.rec.Ended {
+			return p
+		}
+	}
+	return nil
+}
+
+// start starts the attempt unless it was started before (by this agent or
+// one before it on the same work directory).
+func (a *Agent) start(c Command) {
+	s := c.Start
+	key := attemptKey{c.Job, c.Attempt}
+	log := a.log.With("job", c.Job, "attempt", c.Attempt, "rank", s.Rank)
+	sig, err := ParseSignal(s.CheckpointSignal)
+	if err != nil { // Validate checked it already
+		log.Error("start refused", "error", err)
+		return
+	}
+	jobDir := filepath.Join(a.cfg.WorkDir, "jobs", safeName(c.Job))
+	dir := filepath.Join(jobDir, fmt.Sprintf("attempt-%d", c.Attempt))
+	p := &attempt{sig: sig, rec: record{
+		Job: c.Job, Attempt: c.Attempt, Rank: s.Rank, WorldSize: s.WorldSize, GPUs: slices.Clone(s.GPUs),
+		StartedAt: time.Now().UTC(), Dir: dir, AckPath: filepath.Join(dir, "checkpoint.ack"),
+		CheckpointSignal: s.CheckpointSignal, CheckpointEveryS: s.CheckpointEveryS,
+	}}
+
+	// 1. Claim the attempt and write the claim down before anything runs:
+	// an agent that dies from here on never starts it again.
+	a.mu.Lock()
+	if _, ok := a.attempts[key]; ok {
+		a.mu.Unlock()
+		log.Info("start ignored: this attempt was started before")
+		return
+	}
+	a.attempts[key] = p
+	err = a.saveLocked()
+	a.mu.Unlock()
+	if err != nil {
+		a.fail(p, 127, fmt.Sprintf("state file: %v", err))
+		return
+	}
+
+	// 2. Its directories, log, environment, and the process in its own
+	// process group.
+	ckptDir := filepath.Join(jobDir, "checkpoints")
+	if err := errors.Join(os.MkdirAll(dir, 0o755), os.MkdirAll(ckptDir, 0o755)); err != nil {
+		a.fail(p, 127, fmt.Sprintf("work dir: %v", err))
+		return
+	}
+	os.Remove(p.rec.AckPath)
+	logFile, err := os.OpenFile(filepath.Join(dir, "job.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		a.fail(p, 127, fmt.Sprintf("log file: %v", err))
+		return
+	}
+	defer logFile.Close() // the child holds its own descriptor
+	cmd := exec.Command(s.Command[0], s.Command[1:]...)
+	cmd.Dir, cmd.Stdout, cmd.Stderr = dir, logFile, logFile
+	cmd.Env = a.jobEnv(c, ckptDir, p.rec.AckPath)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintf(logFile, "prescient agent: start: %v\n", err)
+		a.fail(p, 127, fmt.Sprintf("start: %v", err))
+		return
+	}
+
+	// 3. Record the process, report it, and watch it.
+	a.mu.Lock()
+	p.child = cmd
+	p.rec.PID = cmd.Process.Pid
+	if st, err := readProcStat(a.cfg.ProcRoot, p.rec.PID); err == nil {
+		p.rec.StartTicks = st.StartTicks
+	}
+	a.byPID[p.rec.PID] = p
+	if err := a.saveLocked(); err != nil {
+		log.Error("state file not written: a restarted agent may not know this attempt runs", "error", err)
+	}
+	a.mu.Unlock()
+	log.Info("started", "pid", p.rec.PID, "gpus", s.GPUs, "dir", dir)
+	a.assignLoad(p)
+	a.emit(a.event(p, EventStarted))
+	a.watch(p)
+}
+
+// jobEnv is the job's environment: the base, the job's own, then what the
+// agent sets.
+func (a *Agent) jobEnv(c Command, ckptDir, ackPath string) []string {
+	s := c.Start
+	env := slices.Clone(a.cfg.Env)
+	keys := make([]string, 0, len(s.Env))
+	for k := range s.Env {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		env = append(env, k+"="+s.Env[k])
+	}
+	gpus := make([]string, len(s.GPUs))
+	for i, g := range s.GPUs {
+		gpus[i] = strconv.Itoa(g)
+	}
+	env = append(env,
+		"CUDA_VISIBLE_DEVICES="+strings.Join(gpus, ","),
+		EnvJobID+"="+c.Job,
+		EnvAttempt+"="+strconv.Itoa(c.Attempt),
+		EnvCheckpointDir+"="+ckptDir,
+		EnvCheckpointAck+"="+ackPath,
+		EnvRank+"="+strconv.Itoa(s.Rank),
+		EnvWorldSize+"="+strconv.Itoa(s.WorldSize),
+	)
+	if s.ResumePath != "" {
+		env = append(env, EnvResumeStep+"="+strconv.FormatInt(s.ResumeStep, 10), EnvResumePath+"="+s.ResumePath)
+	}
+	return env
+}
+
+// fail ends an attempt that did not start.
+func (a *Agent) fail(p *attempt, code int, msg string) {
+	a.log.Error("job not started", "job", p.rec.Job, "attempt", p.rec.Attempt, "reason", msg)
+	a.mu.Lock()
+	p.rec.Ended, p.rec.EndedAt, p.rec.ExitCode = true, time.Now().UTC(), code
+	if err := a.saveLocked(); err != nil {
+		a.log.Error("state file not written", "error", err)
+	}
+	e := a.event(p, EventExited)
+	e.ExitCode, e.Message = code, msg
+	a.emit(e) // under a.mu, as in ended
+	a.mu.Unlock()
+}
+
+// watch follows a started attempt until its process ends: its
+// acknowledgement file, its periodic checkpoint requests and its exit.
+func (a *Agent) watch(p *attempt) {
+	exited := make(chan int, 1)
+	if p.child != nil {
+		go func() {
+			err := p.child.Wait()
+			exited <- exitCode(p.child.ProcessState, err)
+		}()
+	} else {
+		go func() {
+			t := time.NewTicker(a.cfg.AckPoll)
+			defer t.Stop()
+			for range t.C {
+				if !alive(a.cfg.ProcRoot, p.rec.PID, p.rec.StartTicks) {
+					exited <- -1
+					return
+				}
+			}
+		}()
+	}
+	go func() {
+		ackTick := time.NewTicker(a.cfg.AckPoll)
+		defer ackTick.Stop()
+		var every <-chan time.Time
+		if p.rec.CheckpointEveryS > 0 {
+			t := time.NewTicker(time.Duration(p.rec.CheckpointEveryS * float64(time.Second)))
+			defer t.Stop()
+			every = t.C
+		}
+		for {
+			select {
+			case <-ackTick.C:
+				a.checkAck(p)
+			case <-every:
+				if err := a.signal(p, p.sig, false); err != nil {
+					a.log.Warn("periodic checkpoint signal not sent", "job", p.rec.Job, "error", err)
+				}
+			case code := <-exited:
+				a.checkAck(p) // a checkpoint written on the way out comes first
+				a.ended(p, code)
+				return
+			}
+		}
+	}()
+}
+
+// checkAck reports the acknowledgement file when it says something new.
+func (a *Agent) checkAck(p *attempt) {
+	ack, ok, err := readAck(p.rec.AckPath)
+	if err != nil {
+		a.log.Warn("checkpoint acknowledgement unreadable", "job", p.rec.Job, "error", err)
+		return
+	}
+	if !ok || ack == p.lastAck {
+		return
+	}
+	p.lastAck = ack
+	at := time.Now().UTC()
+	if fi, err := os.Stat(p.rec.AckPath); err == nil {
+		at = fi.ModTime().UTC()
+	}
+	e := a.event(p, EventCheckpointed)
+	e.Time = at
+	e.Checkpoint = &CheckpointInfo{Time: at, Step: ack.Step, Path: ack.Path}
+	a.log.Info("checkpointed", "job", p.rec.Job, "attempt", p.rec.Attempt, "step", ack.Step, "path", ack.Path)
+	a.emit(e)
+}
+
+// ended records and reports the end of an attempt's process.
+func (a *Agent) ended(p *attempt, code int) {
+	a.mu.Lock()
+	if p.kill != nil {
+		p.kill.Stop()
+	}
+	p.rec.Ended, p.rec.EndedAt, p.rec.ExitCode, p.rec.Stopped = true, time.Now().UTC(), code, p.stopping
+	delete(a.byPID, p.rec.PID)
+	if err := a.saveLocked(); err != nil {
+		a.log.Error("state file not written", "error", err)
+	}
+	// The exit is queued while a.mu is held, so that a registration sees
+	// either the attempt running or its exit queued, never neither.
+	e := a.event(p, EventExited)
+	e.ExitCode, e.Stopped = code, p.rec.Stopped
+	if p.child == nil {
+		e.Message = "exit status unknown: the process was started by an earlier agent"
+	}
+	a.emit(e)
+	a.mu.Unlock()
+	a.releaseLoad(p)
+	a.log.Info("exited", "job", p.rec.Job, "attempt", p.rec.Attempt, "exit_code", code, "stopped", e.Stopped)
+}
+
+// stop sends SIGTERM to the attempt's process group and SIGKILL after
+// grace; asking again changes nothing.
+func (a *Agent) stop(p *attempt, grace time.Duration) {
+	a.mu.Lock()
+	if p.stopping || p.rec.Ended {
+		a.mu.Unlock()
+		return
+	}
+	p.stopping = true
+	a.mu.Unlock()
+	log := a.log.With("job", p.rec.Job, "attempt", p.rec.Attempt)
+	if err := a.signal(p, syscall.SIGTERM, true); err != nil {
+		log.Warn("SIGTERM not sent", "error", err)
+	}
+	log.Info("stopping", "grace", grace)
+	a.mu.Lock()
+	p.kill = time.AfterFunc(grace, func() {
+		if err := a.signal(p, syscall.SIGKILL, true); err == nil {
+			log.Warn("grace period over: SIGKILL sent", "grace", grace)
+		}
+	})
+	a.mu.Unlock()
+}
+
+// signal sends sig to the attempt's leader process, or with group to its
+// whole process group, after checking that the PID still is that process.
+func (a *Agent) signal(p *attempt, sig syscall.Signal, group bool) error {
+	a.mu.Lock()
+	pid, ticks, ended := p.rec.PID, p.rec.StartTicks, p.rec.Ended
+	a.mu.Unlock()
+	if ended || pid <= 0 {
+		return errors.New("the process has ended")
+	}
+	if ticks != 0 && !alive(a.cfg.ProcRoot, pid, ticks) {
+		return errors.New("the process has ended")
+	}
+	if group {
+		pid = -pid
+	}
+	return syscall.Kill(pid, sig)
+}
+
+// adopt takes over an attempt from the state file: one that runs is
+// watched, one that ended while no agent watched is reported.
+func (a *Agent) adopt(r record) {
+	sig, err := ParseSignal(r.CheckpointSignal)
+	if err != nil {
+		sig = syscall.SIGUSR1
+	}
+	p := &attempt{rec: r, sig: sig}
+	a.attempts[attemptKey{r.Job, r.Attempt}] = p
+	if r.Ended {
+		return
+	}
+	if r.PID > 0 && alive(a.cfg.ProcRoot, r.PID, r.StartTicks) {
+		a.byPID[r.PID] = p
+		p.lastAck, _, _ = readAck(r.AckPath)
+		a.log.Info("took over a running job", "job", r.Job, "attempt", r.Attempt, "pid", r.PID)
+		a.assignLoad(p)
+		a.watch(p)
+		return
+	}
+	p.rec.Ended, p.rec.EndedAt, p.rec.ExitCode = true, time.Now().UTC(), -1
+	e := a.event(p, EventExited)
+	e.ExitCode = -1
+	e.Message = "ended while no agent watched it; exit status unknown"
+	a.emit(e)
+}
+
+func (a *Agent) event(p *attempt, t EventType) Event {
+	return Event{Type: t, Time: time.Now().UTC(), Job: p.rec.Job, Attempt: p.rec.Attempt, Rank: p.rec.Rank, WorldSize: p.rec.WorldSize}
+}
+
+func (a *Agent) statePath() string { return filepath.Join(a.cfg.WorkDir, stateFileName) }
+
+// saveLocked writes the state file; a.mu is held.
+func (a *Agent) saveLocked() error {
+	recs := make([]record, 0, len(a.attempts))
+	for _, p := range a.attempts {
+		recs = append(recs, p.rec)
+	}
+	return saveState(a.statePath(), recs)
+}
+
+// exitCode is the process's exit status, -1 when a signal killed it.
+func exitCode(ps *os.ProcessState, err error) int {
+	if ps == nil {
+		return -1
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return -1
+	}
+	return ps.ExitCode()
+}
+
+var unsafeChars = regexp.MustCompile(`[^A-Za-z0-9._-]`)
+
+// safeName turns a job ID into a directory name; IDs that had to change get
+// a hash suffix so that two never share a directory.
+func safeName(id string) string {
+	s := unsafeChars.ReplaceAllString(id, "_")
+	if s == id && s != "." && s != ".." {
+		return s
+	}
+	h := sha256.Sum256([]byte(id))
+	return s + "-" + hex.EncodeToString(h[:4])
+}
+
+// assignLoad tells the simulated GPUs (Config.Load) that the attempt runs
+// on them.
+func (a *Agent) assignLoad(p *attempt) {
+	if a.cfg.Load == nil {
+		return
+	}
+	for _, idx := range p.rec.GPUs {
+		g, ok := a.gpu(idx)
+		if !ok || g.UUID == "" {
+			continue
+		}
+		err := a.cfg.Load.Assign(g.UUID, nvml.Assignment{JobID: p.rec.Job, Util: SimulatedUtil,
+			MemBytes: uint64(float64(g.MemoryBytes) * SimulatedMemFraction), PIDs: []int{p.rec.PID}})
+		if err != nil {
+			a.log.Warn("simulated GPU not told about the job", "gpu", g.UUID, "error", err)
+		}
+	}
+}
+
+// releaseLoad gives the attempt's simulated GPUs back to their idle load.
+func (a *Agent) releaseLoad(p *attempt) {
+	if a.cfg.Load == nil {
+		return
+	}
+	for _, idx := range p.rec.GPUs {
+		if g, ok := a.gpu(idx); ok && g.UUID != "" {
+			a.cfg.Load.Release(g.UUID)
+		}
+	}
+}
+
+func (a *Agent) gpu(index int) (GPUInfo, bool) {
+	for _, g := range a.cfg.Node.GPUs {
+		if g.Index == index {
+			return g, true
+		}
+	}
+	return GPUInfo{}, false
+}
