@@ -1,0 +1,140 @@
+package control
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/prescient-sched/prescient/cluster"
+	"github.com/prescient-sched/prescient/datasets/datasetstest"
+	"github.com/prescient-sched/prescient/executor"
+	"github.com/prescient-sched/prescient/models"
+	"github.com/prescient-sched/prescient/predictor"
+	"github.com/prescient-sched/prescient/training"
+)
+
+// reportLatency reports the p50 and p99 of per-call durations.
+func reportLatency(b *testing.B, ds []time.Duration) {
+	if len(ds) == 0 {
+		return
+	}
+	slices.Sort(ds)
+	q := func(p float64) float64 {
+		return float64(ds[min(int(p*float64(len(ds))), len(ds)-1)].Microseconds()) / 1000
+	}
+	b.ReportMetric(q(0.5), "p50-ms")
+	b.ReportMetric(q(0.99), "p99-ms")
+}
+
+// BenchmarkWhatIf asks what an added 8-GPU job would change with 1,000
+// jobs queued (1, 2, 4 or 8 GPUs; P50 from 5 minutes to 8 hours) on four
+// 8-GPU nodes, all busy, with the prescient policy: two simulations of
+// ~1,000 jobs each from the live state read from the store.
+//
+// It runs with the planner's default backfill depth (1,000) and with 100
+// (Config.BackfillDepth), which bounds the walk of each plan cycle.
+func BenchmarkWhatIf(b *testing.B) {
+	for _, depth := range []int{1000, 100} {
+		b.Run(fmt.Sprintf("backfill_depth=%d", depth), func(b *testing.B) { benchWhatIf(b, depth) })
+	}
+}
+
+func benchWhatIf(b *testing.B, depth int) {
+	e := newEnv(b, fleetOf(4, 8), func(c *Config) { c.BackfillDepth = depth })
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range 4 {
+		e.submit(fmt.Sprintf("run%d", i), spec(8, 3*time.Hour))
+	}
+	e.plane.cycle(e.ctx)
+	e.clock.Advance(30 * time.Minute)
+	for i := range 1000 {
+		s := spec(1<<rng.IntN(4), time.Duration(300+rng.Float64()*8*3600)*time.Second)
+		s.Tenant = fmt.Sprintf("t%d", i%4)
+		s.Tier = cluster.Tier(1 + rng.IntN(3))
+		if _, err := e.plane.Submit(e.ctx, SubmitRequest{ID: cluster.JobID(fmt.Sprintf("q%04d", i)), Spec: s}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	req := WhatIfRequest{AddJobs: []SubmitRequest{{ID: "new", Spec: spec(8, 2*time.Hour)}}}
+	var ds []time.Duration
+	b.ResetTimer()
+	for b.Loop() {
+		start := time.Now()
+		res, err := e.plane.WhatIf(e.ctx, req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ds = append(ds, time.Since(start))
+		if len(res.Jobs) != 1005 {
+			b.Fatalf("%d jobs in the answer, want 1005", len(res.Jobs))
+		}
+	}
+	reportLatency(b, ds)
+}
+
+// BenchmarkPredict forecasts one job spec (what POST /v1/predict usually
+// asks) with the learned ensemble trained on 3,000 Philly jobs.
+func BenchmarkPredict(b *testing.B) {
+	philly := datasetstest.Philly(b)[:3000]
+	reg := training.Registry{Dir: b.TempDir()}
+	if _, err := training.TrainAndPublish(context.Background(), training.Config{Target: models.TargetDuration,
+		Learners: []string{models.EnsembleName}, Seed: 1}, philly, reg); err != nil {
+		b.Fatal(err)
+	}
+	pred, err := predictor.New(reg, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	e := newEnv(b, fleetOf(4, 8), func(c *Config) { c.Forecaster = PredictorForecaster{P: pred} })
+	specs := []cluster.JobSpec{{Tenant: philly[0].Spec.Tenant, Tier: cluster.TierStandard, GPUs: 4, GPUMilli: cluster.MilliGPU}}
+	var ds []time.Duration
+	b.ResetTimer()
+	for b.Loop() {
+		start := time.Now()
+		fc, err := e.plane.Predict(e.ctx, specs)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ds = append(ds, time.Since(start))
+		if len(fc) != 1 || fc[0].DurationP50S <= 0 {
+			b.Fatalf("forecast %+v", fc)
+		}
+	}
+	reportLatency(b, ds)
+}
+
+var _ executor.Forecaster = PredictorForecaster{}
+
+// BenchmarkPlanCycle is one cycle of the live loop (read the state from
+// the store, plan, record what changed) with 1,000 jobs queued on four
+// busy 8-GPU nodes, in advisor mode so that the state stays the same.
+func BenchmarkPlanCycle(b *testing.B) {
+	e := newEnv(b, fleetOf(4, 8), nil)
+	for i := range 4 {
+		e.submit(fmt.Sprintf("run%d", i), spec(8, 3*time.Hour))
+	}
+	e.plane.cycle(e.ctx)
+	if err := e.plane.SetMode(e.ctx, ModeAdvisor); err != nil {
+		b.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range 1000 {
+		s := spec(1<<rng.IntN(4), time.Duration(300+rng.Float64()*8*3600)*time.Second)
+		s.Tenant = fmt.Sprintf("t%d", i%4)
+		if _, err := e.plane.Submit(e.ctx, SubmitRequest{ID: cluster.JobID(fmt.Sprintf("q%04d", i)), Spec: s}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	e.plane.cycle(e.ctx)
+	var ds []time.Duration
+	b.ResetTimer()
+	for b.Loop() {
+		start := time.Now()
+		e.plane.cycle(e.ctx)
+		ds = append(ds, time.Since(start))
+	}
+	reportLatency(b, ds)
+}

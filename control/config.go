@@ -1,0 +1,142 @@
+package control
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/prescient-sched/prescient/cluster"
+	"github.com/prescient-sched/prescient/collector"
+	"github.com/prescient-sched/prescient/executor"
+	"github.com/prescient-sched/prescient/executor/policies"
+	"github.com/prescient-sched/prescient/store"
+	"github.com/prescient-sched/prescient/training"
+)
+
+// NodeSource says which nodes the fleet has now: a static fleet file, or
+// the nodes whose agents registered (the agent backend).
+type NodeSource interface {
+	Nodes() []cluster.Node
+}
+
+// StaticFleet is a NodeSource over a fleet that does not change.
+type StaticFleet struct{ Fleet *cluster.Fleet }
+
+// Nodes implements NodeSource.
+func (s StaticFleet) Nodes() []cluster.Node { return s.Fleet.Nodes }
+
+// RetrainFunc runs one retraining (training.Retrain over the job store,
+// with the serve command's learners); the Plane runs it in the background.
+type RetrainFunc func(ctx context.Context) error
+
+// Prices turn usage into cost for the dashboard.
+type Prices struct {
+	PerGPUHour float64
+	PerKWh     float64
+	Currency   string
+}
+
+// Config is what a Plane is built from.
+type Config struct {
+	Store   *store.Store
+	Nodes   NodeSource
+	Tenants []cluster.Tenant
+	Backend executor.Backend
+	// Policy names the queue policy (executor/policies); Placement the
+	// placement policy ("" keeps the policy's own).
+	Policy    string
+	Placement string
+	// PolicyOptions are the policy's checkpoint and grace settings.
+	PolicyOptions policies.Options
+	// BackfillDepth bounds how many queued jobs one plan considers for
+	// backfill after the first reservation (Slurm's bf_max_job_test); 0
+	// keeps the planner's default (executor.DefaultLimits). The live plan
+	// and what-if use the same planner, so it bounds what-if's cost too.
+	BackfillDepth int
+	// Forecaster answers duration (and memory) forecasts: the predictor's
+	// adapter in production. Predict and what-if use it too.
+	Forecaster executor.Forecaster
+	// Registry and Retrain serve the models endpoints; a zero Registry
+	// (no Dir) answers that there are no models.
+	Registry training.Registry
+	Retrain  RetrainFunc
+	// Telemetry is read for the fleet's utilization and power: the
+	// embedded store (collector.NewEmbeddedSink) or InfluxDB
+	// (collector.NewInfluxQuery); nil for none.
+	Telemetry collector.TelemetryStore
+	// Notifier hears every job lifecycle event; nil for none. Notify must
+	// not block.
+	Notifier Notifier
+	Mode     Mode
+	// Tick is how often the plane plans when nothing happens (default
+	// DefaultTick); Debounce how long it waits after an event before it
+	// plans, so that a burst plans once (default DefaultDebounce).
+	Tick     time.Duration
+	Debounce time.Duration
+	// Grace is how long a stopped job may take to exit before SIGKILL
+	// (default the policy's grace).
+	Grace  time.Duration
+	Clock  func() time.Time
+	Logger *slog.Logger
+	Prices Prices
+	// UsageHalfLife is the half-life of tenants' usage for fair share
+	// (default 24h).
+	UsageHalfLife time.Duration
+}
+
+// Defaults of Config.
+const (
+	DefaultTick     = 10 * time.Second
+	DefaultDebounce = 200 * time.Millisecond
+)
+
+// Validate checks the configuration; the errors name the field.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.Store == nil {
+		errs = append(errs, errors.New("control: config: Store is required"))
+	}
+	if c.Nodes == nil {
+		errs = append(errs, errors.New("control: config: Nodes is required"))
+	}
+	if c.Backend == nil {
+		errs = append(errs, errors.New("control: config: Backend is required"))
+	}
+	if c.Forecaster == nil {
+		errs = append(errs, errors.New("control: config: Forecaster is required"))
+	}
+	if c.Mode != ModeAdvisor && c.Mode != ModeAutopilot {
+		errs = append(errs, fmt.Errorf("control: config: mode %q: want %s or %s", c.Mode, ModeAdvisor, ModeAutopilot))
+	}
+	if c.BackfillDepth < 0 {
+		errs = append(errs, fmt.Errorf("control: config: backfill depth %d is negative", c.BackfillDepth))
+	}
+	if c.Tick < 0 || c.Debounce < 0 || c.Grace < 0 || c.UsageHalfLife < 0 {
+		errs = append(errs, errors.New("control: config: Tick, Debounce, Grace and UsageHalfLife must not be negative"))
+	}
+	if c.Prices.PerGPUHour < 0 || c.Prices.PerKWh < 0 {
+		errs = append(errs, errors.New("control: config: prices must not be negative"))
+	}
+	return errors.Join(errs...)
+}
+
+// LifecycleEvent is one thing that happened to a job, as webhooks post it.
+type LifecycleEvent struct {
+	Type     string            `json:"type"` // the store's event type: submitted, started, checkpointed, preempted, requeued, finished, failed, cancelled, ...
+	Time     time.Time         `json:"time"`
+	Job      cluster.JobID     `json:"job"`
+	Tenant   string            `json:"tenant"`
+	State    cluster.JobState  `json:"state"`
+	Attempt  int               `json:"attempt"`
+	Message  string            `json:"message,omitempty"`
+	Labels   map[string]string `json:"labels,omitempty"`
+	ExitCode *int              `json:"exit_code,omitempty"`
+}
+
+// Notifier hears job lifecycle events (webhooks). Notify must return at
+// once: delivery and retries are the notifier's business.
+type Notifier interface {
+	Notify(ctx context.Context, e LifecycleEvent)
+}

@@ -1,0 +1,683 @@
+package controltest
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"maps"
+	"reflect"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/prescient-sched/prescient/cluster"
+	"github.com/prescient-sched/prescient/control"
+)
+
+// Forecaster answers a forecast for a spec; Fake uses it for Predict, for
+// the forecast of every submitted job and for what-if durations.
+type Forecaster func(cluster.JobSpec) control.Forecast
+
+// Source is the Source of the forecasts DefaultForecast makes.
+const Source = "controltest"
+
+// DefaultForecast is the rule Fake forecasts by unless told otherwise:
+// P50 is 30 minutes per GPU (30 minutes for a job without GPUs), P90 twice
+// that, and no memory forecast. It is a rule for tests, not a model.
+func DefaultForecast(s cluster.JobSpec) control.Forecast {
+	p50 := 30 * time.Minute * time.Duration(max(1, s.GPUs))
+	return control.Forecast{DurationP50S: p50.Seconds(), DurationP90S: 2 * p50.Seconds(), Source: Source}
+}
+
+// Prices are what Stats charges for a GPU-hour and a kWh; GPUPowerW is the
+// draw it assumes for one busy GPU when it turns GPU-hours into energy.
+type Prices struct {
+	PerGPUHour float64
+	PerKWh     float64
+	Currency   string
+	GPUPowerW  float64
+}
+
+// GPUTelemetry is what the fleet view shows of one GPU's latest sample.
+type GPUTelemetry struct {
+	UtilizationPct  float64
+	MemoryUsedBytes int64
+	PowerW          float64
+}
+
+// Option configures a Fake.
+type Option func(*Fake)
+
+// WithClock sets the clock (default time.Now).
+func WithClock(now func() time.Time) Option { return func(f *Fake) { f.now = now } }
+
+// WithNodes sets the fleet.
+func WithNodes(nodes ...cluster.Node) Option {
+	return func(f *Fake) { f.nodes = slices.Clone(nodes) }
+}
+
+// WithForecaster replaces DefaultForecast.
+func WithForecaster(fc Forecaster) Option { return func(f *Fake) { f.forecast = fc } }
+
+// WithPrices sets the prices Stats charges (default: none, in "USD").
+func WithPrices(p Prices) Option { return func(f *Fake) { f.prices = p } }
+
+// WithModels sets the published model versions.
+func WithModels(ms ...control.ModelVersion) Option {
+	return func(f *Fake) { f.models = slices.Clone(ms) }
+}
+
+// WithMode sets the starting mode (default advisor).
+func WithMode(m control.Mode) Option { return func(f *Fake) { f.mode = m } }
+
+// Fake is an in-memory control.Service. It is safe for concurrent use.
+type Fake struct {
+	mu       sync.Mutex
+	now      func() time.Time
+	forecast Forecaster
+	prices   Prices
+	nodes    []cluster.Node
+	jobs     map[cluster.JobID]*entry
+	seq      int
+	mode     control.Mode
+	recs     []control.Recommendation
+	models   []control.ModelVersion
+	samples  []sample
+	gpuTel   map[cluster.GPURef]GPUTelemetry
+	fail     map[string]error
+	retrains int
+}
+
+var _ control.Service = (*Fake)(nil)
+
+// entry is one job and what the fake knows of it beyond cluster.Job.
+type entry struct {
+	job        cluster.Job
+	command    []string
+	env        map[string]string
+	placement  []cluster.GPURef
+	forecast   control.Forecast
+	reason     string
+	failure    string
+	exitCode   *int
+	firstStart time.Time
+	runs       []interval // one per attempt; the last is open while it runs
+	seq        int
+}
+
+type interval struct{ from, to time.Time }
+
+type sample struct {
+	t              time.Time
+	utilPct, power float64
+}
+
+// New returns an empty Fake in advisor mode.
+func New(opts ...Option) *Fake {
+	f := &Fake{
+		now:      time.Now,
+		forecast: DefaultForecast,
+		prices:   Prices{Currency: "USD"},
+		jobs:     map[cluster.JobID]*entry{},
+		mode:     control.ModeAdvisor,
+		gpuTel:   map[cluster.GPURef]GPUTelemetry{},
+		fail:     map[string]error{},
+	}
+	for _, o := range opts {
+		o(f)
+	}
+	return f
+}
+
+// FailWith makes the Service method of that name ("Submit", "Jobs", ...)
+// answer err until FailWith is called again with nil.
+func (f *Fake) FailWith(method string, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err == nil {
+		delete(f.fail, method)
+		return
+	}
+	f.fail[method] = err
+}
+
+func (f *Fake) failure(method string) error {
+	if err := f.fail[method]; err != nil {
+		return fmt.Errorf("controltest: %s: %w", method, err)
+	}
+	return nil
+}
+
+func (f *Fake) clock() time.Time { return f.now().UTC() }
+
+// Submit stores the job as queued with its forecast and deadline feasibility.
+func (f *Fake) Submit(_ context.Context, req control.SubmitRequest) (control.JobStatus, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.failure("Submit"); err != nil {
+		return control.JobStatus{}, err
+	}
+	if req.Spec.Tenant == "" {
+		return control.JobStatus{}, fmt.Errorf("tenant: empty: %w", control.ErrInvalid)
+	}
+	if err := req.Spec.Validate(); err != nil {
+		return control.JobStatus{}, fmt.Errorf("%w: %w", control.ErrInvalid, err)
+	}
+	if e, ok := f.jobs[req.ID]; ok && req.ID != "" {
+		if !reflect.DeepEqual(e.job.Spec, req.Spec) || !slices.Equal(e.command, req.Command) || !maps.Equal(e.env, req.Env) {
+			return f.status(e), fmt.Errorf("job %s exists with another spec: %w", req.ID, control.ErrConflict)
+		}
+		return f.status(e), nil
+	}
+	f.seq++
+	id := req.ID
+	if id == "" {
+		id = cluster.JobID(fmt.Sprintf("job-%06d", f.seq))
+	}
+	spec := req.Spec
+	spec.Labels = maps.Clone(spec.Labels)
+	spec.GPUModels = slices.Clone(spec.GPUModels)
+	e := &entry{
+		job:      cluster.NewJob(id, spec, f.clock()),
+		command:  slices.Clone(req.Command),
+		env:      maps.Clone(req.Env),
+		forecast: f.forecast(spec),
+		reason:   "queued",
+		seq:      f.seq,
+	}
+	e.forecast.Job = id
+	f.jobs[id] = e
+	return f.status(e), nil
+}
+
+// Jobs lists the jobs that match q, newest submission first.
+func (f *Fake) Jobs(_ context.Context, q control.JobQuery) ([]control.JobStatus, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.failure("Jobs"); err != nil {
+		return nil, err
+	}
+	if q.Limit < 0 {
+		return nil, fmt.Errorf("limit: %d is negative: %w", q.Limit, control.ErrInvalid)
+	}
+	limit := cmp.Or(q.Limit, 100)
+	var out []*entry
+	for _, e := range f.jobs {
+		if matches(e, q) {
+			out = append(out, e)
+		}
+	}
+	slices.SortFunc(out, func(a, b *entry) int {
+		return cmp.Or(b.job.SubmitTime.Compare(a.job.SubmitTime), cmp.Compare(b.seq, a.seq))
+	})
+	res := make([]control.JobStatus, 0, min(limit, len(out)))
+	for _, e := range out[:min(limit, len(out))] {
+		res = append(res, f.status(e))
+	}
+	return res, nil
+}
+
+func matches(e *entry, q control.JobQuery) bool {
+	if q.Tenant != "" && e.job.Spec.Tenant != q.Tenant {
+		return false
+	}
+	if len(q.States) > 0 && !slices.Contains(q.States, e.job.State) {
+		return false
+	}
+	for k, v := range q.Labels {
+		if got, ok := e.job.Spec.Labels[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
+}
+
+// Job answers one job or ErrNotFound.
+func (f *Fake) Job(_ context.Context, id cluster.JobID) (control.JobStatus, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.failure("Job"); err != nil {
+		return control.JobStatus{}, err
+	}
+	e, err := f.get(id)
+	if err != nil {
+		return control.JobStatus{}, err
+	}
+	return f.status(e), nil
+}
+
+// Cancel cancels a queued or running job; a finished one is ErrConflict.
+func (f *Fake) Cancel(_ context.Context, id cluster.JobID) (control.JobStatus, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.failure("Cancel"); err != nil {
+		return control.JobStatus{}, err
+	}
+	e, err := f.get(id)
+	if err != nil {
+		return control.JobStatus{}, err
+	}
+	if e.job.State.Terminal() {
+		return f.status(e), fmt.Errorf("job %s is already %s: %w", id, e.job.State, control.ErrConflict)
+	}
+	if err := f.transition(e, cluster.StateCancelled); err != nil {
+		return control.JobStatus{}, err
+	}
+	e.reason = "cancelled"
+	return f.status(e), nil
+}
+
+func (f *Fake) get(id cluster.JobID) (*entry, error) {
+	e, ok := f.jobs[id]
+	if !ok {
+		return nil, fmt.Errorf("job %s: %w", id, control.ErrNotFound)
+	}
+	return e, nil
+}
+
+// transition moves e's job, closing or opening its run interval and
+// releasing its GPUs when it stops running.
+func (f *Fake) transition(e *entry, to cluster.JobState) error {
+	now := f.clock()
+	wasActive := e.job.State.Active()
+	if err := e.job.Transition(to, now); err != nil {
+		return err
+	}
+	if wasActive && !to.Active() {
+		e.runs[len(e.runs)-1].to = now
+		e.placement = nil
+	}
+	return nil
+}
+
+// Start runs a queued job on the given GPUs of node. It fails when the
+// node or a GPU is unknown or lacks the job's share.
+func (f *Fake) Start(id cluster.JobID, node string, gpus ...int) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	e, err := f.get(id)
+	if err != nil {
+		return err
+	}
+	n := f.node(node)
+	if n == nil {
+		return fmt.Errorf("controltest: start %s: no node %q", id, node)
+	}
+	if len(gpus) != e.job.Spec.GPUs {
+		return fmt.Errorf("controltest: start %s: %d GPUs given, the job asks for %d", id, len(gpus), e.job.Spec.GPUs)
+	}
+	used := f.allocated()
+	refs := make([]cluster.GPURef, 0, len(gpus))
+	for _, i := range gpus {
+		ref := cluster.GPURef{Node: node, Index: i}
+		if i < 0 || i >= len(n.GPUs) {
+			return fmt.Errorf("controltest: start %s: %s has no GPU %d", id, node, i)
+		}
+		if used[ref]+e.job.Spec.GPUMilli > cluster.MilliGPU {
+			return fmt.Errorf("controltest: start %s: %s has %d milli-GPU free, the job needs %d", id, ref, cluster.MilliGPU-used[ref], e.job.Spec.GPUMilli)
+		}
+		refs = append(refs, ref)
+	}
+	if err := f.transition(e, cluster.StateRunning); err != nil {
+		return err
+	}
+	now := f.clock()
+	if e.firstStart.IsZero() {
+		e.firstStart = now
+	}
+	e.runs = append(e.runs, interval{from: now})
+	e.placement, e.reason = refs, "started by the test"
+	return nil
+}
+
+// Checkpoint records a checkpoint of a running job at step.
+func (f *Fake) Checkpoint(id cluster.JobID, step int64) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	e, err := f.get(id)
+	if err != nil {
+		return err
+	}
+	return e.job.Checkpointed(cluster.Checkpoint{Time: f.clock(), Step: step})
+}
+
+// Preempt sends a running job back to the queue.
+func (f *Fake) Preempt(id cluster.JobID, reason string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	e, err := f.get(id)
+	if err != nil {
+		return err
+	}
+	if err := f.transition(e, cluster.StateQueued); err != nil {
+		return err
+	}
+	e.reason = reason
+	return nil
+}
+
+// Finish ends a running job: exit code 0 succeeds, anything else fails
+// with reason (default "exit code N").
+func (f *Fake) Finish(id cluster.JobID, exitCode int, reason string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	e, err := f.get(id)
+	if err != nil {
+		return err
+	}
+	to := cluster.StateSucceeded
+	if exitCode != 0 {
+		to = cluster.StateFailed
+		e.failure = cmp.Or(reason, fmt.Sprintf("exit code %d", exitCode))
+	}
+	if !e.job.State.Active() {
+		return fmt.Errorf("controltest: finish %s: it is %s, not running", id, e.job.State)
+	}
+	if err := f.transition(e, to); err != nil {
+		return err
+	}
+	e.exitCode = &exitCode
+	e.reason = cmp.Or(e.failure, "finished")
+	return nil
+}
+
+// AddRecommendation records r, giving it the next ID and, when it has none,
+// the time now and status "open". It returns the stored recommendation.
+func (f *Fake) AddRecommendation(r control.Recommendation) control.Recommendation {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r.ID = int64(len(f.recs) + 1)
+	if r.Time.IsZero() {
+		r.Time = f.clock()
+	}
+	r.Status = cmp.Or(r.Status, "open")
+	f.recs = append(f.recs, r)
+	return r
+}
+
+// AddSample records a fleet-wide telemetry sample for the stats series.
+func (f *Fake) AddSample(t time.Time, utilizationPct, powerW float64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.samples = append(f.samples, sample{t: t.UTC(), utilPct: utilizationPct, power: powerW})
+	slices.SortStableFunc(f.samples, func(a, b sample) int { return a.t.Compare(b.t) })
+}
+
+// SetGPUTelemetry sets what the fleet view shows of one GPU's telemetry.
+func (f *Fake) SetGPUTelemetry(ref cluster.GPURef, t GPUTelemetry) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.gpuTel[ref] = t
+}
+
+// Retrains counts the calls of Retrain that succeeded.
+func (f *Fake) Retrains() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.retrains
+}
+
+func (f *Fake) node(name string) *cluster.Node {
+	for i := range f.nodes {
+		if f.nodes[i].Name == name {
+			return &f.nodes[i]
+		}
+	}
+	return nil
+}
+
+// allocated is the milli-GPUs running jobs hold on each GPU.
+func (f *Fake) allocated() map[cluster.GPURef]int {
+	used := map[cluster.GPURef]int{}
+	for _, e := range f.jobs {
+		for _, ref := range e.placement {
+			used[ref] += e.job.Spec.GPUMilli
+		}
+	}
+	return used
+}
+
+// status is the API's view of e.
+func (f *Fake) status(e *entry) control.JobStatus {
+	j := e.job
+	fc := e.forecast
+	st := control.JobStatus{
+		ID: j.ID, Name: j.Spec.Name, Tenant: j.Spec.Tenant, User: j.Spec.User, Tier: j.Spec.Tier.String(),
+		GPUs: j.Spec.GPUs, GPUMilli: j.Spec.GPUMilli, Labels: maps.Clone(j.Spec.Labels),
+		State: j.State, Attempts: j.Attempts, SubmitTime: j.SubmitTime,
+		StartTime: timePtr(j.StartTime), EndTime: timePtr(j.EndTime), Deadline: timePtr(j.Spec.Deadline),
+		Reason: e.reason, Forecast: &fc, ExitCode: e.exitCode,
+	}
+	for _, ref := range e.placement {
+		st.Placement = append(st.Placement, ref.String())
+	}
+	if j.LastCheckpoint != nil {
+		st.LastCheckpoint = timePtr(j.LastCheckpoint.Time)
+	}
+	if j.Spec.HasDeadline() {
+		p90 := time.Duration(fc.DurationP90S * float64(time.Second))
+		latest := j.Spec.Deadline.Add(-p90)
+		feasible := j.State == cluster.StateSucceeded && !j.EndTime.After(j.Spec.Deadline) ||
+			!j.State.Terminal() && !f.clock().After(latest)
+		st.DeadlineFeasible, st.LatestStart = &feasible, &latest
+	}
+	return st
+}
+
+func timePtr(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+// Fleet is the nodes with what running jobs hold and the GPUs' telemetry.
+func (f *Fake) Fleet(context.Context) (control.FleetState, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.failure("Fleet"); err != nil {
+		return control.FleetState{}, err
+	}
+	holders := map[cluster.GPURef][]cluster.JobID{}
+	fs := control.FleetState{Time: f.clock(), Mode: f.mode, Nodes: []control.NodeState{}}
+	for _, e := range f.jobs {
+		switch {
+		case e.job.State == cluster.StateQueued:
+			fs.Queued++
+		case e.job.State.Active():
+			fs.Running++
+		}
+		for _, ref := range e.placement {
+			holders[ref] = append(holders[ref], e.job.ID)
+		}
+	}
+	used := f.allocated()
+	for _, n := range f.nodes {
+		ns := control.NodeState{Name: n.Name, State: nodeState(n.State), GPUs: []control.GPUState{}}
+		for _, g := range n.GPUs {
+			ref := cluster.GPURef{Node: n.Name, Index: g.Index}
+			jobs := holders[ref]
+			slices.Sort(jobs)
+			gs := control.GPUState{Index: g.Index, Model: g.Model, MemoryBytes: g.MemoryBytes, AllocatedMilli: used[ref], Jobs: jobs}
+			if t, ok := f.gpuTel[ref]; ok {
+				gs.UtilizationPct, gs.MemoryUsedBytes, gs.PowerW = &t.UtilizationPct, &t.MemoryUsedBytes, &t.PowerW
+			}
+			ns.GPUs = append(ns.GPUs, gs)
+			fs.GPUs++
+			fs.GPUsBusy += float64(used[ref]) / cluster.MilliGPU
+		}
+		fs.Nodes = append(fs.Nodes, ns)
+	}
+	return fs, nil
+}
+
+func nodeState(s cluster.NodeState) string {
+	switch s {
+	case cluster.NodeDrained:
+		return "draining"
+	case cluster.NodeFailed:
+		return "down"
+	}
+	return "ready"
+}
+
+// Predict forecasts each spec; an invalid spec is ErrInvalid naming its index.
+func (f *Fake) Predict(_ context.Context, specs []cluster.JobSpec) ([]control.Forecast, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.failure("Predict"); err != nil {
+		return nil, err
+	}
+	out := make([]control.Forecast, len(specs))
+	for i, s := range specs {
+		if err := s.Validate(); err != nil {
+			return nil, fmt.Errorf("specs[%d]: %w: %w", i, control.ErrInvalid, err)
+		}
+		out[i] = f.forecast(s)
+	}
+	return out, nil
+}
+
+// Recommendations answers those at or after since, newest first.
+func (f *Fake) Recommendations(_ context.Context, since time.Time, limit int) ([]control.Recommendation, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.failure("Recommendations"); err != nil {
+		return nil, err
+	}
+	if limit < 0 {
+		return nil, fmt.Errorf("limit: %d is negative: %w", limit, control.ErrInvalid)
+	}
+	limit = cmp.Or(limit, 100)
+	out := []control.Recommendation{}
+	for i := len(f.recs) - 1; i >= 0 && len(out) < limit; i-- {
+		if !f.recs[i].Time.Before(since) {
+			out = append(out, f.recs[i])
+		}
+	}
+	return out, nil
+}
+
+// Models lists the versions by target, newest first.
+func (f *Fake) Models(context.Context) ([]control.ModelVersion, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.failure("Models"); err != nil {
+		return nil, err
+	}
+	out := slices.Clone(f.models)
+	slices.SortFunc(out, func(a, b control.ModelVersion) int {
+		return cmp.Or(cmp.Compare(a.Target, b.Target), cmp.Compare(b.Version, a.Version))
+	})
+	return out, nil
+}
+
+// Retrain publishes, for every target, a new current version with the
+// current one's metrics and selection, as a retraining run that passed its
+// gate would.
+func (f *Fake) Retrain(context.Context) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.failure("Retrain"); err != nil {
+		return err
+	}
+	f.retrains++
+	now := f.clock()
+	for _, target := range f.targets() {
+		cur, ok := f.current(target)
+		if !ok {
+			continue
+		}
+		next := f.models[cur]
+		next.Version = f.latest(target) + 1
+		next.CreatedAt = now
+		f.models[cur].Current = false
+		f.models = append(f.models, next)
+	}
+	return nil
+}
+
+// Rollback makes version to of target current; to 0 is the version below
+// the current one.
+func (f *Fake) Rollback(_ context.Context, target string, to int) (control.ModelVersion, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.failure("Rollback"); err != nil {
+		return control.ModelVersion{}, err
+	}
+	if to < 0 {
+		return control.ModelVersion{}, fmt.Errorf("to: %d is negative: %w", to, control.ErrInvalid)
+	}
+	cur, ok := f.current(target)
+	if !ok {
+		return control.ModelVersion{}, fmt.Errorf("model target %q: %w", target, control.ErrNotFound)
+	}
+	want := -1
+	for i, m := range f.models {
+		if m.Target != target {
+			continue
+		}
+		if to > 0 && m.Version == to || to == 0 && m.Version < f.models[cur].Version && (want < 0 || m.Version > f.models[want].Version) {
+			want = i
+		}
+	}
+	switch {
+	case want < 0 && to == 0:
+		return control.ModelVersion{}, fmt.Errorf("model %s: no version before %d: %w", target, f.models[cur].Version, control.ErrConflict)
+	case want < 0:
+		return control.ModelVersion{}, fmt.Errorf("model %s version %d: %w", target, to, control.ErrNotFound)
+	}
+	f.models[cur].Current = false
+	f.models[want].Current = true
+	return f.models[want], nil
+}
+
+func (f *Fake) targets() []string {
+	var ts []string
+	for _, m := range f.models {
+		if !slices.Contains(ts, m.Target) {
+			ts = append(ts, m.Target)
+		}
+	}
+	return ts
+}
+
+func (f *Fake) current(target string) (int, bool) {
+	for i, m := range f.models {
+		if m.Target == target && m.Current {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+func (f *Fake) latest(target string) int {
+	v := 0
+	for _, m := range f.models {
+		if m.Target == target {
+			v = max(v, m.Version)
+		}
+	}
+	return v
+}
+
+// Mode is the current mode.
+func (f *Fake) Mode() control.Mode {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.mode
+}
+
+// SetMode changes the mode; an unknown mode is ErrInvalid.
+func (f *Fake) SetMode(_ context.Context, m control.Mode) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.failure("SetMode"); err != nil {
+		return err
+	}
+	if m != control.ModeAdvisor && m != control.ModeAutopilot {
+		return fmt.Errorf("mode: %q is not advisor or autopilot: %w", m, control.ErrInvalid)
+	}
+	f.mode = m
+	return nil
+}

@@ -1,0 +1,326 @@
+package control
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/prescient-sched/prescient/cluster"
+	"github.com/prescient-sched/prescient/executor"
+	"github.com/prescient-sched/prescient/store"
+)
+
+// live is the state a cycle plans on, read from the store and the nodes.
+type live struct {
+	now        time.Time
+	nodes      []cluster.Node
+	snap       *cluster.Snapshot
+	queued     []cluster.Job
+	active     []cluster.Job
+	placements map[cluster.JobID]store.Placement
+	forecasts  map[cluster.JobID]executor.Forecast
+	in         executor.PlanInput
+}
+
+// liveState reads the queue, the running jobs with their placements and
+// the nodes, and builds the planner's input.
+func (p *Plane) liveState(ctx context.Context) (*live, error) {
+	lv := &live{now: p.cfg.Clock().UTC(), nodes: p.cfg.Nodes.Nodes(), placements: map[cluster.JobID]store.Placement{}}
+	var err error
+	if lv.queued, err = p.listJobs(ctx, cluster.StateQueued); err != nil {
+		return nil, err
+	}
+	if lv.active, err = p.listJobs(ctx, cluster.StateRunning, cluster.StateCheckpointing); err != nil {
+		return nil, err
+	}
+	pls, err := p.cfg.Store.Placements(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, pl := range pls {
+		lv.placements[pl.Job] = pl
+	}
+	all := append(slices.Clone(lv.queued), lv.active...)
+	if lv.forecasts, err = p.forecastsFor(ctx, all); err != nil {
+		p.log.Warn("forecasts missing; those jobs are planned on a default", "error", err)
+	}
+	lv.snap = cluster.NewSnapshot(&cluster.Fleet{Nodes: lv.nodes, Tenants: p.cfg.Tenants}, lv.now)
+	lv.in = executor.PlanInput{Now: lv.now, Cluster: lv.snap, UsageGPU: p.usageNow(lv)}
+	for i := range lv.queued {
+		lv.in.Queue = append(lv.in.Queue, p.view(&lv.queued[i], lv))
+	}
+	for i := range lv.active {
+		j := &lv.active[i]
+		pl, ok := lv.placements[j.ID]
+		if !ok {
+			p.log.Warn("active job without a placement; left out of the plan", "job", j.ID)
+			continue
+		}
+		if err := lv.snap.Allocate(j.ID, pl.Allocations); err != nil {
+			p.log.Warn("running job's GPUs are not in the fleet; left out of the plan", "job", j.ID, "error", err)
+			continue
+		}
+		v := p.view(j, lv)
+		v.Progress = savedProgress(j) + lv.now.Sub(j.StartTime)
+		v.AttainedGPU = (j.Outcome.RunTime + lv.now.Sub(j.StartTime)) * time.Duration(max(j.Spec.GPUs, 1))
+		lv.in.Running = append(lv.in.Running, &executor.RunningJob{JobView: *v, Allocations: lv.snap.Allocations(j.ID),
+			Started: j.StartTime, WorkSinceCheckpoint: j.WorkSinceCheckpoint(lv.now), Stopping: pl.Stopping()})
+	}
+	return lv, nil
+}
+
+// defaultForecast stands in for a job the forecaster could not answer.
+const defaultForecast = time.Hour
+
+// view is a job as the planner sees it.
+func (p *Plane) view(j *cluster.Job, lv *live) *executor.JobView {
+	f, ok := lv.forecasts[j.ID]
+	if !ok {
+		f = executor.Forecast{Job: j.ID, DurationP50: defaultForecast, DurationP90: 2 * defaultForecast, Source: "default"}
+	}
+	return &executor.JobView{Job: j, Forecast: f, Progress: savedProgress(j),
+		AttainedGPU: j.Outcome.RunTime * time.Duration(max(j.Spec.GPUs, 1)), QueuedSince: j.SubmitTime}
+}
+
+// savedProgress is the work a job keeps when it resumes: the time it ran
+// before, when it has a checkpoint (an estimate: work after the last
+// checkpoint of an interrupted attempt is counted too).
+func savedProgress(j *cluster.Job) time.Duration {
+	if j.LastCheckpoint == nil {
+		return 0
+	}
+	return j.Outcome.RunTime
+}
+
+// usageNow decays the tenants' usage to now and adds what the running jobs
+// held since the last cycle.
+func (p *Plane) usageNow(lv *live) map[string]time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.usageAt.IsZero() && lv.now.After(p.usageAt) {
+		dt := lv.now.Sub(p.usageAt)
+		decay := math.Exp2(-dt.Seconds() / p.cfg.UsageHalfLife.Seconds())
+		for t, u := range p.usage {
+			p.usage[t] = time.Duration(float64(u) * decay)
+		}
+		for i := range lv.active {
+			j := &lv.active[i]
+			p.usage[j.Spec.Tenant] += dt * time.Duration(max(j.Spec.GPUs, 1))
+		}
+	}
+	p.usageAt = lv.now
+	out := make(map[string]time.Duration, len(p.usage))
+	for t, u := range p.usage {
+		out[t] = u
+	}
+	return out
+}
+
+// cycle is steps 3 and 4: plan on the live state and act on the plan.
+func (p *Plane) cycle(ctx context.Context) {
+	start := time.Now()
+	lv, err := p.liveState(ctx)
+	if err != nil {
+		p.log.Error("plan cycle: reading the live state failed", "error", err)
+		return
+	}
+	p.enforceStops(ctx, lv)
+	plan, err := p.planner.Plan(ctx, lv.in)
+	if err != nil {
+		p.log.Error("plan cycle: the planner failed", "error", err)
+		return
+	}
+	p.remember(lv, plan)
+	mode := p.Mode()
+	if mode == ModeAutopilot {
+		p.act(ctx, lv, plan)
+	} else {
+		p.recommend(ctx, lv, plan)
+	}
+	p.log.Debug("plan cycle", "mode", mode, "queued", len(lv.queued), "running", len(lv.in.Running),
+		"placements", len(plan.Placements), "preemptions", len(plan.Preemptions), "took_s", time.Since(start).Seconds())
+}
+
+// remember keeps the plan's reasons and deadline reports for the API.
+func (p *Plane) remember(lv *live, plan executor.Plan) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.lastPlan = lv.now
+	for _, d := range plan.Waiting {
+		p.reasons[d.Job] = d.Reason
+	}
+	for _, pl := range plan.Placements {
+		p.reasons[pl.Job] = pl.Reason
+	}
+	for _, d := range plan.Deadlines {
+		p.deadlines[d.Job] = d
+	}
+}
+
+// act is autopilot: each step is recorded in the store before the backend
+// is asked, so that a crash in between is repaired by recover (a start is
+// resent; the backend starts each attempt once).
+func (p *Plane) act(ctx context.Context, lv *live, plan executor.Plan) {
+	for _, pr := range plan.Preemptions {
+		if err := p.preempt(ctx, lv, pr); err != nil {
+			p.log.Error("preemption failed", "job", pr.Job, "for", pr.For, "error", err)
+		}
+	}
+	for _, pl := range plan.Placements {
+		if err := p.start(ctx, pl); err != nil {
+			p.log.Error("start failed", "job", pl.Job, "error", err)
+		}
+	}
+}
+
+func (p *Plane) start(ctx context.Context, pl executor.Placement) error {
+	j, placed, err := p.cfg.Store.StartJob(ctx, pl.Job, pl.Allocations, pl.CheckpointEvery, pl.Reason)
+	if err != nil {
+		return err
+	}
+	p.notify(ctx, store.EventStarted, j, pl.Reason)
+	if err := p.sendStart(ctx, &j, placed); err != nil {
+		if ctx.Err() != nil {
+			return nil // shutting down: whether it started is for recover to settle
+		}
+		return p.requeue(ctx, j.ID, placed.Attempt, store.EventRequeued, "the backend refused the start: "+err.Error())
+	}
+	return nil
+}
+
+func (p *Plane) preempt(ctx context.Context, lv *live, pr executor.Preemption) error {
+	var job *cluster.Job
+	for i := range lv.active {
+		if lv.active[i].ID == pr.Job {
+			job = &lv.active[i]
+		}
+	}
+	if job == nil {
+		return fmt.Errorf("not running")
+	}
+	checkpoint := pr.CheckpointFirst && job.Spec.Checkpointable
+	stopBy := pr.StopBy
+	if !checkpoint || stopBy.IsZero() {
+		stopBy = lv.now
+	}
+	j, err := p.cfg.Store.RequestStop(ctx, pr.Job, stopBy, stopPreempt+pr.Reason, checkpoint)
+	if err != nil {
+		return err
+	}
+	if !checkpoint {
+		return p.sendStop(ctx, pr.Job)
+	}
+	p.notify(ctx, store.EventCheckpointRequested, j, pr.Reason)
+	return p.cfg.Backend.Checkpoint(ctx, pr.Job)
+}
+
+// sendStop asks the backend to stop a job. enforceStops asks again at
+// every cycle until the exit arrives; backends answer a stop of a job that
+// has ended with nil.
+func (p *Plane) sendStop(ctx context.Context, id cluster.JobID) error {
+	return p.cfg.Backend.Stop(ctx, id, p.grace)
+}
+
+// enforceStops stops the jobs being stopped whose time is up (a
+// checkpoint that did not land by StopBy, or a restart that lost the
+// request).
+func (p *Plane) enforceStops(ctx context.Context, lv *live) {
+	for _, pl := range lv.placements {
+		if pl.Stopping() && !lv.now.Before(pl.StopBy) {
+			if err := p.sendStop(ctx, pl.Job); err != nil {
+				p.log.Error("stop failed", "job", pl.Job, "error", err)
+			}
+		}
+	}
+}
+
+// recDetails is the JSON of a recommendation's details.
+type recDetails struct {
+	Placement        []string  `json:"placement,omitempty"`
+	For              string    `json:"for,omitempty"`
+	StopBy           time.Time `json:"stop_by,omitzero"`
+	LostGPUS         float64   `json:"lost_gpu_s,omitempty"`
+	CheckpointFirst  bool      `json:"checkpoint_first,omitempty"`
+	CheckpointEveryS float64   `json:"checkpoint_every_s,omitempty"`
+	DurationP50S     float64   `json:"duration_p50_s,omitempty"`
+	DurationP90S     float64   `json:"duration_p90_s,omitempty"`
+	ForecastSource   string    `json:"forecast_source,omitempty"`
+}
+
+// recKey identifies a recommendation for deduplication: what is
+// recommended, not when.
+func recKey(kind string, job cluster.JobID, details json.RawMessage) string {
+	var d recDetails
+	_ = json.Unmarshal(details, &d) // a recommendation of another shape has a key of its own
+	return kind + "|" + string(job) + "|" + strings.Join(d.Placement, ",") + "|" + d.For
+}
+
+// recommend is advisor: it records each decision of the plan as a
+// recommendation, once while it stays the same, and dismisses the open
+// ones the plan no longer makes (the job started, ended, or is now
+// recommended elsewhere).
+func (p *Plane) recommend(ctx context.Context, lv *live, plan executor.Plan) {
+	current := map[string]bool{}
+	add := func(kind string, job cluster.JobID, reason string, d recDetails) {
+		details, err := json.Marshal(d)
+		if err != nil {
+			p.log.Error("recommendation details", "error", err)
+			return
+		}
+		key := recKey(kind, job, details)
+		current[key] = true
+		p.mu.Lock()
+		_, seen := p.openRecs[key]
+		p.mu.Unlock()
+		if seen {
+			return
+		}
+		id, err := p.cfg.Store.AddRecommendation(ctx, store.Recommendation{Time: lv.now, JobID: job, Kind: kind,
+			Reason: reason, Details: details})
+		if err != nil {
+			p.log.Error("recommendation not recorded", "job", job, "kind", kind, "error", err)
+			return
+		}
+		p.mu.Lock()
+		p.openRecs[key] = id
+		p.mu.Unlock()
+	}
+	for _, pr := range plan.Preemptions {
+		add("preempt", pr.Job, pr.Reason, recDetails{For: string(pr.For), StopBy: pr.StopBy, LostGPUS: pr.LostGPU.Seconds(),
+			CheckpointFirst: pr.CheckpointFirst})
+	}
+	for _, pl := range plan.Placements {
+		add("start", pl.Job, pl.Reason, recDetails{Placement: gpuNames(pl.Allocations), CheckpointEveryS: pl.CheckpointEvery.Seconds(),
+			DurationP50S: pl.Forecast.DurationP50.Seconds(), DurationP90S: pl.Forecast.DurationP90.Seconds(), ForecastSource: pl.Forecast.Source})
+	}
+	p.mu.Lock()
+	stale := map[string]int64{}
+	for key, id := range p.openRecs {
+		if !current[key] {
+			stale[key] = id
+		}
+	}
+	p.mu.Unlock()
+	for key, id := range stale {
+		if err := p.cfg.Store.SetRecommendationStatus(ctx, id, store.RecommendationDismissed); err != nil {
+			p.log.Error("stale recommendation not dismissed", "id", id, "error", err)
+			continue
+		}
+		p.mu.Lock()
+		delete(p.openRecs, key)
+		p.mu.Unlock()
+	}
+}
+
+// gpuNames names allocations as "node/gpuN".
+func gpuNames(allocs []cluster.Allocation) []string {
+	out := make([]string, len(allocs))
+	for i, a := range allocs {
+		out[i] = a.GPU.String()
+	}
+	return out
+}

@@ -1,0 +1,15 @@
+// Package control is the control plane: it keeps the queue and the job
+// history in the store, asks the predictor for forecasts, runs the planner
+// on events and on a tick, and either records the plan as recommendations
+// (advisor) or carries it out through a backend (autopilot). Service is
+// what the HTTP API serves; Plane implements it.
+//
+// The store is the source of truth: a job is stored before Submit returns,
+// and every step of autopilot is recorded before the backend is asked
+// (plane.go: Run's steps; events.go: the backend's events applied to the
+// store; cycle.go: planning, advisor and autopilot). WhatIf (whatif.go)
+// simulates forward from the live state with executor/sim; Stats
+// (stats.go) reads the job history and telemetry for the dashboard.
+// control/simbackend is a Backend without processes for tests and
+// `serve --backend sim`.
+package control

@@ -1,0 +1,222 @@
+package control
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/prescient-sched/prescient/cluster"
+	"github.com/prescient-sched/prescient/executor"
+	"github.com/prescient-sched/prescient/store"
+)
+
+// Stop reasons recorded in a placement say what an exit after a stop means.
+const (
+	stopPreempt = "preempt: "
+	stopCancel  = "cancel: "
+)
+
+// apply is step 2: it records what the backend saw in the store. An event
+// about an attempt other than the one the store says runs is stale and
+// changes nothing (a start of such an attempt is stopped).
+func (p *Plane) apply(ctx context.Context, e executor.JobEvent) {
+	var err error
+	switch e.Type {
+	case executor.JobStarted:
+		err = p.started(ctx, e)
+	case executor.JobCheckpointed:
+		err = p.checkpointed(ctx, e)
+	case executor.JobExited:
+		err = p.exited(ctx, e)
+	case executor.JobLost:
+		msg := "lost on node " + e.Node
+		if e.Message != "" {
+			msg += ": " + e.Message
+		}
+		err = p.requeue(ctx, e.Job, e.Attempt, store.EventRequeued, msg)
+	case executor.NodeSynced:
+		err = p.synced(ctx, e)
+	default:
+		err = fmt.Errorf("unknown event type %q", e.Type)
+	}
+	if err != nil {
+		p.log.Error("backend event not applied", "type", e.Type, "job", e.Job, "attempt", e.Attempt, "node", e.Node, "error", err)
+	}
+}
+
+// current returns the placement of the attempt the event is about; ok is
+// false when the store says another attempt (or none) runs.
+func (p *Plane) current(ctx context.Context, job cluster.JobID, attempt int) (store.Placement, bool, error) {
+	pl, err := p.cfg.Store.GetPlacement(ctx, job)
+	if errors.Is(err, store.ErrNotFound) {
+		return store.Placement{}, false, nil
+	}
+	if err != nil {
+		return store.Placement{}, false, err
+	}
+	return pl, pl.Attempt == attempt, nil
+}
+
+func (p *Plane) started(ctx context.Context, e executor.JobEvent) error {
+	_, ok, err := p.current(ctx, e.Job, e.Attempt)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		p.log.Warn("an attempt the store does not run started; stopping it", "job", e.Job, "attempt", e.Attempt, "node", e.Node)
+		return p.cfg.Backend.Stop(ctx, e.Job, p.grace)
+	}
+	return p.cfg.Store.ConfirmPlacement(ctx, e.Job, e.Attempt)
+}
+
+func (p *Plane) checkpointed(ctx context.Context, e executor.JobEvent) error {
+	pl, ok, err := p.current(ctx, e.Job, e.Attempt)
+	if err != nil || !ok || e.Checkpoint == nil {
+		return err
+	}
+	cp := *e.Checkpoint
+	j, err := p.cfg.Store.UpdateJob(ctx, e.Job, func(j *cluster.Job) (store.EventType, string, error) {
+		return store.EventCheckpointed, fmt.Sprintf("step %d at %s", cp.Step, cp.Path), j.Checkpointed(cp)
+	})
+	if err != nil {
+		return err
+	}
+	p.notify(ctx, store.EventCheckpointed, j, "")
+	if pl.Stopping() {
+		// The preempted job's checkpoint landed: stop it now.
+		return p.cfg.Backend.Stop(ctx, e.Job, p.grace)
+	}
+	return nil
+}
+
+func (p *Plane) exited(ctx context.Context, e executor.JobEvent) error {
+	pl, ok, err := p.current(ctx, e.Job, e.Attempt)
+	if err != nil || !ok {
+		return err
+	}
+	switch {
+	case e.Stopped && strings.HasPrefix(pl.StopReason, stopCancel):
+		return p.transition(ctx, e.Job, cluster.StateCancelled, store.EventCancelled, strings.TrimPrefix(pl.StopReason, stopCancel))
+	case e.Stopped:
+		msg := strings.TrimPrefix(pl.StopReason, stopPreempt)
+		if msg == "" {
+			msg = "stopped by the backend"
+		}
+		return p.requeue(ctx, e.Job, e.Attempt, store.EventPreempted, msg)
+	}
+	typ, to, msg := store.EventFinished, cluster.StateSucceeded, "exited 0"
+	if e.ExitCode != 0 {
+		typ, to, msg = store.EventFailed, cluster.StateFailed, fmt.Sprintf("exited with code %d", e.ExitCode)
+		if e.Message != "" {
+			msg += ": " + e.Message
+		}
+	}
+	j, err := p.cfg.Store.UpdateJob(ctx, e.Job, func(j *cluster.Job) (store.EventType, string, error) {
+		j.Outcome.ExitCode = e.ExitCode
+		return typ, msg, j.Transition(to, p.cfg.Clock())
+	})
+	if err != nil {
+		return err
+	}
+	p.forget(e.Job)
+	if o, ok := p.cfg.Forecaster.(executor.Observer); ok {
+		o.Observe(j) // the forecasts' history learns the outcome before the next retraining
+	}
+	p.notify(ctx, typ, j, msg)
+	return nil
+}
+
+// transition moves a job to a terminal state and tells the notifier.
+func (p *Plane) transition(ctx context.Context, id cluster.JobID, to cluster.JobState, typ store.EventType, msg string) error {
+	j, err := p.cfg.Store.UpdateJob(ctx, id, func(j *cluster.Job) (store.EventType, string, error) {
+		return typ, msg, j.Transition(to, p.cfg.Clock())
+	})
+	if err != nil {
+		return err
+	}
+	p.forget(id)
+	p.notify(ctx, typ, j, msg)
+	return nil
+}
+
+// requeue puts an active job back in the queue (to resume from its last
+// checkpoint) if attempt is the one that runs.
+func (p *Plane) requeue(ctx context.Context, id cluster.JobID, attempt int, typ store.EventType, msg string) error {
+	_, ok, err := p.current(ctx, id, attempt)
+	if err != nil || !ok {
+		return err
+	}
+	j, err := p.cfg.Store.UpdateJob(ctx, id, func(j *cluster.Job) (store.EventType, string, error) {
+		return typ, msg, j.Transition(cluster.StateQueued, p.cfg.Clock())
+	})
+	if err != nil {
+		return err
+	}
+	p.notify(ctx, typ, j, msg)
+	return nil
+}
+
+// synced reconciles a node's list of running attempts with the store: the
+// node's list wins. An attempt the store runs there but the node does not
+// list was lost; one the node lists but the store does not run there is
+// stopped.
+func (p *Plane) synced(ctx context.Context, e executor.JobEvent) error {
+	listed := map[executor.RunningAttempt]bool{}
+	for _, r := range e.Running {
+		listed[r] = true
+	}
+	placements, err := p.cfg.Store.Placements(ctx)
+	if err != nil {
+		return err
+	}
+	expected := map[executor.RunningAttempt]bool{}
+	var errs []error
+	for _, pl := range placements {
+		if !onNode(pl.Allocations, e.Node) {
+			continue
+		}
+		ra := executor.RunningAttempt{Job: pl.Job, Attempt: pl.Attempt}
+		expected[ra] = true
+		if listed[ra] {
+			if !pl.Confirmed {
+				errs = append(errs, p.cfg.Store.ConfirmPlacement(ctx, pl.Job, pl.Attempt))
+			}
+			continue
+		}
+		msg := fmt.Sprintf("node %s does not run attempt %d", e.Node, pl.Attempt)
+		if pl.Stopping() {
+			// It was being stopped, and it is: the stop is done.
+			errs = append(errs, p.exited(ctx, executor.JobEvent{Job: pl.Job, Attempt: pl.Attempt, Stopped: true, Node: e.Node}))
+			continue
+		}
+		p.log.Warn("reconcile: job lost", "job", pl.Job, "attempt", pl.Attempt, "node", e.Node)
+		errs = append(errs, p.requeue(ctx, pl.Job, pl.Attempt, store.EventRequeued, msg))
+	}
+	for _, r := range e.Running {
+		if !expected[r] {
+			p.log.Warn("reconcile: node runs an attempt the store does not; stopping it", "job", r.Job, "attempt", r.Attempt, "node", e.Node)
+			errs = append(errs, p.cfg.Backend.Stop(ctx, r.Job, p.grace))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// forget drops what the plane remembers of a job that is done.
+func (p *Plane) forget(id cluster.JobID) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.forecasts, id)
+	delete(p.reasons, id)
+	delete(p.deadlines, id)
+}
+
+// onNode reports whether any of allocs is on node.
+func onNode(allocs []cluster.Allocation, node string) bool {
+	for _, a := range allocs {
+		if a.GPU.Node == node {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,378 @@
+package control
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"maps"
+	"reflect"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/prescient-sched/prescient/cluster"
+	"github.com/prescient-sched/prescient/executor"
+	"github.com/prescient-sched/prescient/store"
+)
+
+// DefaultJobsLimit is how many jobs Jobs lists when the query says 0.
+const DefaultJobsLimit = 100
+
+// Submit implements Service.
+func (p *Plane) Submit(ctx context.Context, req SubmitRequest) (JobStatus, error) {
+	spec, err := p.checkSpec(req.Spec, "spec")
+	if err != nil {
+		return JobStatus{}, err
+	}
+	id := req.ID
+	if id == "" {
+		id = newJobID()
+	}
+	job := cluster.NewJob(id, spec, p.cfg.Clock())
+	err = p.cfg.Store.SubmitJobWithRun(ctx, job, store.RunSpec{Command: req.Command, Env: req.Env})
+	if errors.Is(err, store.ErrExists) {
+		return p.resubmitted(ctx, job, req)
+	}
+	if err != nil {
+		return JobStatus{}, fmt.Errorf("submit %s: %w", id, err)
+	}
+	p.notify(ctx, store.EventSubmitted, job, "")
+	if _, err := p.forecastsFor(ctx, []cluster.Job{job}); err != nil {
+		p.log.Warn("no forecast for a submitted job", "job", id, "error", err)
+	}
+	p.wake()
+	return p.status(ctx, job)
+}
+
+// resubmitted answers a submission whose ID is stored: the stored job when
+// it is the same, ErrConflict when not.
+func (p *Plane) resubmitted(ctx context.Context, job cluster.Job, req SubmitRequest) (JobStatus, error) {
+	stored, err := p.cfg.Store.GetJob(ctx, job.ID)
+	if err != nil {
+		return JobStatus{}, fmt.Errorf("submit %s: %w", job.ID, err)
+	}
+	run, err := p.cfg.Store.GetRun(ctx, job.ID)
+	if err != nil {
+		return JobStatus{}, fmt.Errorf("submit %s: %w", job.ID, err)
+	}
+	if !sameSpec(stored.Spec, job.Spec) || !slices.Equal(run.Command, req.Command) || !maps.Equal(run.Env, req.Env) {
+		return JobStatus{}, fmt.Errorf("job %s exists with another spec: %w", job.ID, ErrConflict)
+	}
+	return p.status(ctx, stored)
+}
+
+func sameSpec(a, b cluster.JobSpec) bool {
+	norm := func(s cluster.JobSpec) cluster.JobSpec {
+		if len(s.GPUModels) == 0 {
+			s.GPUModels = nil
+		}
+		if len(s.Labels) == 0 {
+			s.Labels = nil
+		}
+		s.Deadline = s.Deadline.UTC()
+		return s
+	}
+	return reflect.DeepEqual(norm(a), norm(b))
+}
+
+// checkSpec validates a submitted spec (field names under prefix) and
+// fills the defaults: a whole GPU share for GPU jobs.
+func (p *Plane) checkSpec(s cluster.JobSpec, prefix string) (cluster.JobSpec, error) {
+	s = cloneSpec(s)
+	if s.GPUs > 0 && s.GPUMilli == 0 {
+		s.GPUMilli = cluster.MilliGPU
+	}
+	var errs []error
+	if s.Tenant == "" {
+		errs = append(errs, fmt.Errorf("%s.tenant: empty", prefix))
+	}
+	if err := s.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("%s: %w", prefix, err))
+	}
+	if s.GangSize > 1 && s.GPUs > 0 && s.GPUs%s.GangSize != 0 {
+		errs = append(errs, fmt.Errorf("%s.gang_size: %d does not divide gpus %d", prefix, s.GangSize, s.GPUs))
+	}
+	if total := fleetGPUs(p.cfg.Nodes.Nodes()); total > 0 && s.GPUs > total {
+		errs = append(errs, fmt.Errorf("%s.gpus: %d is more than the fleet's %d", prefix, s.GPUs, total))
+	}
+	for k := range s.Labels {
+		if k == "" {
+			errs = append(errs, fmt.Errorf("%s.labels: empty key", prefix))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return s, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	return s, nil
+}
+
+func cloneSpec(s cluster.JobSpec) cluster.JobSpec {
+	s.GPUModels = slices.Clone(s.GPUModels)
+	s.Labels = maps.Clone(s.Labels)
+	return s
+}
+
+func fleetGPUs(nodes []cluster.Node) int {
+	n := 0
+	for i := range nodes {
+		n += len(nodes[i].GPUs)
+	}
+	return n
+}
+
+// newJobID makes an ID for a job submitted without one.
+func newJobID() cluster.JobID {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	return cluster.JobID("j-" + hex.EncodeToString(b[:]))
+}
+
+// Jobs implements Service.
+func (p *Plane) Jobs(ctx context.Context, q JobQuery) ([]JobStatus, error) {
+	if q.Limit < 0 {
+		return nil, fmt.Errorf("limit %d is negative: %w", q.Limit, ErrInvalid)
+	}
+	for _, st := range q.States {
+		if !st.Valid() {
+			return nil, fmt.Errorf("state %q is not a job state: %w", st, ErrInvalid)
+		}
+	}
+	limit := q.Limit
+	if limit == 0 {
+		limit = DefaultJobsLimit
+	}
+	f := store.JobFilter{Tenant: q.Tenant, States: q.States, Limit: store.DefaultLimit}
+	var out []JobStatus
+	for {
+		page, err := p.cfg.Store.ListJobs(ctx, f)
+		if err != nil {
+			return nil, fmt.Errorf("list jobs: %w", err)
+		}
+		for _, j := range page {
+			if !hasLabels(j.Spec.Labels, q.Labels) {
+				continue
+			}
+			st, err := p.status(ctx, j)
+			if err != nil {
+				return nil, err
+			}
+			if out = append(out, st); len(out) == limit {
+				return out, nil
+			}
+		}
+		if len(page) < f.Limit {
+			return out, nil
+		}
+		f.After = page[len(page)-1].ID
+	}
+}
+
+func hasLabels(have, want map[string]string) bool {
+	for k, v := range want {
+		if have[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// Job implements Service.
+func (p *Plane) Job(ctx context.Context, id cluster.JobID) (JobStatus, error) {
+	j, err := p.getJob(ctx, id)
+	if err != nil {
+		return JobStatus{}, err
+	}
+	return p.status(ctx, j)
+}
+
+func (p *Plane) getJob(ctx context.Context, id cluster.JobID) (cluster.Job, error) {
+	j, err := p.cfg.Store.GetJob(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return cluster.Job{}, fmt.Errorf("job %s: %w", id, ErrNotFound)
+	}
+	return j, err
+}
+
+// Cancel implements Service: a queued job is cancelled at once; a running
+// one is stopped and is cancelled when it has exited.
+func (p *Plane) Cancel(ctx context.Context, id cluster.JobID) (JobStatus, error) {
+	j, err := p.getJob(ctx, id)
+	if err != nil {
+		return JobStatus{}, err
+	}
+	switch {
+	case j.State.Terminal():
+		return JobStatus{}, fmt.Errorf("job %s is %s already: %w", id, j.State, ErrConflict)
+	case j.State == cluster.StateQueued:
+		j, err = p.cfg.Store.UpdateJob(ctx, id, func(j *cluster.Job) (store.EventType, string, error) {
+			return store.EventCancelled, "cancelled by request", j.Transition(cluster.StateCancelled, p.cfg.Clock())
+		})
+		if errors.Is(err, cluster.ErrInvalidTransition) { // it started meanwhile
+			return p.Cancel(ctx, id)
+		}
+		if err != nil {
+			return JobStatus{}, fmt.Errorf("cancel %s: %w", id, err)
+		}
+		p.forget(id)
+		p.notify(ctx, store.EventCancelled, j, "cancelled by request")
+		p.wake()
+		return p.status(ctx, j)
+	}
+	if _, err := p.cfg.Store.RequestStop(ctx, id, p.cfg.Clock(), stopCancel+"cancelled by request", false); err != nil {
+		return JobStatus{}, fmt.Errorf("cancel %s: %w", id, err)
+	}
+	if err := p.cfg.Backend.Stop(ctx, id, p.grace); err != nil {
+		return JobStatus{}, fmt.Errorf("cancel %s: stop: %w", id, err)
+	}
+	return p.Job(ctx, id)
+}
+
+// status is a job as the API shows it, with what the plane knows of it.
+func (p *Plane) status(ctx context.Context, j cluster.Job) (JobStatus, error) {
+	st := JobStatus{ID: j.ID, Name: j.Spec.Name, Tenant: j.Spec.Tenant, User: j.Spec.User, Tier: j.Spec.Tier.String(),
+		GPUs: j.Spec.GPUs, GPUMilli: j.Spec.GPUMilli, Labels: j.Spec.Labels, State: j.State, Attempts: j.Attempts,
+		SubmitTime: j.SubmitTime}
+	st.StartTime, st.EndTime, st.Deadline = timePtr(j.StartTime), timePtr(j.EndTime), timePtr(j.Spec.Deadline)
+	if j.LastCheckpoint != nil {
+		st.LastCheckpoint = timePtr(j.LastCheckpoint.Time)
+	}
+	if j.State == cluster.StateSucceeded || j.State == cluster.StateFailed {
+		code := j.Outcome.ExitCode
+		st.ExitCode = &code
+	}
+	now := p.cfg.Clock().UTC()
+	if j.State.Active() {
+		pl, err := p.cfg.Store.GetPlacement(ctx, j.ID)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return JobStatus{}, err
+		}
+		st.Placement = gpuNames(pl.Allocations)
+		if pl.Stopping() {
+			st.Reason = "stopping: " + pl.StopReason
+		}
+	}
+	f, ok := p.knownForecast(ctx, j.ID)
+	if ok {
+		st.Forecast = &Forecast{Job: j.ID, DurationP50S: f.DurationP50.Seconds(), DurationP90S: f.DurationP90.Seconds(),
+			MemoryP90Bytes: f.MemoryP90Bytes, Source: f.Source}
+	}
+	p.mu.Lock()
+	if st.Reason == "" && !j.State.Terminal() {
+		st.Reason = p.reasons[j.ID]
+	}
+	report, reported := p.deadlines[j.ID]
+	p.mu.Unlock()
+	if j.State.Active() && ok {
+		v := executor.JobView{Job: &j, Forecast: f, Progress: savedProgress(&j) + now.Sub(j.StartTime)}
+		st.PredictedStart, st.PredictedEnd = timePtr(j.StartTime), timePtr(now.Add(v.RemainingP50()))
+	}
+	if j.Spec.HasDeadline() {
+		feasible, latest := p.feasibility(ctx, &j, f, ok, now)
+		if reported && j.State == cluster.StateQueued {
+			feasible, latest = report.Feasible, report.LatestStart
+		}
+		st.DeadlineFeasible = &feasible
+		if !latest.IsZero() {
+			st.LatestStart = &latest
+		}
+	}
+	return st, nil
+}
+
+// knownForecast is the forecast the plane remembers or the store kept.
+func (p *Plane) knownForecast(ctx context.Context, id cluster.JobID) (executor.Forecast, bool) {
+	p.mu.Lock()
+	f, ok := p.forecasts[id]
+	p.mu.Unlock()
+	if ok {
+		return f, true
+	}
+	stored, err := p.cfg.Store.Forecasts(ctx, []cluster.JobID{id})
+	if err != nil {
+		return executor.Forecast{}, false
+	}
+	sf, ok := stored[id]
+	return executor.Forecast{Job: id, DurationP50: sf.DurationP50, DurationP90: sf.DurationP90,
+		MemoryP90Bytes: sf.MemoryP90Bytes, Source: sf.Source}, ok
+}
+
+// feasibility says whether a job's deadline can be met: a finished job
+// met it or not; a running one if its remaining P90 ends before it; a
+// queued one if enough GPUs are free now, or come free by the P90 ends of
+// the running jobs, before its latest start (deadline less its P90).
+func (p *Plane) feasibility(ctx context.Context, j *cluster.Job, f executor.Forecast, known bool, now time.Time) (bool, time.Time) {
+	switch {
+	case j.State.Terminal():
+		return j.State == cluster.StateSucceeded && !j.EndTime.After(j.Spec.Deadline), time.Time{}
+	case !known:
+		return !j.Spec.Deadline.Before(now), time.Time{}
+	}
+	v := executor.JobView{Job: j, Forecast: f, Progress: savedProgress(j)}
+	if j.State.Active() {
+		v.Progress += now.Sub(j.StartTime)
+		return !now.Add(v.RemainingP90()).After(j.Spec.Deadline), time.Time{}
+	}
+	latest := j.Spec.Deadline.Add(-v.RemainingP90())
+	if latest.Before(now) {
+		return false, latest
+	}
+	at, err := p.gpusFreeAt(ctx, j.Spec.GPUs, now)
+	if err != nil {
+		p.log.Warn("deadline feasibility: free capacity unknown", "job", j.ID, "error", err)
+		return true, latest
+	}
+	return !at.IsZero() && !at.After(latest), latest
+}
+
+// gpusFreeAt is the earliest time n whole GPUs are free, by the P90 ends
+// of the running jobs; zero when the fleet never has n.
+func (p *Plane) gpusFreeAt(ctx context.Context, n int, now time.Time) (time.Time, error) {
+	nodes := p.cfg.Nodes.Nodes()
+	pls, err := p.cfg.Store.Placements(ctx)
+	if err != nil {
+		return time.Time{}, err
+	}
+	total, held := 0, 0
+	for i := range nodes {
+		if nodes[i].State == "" || nodes[i].State == cluster.NodeReady {
+			total += len(nodes[i].GPUs)
+		}
+	}
+	type release struct {
+		at   time.Time
+		gpus int
+	}
+	var rel []release
+	for _, pl := range pls {
+		held += len(pl.Allocations)
+		end := now
+		if f, ok := p.knownForecast(ctx, pl.Job); ok {
+			if j, err := p.cfg.Store.GetJob(ctx, pl.Job); err == nil && j.State.Active() {
+				v := executor.JobView{Job: &j, Forecast: f, Progress: savedProgress(&j) + now.Sub(j.StartTime)}
+				end = now.Add(v.RemainingP90())
+			}
+		}
+		rel = append(rel, release{at: end, gpus: len(pl.Allocations)})
+	}
+	free := total - held
+	if free >= n {
+		return now, nil
+	}
+	sort.Slice(rel, func(a, b int) bool { return rel[a].at.Before(rel[b].at) })
+	for _, r := range rel {
+		if free += r.gpus; free >= n {
+			return r.at, nil
+		}
+	}
+	return time.Time{}, nil
+}
+
+func timePtr(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}

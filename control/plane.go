@@ -1,0 +1,367 @@
+package control
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/prescient-sched/prescient/cluster"
+	"github.com/prescient-sched/prescient/executor"
+	"github.com/prescient-sched/prescient/executor/plugins/placement"
+	"github.com/prescient-sched/prescient/executor/policies"
+	"github.com/prescient-sched/prescient/store"
+)
+
+// Plane is the control plane. The store is the source of truth for jobs:
+// every accepted job and every transition is in it before anyone is told.
+// One goroutine (Run) applies the backend's events and plans; the Service
+// methods may be called from any goroutine.
+type Plane struct {
+	cfg     Config
+	log     *slog.Logger
+	planner *executor.Framework
+	policy  executor.Policy
+	grace   time.Duration
+
+	poke  chan struct{} // something changed: plan soon
+	ready chan struct{} // closed once recovery is done
+
+	mu         sync.Mutex
+	mode       Mode
+	forecasts  map[cluster.JobID]executor.Forecast
+	reasons    map[cluster.JobID]string
+	deadlines  map[cluster.JobID]executor.DeadlineReport
+	openRecs   map[string]int64 // advisor: IDs of the open recommendations, by key
+	usage      map[string]time.Duration
+	usageAt    time.Time
+	lastPlan   time.Time
+	retraining bool
+}
+
+var _ Service = (*Plane)(nil)
+
+// New builds a Plane. It does nothing until Run.
+func New(cfg Config) (*Plane, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Policy == "" {
+		cfg.Policy = "prescient"
+	}
+	if cfg.Tick == 0 {
+		cfg.Tick = DefaultTick
+	}
+	if cfg.Debounce == 0 {
+		cfg.Debounce = DefaultDebounce
+	}
+	if cfg.UsageHalfLife == 0 {
+		cfg.UsageHalfLife = 24 * time.Hour
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	pol, err := buildPolicy(cfg.Policy, cfg.Placement, cfg.PolicyOptions)
+	if err != nil {
+		return nil, fmt.Errorf("control: %w", err)
+	}
+	planner, err := newPlanner(pol, cfg.BackfillDepth, cfg.Logger)
+	if err != nil {
+		return nil, fmt.Errorf("control: %w", err)
+	}
+	p := &Plane{cfg: cfg, log: cfg.Logger.With("component", "control"), planner: planner, policy: pol,
+		poke: make(chan struct{}, 1), ready: make(chan struct{}), mode: cfg.Mode,
+		forecasts: map[cluster.JobID]executor.Forecast{}, reasons: map[cluster.JobID]string{},
+		deadlines: map[cluster.JobID]executor.DeadlineReport{}, openRecs: map[string]int64{}, usage: map[string]time.Duration{}}
+	p.grace = cfg.Grace
+	if p.grace == 0 {
+		p.grace = pol.Grace
+	}
+	return p, nil
+}
+
+// buildPolicy assembles a queue policy with an optional placement.
+func buildPolicy(name, place string, o policies.Options) (executor.Policy, error) {
+	pol, err := policies.New(name, o)
+	if err != nil {
+		return executor.Policy{}, err
+	}
+	if place != "" {
+		pl, err := placement.NewPlacer(place, placement.PlacerArgs{})
+		if err != nil {
+			return executor.Policy{}, fmt.Errorf("placement: %w", err)
+		}
+		pol.Placer = pl
+	}
+	return pol, nil
+}
+
+// newPlanner is the policy's planner with the configured backfill depth.
+func newPlanner(pol executor.Policy, backfillDepth int, log *slog.Logger) (*executor.Framework, error) {
+	lim := executor.DefaultLimits()
+	if backfillDepth > 0 {
+		lim.BackfillDepth = backfillDepth
+	}
+	return executor.New(pol, executor.WithLimits(lim), executor.WithLogger(log))
+}
+
+// Ready is closed once Run has recovered the state from the store.
+func (p *Plane) Ready() <-chan struct{} { return p.ready }
+
+// Run is the control loop; it returns when ctx ends (nil) or the backend's
+// event stream breaks. Its steps:
+//
+//  1. recover: read the active jobs and their placements from the store,
+//     forecast the jobs, and resend the starts no node has confirmed (the
+//     backend starts each attempt once, however often it is asked);
+//  2. watch the backend's events and apply each to the store;
+//  3. plan after events (debounced) and on every tick, with the policy's
+//     planner on the live state;
+//  4. act on the plan: record recommendations (advisor) or start and
+//     preempt through the backend, recording each step first (autopilot);
+//     stop the preempted jobs whose time is up.
+func (p *Plane) Run(ctx context.Context) error {
+	events, err := p.cfg.Backend.Watch(ctx)
+	if err != nil {
+		return fmt.Errorf("control: watch the backend: %w", err)
+	}
+	if err := p.recover(ctx); err != nil {
+		return err
+	}
+	close(p.ready)
+	p.log.Info("control plane running", "mode", p.Mode(), "policy", p.cfg.Policy)
+	tick := time.NewTicker(p.cfg.Tick)
+	defer tick.Stop()
+	var debounce <-chan time.Time
+	p.cycle(ctx)
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case e, ok := <-events:
+			if !ok {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return errors.New("control: the backend's event stream ended")
+			}
+			p.apply(ctx, e)
+			if debounce == nil {
+				debounce = time.After(p.cfg.Debounce)
+			}
+		case <-p.poke:
+			if debounce == nil {
+				debounce = time.After(p.cfg.Debounce)
+			}
+		case <-debounce:
+			debounce = nil
+			p.cycle(ctx)
+		case <-tick.C:
+			p.cycle(ctx)
+		}
+	}
+}
+
+// wake asks the loop to plan soon; it never blocks.
+func (p *Plane) wake() {
+	select {
+	case p.poke <- struct{}{}:
+	default:
+	}
+}
+
+// recover is step 1.
+func (p *Plane) recover(ctx context.Context) error {
+	jobs, err := p.listJobs(ctx, cluster.StateQueued, cluster.StateRunning, cluster.StateCheckpointing)
+	if err != nil {
+		return fmt.Errorf("control: recover: %w", err)
+	}
+	if _, err := p.forecastsFor(ctx, jobs); err != nil {
+		p.log.Warn("recover: forecasts failed; planning without them until they answer", "error", err)
+	}
+	recs, err := p.cfg.Store.ListRecommendations(ctx, time.Time{}, 0)
+	if err != nil {
+		return fmt.Errorf("control: recover: %w", err)
+	}
+	p.mu.Lock()
+	for _, r := range recs {
+		if r.Status == store.RecommendationOpen {
+			p.openRecs[recKey(r.Kind, r.JobID, r.Details)] = r.ID
+		}
+	}
+	p.mu.Unlock()
+	placements, err := p.cfg.Store.Placements(ctx)
+	if err != nil {
+		return fmt.Errorf("control: recover: %w", err)
+	}
+	byID := map[cluster.JobID]*cluster.Job{}
+	for i := range jobs {
+		byID[jobs[i].ID] = &jobs[i]
+	}
+	resent := 0
+	for _, pl := range placements {
+		j, ok := byID[pl.Job]
+		if !ok {
+			continue
+		}
+		if pl.Confirmed {
+			if pl.Stopping() && j.State == cluster.StateCheckpointing {
+				// The checkpoint request may not have reached the job.
+				if err := p.cfg.Backend.Checkpoint(ctx, j.ID); err != nil {
+					p.log.Warn("recover: resend checkpoint request failed", "job", j.ID, "error", err)
+				}
+			}
+			continue
+		}
+		// Recorded as started, never confirmed: the process may have died
+		// between the record and the call. The same Start again is safe.
+		if err := p.sendStart(ctx, j, pl); err != nil {
+			p.log.Warn("recover: resend start failed; requeueing", "job", j.ID, "attempt", pl.Attempt, "error", err)
+			p.requeue(ctx, j.ID, pl.Attempt, store.EventRequeued, "the backend refused the start after a restart: "+err.Error())
+			continue
+		}
+		resent++
+	}
+	p.log.Info("recovered", "active_jobs", len(jobs), "placements", len(placements), "starts_resent", resent)
+	return nil
+}
+
+// assignment is what the backend is asked to start for a placement.
+func (p *Plane) assignment(ctx context.Context, j *cluster.Job, pl store.Placement) (executor.Assignment, error) {
+	run, err := p.cfg.Store.GetRun(ctx, j.ID)
+	if err != nil {
+		return executor.Assignment{}, err
+	}
+	return executor.Assignment{Job: j.Clone(), Attempt: pl.Attempt, Allocations: pl.Allocations,
+		CheckpointEvery: pl.CheckpointEvery, Resume: j.Clone().LastCheckpoint, Command: run.Command, Env: run.Env}, nil
+}
+
+// sendStart asks the backend to start a recorded placement.
+func (p *Plane) sendStart(ctx context.Context, j *cluster.Job, pl store.Placement) error {
+	a, err := p.assignment(ctx, j, pl)
+	if err != nil {
+		return err
+	}
+	return p.cfg.Backend.Start(ctx, a)
+}
+
+// listJobs reads every job in the given states, page by page.
+func (p *Plane) listJobs(ctx context.Context, states ...cluster.JobState) ([]cluster.Job, error) {
+	const page = store.DefaultLimit
+	f := store.JobFilter{States: states, Limit: page}
+	var all []cluster.Job
+	for {
+		jobs, err := p.cfg.Store.ListJobs(ctx, f)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, jobs...)
+		if len(jobs) < page {
+			return all, nil
+		}
+		f.After = jobs[len(jobs)-1].ID
+	}
+}
+
+// forecastsFor returns the forecasts of jobs: those the plane remembers,
+// then those the store kept (the forecast a job was first planned with),
+// then, in one batch, the forecaster's for the rest, which are stored.
+func (p *Plane) forecastsFor(ctx context.Context, jobs []cluster.Job) (map[cluster.JobID]executor.Forecast, error) {
+	out := make(map[cluster.JobID]executor.Forecast, len(jobs))
+	var unknown []cluster.JobID
+	p.mu.Lock()
+	for i := range jobs {
+		if f, ok := p.forecasts[jobs[i].ID]; ok {
+			out[jobs[i].ID] = f
+		} else {
+			unknown = append(unknown, jobs[i].ID)
+		}
+	}
+	p.mu.Unlock()
+	if len(unknown) == 0 {
+		return out, nil
+	}
+	stored, err := p.cfg.Store.Forecasts(ctx, unknown)
+	if err != nil {
+		return out, err
+	}
+	var missing []*cluster.Job
+	for i := range jobs {
+		id := jobs[i].ID
+		if _, ok := out[id]; ok {
+			continue
+		}
+		if f, ok := stored[id]; ok {
+			out[id] = executor.Forecast{Job: id, DurationP50: f.DurationP50, DurationP90: f.DurationP90,
+				MemoryP90Bytes: f.MemoryP90Bytes, Source: f.Source}
+		} else {
+			missing = append(missing, &jobs[i])
+		}
+	}
+	var fresh []executor.Forecast
+	if len(missing) > 0 {
+		if fresh, err = p.cfg.Forecaster.Forecast(ctx, missing); err != nil {
+			return out, fmt.Errorf("forecasts: %w", err)
+		}
+		rows := make([]store.JobForecast, len(fresh))
+		for i, f := range fresh {
+			rows[i] = store.JobForecast{Job: f.Job, DurationP50: f.DurationP50, DurationP90: f.DurationP90,
+				MemoryP90Bytes: f.MemoryP90Bytes, Source: f.Source}
+		}
+		if err := p.cfg.Store.PutForecasts(ctx, rows); err != nil {
+			p.log.Warn("forecasts not stored", "jobs", len(rows), "error", err)
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for id, f := range out {
+		p.forecasts[id] = f
+	}
+	for _, f := range fresh {
+		p.forecasts[f.Job] = f
+		out[f.Job] = f
+	}
+	return out, nil
+}
+
+// Mode implements Service.
+func (p *Plane) Mode() Mode {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.mode
+}
+
+// SetMode implements Service.
+func (p *Plane) SetMode(_ context.Context, m Mode) error {
+	if m != ModeAdvisor && m != ModeAutopilot {
+		return fmt.Errorf("mode %q: want %s or %s: %w", m, ModeAdvisor, ModeAutopilot, ErrInvalid)
+	}
+	p.mu.Lock()
+	old := p.mode
+	p.mode = m
+	p.mu.Unlock()
+	if old != m {
+		p.log.Info("mode changed", "from", old, "to", m)
+		p.wake()
+	}
+	return nil
+}
+
+// notify tells the notifier about a transition recorded in the store.
+func (p *Plane) notify(ctx context.Context, typ store.EventType, j cluster.Job, msg string) {
+	if p.cfg.Notifier == nil {
+		return
+	}
+	e := LifecycleEvent{Type: string(typ), Time: p.cfg.Clock().UTC(), Job: j.ID, Tenant: j.Spec.Tenant, State: j.State,
+		Attempt: j.Attempts, Message: msg, Labels: j.Spec.Labels}
+	if typ == store.EventFinished || typ == store.EventFailed {
+		code := j.Outcome.ExitCode
+		e.ExitCode = &code
+	}
+	p.cfg.Notifier.Notify(ctx, e)
+}

@@ -1,0 +1,445 @@
+package control
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/prescient-sched/prescient/cluster"
+	"github.com/prescient-sched/prescient/executor"
+	"github.com/prescient-sched/prescient/store"
+)
+
+func TestASubmittedJobIsPlannedStartedAndFinished(t *testing.T) {
+	hooks := &recordingNotifier{}
+	e := newEnv(t, fleetOf(1, 8), func(c *Config) { c.Notifier = hooks })
+	st := e.submit("j1", spec(2, 20*time.Minute))
+	if st.State != cluster.StateQueued || st.Forecast == nil || st.Forecast.DurationP50S != 1200 {
+		t.Fatalf("status at submit %+v, want queued with its forecast", st)
+	}
+	e.plane.cycle(e.ctx)
+	starts := e.backend.of("start")
+	if len(starts) != 1 || starts[0].job != "j1" || starts[0].attempt != 1 || len(starts[0].a.Allocations) != 2 {
+		t.Fatalf("starts %+v, want j1 attempt 1 on 2 GPUs", starts)
+	}
+	pl, err := e.store.GetPlacement(e.ctx, "j1")
+	if err != nil || pl.Confirmed || pl.Attempt != 1 {
+		t.Fatalf("placement %+v, %v: want attempt 1 recorded, not confirmed yet", pl, err)
+	}
+	e.event(executor.JobEvent{Type: executor.JobStarted, Job: "j1", Attempt: 1, Node: "n0"})
+	if pl, _ := e.store.GetPlacement(e.ctx, "j1"); !pl.Confirmed {
+		t.Error("the started event did not confirm the placement")
+	}
+	got, err := e.plane.Job(e.ctx, "j1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.State != cluster.StateRunning || len(got.Placement) != 2 || got.Reason == "" || got.PredictedEnd == nil {
+		t.Errorf("status while running %+v: want running with its GPUs, reason and predicted end", got)
+	}
+	// A second cycle starts nothing more.
+	e.plane.cycle(e.ctx)
+	if n := len(e.backend.of("start")); n != 1 {
+		t.Errorf("%d starts after a second cycle, want 1", n)
+	}
+	e.clock.Advance(20 * time.Minute)
+	e.event(executor.JobEvent{Type: executor.JobExited, Job: "j1", Attempt: 1, Node: "n0", ExitCode: 0})
+	got, _ = e.plane.Job(e.ctx, "j1")
+	if got.State != cluster.StateSucceeded || got.ExitCode == nil || *got.ExitCode != 0 || got.EndTime == nil {
+		t.Errorf("status after exit %+v: want succeeded with exit code 0", got)
+	}
+	e.wantEvents("j1", store.EventSubmitted, store.EventStarted, store.EventFinished)
+	if got := hooks.types(); !slices.Equal(got, []string{"submitted", "started", "finished"}) {
+		t.Errorf("lifecycle events %v, want submitted, started, finished", got)
+	}
+	if last := hooks.events[2]; last.Job != "j1" || last.Tenant != "t1" || last.State != cluster.StateSucceeded ||
+		last.ExitCode == nil || *last.ExitCode != 0 || last.Labels[p50Label] != "1200" || last.Attempt != 1 {
+		t.Errorf("finished event %+v", last)
+	}
+	if ps, _ := e.store.Placements(e.ctx); len(ps) != 0 {
+		t.Errorf("placements after the end: %+v", ps)
+	}
+}
+
+func TestAFailedExitRecordsTheCodeAndReason(t *testing.T) {
+	e := newEnv(t, fleetOf(1, 8), nil)
+	e.submit("j1", spec(1, time.Minute))
+	e.plane.cycle(e.ctx)
+	e.event(executor.JobEvent{Type: executor.JobExited, Job: "j1", Attempt: 1, ExitCode: 3, Message: "CUDA out of memory"})
+	j := e.job("j1")
+	if j.State != cluster.StateFailed || j.Outcome.ExitCode != 3 {
+		t.Errorf("job %s exit %d, want failed with 3", j.State, j.Outcome.ExitCode)
+	}
+	evs, _ := e.store.Events(e.ctx, "j1")
+	if last := evs[len(evs)-1]; last.Message != "exited with code 3: CUDA out of memory" {
+		t.Errorf("failure reason %q", last.Message)
+	}
+}
+
+func TestTheAdvisorRecordsRecommendationsAndStartsNothing(t *testing.T) {
+	e := newEnv(t, fleetOf(1, 8), func(c *Config) { c.Mode = ModeAdvisor })
+	e.submit("a", spec(4, time.Hour))
+	e.submit("b", spec(4, time.Hour))
+	e.submit("c", spec(4, time.Hour)) // does not fit beside a and b
+	for range 3 {
+		e.plane.cycle(e.ctx)
+		e.clock.Advance(time.Minute)
+	}
+	if calls := e.backend.of("start"); len(calls) != 0 {
+		t.Fatalf("the advisor started %+v", calls)
+	}
+	for _, id := range []string{"a", "b", "c"} {
+		if j := e.job(id); j.State != cluster.StateQueued {
+			t.Errorf("%s is %s, want queued", id, j.State)
+		}
+	}
+	recs, err := e.plane.Recommendations(e.ctx, time.Time{}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 2 {
+		t.Fatalf("recommendations %+v, want one start each for a and b, not repeated", recs)
+	}
+	for _, r := range recs {
+		if r.Kind != "start" || r.Reason == "" || r.Status != "open" || r.Details["placement"] == nil || r.Details["duration_p50_s"] != 3600.0 {
+			t.Errorf("recommendation %+v: want a start with reason, placement and forecast", r)
+		}
+	}
+	// A restarted advisor does not repeat them either.
+	e.restart()
+	e.plane.cycle(e.ctx)
+	if recs, _ := e.plane.Recommendations(e.ctx, time.Time{}, 0); len(recs) != 2 {
+		t.Errorf("%d recommendations after a restart, want 2", len(recs))
+	}
+	// Once a is cancelled, its recommendation is dismissed and c is
+	// recommended instead.
+	if _, err := e.plane.Cancel(e.ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	e.plane.cycle(e.ctx)
+	recs, _ = e.plane.Recommendations(e.ctx, time.Time{}, 0)
+	open := map[cluster.JobID]int{}
+	for _, r := range recs {
+		if r.Status == "open" {
+			open[r.Job]++
+		}
+	}
+	if recs[0].Job != "a" || recs[0].Status != "dismissed" || open["a"] != 0 || open["b"] != 1 || open["c"] != 1 {
+		t.Errorf("recommendations after a's cancellation: %+v; want a's dismissed, one open each for b and c", recs)
+	}
+	// Switched to autopilot, the plan is carried out.
+	if err := e.plane.SetMode(e.ctx, ModeAutopilot); err != nil {
+		t.Fatal(err)
+	}
+	e.plane.cycle(e.ctx)
+	if n := len(e.backend.of("start")); n != 2 {
+		t.Errorf("%d starts in autopilot, want 2", n)
+	}
+	if err := e.plane.SetMode(e.ctx, "yolo"); !errors.Is(err, ErrInvalid) {
+		t.Errorf("SetMode(yolo) = %v, want ErrInvalid", err)
+	}
+}
+
+// preemptionEnv runs a checkpointable standard job "low" on all 8 GPUs of
+// the only node for 20 minutes, then submits a production job "high".
+func preemptionEnv(t *testing.T) *env {
+	e := newEnv(t, fleetOf(1, 8), nil)
+	low := spec(8, 10*time.Hour)
+	low.Checkpointable, low.CheckpointCost = true, time.Minute
+	e.submit("low", low)
+	e.plane.cycle(e.ctx)
+	e.event(executor.JobEvent{Type: executor.JobStarted, Job: "low", Attempt: 1, Node: "n0"})
+	e.clock.Advance(20 * time.Minute)
+	high := spec(8, time.Hour)
+	high.Tier = cluster.TierProduction
+	e.submit("high", high)
+	e.plane.cycle(e.ctx)
+	return e
+}
+
+func TestPreemptionCheckpointsFirstThenStopsAndResumes(t *testing.T) {
+	e := preemptionEnv(t)
+	if cps := e.backend.of("checkpoint"); len(cps) != 1 || cps[0].job != "low" {
+		t.Fatalf("checkpoint requests %+v, want one for low", cps)
+	}
+	if n := len(e.backend.of("stop")); n != 0 {
+		t.Fatalf("%d stops before the checkpoint landed", n)
+	}
+	if j := e.job("low"); j.State != cluster.StateCheckpointing {
+		t.Fatalf("low is %s, want checkpointing", j.State)
+	}
+	if n := len(e.backend.of("start")); n != 1 {
+		t.Fatalf("%d starts while low still holds the GPUs, want 1 (low's)", n)
+	}
+	e.clock.Advance(time.Minute)
+	cp := &cluster.Checkpoint{Time: e.clock.Now(), Step: 1200, Path: "/ckpt/low/1200"}
+	e.event(executor.JobEvent{Type: executor.JobCheckpointed, Job: "low", Attempt: 1, Checkpoint: cp})
+	if stops := e.backend.of("stop"); len(stops) != 1 || stops[0].job != "low" {
+		t.Fatalf("stops %+v after the checkpoint, want low's", stops)
+	}
+	e.event(executor.JobEvent{Type: executor.JobExited, Job: "low", Attempt: 1, Stopped: true, ExitCode: -1})
+	if j := e.job("low"); j.State != cluster.StateQueued || j.LastCheckpoint == nil || j.LastCheckpoint.Step != 1200 {
+		t.Fatalf("low %s with checkpoint %+v, want queued with step 1200", j.State, j.LastCheckpoint)
+	}
+	e.plane.cycle(e.ctx)
+	starts := e.backend.of("start")
+	if len(starts) != 2 || starts[1].job != "high" {
+		t.Fatalf("starts %+v, want high after low", starts)
+	}
+	e.event(executor.JobEvent{Type: executor.JobExited, Job: "high", Attempt: 1})
+	e.plane.cycle(e.ctx)
+	starts = e.backend.of("start")
+	if len(starts) != 3 || starts[2].job != "low" || starts[2].attempt != 2 || starts[2].a.Resume == nil || starts[2].a.Resume.Step != 1200 {
+		t.Fatalf("starts %+v, want low's attempt 2 resuming from step 1200", starts)
+	}
+	e.wantEvents("low", store.EventSubmitted, store.EventStarted, store.EventCheckpointRequested, store.EventCheckpointed,
+		store.EventPreempted, store.EventStarted)
+}
+
+func TestAPreemptedJobWhoseCheckpointNeverLandsIsStoppedAtStopBy(t *testing.T) {
+	e := preemptionEnv(t)
+	pl, err := e.store.GetPlacement(e.ctx, "low")
+	if err != nil || !pl.Stopping() {
+		t.Fatalf("low's placement %+v, %v: want stopping", pl, err)
+	}
+	e.plane.cycle(e.ctx)
+	if n := len(e.backend.of("stop")); n != 0 {
+		t.Fatalf("stopped before StopBy")
+	}
+	e.clock.Advance(pl.StopBy.Sub(e.clock.Now()))
+	e.plane.cycle(e.ctx)
+	if n := len(e.backend.of("stop")); n != 1 {
+		t.Fatalf("%d stops at StopBy, want 1", n)
+	}
+	e.event(executor.JobEvent{Type: executor.JobExited, Job: "low", Attempt: 1, Stopped: true, ExitCode: -1})
+	if j := e.job("low"); j.State != cluster.StateQueued {
+		t.Errorf("low is %s, want queued", j.State)
+	}
+}
+
+func TestARestartBetweenRecordingAStartAndSendingItStartsTheJobOnce(t *testing.T) {
+	e := newEnv(t, fleetOf(1, 8), nil)
+	e.submit("j1", spec(1, time.Hour))
+	e.submit("j2", spec(1, time.Hour))
+	// The process dies in the backend call: the start of j1 is recorded,
+	// never sent.
+	crashCtx, crash := context.WithCancel(e.ctx)
+	e.backend.onStart = func(a executor.Assignment) error {
+		if a.Job.ID == "j1" {
+			crash()
+			return crashCtx.Err()
+		}
+		return nil
+	}
+	e.plane.cycle(crashCtx)
+	if j := e.job("j1"); j.State != cluster.StateRunning {
+		t.Fatalf("j1 is %s after the crash, want running (recorded before the call)", j.State)
+	}
+	e.backend.onStart = nil
+	e.restart()
+	starts := e.backend.of("start")
+	var j1 []call
+	for _, c := range starts {
+		if c.job == "j1" {
+			j1 = append(j1, c)
+		}
+	}
+	if len(j1) != 1 || j1[0].attempt != 1 {
+		t.Fatalf("starts of j1 after the restart %+v, want attempt 1 resent once", j1)
+	}
+	e.event(executor.JobEvent{Type: executor.JobStarted, Job: "j1", Attempt: 1, Node: "n0"})
+	e.plane.cycle(e.ctx)
+	e.restart() // a confirmed start is not resent
+	e.plane.cycle(e.ctx)
+	for _, c := range e.backend.of("start") {
+		if c.job == "j1" && c.attempt != 1 {
+			t.Errorf("j1 started as attempt %d", c.attempt)
+		}
+	}
+	n := 0
+	for _, c := range e.backend.of("start") {
+		if c.job == "j1" {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("j1 sent %d starts, want 1", n)
+	}
+	for _, id := range []string{"j1", "j2"} {
+		if j := e.job(id); j.State != cluster.StateRunning || j.Attempts != 1 {
+			t.Errorf("%s: %s after %d attempts, want running after 1", id, j.State, j.Attempts)
+		}
+	}
+}
+
+func TestNodeSyncedReconcilesWithTheNodesList(t *testing.T) {
+	e := newEnv(t, fleetOf(2, 8), nil)
+	e.submit("a", spec(8, time.Hour))
+	e.submit("b", spec(8, time.Hour))
+	e.plane.cycle(e.ctx)
+	pa, _ := e.store.GetPlacement(e.ctx, "a")
+	pb, _ := e.store.GetPlacement(e.ctx, "b")
+	nodeA, nodeB := pa.Allocations[0].GPU.Node, pb.Allocations[0].GPU.Node
+	if nodeA == nodeB {
+		t.Fatalf("a and b on one node %s", nodeA)
+	}
+	e.event(executor.JobEvent{Type: executor.JobStarted, Job: "a", Attempt: 1, Node: nodeA})
+	// a's node says it runs a and a stranger; b's node says it runs nothing.
+	e.event(executor.JobEvent{Type: executor.NodeSynced, Node: nodeA,
+		Running: []executor.RunningAttempt{{Job: "a", Attempt: 1}, {Job: "stranger", Attempt: 4}}})
+	e.event(executor.JobEvent{Type: executor.NodeSynced, Node: nodeB})
+	if j := e.job("a"); j.State != cluster.StateRunning {
+		t.Errorf("a is %s, want running (its node lists it)", j.State)
+	}
+	if j := e.job("b"); j.State != cluster.StateQueued || j.Attempts != 1 {
+		t.Errorf("b is %s after %d attempts, want requeued", j.State, j.Attempts)
+	}
+	stops := e.backend.of("stop")
+	if len(stops) != 1 || stops[0].job != "stranger" {
+		t.Errorf("stops %+v, want the stranger stopped", stops)
+	}
+	e.wantEvents("b", store.EventSubmitted, store.EventStarted, store.EventRequeued)
+	// A stale event of b's first attempt changes nothing once attempt 2 runs.
+	e.plane.cycle(e.ctx)
+	e.event(executor.JobEvent{Type: executor.JobExited, Job: "b", Attempt: 1, ExitCode: 0})
+	if j := e.job("b"); j.State != cluster.StateRunning || j.Attempts != 2 {
+		t.Errorf("b is %s after %d attempts, want attempt 2 running", j.State, j.Attempts)
+	}
+}
+
+func TestALostJobIsRequeued(t *testing.T) {
+	e := newEnv(t, fleetOf(1, 8), nil)
+	e.submit("a", spec(8, time.Hour))
+	e.plane.cycle(e.ctx)
+	e.event(executor.JobEvent{Type: executor.JobLost, Job: "a", Attempt: 1, Node: "n0", Message: "GPU fell off the bus"})
+	if j := e.job("a"); j.State != cluster.StateQueued {
+		t.Errorf("a is %s, want queued", j.State)
+	}
+}
+
+func TestCancel(t *testing.T) {
+	e := newEnv(t, fleetOf(1, 8), nil)
+	e.submit("q", spec(8, time.Hour))
+	e.submit("r", spec(8, time.Hour))
+	e.plane.cycle(e.ctx) // one of them runs
+	running := "q"
+	if e.job("q").State == cluster.StateQueued {
+		running = "r"
+	}
+	queued := map[string]string{"q": "r", "r": "q"}[running]
+	st, err := e.plane.Cancel(e.ctx, cluster.JobID(queued))
+	if err != nil || st.State != cluster.StateCancelled {
+		t.Fatalf("cancel of the queued job: %+v, %v", st, err)
+	}
+	st, err = e.plane.Cancel(e.ctx, cluster.JobID(running))
+	if err != nil || st.State != cluster.StateRunning {
+		t.Fatalf("cancel of the running job: %+v, %v; want it running until it exits", st, err)
+	}
+	if stops := e.backend.of("stop"); len(stops) != 1 || string(stops[0].job) != running {
+		t.Fatalf("stops %+v", stops)
+	}
+	e.event(executor.JobEvent{Type: executor.JobExited, Job: cluster.JobID(running), Attempt: 1, Stopped: true, ExitCode: -1})
+	if j := e.job(running); j.State != cluster.StateCancelled {
+		t.Errorf("%s is %s after its exit, want cancelled", running, j.State)
+	}
+	if _, err := e.plane.Cancel(e.ctx, cluster.JobID(running)); !errors.Is(err, ErrConflict) {
+		t.Errorf("second cancel: %v, want ErrConflict", err)
+	}
+	if _, err := e.plane.Cancel(e.ctx, "nope"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("cancel of a missing job: %v, want ErrNotFound", err)
+	}
+}
+
+func TestSubmitValidatesAndIsIdempotent(t *testing.T) {
+	e := newEnv(t, fleetOf(1, 8), nil)
+	bad := spec(1, time.Hour)
+	bad.Tenant = ""
+	if _, err := e.plane.Submit(e.ctx, SubmitRequest{Spec: bad}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("no tenant: %v, want ErrInvalid", err)
+	}
+	if _, err := e.plane.Submit(e.ctx, SubmitRequest{Spec: spec(9, time.Hour)}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("9 GPUs on an 8-GPU fleet: %v, want ErrInvalid", err)
+	}
+	s := spec(2, time.Hour)
+	s.GPUMilli = 0 // filled in
+	first, err := e.plane.Submit(e.ctx, SubmitRequest{ID: "j1", Spec: s, Command: []string{"train.py"}})
+	if err != nil || first.GPUMilli != cluster.MilliGPU {
+		t.Fatalf("Submit: %+v, %v", first, err)
+	}
+	again, err := e.plane.Submit(e.ctx, SubmitRequest{ID: "j1", Spec: s, Command: []string{"train.py"}})
+	if err != nil || again.ID != "j1" || !again.SubmitTime.Equal(first.SubmitTime) {
+		t.Errorf("same submission again: %+v, %v; want the stored job", again, err)
+	}
+	if _, err := e.plane.Submit(e.ctx, SubmitRequest{ID: "j1", Spec: spec(3, time.Hour)}); !errors.Is(err, ErrConflict) {
+		t.Errorf("another spec under the same ID: %v, want ErrConflict", err)
+	}
+	anon, err := e.plane.Submit(e.ctx, SubmitRequest{Spec: spec(1, time.Hour)})
+	if err != nil || anon.ID == "" {
+		t.Errorf("submission without an ID: %+v, %v", anon, err)
+	}
+	// The command reaches the backend.
+	e.plane.cycle(e.ctx)
+	for _, c := range e.backend.of("start") {
+		if c.job == "j1" && (len(c.a.Command) != 1 || c.a.Command[0] != "train.py") {
+			t.Errorf("j1 started with command %v", c.a.Command)
+		}
+	}
+}
+
+func TestDeadlineFeasibilityAtSubmit(t *testing.T) {
+	e := newEnv(t, fleetOf(1, 8), nil)
+	e.submit("busy", spec(8, 2*time.Hour)) // P90 3h
+	e.plane.cycle(e.ctx)
+	soon := spec(1, 30*time.Minute) // P90 45m
+	soon.Deadline = t0.Add(time.Hour)
+	st := e.submit("soon", soon)
+	if st.DeadlineFeasible == nil || *st.DeadlineFeasible {
+		t.Errorf("deadline in 1h behind 3h of work: feasible %v, want false", st.DeadlineFeasible)
+	}
+	later := spec(1, 30*time.Minute)
+	later.Deadline = t0.Add(5 * time.Hour)
+	st = e.submit("later", later)
+	if st.DeadlineFeasible == nil || !*st.DeadlineFeasible || st.LatestStart == nil || !st.LatestStart.Equal(t0.Add(5*time.Hour-45*time.Minute)) {
+		t.Errorf("deadline in 5h: feasible %v latest start %v, want feasible, latest at 4h15m", st.DeadlineFeasible, st.LatestStart)
+	}
+	none := e.submit("none", spec(1, time.Minute))
+	if none.DeadlineFeasible != nil {
+		t.Errorf("a job without a deadline has feasibility %v", *none.DeadlineFeasible)
+	}
+}
+
+func TestJobsFiltersByTenantStateAndLabels(t *testing.T) {
+	e := newEnv(t, fleetOf(1, 8), nil)
+	a := spec(1, time.Hour)
+	a.Labels["experiment"] = "e1"
+	e.submit("a", a)
+	b := spec(1, time.Hour)
+	b.Tenant = "t2"
+	e.submit("b", b)
+	e.submit("c", spec(1, time.Hour))
+	got, err := e.plane.Jobs(e.ctx, JobQuery{Labels: map[string]string{"experiment": "e1"}})
+	if err != nil || len(got) != 1 || got[0].ID != "a" {
+		t.Errorf("by label: %+v, %v", got, err)
+	}
+	got, _ = e.plane.Jobs(e.ctx, JobQuery{Tenant: "t2"})
+	if len(got) != 1 || got[0].ID != "b" {
+		t.Errorf("by tenant: %+v", got)
+	}
+	got, _ = e.plane.Jobs(e.ctx, JobQuery{Limit: 2, States: []cluster.JobState{cluster.StateQueued}})
+	if len(got) != 2 {
+		t.Errorf("limit 2: %d jobs", len(got))
+	}
+	if _, err := e.plane.Jobs(e.ctx, JobQuery{States: []cluster.JobState{"sleeping"}}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("unknown state: %v, want ErrInvalid", err)
+	}
+}
+
+func TestAJobThatFinishesWhileBeingPreemptedSucceeds(t *testing.T) {
+	e := preemptionEnv(t)
+	e.event(executor.JobEvent{Type: executor.JobExited, Job: "low", Attempt: 1, ExitCode: 0})
+	if j := e.job("low"); j.State != cluster.StateSucceeded {
+		t.Errorf("low is %s after exiting 0 on its own, want succeeded", j.State)
+	}
+}

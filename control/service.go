@@ -1,0 +1,283 @@
+package control
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/prescient-sched/prescient/cluster"
+)
+
+// Service is what the HTTP API asks of the control plane. Authorization is
+// the API's: Service trusts the tenant it is given. Errors that are the
+// caller's fault wrap ErrInvalid, ErrNotFound or ErrConflict so that the API
+// can answer 400, 404 or 409.
+type Service interface {
+	// Submit accepts a job: once it returns, the job is durable and will be
+	// planned. The job's tenant is the caller's.
+	Submit(ctx context.Context, req SubmitRequest) (JobStatus, error)
+	Jobs(ctx context.Context, q JobQuery) ([]JobStatus, error)
+	Job(ctx context.Context, id cluster.JobID) (JobStatus, error)
+	// Cancel cancels a queued job or stops a running one.
+	Cancel(ctx context.Context, id cluster.JobID) (JobStatus, error)
+
+	Fleet(ctx context.Context) (FleetState, error)
+	Predict(ctx context.Context, specs []cluster.JobSpec) ([]Forecast, error)
+	Recommendations(ctx context.Context, since time.Time, limit int) ([]Recommendation, error)
+	WhatIf(ctx context.Context, req WhatIfRequest) (WhatIfResult, error)
+	Stats(ctx context.Context, q StatsQuery) (Stats, error)
+
+	Models(ctx context.Context) ([]ModelVersion, error)
+	// Retrain starts a retraining run now; it returns once the run is
+	// started (the models list shows its result).
+	Retrain(ctx context.Context) error
+	// Rollback makes version `to` of target current; to 0 means the one
+	// before the current.
+	Rollback(ctx context.Context, target string, to int) (ModelVersion, error)
+
+	Mode() Mode
+	SetMode(ctx context.Context, m Mode) error
+}
+
+// Errors a Service wraps so that the API can pick the status.
+var (
+	ErrInvalid  = errors.New("invalid request")
+	ErrNotFound = errors.New("not found")
+	ErrConflict = errors.New("conflict")
+)
+
+// Mode is what the control plane does with a plan.
+type Mode string
+
+// The modes.
+const (
+	ModeAdvisor   Mode = "advisor"   // record recommendations, change nothing
+	ModeAutopilot Mode = "autopilot" // act through the backend
+)
+
+// SubmitRequest is a job as a client submits it.
+type SubmitRequest struct {
+	// ID is optional; a given ID makes the submission idempotent (the same
+	// ID again answers the stored job with ErrConflict when its spec
+	// differs).
+	ID   cluster.JobID
+	Spec cluster.JobSpec
+	// Command is what the agent runs (argv); empty for the simulated
+	// backend and for Kubernetes, whose pods say it.
+	Command []string
+	// Env is added to the process's environment.
+	Env map[string]string
+}
+
+// JobQuery filters a job listing.
+type JobQuery struct {
+	Tenant string             // "" for all
+	States []cluster.JobState // empty for all
+	Limit  int                // 0 for the default (100)
+	// Labels keeps jobs whose labels include all of these.
+	Labels map[string]string
+}
+
+// JobStatus is a job as the API shows it.
+type JobStatus struct {
+	ID         cluster.JobID     `json:"id"`
+	Name       string            `json:"name,omitempty"`
+	Tenant     string            `json:"tenant"`
+	User       string            `json:"user,omitempty"`
+	Tier       string            `json:"tier"`
+	GPUs       int               `json:"gpus"`
+	GPUMilli   int               `json:"gpu_milli"`
+	Labels     map[string]string `json:"labels,omitempty"`
+	State      cluster.JobState  `json:"state"`
+	Attempts   int               `json:"attempts"`
+	SubmitTime time.Time         `json:"submit_time"`
+	StartTime  *time.Time        `json:"start_time,omitempty"`
+	EndTime    *time.Time        `json:"end_time,omitempty"`
+	Deadline   *time.Time        `json:"deadline,omitempty"`
+	// GPUs the current attempt holds, as "node/gpuN".
+	Placement []string `json:"placement,omitempty"`
+	// Reason is why it waits, or why it runs where it runs.
+	Reason   string    `json:"reason,omitempty"`
+	Forecast *Forecast `json:"forecast,omitempty"`
+	// DeadlineFeasible is whether the deadline can still be met (nil when
+	// the job has none).
+	DeadlineFeasible *bool      `json:"deadline_feasible,omitempty"`
+	LatestStart      *time.Time `json:"latest_start,omitempty"`
+	// Predicted start and end from the current plan, when known.
+	PredictedStart *time.Time `json:"predicted_start,omitempty"`
+	PredictedEnd   *time.Time `json:"predicted_end,omitempty"`
+	ExitCode       *int       `json:"exit_code,omitempty"`
+	LastCheckpoint *time.Time `json:"last_checkpoint,omitempty"`
+}
+
+// Forecast is a job's forecast as the API shows it.
+type Forecast struct {
+	Job            cluster.JobID `json:"job,omitempty"`
+	DurationP50S   float64       `json:"duration_p50_s"`
+	DurationP90S   float64       `json:"duration_p90_s"`
+	MemoryP90Bytes int64         `json:"memory_p90_bytes,omitempty"`
+	Source         string        `json:"source"`
+}
+
+// FleetState is the fleet now.
+type FleetState struct {
+	Time     time.Time   `json:"time"`
+	Nodes    []NodeState `json:"nodes"`
+	GPUs     int         `json:"gpus"`
+	GPUsBusy float64     `json:"gpus_busy"` // allocated, in whole GPUs
+	Queued   int         `json:"queued"`
+	Running  int         `json:"running"`
+	Mode     Mode        `json:"mode"`
+}
+
+// NodeState is one node now.
+type NodeState struct {
+	Name  string     `json:"name"`
+	State string     `json:"state"` // ready, draining, down, parked
+	Agent bool       `json:"agent"` // an agent is connected (agent backend)
+	GPUs  []GPUState `json:"gpus"`
+}
+
+// GPUState is one GPU now: what holds it and what telemetry last said.
+type GPUState struct {
+	Index          int             `json:"index"`
+	Model          string          `json:"model"`
+	MemoryBytes    int64           `json:"memory_bytes"`
+	AllocatedMilli int             `json:"allocated_milli"`
+	Jobs           []cluster.JobID `json:"jobs,omitempty"`
+	// From the latest telemetry sample; nil when none is recent.
+	UtilizationPct  *float64 `json:"utilization_pct,omitempty"`
+	MemoryUsedBytes *int64   `json:"memory_used_bytes,omitempty"`
+	PowerW          *float64 `json:"power_w,omitempty"`
+}
+
+// Recommendation is something the advisor recommends.
+type Recommendation struct {
+	ID      int64          `json:"id"`
+	Time    time.Time      `json:"time"`
+	Job     cluster.JobID  `json:"job,omitempty"`
+	Kind    string         `json:"kind"`
+	Reason  string         `json:"reason"`
+	Status  string         `json:"status"`
+	Details map[string]any `json:"details,omitempty"`
+}
+
+// WhatIfRequest changes the live state hypothetically.
+type WhatIfRequest struct {
+	AddJobs     []SubmitRequest
+	RemoveJobs  []cluster.JobID
+	AddNodes    []cluster.Node
+	RemoveNodes []string
+	// Policy replaces the queue policy ("" keeps the current one).
+	Policy string
+	// Horizon bounds how far forward it simulates (0: until the queue
+	// empties or 7 days).
+	Horizon time.Duration
+}
+
+// WhatIfResult is the hypothetical plan against the current one.
+type WhatIfResult struct {
+	Policy string      `json:"policy"`
+	Jobs   []WhatIfJob `json:"jobs"`
+	// Summary figures of both plans.
+	Baseline WhatIfSummary `json:"baseline"`
+	Scenario WhatIfSummary `json:"scenario"`
+	WallS    float64       `json:"wall_s"`
+}
+
+// WhatIfJob is one job's predicted start and finish in both plans.
+type WhatIfJob struct {
+	Job              cluster.JobID `json:"job"`
+	Hypothetical     bool          `json:"hypothetical,omitempty"`
+	Start            *time.Time    `json:"start,omitempty"`
+	End              *time.Time    `json:"end,omitempty"`
+	BaselineStart    *time.Time    `json:"baseline_start,omitempty"`
+	BaselineEnd      *time.Time    `json:"baseline_end,omitempty"`
+	DeltaEndS        *float64      `json:"delta_end_s,omitempty"`
+	DeadlineFeasible *bool         `json:"deadline_feasible,omitempty"`
+}
+
+// WhatIfSummary sums up one plan.
+type WhatIfSummary struct {
+	MeanWaitS      float64 `json:"mean_wait_s"`
+	MakespanS      float64 `json:"makespan_s"`
+	DeadlinesMet   int     `json:"deadlines_met"`
+	DeadlinesTotal int     `json:"deadlines_total"`
+}
+
+// StatsQuery asks for the dashboard's figures over a window ending now.
+type StatsQuery struct {
+	Window time.Duration // 0 for 24h
+	Step   time.Duration // 0 for Window/96
+}
+
+// Stats are the dashboard's figures.
+type Stats struct {
+	From  time.Time `json:"from"`
+	Until time.Time `json:"until"`
+	// Utilization and power over time, fleet-wide.
+	Series []StatsPoint `json:"series"`
+	// Queue wait by tier and by tenant, of jobs that started in the window.
+	WaitByTier   []WaitStat `json:"wait_by_tier"`
+	WaitByTenant []WaitStat `json:"wait_by_tenant"`
+	// Completions and failures in the window, with the reasons of failures.
+	Completed int             `json:"completed"`
+	Failed    int             `json:"failed"`
+	Failures  []FailureReason `json:"failures"`
+	// Cost per workload (tenant, and label "workload" when set).
+	Cost []CostStat `json:"cost"`
+	// Forecasts against actuals of jobs that finished in the window.
+	Forecasts []ForecastCheck `json:"forecasts"`
+}
+
+// StatsPoint is one step of the fleet's series.
+type StatsPoint struct {
+	Time           time.Time `json:"time"`
+	GPUsBusy       float64   `json:"gpus_busy"`
+	UtilizationPct float64   `json:"utilization_pct"` // mean over GPUs, from telemetry
+	PowerW         float64   `json:"power_w"`
+	Queued         int       `json:"queued"`
+}
+
+// WaitStat is the queue wait of one group.
+type WaitStat struct {
+	Key   string  `json:"key"`
+	Jobs  int     `json:"jobs"`
+	MeanS float64 `json:"mean_s"`
+	P90S  float64 `json:"p90_s"`
+}
+
+// FailureReason counts failures with one reason.
+type FailureReason struct {
+	Reason string `json:"reason"`
+	Count  int    `json:"count"`
+}
+
+// CostStat is what one workload used, at the configured prices.
+type CostStat struct {
+	Workload  string  `json:"workload"`
+	GPUHours  float64 `json:"gpu_hours"`
+	EnergyKWh float64 `json:"energy_kwh"`
+	Cost      float64 `json:"cost"`
+	Currency  string  `json:"currency"`
+}
+
+// ForecastCheck compares a finished job's forecast with what it took.
+type ForecastCheck struct {
+	Job          cluster.JobID `json:"job"`
+	DurationP50S float64       `json:"duration_p50_s"`
+	DurationP90S float64       `json:"duration_p90_s"`
+	ActualS      float64       `json:"actual_s"`
+}
+
+// ModelVersion is one published model.
+type ModelVersion struct {
+	Target    string                        `json:"target"`
+	Version   int                           `json:"version"`
+	Current   bool                          `json:"current"`
+	CreatedAt time.Time                     `json:"created_at"`
+	Selected  string                        `json:"selected"`
+	Metrics   map[string]map[string]float64 `json:"metrics"`
+	DataFrom  time.Time                     `json:"data_from"`
+	DataUntil time.Time                     `json:"data_until"`
+}

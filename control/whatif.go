@@ -1,0 +1,374 @@
+package control
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/prescient-sched/prescient/cluster"
+	"github.com/prescient-sched/prescient/executor"
+	"github.com/prescient-sched/prescient/executor/sim"
+)
+
+// What-if limits.
+const (
+	DefaultWhatIfHorizon = 7 * 24 * time.Hour
+	MaxWhatIfHorizon     = 30 * 24 * time.Hour
+	MaxWhatIfJobs        = 10000
+)
+
+// scenario is one simulation's input.
+type scenario struct {
+	nodes   []cluster.Node
+	queued  []cluster.Job
+	running []sim.Placed
+	fc      map[cluster.JobID]executor.Forecast
+	policy  executor.Policy
+	planner executor.Planner
+	hypo    map[cluster.JobID]bool
+}
+
+// WhatIf implements Service: it simulates forward from the live state on a
+// virtual clock starting now, once as things are (the baseline) and once
+// with the request's changes, and answers each job's predicted start and
+// end in both. Durations are the jobs' P50 forecasts less the work they
+// have done; running jobs keep their GPUs and progress; jobs on removed
+// nodes go back to the queue with the work since their last checkpoint
+// lost.
+func (p *Plane) WhatIf(ctx context.Context, req WhatIfRequest) (WhatIfResult, error) {
+	began := time.Now()
+	horizon, err := checkHorizon(req.Horizon)
+	if err != nil {
+		return WhatIfResult{}, err
+	}
+	lv, err := p.liveState(ctx)
+	if err != nil {
+		return WhatIfResult{}, fmt.Errorf("what-if: %w", err)
+	}
+	base := p.baseScenario(lv)
+	scen, err := p.changed(ctx, lv, base, req)
+	if err != nil {
+		return WhatIfResult{}, err
+	}
+	until := lv.now.Add(horizon)
+	var baseOut, scenOut []sim.JobOutcome
+	var baseErr, scenErr error
+	var wg sync.WaitGroup
+	wg.Go(func() { baseOut, baseErr = simulate(ctx, lv.now, until, base, p.cfg.Tenants) })
+	scenOut, scenErr = simulate(ctx, lv.now, until, scen, p.cfg.Tenants)
+	wg.Wait()
+	if err := errors.Join(baseErr, scenErr); err != nil {
+		return WhatIfResult{}, fmt.Errorf("what-if: %w", err)
+	}
+	res := compare(lv.now, scen, baseOut, scenOut)
+	res.Policy = scen.policy.Name
+	res.WallS = time.Since(began).Seconds()
+	return res, nil
+}
+
+func checkHorizon(h time.Duration) (time.Duration, error) {
+	switch {
+	case h < 0 || h > MaxWhatIfHorizon:
+		return 0, fmt.Errorf("horizon %s: want up to %s: %w", h, MaxWhatIfHorizon, ErrInvalid)
+	case h == 0:
+		return DefaultWhatIfHorizon, nil
+	}
+	return h, nil
+}
+
+// baseScenario is the live state as a simulation's input.
+func (p *Plane) baseScenario(lv *live) *scenario {
+	sc := &scenario{nodes: lv.nodes, fc: map[cluster.JobID]executor.Forecast{}, policy: p.policy, planner: p.planner,
+		hypo: map[cluster.JobID]bool{}}
+	for _, v := range lv.in.Queue {
+		sc.addQueued(v)
+	}
+	for _, r := range lv.in.Running {
+		if r.Stopping {
+			// Being preempted: it goes back to the queue, with its progress
+			// if it is writing a checkpoint, else from its last one.
+			v := r.JobView
+			if r.Job.State != cluster.StateCheckpointing {
+				v.Progress = savedProgress(r.Job)
+			}
+			sc.addQueued(&v)
+			continue
+		}
+		pl := lv.placements[r.Job.ID]
+		remaining := r.RemainingP50()
+		j := r.Job.Clone()
+		j.Outcome.RunTime = r.Progress + remaining
+		sc.running = append(sc.running, sim.Placed{Job: j, Allocations: r.Allocations, Started: r.Started,
+			Progress: r.Progress, Forecast: r.Forecast, CheckpointEvery: pl.CheckpointEvery})
+		sc.fc[j.ID] = r.Forecast
+	}
+	return sc
+}
+
+// addQueued adds a queued job whose work is what its forecast leaves.
+func (sc *scenario) addQueued(v *executor.JobView) {
+	j := v.Job.Clone()
+	j.Outcome.RunTime = v.RemainingP50()
+	f := v.Forecast
+	f.DurationP50, f.DurationP90 = v.RemainingP50(), v.RemainingP90()
+	sc.queued = append(sc.queued, j)
+	sc.fc[j.ID] = f
+}
+
+// changed applies a request's changes to a copy of the baseline.
+func (p *Plane) changed(ctx context.Context, lv *live, base *scenario, req WhatIfRequest) (*scenario, error) {
+	if len(req.AddJobs) > MaxWhatIfJobs {
+		return nil, fmt.Errorf("add_jobs: %d jobs, at most %d: %w", len(req.AddJobs), MaxWhatIfJobs, ErrInvalid)
+	}
+	sc := &scenario{fc: maps.Clone(base.fc), policy: base.policy, planner: base.planner, hypo: map[cluster.JobID]bool{}}
+	if req.Policy != "" && req.Policy != p.policy.Name {
+		pol, err := buildPolicy(req.Policy, p.cfg.Placement, p.cfg.PolicyOptions)
+		if err != nil {
+			return nil, fmt.Errorf("policy: %w: %w", ErrInvalid, err)
+		}
+		planner, err := newPlanner(pol, p.cfg.BackfillDepth, slog.New(slog.DiscardHandler))
+		if err != nil {
+			return nil, fmt.Errorf("policy: %w: %w", ErrInvalid, err)
+		}
+		sc.policy, sc.planner = pol, planner
+	}
+	if err := sc.setNodes(base.nodes, req.AddNodes, req.RemoveNodes); err != nil {
+		return nil, err
+	}
+	removed, err := jobSet(lv, req.RemoveJobs)
+	if err != nil {
+		return nil, err
+	}
+	for _, j := range base.queued {
+		if !removed[j.ID] {
+			sc.queued = append(sc.queued, j)
+		}
+	}
+	for _, r := range base.running {
+		switch {
+		case removed[r.Job.ID]:
+		case allOn(r.Allocations, sc.nodes):
+			sc.running = append(sc.running, r)
+		default: // its node is gone: back to the queue, from its last checkpoint
+			for _, v := range lv.in.Running {
+				if v.Job.ID == r.Job.ID {
+					sc.addQueued(&executor.JobView{Job: v.Job, Forecast: v.Forecast, Progress: savedProgress(v.Job)})
+				}
+			}
+		}
+	}
+	return sc, p.addHypothetical(ctx, lv, sc, req.AddJobs)
+}
+
+// setNodes is the baseline's nodes less the removed, plus the added.
+func (sc *scenario) setNodes(base, add []cluster.Node, remove []string) error {
+	names := map[string]bool{}
+	for _, n := range base {
+		names[n.Name] = true
+	}
+	gone := map[string]bool{}
+	for i, name := range remove {
+		if !names[name] {
+			return fmt.Errorf("remove_nodes[%d]: no node %q: %w", i, name, ErrInvalid)
+		}
+		gone[name] = true
+	}
+	for _, n := range base {
+		if !gone[n.Name] {
+			sc.nodes = append(sc.nodes, n)
+		}
+	}
+	for i, n := range add {
+		if names[n.Name] && !gone[n.Name] {
+			return fmt.Errorf("add_nodes[%d]: node %q exists: %w", i, n.Name, ErrInvalid)
+		}
+		sc.nodes = append(sc.nodes, n)
+	}
+	fleet := cluster.Fleet{Nodes: sc.nodes}
+	if err := fleet.Validate(); err != nil {
+		return fmt.Errorf("add_nodes: %w: %w", ErrInvalid, err)
+	}
+	if len(sc.nodes) == 0 {
+		return fmt.Errorf("remove_nodes: no node would be left: %w", ErrInvalid)
+	}
+	return nil
+}
+
+// jobSet checks that the jobs to remove are queued or running.
+func jobSet(lv *live, ids []cluster.JobID) (map[cluster.JobID]bool, error) {
+	known := map[cluster.JobID]bool{}
+	for _, v := range lv.in.Queue {
+		known[v.Job.ID] = true
+	}
+	for _, r := range lv.in.Running {
+		known[r.Job.ID] = true
+	}
+	out := map[cluster.JobID]bool{}
+	for i, id := range ids {
+		if !known[id] {
+			return nil, fmt.Errorf("remove_jobs[%d]: %s is not queued or running: %w", i, id, ErrInvalid)
+		}
+		out[id] = true
+	}
+	return out, nil
+}
+
+func allOn(allocs []cluster.Allocation, nodes []cluster.Node) bool {
+	for _, a := range allocs {
+		if !slices.ContainsFunc(nodes, func(n cluster.Node) bool {
+			return n.Name == a.GPU.Node && a.GPU.Index < len(n.GPUs)
+		}) {
+			return false
+		}
+	}
+	return true
+}
+
+// addHypothetical forecasts the hypothetical jobs, submitted now.
+func (p *Plane) addHypothetical(ctx context.Context, lv *live, sc *scenario, reqs []SubmitRequest) error {
+	if len(reqs) == 0 {
+		return nil
+	}
+	jobs := make([]cluster.Job, len(reqs))
+	ptrs := make([]*cluster.Job, len(reqs))
+	taken := map[cluster.JobID]bool{}
+	for _, j := range sc.queued {
+		taken[j.ID] = true
+	}
+	for _, r := range sc.running {
+		taken[r.Job.ID] = true
+	}
+	for i, r := range reqs {
+		spec, err := p.checkSpec(r.Spec, fmt.Sprintf("add_jobs[%d].spec", i))
+		if err != nil {
+			return err
+		}
+		id := r.ID
+		if id == "" {
+			id = cluster.JobID(fmt.Sprintf("whatif-%d", i))
+		}
+		if taken[id] {
+			return fmt.Errorf("add_jobs[%d].id: %s is taken: %w", i, id, ErrInvalid)
+		}
+		taken[id] = true
+		jobs[i] = cluster.NewJob(id, spec, lv.now)
+		ptrs[i] = &jobs[i]
+	}
+	fc, err := p.cfg.Forecaster.Forecast(ctx, ptrs)
+	if err != nil {
+		return fmt.Errorf("what-if: forecasts: %w", err)
+	}
+	fcs := make(map[cluster.JobID]executor.Forecast, len(sc.fc)+len(fc))
+	for id, f := range sc.fc {
+		fcs[id] = f
+	}
+	for i, f := range fc {
+		jobs[i].Outcome.RunTime = max(f.DurationP50, time.Second)
+		fcs[f.Job] = f
+		sc.queued = append(sc.queued, jobs[i])
+		sc.hypo[f.Job] = true
+	}
+	sc.fc = fcs
+	return nil
+}
+
+// simulate runs a scenario from now and returns every job's outcome.
+func simulate(ctx context.Context, now, until time.Time, sc *scenario, tenants []cluster.Tenant) ([]sim.JobOutcome, error) {
+	cfg := sim.Config{Fleet: &cluster.Fleet{Nodes: slices.Clone(sc.nodes), Tenants: tenants}, Jobs: sc.queued,
+		Running: sc.running, Planner: sc.planner, Forecaster: known(sc.fc), Order: sc.policy.Order,
+		Preemptive: sc.policy.Preemptor != nil, Start: now, Until: until, Outcomes: true, Seed: 1,
+		Logger: slog.New(slog.DiscardHandler)}
+	r, err := sim.Run(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return r.Outcomes, nil
+}
+
+// known is a Forecaster over forecasts known already.
+type known map[cluster.JobID]executor.Forecast
+
+func (k known) Forecast(_ context.Context, jobs []*cluster.Job) ([]executor.Forecast, error) {
+	out := make([]executor.Forecast, len(jobs))
+	for i, j := range jobs {
+		f, ok := k[j.ID]
+		if !ok {
+			return nil, fmt.Errorf("job %s: %w", j.ID, executor.ErrUnknownJob)
+		}
+		out[i] = f
+	}
+	return out, nil
+}
+
+// compare lines up the scenario's outcomes against the baseline's.
+func compare(now time.Time, sc *scenario, base, scen []sim.JobOutcome) WhatIfResult {
+	byID := make(map[cluster.JobID]sim.JobOutcome, len(base))
+	for _, o := range base {
+		byID[o.Job] = o
+	}
+	jobs := map[cluster.JobID]*cluster.Job{}
+	for i := range sc.queued {
+		jobs[sc.queued[i].ID] = &sc.queued[i]
+	}
+	for i := range sc.running {
+		jobs[sc.running[i].Job.ID] = &sc.running[i].Job
+	}
+	res := WhatIfResult{Jobs: make([]WhatIfJob, 0, len(scen))}
+	for _, o := range scen {
+		wj := WhatIfJob{Job: o.Job, Hypothetical: sc.hypo[o.Job], Start: timePtr(o.Start), End: timePtr(o.End)}
+		if b, ok := byID[o.Job]; ok {
+			wj.BaselineStart, wj.BaselineEnd = timePtr(b.Start), timePtr(b.End)
+			if !o.End.IsZero() && !b.End.IsZero() {
+				d := o.End.Sub(b.End).Seconds()
+				wj.DeltaEndS = &d
+			}
+		}
+		if j := jobs[o.Job]; j != nil && j.Spec.HasDeadline() {
+			met := !o.End.IsZero() && !o.End.After(j.Spec.Deadline)
+			wj.DeadlineFeasible = &met
+		}
+		res.Jobs = append(res.Jobs, wj)
+	}
+	res.Scenario = summarize(now, scen, jobs)
+	res.Baseline = summarize(now, base, jobs)
+	return res
+}
+
+// summarize sums up one simulation: the mean wait from now (or from
+// submission, for later jobs) of the jobs that start in it, the time until
+// the last job ends, and the deadlines met.
+func summarize(now time.Time, outs []sim.JobOutcome, jobs map[cluster.JobID]*cluster.Job) WhatIfSummary {
+	var s WhatIfSummary
+	var waitSum float64
+	waits := 0
+	last := now
+	for _, o := range outs {
+		j := jobs[o.Job]
+		if j == nil {
+			continue
+		}
+		if !o.Start.IsZero() && !o.Start.Before(now) {
+			waitSum += o.Start.Sub(maxTime(now, j.SubmitTime)).Seconds()
+			waits++
+		}
+		if o.End.After(last) {
+			last = o.End
+		}
+		if j.Spec.HasDeadline() {
+			s.DeadlinesTotal++
+			if !o.End.IsZero() && !o.End.After(j.Spec.Deadline) {
+				s.DeadlinesMet++
+			}
+		}
+	}
+	if waits > 0 {
+		s.MeanWaitS = waitSum / float64(waits)
+	}
+	s.MakespanS = last.Sub(now).Seconds()
+	return s
+}

@@ -1,0 +1,178 @@
+package control
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/prescient-sched/prescient/cluster"
+	"github.com/prescient-sched/prescient/cluster/clustertest"
+	"github.com/prescient-sched/prescient/executor"
+)
+
+// whatIfEnv runs two 8-GPU jobs (1h each) for 20 minutes on two 8-GPU
+// nodes and queues six 4-GPU jobs of 30 minutes.
+func whatIfEnv(t *testing.T, policy string) *env {
+	e := newEnv(t, fleetOf(2, 8), func(c *Config) { c.Policy = policy })
+	e.submit("r0", spec(8, time.Hour))
+	e.submit("r1", spec(8, time.Hour))
+	e.plane.cycle(e.ctx)
+	e.clock.Advance(20 * time.Minute)
+	for _, id := range []string{"q0", "q1", "q2", "q3", "q4", "q5"} {
+		e.submit(id, spec(4, 30*time.Minute))
+	}
+	return e
+}
+
+func byJob(res WhatIfResult) map[cluster.JobID]WhatIfJob {
+	out := map[cluster.JobID]WhatIfJob{}
+	for _, j := range res.Jobs {
+		out[j.Job] = j
+	}
+	return out
+}
+
+func TestWhatIfBaselineFollowsTheLiveState(t *testing.T) {
+	e := whatIfEnv(t, "fifo")
+	res, err := e.plane.WhatIf(e.ctx, WhatIfRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := e.clock.Now()
+	want := map[cluster.JobID][2]time.Duration{ // start, end from now
+		"r0": {-20 * time.Minute, 40 * time.Minute}, "r1": {-20 * time.Minute, 40 * time.Minute},
+		"q0": {40 * time.Minute, 70 * time.Minute}, "q1": {40 * time.Minute, 70 * time.Minute},
+		"q2": {40 * time.Minute, 70 * time.Minute}, "q3": {40 * time.Minute, 70 * time.Minute},
+		"q4": {70 * time.Minute, 100 * time.Minute}, "q5": {70 * time.Minute, 100 * time.Minute},
+	}
+	got := byJob(res)
+	for id, w := range want {
+		j, ok := got[id]
+		if !ok || j.Start == nil || j.End == nil {
+			t.Errorf("%s: %+v, want a start and an end", id, j)
+			continue
+		}
+		if !j.Start.Equal(now.Add(w[0])) || !j.End.Equal(now.Add(w[1])) {
+			t.Errorf("%s: %s → %s, want %s → %s", id, j.Start.Sub(now), j.End.Sub(now), w[0], w[1])
+		}
+		if j.DeltaEndS == nil || *j.DeltaEndS != 0 {
+			t.Errorf("%s: delta %v against an identical baseline, want 0", id, j.DeltaEndS)
+		}
+	}
+	if res.Baseline.MakespanS != 100*60 || res.Scenario != res.Baseline || res.Policy != "fifo" {
+		t.Errorf("summaries %+v / %+v, policy %s", res.Baseline, res.Scenario, res.Policy)
+	}
+}
+
+func TestWhatIfARemovedNodeDelaysAndAnAddedOneSpeedsUp(t *testing.T) {
+	e := whatIfEnv(t, "fifo")
+	removed, err := e.plane.WhatIf(e.ctx, WhatIfRequest{RemoveNodes: []string{"n1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	later := 0
+	for _, j := range removed.Jobs {
+		if j.DeltaEndS == nil {
+			t.Fatalf("%s: no delta: %+v", j.Job, j)
+		}
+		if *j.DeltaEndS < 0 {
+			t.Errorf("%s ends %gs earlier on a smaller fleet", j.Job, -*j.DeltaEndS)
+		}
+		if *j.DeltaEndS > 0 {
+			later++
+		}
+	}
+	if later == 0 || removed.Scenario.MakespanS <= removed.Baseline.MakespanS {
+		t.Errorf("removing a node delayed %d jobs, makespan %g → %g; want later ends", later,
+			removed.Baseline.MakespanS, removed.Scenario.MakespanS)
+	}
+	extra := clustertest.Node("n9").GPUs(8, "A100-80GB").Obj()
+	added, err := e.plane.WhatIf(e.ctx, WhatIfRequest{AddNodes: []cluster.Node{extra}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if added.Scenario.MakespanS >= added.Baseline.MakespanS || added.Scenario.MeanWaitS >= added.Baseline.MeanWaitS {
+		t.Errorf("adding a node: makespan %g → %g, mean wait %g → %g; want both lower", added.Baseline.MakespanS,
+			added.Scenario.MakespanS, added.Baseline.MeanWaitS, added.Scenario.MeanWaitS)
+	}
+}
+
+func TestWhatIfAnAddedUrgentJobGoesFirstAndDelaysOthers(t *testing.T) {
+	e := whatIfEnv(t, "prescient")
+	urgent := spec(8, 20*time.Minute)
+	urgent.Tier = cluster.TierProduction
+	urgent.Deadline = e.clock.Now().Add(2 * time.Hour)
+	res, err := e.plane.WhatIf(e.ctx, WhatIfRequest{AddJobs: []SubmitRequest{{ID: "urgent", Spec: urgent}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := byJob(res)
+	u := got["urgent"]
+	if !u.Hypothetical || u.Start == nil || u.End == nil || u.BaselineEnd != nil || u.DeadlineFeasible == nil || !*u.DeadlineFeasible {
+		t.Fatalf("urgent: %+v, want a hypothetical job that starts, ends within its deadline, without a baseline", u)
+	}
+	delayed := 0
+	for id, j := range got {
+		if id == "urgent" {
+			continue
+		}
+		if j.DeltaEndS != nil && *j.DeltaEndS > 0 {
+			delayed++
+		}
+		if j.Start != nil && j.Start.Before(*u.Start) && id[0] == 'q' {
+			t.Errorf("%s starts at %s, before the production job at %s", id, j.Start, u.Start)
+		}
+	}
+	if delayed == 0 {
+		t.Errorf("no job ends later with an 8-GPU production job added: %+v", res.Jobs)
+	}
+	if res.Scenario.DeadlinesTotal != 1 || res.Scenario.DeadlinesMet != 1 || res.Baseline.DeadlinesTotal != 0 {
+		t.Errorf("deadlines: scenario %+v baseline %+v", res.Scenario, res.Baseline)
+	}
+	// Removing the queued jobs takes them out of the scenario.
+	res, err = e.plane.WhatIf(e.ctx, WhatIfRequest{RemoveJobs: []cluster.JobID{"q0", "q1"}, Policy: "fifo"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := byJob(res)["q0"]; ok || res.Policy != "fifo" {
+		t.Errorf("q0 still in the scenario (policy %s)", res.Policy)
+	}
+}
+
+func TestWhatIfRejectsBadRequests(t *testing.T) {
+	e := whatIfEnv(t, "fifo")
+	for name, req := range map[string]WhatIfRequest{
+		"unknown node":   {RemoveNodes: []string{"n7"}},
+		"duplicate node": {AddNodes: []cluster.Node{clustertest.Node("n0").GPUs(1, "A100").Obj()}},
+		"unknown job":    {RemoveJobs: []cluster.JobID{"zz"}},
+		"bad policy":     {Policy: "coin-flip"},
+		"bad spec":       {AddJobs: []SubmitRequest{{Spec: cluster.JobSpec{GPUs: 1}}}},
+		"taken id":       {AddJobs: []SubmitRequest{{ID: "q0", Spec: spec(1, time.Minute)}}},
+		"long horizon":   {Horizon: 365 * 24 * time.Hour},
+		"no nodes left":  {RemoveNodes: []string{"n0", "n1"}},
+	} {
+		if _, err := e.plane.WhatIf(e.ctx, req); !errors.Is(err, ErrInvalid) {
+			t.Errorf("%s: %v, want ErrInvalid", name, err)
+		}
+	}
+}
+
+var _ executor.Forecaster = known(nil)
+
+func TestWhatIfTreatsAJobBeingPreemptedAsRequeued(t *testing.T) {
+	e := preemptionEnv(t) // low is checkpointing to make room for high
+	res, err := e.plane.WhatIf(e.ctx, WhatIfRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := byJob(res)
+	now := e.clock.Now()
+	high, low := got["high"], got["low"]
+	if high.Start == nil || !high.Start.Equal(now) {
+		t.Errorf("high starts at %v, want now (%s)", high.Start, now)
+	}
+	// low resumes after high's hour with its 20 minutes of progress kept.
+	if low.Start == nil || low.End == nil || !low.Start.Equal(now.Add(time.Hour)) || !low.End.Equal(now.Add(time.Hour+10*time.Hour-20*time.Minute)) {
+		t.Errorf("low %v → %v, want +1h → +10h40m", low.Start, low.End)
+	}
+}
