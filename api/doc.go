@@ -1,5 +1,14 @@
-// Package api is Prescient's HTTP face: health and readiness probes now; the
-// /v1 routes, auth, the OpenAPI document and the dashboard arrive with the
-// control-plane issue. It reaches the rest of Prescient only through
-// interfaces. Errors are JSON: {"error": {"code": "...", "message": "..."}}.
+// Package api is Prescient's HTTP face, on gin: the probes (/healthz,
+// /readyz), Prometheus metrics (/metrics), the OpenAPI document
+// (/v1/openapi.json) and the /v1 routes over a control.Service (jobs,
+// fleet, predict, what-if, recommendations, stats, models, mode), with the
+// agent hub mounted under /v1/agents/ and the dashboard at /.
+//
+// Every /v1 request carries a bearer token from the tokens file (Tokens,
+// LoadTokens), bound to a tenant and a role: viewers read, submitters also
+// submit and cancel, admins do everything for every tenant, agents reach
+// only /v1/agents/. No valid token is 401, the wrong role or tenant 403.
+// Request bodies are one JSON object with no unknown fields, at most 1 MiB
+// by default; errors are JSON: {"error": {"code": "...", "message": "..."}}.
+// The package reaches the rest of Prescient only through control.Service.
 package api

@@ -1,0 +1,85 @@
+package api_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/prescient-sched/prescient/api"
+	"github.com/prescient-sched/prescient/cluster"
+	"github.com/prescient-sched/prescient/cluster/clustertest"
+	"github.com/prescient-sched/prescient/control"
+	"github.com/prescient-sched/prescient/control/simbackend"
+	"github.com/prescient-sched/prescient/executor"
+	"github.com/prescient-sched/prescient/store"
+)
+
+// hourForecaster forecasts every job at P50 one hour, P90 two.
+type hourForecaster struct{}
+
+func (hourForecaster) Forecast(_ context.Context, jobs []*cluster.Job) ([]executor.Forecast, error) {
+	out := make([]executor.Forecast, len(jobs))
+	for i, j := range jobs {
+		out[i] = executor.Forecast{Job: j.ID, DurationP50: time.Hour, DurationP90: 2 * time.Hour, Source: "test"}
+	}
+	return out, nil
+}
+
+// TestTheRealPlaneAnswersAsDocumented serves the real control plane (the
+// SQLite store, the simulated backend, advisor mode) and checks the API's
+// answers against the OpenAPI document, as the fake's are.
+func TestTheRealPlaneAnswersAsDocumented(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "prescient.db"), store.WithLogger(log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	backend, err := simbackend.New(simbackend.Config{Duration: func(*cluster.Job) time.Duration { return time.Hour }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fleet := clustertest.Fleet(clustertest.Node("n1").GPUs(8, "A100-SXM4-80GB").Obj(), clustertest.Node("n2").GPUs(8, "A100-SXM4-80GB").Obj())
+	plane, err := control.New(control.Config{
+		Store: st, Nodes: control.StaticFleet{Fleet: fleet}, Backend: backend, Forecaster: hourForecaster{},
+		Mode: control.ModeAdvisor, Logger: log, Tick: 50 * time.Millisecond, Debounce: time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- plane.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	e := &env{t: t, now: time.Now(), srv: api.New(api.Config{Service: plane, Tokens: testTokens(), Logger: log})}
+	e.submit(tokSubmitterA, "a-1")
+	e.submit(tokSubmitterA, "a-2")
+	e.submit(tokSubmitterB, "b-1")
+	deadline := time.Now().Add(3 * time.Hour).UTC().Format(time.RFC3339)
+	checkConformance(t, e, []apiRequest{
+		{"POST", "/v1/jobs", tokSubmitterA, `{"id":"a-3","tier":"production","gpus":4,"deadline":"` + deadline + `","labels":{"run":"7"}}`, 201},
+		{"POST", "/v1/jobs", tokSubmitterA, `{"id":"a-3","gpus":1}`, 409},
+		{"GET", "/v1/jobs", tokAdmin, "", 200},
+		{"GET", "/v1/jobs?state=queued,running", tokViewerA, "", 200},
+		{"GET", "/v1/jobs/a-1", tokViewerA, "", 200},
+		{"GET", "/v1/jobs/nope", tokViewerA, "", 404},
+		{"GET", "/v1/jobs/b-1", tokViewerA, "", 403},
+		{"GET", "/v1/fleet", tokViewerA, "", 200},
+		{"POST", "/v1/predict", tokViewerA, `{"jobs":[{"gpus":1},{"gpus":8}]}`, 200},
+		{"GET", "/v1/recommendations", tokAdmin, "", 200},
+		{"POST", "/v1/whatif", tokAdmin, `{"add_jobs":[{"gpus":8}],"add_nodes":[{"name":"n3","gpus":8,"gpu_model":"A100-SXM4-80GB"}],"horizon_s":86400}`, 200},
+		{"POST", "/v1/whatif", tokViewerA, `{"remove_jobs":["a-2"]}`, 200},
+		{"GET", "/v1/stats", tokAdmin, "", 200},
+		{"GET", "/v1/stats?window_s=3600&step_s=60", tokViewerB, "", 200},
+		{"GET", "/v1/models", tokAdmin, "", 200},
+		{"GET", "/v1/mode", tokViewerA, "", 200},
+		{"PUT", "/v1/mode", tokAdmin, `{"mode":"advisor"}`, 200},
+		{"DELETE", "/v1/jobs/a-2", tokSubmitterA, "", 200},
+		{"DELETE", "/v1/jobs/a-2", tokSubmitterA, "", 409},
+	})
+}
