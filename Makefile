@@ -16,13 +16,18 @@ build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/prescient
 
 # Starts a throw-away InfluxDB 1.8.10 (installing it first if missing), runs every test against it, stops it.
+# The dashboard's browser tests need Debian's chromium: ensure-chromium.sh installs it when missing; when it
+# cannot, the other tests still run and the browser tests fail, saying so.
 test: lint
+	@scripts/ensure-chromium.sh >/dev/null || echo "make test: Chromium could not be installed; the browser tests will fail" >&2
 	scripts/with-influxdb.sh $(GO) test -timeout $(GOTEST_TIMEOUT) ./...
 
-# The control plane on the embedded default: no GPU, no InfluxDB; state in $(RUN_DIR)/prescient.db.
+# The demo on the embedded default: no GPU, no InfluxDB. Four simulated DGX-A100 nodes with local agents running real
+# `prescient workload` processes, a synthetic job stream, models trained at start; state in $(RUN_DIR)/prescient.db,
+# the agents' work in $(RUN_DIR)/demo. It prints the dashboard's address and an admin token.
 run: build
 	@mkdir -p $(RUN_DIR)
-	$(BIN) serve --addr 127.0.0.1:8080 --db $(RUN_DIR)/prescient.db
+	$(BIN) serve --demo --listen 127.0.0.1:8080 --db $(RUN_DIR)/prescient.db
 
 bench:
 	scripts/with-influxdb.sh $(GO) test -run '^$$' -bench . -benchmem -timeout $(GOTEST_TIMEOUT) ./...

@@ -133,13 +133,13 @@ func TestServeWithRetrainingStopsWhenTheListenerFails(t *testing.T) {
 	defer ln.Close()
 	done := make(chan error, 1)
 	go func() {
-		_, err := run(t, "serve", "--db", filepath.Join(t.TempDir(), "p.db"), "--addr", ln.Addr().String(),
+		_, err := run(t, "serve", "--db", filepath.Join(t.TempDir(), "p.db"), "--listen", ln.Addr().String(),
 			"--retrain-every", "6h", "--models", t.TempDir())
 		done <- err
 	}()
 	select {
 	case err := <-done:
-		if err == nil || !strings.Contains(err.Error(), "--addr") {
+		if err == nil || !strings.Contains(err.Error(), "--listen") {
 			t.Fatalf("err = %v", err)
 		}
 	case <-time.After(30 * time.Second):

@@ -4,118 +4,436 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
 
+	"github.com/prescient-sched/prescient/agent"
 	"github.com/prescient-sched/prescient/api"
+	"github.com/prescient-sched/prescient/api/dashboard"
+	"github.com/prescient-sched/prescient/cluster"
+	"github.com/prescient-sched/prescient/collector"
+	"github.com/prescient-sched/prescient/control"
+	"github.com/prescient-sched/prescient/control/simbackend"
+	"github.com/prescient-sched/prescient/datasets"
+	"github.com/prescient-sched/prescient/executor"
+	"github.com/prescient-sched/prescient/executor/policies"
 	"github.com/prescient-sched/prescient/store"
 	"github.com/prescient-sched/prescient/training"
+	"github.com/prescient-sched/prescient/webhook"
 )
 
 type serveOptions struct {
-	addr            string
+	listen          string
 	dbPath          string
 	shutdownTimeout time.Duration
 	retrainEvery    time.Duration
 	models          string
+
+	mode          string
+	backend       string
+	fleet         string
+	policy        string
+	placement     string
+	backfillDepth int
+	tick          time.Duration
+	grace         time.Duration
+	tokens        string
+	metricsToken  bool
+	webhooks      string
+	influx        collector.InfluxOptions
+	pricePerGPUH  float64
+	pricePerKWh   float64
+	currency      string
+	agentSilent   time.Duration
+
+	demo demoOptions
 }
 
 func newServeCmd(g *globals) *cobra.Command {
 	o := serveOptions{}
 	cmd := &cobra.Command{
 		Use:   "serve",
-		Short: "Run the control plane",
-		Long: `Run the control plane on the embedded default: job state in one SQLite file,
-no InfluxDB needed. It answers /healthz (the process is alive) and /readyz (the
-store answers). With --retrain-every and --models it retrains the forecasting
-models from the finished jobs in the store on that schedule and publishes what
-passes the gate. The scheduling modes, the /v1 API and the backends arrive with
-the control-plane issue.`,
+		Short: "Run the control plane: advisor or autopilot, the /v1 API and the dashboard",
+		Long: `Run the control plane. It keeps the queue and the job history in one SQLite
+file (--db), asks the forecasting models (--models) for each job's duration and
+memory, plans on every event and on a tick with the queue policy (--policy) and
+the placement policy (--placement), and then either records recommendations
+with their reasons (--mode advisor, the default) or carries the plan out
+through the backend (--mode autopilot):
+
+  --backend agent  node agents (prescient agent) register their GPUs here and
+                   run the jobs as processes; the fleet is what registered.
+  --backend sim    jobs run on --fleet without processes, each for the
+                   duration in its label "duration_s" (else its P50 forecast).
+  --backend kubernetes is not built yet (issue #9).
+
+It serves the HTTP API under /v1 (bearer tokens from --tokens, a YAML file:
+see the README), /metrics, /healthz, /readyz, /v1/openapi.json and the web
+dashboard at /. With --retrain-every and --models it retrains the models from
+the finished jobs in the store on that schedule and publishes what passes the
+gate; POST /v1/models/retrain does the same at once. Restarting it, even with
+kill -9, loses no accepted job and starts none twice.
+
+--demo runs everything on this machine: four simulated DGX-A100 nodes with
+local agents that run real "prescient workload" processes, a synthetic job
+stream, models trained at start on synthetic history, autopilot, and an admin
+token printed for the dashboard and the API.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runServe(cmd.Context(), g, o) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runServe(cmd.Context(), g, o, cmd.OutOrStdout())
+		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.addr, "addr", "127.0.0.1:8080", "address to listen on")
+	f.StringVar(&o.listen, "listen", "127.0.0.1:8080", "address to serve HTTP on")
+	f.StringVar(&o.listen, "addr", "127.0.0.1:8080", "the same as --listen")
+	_ = f.MarkHidden("addr")
 	f.StringVar(&o.dbPath, "db", "prescient.db", "SQLite file holding the control plane's state (created if missing)")
 	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long in-flight requests may take to finish on SIGTERM")
 	f.DurationVar(&o.retrainEvery, "retrain-every", 0, "retrain the forecasting models from the job store on this schedule (e.g. 6h); 0 never")
-	f.StringVar(&o.models, "models", "", "model registry directory that --retrain-every publishes to")
+	f.StringVar(&o.models, "models", "", "model registry directory: forecasts come from it, retraining publishes to it")
+	f.StringVar(&o.mode, "mode", string(control.ModeAdvisor), "advisor (recommend, change nothing) or autopilot (act through the backend)")
+	f.StringVar(&o.backend, "backend", "agent", "how autopilot reaches the fleet: agent, sim or kubernetes")
+	f.StringVar(&o.fleet, "fleet", "", "the fleet for --backend sim (FORMAT:SPEC, e.g. uniform:4x8:A100-SXM4-80GB)")
+	f.StringVar(&o.policy, "policy", "prescient", "queue policy: "+joinNames(policies.Names()))
+	f.StringVar(&o.placement, "placement", "", "placement policy (empty: the queue policy's own)")
+	f.IntVar(&o.backfillDepth, "backfill-depth", 100, "queued jobs one plan considers for backfill after the first reservation (Slurm's bf_max_job_test)")
+	f.DurationVar(&o.tick, "tick", control.DefaultTick, "plan at least this often when nothing happens")
+	f.DurationVar(&o.grace, "grace", 0, "how long a stopped job may take to exit before SIGKILL (0: the policy's)")
+	f.StringVar(&o.tokens, "tokens", "", "YAML file of bearer tokens, each with a tenant and a role (viewer, submitter, admin, agent)")
+	f.BoolVar(&o.metricsToken, "metrics-need-token", false, "ask for a valid token on /metrics (open by default, as Prometheus expects)")
+	f.StringVar(&o.webhooks, "webhooks", "", "YAML file of webhooks that hear job lifecycle events (signed with HMAC-SHA256)")
+	f.StringVar(&o.influx.URL, "influx-url", "", "InfluxDB the collectors write to; without it telemetry is read from the embedded store (--db)")
+	f.StringVar(&o.influx.Token, "influx-token", "", "InfluxDB token (\"user:password\" on InfluxDB 1.8)")
+	f.StringVar(&o.influx.Org, "influx-org", "prescient", "InfluxDB organization (ignored by InfluxDB 1.8)")
+	f.StringVar(&o.influx.Bucket, "influx-bucket", "prescient/autogen", "InfluxDB bucket (DATABASE/RETENTION_POLICY on InfluxDB 1.8)")
+	f.Float64Var(&o.pricePerGPUH, "price-gpu-hour", 2.0, "price of one GPU-hour, for the dashboard's cost per workload")
+	f.Float64Var(&o.pricePerKWh, "price-kwh", 0.15, "price of one kWh, for the dashboard's cost per workload")
+	f.StringVar(&o.currency, "currency", "USD", "currency of the prices")
+	f.DurationVar(&o.agentSilent, "agent-silent-after", 90*time.Second, "an agent not heard from for this long is reported silent")
+	addDemoFlags(f, &o.demo)
 	return cmd
 }
 
-// runServe opens the store, serves HTTP until ctx ends, then shuts down.
-func runServe(ctx context.Context, g *globals, o serveOptions) error {
-	log := g.logger.With("component", "serve")
+// validate checks the flags that need no I/O; errors name the flag.
+func (o *serveOptions) validate() error {
+	var errs []error
+	if o.demo.enabled {
+		o.mode, o.backend = string(control.ModeAutopilot), "agent"
+	}
+	if o.mode != string(control.ModeAdvisor) && o.mode != string(control.ModeAutopilot) {
+		errs = append(errs, fmt.Errorf("--mode %q: want advisor or autopilot", o.mode))
+	}
+	switch o.backend {
+	case "agent", "sim":
+	case "kubernetes":
+		errs = append(errs, errors.New("--backend kubernetes: not in this build yet (issue #9); use agent or sim"))
+	default:
+		errs = append(errs, fmt.Errorf("--backend %q: want agent, sim or kubernetes", o.backend))
+	}
+	if o.backend == "sim" && o.fleet == "" {
+		errs = append(errs, errors.New("--fleet: --backend sim needs the fleet it simulates (e.g. uniform:4x8:A100-SXM4-80GB)"))
+	}
+	if o.backend == "agent" && o.fleet != "" && !o.demo.enabled {
+		errs = append(errs, errors.New("--fleet: with --backend agent the fleet is what the agents register; leave --fleet out"))
+	}
+	if o.backfillDepth < 0 {
+		errs = append(errs, fmt.Errorf("--backfill-depth %d: must not be negative", o.backfillDepth))
+	}
+	if o.tick <= 0 {
+		errs = append(errs, fmt.Errorf("--tick %s: want a positive duration", o.tick))
+	}
+	if o.grace < 0 || o.shutdownTimeout < 0 || o.agentSilent < 0 {
+		errs = append(errs, errors.New("--grace, --shutdown-timeout and --agent-silent-after must not be negative"))
+	}
+	if o.pricePerGPUH < 0 || o.pricePerKWh < 0 {
+		errs = append(errs, errors.New("--price-gpu-hour and --price-kwh must not be negative"))
+	}
+	if o.influx.URL != "" {
+		if err := o.influx.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("--influx-url/--influx-bucket: %w", err))
+		}
+	}
+	if !contains(policies.Names(), o.policy) {
+		errs = append(errs, fmt.Errorf("--policy %q: want one of %s", o.policy, joinNames(policies.Names())))
+	}
+	if o.retrainEvery < 0 {
+		errs = append(errs, fmt.Errorf("--retrain-every %s is negative (0 turns retraining off)", o.retrainEvery))
+	}
+	if o.retrainEvery > 0 && o.models == "" {
+		errs = append(errs, errors.New("--retrain-every needs --models (the registry directory)"))
+	}
+	if err := o.demo.validate(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
 
-	// 1. Open the durable state; nothing is served before it is there.
+// runServe wires the control plane and serves until ctx ends.
+func runServe(ctx context.Context, g *globals, o serveOptions, stdout io.Writer) error {
+	log := g.logger.With("component", "serve")
+	if err := o.validate(); err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+
+	// 1. The durable state; nothing is served before it is there.
 	st, err := store.Open(ctx, o.dbPath, store.WithLogger(g.logger))
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
 	defer st.Close()
-	wait, err := startRetraining(ctx, g, o, st)
-	if err != nil {
-		return err
-	}
-	defer wait() // before the store closes
 
-	// 2. Bind the listener first so that a taken port fails loudly at start.
-	ln, err := net.Listen("tcp", o.addr)
+	// 2. Who may call: the tokens file, and the demo's own tokens.
+	tokens, err := serveTokens(o)
 	if err != nil {
-		return fmt.Errorf("serve: --addr %s: %w", o.addr, err)
+		return fmt.Errorf("serve: %w", err)
 	}
-	srv := &http.Server{
-		Handler: api.New(api.Config{
-			Logger:  g.logger,
-			Version: version,
-			Checks:  []api.ReadyCheck{{Name: "store", Check: st.Ping}},
-		}).Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
+	var demo *demoSetup
+	if o.demo.enabled {
+		if demo, err = newDemo(ctx, g, &o, st, &tokens); err != nil {
+			return fmt.Errorf("serve: --demo: %w", err)
+		}
+	}
+	if len(tokens.List) == 0 {
+		log.Warn("no --tokens file: every /v1 request will be refused (401); the probes, /metrics and the dashboard page stay open")
 	}
 
-	// 3. Serve until SIGINT/SIGTERM, then let in-flight requests finish.
+	// 3. The models: forecasts from the registry, retraining into it.
+	reg := training.Registry{Dir: o.models}
+	forecaster := newLiveForecaster(reg, g.logger)
+	retrain := func(ctx context.Context) error {
+		if o.models == "" {
+			return fmt.Errorf("%w: serve was started without --models", control.ErrInvalid)
+		}
+		if err := training.Retrain(ctx, st, reg, training.Config{Seed: 1, Logger: g.logger}); err != nil {
+			return err
+		}
+		forecaster.reload()
+		return nil
+	}
+	stopRetraining := startRetraining(ctx, g, o.retrainEvery, retrain)
+	defer stopRetraining() // before the store closes
+
+	// 4. The backend and where the fleet's nodes come from.
+	backend, nodes, hub, err := serveBackend(o, g)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	var telemetry collector.TelemetryStore = collector.NewEmbeddedSink(st)
+	if o.influx.URL != "" {
+		if telemetry, err = collector.NewInfluxQuery(o.influx); err != nil {
+			return fmt.Errorf("serve: --influx-url: %w", err)
+		}
+	}
+	promReg := prometheus.NewRegistry()
+	promReg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	notifier, closeHooks, err := serveWebhooks(o.webhooks, g, promReg)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	defer closeHooks()
+
+	// 5. The control plane itself.
+	cfg := control.Config{
+		Store: st, Nodes: nodes, Backend: backend, Policy: o.policy, Placement: o.placement,
+		BackfillDepth: o.backfillDepth, Forecaster: forecaster, Registry: reg, Retrain: retrain,
+		Telemetry: telemetry, Mode: control.Mode(o.mode), Tick: o.tick, Grace: o.grace, Logger: g.logger,
+		Prices: control.Prices{PerGPUHour: o.pricePerGPUH, PerKWh: o.pricePerKWh, Currency: o.currency},
+	}
+	if demo != nil {
+		cfg.Tenants = demo.fleet.Tenants
+	}
+	if notifier != nil {
+		cfg.Notifier = notifier
+	}
+	plane, err := control.New(cfg)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	planeErr := make(chan error, 1)
+	go func() { planeErr <- plane.Run(ctx) }()
+
+	// 6. The HTTP API; bind first so that a taken port fails loudly.
+	ln, err := net.Listen("tcp", o.listen)
+	if err != nil {
+		return fmt.Errorf("serve: --listen %s: %w", o.listen, err)
+	}
+	apiCfg := api.Config{
+		Logger: g.logger, Version: version, Service: plane, Tokens: tokens, MetricsNeedToken: o.metricsToken,
+		Dashboard: dashboard.Handler(), Registry: promReg,
+		Checks: []api.ReadyCheck{{Name: "store", Check: st.Ping}, {Name: "control_plane", Check: readyCheck(plane.Ready())}},
+	}
+	if hub != nil {
+		apiCfg.Agents = hub.Handler()
+	}
+	srv := &http.Server{Handler: api.New(apiCfg).Handler(), ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
-	log.Info("control plane serving", "addr", ln.Addr().String(), "db", o.dbPath)
+	log.Info("control plane serving", "listen", ln.Addr().String(), "db", o.dbPath, "mode", o.mode, "backend", o.backend, "policy", o.policy)
+
+	// 7. The demo's agents, collector and job stream, once the API answers.
+	if demo != nil {
+		if err := demo.start(ctx, "http://"+ln.Addr().String(), plane, stdout); err != nil {
+			cancel()
+			_ = srv.Close()
+			return fmt.Errorf("serve: --demo: %w", err)
+		}
+		defer demo.wait()
+	}
+
+	// 8. Serve until SIGINT/SIGTERM, then let in-flight requests finish.
+	var runErr error
 	select {
 	case err := <-errc:
-		return fmt.Errorf("serve: %w", err)
+		runErr = fmt.Errorf("serve: %w", err)
+	case err := <-planeErr:
+		planeErr <- err
+		if err != nil {
+			runErr = fmt.Errorf("serve: control plane: %w", err)
+		}
 	case <-ctx.Done():
 	}
 	log.Info("shutting down", "timeout", o.shutdownTimeout)
-	sctx, cancel := context.WithTimeout(context.Background(), o.shutdownTimeout)
-	defer cancel()
+	sctx, scancel := context.WithTimeout(context.Background(), o.shutdownTimeout)
+	defer scancel()
 	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("serve: shutdown: %w", err)
+		runErr = errors.Join(runErr, fmt.Errorf("serve: shutdown: %w", err))
 	}
-	return nil
+	cancel()
+	if err := <-planeErr; err != nil && !errors.Is(err, context.Canceled) && runErr == nil {
+		runErr = fmt.Errorf("serve: control plane: %w", err)
+	}
+	return runErr
 }
 
-// startRetraining runs the retraining schedule in the background when
-// --retrain-every is set: finished jobs from the store, trained, gated and
-// published to --models. wait stops the schedule (a run in progress ends
-// at its next check of the context) and returns once it has stopped.
-func startRetraining(ctx context.Context, g *globals, o serveOptions, st *store.Store) (wait func(), err error) {
-	if o.retrainEvery < 0 {
-		return nil, fmt.Errorf("serve: --retrain-every %s is negative (0 turns retraining off)", o.retrainEvery)
+// serveTokens loads --tokens, if given.
+func serveTokens(o serveOptions) (api.Tokens, error) {
+	if o.tokens == "" {
+		return api.Tokens{}, nil
 	}
-	if o.retrainEvery == 0 {
-		return func() {}, nil
+	ts, err := api.LoadTokens(o.tokens)
+	if err != nil {
+		return api.Tokens{}, fmt.Errorf("--tokens: %w", err)
 	}
-	if o.models == "" {
-		return nil, fmt.Errorf("serve: --retrain-every needs --models (the registry directory)")
+	return ts, nil
+}
+
+// serveBackend builds the backend of --backend and the source of nodes.
+// hub is non-nil for the agent backend, whose routes the API mounts.
+func serveBackend(o serveOptions, g *globals) (executor.Backend, control.NodeSource, *agent.Hub, error) {
+	switch o.backend {
+	case "sim":
+		fleet, err := datasets.ReadFleet(o.fleet)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("--fleet: %w", err)
+		}
+		b, err := simbackend.New(simbackend.Config{Duration: labelledDuration, Logger: g.logger})
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		return b, control.StaticFleet{Fleet: fleet}, nil, nil
+	default:
+		hub := agent.NewHub(agent.HubOptions{SilentAfter: o.agentSilent, Logger: g.logger})
+		return hub, hubNodes{hub}, hub, nil
 	}
-	reg := training.Registry{Dir: o.models}
+}
+
+// labelledDuration is how long a job runs on the simulated backend: its
+// label duration_s, else one hour.
+func labelledDuration(j *cluster.Job) time.Duration {
+	if d, ok := durationLabel(j.Spec.Labels); ok {
+		return d
+	}
+	return time.Hour
+}
+
+// hubNodes is the fleet the agents registered.
+type hubNodes struct{ hub *agent.Hub }
+
+// Nodes implements control.NodeSource.
+func (h hubNodes) Nodes() []cluster.Node {
+	st := h.hub.Nodes()
+	out := make([]cluster.Node, len(st))
+	for i, s := range st {
+		out[i] = s.Node
+	}
+	return out
+}
+
+// Connected reports whether the node's agent is connected, for the fleet
+// view.
+func (h hubNodes) Connected(node string) bool {
+	for _, s := range h.hub.Nodes() {
+		if s.Node.Name == node {
+			return s.Connected
+		}
+	}
+	return false
+}
+
+// serveWebhooks starts the webhooks of --webhooks; close delivers what is
+// queued (bounded) and stops them.
+func serveWebhooks(path string, g *globals, reg prometheus.Registerer) (*webhook.Notifier, func(), error) {
+	if path == "" {
+		return nil, func() {}, nil
+	}
+	cfg, err := webhook.LoadConfig(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--webhooks: %w", err)
+	}
+	n, err := webhook.New(cfg, webhook.Options{Logger: g.logger, Registerer: reg})
+	if err != nil {
+		return nil, nil, fmt.Errorf("--webhooks: %w", err)
+	}
+	return n, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = n.Close(ctx)
+	}, nil
+}
+
+// readyCheck is ready once ch is closed.
+func readyCheck(ch <-chan struct{}) func(context.Context) error {
+	return func(context.Context) error {
+		select {
+		case <-ch:
+			return nil
+		default:
+			return errors.New("recovering the queue from the store")
+		}
+	}
+}
+
+// startRetraining runs retrain on the schedule every (none when 0);
+// the returned function stops it and waits for a run in progress.
+func startRetraining(ctx context.Context, g *globals, every time.Duration, retrain func(context.Context) error) (wait func()) {
+	if every == 0 {
+		return func() {}
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = training.Every(ctx, o.retrainEvery, g.logger, func(ctx context.Context) error {
-			return training.Retrain(ctx, st, reg, training.Config{Seed: 1, Logger: g.logger})
-		})
+		_ = training.Every(ctx, every, g.logger, retrain)
 	}()
-	return func() { cancel(); <-done }, nil
+	return func() { cancel(); <-done }
 }
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func joinNames(names []string) string { return strings.Join(names, ", ") }

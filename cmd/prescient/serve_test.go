@@ -2,11 +2,17 @@ package main
 
 import (
 	"context"
+	"log/slog"
 	"net"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/prescient-sched/prescient/cluster"
+	"github.com/prescient-sched/prescient/cluster/clustertest"
+	"github.com/prescient-sched/prescient/training"
 )
 
 func TestServeAnswersProbesAndShutsDownCleanly(t *testing.T) {
@@ -54,5 +60,59 @@ func waitFor(t *testing.T, url string) int {
 			t.Fatalf("GET %s: %v", url, err)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func TestServeRefusesFlagsThatCannotWork(t *testing.T) {
+	base := func() serveOptions {
+		return serveOptions{listen: "127.0.0.1:0", mode: "advisor", backend: "agent", policy: "prescient", tick: time.Second, backfillDepth: 100}
+	}
+	for _, tc := range []struct {
+		name string
+		edit func(*serveOptions)
+		want string
+	}{
+		{"unknown mode", func(o *serveOptions) { o.mode = "yolo" }, "--mode"},
+		{"kubernetes is not built yet", func(o *serveOptions) { o.backend = "kubernetes" }, "issue #9"},
+		{"sim backend without a fleet", func(o *serveOptions) { o.backend = "sim" }, "--fleet"},
+		{"agent backend with a fleet", func(o *serveOptions) { o.fleet = "uniform:1x8" }, "--fleet"},
+		{"unknown policy", func(o *serveOptions) { o.policy = "lifo" }, "--policy"},
+		{"retraining without a registry", func(o *serveOptions) { o.retrainEvery = time.Hour }, "--models"},
+		{"negative backfill depth", func(o *serveOptions) { o.backfillDepth = -1 }, "--backfill-depth"},
+		{"zero tick", func(o *serveOptions) { o.tick = 0 }, "--tick"},
+		{"short demo token", func(o *serveOptions) { o.demo = demoOptions{enabled: true, timeScale: 1, token: "short"} }, "--demo-token"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := base()
+			tc.edit(&o)
+			err := o.validate()
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("validate() = %v, want an error naming %s", err, tc.want)
+			}
+		})
+	}
+	o := base()
+	if err := o.validate(); err != nil {
+		t.Fatalf("the defaults: %v", err)
+	}
+}
+
+// Before any duration model is published the control plane still plans,
+// and each forecast says where its figures came from.
+func TestLiveForecasterWithoutModelsAnswersLabelledDefaults(t *testing.T) {
+	f := newLiveForecaster(training.Registry{Dir: t.TempDir()}, slog.New(slog.DiscardHandler))
+	j := clustertest.Job("j1").Obj()
+	fc, err := f.Forecast(t.Context(), []*cluster.Job{&j})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fc[0].DurationP50 != defaultP50 || fc[0].DurationP90 != defaultP90 || !strings.Contains(fc[0].Source, "no duration model") {
+		t.Errorf("forecast %+v", fc[0])
+	}
+	for in, want := range map[string]time.Duration{"90": 90 * time.Second, "0.5": 500 * time.Millisecond, "-1": 0, "x": 0, "1e12": 0} {
+		got, ok := durationLabel(map[string]string{"duration_s": in})
+		if got != want || ok != (want > 0) {
+			t.Errorf("duration_s=%s: %s, %v; want %s", in, got, ok, want)
+		}
 	}
 }

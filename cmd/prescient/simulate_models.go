@@ -58,6 +58,9 @@ func (m modelForecaster) Forecast(ctx context.Context, jobs []*cluster.Job) ([]e
 		p50 := time.Duration(*f.DurationP50S * float64(time.Second))
 		p90 := max(time.Duration(*f.DurationP90S*float64(time.Second)), p50)
 		out[i] = executor.Forecast{Job: f.JobID, DurationP50: p50, DurationP90: p90, Source: "model " + f.ModelVersion}
+		if f.MemoryP90Bytes != nil && *f.MemoryP90Bytes > 0 {
+			out[i].MemoryP90Bytes = int64(*f.MemoryP90Bytes)
+		}
 	}
 	return out, nil
 }

@@ -10,9 +10,11 @@ import (
 	"github.com/prescient-sched/prescient/predictor"
 )
 
-// fakeLearned records what it is asked and answers P50 = 1h, P90 = 2h.
+// fakeLearned records what it is asked and answers P50 = 1h, P90 = 2h,
+// and a memory P90 when memP90 is set.
 type fakeLearned struct {
 	asked, observed []cluster.Job
+	memP90          float64
 }
 
 func (f *fakeLearned) Forecast(_ context.Context, jobs []cluster.Job) ([]predictor.Forecast, error) {
@@ -21,6 +23,9 @@ func (f *fakeLearned) Forecast(_ context.Context, jobs []cluster.Job) ([]predict
 	for i, j := range jobs {
 		p50, p90 := 3600.0, 7200.0
 		out[i] = predictor.Forecast{JobID: j.ID, DurationP50S: &p50, DurationP90S: &p90, ModelVersion: "duration:1"}
+		if f.memP90 > 0 {
+			out[i].MemoryP90Bytes = &f.memP90
+		}
 	}
 	return out, nil
 }
@@ -52,5 +57,21 @@ func TestModelForecasterSeesJobsAsTheTraceRecordedThem(t *testing.T) {
 	}
 	if _, err := m.Forecast(t.Context(), []*cluster.Job{{ID: "unknown"}}); err == nil {
 		t.Error("a job the trace lacks was forecast")
+	}
+}
+
+// The memory model's P90 reaches the planner, which lets jobs share a GPU
+// only when their footprints fit.
+func TestModelForecasterCarriesTheMemoryP90(t *testing.T) {
+	j := clustertest.Job("j1").Obj()
+	for _, mem := range []float64{0, 12 << 30} {
+		m := modelForecaster{p: &fakeLearned{memP90: mem}, orig: map[cluster.JobID]cluster.Job{j.ID: j}}
+		fc, err := m.Forecast(t.Context(), []*cluster.Job{&j})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fc[0].MemoryP90Bytes != int64(mem) {
+			t.Errorf("memory model P90 %g: forecast carries %d bytes", mem, fc[0].MemoryP90Bytes)
+		}
 	}
 }

@@ -1,0 +1,123 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prescient-sched/prescient/cluster"
+	"github.com/prescient-sched/prescient/control"
+	"github.com/prescient-sched/prescient/executor"
+	"github.com/prescient-sched/prescient/predictor"
+	"github.com/prescient-sched/prescient/training"
+)
+
+// Until a duration model is published, the control plane plans with these
+// forecasts (and says so in each forecast's source).
+const (
+	defaultP50 = time.Hour
+	defaultP90 = 4 * time.Hour
+	// retryModelsEvery is how often an empty registry is looked at again.
+	retryModelsEvery = 30 * time.Second
+)
+
+// liveForecaster serves the registry's published models to the control
+// plane and picks up new versions (retraining, rollback); before the first
+// duration model is published it answers defaultP50/defaultP90.
+type liveForecaster struct {
+	reg training.Registry
+	log *slog.Logger
+
+	mu      sync.Mutex
+	p       *predictor.Predictor
+	lastTry time.Time
+}
+
+var (
+	_ executor.Forecaster = (*liveForecaster)(nil)
+	_ executor.Observer   = (*liveForecaster)(nil)
+)
+
+func newLiveForecaster(reg training.Registry, log *slog.Logger) *liveForecaster {
+	f := &liveForecaster{reg: reg, log: log.With("component", "forecasts")}
+	f.reload()
+	return f
+}
+
+// reload loads what the registry publishes now.
+func (f *liveForecaster) reload() {
+	if f.reg.Dir == "" {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.lastTry = time.Now()
+	if f.p != nil {
+		if _, err := f.p.Reload(); err != nil {
+			f.log.Warn("a published model failed to load; the previous one keeps serving", "err", err)
+		}
+		return
+	}
+	p, err := predictor.New(f.reg, f.log)
+	switch {
+	case errors.Is(err, training.ErrNoModel):
+		f.log.Info("no model published yet: forecasts are the defaults", "registry", f.reg.Dir, "p50", defaultP50, "p90", defaultP90)
+	case err != nil:
+		f.log.Warn("model registry unreadable: forecasts are the defaults", "registry", f.reg.Dir, "err", err)
+	default:
+		f.p = p
+		f.log.Info("serving models", "versions", p.Versions())
+	}
+}
+
+func (f *liveForecaster) current() *predictor.Predictor {
+	f.mu.Lock()
+	p, stale := f.p, f.p == nil && time.Since(f.lastTry) > retryModelsEvery
+	f.mu.Unlock()
+	if stale {
+		f.reload()
+		f.mu.Lock()
+		p = f.p
+		f.mu.Unlock()
+	}
+	return p
+}
+
+// Forecast implements executor.Forecaster.
+func (f *liveForecaster) Forecast(ctx context.Context, jobs []*cluster.Job) ([]executor.Forecast, error) {
+	if p := f.current(); p != nil {
+		fc, err := control.PredictorForecaster{P: p}.Forecast(ctx, jobs)
+		if !errors.Is(err, control.ErrNoDurationModel) {
+			return fc, err
+		}
+	}
+	out := make([]executor.Forecast, len(jobs))
+	for i, j := range jobs {
+		out[i] = executor.Forecast{Job: j.ID, DurationP50: defaultP50, DurationP90: defaultP90, Source: "default (no duration model published)"}
+	}
+	return out, nil
+}
+
+// Observe implements executor.Observer: the serving models' histories hear
+// of every job that ends.
+func (f *liveForecaster) Observe(j cluster.Job) {
+	if p := f.current(); p != nil {
+		p.Observe(j)
+	}
+}
+
+// durationLabel reads the label duration_s (seconds) of a job.
+func durationLabel(labels map[string]string) (time.Duration, bool) {
+	v, ok := labels["duration_s"]
+	if !ok {
+		return 0, false
+	}
+	s, err := strconv.ParseFloat(v, 64)
+	if err != nil || s <= 0 || s > 365*24*3600 {
+		return 0, false
+	}
+	return time.Duration(s * float64(time.Second)), true
+}
