@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/prescient-sched/prescient/cluster"
+	"github.com/prescient-sched/prescient/collector"
 	"github.com/prescient-sched/prescient/executor"
 )
 
@@ -416,4 +417,25 @@ func TestRelativeWorkDirStillAcknowledgesCheckpoints(t *testing.T) {
 	if !filepath.IsAbs(e.Checkpoint.Path) {
 		t.Errorf("checkpoint path %q is relative", e.Checkpoint.Path)
 	}
+}
+
+// The agent knows each job's labels for the collector, which writes them
+// with the job's GPU processes.
+func TestAgentKnowsTheLabelsOfItsJobs(t *testing.T) {
+	p := newPlane(t, HubOptions{})
+	a, _ := runAgent(t, p.url(), "n1", t.TempDir())
+	p.next(executor.NodeSynced, "")
+	as := assignment("j1", 1, gpusOf("n1", 0), "--steps=100000", "--step-time=5ms")
+	as.Job.Spec.Labels = map[string]string{"experiment": "e7"}
+	if err := p.hub.Start(context.Background(), as); err != nil {
+		t.Fatal(err)
+	}
+	p.next(executor.JobStarted, "j1")
+	if got := a.LabelsOfJob("j1"); got["experiment"] != "e7" {
+		t.Errorf("labels of j1: %v", got)
+	}
+	if got := a.LabelsOfJob("nope"); got != nil {
+		t.Errorf("labels of a job the agent does not run: %v", got)
+	}
+	var _ collector.JobLabels = a
 }

@@ -219,7 +219,7 @@ func (h *Hub) Start(ctx context.Context, a executor.Assignment) error {
 		slices.Sort(gpus[n])
 		spec := &StartSpec{GPUs: gpus[n], Command: slices.Clone(a.Command), Env: maps.Clone(a.Env),
 			CheckpointSignal: a.CheckpointSignal, CheckpointEveryS: a.CheckpointEvery.Seconds(),
-			Rank: rank, WorldSize: len(order)}
+			Rank: rank, WorldSize: len(order), Labels: maps.Clone(a.Job.Spec.Labels)}
 		if a.Resume != nil {
 			spec.ResumeStep, spec.ResumePath = a.Resume.Step, a.Resume.Path
 		}

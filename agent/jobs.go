@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -120,6 +121,21 @@ func (a *Agent) JobOfPID(pid int) (string, bool) {
 	return "", false
 }
 
+// LabelsOfJob implements collector.JobLabels: the labels of the job's
+// newest attempt on this node, nil for a job it does not run.
+func (a *Agent) LabelsOfJob(job string) map[string]string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var labels map[string]string
+	newest := 0
+	for key, p := range a.attempts {
+		if key.job == job && key.attempt > newest {
+			labels, newest = p.rec.Labels, key.attempt
+		}
+	}
+	return labels
+}
+
 // handle carries out one command.
 func (a *Agent) handle(c Command) {
 	log := a.log.With("job", c.Job, "attempt", c.Attempt, "seq", c.Seq)
@@ -175,7 +191,7 @@ func (a *Agent) start(c Command) {
 	p := &attempt{sig: sig, rec: record{
 		Job: c.Job, Attempt: c.Attempt, Rank: s.Rank, WorldSize: s.WorldSize, GPUs: slices.Clone(s.GPUs),
 		StartedAt: time.Now().UTC(), Dir: dir, AckPath: filepath.Join(dir, "checkpoint.ack"),
-		CheckpointSignal: s.CheckpointSignal, CheckpointEveryS: s.CheckpointEveryS,
+		CheckpointSignal: s.CheckpointSignal, CheckpointEveryS: s.CheckpointEveryS, Labels: maps.Clone(s.Labels),
 	}}
 
 	// 1. Claim the attempt and write the claim down before anything runs:

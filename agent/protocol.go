@@ -116,6 +116,9 @@ type StartSpec struct {
 	// the control plane knows one (the workload finds its newest itself).
 	ResumeStep int64  `json:"resume_step,omitempty"`
 	ResumePath string `json:"resume_path,omitempty"`
+	// Labels are the job's labels (experiment, run, pipeline ids), which
+	// the collector writes with the job's GPU processes.
+	Labels map[string]string `json:"labels,omitempty"`
 }
 
 // CommandsResponse answers a poll.

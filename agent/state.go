@@ -33,12 +33,14 @@ type record struct {
 	// started. StartTicks is its start time in clock ticks since boot
 	// (/proc/PID/stat), which tells it from a later process with the same
 	// PID.
-	PID              int     `json:"pid"`
-	StartTicks       uint64  `json:"start_ticks"`
-	Dir              string  `json:"dir"`
-	AckPath          string  `json:"ack_path"`
-	CheckpointSignal string  `json:"checkpoint_signal,omitempty"`
-	CheckpointEveryS float64 `json:"checkpoint_every_s,omitempty"`
+	PID              int    `json:"pid"`
+	StartTicks       uint64 `json:"start_ticks"`
+	Dir              string `json:"dir"`
+	AckPath          string `json:"ack_path"`
+	CheckpointSignal string `json:"checkpoint_signal,omitempty"`
+	// Labels are the job's labels, for telemetry (LabelsOfJob).
+	Labels           map[string]string `json:"labels,omitempty"`
+	CheckpointEveryS float64           `json:"checkpoint_every_s,omitempty"`
 
 	Ended    bool      `json:"ended"`
 	EndedAt  time.Time `json:"ended_at,omitzero"`

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/prescient-sched/prescient/collector/nvml"
@@ -18,11 +19,16 @@ type HostSource struct {
 
 // Config configures a Collector.
 type Config struct {
-	Hosts    []HostSource
-	Jobs     JobRegistry // may be nil
-	Interval time.Duration
-	Metrics  *Metrics
-	Logger   *slog.Logger
+	Hosts []HostSource
+	Jobs  JobRegistry // may be nil
+	// TagLabels lists the job labels written as tags (an allow-list of
+	// low-cardinality keys, such as "experiment" or "pipeline"); every
+	// other label of a job is written as a field. Labels come from a Jobs
+	// registry that implements JobLabels.
+	TagLabels []string
+	Interval  time.Duration
+	Metrics   *Metrics
+	Logger    *slog.Logger
 	// Clock stamps the samples; default time.Now.
 	Clock func() time.Time
 }
@@ -108,6 +114,7 @@ func (c *Collector) SampleOnce(now time.Time) []Sample {
 				s.Processes[j] = ProcessSample{PID: p.PID, MemUsedBytes: p.MemUsedBytes}
 				if c.cfg.Jobs != nil {
 					s.Processes[j].JobID, _ = c.cfg.Jobs.JobOfPID(p.PID)
+					c.labelProcess(&s.Processes[j])
 				}
 			}
 		}
@@ -181,5 +188,30 @@ func (c *Collector) Run(ctx context.Context, w *Writer, duration time.Duration) 
 		batch := make([]Sample, len(samples))
 		copy(batch, samples)
 		w.Add(batch...)
+	}
+}
+
+// labelProcess fills the process's job labels, split into tags (the
+// allow-list) and fields.
+func (c *Collector) labelProcess(p *ProcessSample) {
+	jl, ok := c.cfg.Jobs.(JobLabels)
+	if !ok || p.JobID == "" {
+		return
+	}
+	for k, v := range jl.LabelsOfJob(p.JobID) {
+		if v == "" {
+			continue
+		}
+		if slices.Contains(c.cfg.TagLabels, k) {
+			if p.LabelTags == nil {
+				p.LabelTags = map[string]string{}
+			}
+			p.LabelTags[k] = v
+			continue
+		}
+		if p.LabelFields == nil {
+			p.LabelFields = map[string]string{}
+		}
+		p.LabelFields[k] = v
 	}
 }

@@ -91,6 +91,8 @@ func TestLineProtocolGolden(t *testing.T) {
 	s[1].Missing = nvml.FieldPower | nvml.FieldXID
 	s[1].Processes[0].JobID = ""
 	s[1].Model = "NVIDIA A100 with, odd=name"
+	s[0].Processes[0].LabelTags = map[string]string{"experiment": "exp 7", "pipeline": "p=1"}
+	s[0].Processes[0].LabelFields = map[string]string{"run id": `r"42\`, "note": "two\nlines"}
 	got, n := collector.AppendLineProtocol(nil, s)
 	if n != 2 {
 		t.Errorf("%d gpu lines; want 2", n)
@@ -105,5 +107,41 @@ func TestLineProtocolGolden(t *testing.T) {
 	}
 	if !bytes.Equal(got, want) {
 		t.Errorf("line protocol:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// labelledJobs names the job of the sim's processes and knows its labels.
+type labelledJobs struct {
+	collector.JobRegistry
+	labels map[string]map[string]string
+}
+
+func (l labelledJobs) LabelsOfJob(job string) map[string]string { return l.labels[job] }
+
+// A job's labels travel with its processes: the allow-listed keys as tags,
+// the others as fields; a registry that knows no labels adds none.
+func TestProcessesCarryTheirJobsLabels(t *testing.T) {
+	sim, err := nvml.NewSim(nvml.SimOptions{Seed: 11})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sim.Close() })
+	jobs := collector.JobRegistries{labelledJobs{JobRegistry: sim, labels: map[string]map[string]string{
+		"train-1": {"experiment": "e7", "run": "r42", "empty": ""}}}}
+	c, err := collector.New(collector.Config{Hosts: []collector.HostSource{{Node: "node-1", Host: sim}}, Jobs: jobs,
+		TagLabels: []string{"experiment", "pipeline"}, Interval: 1e9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	uuids := sim.UUIDs()
+	_ = sim.Assign(uuids[0], nvml.Assignment{JobID: "train-1", Util: 0.8, MemBytes: 1 << 30, PIDs: []int{4242}})
+	_ = sim.Assign(uuids[1], nvml.Assignment{JobID: "other", Util: 0.8, MemBytes: 1 << 30, PIDs: []int{4343}})
+	got := c.SampleOnce(t0)
+	p := got[0].Processes[0]
+	if p.LabelTags["experiment"] != "e7" || p.LabelFields["run"] != "r42" || len(p.LabelTags) != 1 || len(p.LabelFields) != 1 {
+		t.Errorf("train-1's process: tags %v, fields %v; want experiment as a tag, run as a field, no empty label", p.LabelTags, p.LabelFields)
+	}
+	if q := got[1].Processes[0]; q.LabelTags != nil || q.LabelFields != nil {
+		t.Errorf("a job without labels got tags %v, fields %v", q.LabelTags, q.LabelFields)
 	}
 }

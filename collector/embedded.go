@@ -12,6 +12,7 @@ import (
 type EmbeddedStore interface {
 	WriteTelemetry(ctx context.Context, rows []store.TelemetryRow) error
 	QueryTelemetry(ctx context.Context, q store.TelemetryQuery) ([]store.TelemetrySeries, error)
+	QueryJobMemory(ctx context.Context, q store.JobMemoryQuery) ([]store.JobMemorySeries, error)
 }
 
 // EmbeddedSink writes samples into the control plane's SQLite file and

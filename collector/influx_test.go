@@ -229,3 +229,49 @@ func TestInfluxOutageLosesNothingAndDuplicatesNothing(t *testing.T) {
 		t.Error("no write failed: the outage was not seen")
 	}
 }
+
+// Job labels reach InfluxDB: the allow-listed ones as tags (queryable in
+// GROUP BY), the others as string fields.
+func TestInfluxJobLabelsAreTagsOrFields(t *testing.T) {
+	srv := influxtest.Shared(t)
+	o := collector.InfluxOptions{URL: srv.URL, Bucket: newBucket("labels")}
+	sink, err := collector.NewInfluxSink(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sink.Close()
+	s := samples("GPU-l", t0, 3)
+	for i := range s {
+		s[i].Processes[0].LabelTags = map[string]string{"experiment": "exp, 7"}
+		s[i].Processes[0].LabelFields = map[string]string{"run": `r"42`}
+	}
+	if err := sink.Write(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	db, _, _ := collector.SplitBucket(o.Bucket)
+	q := url.Values{"db": {db}, "q": {`SELECT COUNT(mem_used_bytes), LAST(label_run) FROM gpu_process WHERE label_experiment = 'exp, 7' GROUP BY label_experiment`}}
+	res, err := http.Get(srv.URL + "/query?" + q.Encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var r struct {
+		Results []struct {
+			Series []struct {
+				Tags   map[string]string `json:"tags"`
+				Values [][]any           `json:"values"`
+			} `json:"series"`
+			Error string `json:"error"`
+		} `json:"results"`
+	}
+	if err := json.NewDecoder(res.Body).Decode(&r); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Results) == 0 || len(r.Results[0].Series) != 1 {
+		t.Fatalf("query answered %+v; want one series tagged with the experiment", r)
+	}
+	ser := r.Results[0].Series[0]
+	if ser.Tags["label_experiment"] != "exp, 7" || ser.Values[0][1].(float64) != 3 || ser.Values[0][2] != `r"42` {
+		t.Errorf("series %+v; want 3 points of experiment \"exp, 7\" with run r\"42", ser)
+	}
+}

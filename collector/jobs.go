@@ -16,8 +16,27 @@ type JobRegistry interface {
 	JobOfPID(pid int) (jobID string, ok bool)
 }
 
+// JobLabels is implemented by registries that know jobs' labels (the node
+// agent): the collector writes them with the job's processes.
+type JobLabels interface {
+	LabelsOfJob(jobID string) map[string]string
+}
+
 // JobRegistries asks each registry in turn; the first that knows wins.
 type JobRegistries []JobRegistry
+
+// LabelsOfJob implements JobLabels: the labels from the first registry
+// that knows the job's.
+func (rs JobRegistries) LabelsOfJob(jobID string) map[string]string {
+	for _, r := range rs {
+		if l, ok := r.(JobLabels); ok {
+			if labels := l.LabelsOfJob(jobID); labels != nil {
+				return labels
+			}
+		}
+	}
+	return nil
+}
 
 // JobOfPID implements JobRegistry.
 func (rs JobRegistries) JobOfPID(pid int) (string, bool) {

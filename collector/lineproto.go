@@ -2,6 +2,7 @@ package collector
 
 import (
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -70,11 +71,18 @@ func AppendLineProtocol(b []byte, samples []Sample) ([]byte, int) {
 			b = append(b, MeasurementProcess...)
 			b = appendTag(b, "gpu_uuid", s.UUID)
 			b = appendTag(b, "job_id", p.JobID)
+			for _, k := range sortedKeys(p.LabelTags) {
+				b = appendTag(b, labelKey(k), p.LabelTags[k])
+			}
 			b = appendTag(b, "node", s.Node)
 			b = appendTag(b, "pid", strconv.Itoa(p.PID))
 			b = append(b, " mem_used_bytes="...)
 			b = strconv.AppendInt(b, int64(p.MemUsedBytes), 10)
-			b = append(b, "i "...)
+			b = append(b, 'i')
+			for _, k := range sortedKeys(p.LabelFields) {
+				b = appendStringField(b, labelKey(k), p.LabelFields[k])
+			}
+			b = append(b, ' ')
 			b = strconv.AppendInt(b, ts, 10)
 			b = append(b, '\n')
 		}
@@ -105,4 +113,53 @@ func appendTag(b []byte, key, value string) []byte {
 		}
 	}
 	return b
+}
+
+// labelKey is the tag or field key of a job label: "label_" and the
+// label's key, with what line protocol cannot hold in a key replaced by
+// "_".
+func labelKey(k string) string {
+	b := []byte("label_")
+	for i := 0; i < len(k); i++ {
+		switch c := k[i]; {
+		case c == ',' || c == '=' || c == ' ' || c == '\\' || c == '"' || c < 0x20 || c == 0x7f:
+			b = append(b, '_')
+		default:
+			b = append(b, c)
+		}
+	}
+	return string(b)
+}
+
+// appendStringField appends ",key=\"value\"" with the value's quotes and
+// backslashes escaped and newlines turned into spaces.
+func appendStringField(b []byte, key, value string) []byte {
+	b = append(b, ',')
+	b = append(b, key...)
+	b = append(b, '=', '"')
+	for i := 0; i < len(value); i++ {
+		switch c := value[i]; c {
+		case '"', '\\':
+			b = append(b, '\\', c)
+		case '\n', '\r':
+			b = append(b, ' ')
+		default:
+			b = append(b, c)
+		}
+	}
+	return append(b, '"')
+}
+
+// sortedKeys lists m's keys in order, so that a sample always encodes the
+// same way.
+func sortedKeys(m map[string]string) []string {
+	if len(m) == 0 {
+		return nil
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
 }

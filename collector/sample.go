@@ -20,6 +20,12 @@ type ProcessSample struct {
 	PID          int
 	MemUsedBytes uint64
 	JobID        string // empty when no registry knows the process
+	// LabelTags and LabelFields are the job's labels (experiment, run,
+	// pipeline ids), written as tags label_KEY for the keys of
+	// Config.TagLabels (low cardinality) and as string fields label_KEY
+	// for all others; nil when the job has none or is unknown.
+	LabelTags   map[string]string `json:",omitempty"`
+	LabelFields map[string]string `json:",omitempty"`
 }
 
 // Measurement names, as written to InfluxDB and documented in the README.

@@ -221,7 +221,7 @@ func runAgentCollector(ctx context.Context, g *globals, o collectOptions, host n
 	}
 	defer stopMetrics()
 	jobs := collector.JobRegistries{a, collector.ProcJobs{}}
-	c, err := collector.New(collector.Config{Hosts: []collector.HostSource{{Node: o.node, Host: host}}, Jobs: jobs,
+	c, err := collector.New(collector.Config{Hosts: []collector.HostSource{{Node: o.node, Host: host}}, Jobs: jobs, TagLabels: o.labelTags,
 		Interval: o.interval, Metrics: m, Logger: g.logger})
 	if err != nil {
 		w.Close(context.Background())

@@ -36,6 +36,7 @@ type collectOptions struct {
 	batchSize     int
 	flushInterval time.Duration
 	metricsListen string
+	labelTags     []string
 	simSeed       uint64
 	simCDFs       string
 	simCluster    string
@@ -88,6 +89,7 @@ func addCollectSinkFlags(f *pflag.FlagSet, o *collectOptions) {
 	f.IntVar(&o.batchSize, "batch-size", 5000, "samples per write")
 	f.DurationVar(&o.flushInterval, "flush-interval", time.Second, "longest a sample waits in memory before it is written")
 	f.StringVar(&o.metricsListen, "metrics-listen", "", "address for the collector's Prometheus metrics at /metrics (e.g. 127.0.0.1:9464); empty: none")
+	f.StringSliceVar(&o.labelTags, "label-tags", nil, "job labels written as InfluxDB tags of gpu_process (an allow-list of low-cardinality keys, e.g. experiment,pipeline); the jobs' other labels are written as fields (labels are known to the agent, agent --collect)")
 }
 
 // validate checks the flags, naming the one that is wrong.
@@ -192,7 +194,7 @@ func runCollect(ctx context.Context, g *globals, o collectOptions, stdout io.Wri
 
 	// 4. Sample until the duration is over or SIGTERM, then write or spool
 	// what is held.
-	c, err := collector.New(collector.Config{Hosts: hosts, Jobs: jobs, Interval: o.interval, Metrics: m, Logger: g.logger})
+	c, err := collector.New(collector.Config{Hosts: hosts, Jobs: jobs, TagLabels: o.labelTags, Interval: o.interval, Metrics: m, Logger: g.logger})
 	if err != nil {
 		w.Close(context.Background())
 		return fmt.Errorf("collect: %w", err)

@@ -1,0 +1,154 @@
+package collector
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prescient-sched/prescient/store"
+)
+
+// JobMemoryStore answers how much GPU memory jobs' processes held, from the
+// gpu_process measurement (the process samples the collector tags with
+// their job). Training reads finished jobs' peaks through it, the control
+// plane running jobs' series.
+type JobMemoryStore interface {
+	JobMemory(ctx context.Context, q JobMemoryQuery) ([]JobMemorySeries, error)
+}
+
+// JobMemoryQuery asks for the GPU memory of jobs over [Start, End) in
+// windows of Step, aligned as in SeriesQuery. A job's value at a sample
+// time is the memory its processes hold on one GPU, summed over the
+// processes, on the GPU where that is most (the job's footprint per GPU);
+// a window's point is the highest of its sample times.
+type JobMemoryQuery struct {
+	Jobs       []string // job IDs; none means every job a process was known to belong to
+	Start, End time.Time
+	Step       time.Duration
+}
+
+// Validate checks the query.
+func (q JobMemoryQuery) Validate() error {
+	if q.Step <= 0 {
+		return fmt.Errorf("step %s: want a positive duration", q.Step)
+	}
+	if !q.End.After(q.Start) {
+		return fmt.Errorf("range [%s, %s) is empty", q.Start.Format(time.RFC3339Nano), q.End.Format(time.RFC3339Nano))
+	}
+	for i, j := range q.Jobs {
+		if j == "" {
+			return fmt.Errorf("job %d: empty job ID", i)
+		}
+	}
+	return nil
+}
+
+// JobMemorySeries is one job's GPU memory in bytes, per window.
+type JobMemorySeries struct {
+	Job    string
+	Points []Point
+}
+
+// Peak is the highest point of the series; 0 when it has none.
+func (s JobMemorySeries) Peak() float64 {
+	peak := 0.0
+	for _, p := range s.Points {
+		peak = max(peak, p.Value)
+	}
+	return peak
+}
+
+var (
+	_ JobMemoryStore = (*EmbeddedSink)(nil)
+	_ JobMemoryStore = (*InfluxQuery)(nil)
+)
+
+// JobMemory answers a job memory query from the store.
+func (s *EmbeddedSink) JobMemory(ctx context.Context, q JobMemoryQuery) ([]JobMemorySeries, error) {
+	if err := q.Validate(); err != nil {
+		return nil, fmt.Errorf("job memory query: %w", err)
+	}
+	res, err := s.st.QueryJobMemory(ctx, store.JobMemoryQuery{Jobs: q.Jobs, Start: q.Start, End: q.End, Step: q.Step})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]JobMemorySeries, len(res))
+	for i, r := range res {
+		out[i] = JobMemorySeries{Job: r.JobID, Points: make([]Point, len(r.Points))}
+		for j, p := range r.Points {
+			out[i].Points[j] = Point{Time: p.Time, Value: p.Value}
+		}
+	}
+	return out, nil
+}
+
+// JobMemoryFlux returns the Flux program that answers q: the process
+// samples of the jobs, summed per job, GPU and sample time, then the most
+// of each window per job.
+func (q *InfluxQuery) JobMemoryFlux(jq JobMemoryQuery) string {
+	end := jq.End.UTC().Format(time.RFC3339Nano)
+	var b strings.Builder
+	fmt.Fprintf(&b, "from(bucket: %s)\n", strconv.Quote(q.o.Bucket))
+	fmt.Fprintf(&b, "  |> range(start: %s, stop: %s)\n", jq.Start.UTC().Format(time.RFC3339Nano), end)
+	// InfluxDB 1.8 returns points at the stop time too: keep [Start, End).
+	fmt.Fprintf(&b, "  |> filter(fn: (r) => r._measurement == %s and r._field == \"mem_used_bytes\" and r._time < %s and exists r.job_id)\n",
+		strconv.Quote(MeasurementProcess), end)
+	if len(jq.Jobs) > 0 {
+		b.WriteString("  |> filter(fn: (r) => ")
+		for i, j := range jq.Jobs {
+			if i > 0 {
+				b.WriteString(" or ")
+			}
+			fmt.Fprintf(&b, "r.job_id == %s", strconv.Quote(j))
+		}
+		b.WriteString(")\n")
+	}
+	b.WriteString("  |> toFloat()\n")
+	b.WriteString("  |> group(columns: [\"job_id\", \"gpu_uuid\", \"_time\", \"_start\", \"_stop\"])\n")
+	b.WriteString("  |> sum()\n")
+	b.WriteString("  |> group(columns: [\"job_id\", \"_start\", \"_stop\"])\n")
+	b.WriteString("  |> sort(columns: [\"_time\"])\n")
+	fmt.Fprintf(&b, "  |> aggregateWindow(every: %dns, fn: max, createEmpty: false, timeSrc: \"_start\")\n", jq.Step.Nanoseconds())
+	return b.String()
+}
+
+// JobMemory runs the Flux program and gathers one series per job, ordered
+// by job ID.
+func (q *InfluxQuery) JobMemory(ctx context.Context, jq JobMemoryQuery) ([]JobMemorySeries, error) {
+	if err := jq.Validate(); err != nil {
+		return nil, fmt.Errorf("job memory query: %w", err)
+	}
+	res, err := q.client.QueryAPI(q.o.Org).Query(ctx, q.JobMemoryFlux(jq))
+	if err != nil {
+		return nil, fmt.Errorf("job memory query: influx %s: %w", q.o.URL, err)
+	}
+	defer res.Close()
+	byJob := map[string]int{}
+	var out []JobMemorySeries
+	for res.Next() {
+		r := res.Record()
+		job, _ := r.ValueByKey("job_id").(string)
+		v, ok := r.Value().(float64)
+		if !ok || job == "" {
+			continue
+		}
+		i, seen := byJob[job]
+		if !seen {
+			i = len(out)
+			byJob[job] = i
+			out = append(out, JobMemorySeries{Job: job})
+		}
+		out[i].Points = append(out[i].Points, Point{Time: r.Time().UTC(), Value: v})
+	}
+	if err := res.Err(); err != nil {
+		return nil, fmt.Errorf("job memory query: influx %s: %w", q.o.URL, err)
+	}
+	for i := 1; i < len(out); i++ {
+		for j := i; j > 0 && out[j].Job < out[j-1].Job; j-- {
+			out[j], out[j-1] = out[j-1], out[j]
+		}
+	}
+	return out, nil
+}
