@@ -18,7 +18,7 @@ import (
 var (
 	// ErrUnknownNode: an assignment names a node whose agent never
 	// registered.
-	ErrUnknownNode = errors.New("no agent registered for the node")
+	ErrUnknownNode = fmt.Errorf("no agent registered for the node (%w)", executor.ErrNodeNotReady)
 	// ErrUnknownJob: Checkpoint or Stop of a job the hub did not start and
 	// no agent reported.
 	ErrUnknownJob = errors.New("job not known to any agent")

@@ -84,12 +84,19 @@ type Config struct {
 	// UsageHalfLife is the half-life of tenants' usage for fair share
 	// (default 24h).
 	UsageHalfLife time.Duration
+	// NodeSyncTimeout is how long a start recorded before a restart waits
+	// for its node to come back before the job is requeued (default
+	// DefaultNodeSyncTimeout).
+	NodeSyncTimeout time.Duration
 }
 
 // Defaults of Config.
 const (
 	DefaultTick     = 10 * time.Second
 	DefaultDebounce = 200 * time.Millisecond
+	// DefaultNodeSyncTimeout exceeds the agents' longest reconnect backoff
+	// (10 s) and silence bound (90 s).
+	DefaultNodeSyncTimeout = 2 * time.Minute
 )
 
 // Validate checks the configuration; the errors name the field.
@@ -113,8 +120,8 @@ func (c *Config) Validate() error {
 	if c.BackfillDepth < 0 {
 		errs = append(errs, fmt.Errorf("control: config: backfill depth %d is negative", c.BackfillDepth))
 	}
-	if c.Tick < 0 || c.Debounce < 0 || c.Grace < 0 || c.UsageHalfLife < 0 {
-		errs = append(errs, errors.New("control: config: Tick, Debounce, Grace and UsageHalfLife must not be negative"))
+	if c.Tick < 0 || c.Debounce < 0 || c.Grace < 0 || c.UsageHalfLife < 0 || c.NodeSyncTimeout < 0 {
+		errs = append(errs, errors.New("control: config: Tick, Debounce, Grace, UsageHalfLife and NodeSyncTimeout must not be negative"))
 	}
 	if c.Prices.PerGPUHour < 0 || c.Prices.PerKWh < 0 {
 		errs = append(errs, errors.New("control: config: prices must not be negative"))

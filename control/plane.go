@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"sync"
 	"time"
 
@@ -39,6 +40,11 @@ type Plane struct {
 	usageAt    time.Time
 	lastPlan   time.Time
 	retraining bool
+	// unsent are recorded starts that the backend could not send at
+	// recovery because their node was not ready, with when that was first
+	// seen: the node's NodeSynced settles them, or they are resent on the
+	// tick, and requeued after NodeSyncTimeout.
+	unsent map[cluster.JobID]time.Time
 }
 
 var _ Service = (*Plane)(nil)
@@ -56,6 +62,9 @@ func New(cfg Config) (*Plane, error) {
 	}
 	if cfg.Debounce == 0 {
 		cfg.Debounce = DefaultDebounce
+	}
+	if cfg.NodeSyncTimeout == 0 {
+		cfg.NodeSyncTimeout = DefaultNodeSyncTimeout
 	}
 	if cfg.UsageHalfLife == 0 {
 		cfg.UsageHalfLife = 24 * time.Hour
@@ -77,7 +86,8 @@ func New(cfg Config) (*Plane, error) {
 	p := &Plane{cfg: cfg, log: cfg.Logger.With("component", "control"), planner: planner, policy: pol,
 		poke: make(chan struct{}, 1), ready: make(chan struct{}), mode: cfg.Mode,
 		forecasts: map[cluster.JobID]executor.Forecast{}, reasons: map[cluster.JobID]string{},
-		deadlines: map[cluster.JobID]executor.DeadlineReport{}, openRecs: map[string]int64{}, usage: map[string]time.Duration{}}
+		deadlines: map[cluster.JobID]executor.DeadlineReport{}, openRecs: map[string]int64{}, usage: map[string]time.Duration{},
+		unsent: map[cluster.JobID]time.Time{}}
 	p.grace = cfg.Grace
 	if p.grace == 0 {
 		p.grace = pol.Grace
@@ -162,6 +172,7 @@ func (p *Plane) Run(ctx context.Context) error {
 			debounce = nil
 			p.cycle(ctx)
 		case <-tick.C:
+			p.resendUnsent(ctx)
 			p.cycle(ctx)
 		}
 	}
@@ -221,6 +232,14 @@ func (p *Plane) recover(ctx context.Context) error {
 		// Recorded as started, never confirmed: the process may have died
 		// between the record and the call. The same Start again is safe.
 		if err := p.sendStart(ctx, j, pl); err != nil {
+			if errors.Is(err, executor.ErrNodeNotReady) {
+				// It may run there: wait for the node to say (NodeSynced).
+				p.mu.Lock()
+				p.unsent[j.ID] = p.cfg.Clock()
+				p.mu.Unlock()
+				p.log.Info("recover: node not ready; waiting for it to sync", "job", j.ID, "attempt", pl.Attempt, "error", err)
+				continue
+			}
 			p.log.Warn("recover: resend start failed; requeueing", "job", j.ID, "attempt", pl.Attempt, "error", err)
 			p.requeue(ctx, j.ID, pl.Attempt, store.EventRequeued, "the backend refused the start after a restart: "+err.Error())
 			continue
@@ -364,4 +383,48 @@ func (p *Plane) notify(ctx context.Context, typ store.EventType, j cluster.Job, 
 		e.ExitCode = &code
 	}
 	p.cfg.Notifier.Notify(ctx, e)
+}
+
+// resendUnsent retries the starts recovery could not send: a start the
+// node confirmed or a NodeSynced settled is dropped; one the backend now
+// takes is sent; one whose node is still not ready after NodeSyncTimeout
+// is requeued (it never reached the node, which has not come back).
+func (p *Plane) resendUnsent(ctx context.Context) {
+	p.mu.Lock()
+	pending := maps.Clone(p.unsent)
+	p.mu.Unlock()
+	for id, since := range pending {
+		settled := func() {
+			p.mu.Lock()
+			delete(p.unsent, id)
+			p.mu.Unlock()
+		}
+		j, err := p.cfg.Store.GetJob(ctx, id)
+		if err != nil {
+			p.log.Warn("resend start: read job", "job", id, "error", err)
+			continue
+		}
+		pl, err := p.cfg.Store.GetPlacement(ctx, id)
+		if errors.Is(err, store.ErrNotFound) || (err == nil && (pl.Confirmed || pl.Stopping())) {
+			settled()
+			continue
+		}
+		if err != nil {
+			p.log.Warn("resend start: read placement", "job", id, "error", err)
+			continue
+		}
+		err = p.sendStart(ctx, &j, pl)
+		switch {
+		case err == nil:
+			settled()
+		case errors.Is(err, executor.ErrNodeNotReady) && p.cfg.Clock().Sub(since) < p.cfg.NodeSyncTimeout:
+			// keep waiting
+		default:
+			settled()
+			p.log.Warn("resend start failed; requeueing", "job", id, "attempt", pl.Attempt, "error", err)
+			if rerr := p.requeue(ctx, id, pl.Attempt, store.EventRequeued, "its node did not come back after a restart: "+err.Error()); rerr != nil {
+				p.log.Error("requeue", "job", id, "error", rerr)
+			}
+		}
+	}
 }

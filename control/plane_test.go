@@ -3,6 +3,7 @@ package control
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -441,5 +442,54 @@ func TestAJobThatFinishesWhileBeingPreemptedSucceeds(t *testing.T) {
 	e.event(executor.JobEvent{Type: executor.JobExited, Job: "low", Attempt: 1, ExitCode: 0})
 	if j := e.job("low"); j.State != cluster.StateSucceeded {
 		t.Errorf("low is %s after exiting 0 on its own, want succeeded", j.State)
+	}
+}
+
+// After a restart the agents register again only after a while: a start
+// recorded but not confirmed before the restart waits for its node instead
+// of being requeued (the job may run there), is resent once the node is
+// ready, and is requeued only if the node stays away past NodeSyncTimeout.
+func TestARestartWaitsForTheNodeOfAnUnconfirmedStart(t *testing.T) {
+	e := newEnv(t, fleetOf(1, 8), nil)
+	e.submit("j1", spec(1, time.Hour))
+	e.submit("j2", spec(1, time.Hour))
+	e.plane.cycle(e.ctx) // both recorded and sent, neither confirmed
+	notReady := fmt.Errorf("start: node n0: %w", executor.ErrNodeNotReady)
+	e.backend.onStart = func(executor.Assignment) error { return notReady }
+	e.restart()
+	for _, id := range []string{"j1", "j2"} {
+		if j := e.job(id); j.State != cluster.StateRunning || j.Attempts != 1 {
+			t.Fatalf("%s is %s after %d attempts right after the restart; want still running attempt 1", id, j.State, j.Attempts)
+		}
+	}
+	// j1's node comes back and lists j1: confirmed, not resent.
+	e.event(executor.JobEvent{Type: executor.NodeSynced, Node: "n0", Running: []executor.RunningAttempt{{Job: "j1", Attempt: 1}, {Job: "j2", Attempt: 1}}})
+	before := len(e.backend.of("start"))
+	e.plane.resendUnsent(e.ctx)
+	if n := len(e.backend.of("start")) - before; n != 0 {
+		t.Errorf("%d starts resent for attempts the node confirmed", n)
+	}
+	// Another restart with the node away for good: requeued after the timeout.
+	e.restart()
+	e.clock.Advance(DefaultNodeSyncTimeout / 2)
+	e.plane.resendUnsent(e.ctx)
+	if j := e.job("j1"); j.State != cluster.StateRunning {
+		t.Fatalf("j1 is %s before the timeout", j.State)
+	}
+	e.clock.Advance(DefaultNodeSyncTimeout)
+	e.plane.resendUnsent(e.ctx)
+	if j := e.job("j1"); j.State != cluster.StateRunning {
+		// confirmed placements are not waited for: only unconfirmed ones are
+		t.Fatalf("j1 (confirmed) is %s", j.State)
+	}
+	e.submit("j3", spec(1, time.Hour))
+	e.backend.onStart = nil
+	e.plane.cycle(e.ctx)
+	e.backend.onStart = func(executor.Assignment) error { return notReady }
+	e.restart()
+	e.clock.Advance(DefaultNodeSyncTimeout + time.Second)
+	e.plane.resendUnsent(e.ctx)
+	if j := e.job("j3"); j.State != cluster.StateQueued {
+		t.Errorf("j3 is %s after its node stayed away past the timeout; want queued", j.State)
 	}
 }

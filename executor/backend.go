@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/prescient-sched/prescient/cluster"
@@ -74,6 +75,12 @@ type RunningAttempt struct {
 	Job     cluster.JobID
 	Attempt int
 }
+
+// ErrNodeNotReady is wrapped by a backend's Start when a node of the
+// assignment is not (yet) reachable: after a control-plane restart its
+// agent may not have registered again. The job may still run there; the
+// node's NodeSynced will say.
+var ErrNodeNotReady = errors.New("node not ready")
 
 // Backend is how autopilot touches the fleet: node agents, Kubernetes, or
 // the simulator. Start, Checkpoint and Stop are requests: what happened
