@@ -57,18 +57,42 @@ func NewCapacity(s *cluster.Snapshot) *Capacity {
 	return c
 }
 
-// Clone returns an independent copy.
+// bucketSlack is the room Clone leaves in each bucket, so that nodes
+// moving between buckets seldom grow one.
+const bucketSlack = 4
+
+// Clone returns an independent copy. A planning cycle clones a capacity
+// several times (its free, pending and fenced views, reservations'
+// scratch), so the copy takes one allocation per element type: the slices
+// are windows of one array, each capped at its end so that growing one
+// (a bucket's append) moves it out instead of writing over the next.
 func (c *Capacity) Clone() *Capacity {
 	d := *c
-	d.milli = slices.Clone(c.milli)
-	d.whole = slices.Clone(c.whole)
+	i16 := make([]int16, len(c.milli)+len(c.whole))
+	d.milli = window(i16, 0, c.milli, 0)
+	d.whole = window(i16, len(c.milli), c.whole, 0)
 	d.ready = slices.Clone(c.ready)
-	d.pos = slices.Clone(c.pos)
+	n32 := len(c.pos)
+	for _, b := range c.buckets {
+		n32 += len(b) + bucketSlack
+	}
+	i32 := make([]int32, n32)
+	d.pos = window(i32, 0, c.pos, 0)
+	at := len(c.pos)
 	d.buckets = make([][]int32, len(c.buckets))
 	for k, b := range c.buckets {
-		d.buckets[k] = slices.Clone(b)
+		d.buckets[k] = window(i32, at, b, bucketSlack)
+		at += len(b) + bucketSlack
 	}
 	return &d
+}
+
+// window copies src into arena at off and returns it as a slice there
+// with room for slack more elements.
+func window[T any](arena []T, off int, src []T, slack int) []T {
+	end := off + len(src)
+	copy(arena[off:end], src)
+	return arena[off:end:min(end+slack, len(arena))]
 }
 
 // FreeGPUs is the number of wholly free GPUs on ready nodes.

@@ -17,7 +17,7 @@ type cycle struct {
 	plan Plan
 
 	queue   *orderedQueue
-	buf     *[]ranked     // the heap's backing array, back to the pool after the cycle
+	buf     *[]entry      // the heap's backing array, back to the pool after the cycle
 	scanned int           // jobs considered since the first reservation
 	small   bool          // the queue holds jobs that may fit in no whole GPU (shares, CPU only)
 	running []*RunningJob // candidates: not stopping
@@ -38,6 +38,15 @@ type cycle struct {
 	quota        map[string]int
 	attempts     int
 	stopped      bool
+	// last is the key of the job considered last; past records that the
+	// walk has reached a job that may not preempt (key not before maxRun):
+	// no later one may either, as the queue comes in key order.
+	last   Key
+	walked bool
+	past   bool
+	// fewestPlain is the fewest GPUs a queued job asks for when every one
+	// is plain; 0 when some job is not.
+	fewestPlain int
 }
 
 // reservation holds GPUs (fenced) for a blocked job from its shadow time on.
@@ -64,17 +73,21 @@ func newCycle(f *Framework, in *PlanInput) *cycle {
 	} else {
 		c.free = NewCapacity(in.Cluster)
 	}
-	buf, _ := f.buffers.Get().(*[]ranked)
+	buf, _ := f.buffers.Get().(*[]entry)
 	if buf == nil {
-		buf = new([]ranked)
+		buf = new([]entry)
 	}
 	c.buf = buf
 	c.queue = newOrderedQueue(c.p.Order, in, c.octx, *buf)
+	c.fewestPlain = int(^uint(0) >> 1)
 	for _, v := range in.Queue {
 		if v.Job.Spec.GPUs == 0 || v.Job.Spec.Fractional() {
 			c.small = true
-			break
 		}
+		if !plain(v.Job) {
+			c.fewestPlain = 0
+		}
+		c.fewestPlain = min(c.fewestPlain, v.Job.Spec.GPUs)
 	}
 	c.countTenants()
 	c.rankRunning()
@@ -131,12 +144,10 @@ func (c *cycle) rankRunning() {
 	}
 }
 
-// release returns the heap's backing array to the pool, cleared of
-// pointers into the input.
+// release returns the heap's backing array to the pool (its entries hold
+// no pointers into the input).
 func (c *cycle) release() {
-	h := c.queue.h[:cap(c.queue.h)]
-	clear(h)
-	*c.buf = h[:0]
+	*c.buf = c.queue.h[:0]
 	c.f.buffers.Put(c.buf)
 }
 
@@ -154,14 +165,46 @@ func (c *cycle) done() bool {
 	}
 	full := c.free.FreeGPUs() == 0 || c.minFail <= 1
 	mayPreempt := c.p.Preemptor != nil && c.attempts < c.f.limits.PreemptionAttempts && (len(c.running) > 0 || c.pending != nil)
+	if mayPreempt && c.free.FreeGPUs() == 0 && !c.small && c.noLaterVictims() {
+		mayPreempt = false
+	}
 	return full && !c.small && !mayPreempt
+}
+
+// noLaterVictims reports whether no job left in the queue can preempt
+// (tryPreempt would turn each down): the pending capacity (GPUs of
+// stopping jobs and victims, less claims) has no whole GPU free for a job
+// to wait for, and either every job is plain and asks for at least as many
+// GPUs as one that found no victims, or the walk has passed the worst key
+// among the running jobs, which every later job's key is at least (the
+// order is total unless a key is NaN). done asks only when no whole GPU is
+// free and every job left needs whole GPUs (so none can start), and this
+// holds only once no more waiting jobs are explained, so stopping the walk
+// early changes nothing in the plan.
+func (c *cycle) noLaterVictims() bool {
+	if c.pending != nil && c.pending.FreeGPUs() > 0 || c.explaining() {
+		return false
+	}
+	if c.fewestPlain > 0 && c.fewestPlain >= c.minNoVictims {
+		return true
+	}
+	if !c.queue.total() {
+		return false
+	}
+	if !c.past && c.walked && !c.last.Less(c.maxRun) {
+		c.past = true
+	}
+	return c.past
 }
 
 // consider decides one queued job.
 func (c *cycle) consider(r ranked) error {
 	j := r.v.Job
+	c.last, c.walked = r.key, true
 	if c.overQuota(j) {
-		c.wait(j.ID, fmt.Sprintf("tenant %s at its quota of %d GPUs", j.Spec.Tenant, c.quota[j.Spec.Tenant]))
+		if c.explaining() {
+			c.wait(j.ID, fmt.Sprintf("tenant %s at its quota of %d GPUs", j.Spec.Tenant, c.quota[j.Spec.Tenant]))
+		}
 		return nil
 	}
 	allocs, ok, why := c.tryPlace(r.v)
@@ -232,6 +275,9 @@ func (c *cycle) place(v *JobView, allocs []cluster.Allocation, why string) error
 	if c.fenced != nil {
 		takeFree(c.fenced, allocs)
 	}
+	if c.in.Unexplained {
+		why = ""
+	}
 	p := Placement{Job: v.Job.ID, Allocations: allocs, Forecast: v.Forecast, Reason: why}
 	if c.p.Checkpoint != nil {
 		p.CheckpointEvery = c.p.Checkpoint.Interval(v, nodesOf(allocs), c.in)
@@ -249,7 +295,9 @@ func (c *cycle) place(v *JobView, allocs []cluster.Allocation, why string) error
 }
 
 // explaining reports whether waiting jobs still get their reason recorded.
-func (c *cycle) explaining() bool { return len(c.plan.Waiting) < c.f.limits.Explained }
+func (c *cycle) explaining() bool {
+	return !c.in.Unexplained && len(c.plan.Waiting) < c.f.limits.Explained
+}
 
 func (c *cycle) wait(id cluster.JobID, reason string) {
 	if c.explaining() {

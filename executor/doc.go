@@ -4,7 +4,9 @@
 // decayed usage, the clock — to a Plan: placements, preemptions (checkpoint
 // first, stop by a deadline), the checkpoint interval of each job started,
 // deadline feasibility of new jobs, reasons for every decision and when to
-// plan again.
+// plan again. A caller that reads no reasons (the simulator) sets
+// PlanInput.Unexplained: the decisions are the same, without the cost of
+// formatting a reason for each job considered.
 //
 // A Policy is a set of plugins, one per decision: QueueOrder (with Waker for
 // keys that change while jobs run, StaticOrder for keys that do not change

@@ -92,6 +92,11 @@ type PlanInput struct {
 	// PreemptionRate is the observed (or predicted) preemptions per running
 	// job-hour.
 	PreemptionRate float64
+	// Unexplained leaves the reasons out of the plan, for a caller that
+	// reads none (the simulator): no Waiting, placements and preemptions
+	// without a Reason. The decisions are the same; the planner saves
+	// formatting a reason for every job it considers.
+	Unexplained bool
 }
 
 // Plan is data: what to start where, what to stop, and why.

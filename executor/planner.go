@@ -114,22 +114,62 @@ func before(a, b *ranked) bool {
 	return a.v.Job.ID < b.v.Job.ID
 }
 
+// entry is a queued job in the planner's heap: its key and, copied out of
+// the job, its submit time (Unix seconds and nanoseconds, and whether it
+// carries a monotonic clock reading), with its index in the queue. It
+// holds no pointers: comparing two does not chase them, and moving one
+// needs no garbage-collector write barrier.
+type entry struct {
+	key  Key
+	sec  int64
+	nsec int32
+	idx  int32
+	mono bool
+}
+
+// entryBefore is before for the entries of queue: key, then submit time,
+// then ID.
+func entryBefore(queue []*JobView, a, b *entry) bool {
+	for i := range a.key { // a.key.Less(b.key) when they differ, spelled out: this is the hot loop
+		if a.key[i] != b.key[i] {
+			return a.key[i] < b.key[i]
+		}
+	}
+	switch {
+	case a.mono && b.mono: // time.Time compares by the monotonic readings then
+		if ta, tb := queue[a.idx].Job.SubmitTime, queue[b.idx].Job.SubmitTime; !ta.Equal(tb) {
+			return ta.Before(tb)
+		}
+	case a.sec != b.sec:
+		return a.sec < b.sec
+	case a.nsec != b.nsec:
+		return a.nsec < b.nsec
+	}
+	return queue[a.idx].Job.ID < queue[b.idx].Job.ID
+}
+
 // orderedQueue hands out the queue in order, lazily: keys are computed once
 // (O(n)), the heap is built in O(n), and each job taken costs O(log n), so a
 // cycle that stops early (the fleet is full) does not pay for sorting the
 // whole queue.
 type orderedQueue struct {
-	h      []ranked
+	h      []entry
+	queue  []*JobView // what the entries index
 	sorted []*JobView // when the input came sorted: taken from the front
+	given  bool       // the input came sorted
+	nan    bool       // some key is NaN: the order is not total
 }
 
-func newOrderedQueue(order QueueOrder, in *PlanInput, octx *OrderContext, buf []ranked) *orderedQueue {
+func newOrderedQueue(order QueueOrder, in *PlanInput, octx *OrderContext, buf []entry) *orderedQueue {
 	if in.QueueSorted && IsStatic(order) {
-		return &orderedQueue{sorted: in.Queue}
+		return &orderedQueue{sorted: in.Queue, given: true}
 	}
-	q := &orderedQueue{h: buf[:0]}
-	for _, v := range in.Queue {
-		q.h = append(q.h, ranked{v: v, key: order.Key(v, octx)})
+	q := &orderedQueue{h: buf[:0], queue: in.Queue}
+	for i, v := range in.Queue {
+		k := order.Key(v, octx)
+		q.nan = q.nan || k[0] != k[0] || k[1] != k[1] || k[2] != k[2]
+		t := v.Job.SubmitTime
+		q.h = append(q.h, entry{key: k, sec: t.Unix(), nsec: int32(t.Nanosecond()), idx: int32(i), mono: t != t.Round(0)})
 	}
 	for i := len(q.h)/2 - 1; i >= 0; i-- {
 		q.down(i)
@@ -138,6 +178,11 @@ func newOrderedQueue(order QueueOrder, in *PlanInput, octx *OrderContext, buf []
 }
 
 func (q *orderedQueue) len() int { return len(q.h) + len(q.sorted) }
+
+// total reports whether the jobs come out in a total order of their keys
+// (the planner ordered them and no key is NaN): then no job taken later
+// has a key before that of one taken earlier.
+func (q *orderedQueue) total() bool { return !q.given && !q.nan }
 
 // pop takes the first job in order.
 func (q *orderedQueue) pop(order QueueOrder, octx *OrderContext) ranked {
@@ -151,7 +196,7 @@ func (q *orderedQueue) pop(order QueueOrder, octx *OrderContext) ranked {
 	q.h[0] = q.h[last]
 	q.h = q.h[:last]
 	q.down(0)
-	return top
+	return ranked{v: q.queue[top.idx], key: top.key}
 }
 
 func (q *orderedQueue) down(i int) {
@@ -162,10 +207,10 @@ func (q *orderedQueue) down(i int) {
 			return
 		}
 		m := l
-		if r := l + 1; r < n && before(&q.h[r], &q.h[l]) {
+		if r := l + 1; r < n && entryBefore(q.queue, &q.h[r], &q.h[l]) {
 			m = r
 		}
-		if !before(&q.h[m], &q.h[i]) {
+		if !entryBefore(q.queue, &q.h[m], &q.h[i]) {
 			return
 		}
 		q.h[i], q.h[m] = q.h[m], q.h[i]

@@ -84,13 +84,16 @@ func (c *cycle) preempt(r ranked, victims []*RunningJob) {
 			// when the grace period ends.
 			stopBy = c.in.Now.Add(c.p.Grace)
 		}
-		c.plan.Preemptions = append(c.plan.Preemptions, Preemption{
-			Job: v.Job.ID, For: r.v.Job.ID, CheckpointFirst: ckpt, StopBy: stopBy, LostGPU: v.WorkSinceCheckpoint,
-			Reason: fmt.Sprintf("%s: makes room for %s (%d GPUs); %s of GPU work since its checkpoint",
-				c.p.Preemptor.Name(), r.v.Job.ID, gpusOf(r.v.Job), v.WorkSinceCheckpoint.Round(time.Second)),
-		})
+		pr := Preemption{Job: v.Job.ID, For: r.v.Job.ID, CheckpointFirst: ckpt, StopBy: stopBy, LostGPU: v.WorkSinceCheckpoint}
+		if !c.in.Unexplained {
+			pr.Reason = fmt.Sprintf("%s: makes room for %s (%d GPUs); %s of GPU work since its checkpoint",
+				c.p.Preemptor.Name(), r.v.Job.ID, gpusOf(r.v.Job), v.WorkSinceCheckpoint.Round(time.Second))
+		}
+		c.plan.Preemptions = append(c.plan.Preemptions, pr)
 	}
-	c.wait(r.v.Job.ID, fmt.Sprintf("preempted %d job(s) for it", len(victims)))
+	if c.explaining() {
+		c.wait(r.v.Job.ID, fmt.Sprintf("preempted %d job(s) for it", len(victims)))
+	}
 }
 
 // claim holds GPUs in the pending capacity for a job that waits for them;

@@ -32,11 +32,15 @@ func (c *cycle) reserve(v *JobView) {
 		if allocs, fits, _ := c.p.Placer.Place(v.Job, scratch); fits {
 			c.fence(allocs)
 			c.reservations = append(c.reservations, reservation{job: v.Job.ID, shadow: e.at})
-			c.wait(v.Job.ID, fmt.Sprintf("%s: %d GPUs reserved from %s", why, need, e.at.Format(time.RFC3339)))
+			if c.explaining() {
+				c.wait(v.Job.ID, fmt.Sprintf("%s: %d GPUs reserved from %s", why, need, e.at.Format(time.RFC3339)))
+			}
 			return
 		}
 	}
-	c.wait(v.Job.ID, fmt.Sprintf("needs %d GPUs, more than the fleet frees: no reservation", need))
+	if c.explaining() {
+		c.wait(v.Job.ID, fmt.Sprintf("needs %d GPUs, more than the fleet frees: no reservation", need))
+	}
 }
 
 // fence takes a reservation's GPUs, where free now, out of the capacity

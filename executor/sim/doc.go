@@ -7,6 +7,8 @@
 // node failing at the configured MTBF or coming back), and plans only when
 // something changed that could start or displace a job; the planner can
 // also ask to be woken (a Tiresias demotion, a deadline turning urgent).
+// It plans with executor.PlanInput.Unexplained: a replay reads the
+// decisions, not their reasons, which the planner then does not format.
 // A job's progress is computed, not stepped: with a checkpoint interval τ
 // and cost C it pauses C after every τ of work, so a failure loses only the
 // work since its last checkpoint. Allocations go through cluster.Snapshot,

@@ -154,6 +154,7 @@ func (s *Simulator) plan(ctx context.Context) error {
 	in := executor.PlanInput{
 		Now: s.now, Cluster: s.snap, Free: s.free, Queue: s.queue, Running: s.running,
 		UsageGPU: s.usage, NodeMTBF: s.cfg.NodeMTBF, PreemptionRate: s.acct.preemptionRate(),
+		Unexplained: true, // the replay reads decisions, not their reasons
 	}
 	if s.sorted != nil {
 		in.Queue, in.QueueSorted = s.sorted.Jobs(), true

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"cmp"
+	"maps"
 	"math"
 	"slices"
 	"time"
@@ -145,10 +146,13 @@ func means(m map[string]*mean) map[string]float64 {
 	return out
 }
 
-// jain is Jain's fairness index of the inverse mean slowdowns.
+// jain is Jain's fairness index of the inverse mean slowdowns, summed in
+// tenant order so that a replay gives the same figure to the last bit
+// (map order would change its rounding from run to run).
 func jain(slow map[string]*mean) float64 {
 	var sum, sq float64
-	for _, e := range slow {
+	for _, name := range slices.Sorted(maps.Keys(slow)) {
+		e := slow[name]
 		x := 1 / (e.sum / float64(e.n))
 		sum += x
 		sq += x * x

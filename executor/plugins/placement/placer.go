@@ -101,7 +101,7 @@ func (p *Placer) Place(job *cluster.Job, c *executor.Capacity) ([]cluster.Alloca
 // into the typical distribution, who holds each shared GPU with what
 // forecast memory, and the queued jobs' forecast footprints.
 func (p *Placer) ForCycle(in *executor.PlanInput) executor.Placer {
-	cp := &cyclePlacer{Placer: p, shared: map[cluster.GPURef]occupancy{}, memP90: map[cluster.JobID]int64{},
+	cp := &cyclePlacer{Placer: p, quiet: in.Unexplained, shared: map[cluster.GPURef]occupancy{}, memP90: map[cluster.JobID]int64{},
 		now: in.Now, remaining: map[cluster.JobID]time.Duration{}, nodeEnd: map[string]time.Time{}}
 	var reqs []Request
 	var weights []float64
@@ -164,6 +164,8 @@ func (o occupancy) with(tenant string, milli int, mem int64) occupancy {
 // goroutine and thrown away with the cycle.
 type cyclePlacer struct {
 	*Placer
+	// quiet leaves out the reasons of placements (PlanInput.Unexplained).
+	quiet   bool
 	typical *Typical
 	shared  map[cluster.GPURef]occupancy
 	memP90  map[cluster.JobID]int64

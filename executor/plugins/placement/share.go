@@ -163,10 +163,17 @@ func (cp *cyclePlacer) placeShare(job *cluster.Job, req *Request, c *executor.Ca
 	n := c.Node(bestNode)
 	ref := cluster.GPURef{Node: n.Name, Index: bestGPU}
 	milli := req.Milli
+	var prof MIGProfile
+	var start int
+	if n.GPUs[bestGPU].MIGEnabled {
+		prof, start, _ = cp.migFit(job, req, c, bestNode, bestGPU, c.FreeMilli(bestNode, bestGPU))
+		milli = prof.Milli()
+	}
+	if cp.quiet {
+		return []cluster.Allocation{{GPU: ref, Milli: milli}}, true, ""
+	}
 	why := fmt.Sprintf("%s: %d milli-GPUs of %s (%d free)", cp.name, req.Milli, ref, c.FreeMilli(bestNode, bestGPU))
 	if n.GPUs[bestGPU].MIGEnabled {
-		prof, start, _ := cp.migFit(job, req, c, bestNode, bestGPU, c.FreeMilli(bestNode, bestGPU))
-		milli = prof.Milli()
 		why = fmt.Sprintf("%s: MIG instance %s at memory slice %d of %s (hardware isolation)", cp.name, prof.Name, start, ref)
 	}
 	if ex, ok := cp.scorer.(Explainer); ok {

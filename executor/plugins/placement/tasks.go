@@ -54,9 +54,10 @@ func (cp *cyclePlacer) placeTasks(job *cluster.Job, tasks []int, c *executor.Cap
 		}
 	}
 	where := ""
-	if bestFree >= 0 {
+	if bestFree >= 0 && !cp.quiet {
 		where = fmt.Sprintf("%d tasks within leaf %q", len(tasks), bestLeaf)
-	} else {
+	}
+	if bestFree < 0 {
 		var all []int
 		for _, leaf := range order {
 			all = append(all, leaves[leaf]...)
@@ -66,7 +67,9 @@ func (cp *cyclePlacer) placeTasks(job *cluster.Job, tasks []int, c *executor.Cap
 			return nil, false, "no set of ready nodes has room for every task"
 		}
 		bestPick = pick
-		where = fmt.Sprintf("%d tasks across leaves %s: no leaf has room for all", len(tasks), leavesOf(c, pick))
+		if !cp.quiet {
+			where = fmt.Sprintf("%d tasks across leaves %s: no leaf has room for all", len(tasks), leavesOf(c, pick))
+		}
 	}
 	var allocs []cluster.Allocation
 	taken := map[cluster.GPURef]bool{}
@@ -84,6 +87,9 @@ func (cp *cyclePlacer) placeTasks(job *cluster.Job, tasks []int, c *executor.Cap
 		}
 		return cmp.Compare(a.GPU.Index, b.GPU.Index)
 	})
+	if cp.quiet {
+		return allocs, true, ""
+	}
 	return allocs, true, fmt.Sprintf("%s: %s", cp.name, where)
 }
 

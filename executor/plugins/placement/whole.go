@@ -47,6 +47,9 @@ func (cp *cyclePlacer) placeOnNode(job *cluster.Job, req *Request, c *executor.C
 	for k, g := range gpus {
 		allocs[k] = cluster.Allocation{GPU: cluster.GPURef{Node: n.Name, Index: g}, Milli: cluster.MilliGPU}
 	}
+	if cp.quiet {
+		return allocs, true, ""
+	}
 	where := fmt.Sprintf("one node (%s) over PCIe: no node has %d free GPUs in one NVLink domain", n.Name, size)
 	if inDomain {
 		where = fmt.Sprintf("one NVLink domain (%s on %s)", n.GPUs[gpus[0]].NVLinkDomain, n.Name)
