@@ -9,6 +9,8 @@
 // back in order. TelemetryStore (InfluxQuery with Flux, EmbeddedSink with
 // SQL) reads series back for training and the predictor; ReadSeries and
 // ParseSeriesSelector give them to training as datasets.Series (--series
-// influx:SELECTOR). EnsureBucket is
+// influx:SELECTOR). JobMemoryStore (the same two) reads the GPU memory of
+// jobs' processes: finished jobs' peaks for retraining, running jobs'
+// series for the control plane's memory refinement. EnsureBucket is
 // the bucket check every InfluxDB writer runs first.
 package collector

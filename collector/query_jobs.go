@@ -3,6 +3,7 @@ package collector
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -86,7 +87,9 @@ func (s *EmbeddedSink) JobMemory(ctx context.Context, q JobMemoryQuery) ([]JobMe
 
 // JobMemoryFlux returns the Flux program that answers q: the process
 // samples of the jobs, summed per job, GPU and sample time, then the most
-// of each window per job.
+// of each window per job. (Summing each process's window maxima instead
+// was 2 to 2.5 times faster on InfluxDB 1.8 at 1,000 running jobs, but is
+// only an upper bound when a job runs several processes on one GPU.)
 func (q *InfluxQuery) JobMemoryFlux(jq JobMemoryQuery) string {
 	end := jq.End.UTC().Format(time.RFC3339Nano)
 	var b strings.Builder
@@ -95,7 +98,7 @@ func (q *InfluxQuery) JobMemoryFlux(jq JobMemoryQuery) string {
 	// InfluxDB 1.8 returns points at the stop time too: keep [Start, End).
 	fmt.Fprintf(&b, "  |> filter(fn: (r) => r._measurement == %s and r._field == \"mem_used_bytes\" and r._time < %s and exists r.job_id)\n",
 		strconv.Quote(MeasurementProcess), end)
-	if len(jq.Jobs) > 0 {
+	if len(jq.Jobs) > 0 && len(jq.Jobs) <= maxFluxJobFilter {
 		b.WriteString("  |> filter(fn: (r) => ")
 		for i, j := range jq.Jobs {
 			if i > 0 {
@@ -114,6 +117,12 @@ func (q *InfluxQuery) JobMemoryFlux(jq JobMemoryQuery) string {
 	return b.String()
 }
 
+// maxFluxJobFilter is the most jobs the Flux program filters on: Flux
+// evaluates the filter row by row (with 1,000 jobs, reading 5 minutes of a
+// 1,000-GPU fleet took 3 to 4 times longer than reading it all), so more
+// are filtered here, after the read.
+const maxFluxJobFilter = 16
+
 // JobMemory runs the Flux program and gathers one series per job, ordered
 // by job ID.
 func (q *InfluxQuery) JobMemory(ctx context.Context, jq JobMemoryQuery) ([]JobMemorySeries, error) {
@@ -125,13 +134,20 @@ func (q *InfluxQuery) JobMemory(ctx context.Context, jq JobMemoryQuery) ([]JobMe
 		return nil, fmt.Errorf("job memory query: influx %s: %w", q.o.URL, err)
 	}
 	defer res.Close()
+	var want map[string]bool
+	if len(jq.Jobs) > maxFluxJobFilter {
+		want = make(map[string]bool, len(jq.Jobs))
+		for _, j := range jq.Jobs {
+			want[j] = true
+		}
+	}
 	byJob := map[string]int{}
 	var out []JobMemorySeries
 	for res.Next() {
 		r := res.Record()
 		job, _ := r.ValueByKey("job_id").(string)
 		v, ok := r.Value().(float64)
-		if !ok || job == "" {
+		if !ok || job == "" || (want != nil && !want[job]) {
 			continue
 		}
 		i, seen := byJob[job]
@@ -145,10 +161,6 @@ func (q *InfluxQuery) JobMemory(ctx context.Context, jq JobMemoryQuery) ([]JobMe
 	if err := res.Err(); err != nil {
 		return nil, fmt.Errorf("job memory query: influx %s: %w", q.o.URL, err)
 	}
-	for i := 1; i < len(out); i++ {
-		for j := i; j > 0 && out[j].Job < out[j-1].Job; j-- {
-			out[j], out[j-1] = out[j-1], out[j]
-		}
-	}
+	slices.SortFunc(out, func(a, b JobMemorySeries) int { return strings.Compare(a.Job, b.Job) })
 	return out, nil
 }

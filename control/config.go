@@ -66,10 +66,22 @@ type Config struct {
 	// embedded store (collector.NewEmbeddedSink) or InfluxDB
 	// (collector.NewInfluxQuery); nil for none.
 	Telemetry collector.TelemetryStore
+	// PeakRefiner re-forecasts running jobs' peak GPU memory from their
+	// memory series, which Telemetry must answer (collector.JobMemoryStore,
+	// as both stores do); the planner then places shares beside them by the
+	// refined P90. nil keeps each job's forecast from submission.
+	PeakRefiner PeakRefiner
+	// RefineEvery is how often running jobs' memory is re-forecast
+	// (default DefaultRefineEvery).
+	RefineEvery time.Duration
 	// Notifier hears every job lifecycle event; nil for none. Notify must
 	// not block.
 	Notifier Notifier
-	Mode     Mode
+	// Recommendations hears each recommendation the advisor records (the
+	// Kubernetes backend writes it on the pods); nil for none. Recommended
+	// must not block.
+	Recommendations RecommendationSink
+	Mode            Mode
 	// Tick is how often the plane plans when nothing happens (default
 	// DefaultTick); Debounce how long it waits after an event before it
 	// plans, so that a burst plans once (default DefaultDebounce).
@@ -88,6 +100,10 @@ type Config struct {
 	// for its node to come back before the job is requeued (default
 	// DefaultNodeSyncTimeout).
 	NodeSyncTimeout time.Duration
+	// NodeLostAfter is how long a node may stay silent (NodeSilent, no
+	// NodeSynced since) before its jobs are requeued (default
+	// DefaultNodeLostAfter).
+	NodeLostAfter time.Duration
 }
 
 // Defaults of Config.
@@ -97,6 +113,10 @@ const (
 	// DefaultNodeSyncTimeout exceeds the agents' longest reconnect backoff
 	// (10 s) and silence bound (90 s).
 	DefaultNodeSyncTimeout = 2 * time.Minute
+	// DefaultNodeLostAfter gives a node that went silent (its agent has
+	// not been heard for the hub's silence bound, 90 s by default) five more
+	// minutes to come back before its jobs run elsewhere.
+	DefaultNodeLostAfter = 5 * time.Minute
 )
 
 // Validate checks the configuration; the errors name the field.
@@ -120,8 +140,11 @@ func (c *Config) Validate() error {
 	if c.BackfillDepth < 0 {
 		errs = append(errs, fmt.Errorf("control: config: backfill depth %d is negative", c.BackfillDepth))
 	}
-	if c.Tick < 0 || c.Debounce < 0 || c.Grace < 0 || c.UsageHalfLife < 0 || c.NodeSyncTimeout < 0 {
-		errs = append(errs, errors.New("control: config: Tick, Debounce, Grace, UsageHalfLife and NodeSyncTimeout must not be negative"))
+	if c.RefineEvery < 0 {
+		errs = append(errs, fmt.Errorf("control: config: RefineEvery %s must not be negative", c.RefineEvery))
+	}
+	if c.Tick < 0 || c.Debounce < 0 || c.Grace < 0 || c.UsageHalfLife < 0 || c.NodeSyncTimeout < 0 || c.NodeLostAfter < 0 {
+		errs = append(errs, errors.New("control: config: Tick, Debounce, Grace, UsageHalfLife, NodeSyncTimeout and NodeLostAfter must not be negative"))
 	}
 	if c.Prices.PerGPUHour < 0 || c.Prices.PerKWh < 0 {
 		errs = append(errs, errors.New("control: config: prices must not be negative"))
@@ -146,4 +169,10 @@ type LifecycleEvent struct {
 // once: delivery and retries are the notifier's business.
 type Notifier interface {
 	Notify(ctx context.Context, e LifecycleEvent)
+}
+
+// RecommendationSink hears the recommendations the advisor records, once
+// each, with the ID the store gave them. Recommended must return at once.
+type RecommendationSink interface {
+	Recommended(ctx context.Context, r Recommendation)
 }

@@ -48,6 +48,7 @@ func (p *Plane) liveState(ctx context.Context) (*live, error) {
 	if lv.forecasts, err = p.forecastsFor(ctx, all); err != nil {
 		p.log.Warn("forecasts missing; those jobs are planned on a default", "error", err)
 	}
+	p.refinePeaks(ctx, lv)
 	lv.snap = cluster.NewSnapshot(&cluster.Fleet{Nodes: lv.nodes, Tenants: p.cfg.Tenants}, lv.now)
 	lv.in = executor.PlanInput{Now: lv.now, Cluster: lv.snap, UsageGPU: p.usageNow(lv)}
 	for i := range lv.queued {
@@ -65,6 +66,9 @@ func (p *Plane) liveState(ctx context.Context) (*live, error) {
 			continue
 		}
 		v := p.view(j, lv)
+		if m, ok := p.refinedMemory(j.ID); ok {
+			v.Forecast.MemoryP90Bytes = m // from its memory series so far (refinePeaks)
+		}
 		v.Progress = savedProgress(j) + lv.now.Sub(j.StartTime)
 		v.AttainedGPU = (j.Outcome.RunTime + lv.now.Sub(j.StartTime)) * time.Duration(max(j.Spec.GPUs, 1))
 		lv.in.Running = append(lv.in.Running, &executor.RunningJob{JobView: *v, Allocations: lv.snap.Allocations(j.ID),
@@ -288,6 +292,11 @@ func (p *Plane) recommend(ctx context.Context, lv *live, plan executor.Plan) {
 		p.mu.Lock()
 		p.openRecs[key] = id
 		p.mu.Unlock()
+		if p.cfg.Recommendations != nil {
+			r := Recommendation{ID: id, Time: lv.now, Job: job, Kind: kind, Reason: reason, Status: string(store.RecommendationOpen)}
+			_ = json.Unmarshal(details, &r.Details) // marshalled above from recDetails
+			p.cfg.Recommendations.Recommended(ctx, r)
+		}
 	}
 	for _, pr := range plan.Preemptions {
 		add("preempt", pr.Job, pr.Reason, recDetails{For: string(pr.For), StopBy: pr.StopBy, LostGPUS: pr.LostGPU.Seconds(),

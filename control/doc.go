@@ -9,7 +9,9 @@
 // (plane.go: Run's steps; events.go: the backend's events applied to the
 // store; cycle.go: planning, advisor and autopilot). WhatIf (whatif.go)
 // simulates forward from the live state with executor/sim; Stats
-// (stats.go) reads the job history and telemetry for the dashboard.
+// (stats.go) reads the job history and telemetry for the dashboard;
+// refine.go re-forecasts running jobs' peak GPU memory from their telemetry
+// (Config.PeakRefiner) for placement.
 // control/simbackend is a Backend without processes for tests and
 // `serve --backend sim`.
 package control

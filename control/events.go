@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/executor"
@@ -17,10 +18,37 @@ const (
 	stopCancel  = "cancel: "
 )
 
+// How often apply tries an event the store refused because another process
+// held the database's write lock (store.IsBusy), and its first wait between
+// tries (doubled each time). An event is the only record of what happened
+// on a node: dropping it at the first refusal would leave, say, a finished
+// job running in the store.
+const (
+	applyTries   = 5
+	applyBackoff = 200 * time.Millisecond
+)
+
 // apply is step 2: it records what the backend saw in the store. An event
 // about an attempt other than the one the store says runs is stale and
-// changes nothing (a start of such an attempt is stopped).
+// changes nothing (a start of such an attempt is stopped). An event the
+// busy store refused is tried again (each step of it is idempotent).
 func (p *Plane) apply(ctx context.Context, e executor.JobEvent) {
+	err := p.applyOnce(ctx, e)
+	for try, wait := 1, applyBackoff; err != nil && store.IsBusy(err) && try < applyTries && ctx.Err() == nil; try, wait = try+1, 2*wait {
+		p.log.Warn("backend event not applied yet: the database is busy; trying again", "type", e.Type, "job", e.Job,
+			"attempt", e.Attempt, "node", e.Node, "wait", wait, "error", err)
+		select {
+		case <-ctx.Done():
+		case <-time.After(wait):
+			err = p.applyOnce(ctx, e)
+		}
+	}
+	if err != nil {
+		p.log.Error("backend event not applied", "type", e.Type, "job", e.Job, "attempt", e.Attempt, "node", e.Node, "error", err)
+	}
+}
+
+func (p *Plane) applyOnce(ctx context.Context, e executor.JobEvent) error {
 	var err error
 	switch e.Type {
 	case executor.JobStarted:
@@ -36,13 +64,23 @@ func (p *Plane) apply(ctx context.Context, e executor.JobEvent) {
 		}
 		err = p.requeue(ctx, e.Job, e.Attempt, store.EventRequeued, msg)
 	case executor.NodeSynced:
+		p.mu.Lock()
+		delete(p.silent, e.Node)
+		p.mu.Unlock()
 		err = p.synced(ctx, e)
+	case executor.NodeSilent:
+		// Its jobs may still run: they are requeued only if it stays
+		// silent for NodeLostAfter (requeueSilentNodes).
+		p.mu.Lock()
+		if _, ok := p.silent[e.Node]; !ok {
+			p.silent[e.Node] = p.cfg.Clock()
+		}
+		p.mu.Unlock()
+		p.log.Warn("node silent: its jobs are requeued if it stays away", "node", e.Node, "after", p.cfg.NodeLostAfter)
 	default:
 		err = fmt.Errorf("unknown event type %q", e.Type)
 	}
-	if err != nil {
-		p.log.Error("backend event not applied", "type", e.Type, "job", e.Job, "attempt", e.Attempt, "node", e.Node, "error", err)
-	}
+	return err
 }
 
 // current returns the placement of the attempt the event is about; ok is
@@ -184,6 +222,12 @@ func (p *Plane) synced(ctx context.Context, e executor.JobEvent) error {
 			}
 			continue
 		}
+		if !pl.Confirmed && p.startedAfter(ctx, pl.Job, e.Time) {
+			// Recorded after the node's list was taken (a plan ran between
+			// the agent's registration and this event): the list cannot
+			// know it; the node's started event confirms it.
+			continue
+		}
 		msg := fmt.Sprintf("node %s does not run attempt %d", e.Node, pl.Attempt)
 		if pl.Stopping() {
 			// It was being stopped, and it is: the stop is done.
@@ -200,6 +244,16 @@ func (p *Plane) synced(ctx context.Context, e executor.JobEvent) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// startedAfter reports whether the job's current attempt was recorded as
+// started after t (false when t is zero or the job is unreadable).
+func (p *Plane) startedAfter(ctx context.Context, id cluster.JobID, t time.Time) bool {
+	if t.IsZero() {
+		return false
+	}
+	j, err := p.cfg.Store.GetJob(ctx, id)
+	return err == nil && j.StartTime.After(t)
 }
 
 // forget drops what the plane remembers of a job that is done.
@@ -219,4 +273,41 @@ func onNode(allocs []cluster.Allocation, node string) bool {
 		}
 	}
 	return false
+}
+
+// requeueSilentNodes gives the jobs of every node silent for NodeLostAfter
+// back to the queue, to resume from their last checkpoint elsewhere. If the
+// node comes back still running them, its NodeSynced stops them (the
+// store no longer runs them there).
+func (p *Plane) requeueSilentNodes(ctx context.Context) {
+	now := p.cfg.Clock()
+	p.mu.Lock()
+	var lost []string
+	for node, since := range p.silent {
+		if now.Sub(since) >= p.cfg.NodeLostAfter {
+			lost = append(lost, node)
+			delete(p.silent, node)
+		}
+	}
+	p.mu.Unlock()
+	if len(lost) == 0 {
+		return
+	}
+	placements, err := p.cfg.Store.Placements(ctx)
+	if err != nil {
+		p.log.Error("requeue the jobs of silent nodes", "nodes", lost, "error", err)
+		return
+	}
+	for _, node := range lost {
+		for _, pl := range placements {
+			if !onNode(pl.Allocations, node) {
+				continue
+			}
+			msg := fmt.Sprintf("node %s silent for %s", node, p.cfg.NodeLostAfter)
+			p.log.Warn("requeueing the job of a silent node", "job", pl.Job, "attempt", pl.Attempt, "node", node)
+			if err := p.requeue(ctx, pl.Job, pl.Attempt, store.EventRequeued, msg); err != nil {
+				p.log.Error("requeue", "job", pl.Job, "error", err)
+			}
+		}
+	}
 }

@@ -12,7 +12,7 @@ import (
 )
 
 // modelTargets are the registry's targets the models endpoints list.
-var modelTargets = []models.Target{models.TargetDuration, models.TargetMemory, idle.Target}
+var modelTargets = []models.Target{models.TargetDuration, models.TargetMemory, models.TargetPeak, idle.Target}
 
 // Models implements Service: every published version of every target,
 // newest first within a target.
@@ -71,7 +71,7 @@ func (p *Plane) Retrain(ctx context.Context) error {
 func (p *Plane) Rollback(_ context.Context, target string, to int) (ModelVersion, error) {
 	t := models.Target(target)
 	if !slices.Contains(modelTargets, t) {
-		return ModelVersion{}, fmt.Errorf("target %q: want one of duration, memory, idle: %w", target, ErrInvalid)
+		return ModelVersion{}, fmt.Errorf("target %q: want one of duration, memory, peak, idle: %w", target, ErrInvalid)
 	}
 	if to < 0 {
 		return ModelVersion{}, fmt.Errorf("version %d is negative: %w", to, ErrInvalid)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/prescient-sched/prescient/cluster"
+	"github.com/prescient-sched/prescient/collector"
 	"github.com/prescient-sched/prescient/executor"
 	"github.com/prescient-sched/prescient/executor/plugins/placement"
 	"github.com/prescient-sched/prescient/executor/policies"
@@ -40,11 +41,21 @@ type Plane struct {
 	usageAt    time.Time
 	lastPlan   time.Time
 	retraining bool
+	// refined holds running jobs' re-forecast P90 memory (refinePeaks);
+	// the last refinement started at refinedAt.
+	refined   map[cluster.JobID]int64
+	refinedAt time.Time
+	jobMemory collector.JobMemoryStore     // Telemetry, when it answers job memory
+	refining  bool                         // a refinement runs (refinePeaks)
+	refineMu  sync.Mutex                   // held by refine
+	memSeries map[cluster.JobID]*jobSeries // refine's reads so far, under refineMu
 	// unsent are recorded starts that the backend could not send at
 	// recovery because their node was not ready, with when that was first
 	// seen: the node's NodeSynced settles them, or they are resent on the
 	// tick, and requeued after NodeSyncTimeout.
 	unsent map[cluster.JobID]time.Time
+	// silent are the nodes reported silent (NodeSilent), since when.
+	silent map[string]time.Time
 }
 
 var _ Service = (*Plane)(nil)
@@ -63,6 +74,9 @@ func New(cfg Config) (*Plane, error) {
 	if cfg.Debounce == 0 {
 		cfg.Debounce = DefaultDebounce
 	}
+	if cfg.NodeLostAfter == 0 {
+		cfg.NodeLostAfter = DefaultNodeLostAfter
+	}
 	if cfg.NodeSyncTimeout == 0 {
 		cfg.NodeSyncTimeout = DefaultNodeSyncTimeout
 	}
@@ -71,6 +85,9 @@ func New(cfg Config) (*Plane, error) {
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = time.Now
+	}
+	if cfg.RefineEvery == 0 {
+		cfg.RefineEvery = DefaultRefineEvery
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -87,7 +104,8 @@ func New(cfg Config) (*Plane, error) {
 		poke: make(chan struct{}, 1), ready: make(chan struct{}), mode: cfg.Mode,
 		forecasts: map[cluster.JobID]executor.Forecast{}, reasons: map[cluster.JobID]string{},
 		deadlines: map[cluster.JobID]executor.DeadlineReport{}, openRecs: map[string]int64{}, usage: map[string]time.Duration{},
-		unsent: map[cluster.JobID]time.Time{}}
+		unsent: map[cluster.JobID]time.Time{}, silent: map[string]time.Time{}}
+	p.jobMemory, _ = cfg.Telemetry.(collector.JobMemoryStore)
 	p.grace = cfg.Grace
 	if p.grace == 0 {
 		p.grace = pol.Grace
@@ -173,6 +191,7 @@ func (p *Plane) Run(ctx context.Context) error {
 			p.cycle(ctx)
 		case <-tick.C:
 			p.resendUnsent(ctx)
+			p.requeueSilentNodes(ctx)
 			p.cycle(ctx)
 		}
 	}

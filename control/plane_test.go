@@ -310,6 +310,27 @@ func TestNodeSyncedReconcilesWithTheNodesList(t *testing.T) {
 	}
 }
 
+// An agent registers (its list is taken), a plan starts a job on its node,
+// then the plane reads the node's NodeSynced: the start is not in the list
+// because it came later, and the job is not lost. A list taken after the
+// start that lacks it is.
+func TestNodeSyncedTakenBeforeAStartDoesNotLoseIt(t *testing.T) {
+	e := newEnv(t, fleetOf(1, 8), nil)
+	listTaken := e.clock.Now()
+	e.clock.Advance(time.Second)
+	e.submit("a", spec(8, time.Hour))
+	e.plane.cycle(e.ctx)
+	e.event(executor.JobEvent{Type: executor.NodeSynced, Node: "n0", Time: listTaken})
+	if j := e.job("a"); j.State != cluster.StateRunning || j.Attempts != 1 {
+		t.Fatalf("a is %s after %d attempts, want attempt 1 running: the list predates its start", j.State, j.Attempts)
+	}
+	e.clock.Advance(time.Second)
+	e.event(executor.JobEvent{Type: executor.NodeSynced, Node: "n0"})
+	if j := e.job("a"); j.State != cluster.StateQueued {
+		t.Errorf("a is %s, want requeued: a list taken after its start lacks it", j.State)
+	}
+}
+
 func TestALostJobIsRequeued(t *testing.T) {
 	e := newEnv(t, fleetOf(1, 8), nil)
 	e.submit("a", spec(8, time.Hour))
@@ -491,5 +512,36 @@ func TestARestartWaitsForTheNodeOfAnUnconfirmedStart(t *testing.T) {
 	e.plane.resendUnsent(e.ctx)
 	if j := e.job("j3"); j.State != cluster.StateQueued {
 		t.Errorf("j3 is %s after its node stayed away past the timeout; want queued", j.State)
+	}
+}
+
+// A node whose agent went silent keeps its jobs for NodeLostAfter (they
+// may still run); then they go back to the queue. A node that syncs in
+// time keeps them.
+func TestJobsOfANodeSilentTooLongAreRequeued(t *testing.T) {
+	e := newEnv(t, fleetOf(2, 8), nil)
+	e.submit("a", spec(8, time.Hour))
+	e.submit("b", spec(8, time.Hour))
+	e.plane.cycle(e.ctx)
+	pa, _ := e.store.GetPlacement(e.ctx, "a")
+	pb, _ := e.store.GetPlacement(e.ctx, "b")
+	nodeA, nodeB := pa.Allocations[0].GPU.Node, pb.Allocations[0].GPU.Node
+	e.event(executor.JobEvent{Type: executor.JobStarted, Job: "a", Attempt: 1, Node: nodeA})
+	e.event(executor.JobEvent{Type: executor.JobStarted, Job: "b", Attempt: 1, Node: nodeB})
+	e.event(executor.JobEvent{Type: executor.NodeSilent, Node: nodeA})
+	e.event(executor.JobEvent{Type: executor.NodeSilent, Node: nodeB})
+	e.clock.Advance(DefaultNodeLostAfter / 2)
+	e.event(executor.JobEvent{Type: executor.NodeSynced, Node: nodeB, Running: []executor.RunningAttempt{{Job: "b", Attempt: 1}}})
+	e.plane.requeueSilentNodes(e.ctx)
+	if j := e.job("a"); j.State != cluster.StateRunning {
+		t.Fatalf("a is %s before its node was silent for NodeLostAfter", j.State)
+	}
+	e.clock.Advance(DefaultNodeLostAfter)
+	e.plane.requeueSilentNodes(e.ctx)
+	if j := e.job("a"); j.State != cluster.StateQueued {
+		t.Errorf("a is %s after its node stayed silent; want queued", j.State)
+	}
+	if j := e.job("b"); j.State != cluster.StateRunning {
+		t.Errorf("b is %s; its node came back in time", j.State)
 	}
 }

@@ -58,11 +58,13 @@ type Predictor struct {
 	targets []models.Target
 	log     *slog.Logger
 	current map[models.Target]*atomic.Pointer[served]
+	peak    atomic.Pointer[servedPeak] // the online refinement (RefinePeak)
 }
 
-// New loads the current version of each target from the registry. A
-// target with no published model is served without forecasts; a current
-// version that fails to load is an error.
+// New loads the current version of each target (duration, memory and the
+// peak refinement) from the registry. A target with no published model is
+// served without forecasts; a current version that fails to load is an
+// error, and so is a registry with no model at all.
 func New(reg training.Registry, log *slog.Logger) (*Predictor, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -75,7 +77,7 @@ func New(reg training.Registry, log *slog.Logger) (*Predictor, error) {
 	if _, err := p.Reload(); err != nil {
 		return nil, err
 	}
-	if p.Versions() == "" {
+	if p.Versions() == "" && p.PeakVersion() == 0 {
 		return nil, fmt.Errorf("predictor: registry %s: %w", reg.Dir, training.ErrNoModel)
 	}
 	return p, nil
@@ -112,7 +114,11 @@ func (p *Predictor) Reload() (bool, error) {
 		p.log.Error("refused model version; keeping the previous one", "target", t, "version", v, "err", err)
 		errs = append(errs, fmt.Errorf("predictor: %s version %d refused: %w", t, v, err))
 	}
-	return changed, errors.Join(errs...)
+	peakChanged, err := p.reloadPeak()
+	if err != nil {
+		errs = append(errs, err)
+	}
+	return changed || peakChanged, errors.Join(errs...)
 }
 
 // Watch reloads every interval until ctx ends. It does nothing when the

@@ -31,6 +31,12 @@ func sqliteCode(err error) int {
 	return 0
 }
 
+// IsBusy reports whether err is SQLite's SQLITE_BUSY: another process (a
+// collector writing telemetry to the same file, say) held the write lock
+// past the busy timeout. Nothing was written; the same call may succeed
+// when tried again.
+func IsBusy(err error) bool { return sqliteCode(err)&0xff == sqlite3.SQLITE_BUSY }
+
 // isPrimaryKeyViolation reports whether err is a duplicate primary key.
 func isPrimaryKeyViolation(err error) bool {
 	return sqliteCode(err) == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY

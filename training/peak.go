@@ -47,11 +47,29 @@ type PeakReport struct {
 	// for models, fit_s.
 	Models    map[string]map[string]float64 `json:"models"`
 	Baselines map[string]map[string]float64 `json:"baselines"`
+	// After TrainPeak: the learner published, its version, and whether it
+	// was published.
+	Selected     string `json:"selected,omitempty"`
+	ModelVersion int    `json:"model_version,omitempty"`
+	Published    *bool  `json:"published,omitempty"`
 }
 
 // EvaluatePeak fits the learners on some series' windows and scores them
 // on the others' against reserving the peak so far, or 1.2 times it.
 func EvaluatePeak(ctx context.Context, cfg PeakConfig, series []datasets.Series) (PeakReport, error) {
+	rep, _, err := fitPeak(ctx, cfg, series)
+	return rep, err
+}
+
+// fittedPeak is one learner as fitPeak fitted and calibrated it.
+type fittedPeak struct {
+	name  string
+	model models.Model
+	shift float64
+}
+
+// fitPeak is EvaluatePeak, returning the fitted learners too.
+func fitPeak(ctx context.Context, cfg PeakConfig, series []datasets.Series) (PeakReport, []fittedPeak, error) {
 	// 1. Windows of every series, split by series.
 	// A fifth of the fitted series calibrates the P90 (split conformal):
 	// its shift is what those series needed to be covered 90% of the time.
@@ -68,7 +86,7 @@ func EvaluatePeak(ctx context.Context, cfg PeakConfig, series []datasets.Series)
 		}
 	}
 	if len(fit) < minRows || len(calib) < minRows || len(test) < minRows {
-		return PeakReport{}, fmt.Errorf("peak refinement: %w: %d windows to fit, %d to calibrate, %d to score", ErrNoData, len(fit), len(calib), len(test))
+		return PeakReport{}, nil, fmt.Errorf("peak refinement: %w: %d windows to fit, %d to calibrate, %d to score", ErrNoData, len(fit), len(calib), len(test))
 	}
 	rep := PeakReport{Series: len(series), FitExamples: len(fit), ScoredSamples: len(test),
 		ObserveS: cfg.Window.Observe.Seconds(), HorizonS: cfg.Window.Horizon.Seconds(),
@@ -100,24 +118,25 @@ func EvaluatePeak(ctx context.Context, cfg PeakConfig, series []datasets.Series)
 	}
 
 	// 3. The learners, on log(future peak / peak so far).
+	var fitted []fittedPeak
 	for _, name := range peakLearners(cfg) {
 		l, err := models.LookupLearner(name)
 		if err != nil {
-			return PeakReport{}, err
+			return PeakReport{}, nil, err
 		}
 		m := l.New(models.Options{Features: models.PeakFeatureNames(), Seed: cfg.Seed})
 		start := time.Now()
 		if err := m.Fit(ctx, X, y); err != nil {
-			return PeakReport{}, fmt.Errorf("peak refinement: %s: %w", name, err)
+			return PeakReport{}, nil, fmt.Errorf("peak refinement: %s: %w", name, err)
 		}
 		fitS := time.Since(start).Seconds()
 		shift, err := conformalShift(m, Xc, calib, 0.9)
 		if err != nil {
-			return PeakReport{}, fmt.Errorf("peak refinement: %s: %w", name, err)
+			return PeakReport{}, nil, fmt.Errorf("peak refinement: %s: %w", name, err)
 		}
 		q, err := m.PredictQuantiles(Xt, []float64{0.5, 0.9})
 		if err != nil {
-			return PeakReport{}, fmt.Errorf("peak refinement: %s: %w", name, err)
+			return PeakReport{}, nil, fmt.Errorf("peak refinement: %s: %w", name, err)
 		}
 		p50, p90 := make([]float64, len(test)), make([]float64, len(test))
 		for i, e := range test {
@@ -129,9 +148,10 @@ func EvaluatePeak(ctx context.Context, cfg PeakConfig, series []datasets.Series)
 			rep.Baselines[name] = row // the global median: one fitted margin for every window
 		} else {
 			rep.Models[name] = row
+			fitted = append(fitted, fittedPeak{name: name, model: m, shift: shift})
 		}
 	}
-	return rep, nil
+	return rep, fitted, nil
 }
 
 // calibShare of the series that are not scored calibrate the P90.

@@ -17,9 +17,15 @@ func TestRefinedPeakCoversNinetyPercentReservingLessThanPeakSoFarTimes1_2(t *tes
 	}
 	cfg := training.DefaultPeakConfig()
 	cfg.Learners = []string{models.ForestName}
-	rep, err := training.EvaluatePeak(context.Background(), cfg, series)
+	// TrainPeak is EvaluatePeak and a publication of the selected learner.
+	reg := training.Registry{Dir: t.TempDir()}
+	rep, err := training.TrainPeak(context.Background(), cfg, series, reg)
 	if err != nil {
 		t.Fatal(err)
+	}
+	art, err := reg.LoadPeak(1)
+	if err != nil || rep.ModelVersion != 1 || art.Selected != models.ForestName || art.Series != len(series) {
+		t.Fatalf("published: version %d, %v, %+v", rep.ModelVersion, err, art)
 	}
 	t.Logf("%+v", rep)
 	base := rep.Baselines["peak_so_far_x1_2"]

@@ -236,6 +236,10 @@ func (r Registry) check(t models.Target, v int) error {
 		_, err := r.LoadIdle(v)
 		return err
 	}
+	if t == models.TargetPeak {
+		_, err := r.LoadPeak(v)
+		return err
+	}
 	_, err := r.Load(t, v)
 	return err
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/models"
@@ -37,15 +38,26 @@ func FinishedJobs(ctx context.Context, l JobLister) ([]cluster.Job, error) {
 }
 
 // Retrain is one run of the retraining schedule: it reads the finished
-// jobs from the job store and, for each target, trains, gates and
-// publishes. A target without enough labelled jobs (memory before the
-// collector has recorded peaks) is skipped with a log line. cfg gives the
-// learners, seed and logger; its Target is set for each target in turn.
-func Retrain(ctx context.Context, l JobLister, reg Registry, cfg Config) error {
+// jobs from the job store, fills in the peak GPU memory of those without
+// one from telemetry (FillPeakMemory; mem may be nil for none) and, for
+// each target, trains, gates and publishes. A target without enough
+// labelled jobs (memory before the collector has recorded peaks) is
+// skipped with a log line. cfg gives the learners, seed and logger; its
+// Target is set for each target in turn.
+func Retrain(ctx context.Context, l JobLister, mem JobMemoryReader, reg Registry, cfg Config) error {
 	log := logger(cfg.Logger)
 	jobs, err := FinishedJobs(ctx, l)
 	if err != nil {
 		return err
+	}
+	if mem != nil {
+		start := time.Now()
+		fill, err := FillPeakMemory(ctx, mem, jobs)
+		if err != nil {
+			return fmt.Errorf("retrain: %w", err)
+		}
+		log.Info("peak GPU memory from telemetry", "finished_jobs", len(jobs), "without_peak", fill.Candidates,
+			"filled", fill.Filled, "queries", fill.Queries, "took", time.Since(start).Round(time.Millisecond))
 	}
 	var errs []error
 	for _, t := range []models.Target{models.TargetDuration, models.TargetMemory} {

@@ -36,7 +36,7 @@ func TestRetrainReadsFinishedJobsFromTheStoreAndPublishesBothTargets(t *testing.
 		t.Fatalf("read %d finished jobs, want %d", len(got), finished)
 	}
 	reg := training.Registry{Dir: t.TempDir()}
-	if err := training.Retrain(ctx, st, reg, training.Config{Learners: quick, Seed: 1}); err != nil {
+	if err := training.Retrain(ctx, st, nil, reg, training.Config{Learners: quick, Seed: 1}); err != nil {
 		t.Fatal(err)
 	}
 	for _, target := range []models.Target{models.TargetDuration, models.TargetMemory} {
