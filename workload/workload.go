@@ -22,6 +22,10 @@ const (
 	ExitStopped = 143 // SIGTERM: it checkpointed and stopped (128 + 15, as a shell reports it)
 )
 
+// EnvResumePath names the checkpoint the control plane resumes a job from
+// (agent.EnvResumePath, set by the node agent).
+const EnvResumePath = "PRESCIENT_RESUME_PATH"
+
 // ErrFailAt is returned when the step given by Options.FailAt is reached.
 var ErrFailAt = errors.New("failed on purpose (--fail-at)")
 
@@ -51,7 +55,8 @@ type Options struct {
 	// Stdout receives the progress lines; nil discards them.
 	Stdout io.Writer
 	Logger *slog.Logger
-	// Env reads the environment for the start line; default os.Getenv.
+	// Env reads the environment for the start line and EnvResumePath;
+	// default os.Getenv.
 	Env func(string) string
 }
 
@@ -117,7 +122,10 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	start := time.Now()
 	r := &run{o: o, log: o.Logger.With("component", "workload")}
 
-	// 1. Resume from the newest valid checkpoint, if there is one.
+	// 1. Resume from the newest valid checkpoint, if there is one: in the
+	// checkpoint directory, or the one the control plane names
+	// (PRESCIENT_RESUME_PATH: the last one an earlier attempt reported,
+	// perhaps from another node's directory), whichever is newer.
 	if o.CheckpointDir != "" {
 		if err := os.MkdirAll(o.CheckpointDir, 0o755); err != nil {
 			return Result{}, fmt.Errorf("checkpoint dir: %w", err)
@@ -128,6 +136,15 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		}
 		for _, s := range skipped {
 			r.log.Warn("skipping an invalid checkpoint", "path", s.Path, "error", s.Err)
+		}
+		if path := o.Env(EnvResumePath); path != "" {
+			named, err := Read(path)
+			switch {
+			case err != nil:
+				r.log.Warn("the checkpoint to resume from is unreadable here; resuming from the checkpoint directory", "path", path, "error", err)
+			case cp == nil || named.Step > cp.Step:
+				cp = &named
+			}
 		}
 		if cp != nil {
 			r.res.ResumedFrom, r.res.Steps, r.res.Loss = cp.Step, cp.Step, cp.Loss

@@ -123,6 +123,37 @@ func TestSIGTERMCheckpointsAndStopsThenResumes(t *testing.T) {
 	}
 }
 
+func TestResumesFromTheNamedCheckpointWhenItIsNewer(t *testing.T) {
+	// An earlier attempt ran on another node: its checkpoints are in
+	// another directory, which PRESCIENT_RESUME_PATH names.
+	other, here := t.TempDir(), t.TempDir()
+	if _, err := Write(here, Checkpoint{Step: 2, Loss: lossAt(2)}); err != nil {
+		t.Fatal(err)
+	}
+	named, err := Write(other, Checkpoint{Step: 7, Loss: lossAt(7)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		path string
+		want int
+	}{
+		{"a newer named checkpoint wins", named, 7},
+		{"an unreadable named checkpoint falls back to the directory", filepath.Join(other, "missing.json"), 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := Run(context.Background(), Options{Steps: 8, CheckpointDir: here, Env: env(map[string]string{EnvResumePath: tc.path})})
+			if err != nil || res.ResumedFrom != tc.want || res.Steps != 8 {
+				t.Errorf("result %+v, %v: want resumed from step %d and 8 steps", res, err, tc.want)
+			}
+		})
+	}
+	if EnvResumePath != agent.EnvResumePath {
+		t.Errorf("EnvResumePath %q is not the agent's %q", EnvResumePath, agent.EnvResumePath)
+	}
+}
+
 func TestIgnoreSIGTERMKeepsRunning(t *testing.T) {
 	sigs := make(chan os.Signal, 1)
 	sigs <- syscall.SIGTERM

@@ -28,7 +28,15 @@ type Options struct {
 	Checkpoint string
 	// Grace is how long a preempted job may take to checkpoint.
 	Grace time.Duration
+	// PreemptMinRun is how long a job runs before the prescient policy may
+	// preempt it; 0 keeps the policy's DefaultPreemptMinRun. The other
+	// policies' preemptors spare no job for its age.
+	PreemptMinRun time.Duration
 }
+
+// DefaultPreemptMinRun is how long the prescient policy lets a job run
+// before it may be preempted, so that every attempt makes some progress.
+const DefaultPreemptMinRun = 10 * time.Minute
 
 // DefaultGrace is the grace period of a preemption when Options leave it 0.
 const DefaultGrace = 5 * time.Minute
@@ -47,7 +55,7 @@ type entry struct {
 	doc        string
 	forecasts  bool   // uses forecasts beyond an exact oracle
 	checkpoint string // default for Options.Checkpoint
-	build      func(p *executor.Policy) error
+	build      func(p *executor.Policy, o Options) error
 }
 
 func registry() map[string]entry {
@@ -85,11 +93,14 @@ func New(name string, o Options) (executor.Policy, error) {
 	if !ok {
 		return executor.Policy{}, fmt.Errorf("%w %q (want one of %s)", ErrUnknownPolicy, name, strings.Join(Names(), ", "))
 	}
+	if o.PreemptMinRun < 0 {
+		return executor.Policy{}, fmt.Errorf("policy %s: preempt min run %s is negative", name, o.PreemptMinRun)
+	}
 	p := executor.Policy{Name: name, Placer: firstfit.New(), Grace: o.Grace}
 	if p.Grace == 0 {
 		p.Grace = DefaultGrace
 	}
-	if err := e.build(&p); err != nil {
+	if err := e.build(&p, o); err != nil {
 		return executor.Policy{}, fmt.Errorf("policy %s: %w", name, err)
 	}
 	ck := o.Checkpoint
@@ -153,28 +164,28 @@ func CheckpointTimer(spec string) (executor.CheckpointTimer, error) {
 	return nil, fmt.Errorf("checkpoint %q: want none, young-daly, young-daly:MAXLOSS or fixed:DURATION", spec)
 }
 
-func buildFIFO(p *executor.Policy) error {
+func buildFIFO(p *executor.Policy, _ Options) error {
 	p.Order, p.Blocking = fifo.New(), executor.Skip
 	return nil
 }
 
-func buildStrictFIFO(p *executor.Policy) error {
+func buildStrictFIFO(p *executor.Policy, _ Options) error {
 	p.Order, p.Blocking = fifo.New(), executor.HeadOfLine
 	return nil
 }
 
-func buildSJF(p *executor.Policy) error {
+func buildSJF(p *executor.Policy, _ Options) error {
 	p.Order, p.Blocking, p.NeedsOracle = sjf.New(), executor.Skip, true
 	return nil
 }
 
-func buildSRTF(p *executor.Policy) error {
+func buildSRTF(p *executor.Policy, _ Options) error {
 	pre, err := byorder.New(byorder.Args{Margin: 300})
 	p.Order, p.Blocking, p.Preemptor, p.NeedsOracle = srtf.New(), executor.Skip, pre, true
 	return err
 }
 
-func buildTiresias(p *executor.Policy) error {
+func buildTiresias(p *executor.Policy, _ Options) error {
 	ord, err := tiresias.New(tiresias.DefaultArgs())
 	if err != nil {
 		return err
@@ -184,12 +195,12 @@ func buildTiresias(p *executor.Policy) error {
 	return err
 }
 
-func buildEASY(p *executor.Policy) error {
+func buildEASY(p *executor.Policy, _ Options) error {
 	p.Order, p.Blocking, p.Reserver = fifo.New(), executor.Reserve, easybackfill.New()
 	return nil
 }
 
-func buildPrescient(p *executor.Policy) error {
+func buildPrescient(p *executor.Policy, o Options) error {
 	a := prescient.DefaultArgs()
 	ord, err := prescient.NewOrder(a)
 	if err != nil {
@@ -199,7 +210,11 @@ func buildPrescient(p *executor.Policy) error {
 	if err != nil {
 		return err
 	}
-	pre, err := leastlostwork.New(leastlostwork.Args{UrgencyWindow: a.UrgencyWindow, MinRun: 10 * time.Minute, ShorterBy: 2, Margin: 600})
+	minRun := o.PreemptMinRun
+	if minRun == 0 {
+		minRun = DefaultPreemptMinRun
+	}
+	pre, err := leastlostwork.New(leastlostwork.Args{UrgencyWindow: a.UrgencyWindow, MinRun: minRun, ShorterBy: 2, Margin: 600})
 	p.Order, p.Blocking, p.Reserver, p.Preemptor = ord, executor.Reserve, res, pre
 	return err
 }

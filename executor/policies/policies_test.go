@@ -4,6 +4,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/prescient-sched/prescient/cluster"
+	"github.com/prescient-sched/prescient/executor"
 )
 
 func TestCheckpointSpecs(t *testing.T) {
@@ -57,4 +60,29 @@ func FuzzCheckpointTimer(f *testing.F) {
 			t.Errorf("CheckpointTimer(%q) = %v", spec, timer)
 		}
 	})
+}
+
+func TestPreemptMinRunSetsHowLongThePrescientPolicySparesAJob(t *testing.T) {
+	now := time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC)
+	prod := &executor.JobView{Job: &cluster.Job{ID: "prod", Spec: cluster.JobSpec{Tier: cluster.TierProduction, GPUs: 4}}}
+	batch := &executor.RunningJob{JobView: executor.JobView{Job: &cluster.Job{ID: "batch", Spec: cluster.JobSpec{Tier: cluster.TierBatch, GPUs: 4}}},
+		Started: now.Add(-time.Minute)}
+	victims := func(o Options) int {
+		t.Helper()
+		p, err := New("prescient", o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		key := executor.Key{0, 0, 0}
+		return len(p.Preemptor.Victims(prod, key, []*executor.RunningJob{batch}, []executor.Key{key}, &executor.OrderContext{Now: now}, 4))
+	}
+	if n := victims(Options{}); n != 0 {
+		t.Errorf("default: a batch job that ran 1 minute was preempted (%d victims); the default spares it %s", n, DefaultPreemptMinRun)
+	}
+	if n := victims(Options{PreemptMinRun: 30 * time.Second}); n != 1 {
+		t.Errorf("PreemptMinRun 30s: %d victims, want the batch job that ran 1 minute", n)
+	}
+	if _, err := New("prescient", Options{PreemptMinRun: -time.Second}); err == nil || !strings.Contains(err.Error(), "preempt min run") {
+		t.Errorf("a negative PreemptMinRun: error %v", err)
+	}
 }
