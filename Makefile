@@ -21,6 +21,8 @@ build:
 test: lint
 	@scripts/ensure-chromium.sh >/dev/null || echo "make test: Chromium could not be installed; the browser tests will fail" >&2
 	scripts/with-influxdb.sh $(GO) test -timeout $(GOTEST_TIMEOUT) ./...
+	# The Kubernetes backend against a real kube-apiserver and etcd: a module of its own (its first build ~20 min).
+	cd test/kubernetes && $(GO) test -timeout $(GOTEST_TIMEOUT) ./...
 
 # The demo on the embedded default: no GPU, no InfluxDB. Four simulated DGX-A100 nodes with local agents running real
 # `prescient workload` processes, a synthetic job stream, models trained at start; state in $(RUN_DIR)/prescient.db,

@@ -117,6 +117,9 @@ func (r peakReport) writeTable(w io.Writer) error {
 	t.row("series", r.Series)
 	t.row("windows", fmt.Sprintf("%d fitted, %d scored (unseen series)", r.FitExamples, r.ScoredSamples))
 	t.row("watch / horizon", fmt.Sprintf("%.0f s / %.0f s", r.ObserveS, r.HorizonS))
+	if r.Published != nil {
+		t.row("published", fmt.Sprintf("%s as peak version %d", r.Selected, r.ModelVersion))
+	}
 	if err := t.flush(); err != nil {
 		return err
 	}

@@ -20,11 +20,11 @@ func newModelsCmd(g *globals) *cobra.Command {
 	var dir, target string
 	pf := cmd.PersistentFlags()
 	pf.StringVar(&dir, "models", "", "model registry directory")
-	pf.StringVar(&target, "target", "duration", "duration, memory or idle")
+	pf.StringVar(&target, "target", "duration", "duration, memory, peak (the online memory refinement) or idle")
 	reg := func() (training.Registry, models.Target, error) {
 		t, err := models.ParseTarget(target)
-		if target == string(idle.Target) {
-			t, err = idle.Target, nil
+		if target == string(idle.Target) || target == string(models.TargetPeak) {
+			t, err = models.Target(target), nil
 		}
 		if err != nil {
 			return training.Registry{}, "", fmt.Errorf("--target: %w", err)

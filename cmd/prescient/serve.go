@@ -44,6 +44,7 @@ type serveOptions struct {
 	backfillDepth int
 	tick          time.Duration
 	grace         time.Duration
+	preemptMinRun time.Duration
 	tokens        string
 	metricsToken  bool
 	webhooks      string
@@ -54,6 +55,7 @@ type serveOptions struct {
 	agentSilent   time.Duration
 
 	demo demoOptions
+	kube kubeOptions
 }
 
 func newServeCmd(g *globals) *cobra.Command {
@@ -72,7 +74,10 @@ through the backend (--mode autopilot):
                    run the jobs as processes; the fleet is what registered.
   --backend sim    jobs run on --fleet without processes, each for the
                    duration in its label "duration_s" (else its P50 forecast).
-  --backend kubernetes is not built yet (issue #9).
+  --backend kubernetes  Prescient schedules the pods with schedulerName
+                   "prescient" (--kubeconfig, else in cluster; --namespace);
+                   the fleet is the Nodes; with --leader-elect only the
+                   holder of a Lease plans and acts (see the README).
 
 It serves the HTTP API under /v1 (bearer tokens from --tokens, a YAML file:
 see the README), /metrics, /healthz, /readyz, /v1/openapi.json and the web
@@ -106,6 +111,7 @@ token printed for the dashboard and the API.`,
 	f.IntVar(&o.backfillDepth, "backfill-depth", 100, "queued jobs one plan considers for backfill after the first reservation (Slurm's bf_max_job_test)")
 	f.DurationVar(&o.tick, "tick", control.DefaultTick, "plan at least this often when nothing happens")
 	f.DurationVar(&o.grace, "grace", 0, "how long a stopped job may take to exit before SIGKILL (0: the policy's)")
+	f.DurationVar(&o.preemptMinRun, "preempt-min-run", 0, "how long a job runs before the prescient policy may preempt it (0: the policy's, 10m)")
 	f.StringVar(&o.tokens, "tokens", "", "YAML file of bearer tokens, each with a tenant and a role (viewer, submitter, admin, agent)")
 	f.BoolVar(&o.metricsToken, "metrics-need-token", false, "ask for a valid token on /metrics (open by default, as Prometheus expects)")
 	f.StringVar(&o.webhooks, "webhooks", "", "YAML file of webhooks that hear job lifecycle events (signed with HMAC-SHA256)")
@@ -118,6 +124,7 @@ token printed for the dashboard and the API.`,
 	f.StringVar(&o.currency, "currency", "USD", "currency of the prices")
 	f.DurationVar(&o.agentSilent, "agent-silent-after", 90*time.Second, "an agent not heard from for this long is reported silent")
 	addDemoFlags(f, &o.demo)
+	addKubeFlags(f, &o.kube)
 	return cmd
 }
 
@@ -131,9 +138,7 @@ func (o *serveOptions) validate() error {
 		errs = append(errs, fmt.Errorf("--mode %q: want advisor or autopilot", o.mode))
 	}
 	switch o.backend {
-	case "agent", "sim":
-	case "kubernetes":
-		errs = append(errs, errors.New("--backend kubernetes: not in this build yet (issue #9); use agent or sim"))
+	case "agent", "sim", "kubernetes":
 	default:
 		errs = append(errs, fmt.Errorf("--backend %q: want agent, sim or kubernetes", o.backend))
 	}
@@ -143,14 +148,18 @@ func (o *serveOptions) validate() error {
 	if o.backend == "agent" && o.fleet != "" && !o.demo.enabled {
 		errs = append(errs, errors.New("--fleet: with --backend agent the fleet is what the agents register; leave --fleet out"))
 	}
+	if o.backend == "kubernetes" && o.fleet != "" {
+		errs = append(errs, errors.New("--fleet: with --backend kubernetes the fleet is the cluster's Nodes; leave --fleet out"))
+	}
+	errs = append(errs, o.kube.validate(o.backend)...)
 	if o.backfillDepth < 0 {
 		errs = append(errs, fmt.Errorf("--backfill-depth %d: must not be negative", o.backfillDepth))
 	}
 	if o.tick <= 0 {
 		errs = append(errs, fmt.Errorf("--tick %s: want a positive duration", o.tick))
 	}
-	if o.grace < 0 || o.shutdownTimeout < 0 || o.agentSilent < 0 {
-		errs = append(errs, errors.New("--grace, --shutdown-timeout and --agent-silent-after must not be negative"))
+	if o.grace < 0 || o.shutdownTimeout < 0 || o.agentSilent < 0 || o.preemptMinRun < 0 {
+		errs = append(errs, errors.New("--grace, --shutdown-timeout, --agent-silent-after and --preempt-min-run must not be negative"))
 	}
 	if o.pricePerGPUH < 0 || o.pricePerKWh < 0 {
 		errs = append(errs, errors.New("--price-gpu-hour and --price-kwh must not be negative"))
@@ -204,14 +213,22 @@ func runServe(ctx context.Context, g *globals, o serveOptions, stdout io.Writer)
 		log.Warn("no --tokens file: every /v1 request will be refused (401); the probes, /metrics and the dashboard page stay open")
 	}
 
-	// 3. The models: forecasts from the registry, retraining into it.
+	// 3. The telemetry store; the models: forecasts from the registry,
+	// retraining into it (peak memory of finished jobs from telemetry).
+	var telemetry collector.TelemetryStore = collector.NewEmbeddedSink(st)
+	if o.influx.URL != "" {
+		if telemetry, err = collector.NewInfluxQuery(o.influx); err != nil {
+			return fmt.Errorf("serve: --influx-url: %w", err)
+		}
+	}
+	jobMemory, _ := telemetry.(training.JobMemoryReader) // both stores answer it
 	reg := training.Registry{Dir: o.models}
 	forecaster := newLiveForecaster(reg, g.logger)
 	retrain := func(ctx context.Context) error {
 		if o.models == "" {
 			return fmt.Errorf("%w: serve was started without --models", control.ErrInvalid)
 		}
-		if err := training.Retrain(ctx, st, reg, training.Config{Seed: 1, Logger: g.logger}); err != nil {
+		if err := training.Retrain(ctx, st, jobMemory, reg, training.Config{Seed: 1, Logger: g.logger}); err != nil {
 			return err
 		}
 		forecaster.reload()
@@ -225,11 +242,9 @@ func runServe(ctx context.Context, g *globals, o serveOptions, stdout io.Writer)
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
-	var telemetry collector.TelemetryStore = collector.NewEmbeddedSink(st)
-	if o.influx.URL != "" {
-		if telemetry, err = collector.NewInfluxQuery(o.influx); err != nil {
-			return fmt.Errorf("serve: --influx-url: %w", err)
-		}
+	var kube *kubeBackend
+	if kb, ok := backend.(*kubeBackend); ok {
+		kube = kb
 	}
 	promReg := prometheus.NewRegistry()
 	promReg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -242,15 +257,19 @@ func runServe(ctx context.Context, g *globals, o serveOptions, stdout io.Writer)
 	// 5. The control plane itself.
 	cfg := control.Config{
 		Store: st, Nodes: nodes, Backend: backend, Policy: o.policy, Placement: o.placement,
-		BackfillDepth: o.backfillDepth, Forecaster: forecaster, Registry: reg, Retrain: retrain,
+		BackfillDepth: o.backfillDepth, Forecaster: forecaster, PeakRefiner: forecaster, Registry: reg, Retrain: retrain,
 		Telemetry: telemetry, Mode: control.Mode(o.mode), Tick: o.tick, Grace: o.grace, Logger: g.logger,
-		Prices: control.Prices{PerGPUHour: o.pricePerGPUH, PerKWh: o.pricePerKWh, Currency: o.currency},
+		PolicyOptions: policies.Options{PreemptMinRun: o.preemptMinRun},
+		Prices:        control.Prices{PerGPUHour: o.pricePerGPUH, PerKWh: o.pricePerKWh, Currency: o.currency},
 	}
 	if demo != nil {
 		cfg.Tenants = demo.fleet.Tenants
 	}
 	if notifier != nil {
 		cfg.Notifier = notifier
+	}
+	if kube != nil {
+		cfg.Recommendations = kube // advisor: recommendations on the pods
 	}
 	plane, err := control.New(cfg)
 	if err != nil {
@@ -259,7 +278,12 @@ func runServe(ctx context.Context, g *globals, o serveOptions, stdout io.Writer)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	planeErr := make(chan error, 1)
-	go func() { planeErr <- plane.Run(ctx) }()
+	if kube != nil {
+		kube.SetService(plane)
+		go func() { planeErr <- runPlane(ctx, g, o.kube, kube.client, plane) }()
+	} else {
+		go func() { planeErr <- plane.Run(ctx) }()
+	}
 
 	// 6. The HTTP API; bind first so that a taken port fails loudly.
 	ln, err := net.Listen("tcp", o.listen)
@@ -330,6 +354,13 @@ func serveTokens(o serveOptions) (api.Tokens, error) {
 // hub is non-nil for the agent backend, whose routes the API mounts.
 func serveBackend(o serveOptions, g *globals) (executor.Backend, control.NodeSource, *agent.Hub, error) {
 	switch o.backend {
+	case "kubernetes":
+		b, client, err := newKubeBackend(o.kube, g)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		kb := &kubeBackend{Backend: b, client: client}
+		return kb, kb, nil, nil
 	case "sim":
 		fleet, err := datasets.ReadFleet(o.fleet)
 		if err != nil {
@@ -358,12 +389,17 @@ func labelledDuration(j *cluster.Job) time.Duration {
 // hubNodes is the fleet the agents registered.
 type hubNodes struct{ hub *agent.Hub }
 
-// Nodes implements control.NodeSource.
+// Nodes implements control.NodeSource. A node whose agent is not
+// connected is drained: it keeps what runs there and takes nothing new
+// until its agent is back.
 func (h hubNodes) Nodes() []cluster.Node {
 	st := h.hub.Nodes()
 	out := make([]cluster.Node, len(st))
 	for i, s := range st {
 		out[i] = s.Node
+		if !s.Connected && out[i].State == cluster.NodeReady {
+			out[i].State = cluster.NodeDrained
+		}
 	}
 	return out
 }

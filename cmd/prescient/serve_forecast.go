@@ -10,6 +10,7 @@ import (
 
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/control"
+	"github.com/prescient-sched/prescient/datasets"
 	"github.com/prescient-sched/prescient/executor"
 	"github.com/prescient-sched/prescient/predictor"
 	"github.com/prescient-sched/prescient/training"
@@ -39,6 +40,7 @@ type liveForecaster struct {
 var (
 	_ executor.Forecaster = (*liveForecaster)(nil)
 	_ executor.Observer   = (*liveForecaster)(nil)
+	_ control.PeakRefiner = (*liveForecaster)(nil)
 )
 
 func newLiveForecaster(reg training.Registry, log *slog.Logger) *liveForecaster {
@@ -107,6 +109,15 @@ func (f *liveForecaster) Observe(j cluster.Job) {
 	if p := f.current(); p != nil {
 		p.Observe(j)
 	}
+}
+
+// RefinePeak implements control.PeakRefiner with the registry's published
+// peak model; predictor.ErrNoPeakModel until one is published.
+func (f *liveForecaster) RefinePeak(ctx context.Context, s datasets.Series) (predictor.PeakForecast, error) {
+	if p := f.current(); p != nil {
+		return p.RefinePeak(ctx, s)
+	}
+	return predictor.PeakForecast{}, predictor.ErrNoPeakModel
 }
 
 // durationLabel reads the label duration_s (seconds) of a job.

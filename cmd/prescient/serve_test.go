@@ -73,7 +73,8 @@ func TestServeRefusesFlagsThatCannotWork(t *testing.T) {
 		want string
 	}{
 		{"unknown mode", func(o *serveOptions) { o.mode = "yolo" }, "--mode"},
-		{"kubernetes is not built yet", func(o *serveOptions) { o.backend = "kubernetes" }, "issue #9"},
+		{"kubernetes backend with a fleet", func(o *serveOptions) { o.backend = "kubernetes"; o.fleet = "uniform:1x8" }, "--fleet"},
+		{"kubernetes flags without the backend", func(o *serveOptions) { o.kube.leaderElect = true }, "--leader-elect"},
 		{"sim backend without a fleet", func(o *serveOptions) { o.backend = "sim" }, "--fleet"},
 		{"agent backend with a fleet", func(o *serveOptions) { o.fleet = "uniform:1x8" }, "--fleet"},
 		{"unknown policy", func(o *serveOptions) { o.policy = "lifo" }, "--policy"},

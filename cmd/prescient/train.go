@@ -4,15 +4,18 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/prescient-sched/prescient/collector"
 	"github.com/prescient-sched/prescient/datasets"
 	"github.com/prescient-sched/prescient/models"
 	"github.com/prescient-sched/prescient/models/idle"
+	"github.com/prescient-sched/prescient/store"
 	"github.com/prescient-sched/prescient/training"
 )
 
@@ -25,8 +28,11 @@ type trainOptions struct {
 	keep     int
 	seed     int64
 	every    time.Duration
-	series   string    // --target idle: telemetry series, FORMAT:PATH
+	series   string    // --target idle or memory: telemetry series, FORMAT:PATH
 	idle     idleFlags // --target idle
+	// --target memory: telemetry to fill in the trace's missing peaks from
+	telemetryDB string
+	influx      collector.InfluxOptions
 }
 
 func newTrainCmd(g *globals) *cobra.Command {
@@ -41,6 +47,17 @@ unseen window, select the model with the best gate metric on that window
 registry in --models only when it is not worse than the serving version on the
 same window. With --every, retrain on that schedule until interrupted.
 
+--target memory learns from the jobs' peak GPU memory; with --telemetry-db or
+--influx-url, finished jobs of the trace without one get it from the fleet's
+telemetry first (the most their processes held on one GPU, as the collector
+recorded it), read again at every run.
+
+--target memory with --series FORMAT:PATH (genai-memory) fits the online
+refinement of a running job's peak GPU memory instead (as evaluate --series
+scores it) and publishes the learner that reserves least among those whose
+P90 covers 90% of the scored peaks to the registry's peak target, which the
+control plane uses to re-forecast running jobs' memory.
+
 --target idle fits the idle-window forecaster on telemetry series (--series
 FORMAT:PATH, a file or a folder of files) instead: a quarter of the series
 is held out and scored (with a single series, its last quarter of time).`,
@@ -48,7 +65,7 @@ is held out and scored (with a single series, its last quarter of time).`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runTrain(cmd, g, o) },
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.target, "target", "duration", "what to forecast: duration, memory or idle")
+	f.StringVar(&o.target, "target", "duration", "what to forecast: duration, memory (with --series: the online peak refinement) or idle")
 	f.StringVar(&o.series, "series", "", "--target idle: telemetry series, FORMAT:PATH ("+idleSeriesFormats()+"); PATH a file or a folder")
 	o.idle.register(cmd, false)
 	f.StringVar(&o.trace, "trace", "", "job history, FORMAT:PATH ("+traceFormatNames()+")")
@@ -58,6 +75,11 @@ is held out and scored (with a single series, its last quarter of time).`,
 	f.IntVar(&o.keep, "keep", training.DefaultKeep, "versions to keep in the registry")
 	f.Int64Var(&o.seed, "seed", 1, "random seed")
 	f.DurationVar(&o.every, "every", 0, "retrain on this schedule (e.g. 6h) until interrupted; 0 trains once")
+	f.StringVar(&o.telemetryDB, "telemetry-db", "", "--target memory: fill the peak GPU memory of finished jobs without one from the telemetry in this SQLite file (the embedded store, --db of collect/serve)")
+	f.StringVar(&o.influx.URL, "influx-url", "", "--target memory: fill missing peaks from the telemetry in this InfluxDB instead")
+	f.StringVar(&o.influx.Token, "influx-token", "", "InfluxDB token (\"user:password\" on InfluxDB 1.8)")
+	f.StringVar(&o.influx.Org, "influx-org", "prescient", "InfluxDB organization (ignored by InfluxDB 1.8)")
+	f.StringVar(&o.influx.Bucket, "influx-bucket", "prescient/autogen", "InfluxDB bucket (DATABASE/RETENTION_POLICY on InfluxDB 1.8)")
 	return cmd
 }
 
@@ -74,16 +96,33 @@ func runTrain(cmd *cobra.Command, g *globals, o trainOptions) error {
 		return runTrainIdle(cmd, g, o)
 	}
 	if o.series != "" {
-		return fmt.Errorf("--series: only --target idle reads series")
+		if o.target != string(models.TargetMemory) {
+			return fmt.Errorf("--series: only --target memory (the online peak refinement) and --target idle read series")
+		}
+		return runTrainPeak(cmd, g, o)
 	}
 	cfg, reg, err := o.config(g)
 	if err != nil {
 		return err
 	}
+	mem, closeMem, err := o.jobMemory(cmd.Context(), g)
+	if err != nil {
+		return err
+	}
+	defer closeMem()
 	once := func(ctx context.Context) error {
 		res, err := datasets.ReadTrace(o.trace, datasets.ReadOptions{})
 		if err != nil {
 			return err
+		}
+		if mem != nil {
+			start := time.Now()
+			fill, err := training.FillPeakMemory(ctx, mem, res.Jobs)
+			if err != nil {
+				return err
+			}
+			g.logger.Info("peak GPU memory from telemetry", "component", "train", "jobs", len(res.Jobs), "without_peak", fill.Candidates,
+				"filled", fill.Filled, "queries", fill.Queries, "took", time.Since(start).Round(time.Millisecond))
 		}
 		prog := newProgress(cmd.ErrOrStderr(), g)
 		cfg.Progress = prog.update
@@ -170,4 +209,64 @@ func (r trainReport) writeTable(w io.Writer) error {
 		}
 	}
 	return t.flush()
+}
+
+// jobMemory opens the telemetry --target memory fills missing peaks from:
+// InfluxDB (--influx-url) or the embedded store (--telemetry-db); nil
+// without either.
+func (o trainOptions) jobMemory(ctx context.Context, g *globals) (training.JobMemoryReader, func(), error) {
+	nothing := func() {}
+	if o.telemetryDB == "" && o.influx.URL == "" {
+		return nil, nothing, nil
+	}
+	switch {
+	case o.target != string(models.TargetMemory):
+		return nil, nothing, fmt.Errorf("--telemetry-db/--influx-url: only --target memory reads peaks from telemetry")
+	case o.telemetryDB != "" && o.influx.URL != "":
+		return nil, nothing, fmt.Errorf("--telemetry-db and --influx-url: give one")
+	case o.influx.URL != "":
+		if err := o.influx.Validate(); err != nil {
+			return nil, nothing, fmt.Errorf("--influx-url/--influx-bucket: %w", err)
+		}
+		q, err := collector.NewInfluxQuery(o.influx)
+		if err != nil {
+			return nil, nothing, fmt.Errorf("--influx-url: %w", err)
+		}
+		return q, q.Close, nil
+	}
+	if _, err := os.Stat(o.telemetryDB); err != nil {
+		return nil, nothing, fmt.Errorf("--telemetry-db: %w", err)
+	}
+	st, err := store.Open(ctx, o.telemetryDB, store.WithLogger(g.logger))
+	if err != nil {
+		return nil, nothing, fmt.Errorf("--telemetry-db: %w", err)
+	}
+	return collector.NewEmbeddedSink(st), func() { st.Close() }, nil
+}
+
+// runTrainPeak fits and publishes the online peak refinement (--target
+// memory --series).
+func runTrainPeak(cmd *cobra.Command, g *globals, o trainOptions) error {
+	if o.models == "" {
+		return fmt.Errorf("--models: missing (the registry directory)")
+	}
+	if o.keep < 1 {
+		return fmt.Errorf("--keep: %d is below 1", o.keep)
+	}
+	cfg := training.DefaultPeakConfig()
+	cfg.Learners, cfg.Seed = o.learners, o.seed
+	for _, l := range o.learners {
+		if _, err := models.LookupLearner(l); err != nil {
+			return fmt.Errorf("--learners: %w", err)
+		}
+	}
+	series, err := datasets.ReadSeries(o.series)
+	if err != nil {
+		return fmt.Errorf("--series: %w", err)
+	}
+	rep, err := training.TrainPeak(cmd.Context(), cfg, series, training.Registry{Dir: o.models, Keep: o.keep})
+	if err != nil {
+		return err
+	}
+	return g.print(cmd.OutOrStdout(), peakReport(rep))
 }

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/spf13/pflag"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/prescient-sched/prescient/control"
+	kubebackend "github.com/prescient-sched/prescient/executor/kubernetes"
+)
+
+// kubeOptions are serve's flags of --backend kubernetes.
+type kubeOptions struct {
+	kubeconfig     string
+	namespace      string
+	leaderElect    bool
+	leaseNamespace string
+	leaseName      string
+}
+
+func addKubeFlags(f *pflag.FlagSet, o *kubeOptions) {
+	f.StringVar(&o.kubeconfig, "kubeconfig", "", "--backend kubernetes: kubeconfig file (empty: the in-cluster ServiceAccount)")
+	f.StringVar(&o.namespace, "namespace", "", "--backend kubernetes: schedule the pods of this namespace only (empty: all namespaces)")
+	f.BoolVar(&o.leaderElect, "leader-elect", false, "--backend kubernetes: plan and act only while holding the Lease (--lease-namespace/--lease-name), so that replicas never both act")
+	f.StringVar(&o.leaseNamespace, "lease-namespace", "", "namespace of the leader election's Lease (empty: $POD_NAMESPACE, else default)")
+	f.StringVar(&o.leaseName, "lease-name", "prescient", "name of the leader election's Lease")
+}
+
+// validate checks the Kubernetes flags against --backend.
+func (o *kubeOptions) validate(backend string) []error {
+	var errs []error
+	if backend != "kubernetes" && (o.kubeconfig != "" || o.namespace != "" || o.leaderElect) {
+		errs = append(errs, fmt.Errorf("--kubeconfig, --namespace and --leader-elect need --backend kubernetes (not %s)", backend))
+	}
+	if o.leaderElect && o.leaseName == "" {
+		errs = append(errs, errors.New("--lease-name: empty"))
+	}
+	return errs
+}
+
+// newKubeBackend connects to the API server.
+func newKubeBackend(o kubeOptions, g *globals) (*kubebackend.Backend, kubernetes.Interface, error) {
+	cfg, err := kubebackend.RESTConfig(o.kubeconfig)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--kubeconfig: %w", err)
+	}
+	cfg.UserAgent = "prescient/" + version
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--kubeconfig: %w", err)
+	}
+	b, err := kubebackend.New(kubebackend.Config{Client: client, Namespace: o.namespace, Logger: g.logger})
+	if err != nil {
+		return nil, nil, err
+	}
+	return b, client, nil
+}
+
+// runPlane runs the control loop: under the leader election when
+// --leader-elect, else at once. A replica that loses the Lease returns
+// kubebackend.ErrLostLeadership (serve exits; its Deployment restarts it
+// as a follower).
+func runPlane(ctx context.Context, g *globals, o kubeOptions, client kubernetes.Interface, plane *control.Plane) error {
+	if !o.leaderElect {
+		return plane.Run(ctx)
+	}
+	ns := o.leaseNamespace
+	if ns == "" {
+		ns = os.Getenv("POD_NAMESPACE")
+	}
+	if ns == "" {
+		ns = "default"
+	}
+	host, err := os.Hostname()
+	if err != nil {
+		return fmt.Errorf("leader election: identity: %w", err)
+	}
+	return kubebackend.RunElected(ctx, kubebackend.Election{Client: client, Namespace: ns, Name: o.leaseName,
+		Identity: fmt.Sprintf("%s_%d", host, os.Getpid()), Logger: g.logger}, plane.Run)
+}
+
+// kubeBackend is the Kubernetes backend with the client serve's leader
+// election uses.
+type kubeBackend struct {
+	*kubebackend.Backend
+	client kubernetes.Interface
+}

@@ -1,0 +1,200 @@
+package kubernetes
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+
+	"github.com/prescient-sched/prescient/collector"
+)
+
+func TestTheManifestsDecodeStrictly(t *testing.T) {
+	kinds := map[string]int{}
+	for _, name := range Manifests {
+		objs, err := Objects(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(objs) == 0 {
+			t.Errorf("%s: no objects", name)
+		}
+		for _, o := range objs {
+			kinds[o.GetObjectKind().GroupVersionKind().Kind]++
+		}
+	}
+	for _, k := range []string{"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
+		"ConfigMap", "Deployment", "Service", "DaemonSet", "PersistentVolumeClaim"} {
+		if kinds[k] == 0 {
+			t.Errorf("no %s in the manifests (%v)", k, kinds)
+		}
+	}
+	if _, err := Decode("bad.yaml", []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\ndatta: {}\n")); err == nil ||
+		!strings.Contains(err.Error(), "bad.yaml") {
+		t.Errorf("an unknown field: %v, want an error naming the file", err)
+	}
+}
+
+// The scheduler's rights are the least the backend needs: no wildcard, no
+// secrets, no writes to nodes.
+func TestTheClusterRoleGrantsOnlyWhatTheBackendUses(t *testing.T) {
+	objs, err := Objects("rbac.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]string{
+		"nodes": {"list", "watch"}, "pods": {"delete", "list", "patch", "watch"},
+		"pods/binding": {"create"}, "pods/eviction": {"create"}, "events": {"create", "patch"},
+		"coordination.k8s.io/leases": {"create", "get", "update"},
+	}
+	got := map[string][]string{}
+	for _, o := range objs {
+		var rules []rbacv1.PolicyRule
+		switch r := o.(type) {
+		case *rbacv1.ClusterRole:
+			rules = r.Rules
+		case *rbacv1.Role:
+			rules = r.Rules
+			if r.Namespace != "prescient" {
+				t.Errorf("role %s in namespace %q, want prescient", r.Name, r.Namespace)
+			}
+		}
+		for _, rule := range rules {
+			for _, g := range rule.APIGroups {
+				for _, res := range rule.Resources {
+					key := res
+					if g != "" {
+						key = g + "/" + res
+					}
+					for _, v := range rule.Verbs {
+						if v == "*" || res == "*" || g == "*" {
+							t.Errorf("wildcard in %+v", rule)
+						}
+						got[key] = append(got[key], v)
+					}
+				}
+			}
+		}
+	}
+	for k := range got {
+		slices.Sort(got[k])
+	}
+	for k, v := range want {
+		if !slices.Equal(got[k], v) {
+			t.Errorf("%s: verbs %v, want %v", k, got[k], v)
+		}
+	}
+	for k := range got {
+		if _, ok := want[k]; !ok {
+			t.Errorf("%s granted: the backend does not use it", k)
+		}
+	}
+}
+
+func TestTheControlPlaneRunsTheKubernetesBackendUnderItsServiceAccount(t *testing.T) {
+	objs, err := Objects("control-plane.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs {
+		d, ok := o.(*appsv1.Deployment)
+		if !ok {
+			continue
+		}
+		spec := d.Spec.Template.Spec
+		args := strings.Join(spec.Containers[0].Args, " ")
+		if spec.ServiceAccountName != "prescient" || !strings.Contains(args, "--backend=kubernetes") || !strings.Contains(args, "--leader-elect") {
+			t.Errorf("deployment: service account %q, args %q", spec.ServiceAccountName, args)
+		}
+		return
+	}
+	t.Fatal("no Deployment")
+}
+
+var (
+	measurementRe = regexp.MustCompile(`r\._measurement == "([^"]*)"`)
+	fieldRe       = regexp.MustCompile(`r\._field == "([^"]*)"`)
+)
+
+// The dashboard is valid JSON and its queries name only measurements and
+// fields the collector writes.
+func TestTheDashboardQueriesWhatTheCollectorWrites(t *testing.T) {
+	data, err := Files.ReadFile("grafana/prescient.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dash struct {
+		Title  string `json:"title"`
+		Panels []struct {
+			Title   string `json:"title"`
+			Targets []struct {
+				Query string `json:"query"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	if err := json.Unmarshal(data, &dash); err != nil {
+		t.Fatalf("grafana/prescient.json: %v", err)
+	}
+	if dash.Title == "" || len(dash.Panels) == 0 {
+		t.Fatal("grafana/prescient.json: no title or no panels")
+	}
+	written := map[string]map[string]bool{collector.MeasurementGPU: {}, collector.MeasurementProcess: {"mem_used_bytes": true}}
+	for _, f := range collector.Fields {
+		written[collector.MeasurementGPU][f.Name] = true
+	}
+	for _, p := range dash.Panels {
+		if len(p.Targets) == 0 {
+			t.Errorf("panel %q: no query", p.Title)
+		}
+		for _, q := range p.Targets {
+			if err := checkQuery(q.Query, written); err != nil {
+				t.Errorf("panel %q: %v", p.Title, err)
+			}
+		}
+	}
+	bad := `from(bucket: "b") |> filter(fn: (r) => r._measurement == "gpu" and r._field == "util_pct")`
+	if checkQuery(bad, written) == nil {
+		t.Error("a query of a field the collector does not write passed")
+	}
+}
+
+// checkQuery says what in a Flux query names a measurement or field the
+// collector does not write.
+func checkQuery(q string, written map[string]map[string]bool) error {
+	ms := measurementRe.FindAllStringSubmatch(q, -1)
+	fs := fieldRe.FindAllStringSubmatch(q, -1)
+	if len(ms) != 1 || len(fs) == 0 {
+		return fmt.Errorf("query names %d measurements and %d fields, want one and some: %s", len(ms), len(fs), q)
+	}
+	fields, ok := written[ms[0][1]]
+	if !ok {
+		return fmt.Errorf("measurement %q: the collector writes %v", ms[0][1], []string{collector.MeasurementGPU, collector.MeasurementProcess})
+	}
+	for _, f := range fs {
+		if !fields[f[1]] {
+			return fmt.Errorf("measurement %s has no field %q", ms[0][1], f[1])
+		}
+	}
+	return nil
+}
+
+// FuzzDecode: any bytes decode or fail with an error, never a panic.
+func FuzzDecode(f *testing.F) {
+	for _, name := range Manifests {
+		data, err := Files.ReadFile(name)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	f.Add([]byte("---\n---\nkind: Pod\n"))
+	f.Add([]byte("apiVersion: v1\nkind: ConfigMap\nmetadata: [1, 2]\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		_, _ = Decode("fuzz.yaml", data)
+	})
+}

@@ -1,0 +1,823 @@
+package kubernetes
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/prescient-sched/prescient/cluster"
+	"github.com/prescient-sched/prescient/control"
+	"github.com/prescient-sched/prescient/executor"
+)
+
+// Errors of the backend's methods, for errors.Is.
+var (
+	// ErrUnknownJob: Start, Checkpoint or Stop of a job no pod belongs to.
+	ErrUnknownJob = errors.New("no pod of the job")
+	// ErrInvalidAssignment: an assignment the pods cannot take (members
+	// missing, GPUs that do not split into whole pods per node).
+	ErrInvalidAssignment = errors.New("invalid assignment")
+	// ErrNoService: Watch before SetService.
+	ErrNoService = errors.New("no control plane attached (SetService)")
+)
+
+// Service is what the backend asks of the control plane: it submits the
+// pods' jobs and cancels those whose pods are gone. control.Plane is one.
+type Service interface {
+	Submit(ctx context.Context, req control.SubmitRequest) (control.JobStatus, error)
+	Cancel(ctx context.Context, id cluster.JobID) (control.JobStatus, error)
+}
+
+// Config configures a Backend.
+type Config struct {
+	Client kubernetes.Interface
+	// Namespace limits the pods watched; "" watches every namespace.
+	Namespace string
+	// GoneAfter is how long a job may have no pod before it is cancelled
+	// (a gang's controller may recreate members meanwhile); default 30s.
+	GoneAfter time.Duration
+	// Resync is the informers' resync period; 0 for none.
+	Resync time.Duration
+	Logger *slog.Logger
+	Clock  func() time.Time
+}
+
+// Backend is the Kubernetes executor.Backend and control.NodeSource. Bind
+// it to the control plane with SetService before the plane runs.
+type Backend struct {
+	cfg Config
+	log *slog.Logger
+
+	mu      sync.Mutex
+	svc     Service
+	nodes   map[string]cluster.Node
+	badNode map[string]string // node → the error last logged about it
+	jobs    map[cluster.JobID]*kubeJob
+	byPod   map[types.NamespacedName]cluster.JobID
+	events  []executor.JobEvent
+	notify  chan struct{}
+	watched bool
+	recs    chan control.Recommendation
+}
+
+// kubeJob is one job and its pods.
+type kubeJob struct {
+	pj        podJob
+	pods      map[string]*corev1.Pod // by name; terminating ones included
+	submitted string                 // the spec error last reported, or "ok"
+	attempt   int                    // the attempt bound; 0 before the first
+	started   bool                   // started reported for attempt
+	ended     bool                   // exited or lost reported for attempt
+	stopping  bool
+	ack       string    // the checkpointed-at value last reported
+	empty     time.Time // when its last pod went; zero while it has pods
+	cancelled bool
+}
+
+var (
+	_ executor.Backend           = (*Backend)(nil)
+	_ control.NodeSource         = (*Backend)(nil)
+	_ control.RecommendationSink = (*Backend)(nil)
+)
+
+// New makes a backend; nothing is watched before Watch.
+func New(cfg Config) (*Backend, error) {
+	if cfg.Client == nil {
+		return nil, errors.New("kubernetes backend: Client is required")
+	}
+	if cfg.GoneAfter < 0 || cfg.Resync < 0 {
+		return nil, errors.New("kubernetes backend: GoneAfter and Resync must not be negative")
+	}
+	if cfg.GoneAfter == 0 {
+		cfg.GoneAfter = 30 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
+	}
+	return &Backend{cfg: cfg, log: cfg.Logger.With("component", "kubernetes"), nodes: map[string]cluster.Node{},
+		badNode: map[string]string{}, jobs: map[cluster.JobID]*kubeJob{}, byPod: map[types.NamespacedName]cluster.JobID{},
+		notify: make(chan struct{}, 1), recs: make(chan control.Recommendation, 1024)}, nil
+}
+
+// SetService attaches the control plane the pods' jobs are submitted to.
+func (b *Backend) SetService(s Service) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.svc = s
+}
+
+// Nodes implements control.NodeSource: the nodes the informer last saw,
+// by name.
+func (b *Backend) Nodes() []cluster.Node {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := make([]cluster.Node, 0, len(b.nodes))
+	for _, n := range b.nodes {
+		out = append(out, n)
+	}
+	slices.SortFunc(out, func(a, b cluster.Node) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// Watch starts the informers (nodes first, then pods), reports a
+// NodeSynced for every node once the pods are listed (what runs where is
+// what the API server says), and streams the events until ctx ends.
+func (b *Backend) Watch(ctx context.Context) (<-chan executor.JobEvent, error) {
+	b.mu.Lock()
+	if b.watched {
+		b.mu.Unlock()
+		return nil, errors.New("kubernetes backend: Watch called twice")
+	}
+	if b.svc == nil {
+		b.mu.Unlock()
+		return nil, fmt.Errorf("kubernetes backend: %w", ErrNoService)
+	}
+	b.watched = true
+	b.mu.Unlock()
+
+	nodeFactory := informers.NewSharedInformerFactory(b.cfg.Client, b.cfg.Resync)
+	nodeInf := nodeFactory.Core().V1().Nodes().Informer()
+	if _, err := nodeInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o any) { b.nodeChanged(o) },
+		UpdateFunc: func(_, o any) { b.nodeChanged(o) },
+		DeleteFunc: func(o any) { b.nodeDeleted(o) },
+	}); err != nil {
+		return nil, fmt.Errorf("kubernetes backend: node informer: %w", err)
+	}
+	nodeFactory.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), nodeInf.HasSynced) {
+		return nil, fmt.Errorf("kubernetes backend: nodes not listed: %w", context.Cause(ctx))
+	}
+
+	podFactory := informers.NewSharedInformerFactoryWithOptions(b.cfg.Client, b.cfg.Resync,
+		informers.WithNamespace(b.cfg.Namespace),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("spec.schedulerName", SchedulerName).String()
+		}))
+	podInf := podFactory.Core().V1().Pods().Informer()
+	if _, err := podInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o any) { b.podChanged(ctx, o) },
+		UpdateFunc: func(_, o any) { b.podChanged(ctx, o) },
+		DeleteFunc: func(o any) { b.podDeleted(ctx, o) },
+	}); err != nil {
+		return nil, fmt.Errorf("kubernetes backend: pod informer: %w", err)
+	}
+	podFactory.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), podInf.HasSynced) {
+		return nil, fmt.Errorf("kubernetes backend: pods not listed: %w", context.Cause(ctx))
+	}
+	b.syncNodes()
+
+	out := make(chan executor.JobEvent)
+	go b.pump(ctx, out)
+	go b.sweep(ctx)
+	go b.annotate(ctx)
+	return out, nil
+}
+
+// syncNodes reports, for every node, the attempts bound there: the pods
+// Prescient bound carry their job and attempt in annotations.
+func (b *Backend) syncNodes() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	running := map[string]map[executor.RunningAttempt]bool{}
+	for name := range b.nodes {
+		running[name] = map[executor.RunningAttempt]bool{}
+	}
+	for _, j := range b.jobs {
+		for _, p := range j.pods {
+			ra, ok := boundAttempt(p)
+			if !ok {
+				continue
+			}
+			if running[p.Spec.NodeName] == nil {
+				running[p.Spec.NodeName] = map[executor.RunningAttempt]bool{}
+			}
+			running[p.Spec.NodeName][ra] = true
+			if ra.Job == j.pj.ID && ra.Attempt >= j.attempt {
+				j.attempt, j.started = ra.Attempt, true
+			}
+		}
+	}
+	now := b.cfg.Clock()
+	for _, name := range slices.Sorted(maps.Keys(running)) {
+		list := slices.SortedFunc(maps.Keys(running[name]), func(a, b executor.RunningAttempt) int {
+			return strings.Compare(string(a.Job), string(b.Job))
+		})
+		b.emitLocked(executor.JobEvent{Type: executor.NodeSynced, Time: now, Node: name, Running: list})
+	}
+}
+
+// boundAttempt is the attempt a bound pod runs, from the annotations
+// Prescient wrote before binding it.
+func boundAttempt(p *corev1.Pod) (executor.RunningAttempt, bool) {
+	if p.Spec.NodeName == "" {
+		return executor.RunningAttempt{}, false
+	}
+	id := p.Annotations[AnnotationJob]
+	n, err := strconv.Atoi(p.Annotations[AnnotationAttempt])
+	if id == "" || err != nil {
+		return executor.RunningAttempt{}, false
+	}
+	return executor.RunningAttempt{Job: cluster.JobID(id), Attempt: n}, true
+}
+
+// emitLocked queues an event for Watch's reader; b.mu is held.
+func (b *Backend) emitLocked(e executor.JobEvent) {
+	b.events = append(b.events, e)
+	select {
+	case b.notify <- struct{}{}:
+	default:
+	}
+}
+
+func (b *Backend) emit(e executor.JobEvent) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.emitLocked(e)
+}
+
+// pump hands the queued events to the reader, in order.
+func (b *Backend) pump(ctx context.Context, out chan<- executor.JobEvent) {
+	defer close(out)
+	for {
+		b.mu.Lock()
+		batch := b.events
+		b.events = nil
+		b.mu.Unlock()
+		for _, e := range batch {
+			select {
+			case out <- e:
+			case <-ctx.Done():
+				return
+			}
+		}
+		if len(batch) > 0 {
+			continue
+		}
+		select {
+		case <-b.notify:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+func (b *Backend) nodeChanged(o any) {
+	kn, ok := o.(*corev1.Node)
+	if !ok {
+		return
+	}
+	n, err := nodeFromKube(kn)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err != nil {
+		if b.badNode[kn.Name] != err.Error() {
+			b.badNode[kn.Name] = err.Error()
+			b.log.Warn("node ignored", "node", kn.Name, "error", err)
+		}
+		delete(b.nodes, kn.Name)
+		return
+	}
+	delete(b.badNode, kn.Name)
+	b.nodes[kn.Name] = n
+}
+
+func (b *Backend) nodeDeleted(o any) {
+	if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
+		o = d.Obj
+	}
+	kn, ok := o.(*corev1.Node)
+	if !ok {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.nodes, kn.Name)
+	delete(b.badNode, kn.Name)
+	// Its pods are gone with it: their deletions report the jobs.
+}
+
+// podChanged files a pod under its job, submits the job once all its
+// members exist, and reports checkpoints and exits.
+func (b *Backend) podChanged(ctx context.Context, o any) {
+	p, ok := o.(*corev1.Pod)
+	if !ok || p.Spec.SchedulerName != SchedulerName {
+		return
+	}
+	pj, err := jobOfPod(p)
+	if err != nil {
+		b.log.Warn("pod ignored", "pod", p.Namespace+"/"+p.Name, "error", err)
+		b.podEvent(ctx, p, corev1.EventTypeWarning, "PrescientInvalid", err.Error())
+		return
+	}
+	b.mu.Lock()
+	j := b.jobs[pj.ID]
+	if j == nil {
+		j = &kubeJob{pj: pj, pods: map[string]*corev1.Pod{}}
+		b.jobs[pj.ID] = j
+	}
+	j.pods[p.Name] = p
+	j.empty = time.Time{}
+	b.byPod[types.NamespacedName{Namespace: p.Namespace, Name: p.Name}] = pj.ID
+	b.checkpointedLocked(j, p)
+	b.finishedLocked(j)
+	var submit *control.SubmitRequest
+	var members []*corev1.Pod
+	if j.submitted != "ok" && len(j.pods) >= pj.Size {
+		members = sortedPods(j.pods)
+		spec, err := specOf(pj, members)
+		if err != nil {
+			if j.submitted != err.Error() {
+				j.submitted = err.Error()
+				b.mu.Unlock()
+				b.log.Warn("job not submitted", "job", pj.ID, "error", err)
+				b.podEvent(ctx, p, corev1.EventTypeWarning, "PrescientInvalid", err.Error())
+				return
+			}
+		} else {
+			submit = &control.SubmitRequest{ID: pj.ID, Spec: spec}
+		}
+	}
+	svc := b.svc
+	b.mu.Unlock()
+	if submit == nil {
+		return
+	}
+	st, err := svc.Submit(ctx, *submit)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err != nil {
+		b.log.Warn("job not submitted", "job", pj.ID, "error", err)
+		if j.submitted != err.Error() {
+			j.submitted = err.Error()
+			go b.podEvent(ctx, p, corev1.EventTypeWarning, "PrescientRejected", err.Error())
+		}
+		return
+	}
+	j.submitted = "ok"
+	b.log.Info("job submitted", "job", pj.ID, "state", st.State, "pods", len(members), "gpus", submit.Spec.GPUs)
+}
+
+// checkpointedLocked reports a new prescient.io/checkpointed-at on a
+// member of a started attempt.
+func (b *Backend) checkpointedLocked(j *kubeJob, p *corev1.Pod) {
+	v, ok := p.Annotations[AnnotationCheckpointedAt]
+	if !ok || v == j.ack || !j.started || j.ended {
+		return
+	}
+	j.ack = v
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		b.log.Warn("checkpoint acknowledgement ignored", "pod", p.Namespace+"/"+p.Name,
+			"error", fmt.Errorf("annotation %s=%q: want an RFC 3339 time: %w", AnnotationCheckpointedAt, v, err))
+		return
+	}
+	cp := &cluster.Checkpoint{Time: t.UTC(), Path: p.Annotations[AnnotationCheckpointPath]}
+	if s, ok := p.Annotations[AnnotationCheckpointStep]; ok {
+		if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+			cp.Step = n
+		}
+	}
+	b.emitLocked(executor.JobEvent{Type: executor.JobCheckpointed, Time: b.cfg.Clock(), Node: p.Spec.NodeName,
+		Job: j.pj.ID, Attempt: j.attempt, Checkpoint: cp})
+}
+
+// finishedLocked reports the exit of a started attempt whose pods ended
+// on their own (a kubelet set their phase): failed at the first member
+// that failed, succeeded once every member succeeded.
+func (b *Backend) finishedLocked(j *kubeJob) {
+	if !j.started || j.ended {
+		return
+	}
+	done := 0
+	for _, p := range j.pods {
+		switch p.Status.Phase {
+		case corev1.PodFailed:
+			j.ended = true
+			b.emitLocked(executor.JobEvent{Type: executor.JobExited, Time: b.cfg.Clock(), Node: p.Spec.NodeName, Job: j.pj.ID,
+				Attempt: j.attempt, ExitCode: exitCode(p), Stopped: j.stopping, Message: "pod " + p.Name + " failed: " + p.Status.Message})
+			return
+		case corev1.PodSucceeded:
+			done++
+		}
+	}
+	if done == j.pj.Size {
+		j.ended = true
+		b.emitLocked(executor.JobEvent{Type: executor.JobExited, Time: b.cfg.Clock(), Job: j.pj.ID, Attempt: j.attempt, Stopped: j.stopping})
+	}
+}
+
+// exitCode is the first non-zero exit code of a failed pod's containers;
+// -1 when none says.
+func exitCode(p *corev1.Pod) int {
+	for _, s := range p.Status.ContainerStatuses {
+		if t := s.State.Terminated; t != nil && t.ExitCode != 0 {
+			return int(t.ExitCode)
+		}
+	}
+	return -1
+}
+
+// podDeleted frees what the pod held: a started attempt whose pods are
+// gone exited (stopped, when Prescient evicted them), and a gang that
+// loses a member it did not lose on request is lost (its other members are
+// deleted, for their controller to recreate).
+func (b *Backend) podDeleted(ctx context.Context, o any) {
+	if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
+		o = d.Obj
+	}
+	p, ok := o.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	key := types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	id, ok := b.byPod[key]
+	if !ok {
+		return
+	}
+	delete(b.byPod, key)
+	j := b.jobs[id]
+	if j == nil {
+		return
+	}
+	delete(j.pods, p.Name)
+	if len(j.pods) == 0 {
+		j.empty = b.cfg.Clock()
+	}
+	ra, bound := boundAttempt(p)
+	if !bound || ra.Attempt != j.attempt || !j.started || j.ended {
+		return
+	}
+	now := b.cfg.Clock()
+	switch {
+	case j.stopping:
+		for _, q := range j.pods {
+			if q.Spec.NodeName != "" {
+				return // the others have yet to go
+			}
+		}
+		j.ended = true
+		b.emitLocked(executor.JobEvent{Type: executor.JobExited, Time: now, Node: p.Spec.NodeName, Job: id, Attempt: j.attempt,
+			Stopped: true, ExitCode: -1, Message: "pods evicted"})
+	case p.Status.Phase == corev1.PodSucceeded && !j.pj.Gang:
+		j.ended = true
+		b.emitLocked(executor.JobEvent{Type: executor.JobExited, Time: now, Node: p.Spec.NodeName, Job: id, Attempt: j.attempt})
+	case j.pj.Gang:
+		j.ended = true
+		b.emitLocked(executor.JobEvent{Type: executor.JobLost, Time: now, Node: p.Spec.NodeName, Job: id, Attempt: j.attempt,
+			Message: "gang member " + p.Name + " was deleted"})
+		rest := sortedPods(j.pods)
+		go b.deletePods(ctx, rest, "a member of its gang was deleted")
+	default:
+		j.ended = true
+		b.emitLocked(executor.JobEvent{Type: executor.JobExited, Time: now, Node: p.Spec.NodeName, Job: id, Attempt: j.attempt,
+			ExitCode: exitCode(p), Message: "pod " + p.Name + " was deleted"})
+	}
+}
+
+// sweep cancels the jobs that have had no pod for GoneAfter.
+func (b *Backend) sweep(ctx context.Context) {
+	every := min(b.cfg.GoneAfter/2, 5*time.Second)
+	t := time.NewTicker(max(every, 10*time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		now := b.cfg.Clock()
+		var gone []cluster.JobID
+		b.mu.Lock()
+		svc := b.svc
+		for id, j := range b.jobs {
+			if len(j.pods) == 0 && !j.empty.IsZero() && now.Sub(j.empty) >= b.cfg.GoneAfter {
+				delete(b.jobs, id)
+				if j.submitted == "ok" {
+					gone = append(gone, id)
+				}
+			}
+		}
+		b.mu.Unlock()
+		for _, id := range gone {
+			if _, err := svc.Cancel(ctx, id); err != nil && !errors.Is(err, control.ErrConflict) {
+				b.log.Warn("job without pods not cancelled", "job", id, "error", err)
+				continue
+			}
+			b.log.Info("job without pods cancelled", "job", id)
+		}
+	}
+}
+
+// Start binds the job's pods to the planned nodes: each pod takes its GPU
+// count of the node's allocated GPUs. The attempt and job are written on
+// each pod first, so that a restart knows what it bound. If a bind fails
+// midway, the members already bound are deleted (their controller
+// recreates them) and the attempt is reported lost, so the control plane
+// requeues it. The same attempt again binds nothing.
+func (b *Backend) Start(ctx context.Context, a executor.Assignment) error {
+	b.mu.Lock()
+	j := b.jobs[a.Job.ID]
+	if j == nil || len(j.pods) == 0 {
+		b.mu.Unlock()
+		return fmt.Errorf("start %s attempt %d: %w", a.Job.ID, a.Attempt, ErrUnknownJob)
+	}
+	if a.Attempt < j.attempt || (a.Attempt == j.attempt && j.started) {
+		b.mu.Unlock()
+		return nil
+	}
+	var pods []*corev1.Pod
+	for _, p := range sortedPods(j.pods) {
+		if p.DeletionTimestamp == nil {
+			pods = append(pods, p)
+		}
+	}
+	nodes, err := podNodes(a, len(pods), j.pj.Size)
+	if err != nil {
+		b.mu.Unlock()
+		return fmt.Errorf("start %s attempt %d: %w: %w", a.Job.ID, a.Attempt, ErrInvalidAssignment, err)
+	}
+	for i, p := range pods {
+		if ra, ok := boundAttempt(p); p.Spec.NodeName != "" && (!ok || ra.Job != a.Job.ID || ra.Attempt != a.Attempt || p.Spec.NodeName != nodes[i]) {
+			b.mu.Unlock()
+			return fmt.Errorf("start %s attempt %d: %w: pod %s/%s is bound to node %s already", a.Job.ID, a.Attempt,
+				ErrInvalidAssignment, p.Namespace, p.Name, p.Spec.NodeName)
+		}
+	}
+	j.attempt, j.started, j.ended, j.stopping = a.Attempt, false, false, false
+	b.mu.Unlock()
+
+	var bound []*corev1.Pod
+	for i, p := range pods {
+		if p.Spec.NodeName == "" {
+			if err := b.bind(ctx, p, a, nodes[i]); err != nil {
+				b.log.Warn("bind failed; deleting the members bound", "job", a.Job.ID, "attempt", a.Attempt, "pod", p.Name,
+					"node", nodes[i], "bound", len(bound), "error", err)
+				b.deletePods(ctx, bound, "its gang could not be bound whole")
+				b.mu.Lock()
+				if j.attempt == a.Attempt {
+					j.ended = true
+				}
+				b.emitLocked(executor.JobEvent{Type: executor.JobLost, Time: b.cfg.Clock(), Node: nodes[i], Job: a.Job.ID,
+					Attempt: a.Attempt, Message: fmt.Sprintf("bind of pod %s to node %s failed: %v", p.Name, nodes[i], err)})
+				b.mu.Unlock()
+				return nil
+			}
+		}
+		bound = append(bound, p)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if j.attempt == a.Attempt && !j.ended {
+		j.started = true
+		b.emitLocked(executor.JobEvent{Type: executor.JobStarted, Time: b.cfg.Clock(), Node: nodes[0], Job: a.Job.ID, Attempt: a.Attempt})
+	}
+	return nil
+}
+
+// podNodes says which node each of n pods (sorted by name) goes to: the
+// allocations' nodes in order of first appearance, each taking as many
+// pods as it has GPUs for.
+func podNodes(a executor.Assignment, n, size int) ([]string, error) {
+	if n != size {
+		return nil, fmt.Errorf("%d of the gang's %d pods exist", n, size)
+	}
+	if len(a.Allocations) == 0 {
+		return nil, errors.New("no allocations")
+	}
+	perPod := a.Job.Spec.GPUs / size
+	var order []string
+	gpus := map[string]int{}
+	for _, al := range a.Allocations {
+		if _, ok := gpus[al.GPU.Node]; !ok {
+			order = append(order, al.GPU.Node)
+		}
+		gpus[al.GPU.Node]++
+	}
+	if perPod == 0 {
+		if len(order) != 1 && size != 1 {
+			return nil, errors.New("GPU-less gang members spread over several nodes")
+		}
+		out := make([]string, n)
+		for i := range out {
+			out[i] = order[i%len(order)]
+		}
+		return out, nil
+	}
+	var out []string
+	for _, node := range order {
+		if gpus[node]%perPod != 0 {
+			return nil, fmt.Errorf("node %s: %d GPUs do not split into pods of %d", node, gpus[node], perPod)
+		}
+		for k := 0; k < gpus[node]/perPod; k++ {
+			out = append(out, node)
+		}
+	}
+	if len(out) != n {
+		return nil, fmt.Errorf("the allocations hold %d pods of %d GPUs, the job has %d", len(out), perPod, n)
+	}
+	return out, nil
+}
+
+// bind writes the job and attempt on the pod, then binds it to node.
+func (b *Backend) bind(ctx context.Context, p *corev1.Pod, a executor.Assignment, node string) error {
+	patch, err := annotationPatch(map[string]string{AnnotationJob: string(a.Job.ID), AnnotationAttempt: strconv.Itoa(a.Attempt)})
+	if err != nil {
+		return err
+	}
+	pods := b.cfg.Client.CoreV1().Pods(p.Namespace)
+	if _, err := pods.Patch(ctx, p.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("annotate pod %s/%s: %w", p.Namespace, p.Name, err)
+	}
+	binding := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID},
+		Target: corev1.ObjectReference{Kind: "Node", APIVersion: "v1", Name: node}}
+	if err := pods.Bind(ctx, binding, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("bind pod %s/%s to node %s: %w", p.Namespace, p.Name, node, err)
+	}
+	return nil
+}
+
+// deletePods deletes pods (their controller recreates them); gone ones
+// are no error.
+func (b *Backend) deletePods(ctx context.Context, pods []*corev1.Pod, why string) {
+	for _, p := range pods {
+		err := b.cfg.Client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &p.UID}})
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			b.log.Error("pod not deleted", "pod", p.Namespace+"/"+p.Name, "why", why, "error", err)
+			continue
+		}
+		b.log.Info("pod deleted", "pod", p.Namespace+"/"+p.Name, "why", why)
+	}
+}
+
+// Checkpoint implements executor.Backend: it sets
+// prescient.io/checkpoint-requested on every member; the workload answers
+// with prescient.io/checkpointed-at.
+func (b *Backend) Checkpoint(ctx context.Context, id cluster.JobID) error {
+	pods, err := b.members(id, "checkpoint")
+	if err != nil {
+		return err
+	}
+	patch, err := annotationPatch(map[string]string{AnnotationCheckpointRequested: b.cfg.Clock().UTC().Format(time.RFC3339)})
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, p := range pods {
+		if _, err := b.cfg.Client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("checkpoint %s: annotate pod %s/%s: %w", id, p.Namespace, p.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Stop implements executor.Backend: it evicts every member through the
+// Eviction API with the grace period. A job whose pods are gone is
+// stopped already.
+func (b *Backend) Stop(ctx context.Context, id cluster.JobID, grace time.Duration) error {
+	b.mu.Lock()
+	j := b.jobs[id]
+	if j == nil || len(j.pods) == 0 || j.ended {
+		b.mu.Unlock()
+		return nil
+	}
+	j.stopping = true
+	pods := sortedPods(j.pods)
+	b.mu.Unlock()
+	secs := int64(grace.Round(time.Second) / time.Second)
+	var errs []error
+	for _, p := range pods {
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace},
+			DeleteOptions: &metav1.DeleteOptions{GracePeriodSeconds: &secs, Preconditions: &metav1.Preconditions{UID: &p.UID}}}
+		if err := b.cfg.Client.PolicyV1().Evictions(p.Namespace).Evict(ctx, ev); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("stop %s: evict pod %s/%s: %w", id, p.Namespace, p.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// members returns the pods of a job.
+func (b *Backend) members(id cluster.JobID, what string) ([]*corev1.Pod, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	j := b.jobs[id]
+	if j == nil || len(j.pods) == 0 {
+		return nil, fmt.Errorf("%s %s: %w", what, id, ErrUnknownJob)
+	}
+	return sortedPods(j.pods), nil
+}
+
+// Recommended implements control.RecommendationSink: the recommendation is
+// written on the job's pods (annotation and Event) in the background.
+func (b *Backend) Recommended(_ context.Context, r control.Recommendation) {
+	select {
+	case b.recs <- r:
+	default:
+		b.log.Warn("recommendation not written on the pods: too many waiting", "job", r.Job, "kind", r.Kind)
+	}
+}
+
+// recommendationNote is the JSON of the prescient.io/recommendation
+// annotation.
+type recommendationNote struct {
+	ID      int64          `json:"id"`
+	Time    time.Time      `json:"time"`
+	Kind    string         `json:"kind"`
+	Reason  string         `json:"reason"`
+	Details map[string]any `json:"details,omitempty"`
+}
+
+// annotate writes the recommendations on the pods until ctx ends.
+func (b *Backend) annotate(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case r := <-b.recs:
+			if err := b.writeRecommendation(ctx, r); err != nil {
+				b.log.Warn("recommendation not written on the pods", "job", r.Job, "kind", r.Kind, "error", err)
+			}
+		}
+	}
+}
+
+func (b *Backend) writeRecommendation(ctx context.Context, r control.Recommendation) error {
+	if r.Job == "" {
+		return nil
+	}
+	pods, err := b.members(r.Job, "recommend")
+	if err != nil {
+		return err
+	}
+	note, err := json.Marshal(recommendationNote{ID: r.ID, Time: r.Time.UTC(), Kind: r.Kind, Reason: r.Reason, Details: r.Details})
+	if err != nil {
+		return err
+	}
+	patch, err := annotationPatch(map[string]string{AnnotationRecommendation: string(note)})
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, p := range pods {
+		if _, err := b.cfg.Client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("annotate pod %s/%s: %w", p.Namespace, p.Name, err))
+			continue
+		}
+		msg := r.Kind + ": " + r.Reason
+		if nodes, ok := r.Details["placement"].([]any); ok && len(nodes) > 0 {
+			msg += fmt.Sprintf(" (GPUs %v)", nodes)
+		}
+		b.podEvent(ctx, p, corev1.EventTypeNormal, "PrescientRecommendation", msg)
+	}
+	return errors.Join(errs...)
+}
+
+// podEvent records an Event on a pod; failures are logged.
+func (b *Backend) podEvent(ctx context.Context, p *corev1.Pod, typ, reason, msg string) {
+	const maxMessage = 1024
+	if len(msg) > maxMessage {
+		msg = msg[:maxMessage]
+	}
+	now := metav1.NewTime(b.cfg.Clock())
+	ev := &corev1.Event{
+		ObjectMeta:     metav1.ObjectMeta{GenerateName: p.Name + ".", Namespace: p.Namespace},
+		InvolvedObject: corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: p.Namespace, Name: p.Name, UID: p.UID},
+		Reason:         reason, Message: msg, Type: typ, Count: 1, FirstTimestamp: now, LastTimestamp: now,
+		Source: corev1.EventSource{Component: SchedulerName},
+	}
+	if _, err := b.cfg.Client.CoreV1().Events(p.Namespace).Create(ctx, ev, metav1.CreateOptions{}); err != nil {
+		b.log.Warn("event not recorded", "pod", p.Namespace+"/"+p.Name, "reason", reason, "error", err)
+	}
+}
+
+// annotationPatch is a JSON merge patch that sets annotations.
+func annotationPatch(ann map[string]string) ([]byte, error) {
+	return json.Marshal(map[string]any{"metadata": map[string]any{"annotations": ann}})
+}

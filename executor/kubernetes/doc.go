@@ -1,0 +1,17 @@
+// Package kubernetes is the Kubernetes backend of autopilot and advisor:
+// Prescient as a secondary scheduler for pods with schedulerName
+// "prescient".
+//
+// It watches Nodes (their GPUs from allocatable nvidia.com/gpu and NVIDIA
+// GPU feature discovery's nvidia.com/gpu.* labels, topology from
+// prescient.io/rack, prescient.io/leaf and prescient.io/nvlink-domain) and
+// is the control plane's NodeSource. It watches Pods of its scheduler and
+// submits each as a job (a gang of pods sharing prescient.io/gang as one
+// job, once prescient.io/gang-size members exist). Start binds the pods
+// through the Binding subresource, Checkpoint annotates them with
+// prescient.io/checkpoint-requested, and Stop evicts them through the
+// Eviction API. Without kubelets a pod never runs: a pod counts as started
+// once bound, and its GPUs are free once its object is gone. In advisor
+// mode it writes prescient.io/recommendation annotations and Events and
+// binds nothing.
+package kubernetes

@@ -1,0 +1,84 @@
+package kubernetes
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"go.etcd.io/etcd/server/v3/embed"
+	"k8s.io/apiserver/pkg/storage/storagebackend"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	kubeapiservertesting "k8s.io/kubernetes/cmd/kube-apiserver/app/testing"
+)
+
+// apiServer is a kube-apiserver backed by an embedded etcd, both torn down
+// when the test ends.
+type apiServer struct {
+	// Admin is a loopback configuration with every right (system:masters).
+	Admin  *rest.Config
+	Client kubernetes.Interface
+}
+
+// startEtcd starts an embedded etcd on loopback ports with its data in
+// t.TempDir() and returns its client URL.
+func startEtcd(t *testing.T) string {
+	t.Helper()
+	cfg := embed.NewConfig()
+	cfg.Dir = filepath.Join(t.TempDir(), "etcd")
+	cfg.LogLevel = "error"
+	client, peer := freeLoopbackURL(t), freeLoopbackURL(t)
+	cfg.ListenClientUrls = []url.URL{client}
+	cfg.AdvertiseClientUrls = []url.URL{client}
+	cfg.ListenPeerUrls = []url.URL{peer}
+	cfg.AdvertisePeerUrls = []url.URL{peer}
+	cfg.InitialCluster = cfg.Name + "=" + peer.String()
+	e, err := embed.StartEtcd(cfg)
+	if err != nil {
+		t.Fatalf("start embedded etcd: %v", err)
+	}
+	t.Cleanup(e.Close)
+	select {
+	case <-e.Server.ReadyNotify():
+	case <-time.After(60 * time.Second):
+		e.Server.Stop()
+		t.Fatalf("embedded etcd not ready after 60s")
+	}
+	return client.String()
+}
+
+func freeLoopbackURL(t *testing.T) url.URL {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("find a free port: %v", err)
+	}
+	addr := l.Addr().String()
+	if err := l.Close(); err != nil {
+		t.Fatalf("free port %s: %v", addr, err)
+	}
+	return url.URL{Scheme: "http", Host: addr}
+}
+
+// startAPIServer starts etcd and a kube-apiserver with RBAC authorization.
+func startAPIServer(t *testing.T) *apiServer {
+	t.Helper()
+	etcdURL := startEtcd(t)
+	storage := storagebackend.NewDefaultConfig(fmt.Sprintf("/registry-%d", time.Now().UnixNano()), nil)
+	storage.Transport.ServerList = []string{etcdURL}
+	opts := kubeapiservertesting.NewDefaultTestServerOptions()
+	opts.DisableInvariantChecks = true
+	srv, err := kubeapiservertesting.StartTestServer(t, opts, []string{"--authorization-mode=RBAC"}, storage)
+	if err != nil {
+		t.Fatalf("start kube-apiserver: %v", err)
+	}
+	t.Cleanup(srv.TearDownFn)
+	client, err := kubernetes.NewForConfig(srv.ClientConfig)
+	if err != nil {
+		t.Fatalf("client for the test API server: %v", err)
+	}
+	return &apiServer{Admin: srv.ClientConfig, Client: client}
+}
