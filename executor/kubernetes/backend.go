@@ -76,6 +76,17 @@ type Backend struct {
 	notify  chan struct{}
 	watched bool
 	recs    chan control.Recommendation
+	// foreign are the bound, unfinished pods of other schedulers that hold
+	// GPUs, CPU or memory: what they hold is taken off their node in Nodes.
+	foreign map[types.NamespacedName]foreignPod
+}
+
+// foreignPod is what a pod of another scheduler holds on its node.
+type foreignPod struct {
+	node     string
+	gpus     int64
+	cpuMilli int64
+	memBytes int64
 }
 
 // kubeJob is one job and its pods.
@@ -117,7 +128,8 @@ func New(cfg Config) (*Backend, error) {
 	}
 	return &Backend{cfg: cfg, log: cfg.Logger.With("component", "kubernetes"), nodes: map[string]cluster.Node{},
 		badNode: map[string]string{}, jobs: map[cluster.JobID]*kubeJob{}, byPod: map[types.NamespacedName]cluster.JobID{},
-		notify: make(chan struct{}, 1), recs: make(chan control.Recommendation, 1024)}, nil
+		foreign: map[types.NamespacedName]foreignPod{}, notify: make(chan struct{}, 1),
+		recs: make(chan control.Recommendation, 1024)}, nil
 }
 
 // SetService attaches the control plane the pods' jobs are submitted to.
@@ -128,12 +140,28 @@ func (b *Backend) SetService(s Service) {
 }
 
 // Nodes implements control.NodeSource: the nodes the informer last saw,
-// by name.
+// by name, less what other schedulers' pods hold there. Those pods' GPUs
+// come off the top of the node's GPU list (the device plugin, not the
+// scheduler, picks a pod's GPUs: Prescient's indices are bookkeeping), and
+// their CPU and memory requests off the node's allocatable.
 func (b *Backend) Nodes() []cluster.Node {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	held := map[string]foreignPod{}
+	for _, f := range b.foreign {
+		h := held[f.node]
+		h.gpus += f.gpus
+		h.cpuMilli += f.cpuMilli
+		h.memBytes += f.memBytes
+		held[f.node] = h
+	}
 	out := make([]cluster.Node, 0, len(b.nodes))
-	for _, n := range b.nodes {
+	for name, n := range b.nodes {
+		if h, ok := held[name]; ok {
+			n.GPUs = n.GPUs[:len(n.GPUs)-int(min(h.gpus, int64(len(n.GPUs))))]
+			n.CPUMilli = max(n.CPUMilli-h.cpuMilli, 0)
+			n.MemoryBytes = max(n.MemoryBytes-h.memBytes, 0)
+		}
 		out = append(out, n)
 	}
 	slices.SortFunc(out, func(a, b cluster.Node) int { return strings.Compare(a.Name, b.Name) })
@@ -186,6 +214,28 @@ func (b *Backend) Watch(ctx context.Context) (<-chan executor.JobEvent, error) {
 	podFactory.Start(ctx.Done())
 	if !cache.WaitForCacheSync(ctx.Done(), podInf.HasSynced) {
 		return nil, fmt.Errorf("kubernetes backend: pods not listed: %w", context.Cause(ctx))
+	}
+	// Other schedulers' pods, in every namespace: bound and not finished.
+	otherFactory := informers.NewSharedInformerFactoryWithOptions(b.cfg.Client, b.cfg.Resync,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.AndSelectors(
+				fields.OneTermNotEqualSelector("spec.schedulerName", SchedulerName),
+				fields.OneTermNotEqualSelector("spec.nodeName", ""),
+				fields.OneTermNotEqualSelector("status.phase", string(corev1.PodSucceeded)),
+				fields.OneTermNotEqualSelector("status.phase", string(corev1.PodFailed)),
+			).String()
+		}))
+	otherInf := otherFactory.Core().V1().Pods().Informer()
+	if _, err := otherInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o any) { b.foreignChanged(o) },
+		UpdateFunc: func(_, o any) { b.foreignChanged(o) },
+		DeleteFunc: func(o any) { b.foreignDeleted(o) },
+	}); err != nil {
+		return nil, fmt.Errorf("kubernetes backend: informer of other schedulers' pods: %w", err)
+	}
+	otherFactory.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), otherInf.HasSynced) {
+		return nil, fmt.Errorf("kubernetes backend: other schedulers' pods not listed: %w", context.Cause(ctx))
 	}
 	b.syncNodes()
 
@@ -317,6 +367,40 @@ func (b *Backend) nodeDeleted(o any) {
 	delete(b.nodes, kn.Name)
 	delete(b.badNode, kn.Name)
 	// Its pods are gone with it: their deletions report the jobs.
+}
+
+// foreignChanged records what a pod of another scheduler holds on its node;
+// the informer's field selector already leaves out unbound and finished
+// pods, and the checks here repeat it for clients that ignore selectors. A
+// terminating pod holds its resources until its object is gone.
+func (b *Backend) foreignChanged(o any) {
+	p, ok := o.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	key := types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if p.Spec.SchedulerName == SchedulerName || p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded ||
+		p.Status.Phase == corev1.PodFailed {
+		delete(b.foreign, key)
+		return
+	}
+	cpu, mem := podRequests(p)
+	b.foreign[key] = foreignPod{node: p.Spec.NodeName, gpus: podGPUs(p), cpuMilli: cpu, memBytes: mem}
+}
+
+func (b *Backend) foreignDeleted(o any) {
+	if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
+		o = d.Obj
+	}
+	p, ok := o.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.foreign, types.NamespacedName{Namespace: p.Namespace, Name: p.Name})
 }
 
 // podChanged files a pod under its job, submits the job once all its

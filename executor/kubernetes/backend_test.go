@@ -1,6 +1,7 @@
 package kubernetes
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"slices"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/prescient-sched/prescient/cluster"
@@ -303,4 +305,37 @@ func TestWatchNeedsAService(t *testing.T) {
 	if _, err := New(Config{}); err == nil {
 		t.Fatal("New without a client: no error")
 	}
+}
+
+func TestOtherSchedulersPodsTakeTheirGPUsOffTheirNode(t *testing.T) {
+	other := func(name, node string, gpus int, phase corev1.PodPhase) *corev1.Pod {
+		p := gpuPod("infra", name, gpus, nil)
+		p.Spec.SchedulerName, p.Spec.NodeName, p.Status.Phase = "default-scheduler", node, phase
+		p.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"),
+			corev1.ResourceMemory: resource.MustParse("16Gi")}
+		return p
+	}
+	e := newFakeEnv(t, gpuNode("a", 8, nil), gpuNode("b", 4, nil),
+		other("inference", "a", 3, corev1.PodRunning),
+		other("done", "a", 2, corev1.PodSucceeded), // finished: holds nothing
+		other("pending", "", 1, corev1.PodPending), // not bound: holds nothing
+		other("greedy", "b", 6, corev1.PodRunning)) // more than the node has: none left, not fewer than none
+	e.watch()
+	gpus := func() map[string]int {
+		out := map[string]int{}
+		for _, n := range e.backend.Nodes() {
+			out[n.Name] = len(n.GPUs)
+		}
+		return out
+	}
+	if got := gpus(); got["a"] != 5 || got["b"] != 0 {
+		t.Fatalf("GPUs per node %v; want a: 5 (3 of 8 held by another scheduler's pod), b: 0", got)
+	}
+	if a := e.backend.Nodes()[0]; a.CPUMilli != 60000 || a.MemoryBytes != 496<<30 {
+		t.Errorf("node a: %d CPU milli, %d memory bytes; want the other pod's 4 CPUs and 16Gi taken off", a.CPUMilli, a.MemoryBytes)
+	}
+	if err := e.client.CoreV1().Pods("infra").Delete(context.Background(), "inference", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "node a's GPUs free once the other pod is gone", func() bool { return gpus()["a"] == 8 })
 }

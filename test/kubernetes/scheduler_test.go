@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/prescient-sched/prescient/cluster"
@@ -208,5 +209,40 @@ func TestTheAdvisorAnnotatesAndBindsNothing(t *testing.T) {
 	})
 	if node := c.pod("solo").Spec.NodeName; node != "" {
 		t.Errorf("the advisor bound solo to %s", node)
+	}
+}
+
+func TestOtherSchedulersPodsHoldTheirGPUs(t *testing.T) {
+	c := newTestCluster(t)
+	c.addNode("a", 8, "r1")
+	c.addNode("b", 8, "r1")
+	// An inference server of the default scheduler holds 6 of a's GPUs.
+	other := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "inference", Namespace: "ml"},
+		Spec: corev1.PodSpec{NodeName: "a", Containers: []corev1.Container{{Name: "serve", Image: "example/serve:1",
+			Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{kubebackend.ResourceGPU: resource.MustParse("6")}}}}}}
+	if _, err := c.admin.CoreV1().Pods("ml").Create(c.ctx, other, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c.startPrescient(tempDB(t), control.ModeAutopilot)
+	c.createPod("one", podOpts{gpus: 4})
+	c.createPod("two", podOpts{gpus: 4})
+	for _, name := range []string{"one", "two"} {
+		if node := c.bound(name); node != "b" {
+			t.Errorf("pod %s bound to %s; a has 2 GPUs free, only b fits it", name, node)
+		}
+	}
+	c.createPod("three", podOpts{gpus: 4})
+	time.Sleep(2 * time.Second)
+	if node := c.pod("three").Spec.NodeName; node != "" {
+		t.Fatalf("pod three bound to %s while no node has 4 GPUs free", node)
+	}
+	// Without a kubelet a bound pod's graceful deletion never ends: it is
+	// deleted at once, as the kubelet would confirm it.
+	zero := int64(0)
+	if err := c.admin.CoreV1().Pods("ml").Delete(c.ctx, "inference", metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+		t.Fatal(err)
+	}
+	if node := c.bound("three"); node != "a" {
+		t.Errorf("pod three bound to %s once a's GPUs were given back; want a", node)
 	}
 }
