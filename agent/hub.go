@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"net/http"
 	"slices"
 	"sync"
 	"time"
@@ -44,6 +45,12 @@ type HubOptions struct {
 	Logger    *slog.Logger
 	// Clock is read for last-seen times; default time.Now.
 	Clock func() time.Time
+	// BoundNode, when set, says which node a request's credentials are
+	// bound to (ok false: any node): the hub answers 403 to a
+	// registration, poll or events of another node, so that one node's
+	// agent token cannot take another node's jobs. serve reads it from
+	// the API's principal (an agent token with a node).
+	BoundNode func(r *http.Request) (node string, ok bool)
 }
 
 // Hub is the control plane's side of the agent protocol: an

@@ -43,6 +43,9 @@ func (h *Hub) serveRegister(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid_request", "register: "+err.Error())
 		return
 	}
+	if !h.mayActFor(w, r, "register", req.Node.Name) {
+		return
+	}
 	writeJSON(w, http.StatusOK, h.register(req))
 }
 
@@ -50,6 +53,9 @@ func (h *Hub) serveEvents(w http.ResponseWriter, r *http.Request) {
 	node := r.PathValue("node")
 	if err := checkName("node", node); err != nil {
 		writeError(w, http.StatusBadRequest, "invalid_request", "events: path: "+err.Error())
+		return
+	}
+	if !h.mayActFor(w, r, "events", node) {
 		return
 	}
 	b, ok := readBody(w, r)
@@ -69,6 +75,9 @@ func (h *Hub) serveEvents(w http.ResponseWriter, r *http.Request) {
 
 func (h *Hub) serveCommands(w http.ResponseWriter, r *http.Request) {
 	node := r.PathValue("node")
+	if !h.mayActFor(w, r, "commands", node) {
+		return
+	}
 	q := r.URL.Query()
 	after, err := strconv.ParseInt(q.Get("after"), 10, 64)
 	if err != nil || after < 0 {
@@ -152,6 +161,21 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	json.NewEncoder(w).Encode(v)
+}
+
+// mayActFor answers 403 and false when the request's credentials are
+// bound to another node than the one it acts for (HubOptions.BoundNode).
+func (h *Hub) mayActFor(w http.ResponseWriter, r *http.Request, what, node string) bool {
+	if h.opts.BoundNode == nil {
+		return true
+	}
+	bound, ok := h.opts.BoundNode(r)
+	if !ok || bound == node {
+		return true
+	}
+	h.log.Warn("agent request for another node than its token's refused", "request", what, "node", node, "token_node", bound)
+	writeError(w, http.StatusForbidden, "forbidden", fmt.Sprintf("%s: this token is bound to node %q, not %q", what, bound, node))
+	return false
 }
 
 func writeError(w http.ResponseWriter, status int, code, msg string) {

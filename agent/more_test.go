@@ -2,6 +2,8 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -130,5 +132,52 @@ func TestHubAnswersBadRequestsWithTheErrorShape(t *testing.T) {
 				t.Errorf("Content-Type %q", ct)
 			}
 		})
+	}
+}
+
+func TestATokenBoundToANodeActsForThatNodeOnly(t *testing.T) {
+	// The API puts the token's node in the request; here a header stands in.
+	h := NewHub(HubOptions{PollWait: 10 * time.Millisecond, BoundNode: func(r *http.Request) (string, bool) {
+		n := r.Header.Get("X-Test-Node")
+		return n, n != ""
+	}})
+	handler := h.Handler()
+	send := func(method, path, body, node string) *httptest.ResponseRecorder {
+		w := httptest.NewRecorder()
+		r := httptest.NewRequest(method, path, strings.NewReader(body))
+		if node != "" {
+			r.Header.Set("X-Test-Node", node)
+		}
+		handler.ServeHTTP(w, r)
+		return w
+	}
+	const n1 = `{"node":{"name":"n1"},"instance":"i"}`
+	if w := send("POST", PathRegister, n1, "n2"); w.Code != http.StatusForbidden || !strings.Contains(w.Body.String(), `bound to node \"n2\"`) {
+		t.Fatalf("n2's token registering n1: %d %s; want 403 naming the token's node", w.Code, w.Body.String())
+	}
+	if _, ok := h.nodes["n1"]; ok {
+		t.Fatal("a refused registration registered the node")
+	}
+	w := send("POST", PathRegister, n1, "n1")
+	if w.Code != http.StatusOK {
+		t.Fatalf("n1's token registering n1: %d %s", w.Code, w.Body.String())
+	}
+	var reg RegisterResponse
+	if err := json.Unmarshal(w.Body.Bytes(), &reg); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ method, path, body string }{
+		{"GET", "/v1/agents/n1/commands?after=0&wait_s=0&session=" + reg.Session, ""},
+		{"POST", "/v1/agents/n1/events", `{"instance":"i","events":[]}`},
+	} {
+		if w := send(tc.method, tc.path, tc.body, "n2"); w.Code != http.StatusForbidden {
+			t.Errorf("%s %s with n2's token: %d; want 403", tc.method, tc.path, w.Code)
+		}
+		if w := send(tc.method, tc.path, tc.body, "n1"); w.Code != http.StatusOK {
+			t.Errorf("%s %s with n1's token: %d %s", tc.method, tc.path, w.Code, w.Body.String())
+		}
+		if w := send(tc.method, tc.path, tc.body, ""); w.Code != http.StatusOK {
+			t.Errorf("%s %s with a token for every node: %d %s", tc.method, tc.path, w.Code, w.Body.String())
+		}
 	}
 }

@@ -44,13 +44,18 @@ type Token struct {
 	SHA256 [sha256.Size]byte
 	Tenant string
 	Role   Role
+	// Node binds an agent token to one node: the agent hub takes it only
+	// for that node's registration, polls and events. Empty: any node.
+	Node string
 }
 
-// Principal is who a request acts for: the token's name, tenant and role.
+// Principal is who a request acts for: the token's name, tenant and role,
+// and for an agent token bound to a node, that node.
 type Principal struct {
 	Name   string
 	Tenant string
 	Role   Role
+	Node   string
 }
 
 // Tokens are the bearer tokens the API accepts.
@@ -75,6 +80,9 @@ func (ts Tokens) Validate() error {
 		if t.Tenant == "" && t.Role != RoleAgent {
 			errs = append(errs, fmt.Errorf("tokens[%d].tenant: empty (every role but agent acts for a tenant)", i))
 		}
+		if t.Node != "" && t.Role != RoleAgent {
+			errs = append(errs, fmt.Errorf("tokens[%d].node: only an agent token is bound to a node", i))
+		}
 		if j, ok := seen[t.SHA256]; ok {
 			errs = append(errs, fmt.Errorf("tokens[%d]: the same token as tokens[%d]", i, j))
 		}
@@ -98,7 +106,7 @@ func (ts Tokens) Lookup(plain string) (Principal, bool) {
 		return Principal{}, false
 	}
 	t := ts.List[found]
-	return Principal{Name: t.Name, Tenant: t.Tenant, Role: t.Role}, true
+	return Principal{Name: t.Name, Tenant: t.Tenant, Role: t.Role, Node: t.Node}, true
 }
 
 // GenerateToken returns a new random token: 32 bytes from crypto/rand,
@@ -125,6 +133,7 @@ func LoadTokens(path string) (Tokens, error) {
 //	  - {name: ci, token: "a-long-random-string", tenant: ml, role: submitter}
 //	  - {token_sha256: "9f86d0...", tenant: ops, role: admin}
 //	  - {token: "agent-token-for-all-nodes", role: agent}
+//	  - {token: "agent-token-of-gpu-07-only", role: agent, node: gpu-07}
 //
 // Errors name the file, the line and the field. The result is validated.
 func ParseTokens(data []byte, path string) (Tokens, error) {
@@ -206,8 +215,10 @@ func parseToken(n *yaml.Node) (Token, error) {
 			t.Tenant = v.Value
 		case "role":
 			t.Role = Role(strings.ToLower(v.Value))
+		case "node":
+			t.Node = v.Value
 		default:
-			return Token{}, fieldError{k.Value, fmt.Errorf("line %d: unknown field (want name, token, token_sha256, tenant, role)", k.Line)}
+			return Token{}, fieldError{k.Value, fmt.Errorf("line %d: unknown field (want name, token, token_sha256, tenant, role, node)", k.Line)}
 		}
 	}
 	switch {
@@ -229,6 +240,9 @@ func parseToken(n *yaml.Node) (Token, error) {
 	}
 	if t.Tenant == "" && t.Role != RoleAgent {
 		return Token{}, fieldError{"tenant", errors.New("empty (every role but agent acts for a tenant)")}
+	}
+	if t.Node != "" && t.Role != RoleAgent {
+		return Token{}, fieldError{"node", fmt.Errorf("%q: only an agent token is bound to a node", t.Node)}
 	}
 	return t, nil
 }

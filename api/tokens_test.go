@@ -19,6 +19,7 @@ func TestParseTokens(t *testing.T) {
     tenant: ops
     role: Admin
   - {token: "agent-token-for-nodes", role: agent}
+  - {token: "agent-token-of-gpu-07", role: agent, node: gpu-07}
 `
 	ts, err := api.ParseTokens([]byte(file), "tokens.yaml")
 	if err != nil {
@@ -32,6 +33,7 @@ func TestParseTokens(t *testing.T) {
 		{"submitter-token-0001", api.Principal{Name: "ci", Tenant: "ml", Role: api.RoleSubmitter}, true},
 		{"hashed-token-of-the-admin", api.Principal{Tenant: "ops", Role: api.RoleAdmin}, true},
 		{"agent-token-for-nodes", api.Principal{Role: api.RoleAgent}, true},
+		{"agent-token-of-gpu-07", api.Principal{Role: api.RoleAgent, Node: "gpu-07"}, true},
 		{"submitter-token-0002", api.Principal{}, false},
 		{"", api.Principal{}, false},
 	}
@@ -58,6 +60,7 @@ func TestParseTokensErrorsNameFileLineAndField(t *testing.T) {
 		{"unknown role", "tokens:\n  - {token: aaaaaaaaaaaaaaaaaaaa, tenant: a, role: root}", []string{"tokens[0].role", `"root"`}},
 		{"no tenant", "tokens:\n  - {token: aaaaaaaaaaaaaaaaaaaa, role: viewer}", []string{"tokens[0].tenant", "empty"}},
 		{"unknown field", "tokens:\n  - {token: aaaaaaaaaaaaaaaaaaaa, tenant: a, role: viewer, scope: all}", []string{"tokens[0].scope", "unknown field"}},
+		{"node on a user's token", "tokens:\n  - {token: aaaaaaaaaaaaaaaaaaaa, tenant: a, role: admin, node: gpu-01}", []string{"tokens.yaml:2", "tokens[0].node", "only an agent token"}},
 		{"duplicate", "tokens:\n  - {token: aaaaaaaaaaaaaaaaaaaa, tenant: a, role: viewer}\n  - {token: aaaaaaaaaaaaaaaaaaaa, tenant: b, role: admin}", []string{"tokens[1]", "tokens[0]"}},
 		{"second entry of three", "tokens:\n  - {token: aaaaaaaaaaaaaaaaaaaa, tenant: a, role: viewer}\n  - {token: bbbbbbbbbbbbbbbbbbbb, tenant: a, role: boss}\n", []string{"tokens.yaml:3", "tokens[1].role"}},
 		{"YAML syntax", "tokens: [", []string{"tokens.yaml"}},

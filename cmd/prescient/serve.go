@@ -372,9 +372,16 @@ func serveBackend(o serveOptions, g *globals) (executor.Backend, control.NodeSou
 		}
 		return b, control.StaticFleet{Fleet: fleet}, nil, nil
 	default:
-		hub := agent.NewHub(agent.HubOptions{SilentAfter: o.agentSilent, Logger: g.logger})
+		hub := agent.NewHub(agent.HubOptions{SilentAfter: o.agentSilent, Logger: g.logger, BoundNode: tokenNode})
 		return hub, hubNodes{hub}, hub, nil
 	}
+}
+
+// tokenNode is the node an agent token is bound to (the tokens file's
+// node), read from the principal the API's auth put on the request.
+func tokenNode(r *http.Request) (string, bool) {
+	p, ok := api.PrincipalFrom(r.Context())
+	return p.Node, ok && p.Node != ""
 }
 
 // labelledDuration is how long a job runs on the simulated backend: its
