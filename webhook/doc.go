@@ -10,4 +10,10 @@
 // in order and retries network errors, 429s and 5xx answers with jittered
 // exponential backoff. An event that finds a hook's queue full is dropped,
 // counted and logged. A hook may take only some event types and tenants.
+//
+// With an Outbox (serve passes its store), each event is stored before its
+// first attempt and deleted once acknowledged or given up on: events that
+// a stop (or a crash) leaves undelivered are sent, with the same ID and
+// body, by the next run. A receiver should drop IDs it has seen: a crash
+// between its acknowledgement and the deletion sends one event twice.
 package webhook

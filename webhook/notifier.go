@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/prescient-sched/prescient/control"
+	"github.com/prescient-sched/prescient/store"
 )
 
 // Payload is the JSON body of a delivery: the event and an ID that stays
@@ -45,6 +46,18 @@ type Options struct {
 	Rand *mrand.Rand
 	// Registerer, when set, gets the delivery counters.
 	Registerer prometheus.Registerer
+	// Outbox, when set, keeps each event until its hook acknowledged it
+	// or the notifier gave up on it, so that a control plane that stops
+	// while a receiver is down sends it when it starts again (New reads
+	// what is left). *store.Store is one.
+	Outbox Outbox
+}
+
+// Outbox is durable storage of the deliveries not done yet.
+type Outbox interface {
+	AddWebhookDelivery(ctx context.Context, d store.WebhookDelivery) error
+	DeleteWebhookDelivery(ctx context.Context, hook, id string) error
+	WebhookDeliveries(ctx context.Context) ([]store.WebhookDelivery, error)
 }
 
 // Stats count what a Notifier did, over all hooks.
@@ -76,10 +89,17 @@ type Notifier struct {
 
 var _ control.Notifier = (*Notifier)(nil)
 
+// item is one event for one hook; body is set for a delivery read back
+// from the outbox (already stored, sent as it was first encoded).
+type item struct {
+	p    Payload
+	body []byte
+}
+
 // sender is one hook's queue and the goroutine that empties it.
 type sender struct {
 	hook        Hook
-	queue       chan Payload
+	queue       chan item
 	lastDropLog atomic.Int64 // unix nanoseconds
 	dropsSince  atomic.Int64
 }
@@ -121,14 +141,45 @@ func New(cfg Config, opts Options) (*Notifier, error) {
 			return nil, fmt.Errorf("webhook: metrics: %w", err)
 		}
 	}
+	// What an earlier run left undelivered goes first, in its order.
+	left := map[string][]store.WebhookDelivery{}
+	if opts.Outbox != nil {
+		ds, err := opts.Outbox.WebhookDeliveries(context.Background())
+		if err != nil {
+			return nil, fmt.Errorf("webhook: outbox: %w", err)
+		}
+		for _, d := range ds {
+			left[d.Hook] = append(left[d.Hook], d)
+		}
+	}
 	for _, h := range cfg.Hooks {
 		if h.Timeout == 0 {
 			h.Timeout = DefaultTimeout
 		}
-		s := &sender{hook: h, queue: make(chan Payload, opts.QueueSize)}
+		pending := left[h.Name]
+		delete(left, h.Name)
+		s := &sender{hook: h, queue: make(chan item, opts.QueueSize+len(pending))}
+		for _, d := range pending {
+			var p Payload
+			if err := json.Unmarshal(d.Body, &p); err != nil {
+				n.log.Warn("webhook: an undelivered event does not decode; dropped", "hook", h.Name, "id", d.ID, "err", err)
+				n.forget(h.Name, d.ID)
+				continue
+			}
+			s.queue <- item{p: p, body: d.Body}
+		}
+		if len(pending) > 0 {
+			n.log.Info("webhook: sending the events an earlier run left undelivered", "hook", h.Name, "events", len(pending))
+		}
 		n.senders = append(n.senders, s)
 		n.wg.Add(1)
 		go n.run(s)
+	}
+	for hook, ds := range left {
+		n.log.Warn("webhook: undelivered events of a hook no longer configured; dropped", "hook", hook, "events", len(ds))
+		for _, d := range ds {
+			n.forget(hook, d.ID)
+		}
 	}
 	return n, nil
 }
@@ -148,7 +199,7 @@ func (n *Notifier) Notify(_ context.Context, e control.LifecycleEvent) {
 			continue
 		}
 		select {
-		case s.queue <- p:
+		case s.queue <- item{p: p}:
 		default:
 			n.count(s, "dropped")
 			n.logDrop(s)
@@ -173,7 +224,8 @@ func (n *Notifier) logDrop(s *sender) {
 }
 
 // Close stops taking events and waits until the queued ones are delivered
-// or ctx ends; what is still queued then is dropped and counted.
+// or ctx ends; what is still queued then is dropped and counted, or, with
+// an Outbox, kept there for the next run.
 func (n *Notifier) Close(ctx context.Context) error {
 	n.mu.Lock()
 	if n.closed {
@@ -206,26 +258,54 @@ func (n *Notifier) Stats() Stats {
 	}
 }
 
-// run delivers one hook's events in order.
+// run delivers one hook's events in order. With an outbox, an event is
+// stored before its first attempt and forgotten once done; what Close
+// leaves (queued, or cut short) stays stored for the next run.
 func (n *Notifier) run(s *sender) {
 	defer n.wg.Done()
-	for p := range s.queue {
+	for it := range s.queue {
+		body := it.body
+		if body == nil {
+			b, err := json.Marshal(it.p)
+			if err != nil {
+				n.count(s, "failed")
+				n.log.Error("webhook: event does not encode", "hook", s.hook.Name, "job", it.p.Job, "err", err)
+				continue
+			}
+			body = b
+			if n.opts.Outbox != nil {
+				d := store.WebhookDelivery{Hook: s.hook.Name, ID: it.p.ID, Body: body, Created: time.Now()}
+				if err := n.opts.Outbox.AddWebhookDelivery(context.Background(), d); err != nil {
+					n.log.Warn("webhook: event not stored; it is sent, but lost if this process stops first", "hook", s.hook.Name, "id", it.p.ID, "err", err)
+				}
+			}
+		}
 		if n.stopped.Err() != nil {
-			n.count(s, "dropped")
+			if n.opts.Outbox == nil {
+				n.count(s, "dropped")
+			}
 			continue
 		}
-		n.deliver(s, p)
+		if n.deliver(s, it.p, body) {
+			n.forget(s.hook.Name, it.p.ID)
+		}
 	}
 }
 
-// deliver posts one event, retrying what may succeed later.
-func (n *Notifier) deliver(s *sender, p Payload) {
-	body, err := json.Marshal(p)
-	if err != nil {
-		n.count(s, "failed")
-		n.log.Error("webhook: event does not encode", "hook", s.hook.Name, "job", p.Job, "err", err)
+// forget deletes a delivery that is done from the outbox.
+func (n *Notifier) forget(hook, id string) {
+	if n.opts.Outbox == nil {
 		return
 	}
+	if err := n.opts.Outbox.DeleteWebhookDelivery(context.Background(), hook, id); err != nil {
+		n.log.Warn("webhook: a delivery done stays stored; it may be sent again", "hook", hook, "id", id, "err", err)
+	}
+}
+
+// deliver posts one event, retrying what may succeed later. It says
+// whether the event is done: acknowledged or given up on, not cut short by
+// Close.
+func (n *Notifier) deliver(s *sender, p Payload, body []byte) bool {
 	sig := Sign(s.hook.Secret, body)
 	var lastErr error
 	for attempt := 1; attempt <= n.opts.MaxAttempts; attempt++ {
@@ -238,7 +318,7 @@ func (n *Notifier) deliver(s *sender, p Payload) {
 		retry, err := n.post(s.hook, p, body, sig)
 		if err == nil {
 			n.count(s, "delivered")
-			return
+			return true
 		}
 		lastErr = err
 		if !retry {
@@ -246,8 +326,13 @@ func (n *Notifier) deliver(s *sender, p Payload) {
 		}
 		n.log.Debug("webhook delivery failed; will retry", "hook", s.hook.Name, "job", p.Job, "event", p.Type, "attempt", attempt, "err", err)
 	}
+	if n.stopped.Err() != nil && n.opts.Outbox != nil {
+		n.log.Info("webhook delivery cut short by the shutdown; kept for the next run", "hook", s.hook.Name, "job", p.Job, "event", p.Type, "id", p.ID)
+		return false
+	}
 	n.count(s, "failed")
 	n.log.Warn("webhook delivery given up", "hook", s.hook.Name, "job", p.Job, "event", p.Type, "id", p.ID, "err", lastErr)
+	return true
 }
 
 // post makes one attempt. retry says whether a later attempt may succeed:

@@ -248,7 +248,7 @@ func runServe(ctx context.Context, g *globals, o serveOptions, stdout io.Writer)
 	}
 	promReg := prometheus.NewRegistry()
 	promReg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	notifier, closeHooks, err := serveWebhooks(o.webhooks, g, promReg)
+	notifier, closeHooks, err := serveWebhooks(o.webhooks, g, promReg, st)
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
@@ -422,9 +422,11 @@ func (h hubNodes) Connected(node string) bool {
 	return false
 }
 
-// serveWebhooks starts the webhooks of --webhooks; close delivers what is
-// queued (bounded) and stops them.
-func serveWebhooks(path string, g *globals, reg prometheus.Registerer) (*webhook.Notifier, func(), error) {
+// serveWebhooks starts the webhooks of --webhooks, with their outbox in the
+// store: events not delivered when serve stops are sent by the next run.
+// close delivers what is queued (bounded) and stops them; it must run
+// before the store closes.
+func serveWebhooks(path string, g *globals, reg prometheus.Registerer, outbox webhook.Outbox) (*webhook.Notifier, func(), error) {
 	if path == "" {
 		return nil, func() {}, nil
 	}
@@ -432,7 +434,7 @@ func serveWebhooks(path string, g *globals, reg prometheus.Registerer) (*webhook
 	if err != nil {
 		return nil, nil, fmt.Errorf("--webhooks: %w", err)
 	}
-	n, err := webhook.New(cfg, webhook.Options{Logger: g.logger, Registerer: reg})
+	n, err := webhook.New(cfg, webhook.Options{Logger: g.logger, Registerer: reg, Outbox: outbox})
 	if err != nil {
 		return nil, nil, fmt.Errorf("--webhooks: %w", err)
 	}
