@@ -145,6 +145,7 @@ func (p *Plane) Ready() <-chan struct{} { return p.ready }
 // event stream breaks. Its steps:
 //
 //  1. recover: read the active jobs and their placements from the store,
+//     rebuild the tenants' decayed usage from its events (restoreUsage),
 //     forecast the jobs, and resend the starts no node has confirmed (the
 //     backend starts each attempt once, however often it is asked);
 //  2. watch the backend's events and apply each to the store;
@@ -213,6 +214,9 @@ func (p *Plane) recover(ctx context.Context) error {
 	}
 	if _, err := p.forecastsFor(ctx, jobs); err != nil {
 		p.log.Warn("recover: forecasts failed; planning without them until they answer", "error", err)
+	}
+	if err := p.restoreUsage(ctx, p.cfg.Clock().UTC()); err != nil {
+		return fmt.Errorf("control: recover: %w", err)
 	}
 	recs, err := p.cfg.Store.ListRecommendations(ctx, time.Time{}, 0)
 	if err != nil {
