@@ -35,6 +35,7 @@ type agentOptions struct {
 	maxEvents    int
 	collect      bool
 	sink         collectOptions
+	kube         kubeAgentOptions
 }
 
 func newAgentCmd(g *globals) *cobra.Command {
@@ -66,7 +67,18 @@ loads. Jobs inherit the agent's environment without its PRESCIENT_* settings.
 --collect runs the collector in the same process, with collect's sink flags
 (--interval, --influx-url ..., --db, --spool-dir, ...): it knows each job's
 processes from the agent; on a simulated host the GPUs of a running job show
-its load (90% busy, 60% of the memory) and its process.`,
+its load (90% busy, 60% of the memory) and its process.
+
+--kubernetes runs the node side of serve --backend kubernetes instead (the
+DaemonSet of deploy/kubernetes): kubelets run the pods, and the agent relays
+the checkpoint requests of the pods Prescient bound to node --node. On a new
+prescient.io/checkpoint-requested it sends the checkpoint signal (SIGUSR1, or
+the container's PRESCIENT_CHECKPOINT_SIGNAL) to the pod's processes that set
+PRESCIENT_CHECKPOINT_ACK (found by the pod UID in /proc/PID/cgroup; the agent
+needs hostPID and CAP_SYS_PTRACE and CAP_KILL), waits for that file to change,
+and writes prescient.io/checkpointed-at, -step and -path on the pod. With
+--collect, a pod's GPU processes are named by the pod's job. --server and
+--token are not used.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runAgent(cmd.Context(), g, o, cmd.OutOrStdout())
@@ -88,6 +100,7 @@ its load (90% busy, 60% of the memory) and its process.`,
 	f.IntVar(&o.maxEvents, "max-events", 10000, "events kept while the control plane is away (the oldest are dropped beyond)")
 	f.BoolVar(&o.collect, "collect", false, "also sample this host's GPUs, as `prescient collect` does, naming each GPU process's job (the sink flags below)")
 	addCollectSinkFlags(f, &o.sink)
+	addKubeAgentFlags(f, &o.kube)
 	return cmd
 }
 
@@ -140,6 +153,9 @@ func (r agentReport) writeTable(w io.Writer) error {
 }
 
 func runAgent(ctx context.Context, g *globals, o agentOptions, stdout io.Writer) error {
+	if o.kube.enabled {
+		return runKubeAgent(ctx, g, o, stdout)
+	}
 	log := g.logger.With("component", "agent")
 	mode, err := o.validate()
 	if err != nil {
@@ -201,7 +217,7 @@ func runAgent(ctx context.Context, g *globals, o agentOptions, stdout io.Writer)
 
 // runAgentCollector samples host until ctx ends, as collect does, with the
 // agent naming the jobs of GPU processes.
-func runAgentCollector(ctx context.Context, g *globals, o collectOptions, host nvml.Host, a *agent.Agent) error {
+func runAgentCollector(ctx context.Context, g *globals, o collectOptions, host nvml.Host, a collector.JobRegistry) error {
 	sink, sinkName, closeStore, err := openSink(ctx, o, g.logger)
 	if err != nil {
 		return err

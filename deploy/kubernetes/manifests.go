@@ -20,7 +20,7 @@ import (
 var Files embed.FS
 
 // Manifests names the manifest files, in the order they apply.
-var Manifests = []string{"namespace.yaml", "rbac.yaml", "configmap.yaml", "control-plane.yaml", "collector.yaml"}
+var Manifests = []string{"namespace.yaml", "rbac.yaml", "configmap.yaml", "control-plane.yaml", "agent.yaml"}
 
 // strict decodes typed objects and refuses unknown or duplicate fields.
 var strict = serializer.NewCodecFactory(scheme.Scheme, serializer.EnableStrict).UniversalDeserializer()

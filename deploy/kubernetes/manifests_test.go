@@ -40,30 +40,37 @@ func TestTheManifestsDecodeStrictly(t *testing.T) {
 	}
 }
 
-// The scheduler's rights are the least the backend needs: no wildcard, no
+// Each role's rights are the least its user needs: no wildcard, no
 // secrets, no writes to nodes.
-func TestTheClusterRoleGrantsOnlyWhatTheBackendUses(t *testing.T) {
+func TestTheRolesGrantOnlyWhatTheirUsersUse(t *testing.T) {
 	objs, err := Objects("rbac.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string][]string{
-		"nodes": {"list", "watch"}, "pods": {"delete", "list", "patch", "watch"},
-		"pods/binding": {"create"}, "pods/eviction": {"create"}, "events": {"create", "patch"},
-		"coordination.k8s.io/leases": {"create", "get", "update"},
+	want := map[string]map[string][]string{
+		"prescient-scheduler": { // the backend
+			"nodes": {"list", "watch"}, "pods": {"delete", "list", "patch", "watch"},
+			"pods/binding": {"create"}, "pods/eviction": {"create"}, "events": {"create", "patch"},
+		},
+		"prescient-leader-election": {"coordination.k8s.io/leases": {"create", "get", "update"}},
+		"prescient-agent":           {"pods": {"list", "patch", "watch"}, "events": {"create"}}, // the node agent
 	}
-	got := map[string][]string{}
+	got := map[string]map[string][]string{}
 	for _, o := range objs {
+		var name string
 		var rules []rbacv1.PolicyRule
 		switch r := o.(type) {
 		case *rbacv1.ClusterRole:
-			rules = r.Rules
+			name, rules = r.Name, r.Rules
 		case *rbacv1.Role:
-			rules = r.Rules
+			name, rules = r.Name, r.Rules
 			if r.Namespace != "prescient" {
 				t.Errorf("role %s in namespace %q, want prescient", r.Name, r.Namespace)
 			}
+		default:
+			continue
 		}
+		got[name] = map[string][]string{}
 		for _, rule := range rules {
 			for _, g := range rule.APIGroups {
 				for _, res := range rule.Resources {
@@ -73,27 +80,64 @@ func TestTheClusterRoleGrantsOnlyWhatTheBackendUses(t *testing.T) {
 					}
 					for _, v := range rule.Verbs {
 						if v == "*" || res == "*" || g == "*" {
-							t.Errorf("wildcard in %+v", rule)
+							t.Errorf("role %s: wildcard in %+v", name, rule)
 						}
-						got[key] = append(got[key], v)
+						got[name][key] = append(got[name][key], v)
 					}
 				}
 			}
 		}
-	}
-	for k := range got {
-		slices.Sort(got[k])
-	}
-	for k, v := range want {
-		if !slices.Equal(got[k], v) {
-			t.Errorf("%s: verbs %v, want %v", k, got[k], v)
+		for k := range got[name] {
+			slices.Sort(got[name][k])
 		}
 	}
-	for k := range got {
-		if _, ok := want[k]; !ok {
-			t.Errorf("%s granted: the backend does not use it", k)
+	for role, grants := range want {
+		if got[role] == nil {
+			t.Errorf("no role %s", role)
+		}
+		for k, v := range grants {
+			if !slices.Equal(got[role][k], v) {
+				t.Errorf("role %s, %s: verbs %v, want %v", role, k, got[role][k], v)
+			}
+		}
+		for k := range got[role] {
+			if _, ok := grants[k]; !ok {
+				t.Errorf("role %s grants %s: its user does not use it", role, k)
+			}
 		}
 	}
+	for role := range got {
+		if _, ok := want[role]; !ok {
+			t.Errorf("role %s: not one this test knows", role)
+		}
+	}
+}
+
+// The node agent runs on GPU nodes under its own ServiceAccount, sees the
+// host's processes and knows its node.
+func TestTheNodeAgentRunsOnEveryGPUNode(t *testing.T) {
+	objs, err := Objects("agent.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs {
+		d, ok := o.(*appsv1.DaemonSet)
+		if !ok {
+			continue
+		}
+		spec := d.Spec.Template.Spec
+		c := spec.Containers[0]
+		args := strings.Join(c.Args, " ")
+		if spec.ServiceAccountName != "prescient-agent" || !spec.HostPID || !strings.Contains(args, "agent --kubernetes") ||
+			!strings.Contains(args, "--node=$(NODE_NAME)") || !strings.Contains(args, "--collect") {
+			t.Errorf("daemonset: service account %q, hostPID %v, args %q", spec.ServiceAccountName, spec.HostPID, args)
+		}
+		if len(c.Env) == 0 || c.Env[0].Name != "NODE_NAME" || c.Env[0].ValueFrom == nil || c.Env[0].ValueFrom.FieldRef.FieldPath != "spec.nodeName" {
+			t.Errorf("daemonset: NODE_NAME does not come from spec.nodeName: %+v", c.Env)
+		}
+		return
+	}
+	t.Fatal("no DaemonSet")
 }
 
 func TestTheControlPlaneRunsTheKubernetesBackendUnderItsServiceAccount(t *testing.T) {

@@ -885,19 +885,25 @@ func (b *Backend) writeRecommendation(ctx context.Context, r control.Recommendat
 
 // podEvent records an Event on a pod; failures are logged.
 func (b *Backend) podEvent(ctx context.Context, p *corev1.Pod, typ, reason, msg string) {
+	recordEvent(ctx, b.cfg.Client, p, corev1.EventSource{Component: SchedulerName}, b.cfg.Clock(), typ, reason, msg, b.log)
+}
+
+// recordEvent records an Event about a pod; a failure is logged, never
+// returned (Events are advice).
+func recordEvent(ctx context.Context, client kubernetes.Interface, p *corev1.Pod, src corev1.EventSource, at time.Time,
+	typ, reason, msg string, log *slog.Logger) {
 	const maxMessage = 1024
 	if len(msg) > maxMessage {
 		msg = msg[:maxMessage]
 	}
-	now := metav1.NewTime(b.cfg.Clock())
+	now := metav1.NewTime(at)
 	ev := &corev1.Event{
 		ObjectMeta:     metav1.ObjectMeta{GenerateName: p.Name + ".", Namespace: p.Namespace},
 		InvolvedObject: corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: p.Namespace, Name: p.Name, UID: p.UID},
-		Reason:         reason, Message: msg, Type: typ, Count: 1, FirstTimestamp: now, LastTimestamp: now,
-		Source: corev1.EventSource{Component: SchedulerName},
+		Reason:         reason, Message: msg, Type: typ, Count: 1, FirstTimestamp: now, LastTimestamp: now, Source: src,
 	}
-	if _, err := b.cfg.Client.CoreV1().Events(p.Namespace).Create(ctx, ev, metav1.CreateOptions{}); err != nil {
-		b.log.Warn("event not recorded", "pod", p.Namespace+"/"+p.Name, "reason", reason, "error", err)
+	if _, err := client.CoreV1().Events(p.Namespace).Create(ctx, ev, metav1.CreateOptions{}); err != nil {
+		log.Warn("event not recorded", "pod", p.Namespace+"/"+p.Name, "reason", reason, "error", err)
 	}
 }
 

@@ -42,6 +42,9 @@ type testCluster struct {
 	admin  kubernetes.Interface
 	sched  kubernetes.Interface
 	denied *deniedLog
+	// adminCfg is the admin's client configuration (clientAs impersonates
+	// from it).
+	adminCfg *rest.Config
 }
 
 // deniedLog records the requests the API server refused with 403.
@@ -70,7 +73,7 @@ func newTestCluster(t *testing.T) *testCluster {
 	s := startAPIServer(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	c := &testCluster{t: t, ctx: ctx, admin: s.Client, denied: &deniedLog{}}
+	c := &testCluster{t: t, ctx: ctx, admin: s.Client, denied: &deniedLog{}, adminCfg: s.Admin}
 	for _, name := range []string{"namespace.yaml", "rbac.yaml"} {
 		objs, err := manifests.Objects(name)
 		if err != nil {
@@ -91,20 +94,29 @@ func newTestCluster(t *testing.T) *testCluster {
 	if _, err := plain.CoreV1().Secrets("prescient").List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
 		t.Fatalf("the scheduler's ServiceAccount listed secrets: %v, want 403", err)
 	}
-	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return recordForbidden{next: rt, log: c.denied} }
-	sched, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.sched = sched
+	c.sched = c.clientAs(serviceAccount)
 	t.Cleanup(func() {
 		c.denied.mu.Lock()
 		defer c.denied.mu.Unlock()
 		if len(c.denied.reqs) > 0 {
-			t.Errorf("the API server refused the scheduler's ServiceAccount (403): %v", c.denied.reqs)
+			t.Errorf("the API server refused a ServiceAccount of deploy/kubernetes (403): %v", c.denied.reqs)
 		}
 	})
 	return c
+}
+
+// clientAs is a client that acts as user (impersonated); any 403 it gets
+// fails the test.
+func (c *testCluster) clientAs(user string) kubernetes.Interface {
+	c.t.Helper()
+	cfg := rest.CopyConfig(c.adminCfg)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return recordForbidden{next: rt, log: c.denied} }
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return client
 }
 
 // apply creates one object of rbac.yaml or namespace.yaml as the admin.

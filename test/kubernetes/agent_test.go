@@ -1,0 +1,105 @@
+package kubernetes
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/prescient-sched/prescient/agent"
+	"github.com/prescient-sched/prescient/control"
+	kubebackend "github.com/prescient-sched/prescient/executor/kubernetes"
+)
+
+// agentServiceAccount is the node agent's user: agent.yaml's ServiceAccount.
+const agentServiceAccount = "system:serviceaccount:prescient:prescient-agent"
+
+// helperEnv makes this test binary the workload of a pod: on SIGUSR1 it
+// writes the acknowledgement (step 42) to the file the variable names,
+// then runs until killed.
+const helperEnv = "PRESCIENT_TEST_POD_WORKLOAD_ACK"
+
+func TestHelperPodWorkload(t *testing.T) {
+	if os.Getenv(helperEnv) == "" {
+		return
+	}
+	usr1 := make(chan os.Signal, 1)
+	signal.Notify(usr1, syscall.SIGUSR1)
+	os.Stdout.WriteString("ready\n")
+	<-usr1
+	if err := agent.WriteAck(os.Getenv(helperEnv), agent.Ack{Step: 42, Path: "/ckpt/step-42"}); err != nil {
+		os.Exit(3)
+	}
+	time.Sleep(time.Minute)
+	os.Exit(0)
+}
+
+// podProcesses maps pods to processes, standing in for /proc (the test has
+// no kubelet to put processes in a pod's cgroup).
+type podProcesses map[types.UID][]kubebackend.PodProcess
+
+func (p podProcesses) Of(uid types.UID) ([]kubebackend.PodProcess, error) { return p[uid], nil }
+
+func TestTheNodeAgentRelaysTheCheckpointAndThenThePodIsEvicted(t *testing.T) {
+	c := newTestCluster(t)
+	c.addNode("a", 4, "r1")
+	c.startPrescient(tempDB(t), control.ModeAutopilot)
+	c.createPod("batch", podOpts{gpus: 4, tier: "batch", checkpointable: true})
+	c.bound("batch")
+
+	// The batch pod's workload, a real process, with its file system at root.
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "ckpt"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	w := exec.Command(os.Args[0], "-test.run=^TestHelperPodWorkload$")
+	w.Env = append(os.Environ(), helperEnv+"="+filepath.Join(root, "ckpt", "ack"))
+	out, err := w.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = w.Process.Kill(); _ = w.Wait() })
+	if buf := make([]byte, 6); func() bool { _, err := out.Read(buf); return err != nil || string(buf) != "ready\n" }() {
+		t.Fatal("the workload did not start")
+	}
+
+	// The node agent of node a, under agent.yaml's ServiceAccount.
+	a, err := kubebackend.NewNodeAgent(kubebackend.NodeAgentConfig{Client: c.clientAs(agentServiceAccount), Node: "a",
+		Processes: podProcesses{c.pod("batch").UID: {{PID: w.Process.Pid, Env: map[string]string{kubebackend.EnvCheckpointAck: "/ckpt/ack"}, Root: root}}},
+		Poll:      10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(c.ctx)
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	select {
+	case <-a.Synced():
+	case err := <-done:
+		t.Fatalf("the node agent ended: %v", err)
+	}
+
+	// A production pod needs the GPUs: Prescient asks batch to checkpoint,
+	// the agent signals its workload and writes the acknowledgement, and
+	// only then is batch evicted.
+	c.createPod("urgent", podOpts{gpus: 4, tier: "production"})
+	eventually(t, "the batch pod evicted after its checkpoint", func() bool { return c.pod("batch").DeletionTimestamp != nil })
+	ann := c.pod("batch").Annotations
+	if ann[kubebackend.AnnotationCheckpointRequested] == "" || ann[kubebackend.AnnotationCheckpointedAt] == "" ||
+		ann[kubebackend.AnnotationCheckpointStep] != "42" || ann[kubebackend.AnnotationCheckpointPath] != "/ckpt/step-42" {
+		t.Fatalf("batch's annotations %v: want the request and the workload's acknowledgement (step 42)", ann)
+	}
+	if st := a.Stats(); st.Acknowledged != 1 || st.Failed != 0 {
+		t.Errorf("agent stats %+v, want one acknowledged", st)
+	}
+}
