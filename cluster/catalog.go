@@ -69,3 +69,16 @@ func NewGPU(index int, model string) GPU {
 	}
 	return g
 }
+
+// MIGInstanceModel is the model name of a MIG instance of a profile that
+// a fleet has already partitioned ("MIG-1g.10gb" for the profile 1g.10gb),
+// as Kubernetes offers them (the device plugin's nvidia.com/mig-1g.10gb):
+// each instance is then a GPU of that model on its own. Profile names say
+// the instance's compute and memory, so instances of one name are alike
+// whatever the product. Only jobs that name the model run on such GPUs.
+func MIGInstanceModel(profile string) string { return migInstancePrefix + profile }
+
+// IsMIGInstanceModel reports whether model names a MIG instance.
+func IsMIGInstanceModel(model string) bool { return strings.HasPrefix(model, migInstancePrefix) }
+
+const migInstancePrefix = "MIG-"

@@ -68,9 +68,11 @@ func (s JobSpec) Fractional() bool { return s.GPUs == 1 && s.GPUMilli < MilliGPU
 func (s JobSpec) HasDeadline() bool { return !s.Deadline.IsZero() }
 
 // AllowsModel reports whether the job may run on a GPU of the given model.
+// A job that names no model may run on any but a MIG instance (see
+// MIGInstanceModel): those only take the jobs that ask for them.
 func (s JobSpec) AllowsModel(model string) bool {
 	if len(s.GPUModels) == 0 {
-		return true
+		return !IsMIGInstanceModel(model)
 	}
 	for _, m := range s.GPUModels {
 		if m == model {

@@ -132,6 +132,10 @@ func TestAllowsModel(t *testing.T) {
 	if !any.AllowsModel("T4") || !v100.AllowsModel("V100M32") || v100.AllowsModel("T4") {
 		t.Fatal("AllowsModel: an empty list allows any model, a list only its models")
 	}
+	mig := clustertest.Job("c").Models(cluster.MIGInstanceModel("1g.10gb")).Obj().Spec
+	if any.AllowsModel("MIG-1g.10gb") || !mig.AllowsModel("MIG-1g.10gb") || mig.AllowsModel("MIG-2g.20gb") {
+		t.Fatal("AllowsModel: a MIG instance takes only the jobs that name its profile")
+	}
 }
 
 func must(t *testing.T, err error) {

@@ -66,19 +66,24 @@ type Backend struct {
 	cfg Config
 	log *slog.Logger
 
-	mu      sync.Mutex
-	svc     Service
-	nodes   map[string]cluster.Node
-	badNode map[string]string // node → the error last logged about it
-	jobs    map[cluster.JobID]*kubeJob
-	byPod   map[types.NamespacedName]cluster.JobID
-	events  []executor.JobEvent
-	notify  chan struct{}
-	watched bool
-	recs    chan control.Recommendation
+	mu    sync.Mutex
+	svc   Service
+	nodes map[string]cluster.Node // by the planner's name: Kubernetes nodes and their MIG instances
+	// migNodes names, for a Kubernetes node, the nodes of its MIG instances.
+	migNodes map[string][]string
+	badNode  map[string]string // node → the error last logged about it
+	jobs     map[cluster.JobID]*kubeJob
+	byPod    map[types.NamespacedName]cluster.JobID
+	events   []executor.JobEvent
+	notify   chan struct{}
+	watched  bool
+	recs     chan control.Recommendation
 	// foreign are the bound, unfinished pods of other schedulers that hold
 	// GPUs, CPU or memory: what they hold is taken off their node in Nodes.
 	foreign map[types.NamespacedName]foreignPod
+	// ownMIG are Prescient's bound, unfinished pods on MIG instances: their
+	// host CPU and memory are taken off their node in Nodes.
+	ownMIG map[types.NamespacedName]foreignPod
 }
 
 // foreignPod is what a pod of another scheduler holds on its node.
@@ -87,6 +92,8 @@ type foreignPod struct {
 	gpus     int64
 	cpuMilli int64
 	memBytes int64
+	mig      string // the node of its MIG instances, if it holds some
+	migCount int64
 }
 
 // kubeJob is one job and its pods.
@@ -127,8 +134,8 @@ func New(cfg Config) (*Backend, error) {
 		cfg.Clock = time.Now
 	}
 	return &Backend{cfg: cfg, log: cfg.Logger.With("component", "kubernetes"), nodes: map[string]cluster.Node{},
-		badNode: map[string]string{}, jobs: map[cluster.JobID]*kubeJob{}, byPod: map[types.NamespacedName]cluster.JobID{},
-		foreign: map[types.NamespacedName]foreignPod{}, notify: make(chan struct{}, 1),
+		migNodes: map[string][]string{}, badNode: map[string]string{}, jobs: map[cluster.JobID]*kubeJob{}, byPod: map[types.NamespacedName]cluster.JobID{},
+		foreign: map[types.NamespacedName]foreignPod{}, ownMIG: map[types.NamespacedName]foreignPod{}, notify: make(chan struct{}, 1),
 		recs: make(chan control.Recommendation, 1024)}, nil
 }
 
@@ -151,6 +158,20 @@ func (b *Backend) Nodes() []cluster.Node {
 	for _, f := range b.foreign {
 		h := held[f.node]
 		h.gpus += f.gpus
+		h.cpuMilli += f.cpuMilli
+		h.memBytes += f.memBytes
+		held[f.node] = h
+		if f.mig != "" {
+			h := held[f.mig]
+			h.gpus += f.migCount
+			held[f.mig] = h
+		}
+	}
+	// The host CPU and memory of Prescient's own pods on MIG instances are
+	// taken off their Kubernetes node: the planner books them on the node
+	// of the instances, which tracks none.
+	for _, f := range b.ownMIG {
+		h := held[f.node]
 		h.cpuMilli += f.cpuMilli
 		h.memBytes += f.memBytes
 		held[f.node] = h
@@ -261,10 +282,11 @@ func (b *Backend) syncNodes() {
 			if !ok {
 				continue
 			}
-			if running[p.Spec.NodeName] == nil {
-				running[p.Spec.NodeName] = map[executor.RunningAttempt]bool{}
+			node := plannerNode(p)
+			if running[node] == nil {
+				running[node] = map[executor.RunningAttempt]bool{}
 			}
-			running[p.Spec.NodeName][ra] = true
+			running[node][ra] = true
 			if ra.Job == j.pj.ID && ra.Attempt >= j.attempt {
 				j.attempt, j.started = ra.Attempt, true
 			}
@@ -339,19 +361,32 @@ func (b *Backend) nodeChanged(o any) {
 	if !ok {
 		return
 	}
-	n, err := nodeFromKube(kn)
+	ns, err := nodesFromKube(kn)
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.dropNodeLocked(kn.Name)
 	if err != nil {
 		if b.badNode[kn.Name] != err.Error() {
 			b.badNode[kn.Name] = err.Error()
 			b.log.Warn("node ignored", "node", kn.Name, "error", err)
 		}
-		delete(b.nodes, kn.Name)
 		return
 	}
 	delete(b.badNode, kn.Name)
-	b.nodes[kn.Name] = n
+	for _, n := range ns[1:] {
+		b.migNodes[kn.Name] = append(b.migNodes[kn.Name], n.Name)
+		b.nodes[n.Name] = n
+	}
+	b.nodes[kn.Name] = ns[0]
+}
+
+// dropNodeLocked forgets a node and the nodes of its MIG instances.
+func (b *Backend) dropNodeLocked(name string) {
+	for _, m := range b.migNodes[name] {
+		delete(b.nodes, m)
+	}
+	delete(b.migNodes, name)
+	delete(b.nodes, name)
 }
 
 func (b *Backend) nodeDeleted(o any) {
@@ -364,7 +399,7 @@ func (b *Backend) nodeDeleted(o any) {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	delete(b.nodes, kn.Name)
+	b.dropNodeLocked(kn.Name)
 	delete(b.badNode, kn.Name)
 	// Its pods are gone with it: their deletions report the jobs.
 }
@@ -387,7 +422,11 @@ func (b *Backend) foreignChanged(o any) {
 		return
 	}
 	cpu, mem := podRequests(p)
-	b.foreign[key] = foreignPod{node: p.Spec.NodeName, gpus: podGPUs(p), cpuMilli: cpu, memBytes: mem}
+	f := foreignPod{node: p.Spec.NodeName, gpus: podGPUs(p), cpuMilli: cpu, memBytes: mem}
+	if prof, n, err := podMIG(p); err == nil && n > 0 {
+		f.mig, f.migCount = p.Spec.NodeName+MIGNodeSeparator+prof, n
+	}
+	b.foreign[key] = f
 }
 
 func (b *Backend) foreignDeleted(o any) {
@@ -424,7 +463,14 @@ func (b *Backend) podChanged(ctx context.Context, o any) {
 	}
 	j.pods[p.Name] = p
 	j.empty = time.Time{}
-	b.byPod[types.NamespacedName{Namespace: p.Namespace, Name: p.Name}] = pj.ID
+	key := types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
+	b.byPod[key] = pj.ID
+	if node := plannerNode(p); node != p.Spec.NodeName && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+		cpu, mem := podRequests(p)
+		b.ownMIG[key] = foreignPod{node: p.Spec.NodeName, cpuMilli: cpu, memBytes: mem}
+	} else {
+		delete(b.ownMIG, key)
+	}
 	b.checkpointedLocked(j, p)
 	b.finishedLocked(j)
 	var submit *control.SubmitRequest
@@ -484,7 +530,7 @@ func (b *Backend) checkpointedLocked(j *kubeJob, p *corev1.Pod) {
 			cp.Step = n
 		}
 	}
-	b.emitLocked(executor.JobEvent{Type: executor.JobCheckpointed, Time: b.cfg.Clock(), Node: p.Spec.NodeName,
+	b.emitLocked(executor.JobEvent{Type: executor.JobCheckpointed, Time: b.cfg.Clock(), Node: plannerNode(p),
 		Job: j.pj.ID, Attempt: j.attempt, Checkpoint: cp})
 }
 
@@ -500,7 +546,7 @@ func (b *Backend) finishedLocked(j *kubeJob) {
 		switch p.Status.Phase {
 		case corev1.PodFailed:
 			j.ended = true
-			b.emitLocked(executor.JobEvent{Type: executor.JobExited, Time: b.cfg.Clock(), Node: p.Spec.NodeName, Job: j.pj.ID,
+			b.emitLocked(executor.JobEvent{Type: executor.JobExited, Time: b.cfg.Clock(), Node: plannerNode(p), Job: j.pj.ID,
 				Attempt: j.attempt, ExitCode: exitCode(p), Stopped: j.stopping, Message: "pod " + p.Name + " failed: " + p.Status.Message})
 			return
 		case corev1.PodSucceeded:
@@ -539,6 +585,7 @@ func (b *Backend) podDeleted(ctx context.Context, o any) {
 	key := types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	delete(b.ownMIG, key)
 	id, ok := b.byPod[key]
 	if !ok {
 		return
@@ -565,20 +612,20 @@ func (b *Backend) podDeleted(ctx context.Context, o any) {
 			}
 		}
 		j.ended = true
-		b.emitLocked(executor.JobEvent{Type: executor.JobExited, Time: now, Node: p.Spec.NodeName, Job: id, Attempt: j.attempt,
+		b.emitLocked(executor.JobEvent{Type: executor.JobExited, Time: now, Node: plannerNode(p), Job: id, Attempt: j.attempt,
 			Stopped: true, ExitCode: -1, Message: "pods evicted"})
 	case p.Status.Phase == corev1.PodSucceeded && !j.pj.Gang:
 		j.ended = true
-		b.emitLocked(executor.JobEvent{Type: executor.JobExited, Time: now, Node: p.Spec.NodeName, Job: id, Attempt: j.attempt})
+		b.emitLocked(executor.JobEvent{Type: executor.JobExited, Time: now, Node: plannerNode(p), Job: id, Attempt: j.attempt})
 	case j.pj.Gang:
 		j.ended = true
-		b.emitLocked(executor.JobEvent{Type: executor.JobLost, Time: now, Node: p.Spec.NodeName, Job: id, Attempt: j.attempt,
+		b.emitLocked(executor.JobEvent{Type: executor.JobLost, Time: now, Node: plannerNode(p), Job: id, Attempt: j.attempt,
 			Message: "gang member " + p.Name + " was deleted"})
 		rest := sortedPods(j.pods)
 		go b.deletePods(ctx, rest, "a member of its gang was deleted")
 	default:
 		j.ended = true
-		b.emitLocked(executor.JobEvent{Type: executor.JobExited, Time: now, Node: p.Spec.NodeName, Job: id, Attempt: j.attempt,
+		b.emitLocked(executor.JobEvent{Type: executor.JobExited, Time: now, Node: plannerNode(p), Job: id, Attempt: j.attempt,
 			ExitCode: exitCode(p), Message: "pod " + p.Name + " was deleted"})
 	}
 }
@@ -646,7 +693,7 @@ func (b *Backend) Start(ctx context.Context, a executor.Assignment) error {
 		return fmt.Errorf("start %s attempt %d: %w: %w", a.Job.ID, a.Attempt, ErrInvalidAssignment, err)
 	}
 	for i, p := range pods {
-		if ra, ok := boundAttempt(p); p.Spec.NodeName != "" && (!ok || ra.Job != a.Job.ID || ra.Attempt != a.Attempt || p.Spec.NodeName != nodes[i]) {
+		if ra, ok := boundAttempt(p); p.Spec.NodeName != "" && (!ok || ra.Job != a.Job.ID || ra.Attempt != a.Attempt || plannerNode(p) != nodes[i]) {
 			b.mu.Unlock()
 			return fmt.Errorf("start %s attempt %d: %w: pod %s/%s is bound to node %s already", a.Job.ID, a.Attempt,
 				ErrInvalidAssignment, p.Namespace, p.Name, p.Spec.NodeName)
@@ -658,7 +705,7 @@ func (b *Backend) Start(ctx context.Context, a executor.Assignment) error {
 	var bound []*corev1.Pod
 	for i, p := range pods {
 		if p.Spec.NodeName == "" {
-			if err := b.bind(ctx, p, a, nodes[i]); err != nil {
+			if err := b.bind(ctx, p, a, parentNode(nodes[i])); err != nil {
 				b.log.Warn("bind failed; deleting the members bound", "job", a.Job.ID, "attempt", a.Attempt, "pod", p.Name,
 					"node", nodes[i], "bound", len(bound), "error", err)
 				b.deletePods(ctx, bound, "its gang could not be bound whole")

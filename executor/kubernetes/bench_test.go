@@ -1,6 +1,7 @@
 package kubernetes
 
 import (
+	"context"
 	"fmt"
 	"testing"
 
@@ -8,19 +9,34 @@ import (
 )
 
 // BenchmarkNodes is the NodeSource's answer for a 1,000-node fleet of 8
-// GPUs each (8,000 GPUs), read at every plan.
+// GPUs each (8,000 GPUs), 100 of them partitioned into 7 MIG instances
+// each, with a bound pod on every GPU and instance, read at every plan.
 func BenchmarkNodes(b *testing.B) {
 	bk, err := New(Config{Client: newFakeEnv(&testing.T{}).client})
 	if err != nil {
 		b.Fatal(err)
 	}
+	bk.SetService(newFakeService())
 	for i := range 1000 {
-		bk.nodeChanged(gpuNode(fmt.Sprintf("node-%04d", i), 8, map[string]string{LabelRack: fmt.Sprintf("r%02d", i/32)}))
+		name := fmt.Sprintf("node-%04d", i)
+		if i%10 == 0 {
+			bk.nodeChanged(migNodeOf(name, 0, map[string]int64{"1g.10gb": 56}))
+		} else {
+			bk.nodeChanged(gpuNode(name, 8, map[string]string{LabelRack: fmt.Sprintf("r%02d", i/32)}))
+		}
+		for g := range 8 {
+			p := gpuPod("ml", fmt.Sprintf("p-%04d-%d", i, g), 1, nil)
+			if i%10 == 0 {
+				p = migPod("ml", p.Name, "1g.10gb", 7)
+			}
+			p.Spec.NodeName = name
+			bk.podChanged(context.Background(), p)
+		}
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		if n := bk.Nodes(); len(n) != 1000 {
+		if n := bk.Nodes(); len(n) != 1100 {
 			b.Fatalf("%d nodes", len(n))
 		}
 	}

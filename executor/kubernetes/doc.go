@@ -5,7 +5,10 @@
 // It watches Nodes (their GPUs from allocatable nvidia.com/gpu and NVIDIA
 // GPU feature discovery's nvidia.com/gpu.* labels, topology from
 // prescient.io/rack, prescient.io/leaf and prescient.io/nvlink-domain) and
-// is the control plane's NodeSource; the GPUs, CPU and memory that other
+// is the control plane's NodeSource; a node's MIG instances
+// (nvidia.com/mig-PROFILE) are a node of their own, NODE:mig-PROFILE,
+// whose GPUs only pods asking for the profile take; the GPUs, CPU and
+// memory that other
 // schedulers' bound, unfinished pods hold are taken off their nodes. It
 // watches Pods of its scheduler and
 // submits each as a job (a gang of pods sharing prescient.io/gang as one

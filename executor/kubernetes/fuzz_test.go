@@ -51,3 +51,25 @@ func FuzzSpecOf(f *testing.F) {
 		}
 	})
 }
+
+// FuzzMIGNodes: any MIG resource name, count and memory label give nodes
+// or an error, never a panic, and never more instances than the bound.
+func FuzzMIGNodes(f *testing.F) {
+	f.Add("1g.10gb", int64(7), "9728")
+	f.Add("3g.40gb+me", int64(2), "")
+	f.Add("", int64(-1), "x")
+	f.Add("1c.3g.20gb", int64(1<<40), "0")
+	f.Fuzz(func(t *testing.T, profile string, count int64, mem string) {
+		n := migNodeOf("n", 1, map[string]int64{profile: count})
+		n.Labels[ResourceMIGPrefix+profile+".memory"] = mem
+		nodes, err := nodesFromKube(n)
+		if err != nil {
+			return
+		}
+		for _, m := range nodes {
+			if len(m.GPUs) > maxGPUsPerNode || parentNode(m.Name) != "n" {
+				t.Fatalf("node %s with %d GPUs from profile %q, count %d", m.Name, len(m.GPUs), profile, count)
+			}
+		}
+	})
+}

@@ -82,14 +82,21 @@ func specOf(pj podJob, members []*corev1.Pod) (cluster.JobSpec, error) {
 		}
 		spec.Checkpointable = b
 	}
-	perPod := podGPUs(first)
+	profile, perPod, err := podDevices(first)
+	if err != nil {
+		return cluster.JobSpec{}, err
+	}
 	if perPod > maxGPUsPerNode {
 		return cluster.JobSpec{}, fmt.Errorf("%s: %d GPUs: more than %d", where, perPod, maxGPUsPerNode)
 	}
 	for _, m := range members {
 		mw := fmt.Sprintf("pod %s/%s", m.Namespace, m.Name)
-		if g := podGPUs(m); g != perPod {
-			return cluster.JobSpec{}, fmt.Errorf("%s: %d GPUs, but %s of the same gang asks %d", mw, g, where, perPod)
+		prof, g, err := podDevices(m)
+		if err != nil {
+			return cluster.JobSpec{}, err
+		}
+		if g != perPod || prof != profile {
+			return cluster.JobSpec{}, fmt.Errorf("%s: %s, but %s of the same gang asks %s", mw, devices(prof, g), where, devices(profile, perPod))
 		}
 		if m.Labels[LabelTenant] != first.Labels[LabelTenant] || m.Labels[LabelTier] != first.Labels[LabelTier] {
 			return cluster.JobSpec{}, fmt.Errorf("%s: labels %s and %s differ from %s's", mw, LabelTenant, LabelTier, where)
@@ -105,6 +112,9 @@ func specOf(pj podJob, members []*corev1.Pod) (cluster.JobSpec, error) {
 	if spec.GPUs > 0 {
 		spec.GPUMilli = cluster.MilliGPU
 	}
+	if profile != "" {
+		spec.GPUModels = []string{cluster.MIGInstanceModel(profile)}
+	}
 	if pj.Gang && pj.Size > 1 {
 		spec.GangSize = pj.Size
 	}
@@ -119,4 +129,22 @@ func sortedPods(m map[string]*corev1.Pod) []*corev1.Pod {
 	}
 	slices.SortFunc(out, func(a, b *corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
 	return out
+}
+
+// podDevices is what a pod asks of GPUs: whole GPUs (profile "") or
+// instances of one MIG profile.
+func podDevices(p *corev1.Pod) (profile string, count int64, err error) {
+	profile, count, err = podMIG(p)
+	if err != nil || profile != "" {
+		return profile, count, err
+	}
+	return "", podGPUs(p), nil
+}
+
+// devices says what podDevices found, for errors.
+func devices(profile string, n int64) string {
+	if profile == "" {
+		return fmt.Sprintf("%d GPUs", n)
+	}
+	return fmt.Sprintf("%d MIG instances %s", n, profile)
 }

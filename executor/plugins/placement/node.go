@@ -40,10 +40,11 @@ func (r *Request) affinity() int {
 	return min(r.GPUs, maxAffinity-1)
 }
 
-// allows reports whether a node of the model may take the request.
+// allows reports whether a node of the model may take the request: any
+// model but a MIG instance's when the request names none.
 func (r *Request) allows(model string) bool {
 	if len(r.Models) == 0 {
-		return true
+		return !cluster.IsMIGInstanceModel(model)
 	}
 	if model == "" {
 		return false
