@@ -50,7 +50,7 @@ func TestTheRolesGrantOnlyWhatTheirUsersUse(t *testing.T) {
 	want := map[string]map[string][]string{
 		"prescient-scheduler": { // the backend
 			"nodes": {"list", "watch"}, "pods": {"delete", "list", "patch", "watch"},
-			"pods/binding": {"create"}, "pods/eviction": {"create"}, "events": {"create", "patch"},
+			"pods/binding": {"create"}, "pods/eviction": {"create"}, "events": {"create", "patch"}, "batch/jobs": {"list", "watch"},
 		},
 		"prescient-leader-election": {"coordination.k8s.io/leases": {"create", "get", "update"}},
 		"prescient-agent":           {"pods": {"list", "patch", "watch"}, "events": {"create"}}, // the node agent

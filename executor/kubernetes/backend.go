@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -84,6 +85,12 @@ type Backend struct {
 	// ownMIG are Prescient's bound, unfinished pods on MIG instances: their
 	// host CPU and memory are taken off their node in Nodes.
 	ownMIG map[types.NamespacedName]foreignPod
+	// batchJobs are the batch Jobs seen; parked, by Job, the pods that
+	// wait for their owning Job to be seen; failedJobs the Jobs whose
+	// failure cancelled their Prescient jobs.
+	batchJobs  map[types.NamespacedName]*batchv1.Job
+	parked     map[types.NamespacedName]map[string]*corev1.Pod
+	failedJobs map[types.UID]bool
 }
 
 // foreignPod is what a pod of another scheduler holds on its node.
@@ -135,7 +142,9 @@ func New(cfg Config) (*Backend, error) {
 	}
 	return &Backend{cfg: cfg, log: cfg.Logger.With("component", "kubernetes"), nodes: map[string]cluster.Node{},
 		migNodes: map[string][]string{}, badNode: map[string]string{}, jobs: map[cluster.JobID]*kubeJob{}, byPod: map[types.NamespacedName]cluster.JobID{},
-		foreign: map[types.NamespacedName]foreignPod{}, ownMIG: map[types.NamespacedName]foreignPod{}, notify: make(chan struct{}, 1),
+		foreign: map[types.NamespacedName]foreignPod{}, ownMIG: map[types.NamespacedName]foreignPod{},
+		batchJobs: map[types.NamespacedName]*batchv1.Job{}, parked: map[types.NamespacedName]map[string]*corev1.Pod{},
+		failedJobs: map[types.UID]bool{}, notify: make(chan struct{}, 1),
 		recs: make(chan control.Recommendation, 1024)}, nil
 }
 
@@ -219,6 +228,22 @@ func (b *Backend) Watch(ctx context.Context) (<-chan executor.JobEvent, error) {
 		return nil, fmt.Errorf("kubernetes backend: nodes not listed: %w", context.Cause(ctx))
 	}
 
+	// The batch Jobs that own pods, before the pods: a Job's pod waits
+	// for its Job (see jobOfPod).
+	jobFactory := informers.NewSharedInformerFactoryWithOptions(b.cfg.Client, b.cfg.Resync, informers.WithNamespace(b.cfg.Namespace))
+	jobInf := jobFactory.Batch().V1().Jobs().Informer()
+	if _, err := jobInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o any) { b.batchJobChanged(ctx, o) },
+		UpdateFunc: func(_, o any) { b.batchJobChanged(ctx, o) },
+		DeleteFunc: func(o any) { b.batchJobDeleted(o) },
+	}); err != nil {
+		return nil, fmt.Errorf("kubernetes backend: Job informer: %w", err)
+	}
+	jobFactory.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), jobInf.HasSynced) {
+		return nil, fmt.Errorf("kubernetes backend: Jobs not listed: %w", context.Cause(ctx))
+	}
+
 	podFactory := informers.NewSharedInformerFactoryWithOptions(b.cfg.Client, b.cfg.Resync,
 		informers.WithNamespace(b.cfg.Namespace),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
@@ -298,6 +323,11 @@ func (b *Backend) syncNodes() {
 			return strings.Compare(string(a.Job), string(b.Job))
 		})
 		b.emitLocked(executor.JobEvent{Type: executor.NodeSynced, Time: now, Node: name, Running: list})
+	}
+	// Pods that ended while no one watched: their exits follow the syncs
+	// that reported them bound.
+	for _, j := range b.jobs {
+		b.finishedLocked(j)
 	}
 }
 
@@ -449,7 +479,12 @@ func (b *Backend) podChanged(ctx context.Context, o any) {
 	if !ok || p.Spec.SchedulerName != SchedulerName {
 		return
 	}
-	pj, err := jobOfPod(p)
+	pj, err := jobOfPod(p, b.batchJob)
+	if errors.Is(err, errOwnerNotSeen) {
+		b.park(p)
+		b.log.Debug("pod waits for its Job", "pod", p.Namespace+"/"+p.Name, "error", err)
+		return
+	}
 	if err != nil {
 		b.log.Warn("pod ignored", "pod", p.Namespace+"/"+p.Name, "error", err)
 		b.podEvent(ctx, p, corev1.EventTypeWarning, "PrescientInvalid", err.Error())
@@ -543,9 +578,20 @@ func (b *Backend) finishedLocked(j *kubeJob) {
 	}
 	done := 0
 	for _, p := range j.pods {
+		if ra, ok := boundAttempt(p); !ok || ra.Attempt != j.attempt {
+			continue // an earlier attempt's pod, or one not bound
+		}
 		switch p.Status.Phase {
 		case corev1.PodFailed:
 			j.ended = true
+			if b.retriedLocked(j) {
+				// Its controller retries it with a new pod: the same job's
+				// next attempt.
+				b.emitLocked(executor.JobEvent{Type: executor.JobLost, Time: b.cfg.Clock(), Node: plannerNode(p), Job: j.pj.ID,
+					Attempt: j.attempt, Message: fmt.Sprintf("pod %s failed (exit %d), Job %s retries it: %s", p.Name,
+						exitCode(p), j.pj.Owner.Name, p.Status.Message)})
+				return
+			}
 			b.emitLocked(executor.JobEvent{Type: executor.JobExited, Time: b.cfg.Clock(), Node: plannerNode(p), Job: j.pj.ID,
 				Attempt: j.attempt, ExitCode: exitCode(p), Stopped: j.stopping, Message: "pod " + p.Name + " failed: " + p.Status.Message})
 			return
@@ -586,6 +632,12 @@ func (b *Backend) podDeleted(ctx context.Context, o any) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	delete(b.ownMIG, key)
+	if ref := metav1.GetControllerOf(p); ref != nil {
+		jk := types.NamespacedName{Namespace: p.Namespace, Name: ref.Name}
+		if delete(b.parked[jk], p.Name); len(b.parked[jk]) == 0 {
+			delete(b.parked, jk)
+		}
+	}
 	id, ok := b.byPod[key]
 	if !ok {
 		return
@@ -617,6 +669,10 @@ func (b *Backend) podDeleted(ctx context.Context, o any) {
 	case p.Status.Phase == corev1.PodSucceeded && !j.pj.Gang:
 		j.ended = true
 		b.emitLocked(executor.JobEvent{Type: executor.JobExited, Time: now, Node: plannerNode(p), Job: id, Attempt: j.attempt})
+	case !finished(p) && b.retriedLocked(j):
+		j.ended = true
+		b.emitLocked(executor.JobEvent{Type: executor.JobLost, Time: now, Node: plannerNode(p), Job: id, Attempt: j.attempt,
+			Message: "pod " + p.Name + " was deleted; Job " + j.pj.Owner.Name + " recreates it"})
 	case j.pj.Gang:
 		j.ended = true
 		b.emitLocked(executor.JobEvent{Type: executor.JobLost, Time: now, Node: plannerNode(p), Job: id, Attempt: j.attempt,
@@ -683,7 +739,7 @@ func (b *Backend) Start(ctx context.Context, a executor.Assignment) error {
 	}
 	var pods []*corev1.Pod
 	for _, p := range sortedPods(j.pods) {
-		if p.DeletionTimestamp == nil {
+		if p.DeletionTimestamp == nil && !finished(p) {
 			pods = append(pods, p)
 		}
 	}
@@ -957,4 +1013,98 @@ func recordEvent(ctx context.Context, client kubernetes.Interface, p *corev1.Pod
 // annotationPatch is a JSON merge patch that sets annotations.
 func annotationPatch(ann map[string]string) ([]byte, error) {
 	return json.Marshal(map[string]any{"metadata": map[string]any{"annotations": ann}})
+}
+
+// retriedLocked reports whether the owning Job of a job's pods will
+// replace a pod that failed or was deleted: the job is a Job's unit of
+// work, Prescient did not stop it, and the Job has not failed.
+func (b *Backend) retriedLocked(j *kubeJob) bool {
+	owner := j.pj.Owner
+	if owner == nil || j.stopping || b.failedJobs[owner.UID] {
+		return false
+	}
+	current := b.batchJobs[types.NamespacedName{Namespace: owner.Namespace, Name: owner.Name}]
+	if current == nil || current.UID != owner.UID {
+		return false
+	}
+	_, failed := jobFailed(current)
+	return !failed
+}
+
+// batchJob is the Job of that name as last seen; nil when none is.
+func (b *Backend) batchJob(ns, name string) *batchv1.Job {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.batchJobs[types.NamespacedName{Namespace: ns, Name: name}]
+}
+
+// park keeps a pod until its owning Job is seen.
+func (b *Backend) park(p *corev1.Pod) {
+	ref := metav1.GetControllerOf(p)
+	if ref == nil {
+		return
+	}
+	jk := types.NamespacedName{Namespace: p.Namespace, Name: ref.Name}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.parked[jk] == nil {
+		b.parked[jk] = map[string]*corev1.Pod{}
+	}
+	b.parked[jk][p.Name] = p
+}
+
+// batchJobChanged records a Job, files the pods that waited for it, and,
+// once its controller has given up on it (condition Failed), cancels the
+// Prescient jobs of its pods that are still queued or running.
+func (b *Backend) batchJobChanged(ctx context.Context, o any) {
+	kj, ok := o.(*batchv1.Job)
+	if !ok {
+		return
+	}
+	jk := types.NamespacedName{Namespace: kj.Namespace, Name: kj.Name}
+	b.mu.Lock()
+	b.batchJobs[jk] = kj
+	var waiting []*corev1.Pod
+	for _, p := range b.parked[jk] {
+		waiting = append(waiting, p)
+	}
+	delete(b.parked, jk)
+	var cancel []cluster.JobID
+	why, failed := jobFailed(kj)
+	if failed && !b.failedJobs[kj.UID] {
+		b.failedJobs[kj.UID] = true
+		for id, j := range b.jobs {
+			if j.pj.Owner != nil && j.pj.Owner.UID == kj.UID && j.submitted == "ok" {
+				cancel = append(cancel, id)
+			}
+		}
+	}
+	svc := b.svc
+	b.mu.Unlock()
+	for _, p := range waiting {
+		b.podChanged(ctx, p)
+	}
+	for _, id := range cancel {
+		if _, err := svc.Cancel(ctx, id); err != nil && !errors.Is(err, control.ErrConflict) {
+			b.log.Warn("job of a failed Job not cancelled", "job", id, "error", err)
+			continue
+		}
+		b.log.Info("job cancelled: its Job failed", "job", id, "batch_job", kj.Namespace+"/"+kj.Name, "reason", why)
+	}
+}
+
+func (b *Backend) batchJobDeleted(o any) {
+	if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
+		o = d.Obj
+	}
+	kj, ok := o.(*batchv1.Job)
+	if !ok {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.batchJobs, types.NamespacedName{Namespace: kj.Namespace, Name: kj.Name})
+	delete(b.failedJobs, kj.UID)
+	// Its pods go with it (the garbage collector deletes them): their
+	// deletions end the jobs, and the sweep cancels them.
 }

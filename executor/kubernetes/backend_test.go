@@ -63,7 +63,7 @@ func TestPodsAndWholeGangsAreSubmitted(t *testing.T) {
 	single.Annotations = map[string]string{AnnotationCheckpointable: "true"}
 	e := newFakeEnv(t, gpuNode("a", 8, nil), single, gpuPod("ml", "g-0", 4, gang("g", 2)))
 	e.watch()
-	soloID, _ := jobOfPod(single)
+	soloID, _ := jobOfPod(single, noJobs)
 	eventually(t, "the single pod submitted", func() bool { _, ok := e.svc.request(soloID.ID); return ok })
 	r, _ := e.svc.request(soloID.ID)
 	if r.Spec.GPUs != 2 || r.Spec.Tier != cluster.TierProduction || r.Spec.Tenant != "vision" || !r.Spec.Checkpointable || r.Spec.GangSize != 0 {
@@ -152,7 +152,7 @@ func TestCheckpointThenStopEvictsWithTheGrace(t *testing.T) {
 	e := newFakeEnv(t, gpuNode("a", 8, nil), gpuPod("ml", "solo", 2, nil))
 	e.watch()
 	p := e.pod("ml", "solo")
-	pj, _ := jobOfPod(p)
+	pj, _ := jobOfPod(p, noJobs)
 	eventually(t, "submitted", func() bool { _, ok := e.svc.request(pj.ID); return ok })
 	if err := e.backend.Start(e.ctx, assignment(pj.ID, 1, 2, []string{"a"}, []int{2})); err != nil {
 		t.Fatal(err)
@@ -194,8 +194,8 @@ func TestCheckpointThenStopEvictsWithTheGrace(t *testing.T) {
 func TestADeletedPodEndsItsJobAndIsCancelledWhenGone(t *testing.T) {
 	e := newFakeEnv(t, gpuNode("a", 8, nil), gpuPod("ml", "solo", 2, nil), gpuPod("ml", "queued", 2, nil))
 	e.watch()
-	solo, _ := jobOfPod(e.pod("ml", "solo"))
-	queued, _ := jobOfPod(e.pod("ml", "queued"))
+	solo, _ := jobOfPod(e.pod("ml", "solo"), noJobs)
+	queued, _ := jobOfPod(e.pod("ml", "queued"), noJobs)
 	eventually(t, "submitted", func() bool { _, ok := e.svc.request(queued.ID); return ok })
 	if err := e.backend.Start(e.ctx, assignment(solo.ID, 1, 2, []string{"a"}, []int{2})); err != nil {
 		t.Fatal(err)
@@ -254,7 +254,7 @@ func TestARestartReportsWhatIsBoundAndBindsNothingTwice(t *testing.T) {
 func TestRecommendationsAreWrittenOnThePods(t *testing.T) {
 	e := newFakeEnv(t, gpuNode("a", 8, nil), gpuPod("ml", "solo", 2, nil))
 	e.watch()
-	pj, _ := jobOfPod(e.pod("ml", "solo"))
+	pj, _ := jobOfPod(e.pod("ml", "solo"), noJobs)
 	eventually(t, "submitted", func() bool { _, ok := e.svc.request(pj.ID); return ok })
 	e.backend.Recommended(e.ctx, control.Recommendation{ID: 7, Job: pj.ID, Kind: "start", Reason: "fits on a",
 		Details: map[string]any{"placement": []any{"a/gpu0", "a/gpu1"}}})

@@ -62,7 +62,7 @@ func BenchmarkGangStartPlan(b *testing.B) {
 	for i := range members {
 		members[i] = gpuPod("ml", fmt.Sprintf("g-%03d", i), 8, gang("g", size))
 	}
-	pj, err := jobOfPod(members[0])
+	pj, err := jobOfPod(members[0], noJobs)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -5,15 +5,18 @@
 // It watches Nodes (their GPUs from allocatable nvidia.com/gpu and NVIDIA
 // GPU feature discovery's nvidia.com/gpu.* labels, topology from
 // prescient.io/rack, prescient.io/leaf and prescient.io/nvlink-domain) and
-// is the control plane's NodeSource; a node's MIG instances
+// is the control plane's NodeSource. A node's MIG instances
 // (nvidia.com/mig-PROFILE) are a node of their own, NODE:mig-PROFILE,
-// whose GPUs only pods asking for the profile take; the GPUs, CPU and
-// memory that other
-// schedulers' bound, unfinished pods hold are taken off their nodes. It
-// watches Pods of its scheduler and
-// submits each as a job (a gang of pods sharing prescient.io/gang as one
-// job, once prescient.io/gang-size members exist). Start binds the pods
-// through the Binding subresource, Checkpoint annotates them with
+// whose GPUs only pods asking for the profile take. The GPUs, CPU and
+// memory that other schedulers' bound, unfinished pods hold are taken off
+// their nodes.
+//
+// It watches Pods of its scheduler and submits each as a job: a gang of
+// pods sharing prescient.io/gang is one job, once prescient.io/gang-size
+// members exist; the pods of a batch Job that is one unit of work (or of
+// one index of an Indexed Job) are one job across the pods its controller
+// makes, with the Job's activeDeadlineSeconds as its deadline. Start binds
+// the pods through the Binding subresource, Checkpoint annotates them with
 // prescient.io/checkpoint-requested, and Stop evicts them through the
 // Eviction API. Without kubelets a pod never runs: a pod counts as started
 // once bound, and its GPUs are free once its object is gone. In advisor

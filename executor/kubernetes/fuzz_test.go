@@ -41,7 +41,7 @@ func FuzzSpecOf(f *testing.F) {
 			p = gpuPod("ns", "p", int(gpus%(1<<20)), labels)
 			p.Annotations = map[string]string{AnnotationCheckpointable: ckpt}
 		}
-		pj, err := jobOfPod(p)
+		pj, err := jobOfPod(p, noJobs)
 		if err != nil {
 			return
 		}

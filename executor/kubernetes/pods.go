@@ -1,12 +1,17 @@
 package kubernetes
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/prescient-sched/prescient/cluster"
 )
@@ -18,25 +23,57 @@ const maxGangSize = 4096
 type podJob struct {
 	ID        cluster.JobID
 	Namespace string
-	Name      string // the pod's name, or the gang's
+	Name      string // the pod's name, or the gang's, or the owning Job's
 	Gang      bool
 	Size      int // members the job needs: 1 for a single pod
+	// Owner is the batch Job whose unit of work the pod is, when the job
+	// is one: its controller recreates the pod when it fails or is evicted,
+	// and the new pod is the same job's next attempt.
+	Owner *batchv1.Job
 }
 
+// AnnotationCompletionIndex is the index the Job controller gives each pod
+// of an Indexed Job.
+const AnnotationCompletionIndex = batchv1.JobCompletionIndexAnnotation
+
+// errOwnerNotSeen says a pod's owning Job is not in the informer's cache
+// yet: the pod waits for it.
+var errOwnerNotSeen = errors.New("its owning Job is not seen yet")
+
 // jobOfPod names the job of a pod: "k8s:NS:gang=GANG" for a member of a
-// gang, "k8s:NS:pod=NAME:UID8" for a single pod. Neither a namespace nor a
-// name nor a label value holds ':', so the IDs cannot collide. A single
-// pod's ID carries the first 8 characters of its UID: a pod recreated
-// under the same name is new work, while a gang keeps its ID across
-// recreated members (that is how a gang whose bind failed is requeued).
-func jobOfPod(p *corev1.Pod) (podJob, error) {
+// gang; for a pod of a batch Job (its controller), "k8s:NS:job=NAME:UID8"
+// when the Job is one unit of work (completions 1, or unset with
+// parallelism at most 1) and "k8s:NS:job=NAME:UID8:index=I" for the pod of
+// index I of an Indexed Job; else "k8s:NS:pod=NAME:UID8". Neither a
+// namespace nor a name nor a label value holds ':', so the IDs cannot
+// collide. A single pod's ID carries the first 8 characters of its UID: a
+// pod recreated under the same name is new work, while a gang, or a Job's
+// unit of work, keeps its ID across recreated pods (that is how a gang
+// whose bind failed, or a Job's evicted pod, is requeued). jobs looks up
+// a Job by namespace and name (nil when not seen); a pod whose owning Job
+// it does not know gets errOwnerNotSeen.
+func jobOfPod(p *corev1.Pod, jobs func(ns, name string) *batchv1.Job) (podJob, error) {
 	gang, ok := p.Labels[LabelGang]
 	if !ok || gang == "" {
-		uid := string(p.UID)
-		if len(uid) > 8 {
-			uid = uid[:8]
+		if ref := metav1.GetControllerOf(p); ref != nil && ref.Kind == "Job" && ref.APIVersion == batchv1.SchemeGroupVersion.String() {
+			j := jobs(p.Namespace, ref.Name)
+			if j == nil || j.UID != ref.UID {
+				return podJob{}, fmt.Errorf("pod %s/%s: Job %s: %w", p.Namespace, p.Name, ref.Name, errOwnerNotSeen)
+			}
+			base := "k8s:" + p.Namespace + ":job=" + j.Name + ":" + uid8(j.UID)
+			if i, ok := p.Annotations[AnnotationCompletionIndex]; ok {
+				if n, err := strconv.Atoi(i); err != nil || n < 0 {
+					return podJob{}, fmt.Errorf("pod %s/%s: annotation %s=%q: want a completion index", p.Namespace, p.Name,
+						AnnotationCompletionIndex, i)
+				}
+				return podJob{ID: cluster.JobID(base + ":index=" + i), Namespace: p.Namespace, Name: j.Name + "-" + i,
+					Size: 1, Owner: j}, nil
+			}
+			if oneUnit(j) {
+				return podJob{ID: cluster.JobID(base), Namespace: p.Namespace, Name: j.Name, Size: 1, Owner: j}, nil
+			}
 		}
-		return podJob{ID: cluster.JobID("k8s:" + p.Namespace + ":pod=" + p.Name + ":" + uid), Namespace: p.Namespace,
+		return podJob{ID: cluster.JobID("k8s:" + p.Namespace + ":pod=" + p.Name + ":" + uid8(p.UID)), Namespace: p.Namespace,
 			Name: p.Name, Size: 1}, nil
 	}
 	s, ok := p.Labels[LabelGangSize]
@@ -60,9 +97,13 @@ func specOf(pj podJob, members []*corev1.Pod) (cluster.JobSpec, error) {
 	where := fmt.Sprintf("pod %s/%s", first.Namespace, first.Name)
 	spec := cluster.JobSpec{Name: pj.Name, Tenant: first.Namespace, Tier: cluster.DefaultTier,
 		Labels: map[string]string{"k8s_namespace": pj.Namespace}}
-	if pj.Gang {
+	switch {
+	case pj.Gang:
 		spec.Labels["k8s_gang"] = pj.Name
-	} else {
+	case pj.Owner != nil:
+		spec.Labels["k8s_job"] = pj.Owner.Name
+		spec.Deadline = jobDeadline(pj.Owner)
+	default:
 		spec.Labels["k8s_pod"] = pj.Name
 	}
 	if t, ok := first.Labels[LabelTenant]; ok && t != "" {
@@ -147,4 +188,50 @@ func devices(profile string, n int64) string {
 		return fmt.Sprintf("%d GPUs", n)
 	}
 	return fmt.Sprintf("%d MIG instances %s", n, profile)
+}
+
+// uid8 is the first 8 characters of a UID.
+func uid8(u types.UID) string {
+	s := string(u)
+	if len(s) > 8 {
+		s = s[:8]
+	}
+	return s
+}
+
+// oneUnit reports whether a non-indexed Job is one unit of work: one
+// successful pod completes it and no two of its pods run at once.
+func oneUnit(j *batchv1.Job) bool {
+	if j.Spec.Completions != nil {
+		return *j.Spec.Completions == 1
+	}
+	return j.Spec.Parallelism == nil || *j.Spec.Parallelism <= 1
+}
+
+// jobDeadline is when a Job must be done by its activeDeadlineSeconds,
+// counted from its start (its creation before it starts); zero for none.
+func jobDeadline(j *batchv1.Job) time.Time {
+	if j == nil || j.Spec.ActiveDeadlineSeconds == nil || *j.Spec.ActiveDeadlineSeconds <= 0 {
+		return time.Time{}
+	}
+	from := j.CreationTimestamp.Time
+	if j.Status.StartTime != nil {
+		from = j.Status.StartTime.Time
+	}
+	return from.Add(time.Duration(*j.Spec.ActiveDeadlineSeconds) * time.Second).UTC()
+}
+
+// jobFailed reports whether a Job's controller gave up on it.
+func jobFailed(j *batchv1.Job) (string, bool) {
+	for _, c := range j.Status.Conditions {
+		if c.Type == batchv1.JobFailed && c.Status == corev1.ConditionTrue {
+			return c.Reason + ": " + c.Message, true
+		}
+	}
+	return "", false
+}
+
+// finished reports whether a pod ran to its end.
+func finished(p *corev1.Pod) bool {
+	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
 }
