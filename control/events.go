@@ -238,12 +238,57 @@ func (p *Plane) synced(ctx context.Context, e executor.JobEvent) error {
 		errs = append(errs, p.requeue(ctx, pl.Job, pl.Attempt, store.EventRequeued, msg))
 	}
 	for _, r := range e.Running {
-		if !expected[r] {
-			p.log.Warn("reconcile: node runs an attempt the store does not; stopping it", "job", r.Job, "attempt", r.Attempt, "node", e.Node)
-			errs = append(errs, p.cfg.Backend.Stop(ctx, r.Job, p.grace))
+		if expected[r] {
+			continue
 		}
+		if allocs := e.Holdings[r]; len(allocs) > 0 {
+			adopted, err := p.adopt(ctx, e.Node, r, allocs)
+			if err != nil {
+				errs = append(errs, err)
+			}
+			if adopted || err != nil {
+				continue
+			}
+		}
+		p.log.Warn("reconcile: node runs an attempt the store does not; stopping it", "job", r.Job, "attempt", r.Attempt, "node", e.Node)
+		errs = append(errs, p.cfg.Backend.Stop(ctx, r.Job, p.grace))
 	}
 	return errors.Join(errs...)
+}
+
+// adopt takes over an attempt the backend says runs, with the GPUs it
+// holds, when the store has its job queued and at an earlier attempt: a
+// control plane that took over from another replica (with another store)
+// keeps what the API server says runs instead of stopping it. It reports
+// whether it adopted; an allocation that does not fit the fleet as the
+// plane knows it, or a job the store does not have queued, is not adopted.
+func (p *Plane) adopt(ctx context.Context, node string, r executor.RunningAttempt, allocs []cluster.Allocation) (bool, error) {
+	j, err := p.cfg.Store.GetJob(ctx, r.Job)
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if j.State != cluster.StateQueued || r.Attempt <= j.Attempts {
+		return false, nil
+	}
+	allocs, err = p.freeIndices(ctx, allocs)
+	if err == nil {
+		err = p.fitsFleet(ctx, allocs)
+	}
+	if err != nil {
+		p.log.Warn("reconcile: a running attempt not adopted", "job", r.Job, "attempt", r.Attempt, "node", node, "error", err)
+		return false, nil
+	}
+	msg := fmt.Sprintf("adopted: node %s runs attempt %d", node, r.Attempt)
+	j, err = p.cfg.Store.AdoptJob(ctx, r.Job, r.Attempt, allocs, msg)
+	if err != nil {
+		return false, err
+	}
+	p.log.Info("reconcile: running attempt adopted", "job", r.Job, "attempt", r.Attempt, "node", node, "gpus", len(allocs))
+	p.notify(ctx, store.EventStarted, j, msg)
+	return true, nil
 }
 
 // startedAfter reports whether the job's current attempt was recorded as
@@ -310,4 +355,54 @@ func (p *Plane) requeueSilentNodes(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// fitsFleet checks that every allocation names a GPU of a node the plane's
+// node source has.
+func (p *Plane) fitsFleet(_ context.Context, allocs []cluster.Allocation) error {
+	gpus := map[string]int{}
+	for _, n := range p.cfg.Nodes.Nodes() {
+		gpus[n.Name] = len(n.GPUs)
+	}
+	for _, a := range allocs {
+		n, ok := gpus[a.GPU.Node]
+		if !ok {
+			return fmt.Errorf("%s: no such node", a.GPU)
+		}
+		if a.GPU.Index < 0 || a.GPU.Index >= n || a.Milli < 1 || a.Milli > cluster.MilliGPU {
+			return fmt.Errorf("%s (%d milli-GPUs): not a GPU share of the node's %d GPUs", a.GPU, a.Milli, n)
+		}
+	}
+	return nil
+}
+
+// freeIndices moves adopted allocations off the GPU indices the store's
+// placements hold on their node, to the lowest ones free: a backend that
+// reports holdings numbers its GPUs itself (the device plugin, not the
+// scheduler, picks a pod's devices), so only the count on each node is
+// its word.
+func (p *Plane) freeIndices(ctx context.Context, allocs []cluster.Allocation) ([]cluster.Allocation, error) {
+	pls, err := p.cfg.Store.Placements(ctx)
+	if err != nil {
+		return nil, err
+	}
+	used := map[cluster.GPURef]bool{}
+	for _, pl := range pls {
+		for _, a := range pl.Allocations {
+			used[a.GPU] = true
+		}
+	}
+	out := make([]cluster.Allocation, len(allocs))
+	next := map[string]int{}
+	for i, a := range allocs {
+		if used[a.GPU] {
+			for used[cluster.GPURef{Node: a.GPU.Node, Index: next[a.GPU.Node]}] {
+				next[a.GPU.Node]++
+			}
+			a.GPU.Index = next[a.GPU.Node]
+		}
+		used[a.GPU] = true
+		out[i] = a
+	}
+	return out, nil
 }

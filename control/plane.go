@@ -162,6 +162,19 @@ func (p *Plane) Run(ctx context.Context) error {
 	if err := p.recover(ctx); err != nil {
 		return err
 	}
+	if is, ok := p.cfg.Backend.(executor.InitialSyncer); ok {
+		for range is.InitialEvents() {
+			select {
+			case <-ctx.Done():
+				return nil
+			case e, ok := <-events:
+				if !ok {
+					return errors.New("control: the backend's event stream ended")
+				}
+				p.apply(ctx, e)
+			}
+		}
+	}
 	close(p.ready)
 	p.log.Info("control plane running", "mode", p.Mode(), "policy", p.cfg.Policy)
 	tick := time.NewTicker(p.cfg.Tick)

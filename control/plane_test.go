@@ -545,3 +545,44 @@ func TestJobsOfANodeSilentTooLongAreRequeued(t *testing.T) {
 		t.Errorf("b is %s; its node came back in time", j.State)
 	}
 }
+
+// A replica that takes over with a store of its own (Kubernetes: the API
+// server is the truth of what runs where) adopts the attempts a node runs
+// of jobs it has queued, with the GPUs they hold, instead of stopping them.
+func TestNodeSyncedAdoptsWhatABackendSaysRunsOfItsQueuedJobs(t *testing.T) {
+	e := newEnv(t, fleetOf(1, 8), nil)
+	e.submit("a", spec(4, time.Hour))
+	e.submit("b", spec(8, time.Hour))
+	on := func(job cluster.JobID, node string, gpus ...int) []cluster.Allocation {
+		var out []cluster.Allocation
+		for _, g := range gpus {
+			out = append(out, cluster.Allocation{Job: job, GPU: cluster.GPURef{Node: node, Index: g}, Milli: cluster.MilliGPU})
+		}
+		return out
+	}
+	a, stranger, elsewhere := executor.RunningAttempt{Job: "a", Attempt: 3}, executor.RunningAttempt{Job: "stranger", Attempt: 1},
+		executor.RunningAttempt{Job: "b", Attempt: 2}
+	e.event(executor.JobEvent{Type: executor.NodeSynced, Node: "n0", Running: []executor.RunningAttempt{a, stranger, elsewhere},
+		Holdings: map[executor.RunningAttempt][]cluster.Allocation{a: on("a", "n0", 0, 1, 2, 3), stranger: on("stranger", "n0", 4),
+			elsewhere: on("b", "n9", 0)}})
+	if j := e.job("a"); j.State != cluster.StateRunning || j.Attempts != 3 {
+		t.Fatalf("a is %s after %d attempts; want attempt 3 adopted and running", j.State, j.Attempts)
+	}
+	pl, err := e.store.GetPlacement(e.ctx, "a")
+	if err != nil || !pl.Confirmed || len(pl.Allocations) != 4 {
+		t.Fatalf("a's placement %+v (%v); want its 4 GPUs, confirmed", pl, err)
+	}
+	stops := e.backend.of("stop")
+	if len(stops) != 2 || stops[0].job != "stranger" || stops[1].job != "b" {
+		t.Errorf("stops %+v; want the job the store lacks and the one on a node the plane does not know stopped", stops)
+	}
+	// The next plan counts a's GPUs as taken and starts it nowhere else.
+	e.plane.cycle(e.ctx)
+	if j := e.job("b"); j.State != cluster.StateQueued {
+		t.Errorf("b is %s; want queued: a holds half the node", j.State)
+	}
+	if starts := e.backend.of("start"); len(starts) != 0 {
+		t.Errorf("starts %+v; want none", starts)
+	}
+	e.wantEvents("a", store.EventSubmitted, store.EventStarted)
+}

@@ -43,7 +43,9 @@ const (
 	// NodeSynced reports, when a node (re)joins, every job that runs on it
 	// (Running). The node's list wins: a job the control plane believes runs
 	// there but is not listed was lost; a listed job the control plane does
-	// not expect there is stopped.
+	// not expect there is stopped, unless the event says what it holds
+	// (Holdings) and the control plane has the job queued: then it adopts
+	// the attempt.
 	NodeSynced JobEventType = "node_synced"
 	// NodeSilent reports that a node's agent has not been heard from for
 	// the backend's timeout. Its jobs may still run (the agent keeps them
@@ -67,13 +69,27 @@ type JobEvent struct {
 	Checkpoint *cluster.Checkpoint
 	// Running lists the node's jobs and attempts, for NodeSynced.
 	Running []RunningAttempt
-	Message string
+	// Holdings, for NodeSynced, are the GPUs each listed attempt holds on
+	// the node, from a backend whose own records say (Kubernetes: the
+	// API server is the truth of what runs where). A control plane that
+	// took over without the attempt in its store adopts it from them.
+	Holdings map[RunningAttempt][]cluster.Allocation
+	Message  string
 }
 
 // RunningAttempt names one attempt of a job that runs.
 type RunningAttempt struct {
 	Job     cluster.JobID
 	Attempt int
+}
+
+// InitialSyncer is implemented by a backend whose Watch has queued, when
+// it returns, the events that say what runs on the fleet (its NodeSynced
+// events): the control plane applies that many events before it plans,
+// so its first plan does not hand out GPUs that run pods it has yet to
+// hear of.
+type InitialSyncer interface {
+	InitialEvents() int
 }
 
 // ErrNodeNotReady is wrapped by a backend's Start when a node of the

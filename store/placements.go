@@ -79,6 +79,48 @@ func (s *Store) StartJob(ctx context.Context, id cluster.JobID, allocs []cluster
 	return job, p, nil
 }
 
+// AdoptJob records that a queued job runs attempt on allocs already, as
+// a backend found it (a control plane that took over without it in its
+// store): in one transaction the job goes to running with attempt as its
+// attempt count (an adopted event with msg recorded) and its placement is
+// stored, confirmed. A job that is not queued gives a
+// *cluster.TransitionError; an attempt below the job's count, or no
+// allocations, an error.
+func (s *Store) AdoptJob(ctx context.Context, id cluster.JobID, attempt int, allocs []cluster.Allocation, msg string) (cluster.Job, error) {
+	var job cluster.Job
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		if len(allocs) == 0 {
+			return errors.New("no allocations")
+		}
+		var err error
+		job, err = s.updateJob(ctx, tx, id, func(j *cluster.Job) (EventType, string, error) {
+			if j.State != cluster.StateQueued {
+				return "", "", &cluster.TransitionError{Job: j.ID, From: j.State, To: cluster.StateRunning}
+			}
+			if attempt <= j.Attempts {
+				return "", "", fmt.Errorf("attempt %d: the job has had %d already", attempt, j.Attempts)
+			}
+			if err := j.Transition(cluster.StateRunning, s.clock()); err != nil {
+				return "", "", err
+			}
+			j.Attempts = attempt
+			return EventStarted, msg, nil
+		})
+		if err != nil {
+			return err
+		}
+		if err := insertPlacement(ctx, tx, Placement{Job: id, Attempt: attempt, Allocations: allocs}); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, "UPDATE job_placements SET confirmed = 1 WHERE job_id = ?", string(id))
+		return err
+	})
+	if err != nil {
+		return cluster.Job{}, fmt.Errorf("store: adopt job %s attempt %d: %w", id, attempt, err)
+	}
+	return job, nil
+}
+
 func insertPlacement(ctx context.Context, tx *sql.Tx, p Placement) error {
 	recs := make([]allocationRecord, len(p.Allocations))
 	for i, a := range p.Allocations {

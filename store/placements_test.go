@@ -155,3 +155,28 @@ func TestConfirmAndRequestStop(t *testing.T) {
 		t.Errorf("stop of a queued job: %v, want ErrNotFound", err)
 	}
 }
+
+func TestAdoptJobRunsTheBackendsAttempt(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTest(t)
+	mustSubmit(t, s, testJob("j1").GPUs(2).Obj())
+	allocs := allocsOn("j1", "n1", 0, 1)
+	if _, err := s.AdoptJob(ctx, "j1", 0, allocs, "adopted"); err == nil {
+		t.Error("attempt 0 adopted")
+	}
+	job, err := s.AdoptJob(ctx, "j1", 4, allocs, "adopted")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if job.State != cluster.StateRunning || job.Attempts != 4 {
+		t.Errorf("job %s after %d attempts; want running attempt 4", job.State, job.Attempts)
+	}
+	p, err := s.GetPlacement(ctx, "j1")
+	if err != nil || !p.Confirmed || p.Attempt != 4 || !reflect.DeepEqual(p.Allocations, allocs) {
+		t.Errorf("placement %+v (%v); want attempt 4 on the allocations, confirmed", p, err)
+	}
+	var te *cluster.TransitionError
+	if _, err := s.AdoptJob(ctx, "j1", 5, allocs, "again"); !errors.As(err, &te) {
+		t.Errorf("adopting a running job: %v; want a transition error", err)
+	}
+}

@@ -62,7 +62,7 @@ func newKubeBackend(o kubeOptions, g *globals) (*kubebackend.Backend, kubernetes
 
 // runPlane runs the control loop: under the leader election when
 // --leader-elect, else at once. A replica that loses the Lease returns
-// kubebackend.ErrLostLeadership (serve exits; its Deployment restarts it
+// kubebackend.ErrLostLeadership (serve exits; its StatefulSet restarts it
 // as a follower).
 func runPlane(ctx context.Context, g *globals, o kubeOptions, client kubernetes.Interface, plane *control.Plane) error {
 	if !o.leaderElect {
@@ -79,8 +79,24 @@ func runPlane(ctx context.Context, g *globals, o kubeOptions, client kubernetes.
 	if err != nil {
 		return fmt.Errorf("leader election: identity: %w", err)
 	}
+	// In a pod (POD_NAME and POD_NAMESPACE from the downward API), the
+	// leader labels its pod for the Service; a replica unlabels itself
+	// first, in case its container restarted after leading.
+	pod, podNS := os.Getenv("POD_NAME"), os.Getenv("POD_NAMESPACE")
+	mark := func(ctx context.Context, leader bool) {
+		if pod == "" || podNS == "" {
+			return
+		}
+		if err := kubebackend.MarkLeader(ctx, client, podNS, pod, leader); err != nil {
+			g.logger.Warn("leader label not written; the Service may not reach the leader", "leader", leader, "error", err)
+		}
+	}
+	mark(ctx, false)
 	return kubebackend.RunElected(ctx, kubebackend.Election{Client: client, Namespace: ns, Name: o.leaseName,
-		Identity: fmt.Sprintf("%s_%d", host, os.Getpid()), Logger: g.logger}, plane.Run)
+		Identity: fmt.Sprintf("%s_%d", host, os.Getpid()), Logger: g.logger}, func(ctx context.Context) error {
+		mark(ctx, true)
+		return plane.Run(ctx)
+	})
 }
 
 // kubeBackend is the Kubernetes backend with the client serve's leader

@@ -9,9 +9,11 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 
 	"github.com/prescient-sched/prescient/collector"
+	kubebackend "github.com/prescient-sched/prescient/executor/kubernetes"
 )
 
 func TestTheManifestsDecodeStrictly(t *testing.T) {
@@ -29,7 +31,7 @@ func TestTheManifestsDecodeStrictly(t *testing.T) {
 		}
 	}
 	for _, k := range []string{"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
-		"ConfigMap", "Deployment", "Service", "DaemonSet", "PersistentVolumeClaim"} {
+		"ConfigMap", "StatefulSet", "Service", "DaemonSet", "PersistentVolumeClaim"} {
 		if kinds[k] == 0 {
 			t.Errorf("no %s in the manifests (%v)", k, kinds)
 		}
@@ -145,19 +147,74 @@ func TestTheControlPlaneRunsTheKubernetesBackendUnderItsServiceAccount(t *testin
 	if err != nil {
 		t.Fatal(err)
 	}
+	shared := map[string]bool{}
 	for _, o := range objs {
-		d, ok := o.(*appsv1.Deployment)
+		if c, ok := o.(*corev1.PersistentVolumeClaim); ok && slices.Contains(c.Spec.AccessModes, corev1.ReadWriteMany) {
+			shared[c.Name] = true
+		}
+	}
+	for _, o := range objs {
+		d, ok := o.(*appsv1.StatefulSet)
 		if !ok {
 			continue
 		}
 		spec := d.Spec.Template.Spec
 		args := strings.Join(spec.Containers[0].Args, " ")
 		if spec.ServiceAccountName != "prescient" || !strings.Contains(args, "--backend=kubernetes") || !strings.Contains(args, "--leader-elect") {
-			t.Errorf("deployment: service account %q, args %q", spec.ServiceAccountName, args)
+			t.Errorf("control plane: service account %q, args %q", spec.ServiceAccountName, args)
+		}
+		env := map[string]string{}
+		for _, e := range spec.Containers[0].Env {
+			if e.ValueFrom != nil && e.ValueFrom.FieldRef != nil {
+				env[e.Name] = e.ValueFrom.FieldRef.FieldPath
+			}
+		}
+		if env["POD_NAME"] != "metadata.name" || env["POD_NAMESPACE"] != "metadata.namespace" {
+			t.Errorf("control plane: env %v; want POD_NAME and POD_NAMESPACE for the leader label", env)
+		}
+		if d.Spec.Replicas == nil || *d.Spec.Replicas < 2 {
+			t.Errorf("control plane: %v replicas; want a standby", d.Spec.Replicas)
+		}
+		// Each replica's store on its own volume; the models on one that
+		// every replica reads.
+		if len(d.Spec.VolumeClaimTemplates) != 1 || d.Spec.VolumeClaimTemplates[0].Name != "state" {
+			t.Errorf("control plane: claim templates %v; want a state volume per replica", d.Spec.VolumeClaimTemplates)
+		}
+		var models string
+		for _, m := range spec.Containers[0].VolumeMounts {
+			if strings.Contains(args, "--models="+m.MountPath) {
+				models = m.Name
+			}
+		}
+		found := false
+		for _, v := range spec.Volumes {
+			if v.Name == models && v.PersistentVolumeClaim != nil && shared[v.PersistentVolumeClaim.ClaimName] {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("control plane: --models is not on a ReadWriteMany volume (mount %q)", models)
 		}
 		return
 	}
-	t.Fatal("no Deployment")
+	t.Fatal("no StatefulSet")
+}
+
+// The Service reaches only the replica that leads.
+func TestTheServiceSelectsTheLeader(t *testing.T) {
+	objs, err := Objects("control-plane.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs {
+		if s, ok := o.(*corev1.Service); ok {
+			if s.Spec.Selector[kubebackend.LabelLeader] != "true" {
+				t.Errorf("service %s selects %v; want %s=true", s.Name, s.Spec.Selector, kubebackend.LabelLeader)
+			}
+			return
+		}
+	}
+	t.Fatal("no Service")
 }
 
 var (

@@ -88,6 +88,7 @@ type Backend struct {
 	// batchJobs are the batch Jobs seen; parked, by Job, the pods that
 	// wait for their owning Job to be seen; failedJobs the Jobs whose
 	// failure cancelled their Prescient jobs.
+	initial    int // events queued when Watch returned (InitialEvents)
 	batchJobs  map[types.NamespacedName]*batchv1.Job
 	parked     map[types.NamespacedName]map[string]*corev1.Pod
 	failedJobs map[types.UID]bool
@@ -119,6 +120,7 @@ type kubeJob struct {
 
 var (
 	_ executor.Backend           = (*Backend)(nil)
+	_ executor.InitialSyncer     = (*Backend)(nil)
 	_ control.NodeSource         = (*Backend)(nil)
 	_ control.RecommendationSink = (*Backend)(nil)
 )
@@ -216,15 +218,16 @@ func (b *Backend) Watch(ctx context.Context) (<-chan executor.JobEvent, error) {
 
 	nodeFactory := informers.NewSharedInformerFactory(b.cfg.Client, b.cfg.Resync)
 	nodeInf := nodeFactory.Core().V1().Nodes().Informer()
-	if _, err := nodeInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	nodeReg, err := nodeInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(o any) { b.nodeChanged(o) },
 		UpdateFunc: func(_, o any) { b.nodeChanged(o) },
 		DeleteFunc: func(o any) { b.nodeDeleted(o) },
-	}); err != nil {
+	})
+	if err != nil {
 		return nil, fmt.Errorf("kubernetes backend: node informer: %w", err)
 	}
 	nodeFactory.Start(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), nodeInf.HasSynced) {
+	if !cache.WaitForCacheSync(ctx.Done(), nodeReg.HasSynced) {
 		return nil, fmt.Errorf("kubernetes backend: nodes not listed: %w", context.Cause(ctx))
 	}
 
@@ -232,15 +235,16 @@ func (b *Backend) Watch(ctx context.Context) (<-chan executor.JobEvent, error) {
 	// for its Job (see jobOfPod).
 	jobFactory := informers.NewSharedInformerFactoryWithOptions(b.cfg.Client, b.cfg.Resync, informers.WithNamespace(b.cfg.Namespace))
 	jobInf := jobFactory.Batch().V1().Jobs().Informer()
-	if _, err := jobInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	jobReg, err := jobInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(o any) { b.batchJobChanged(ctx, o) },
 		UpdateFunc: func(_, o any) { b.batchJobChanged(ctx, o) },
 		DeleteFunc: func(o any) { b.batchJobDeleted(o) },
-	}); err != nil {
+	})
+	if err != nil {
 		return nil, fmt.Errorf("kubernetes backend: Job informer: %w", err)
 	}
 	jobFactory.Start(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), jobInf.HasSynced) {
+	if !cache.WaitForCacheSync(ctx.Done(), jobReg.HasSynced) {
 		return nil, fmt.Errorf("kubernetes backend: Jobs not listed: %w", context.Cause(ctx))
 	}
 
@@ -250,15 +254,16 @@ func (b *Backend) Watch(ctx context.Context) (<-chan executor.JobEvent, error) {
 			o.FieldSelector = fields.OneTermEqualSelector("spec.schedulerName", SchedulerName).String()
 		}))
 	podInf := podFactory.Core().V1().Pods().Informer()
-	if _, err := podInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	podReg, err := podInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(o any) { b.podChanged(ctx, o) },
 		UpdateFunc: func(_, o any) { b.podChanged(ctx, o) },
 		DeleteFunc: func(o any) { b.podDeleted(ctx, o) },
-	}); err != nil {
+	})
+	if err != nil {
 		return nil, fmt.Errorf("kubernetes backend: pod informer: %w", err)
 	}
 	podFactory.Start(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), podInf.HasSynced) {
+	if !cache.WaitForCacheSync(ctx.Done(), podReg.HasSynced) {
 		return nil, fmt.Errorf("kubernetes backend: pods not listed: %w", context.Cause(ctx))
 	}
 	// Other schedulers' pods, in every namespace: bound and not finished.
@@ -272,18 +277,22 @@ func (b *Backend) Watch(ctx context.Context) (<-chan executor.JobEvent, error) {
 			).String()
 		}))
 	otherInf := otherFactory.Core().V1().Pods().Informer()
-	if _, err := otherInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	otherReg, err := otherInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(o any) { b.foreignChanged(o) },
 		UpdateFunc: func(_, o any) { b.foreignChanged(o) },
 		DeleteFunc: func(o any) { b.foreignDeleted(o) },
-	}); err != nil {
+	})
+	if err != nil {
 		return nil, fmt.Errorf("kubernetes backend: informer of other schedulers' pods: %w", err)
 	}
 	otherFactory.Start(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), otherInf.HasSynced) {
+	if !cache.WaitForCacheSync(ctx.Done(), otherReg.HasSynced) {
 		return nil, fmt.Errorf("kubernetes backend: other schedulers' pods not listed: %w", context.Cause(ctx))
 	}
 	b.syncNodes()
+	b.mu.Lock()
+	b.initial = len(b.events)
+	b.mu.Unlock()
 
 	out := make(chan executor.JobEvent)
 	go b.pump(ctx, out)
@@ -297,21 +306,37 @@ func (b *Backend) Watch(ctx context.Context) (<-chan executor.JobEvent, error) {
 func (b *Backend) syncNodes() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	running := map[string]map[executor.RunningAttempt]bool{}
+	running := map[string]map[executor.RunningAttempt][]cluster.Allocation{}
 	for name := range b.nodes {
-		running[name] = map[executor.RunningAttempt]bool{}
+		running[name] = map[executor.RunningAttempt][]cluster.Allocation{}
 	}
-	for _, j := range b.jobs {
+	// What each bound pod holds, in GPU index order on its node (the device
+	// plugin picks the devices: Prescient's indices are bookkeeping, as in
+	// Nodes, where other schedulers' GPUs come off the top).
+	next := map[string]int{}
+	for _, j := range slices.SortedFunc(maps.Values(b.jobs), func(a, b *kubeJob) int { return strings.Compare(string(a.pj.ID), string(b.pj.ID)) }) {
+		latest := 0 // a Job's failed pods of earlier attempts are history
 		for _, p := range j.pods {
+			if ra, ok := boundAttempt(p); ok {
+				latest = max(latest, ra.Attempt)
+			}
+		}
+		for _, p := range sortedPods(j.pods) {
 			ra, ok := boundAttempt(p)
-			if !ok {
+			if !ok || ra.Attempt < latest {
 				continue
 			}
 			node := plannerNode(p)
 			if running[node] == nil {
-				running[node] = map[executor.RunningAttempt]bool{}
+				running[node] = map[executor.RunningAttempt][]cluster.Allocation{}
 			}
-			running[node][ra] = true
+			_, n, _ := podDevices(p)
+			allocs := running[node][ra]
+			for range n {
+				allocs = append(allocs, cluster.Allocation{Job: ra.Job, GPU: cluster.GPURef{Node: node, Index: next[node]}, Milli: cluster.MilliGPU})
+				next[node]++
+			}
+			running[node][ra] = allocs
 			if ra.Job == j.pj.ID && ra.Attempt >= j.attempt {
 				j.attempt, j.started = ra.Attempt, true
 			}
@@ -322,7 +347,13 @@ func (b *Backend) syncNodes() {
 		list := slices.SortedFunc(maps.Keys(running[name]), func(a, b executor.RunningAttempt) int {
 			return strings.Compare(string(a.Job), string(b.Job))
 		})
-		b.emitLocked(executor.JobEvent{Type: executor.NodeSynced, Time: now, Node: name, Running: list})
+		holdings := map[executor.RunningAttempt][]cluster.Allocation{}
+		for ra, allocs := range running[name] {
+			if len(allocs) > 0 {
+				holdings[ra] = allocs
+			}
+		}
+		b.emitLocked(executor.JobEvent{Type: executor.NodeSynced, Time: now, Node: name, Running: list, Holdings: holdings})
 	}
 	// Pods that ended while no one watched: their exits follow the syncs
 	// that reported them bound.
@@ -1107,4 +1138,12 @@ func (b *Backend) batchJobDeleted(o any) {
 	delete(b.failedJobs, kj.UID)
 	// Its pods go with it (the garbage collector deletes them): their
 	// deletions end the jobs, and the sweep cancels them.
+}
+
+// InitialEvents implements executor.InitialSyncer: the events Watch queued
+// before it returned, NodeSynced for every node first.
+func (b *Backend) InitialEvents() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.initial
 }

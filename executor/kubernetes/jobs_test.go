@@ -131,3 +131,35 @@ func TestAPodWaitsForItsOwningJobToBeSeen(t *testing.T) {
 		return ok
 	})
 }
+
+// A pod that ended while no replica watched is reported after the sync
+// that lists it; a Job's failed pod of an earlier attempt is history and
+// listed nowhere.
+func TestARestartReportsPodsThatEndedUnwatched(t *testing.T) {
+	kj := batchJobOf("train", nil, nil, time.Now())
+	old, done := podOfJob(kj, "train-1", 2), gpuPod("ml", "done", 2, nil)
+	id := cluster.JobID("k8s:ml:job=train:juid-tra")
+	old.Spec.NodeName, old.Status.Phase = "a", corev1.PodFailed
+	old.Annotations = map[string]string{AnnotationJob: string(id), AnnotationAttempt: "1"}
+	current := podOfJob(kj, "train-2", 2)
+	current.Spec.NodeName = "a"
+	current.Annotations = map[string]string{AnnotationJob: string(id), AnnotationAttempt: "2"}
+	done.Spec.NodeName, done.Status.Phase = "a", corev1.PodSucceeded
+	done.Annotations = map[string]string{AnnotationJob: "k8s:ml:pod=done:uid-done", AnnotationAttempt: "1"}
+	e := newFakeEnv(t, gpuNode("a", 8, nil), kj, old, current, done)
+	e.watch()
+	if n := e.backend.InitialEvents(); n != 2 {
+		t.Errorf("%d initial events; want node a's sync and the exit", n)
+	}
+	sync := e.next(executor.NodeSynced)
+	want := []executor.RunningAttempt{{Job: id, Attempt: 2}, {Job: "k8s:ml:pod=done:uid-done", Attempt: 1}}
+	if !slices.Equal(sync.Running, want) {
+		t.Errorf("synced %v; want %v (not the Job's failed attempt 1)", sync.Running, want)
+	}
+	if h := sync.Holdings[want[0]]; len(h) != 2 || h[0].GPU.Node != "a" {
+		t.Errorf("holdings of %v: %v; want 2 GPUs of a", want[0], h)
+	}
+	if ev := e.next(executor.JobExited); ev.Job != "k8s:ml:pod=done:uid-done" || ev.ExitCode != 0 {
+		t.Errorf("exit %+v; want the succeeded pod's job", ev)
+	}
+}

@@ -2,6 +2,7 @@ package kubernetes
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -49,7 +51,7 @@ type Election struct {
 }
 
 // ErrLostLeadership is what RunElected returns when this replica stops
-// leading while ctx lives: it must stop acting (and, in a Deployment,
+// leading while ctx lives: it must stop acting (and, in a StatefulSet,
 // exit so that it restarts as a follower).
 var ErrLostLeadership = errors.New("lost the leader election")
 
@@ -127,4 +129,27 @@ func RunElected(ctx context.Context, e Election, run func(ctx context.Context) e
 		return err
 	}
 	return ErrLostLeadership
+}
+
+// LabelLeader marks the control plane's pod that holds the Lease; the
+// Service of deploy/kubernetes selects it, so the API's requests reach the
+// replica that plans while the standby stays Ready for rollouts.
+const LabelLeader = "prescient.io/leader"
+
+// MarkLeader sets (leader) or removes LabelLeader on the pod ns/pod: a
+// replica removes it when it starts, so a restarted container of an old
+// leader is not selected, and sets it once it leads.
+func MarkLeader(ctx context.Context, client kubernetes.Interface, ns, pod string, leader bool) error {
+	var v any // JSON null removes the label
+	if leader {
+		v = "true"
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]any{LabelLeader: v}}})
+	if err != nil {
+		return err
+	}
+	if _, err := client.CoreV1().Pods(ns).Patch(ctx, pod, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("label pod %s/%s %s=%v: %w", ns, pod, LabelLeader, leader, err)
+	}
+	return nil
 }

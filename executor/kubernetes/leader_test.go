@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	coordv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -113,5 +115,34 @@ func TestOnlyOneReplicaLeadsAndTheOtherTakesOver(t *testing.T) {
 func TestElectionNeedsItsFields(t *testing.T) {
 	if err := RunElected(t.Context(), Election{}, func(context.Context) error { return nil }); err == nil {
 		t.Fatal("no error without a client and lease")
+	}
+}
+
+func TestMarkLeaderSetsAndRemovesTheLabel(t *testing.T) {
+	ctx := context.Background()
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "prescient", Name: "prescient-0", Labels: map[string]string{"app": "p"}}}
+	client := fake.NewClientset(pod)
+	label := func() (string, bool) {
+		p, err := client.CoreV1().Pods("prescient").Get(ctx, "prescient-0", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, ok := p.Labels[LabelLeader]
+		return v, ok
+	}
+	if err := MarkLeader(ctx, client, "prescient", "prescient-0", true); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := label(); v != "true" {
+		t.Fatalf("label %q after marking the leader", v)
+	}
+	if err := MarkLeader(ctx, client, "prescient", "prescient-0", false); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := label(); ok {
+		t.Fatal("label still there after unmarking")
+	}
+	if err := MarkLeader(ctx, client, "prescient", "gone", true); err == nil || !strings.Contains(err.Error(), "prescient/gone") {
+		t.Errorf("a missing pod: %v; want an error naming it", err)
 	}
 }

@@ -207,15 +207,16 @@ func (a *NodeAgent) Run(ctx context.Context) error {
 			).String()
 		}))
 	inf := factory.Core().V1().Pods().Informer()
-	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(o any) { a.podChanged(ctx, o) },
 		UpdateFunc: func(_, o any) { a.podChanged(ctx, o) },
 		DeleteFunc: func(o any) { a.podDeleted(o) },
-	}); err != nil {
+	})
+	if err != nil {
 		return fmt.Errorf("kubernetes node agent: pod informer: %w", err)
 	}
 	factory.Start(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+	if !cache.WaitForCacheSync(ctx.Done(), reg.HasSynced) {
 		factory.Shutdown()
 		return fmt.Errorf("kubernetes node agent: pods of node %s not listed: %w", a.cfg.Node, context.Cause(ctx))
 	}

@@ -246,3 +246,39 @@ func TestOtherSchedulersPodsHoldTheirGPUs(t *testing.T) {
 		t.Errorf("pod three bound to %s once a's GPUs were given back; want a", node)
 	}
 }
+
+// A replica that takes over with a store of its own (another volume, or a
+// lost one) keeps what the API server says runs: it adopts the bound pods'
+// jobs instead of evicting them, and plans around their GPUs.
+func TestATakeoverWithAnotherStoreAdoptsWhatRuns(t *testing.T) {
+	c := newTestCluster(t)
+	c.addNode("a", 8, "r1")
+	p := c.startPrescient(tempDB(t), control.ModeAutopilot)
+	c.createPod("first", podOpts{gpus: 4})
+	c.createPod("gang-0", podOpts{gpus: 2, gang: "g", gangSize: 2})
+	c.createPod("gang-1", podOpts{gpus: 2, gang: "g", gangSize: 2})
+	for _, n := range []string{"first", "gang-0", "gang-1"} {
+		c.bound(n)
+	}
+	first := c.waitRunning(p, c.jobOf(p, "k8s_pod", "first").ID)
+	gang := c.waitRunning(p, c.jobOf(p, "k8s_gang", "g").ID)
+	p.stop()
+
+	c.createPod("second", podOpts{gpus: 4})
+	p = c.startPrescient(tempDB(t), control.ModeAutopilot)
+	for _, want := range []control.JobStatus{first, gang} {
+		eventually(t, "job "+string(want.ID)+" adopted", func() bool {
+			st, err := p.plane.Job(c.ctx, want.ID)
+			return err == nil && st.State == cluster.StateRunning && st.Attempts == want.Attempts
+		})
+	}
+	time.Sleep(time.Second)
+	for _, n := range []string{"first", "gang-0", "gang-1"} {
+		if pod := c.pod(n); pod.DeletionTimestamp != nil || pod.Spec.NodeName != "a" {
+			t.Errorf("pod %s: node %s, deleting %v; want untouched on a", n, pod.Spec.NodeName, pod.DeletionTimestamp != nil)
+		}
+	}
+	if node := c.pod("second").Spec.NodeName; node != "" {
+		t.Errorf("second bound to %s while the adopted jobs hold all of a's GPUs", node)
+	}
+}
