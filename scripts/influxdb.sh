@@ -40,16 +40,32 @@ install() {
 
 port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
+# Ports are drawn below the kernel's ephemeral range (outgoing connections take their local ports from it, and
+# a port one of them holds refuses a bind although nothing listens on it).
 free_port() {
-	local p
+	local p lo=20000 hi=32768 first
+	if read -r first _ </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null && ((first > lo + 1000)); then hi=$first; fi
 	for _ in $(seq 1 100); do
-		p=$((20000 + RANDOM % 30000))
+		p=$((lo + RANDOM % (hi - lo)))
 		if port_free "$p"; then echo "$p"; return; fi
 	done
 	die "no free loopback port found"
 }
 
+# start tries up to 5 times: a port found free may be taken before influxd binds it.
 start() {
+	local try
+	for try in 1 2 3 4 5; do
+		if start_once "$@"; then return; fi
+		if ! grep -q "address already in use" "$1/influxd.log" 2>/dev/null || ((try == 5)); then
+			cat "$1/influxd.log" >&2
+			die "influxd exited at start-up (log above)"
+		fi
+		echo "influxdb.sh: a port was taken before influxd bound it; trying others" >&2
+	done
+}
+
+start_once() {
 	local dir="$1" bin http_port rpc_port auth="${INFLUXDB_AUTH:-false}"
 	command -v curl >/dev/null 2>&1 || die "curl is needed to wait for the server (apt-get install curl)"
 	bin="$(install)"
@@ -86,7 +102,7 @@ CONF
 			echo "$url"
 			return
 		fi
-		kill -0 "$(cat "$dir/influxd.pid")" 2>/dev/null || { cat "$dir/influxd.log" >&2; die "influxd exited at start-up (log above)"; }
+		kill -0 "$(cat "$dir/influxd.pid")" 2>/dev/null || { rm -f "$dir/influxd.pid"; return 1; }
 		sleep 0.1
 	done
 	stop "$dir"
