@@ -10,7 +10,11 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/prescient-sched/prescient/agent"
 	"github.com/prescient-sched/prescient/control"
@@ -73,7 +77,7 @@ func TestTheNodeAgentRelaysTheCheckpointAndThenThePodIsEvicted(t *testing.T) {
 	}
 
 	// The node agent of node a, under agent.yaml's ServiceAccount.
-	a, err := kubebackend.NewNodeAgent(kubebackend.NodeAgentConfig{Client: c.clientAs(agentServiceAccount), Node: "a",
+	a, err := kubebackend.NewNodeAgent(kubebackend.NodeAgentConfig{Client: c.clientOf(agentServiceAccount, "a", true), Node: "a",
 		Processes: podProcesses{c.pod("batch").UID: {{PID: w.Process.Pid, Env: map[string]string{kubebackend.EnvCheckpointAck: "/ckpt/ack"}, Root: root}}},
 		Poll:      10 * time.Millisecond})
 	if err != nil {
@@ -101,5 +105,38 @@ func TestTheNodeAgentRelaysTheCheckpointAndThenThePodIsEvicted(t *testing.T) {
 	}
 	if st := a.Stats(); st.Acknowledged != 1 || st.Failed != 0 {
 		t.Errorf("agent stats %+v, want one acknowledged", st)
+	}
+}
+
+// The node agent's RBAC lets it patch every pod; the admission policy of
+// rbac.yaml narrows that to the pods of its own node.
+func TestTheNodeAgentChangesOnlyItsOwnNodesPods(t *testing.T) {
+	c := newTestCluster(t)
+	c.addNode("a", 8, "r1")
+	c.addNode("b", 8, "r1")
+	for _, n := range []string{"a", "b"} {
+		c.createPod("on-"+n, podOpts{gpus: 1})
+		binding := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: "on-" + n, Namespace: "ml"},
+			Target: corev1.ObjectReference{Kind: "Node", Name: n}}
+		if err := c.admin.CoreV1().Pods("ml").Bind(c.ctx, binding, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ack := []byte(`{"metadata":{"annotations":{"prescient.io/checkpointed-at":"2026-12-04T06:00:00Z"}}}`)
+	patch := func(client kubernetes.Interface, pod string) error {
+		_, err := client.CoreV1().Pods("ml").Patch(c.ctx, pod, types.MergePatchType, ack, metav1.PatchOptions{})
+		return err
+	}
+	ofB := c.clientOf(agentServiceAccount, "b", false)
+	// The policy takes effect once the API server has loaded it.
+	eventually(t, "the agent of b refused a pod of a", func() bool { return apierrors.IsForbidden(patch(ofB, "on-a")) })
+	if err := patch(ofB, "on-b"); err != nil {
+		t.Errorf("the agent of b patching its own node's pod: %v", err)
+	}
+	if err := patch(c.clientOf(agentServiceAccount, "", false), "on-b"); !apierrors.IsForbidden(err) {
+		t.Errorf("an agent token bound to no node: %v; want 403", err)
+	}
+	if err := patch(c.sched, "on-a"); err != nil {
+		t.Errorf("the scheduler, which the policy does not match: %v", err)
 	}
 }

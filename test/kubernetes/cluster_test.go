@@ -13,6 +13,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -107,11 +108,25 @@ func newTestCluster(t *testing.T) *testCluster {
 
 // clientAs is a client that acts as user (impersonated); any 403 it gets
 // fails the test.
-func (c *testCluster) clientAs(user string) kubernetes.Interface {
+func (c *testCluster) clientAs(user string) kubernetes.Interface { return c.clientOf(user, "", true) }
+
+// nodeNameExtra is what the API server adds to the user of a token bound to
+// a pod: the pod's node.
+const nodeNameExtra = "authentication.kubernetes.io/node-name"
+
+// clientOf is a client that acts as user, with the node of its pod when
+// node is set (as a token bound to a pod on that node carries it); with
+// strict, any 403 it gets fails the test.
+func (c *testCluster) clientOf(user, node string, strict bool) kubernetes.Interface {
 	c.t.Helper()
 	cfg := rest.CopyConfig(c.adminCfg)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
-	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return recordForbidden{next: rt, log: c.denied} }
+	if node != "" {
+		cfg.Impersonate.Extra = map[string][]string{nodeNameExtra: {node}}
+	}
+	if strict {
+		cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return recordForbidden{next: rt, log: c.denied} }
+	}
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		c.t.Fatal(err)
@@ -136,6 +151,10 @@ func (c *testCluster) apply(o any) {
 		_, err = c.admin.RbacV1().Roles(o.Namespace).Create(c.ctx, o, metav1.CreateOptions{})
 	case *rbacv1.RoleBinding:
 		_, err = c.admin.RbacV1().RoleBindings(o.Namespace).Create(c.ctx, o, metav1.CreateOptions{})
+	case *admissionv1.ValidatingAdmissionPolicy:
+		_, err = c.admin.AdmissionregistrationV1().ValidatingAdmissionPolicies().Create(c.ctx, o, metav1.CreateOptions{})
+	case *admissionv1.ValidatingAdmissionPolicyBinding:
+		_, err = c.admin.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Create(c.ctx, o, metav1.CreateOptions{})
 	default:
 		c.t.Fatalf("apply: %T not handled", o)
 	}
