@@ -51,7 +51,11 @@ func (p *Plane) liveState(ctx context.Context) (*live, error) {
 	p.refinePeaks(ctx, lv)
 	lv.snap = cluster.NewSnapshot(&cluster.Fleet{Nodes: lv.nodes, Tenants: p.cfg.Tenants}, lv.now)
 	lv.in = executor.PlanInput{Now: lv.now, Cluster: lv.snap, UsageGPU: p.usageNow(lv)}
+	waiter, _ := p.cfg.Backend.(executor.Waiter)
 	for i := range lv.queued {
+		if waiter != nil && waiter.Waiting(lv.queued[i].ID) {
+			continue // its backend cannot start it yet
+		}
 		lv.in.Queue = append(lv.in.Queue, p.view(&lv.queued[i], lv))
 	}
 	for i := range lv.active {

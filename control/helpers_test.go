@@ -66,6 +66,14 @@ type fakeBackend struct {
 	events chan executor.JobEvent
 	// onStart, when set, answers Start instead of recording it.
 	onStart func(a executor.Assignment) error
+	// waiting are the jobs the backend cannot start yet (executor.Waiter).
+	waiting map[cluster.JobID]bool
+}
+
+func (b *fakeBackend) Waiting(id cluster.JobID) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.waiting[id]
 }
 
 func newFakeBackend() *fakeBackend { return &fakeBackend{events: make(chan executor.JobEvent, 100)} }

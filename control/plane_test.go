@@ -586,3 +586,24 @@ func TestNodeSyncedAdoptsWhatABackendSaysRunsOfItsQueuedJobs(t *testing.T) {
 	}
 	e.wantEvents("a", store.EventSubmitted, store.EventStarted)
 }
+
+// A job its backend cannot start yet (its pods do not all exist) is left
+// out of the plan: no attempt is spent on a start that must fail.
+func TestJobsTheBackendWaitsForAreNotStarted(t *testing.T) {
+	e := newEnv(t, fleetOf(1, 8), nil)
+	e.submit("a", spec(4, time.Hour))
+	e.backend.mu.Lock()
+	e.backend.waiting = map[cluster.JobID]bool{"a": true}
+	e.backend.mu.Unlock()
+	e.plane.cycle(e.ctx)
+	if j := e.job("a"); j.State != cluster.StateQueued || j.Attempts != 0 {
+		t.Fatalf("a is %s after %d attempts; want queued, untried", j.State, j.Attempts)
+	}
+	e.backend.mu.Lock()
+	e.backend.waiting = nil
+	e.backend.mu.Unlock()
+	e.plane.cycle(e.ctx)
+	if j := e.job("a"); j.State != cluster.StateRunning || j.Attempts != 1 {
+		t.Errorf("a is %s after %d attempts; want attempt 1 running once its backend can start it", j.State, j.Attempts)
+	}
+}

@@ -92,6 +92,15 @@ type InitialSyncer interface {
 	InitialEvents() int
 }
 
+// Waiter is implemented by a backend some of whose queued jobs cannot start
+// yet, whatever the plan: on Kubernetes, a job whose pods (a gang's
+// members, a Job's replacement pod) do not all exist. The control plane
+// leaves the jobs Waiting names out of its plans, so that no attempt is
+// spent on a start that must fail.
+type Waiter interface {
+	Waiting(id cluster.JobID) bool
+}
+
 // ErrNodeNotReady is wrapped by a backend's Start when a node of the
 // assignment is not (yet) reachable: after a control-plane restart its
 // agent may not have registered again. The job may still run there; the

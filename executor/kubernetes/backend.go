@@ -121,6 +121,7 @@ type kubeJob struct {
 var (
 	_ executor.Backend           = (*Backend)(nil)
 	_ executor.InitialSyncer     = (*Backend)(nil)
+	_ executor.Waiter            = (*Backend)(nil)
 	_ control.NodeSource         = (*Backend)(nil)
 	_ control.RecommendationSink = (*Backend)(nil)
 )
@@ -1138,6 +1139,26 @@ func (b *Backend) batchJobDeleted(o any) {
 	delete(b.failedJobs, kj.UID)
 	// Its pods go with it (the garbage collector deletes them): their
 	// deletions end the jobs, and the sweep cancels them.
+}
+
+// Waiting implements executor.Waiter: a job whose pods do not all exist
+// (a gang's missing member, a Job's pod that its controller has yet to
+// replace) cannot be bound. Pods that finished or are being deleted do
+// not count.
+func (b *Backend) Waiting(id cluster.JobID) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	j := b.jobs[id]
+	if j == nil {
+		return false
+	}
+	live := 0
+	for _, p := range j.pods {
+		if p.DeletionTimestamp == nil && !finished(p) {
+			live++
+		}
+	}
+	return live < j.pj.Size
 }
 
 // InitialEvents implements executor.InitialSyncer: the events Watch queued

@@ -60,6 +60,9 @@ func TestAJobsPodsAreOneJobAcrossTheirRetries(t *testing.T) {
 		t.Errorf("lost event %+v; want attempt 1 of %s", ev, id)
 	}
 
+	if !e.backend.Waiting(id) {
+		t.Error("the job does not wait for its replacement pod")
+	}
 	// Its replacement is the same job's next attempt; the failed pod stays
 	// unbound history.
 	e.create(podOfJob(kj, "train-x2", 4))
@@ -68,6 +71,9 @@ func TestAJobsPodsAreOneJobAcrossTheirRetries(t *testing.T) {
 		defer e.backend.mu.Unlock()
 		return e.backend.jobs[id].pods["train-x2"] != nil
 	})
+	if e.backend.Waiting(id) {
+		t.Error("the job waits though its replacement pod exists")
+	}
 	if err := e.backend.Start(e.ctx, assignment(id, 2, 4, []string{"a"}, []int{4})); err != nil {
 		t.Fatal(err)
 	}

@@ -61,15 +61,16 @@ func TestAJobsReplacementPodIsTheSameJobsNextAttempt(t *testing.T) {
 		s, err := p.plane.Job(c.ctx, st.ID)
 		return err == nil && s.State == cluster.StateQueued
 	})
+	// While the Job has no pod, the job waits: no attempt is spent.
+	time.Sleep(time.Second)
 	c.createJobPod(j, "train-2")
 	if node := c.bound("train-2"); node != "a" {
 		t.Fatalf("train-2 bound to %s", node)
 	}
-	// (A start tried while the Job had no pod counts as an attempt too.)
 	var again control.JobStatus
-	eventually(t, "a later attempt of the same job running", func() bool {
+	eventually(t, "attempt 2 of the same job running", func() bool {
 		again, err = p.plane.Job(c.ctx, st.ID)
-		return err == nil && again.State == cluster.StateRunning && again.Attempts >= 2
+		return err == nil && again.State == cluster.StateRunning && again.Attempts == 2
 	})
 	if a := c.pod("train-2").Annotations; a[kubebackend.AnnotationJob] != string(st.ID) || a[kubebackend.AnnotationAttempt] != fmt.Sprint(again.Attempts) {
 		t.Errorf("train-2 annotations %v; want job %s, attempt %d", a, st.ID, again.Attempts)
