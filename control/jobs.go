@@ -257,6 +257,9 @@ func (p *Plane) status(ctx context.Context, j cluster.Job) (JobStatus, error) {
 	if ok {
 		st.Forecast = &Forecast{Job: j.ID, DurationP50S: f.DurationP50.Seconds(), DurationP90S: f.DurationP90.Seconds(),
 			MemoryP90Bytes: f.MemoryP90Bytes, Source: f.Source}
+		if m, ok := p.refinedMemory(j.ID); ok && j.State.Active() {
+			st.Forecast.MemoryP90RefinedBytes = m
+		}
 	}
 	p.mu.Lock()
 	if st.Reason == "" && !j.State.Terminal() {

@@ -126,6 +126,9 @@ func TestRunningJobsMemoryIsRefinedFromTheirTelemetry(t *testing.T) {
 	if s := ref.seen[0]; len(s.Values) != 15 || s.ID != "j1" || !s.Times[0].Equal(t0) {
 		t.Errorf("the refiner saw %d samples of %s from %s; want 15 of j1 from %s", len(s.Values), s.ID, s.Times[0], t0)
 	}
+	if st, err := e.plane.Job(e.ctx, "j1"); err != nil || st.Forecast == nil || st.Forecast.MemoryP90RefinedBytes != int64(1.5*34*gib) {
+		t.Errorf("the API's forecast %+v (%v); want the refined P90 shown", st.Forecast, err)
+	}
 	e.clock.Advance(time.Minute)
 	if m := runningMemory(t, e, "j1"); m != int64(1.5*34*gib) || ref.calls() != 1 {
 		t.Errorf("a minute later: memory %d, %d refinements; want the refinement kept until RefineEvery", m, ref.calls())

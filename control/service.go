@@ -116,7 +116,11 @@ type Forecast struct {
 	DurationP50S   float64       `json:"duration_p50_s"`
 	DurationP90S   float64       `json:"duration_p90_s"`
 	MemoryP90Bytes int64         `json:"memory_p90_bytes,omitempty"`
-	Source         string        `json:"source"`
+	// MemoryP90RefinedBytes is a running job's P90 peak GPU memory over the
+	// next 2 h, re-forecast from its own memory series once it has run 10
+	// minutes; the plans use it instead of MemoryP90Bytes.
+	MemoryP90RefinedBytes int64  `json:"memory_p90_refined_bytes,omitempty"`
+	Source                string `json:"source"`
 }
 
 // FleetState is the fleet now.

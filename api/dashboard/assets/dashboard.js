@@ -124,7 +124,8 @@
   function fmtForecast(f) {
     if (!f) return '–';
     return `P50 ${fmtDuration(f.duration_p50_s)} · P90 ${fmtDuration(f.duration_p90_s)}` +
-      (f.memory_p90_bytes ? ` · mem P90 ${fmtBytes(f.memory_p90_bytes)}` : '');
+      (f.memory_p90_bytes ? ` · mem P90 ${fmtBytes(f.memory_p90_bytes)}` : '') +
+      (f.memory_p90_refined_bytes ? ` (refined ${fmtBytes(f.memory_p90_refined_bytes)})` : '');
   }
 
   function showSectionError(key, err) {
