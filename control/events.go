@@ -241,7 +241,11 @@ func (p *Plane) synced(ctx context.Context, e executor.JobEvent) error {
 		if expected[r] {
 			continue
 		}
-		if allocs := e.Holdings[r]; len(allocs) > 0 {
+		allocs := e.Holdings[r]
+		if all, ok := p.syncHoldings[r]; ok {
+			allocs = all // every node's share of it
+		}
+		if len(allocs) > 0 {
 			adopted, err := p.adopt(ctx, e.Node, r, allocs)
 			if err != nil {
 				errs = append(errs, err)
@@ -270,7 +274,21 @@ func (p *Plane) adopt(ctx context.Context, node string, r executor.RunningAttemp
 	if err != nil {
 		return false, err
 	}
-	if j.State != cluster.StateQueued || r.Attempt <= j.Attempts {
+	if r.Attempt <= j.Attempts {
+		return false, nil
+	}
+	if j.State.Active() {
+		// The store runs an earlier attempt (elsewhere, as far as this
+		// node's list goes): the backend's later one wins.
+		if err := p.requeue(ctx, r.Job, j.Attempts, store.EventRequeued,
+			fmt.Sprintf("superseded: node %s runs attempt %d", node, r.Attempt)); err != nil {
+			return false, err
+		}
+		if j, err = p.cfg.Store.GetJob(ctx, r.Job); err != nil {
+			return false, err
+		}
+	}
+	if j.State != cluster.StateQueued {
 		return false, nil
 	}
 	allocs, err = p.freeIndices(ctx, allocs)

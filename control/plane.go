@@ -30,6 +30,9 @@ type Plane struct {
 
 	poke  chan struct{} // something changed: plan soon
 	ready chan struct{} // closed once recovery is done
+	// syncHoldings, while Run applies a backend's initial events, merges
+	// what each attempt holds on every node (adopt); the loop's own.
+	syncHoldings map[executor.RunningAttempt][]cluster.Allocation
 
 	mu         sync.Mutex
 	mode       Mode
@@ -163,6 +166,7 @@ func (p *Plane) Run(ctx context.Context) error {
 		return err
 	}
 	if is, ok := p.cfg.Backend.(executor.InitialSyncer); ok {
+		initial := make([]executor.JobEvent, 0, is.InitialEvents())
 		for range is.InitialEvents() {
 			select {
 			case <-ctx.Done():
@@ -171,9 +175,21 @@ func (p *Plane) Run(ctx context.Context) error {
 				if !ok {
 					return errors.New("control: the backend's event stream ended")
 				}
-				p.apply(ctx, e)
+				initial = append(initial, e)
 			}
 		}
+		// An attempt that runs on several nodes (a gang) is adopted whole,
+		// from the holdings of every node, at the first node's sync.
+		p.syncHoldings = map[executor.RunningAttempt][]cluster.Allocation{}
+		for _, e := range initial {
+			for ra, allocs := range e.Holdings {
+				p.syncHoldings[ra] = append(p.syncHoldings[ra], allocs...)
+			}
+		}
+		for _, e := range initial {
+			p.apply(ctx, e)
+		}
+		p.syncHoldings = nil
 	}
 	close(p.ready)
 	p.log.Info("control plane running", "mode", p.Mode(), "policy", p.cfg.Policy)

@@ -607,3 +607,39 @@ func TestJobsTheBackendWaitsForAreNotStarted(t *testing.T) {
 		t.Errorf("a is %s after %d attempts; want attempt 1 running once its backend can start it", j.State, j.Attempts)
 	}
 }
+
+// A gang that runs on two nodes is adopted whole at the first node's sync
+// (Run merges the holdings of a backend's initial syncs), and a later
+// attempt the backend runs supersedes the earlier one the store runs.
+func TestAnAttemptOnSeveralNodesIsAdoptedWhole(t *testing.T) {
+	e := newEnv(t, fleetOf(2, 8), nil)
+	e.submit("g", spec(16, time.Hour))
+	on := func(node string, n int) []cluster.Allocation {
+		var out []cluster.Allocation
+		for g := range n {
+			out = append(out, cluster.Allocation{Job: "g", GPU: cluster.GPURef{Node: node, Index: g}, Milli: cluster.MilliGPU})
+		}
+		return out
+	}
+	g2 := executor.RunningAttempt{Job: "g", Attempt: 2}
+	e.plane.syncHoldings = map[executor.RunningAttempt][]cluster.Allocation{g2: append(on("n0", 8), on("n1", 8)...)}
+	e.event(executor.JobEvent{Type: executor.NodeSynced, Node: "n0", Running: []executor.RunningAttempt{g2},
+		Holdings: map[executor.RunningAttempt][]cluster.Allocation{g2: on("n0", 8)}})
+	e.event(executor.JobEvent{Type: executor.NodeSynced, Node: "n1", Running: []executor.RunningAttempt{g2},
+		Holdings: map[executor.RunningAttempt][]cluster.Allocation{g2: on("n1", 8)}})
+	e.plane.syncHoldings = nil
+	if pl, err := e.store.GetPlacement(e.ctx, "g"); err != nil || len(pl.Allocations) != 16 || pl.Attempt != 2 {
+		t.Fatalf("g's placement %+v (%v); want attempt 2 on both nodes' 16 GPUs", pl, err)
+	}
+	if stops := e.backend.of("stop"); len(stops) != 0 {
+		t.Errorf("stops %+v; want none", stops)
+	}
+	// The backend later says attempt 3 runs: the store's attempt 2 is
+	// superseded.
+	g3 := executor.RunningAttempt{Job: "g", Attempt: 3}
+	e.event(executor.JobEvent{Type: executor.NodeSynced, Node: "n0", Running: []executor.RunningAttempt{g3},
+		Holdings: map[executor.RunningAttempt][]cluster.Allocation{g3: on("n0", 8)}})
+	if j := e.job("g"); j.State != cluster.StateRunning || j.Attempts != 3 {
+		t.Errorf("g is %s after %d attempts; want attempt 3 adopted", j.State, j.Attempts)
+	}
+}

@@ -82,9 +82,9 @@ func (s *Store) StartJob(ctx context.Context, id cluster.JobID, allocs []cluster
 // AdoptJob records that a queued job runs attempt on allocs already, as
 // a backend found it (a control plane that took over without it in its
 // store): in one transaction the job goes to running with attempt as its
-// attempt count (an adopted event with msg recorded) and its placement is
+// attempt count (a started event with msg recorded) and its placement is
 // stored, confirmed. A job that is not queued gives a
-// *cluster.TransitionError; an attempt below the job's count, or no
+// *cluster.TransitionError; an attempt not above the job's count, or no
 // allocations, an error.
 func (s *Store) AdoptJob(ctx context.Context, id cluster.JobID, attempt int, allocs []cluster.Allocation, msg string) (cluster.Job, error) {
 	var job cluster.Job

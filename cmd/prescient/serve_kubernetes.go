@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/kubernetes"
@@ -92,11 +93,16 @@ func runPlane(ctx context.Context, g *globals, o kubeOptions, client kubernetes.
 		}
 	}
 	mark(ctx, false)
-	return kubebackend.RunElected(ctx, kubebackend.Election{Client: client, Namespace: ns, Name: o.leaseName,
+	err = kubebackend.RunElected(ctx, kubebackend.Election{Client: client, Namespace: ns, Name: o.leaseName,
 		Identity: fmt.Sprintf("%s_%d", host, os.Getpid()), Logger: g.logger}, func(ctx context.Context) error {
 		mark(ctx, true)
 		return plane.Run(ctx)
 	})
+	// No longer the leader (or stopping): off the Service at once.
+	unmark, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	mark(unmark, false)
+	return err
 }
 
 // kubeBackend is the Kubernetes backend with the client serve's leader

@@ -207,14 +207,14 @@ func TestTheServiceSelectsTheLeader(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, o := range objs {
-		if s, ok := o.(*corev1.Service); ok {
+		if s, ok := o.(*corev1.Service); ok && s.Name == "prescient" {
 			if s.Spec.Selector[kubebackend.LabelLeader] != "true" {
 				t.Errorf("service %s selects %v; want %s=true", s.Name, s.Spec.Selector, kubebackend.LabelLeader)
 			}
 			return
 		}
 	}
-	t.Fatal("no Service")
+	t.Fatal("no Service prescient")
 }
 
 var (

@@ -92,7 +92,13 @@ type Backend struct {
 	batchJobs  map[types.NamespacedName]*batchv1.Job
 	parked     map[types.NamespacedName]map[string]*corev1.Pod
 	failedJobs map[types.UID]bool
+	// gone are the UIDs of pods deleted in the last goneMemory: a stale
+	// copy of one (a pod that waited for its Job) is not filed again.
+	gone map[types.UID]time.Time
 }
+
+// goneMemory is how long a deleted pod's UID is remembered.
+const goneMemory = 10 * time.Minute
 
 // foreignPod is what a pod of another scheduler holds on its node.
 type foreignPod struct {
@@ -147,7 +153,7 @@ func New(cfg Config) (*Backend, error) {
 		migNodes: map[string][]string{}, badNode: map[string]string{}, jobs: map[cluster.JobID]*kubeJob{}, byPod: map[types.NamespacedName]cluster.JobID{},
 		foreign: map[types.NamespacedName]foreignPod{}, ownMIG: map[types.NamespacedName]foreignPod{},
 		batchJobs: map[types.NamespacedName]*batchv1.Job{}, parked: map[types.NamespacedName]map[string]*corev1.Pod{},
-		failedJobs: map[types.UID]bool{}, notify: make(chan struct{}, 1),
+		failedJobs: map[types.UID]bool{}, gone: map[types.UID]time.Time{}, notify: make(chan struct{}, 1),
 		recs: make(chan control.Recommendation, 1024)}, nil
 }
 
@@ -239,7 +245,7 @@ func (b *Backend) Watch(ctx context.Context) (<-chan executor.JobEvent, error) {
 	jobReg, err := jobInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(o any) { b.batchJobChanged(ctx, o) },
 		UpdateFunc: func(_, o any) { b.batchJobChanged(ctx, o) },
-		DeleteFunc: func(o any) { b.batchJobDeleted(o) },
+		DeleteFunc: func(o any) { b.batchJobDeleted(ctx, o) },
 	})
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes backend: Job informer: %w", err)
@@ -513,9 +519,11 @@ func (b *Backend) podChanged(ctx context.Context, o any) {
 	}
 	pj, err := jobOfPod(p, b.batchJob)
 	if errors.Is(err, errOwnerNotSeen) {
-		b.park(p)
-		b.log.Debug("pod waits for its Job", "pod", p.Namespace+"/"+p.Name, "error", err)
-		return
+		if b.park(p) {
+			b.log.Debug("pod waits for its Job", "pod", p.Namespace+"/"+p.Name, "error", err)
+			return
+		}
+		pj, err = jobOfPod(p, b.batchJob) // the Job was seen meanwhile
 	}
 	if err != nil {
 		b.log.Warn("pod ignored", "pod", p.Namespace+"/"+p.Name, "error", err)
@@ -523,6 +531,10 @@ func (b *Backend) podChanged(ctx context.Context, o any) {
 		return
 	}
 	b.mu.Lock()
+	if _, deleted := b.gone[p.UID]; deleted {
+		b.mu.Unlock()
+		return // a copy of a pod deleted since (one that waited for its Job)
+	}
 	j := b.jobs[pj.ID]
 	if j == nil {
 		j = &kubeJob{pj: pj, pods: map[string]*corev1.Pod{}}
@@ -543,7 +555,7 @@ func (b *Backend) podChanged(ctx context.Context, o any) {
 	var submit *control.SubmitRequest
 	var members []*corev1.Pod
 	if j.submitted != "ok" && len(j.pods) >= pj.Size {
-		members = sortedPods(j.pods)
+		members = specMembers(j.pods, pj.Size)
 		spec, err := specOf(pj, members)
 		if err != nil {
 			if j.submitted != err.Error() {
@@ -565,6 +577,13 @@ func (b *Backend) podChanged(ctx context.Context, o any) {
 	st, err := svc.Submit(ctx, *submit)
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if errors.Is(err, control.ErrConflict) {
+		// The store has the job already, from another spec (another
+		// replica's view of its pods): it is the same job.
+		b.log.Info("job known already", "job", pj.ID, "note", err)
+		j.submitted = "ok"
+		return
+	}
 	if err != nil {
 		b.log.Warn("job not submitted", "job", pj.ID, "error", err)
 		if j.submitted != err.Error() {
@@ -583,6 +602,9 @@ func (b *Backend) checkpointedLocked(j *kubeJob, p *corev1.Pod) {
 	v, ok := p.Annotations[AnnotationCheckpointedAt]
 	if !ok || v == j.ack || !j.started || j.ended {
 		return
+	}
+	if ra, bound := boundAttempt(p); !bound || ra.Attempt != j.attempt {
+		return // a pod of an earlier attempt (a Job's failed pod)
 	}
 	j.ack = v
 	t, err := time.Parse(time.RFC3339Nano, v)
@@ -663,6 +685,7 @@ func (b *Backend) podDeleted(ctx context.Context, o any) {
 	key := types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.gone[p.UID] = b.cfg.Clock()
 	delete(b.ownMIG, key)
 	if ref := metav1.GetControllerOf(p); ref != nil {
 		jk := types.NamespacedName{Namespace: p.Namespace, Name: ref.Name}
@@ -691,7 +714,7 @@ func (b *Backend) podDeleted(ctx context.Context, o any) {
 	switch {
 	case j.stopping:
 		for _, q := range j.pods {
-			if q.Spec.NodeName != "" {
+			if qa, bound := boundAttempt(q); bound && qa.Attempt == j.attempt && !finished(q) {
 				return // the others have yet to go
 			}
 		}
@@ -733,8 +756,16 @@ func (b *Backend) sweep(ctx context.Context) {
 		var gone []cluster.JobID
 		b.mu.Lock()
 		svc := b.svc
+		for uid, at := range b.gone {
+			if now.Sub(at) >= goneMemory {
+				delete(b.gone, uid)
+			}
+		}
 		for id, j := range b.jobs {
-			if len(j.pods) == 0 && !j.empty.IsZero() && now.Sub(j.empty) >= b.cfg.GoneAfter {
+			// A Job's job waits for its controller's next pod (backoff,
+			// suspension) as long as the Job lives: its failure or deletion
+			// cancels it.
+			if len(j.pods) == 0 && !j.empty.IsZero() && now.Sub(j.empty) >= b.cfg.GoneAfter && !b.ownerLivesLocked(j) {
 				delete(b.jobs, id)
 				if j.submitted == "ok" {
 					gone = append(gone, id)
@@ -950,7 +981,13 @@ func (b *Backend) members(id cluster.JobID, what string) ([]*corev1.Pod, error) 
 	if j == nil || len(j.pods) == 0 {
 		return nil, fmt.Errorf("%s %s: %w", what, id, ErrUnknownJob)
 	}
-	return sortedPods(j.pods), nil
+	var out []*corev1.Pod
+	for _, p := range sortedPods(j.pods) {
+		if !finished(p) { // a Job's failed pods of earlier attempts are history
+			out = append(out, p)
+		}
+	}
+	return out, nil
 }
 
 // Recommended implements control.RecommendationSink: the recommendation is
@@ -1051,16 +1088,30 @@ func annotationPatch(ann map[string]string) ([]byte, error) {
 // replace a pod that failed or was deleted: the job is a Job's unit of
 // work, Prescient did not stop it, and the Job has not failed.
 func (b *Backend) retriedLocked(j *kubeJob) bool {
+	return !j.stopping && b.ownerLivesLocked(j)
+}
+
+// ownerLivesLocked reports whether a job is a Job's unit of work and that
+// Job still exists, has not failed (nor is about to: FailureTarget) and
+// has not completed.
+func (b *Backend) ownerLivesLocked(j *kubeJob) bool {
 	owner := j.pj.Owner
-	if owner == nil || j.stopping || b.failedJobs[owner.UID] {
+	if owner == nil || b.failedJobs[owner.UID] {
 		return false
 	}
 	current := b.batchJobs[types.NamespacedName{Namespace: owner.Namespace, Name: owner.Name}]
 	if current == nil || current.UID != owner.UID {
 		return false
 	}
-	_, failed := jobFailed(current)
-	return !failed
+	if _, failed := jobFailed(current); failed {
+		return false
+	}
+	for _, c := range current.Status.Conditions {
+		if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailureTarget) && c.Status == corev1.ConditionTrue {
+			return false
+		}
+	}
+	return true
 }
 
 // batchJob is the Job of that name as last seen; nil when none is.
@@ -1070,19 +1121,28 @@ func (b *Backend) batchJob(ns, name string) *batchv1.Job {
 	return b.batchJobs[types.NamespacedName{Namespace: ns, Name: name}]
 }
 
-// park keeps a pod until its owning Job is seen.
-func (b *Backend) park(p *corev1.Pod) {
+// park keeps a pod until its owning Job is seen; it reports false, parking
+// nothing, when the Job was seen meanwhile (the pod is to be filed again)
+// or the pod is gone.
+func (b *Backend) park(p *corev1.Pod) bool {
 	ref := metav1.GetControllerOf(p)
 	if ref == nil {
-		return
+		return true
 	}
 	jk := types.NamespacedName{Namespace: p.Namespace, Name: ref.Name}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if _, deleted := b.gone[p.UID]; deleted {
+		return true
+	}
+	if kj := b.batchJobs[jk]; kj != nil && kj.UID == ref.UID {
+		return false
+	}
 	if b.parked[jk] == nil {
 		b.parked[jk] = map[string]*corev1.Pod{}
 	}
 	b.parked[jk][p.Name] = p
+	return true
 }
 
 // batchJobChanged records a Job, files the pods that waited for it, and,
@@ -1125,7 +1185,7 @@ func (b *Backend) batchJobChanged(ctx context.Context, o any) {
 	}
 }
 
-func (b *Backend) batchJobDeleted(o any) {
+func (b *Backend) batchJobDeleted(ctx context.Context, o any) {
 	if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
 		o = d.Obj
 	}
@@ -1134,11 +1194,24 @@ func (b *Backend) batchJobDeleted(o any) {
 		return
 	}
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	delete(b.batchJobs, types.NamespacedName{Namespace: kj.Namespace, Name: kj.Name})
 	delete(b.failedJobs, kj.UID)
-	// Its pods go with it (the garbage collector deletes them): their
-	// deletions end the jobs, and the sweep cancels them.
+	// Its pods go with it (the garbage collector deletes them); the jobs
+	// of its pods that are not running are cancelled now, those that run
+	// when their pods go (the sweep).
+	var cancel []cluster.JobID
+	for id, j := range b.jobs {
+		if j.pj.Owner != nil && j.pj.Owner.UID == kj.UID && j.submitted == "ok" && !(j.started && !j.ended) {
+			cancel = append(cancel, id)
+		}
+	}
+	svc := b.svc
+	b.mu.Unlock()
+	for _, id := range cancel {
+		if _, err := svc.Cancel(ctx, id); err != nil && !errors.Is(err, control.ErrConflict) {
+			b.log.Warn("job of a deleted Job not cancelled", "job", id, "error", err)
+		}
+	}
 }
 
 // Waiting implements executor.Waiter: a job whose pods do not all exist

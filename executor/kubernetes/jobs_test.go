@@ -169,3 +169,34 @@ func TestARestartReportsPodsThatEndedUnwatched(t *testing.T) {
 		t.Errorf("exit %+v; want the succeeded pod's job", ev)
 	}
 }
+
+// A Job's job outlives its pods while the Job lives (its controller's
+// backoff can be minutes), and goes with the Job.
+func TestAJobsJobWaitsForItsPodsAsLongAsTheJobLives(t *testing.T) {
+	kj := batchJobOf("train", nil, nil, time.Now())
+	e := newFakeEnv(t, gpuNode("a", 8, nil), kj, podOfJob(kj, "train-x1", 2))
+	e.watch()
+	id := cluster.JobID("k8s:ml:job=train:juid-tra")
+	eventually(t, "submitted", func() bool { _, ok := e.svc.request(id); return ok })
+	if err := e.client.CoreV1().Pods("ml").Delete(e.ctx, "train-x1", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // GoneAfter is 50 ms
+	e.svc.mu.Lock()
+	cancelled := slices.Contains(e.svc.cancelled, id)
+	e.svc.mu.Unlock()
+	if cancelled {
+		t.Fatal("the job was cancelled while its Job lives")
+	}
+	if !e.backend.Waiting(id) {
+		t.Error("the job does not wait for its Job's next pod")
+	}
+	if err := e.client.BatchV1().Jobs("ml").Delete(e.ctx, "train", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the deleted Job's job cancelled", func() bool {
+		e.svc.mu.Lock()
+		defer e.svc.mu.Unlock()
+		return slices.Contains(e.svc.cancelled, id)
+	})
+}

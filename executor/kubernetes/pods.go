@@ -55,7 +55,10 @@ var errOwnerNotSeen = errors.New("its owning Job is not seen yet")
 func jobOfPod(p *corev1.Pod, jobs func(ns, name string) *batchv1.Job) (podJob, error) {
 	gang, ok := p.Labels[LabelGang]
 	if !ok || gang == "" {
-		if ref := metav1.GetControllerOf(p); ref != nil && ref.Kind == "Job" && ref.APIVersion == batchv1.SchemeGroupVersion.String() {
+		// A pod bound as a single pod (by a version that did not read
+		// owning Jobs) stays one: its annotation names its job.
+		single := strings.HasPrefix(p.Annotations[AnnotationJob], "k8s:"+p.Namespace+":pod=")
+		if ref := metav1.GetControllerOf(p); !single && ref != nil && ref.Kind == "Job" && ref.APIVersion == batchv1.SchemeGroupVersion.String() {
 			j := jobs(p.Namespace, ref.Name)
 			if j == nil || j.UID != ref.UID {
 				return podJob{}, fmt.Errorf("pod %s/%s: Job %s: %w", p.Namespace, p.Name, ref.Name, errOwnerNotSeen)
@@ -162,6 +165,23 @@ func specOf(pj podJob, members []*corev1.Pod) (cluster.JobSpec, error) {
 	return spec, nil
 }
 
+// specMembers are the pods a job's spec is read from, sorted by name: its
+// unfinished pods when there are enough of them (a Job's failed pods of
+// earlier attempts are history), else all.
+func specMembers(pods map[string]*corev1.Pod, size int) []*corev1.Pod {
+	all := sortedPods(pods)
+	live := make([]*corev1.Pod, 0, len(all))
+	for _, p := range all {
+		if !finished(p) {
+			live = append(live, p)
+		}
+	}
+	if len(live) >= size {
+		return live
+	}
+	return all
+}
+
 // sortedPods returns the pods sorted by name.
 func sortedPods(m map[string]*corev1.Pod) []*corev1.Pod {
 	out := make([]*corev1.Pod, 0, len(m))
@@ -209,16 +229,14 @@ func oneUnit(j *batchv1.Job) bool {
 }
 
 // jobDeadline is when a Job must be done by its activeDeadlineSeconds,
-// counted from its start (its creation before it starts); zero for none.
+// counted from its creation (its controller counts from its start, a
+// moment later; the creation does not change, so the spec a restart
+// submits again is the same); zero for none.
 func jobDeadline(j *batchv1.Job) time.Time {
 	if j == nil || j.Spec.ActiveDeadlineSeconds == nil || *j.Spec.ActiveDeadlineSeconds <= 0 {
 		return time.Time{}
 	}
-	from := j.CreationTimestamp.Time
-	if j.Status.StartTime != nil {
-		from = j.Status.StartTime.Time
-	}
-	return from.Add(time.Duration(*j.Spec.ActiveDeadlineSeconds) * time.Second).UTC()
+	return j.CreationTimestamp.Add(time.Duration(*j.Spec.ActiveDeadlineSeconds) * time.Second).UTC()
 }
 
 // jobFailed reports whether a Job's controller gave up on it.
