@@ -93,6 +93,16 @@ func (a *PeakArtifact) Refine(times []time.Time, values []float64) (PeakRefineme
 	return r, nil
 }
 
+// PredictQuantiles is the decoded model's quantiles of log(future peak /
+// peak so far) for rows of PeakFeatureNames, before ShiftP90 is added to
+// the P90.
+func (a *PeakArtifact) PredictQuantiles(X [][]float64, qs []float64) ([][]float64, error) {
+	if a.model == nil {
+		return nil, errors.New("peak artifact: no decoded model")
+	}
+	return a.model.PredictQuantiles(X, qs)
+}
+
 func span(times []time.Time) time.Duration {
 	if len(times) < 2 {
 		return 0

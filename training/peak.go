@@ -52,6 +52,9 @@ type PeakReport struct {
 	Selected     string `json:"selected,omitempty"`
 	ModelVersion int    `json:"model_version,omitempty"`
 	Published    *bool  `json:"published,omitempty"`
+	// Gate, after RetrainPeak, says how the new version compared with the
+	// serving one.
+	Gate string `json:"gate,omitempty"`
 }
 
 // EvaluatePeak fits the learners on some series' windows and scores them
@@ -70,6 +73,19 @@ type fittedPeak struct {
 
 // fitPeak is EvaluatePeak, returning the fitted learners too.
 func fitPeak(ctx context.Context, cfg PeakConfig, series []datasets.Series) (PeakReport, []fittedPeak, error) {
+	rep, fitted, _, err := fitPeakScored(ctx, cfg, series)
+	return rep, fitted, err
+}
+
+// peakTest is what fitPeakScored scored on: the windows of the scored
+// series and the reservation of 1.2 × their peak so far.
+type peakTest struct {
+	examples    []models.PeakExample
+	reservation float64
+}
+
+// fitPeakScored is fitPeak, returning what it scored on too.
+func fitPeakScored(ctx context.Context, cfg PeakConfig, series []datasets.Series) (PeakReport, []fittedPeak, peakTest, error) {
 	// 1. Windows of every series, split by series.
 	// A fifth of the fitted series calibrates the P90 (split conformal):
 	// its shift is what those series needed to be covered 90% of the time.
@@ -86,7 +102,7 @@ func fitPeak(ctx context.Context, cfg PeakConfig, series []datasets.Series) (Pea
 		}
 	}
 	if len(fit) < minRows || len(calib) < minRows || len(test) < minRows {
-		return PeakReport{}, nil, fmt.Errorf("peak refinement: %w: %d windows to fit, %d to calibrate, %d to score", ErrNoData, len(fit), len(calib), len(test))
+		return PeakReport{}, nil, peakTest{}, fmt.Errorf("peak refinement: %w: %d windows to fit, %d to calibrate, %d to score", ErrNoData, len(fit), len(calib), len(test))
 	}
 	rep := PeakReport{Series: len(series), FitExamples: len(fit), ScoredSamples: len(test),
 		ObserveS: cfg.Window.Observe.Seconds(), HorizonS: cfg.Window.Horizon.Seconds(),
@@ -122,21 +138,21 @@ func fitPeak(ctx context.Context, cfg PeakConfig, series []datasets.Series) (Pea
 	for _, name := range peakLearners(cfg) {
 		l, err := models.LookupLearner(name)
 		if err != nil {
-			return PeakReport{}, nil, err
+			return PeakReport{}, nil, peakTest{}, err
 		}
 		m := l.New(models.Options{Features: models.PeakFeatureNames(), Seed: cfg.Seed})
 		start := time.Now()
 		if err := m.Fit(ctx, X, y); err != nil {
-			return PeakReport{}, nil, fmt.Errorf("peak refinement: %s: %w", name, err)
+			return PeakReport{}, nil, peakTest{}, fmt.Errorf("peak refinement: %s: %w", name, err)
 		}
 		fitS := time.Since(start).Seconds()
 		shift, err := conformalShift(m, Xc, calib, 0.9)
 		if err != nil {
-			return PeakReport{}, nil, fmt.Errorf("peak refinement: %s: %w", name, err)
+			return PeakReport{}, nil, peakTest{}, fmt.Errorf("peak refinement: %s: %w", name, err)
 		}
 		q, err := m.PredictQuantiles(Xt, []float64{0.5, 0.9})
 		if err != nil {
-			return PeakReport{}, nil, fmt.Errorf("peak refinement: %s: %w", name, err)
+			return PeakReport{}, nil, peakTest{}, fmt.Errorf("peak refinement: %s: %w", name, err)
 		}
 		p50, p90 := make([]float64, len(test)), make([]float64, len(test))
 		for i, e := range test {
@@ -151,7 +167,7 @@ func fitPeak(ctx context.Context, cfg PeakConfig, series []datasets.Series) (Pea
 			fitted = append(fitted, fittedPeak{name: name, model: m, shift: shift})
 		}
 	}
-	return rep, fitted, nil
+	return rep, fitted, peakTest{examples: test, reservation: baseRes}, nil
 }
 
 // calibShare of the series that are not scored calibrate the P90.

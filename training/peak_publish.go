@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"slices"
 	"time"
 
 	"github.com/prescient-sched/prescient/datasets"
@@ -32,19 +31,12 @@ func TrainPeak(ctx context.Context, cfg PeakConfig, series []datasets.Series, re
 	if len(fitted) == 0 {
 		return PeakReport{}, fmt.Errorf("peak refinement: no learner to publish among %v (baselines are not published)", peakLearners(cfg))
 	}
-	best := slices.MinFunc(fitted, func(a, b fittedPeak) int {
-		ma, mb := rep.Models[a.name], rep.Models[b.name]
-		ca, cb := ma["p90_coverage"] >= peakCoverageGoal, mb["p90_coverage"] >= peakCoverageGoal
-		switch {
-		case ca && !cb:
-			return -1
-		case cb && !ca:
-			return 1
-		case ca && cb:
-			return cmpFloat(ma["mean_reservation_vs_peak_x1_2"], mb["mean_reservation_vs_peak_x1_2"])
-		}
-		return cmpFloat(mb["p90_coverage"], ma["p90_coverage"])
-	})
+	return publishPeak(cfg, rep, selectPeak(rep, fitted), series, reg)
+}
+
+// publishPeak publishes a fitted learner, calibrated, as the next version
+// of the peak target, with the report's metrics.
+func publishPeak(cfg PeakConfig, rep PeakReport, best fittedPeak, series []datasets.Series, reg Registry) (PeakReport, error) {
 	from, until := seriesSpan(series)
 	art := &models.PeakArtifact{Format: models.PeakArtifactFormat, CreatedAt: time.Now().UTC(), Window: cfg.Window, Step: cfg.Step,
 		Series: len(series), DataFrom: from, DataUntil: until, Features: models.PeakFeatureNames(), ShiftP90: best.shift,
@@ -65,16 +57,6 @@ func TrainPeak(ctx context.Context, cfg PeakConfig, series []datasets.Series, re
 	published := true
 	rep.Selected, rep.ModelVersion, rep.Published = best.name, v, &published
 	return rep, nil
-}
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // PublishPeak stores a peak artifact as the next version of the peak

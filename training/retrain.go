@@ -40,7 +40,9 @@ func FinishedJobs(ctx context.Context, l JobLister) ([]cluster.Job, error) {
 // Retrain is one run of the retraining schedule: it reads the finished
 // jobs from the job store, fills in the peak GPU memory of those without
 // one from telemetry (FillPeakMemory; mem may be nil for none) and, for
-// each target, trains, gates and publishes. A target without enough
+// each target, trains, gates and publishes; with telemetry, the online
+// peak refinement too, from the finished jobs' memory series
+// (FleetPeakSeries, RetrainPeak). A target without enough
 // labelled jobs (memory before the collector has recorded peaks) is
 // skipped with a log line. cfg gives the learners, seed and logger; its
 // Target is set for each target in turn.
@@ -72,5 +74,40 @@ func Retrain(ctx context.Context, l JobLister, mem JobMemoryReader, reg Registry
 			log.Info("retrained", "target", t, "jobs", len(jobs), "published", rep.Published, "version", rep.ModelVersion, "selected", rep.Selected, "gate", rep.Gate)
 		}
 	}
+	if mem != nil {
+		if err := retrainPeak(ctx, mem, jobs, reg, cfg); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	return errors.Join(errs...)
+}
+
+// PeakSeriesStep is the spacing of the memory series the peak refinement
+// learns from the fleet: the control plane refines running jobs from
+// series of the same step.
+const PeakSeriesStep = time.Minute
+
+// retrainPeak fits the online peak refinement on the finished jobs' own
+// memory series and publishes it through RetrainPeak's gate; too few
+// long jobs with telemetry skip it with a log line.
+func retrainPeak(ctx context.Context, mem JobMemoryReader, jobs []cluster.Job, reg Registry, cfg Config) error {
+	log := logger(cfg.Logger)
+	pc := DefaultPeakConfig()
+	pc.Seed = cfg.Seed
+	start := time.Now()
+	series, err := FleetPeakSeries(ctx, mem, jobs, pc.Window, PeakSeriesStep)
+	if err != nil {
+		return fmt.Errorf("retrain %s: %w", models.TargetPeak, err)
+	}
+	rep, err := RetrainPeak(ctx, pc, series, reg)
+	switch {
+	case errors.Is(err, ErrNoData):
+		log.Info("retraining skipped", "target", models.TargetPeak, "series", len(series), "reason", err.Error())
+		return nil
+	case err != nil:
+		return fmt.Errorf("retrain %s: %w", models.TargetPeak, err)
+	}
+	log.Info("retrained", "target", models.TargetPeak, "series", len(series), "published", *rep.Published,
+		"version", rep.ModelVersion, "selected", rep.Selected, "gate", rep.Gate, "took", time.Since(start).Round(time.Millisecond))
+	return nil
 }
