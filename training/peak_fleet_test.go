@@ -117,3 +117,17 @@ func TestRetrainPeakLearnsFromTheFleetBehindAGate(t *testing.T) {
 		t.Errorf("gate %q: want passed or refused against version 1", again.Gate)
 	}
 }
+
+// The series of 1,000 finished 3-hour jobs (181,000 samples over 5 days)
+// from the embedded store, as a retraining reads them.
+func BenchmarkFleetPeakSeries1kJobs(b *testing.B) {
+	jobs, samples, _ := longJobs(b, 1000)
+	_, emb := embeddedTelemetry(b, samples)
+	w := training.DefaultPeakConfig().Window
+	for b.Loop() {
+		series, err := training.FleetPeakSeries(context.Background(), emb, jobs, w, training.PeakSeriesStep)
+		if err != nil || len(series) != 1000 {
+			b.Fatalf("%d series: %v", len(series), err)
+		}
+	}
+}
