@@ -130,6 +130,7 @@ func (p *Plane) usageNow(lv *live) map[string]time.Duration {
 
 // cycle is steps 3 and 4: plan on the live state and act on the plan.
 func (p *Plane) cycle(ctx context.Context) {
+	defer p.changedState() // its starts and stops change the live state
 	start := time.Now()
 	lv, err := p.liveState(ctx)
 	if err != nil {

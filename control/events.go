@@ -33,6 +33,7 @@ const (
 // changes nothing (a start of such an attempt is stopped). An event the
 // busy store refused is tried again (each step of it is idempotent).
 func (p *Plane) apply(ctx context.Context, e executor.JobEvent) {
+	defer p.changedState()
 	err := p.applyOnce(ctx, e)
 	for try, wait := 1, applyBackoff; err != nil && store.IsBusy(err) && try < applyTries && ctx.Err() == nil; try, wait = try+1, 2*wait {
 		p.log.Warn("backend event not applied yet: the database is busy; trying again", "type", e.Type, "job", e.Job,

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"maps"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prescient-sched/prescient/cluster"
@@ -30,6 +31,11 @@ type Plane struct {
 
 	poke  chan struct{} // something changed: plan soon
 	ready chan struct{} // closed once recovery is done
+	// version counts changes of the plane's state (submissions, events,
+	// plans); whatIfLast is the last what-if baseline (whatIfBaseline).
+	version    atomic.Uint64
+	whatIfMu   sync.Mutex
+	whatIfLast *whatIfBase
 	// syncHoldings, while Run applies a backend's initial events, merges
 	// what each attempt holds on every node (adopt); the loop's own.
 	syncHoldings map[executor.RunningAttempt][]cluster.Allocation
@@ -227,8 +233,10 @@ func (p *Plane) Run(ctx context.Context) error {
 	}
 }
 
-// wake asks the loop to plan soon; it never blocks.
+// wake asks the loop to plan soon; it never blocks. Something changed:
+// what-if baselines taken before are not reused.
 func (p *Plane) wake() {
+	p.changedState()
 	select {
 	case p.poke <- struct{}{}:
 	default:

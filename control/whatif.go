@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/prescient-sched/prescient/cluster"
@@ -46,30 +45,84 @@ func (p *Plane) WhatIf(ctx context.Context, req WhatIfRequest) (WhatIfResult, er
 	if err != nil {
 		return WhatIfResult{}, err
 	}
-	lv, err := p.liveState(ctx)
+	b, err := p.whatIfBaseline(ctx, horizon)
 	if err != nil {
 		return WhatIfResult{}, fmt.Errorf("what-if: %w", err)
 	}
-	base := p.baseScenario(lv)
-	scen, err := p.changed(ctx, lv, base, req)
+	lv := b.lv
+	scen, err := p.changed(ctx, lv, b.scen, req)
 	if err != nil {
 		return WhatIfResult{}, err
 	}
-	until := lv.now.Add(horizon)
-	var baseOut, scenOut []sim.JobOutcome
-	var baseErr, scenErr error
-	var wg sync.WaitGroup
-	wg.Go(func() { baseOut, baseErr = simulate(ctx, lv.now, until, base, p.cfg.Tenants) })
-	scenOut, scenErr = simulate(ctx, lv.now, until, scen, p.cfg.Tenants)
-	wg.Wait()
-	if err := errors.Join(baseErr, scenErr); err != nil {
+	scenOut, scenErr := simulate(ctx, lv.now, lv.now.Add(horizon), scen, p.cfg.Tenants)
+	select {
+	case <-b.done:
+	case <-ctx.Done():
+		return WhatIfResult{}, fmt.Errorf("what-if: %w", context.Cause(ctx))
+	}
+	if err := errors.Join(b.err, scenErr); err != nil {
 		return WhatIfResult{}, fmt.Errorf("what-if: %w", err)
 	}
-	res := compare(lv.now, scen, baseOut, scenOut)
+	res := compare(lv.now, scen, b.out, scenOut)
 	res.Policy = scen.policy.Name
 	res.WallS = time.Since(began).Seconds()
 	return res, nil
 }
+
+// whatIfReuse is how long a baseline serves the what-if requests that
+// arrive after it while nothing changed in the plane: concurrent requests
+// simulate "as things are" once, from one live state, and each compares
+// its own scenario with it from that same state (so the deltas hold no
+// shift of the clock).
+const whatIfReuse = time.Second
+
+// whatIfBase is a live state and its baseline simulation; done is closed
+// once out and err are set.
+type whatIfBase struct {
+	version uint64
+	taken   time.Time
+	horizon time.Duration
+	lv      *live
+	scen    *scenario
+	out     []sim.JobOutcome
+	err     error
+	done    chan struct{}
+}
+
+// whatIfBaseline returns the baseline of a what-if: the one taken less
+// than whatIfReuse ago at the same state version and horizon, or a new
+// one whose simulation it starts (a request waits on done for its
+// outcomes). A baseline whose simulation a cancelled request started
+// still finishes: it runs on a context of its own.
+func (p *Plane) whatIfBaseline(ctx context.Context, horizon time.Duration) (*whatIfBase, error) {
+	p.whatIfMu.Lock()
+	defer p.whatIfMu.Unlock()
+	version := p.version.Load()
+	now := p.cfg.Clock()
+	if b := p.whatIfLast; b != nil && b.version == version && b.horizon == horizon && !now.Before(b.taken) && now.Sub(b.taken) < whatIfReuse {
+		return b, nil
+	}
+	lv, err := p.liveState(ctx)
+	if err != nil {
+		return nil, err
+	}
+	b := &whatIfBase{version: version, taken: now, horizon: horizon, lv: lv, scen: p.baseScenario(lv), done: make(chan struct{})}
+	simCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), whatIfBaseTimeout)
+	go func() {
+		defer cancel()
+		defer close(b.done)
+		b.out, b.err = simulate(simCtx, lv.now, lv.now.Add(horizon), b.scen, p.cfg.Tenants)
+	}()
+	p.whatIfLast = b
+	return b, nil
+}
+
+// whatIfBaseTimeout bounds a baseline simulation no request waits for.
+const whatIfBaseTimeout = 5 * time.Minute
+
+// changedState marks the plane's state as changed: what-if baselines taken
+// before are not reused.
+func (p *Plane) changedState() { p.version.Add(1) }
 
 func checkHorizon(h time.Duration) (time.Duration, error) {
 	switch {

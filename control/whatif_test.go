@@ -176,3 +176,38 @@ func TestWhatIfTreatsAJobBeingPreemptedAsRequeued(t *testing.T) {
 		t.Errorf("low %v → %v, want +1h → +10h40m", low.Start, low.End)
 	}
 }
+
+// What-ifs within a second of each other share one baseline while nothing
+// changes; a change (a submission) or a later clock takes a new one.
+func TestWhatIfReusesTheBaselineUntilTheStateChanges(t *testing.T) {
+	e := whatIfEnv(t, "fifo")
+	base := func() *whatIfBase {
+		t.Helper()
+		if _, err := e.plane.WhatIf(e.ctx, WhatIfRequest{}); err != nil {
+			t.Fatal(err)
+		}
+		e.plane.whatIfMu.Lock()
+		defer e.plane.whatIfMu.Unlock()
+		return e.plane.whatIfLast
+	}
+	first := base()
+	if again := base(); again != first {
+		t.Error("a second what-if at the same state took a new baseline")
+	}
+	e.submit("late", spec(4, 30*time.Minute))
+	afterSubmit := base()
+	if afterSubmit == first {
+		t.Fatal("the baseline was reused after a submission")
+	}
+	res, err := e.plane.WhatIf(e.ctx, WhatIfRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := byJob(res)["late"]; !ok {
+		t.Error("the new baseline lacks the job submitted since")
+	}
+	e.clock.Advance(2 * whatIfReuse)
+	if base() == afterSubmit {
+		t.Error("the baseline was reused after its time")
+	}
+}
