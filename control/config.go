@@ -74,6 +74,10 @@ type Config struct {
 	// RefineEvery is how often running jobs' memory is re-forecast
 	// (default DefaultRefineEvery).
 	RefineEvery time.Duration
+	// QueueForecastEvery is how often the queue is simulated forward to
+	// predict each queued job's start and end (default
+	// DefaultQueueForecastEvery; negative: never).
+	QueueForecastEvery time.Duration
 	// Notifier hears every job lifecycle event; nil for none. Notify must
 	// not block.
 	Notifier Notifier

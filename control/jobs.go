@@ -271,6 +271,11 @@ func (p *Plane) status(ctx context.Context, j cluster.Job) (JobStatus, error) {
 		v := executor.JobView{Job: &j, Forecast: f, Progress: savedProgress(&j) + now.Sub(j.StartTime)}
 		st.PredictedStart, st.PredictedEnd = timePtr(j.StartTime), timePtr(now.Add(v.RemainingP50()))
 	}
+	if j.State == cluster.StateQueued {
+		if start, end, ok := p.queuedAhead(j.ID, now); ok {
+			st.PredictedStart, st.PredictedEnd = timePtr(start), timePtr(end)
+		}
+	}
 	if j.Spec.HasDeadline() {
 		feasible, latest := p.feasibility(ctx, &j, f, ok, now)
 		if reported && j.State == cluster.StateQueued {

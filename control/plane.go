@@ -15,6 +15,7 @@ import (
 	"github.com/prescient-sched/prescient/executor"
 	"github.com/prescient-sched/prescient/executor/plugins/placement"
 	"github.com/prescient-sched/prescient/executor/policies"
+	"github.com/prescient-sched/prescient/executor/sim"
 	"github.com/prescient-sched/prescient/store"
 )
 
@@ -36,6 +37,11 @@ type Plane struct {
 	version    atomic.Uint64
 	whatIfMu   sync.Mutex
 	whatIfLast *whatIfBase
+	// queueAhead holds each queued job's predicted start and end from the
+	// last simulation of the queue (forecastQueue), under mu.
+	queueAhead       map[cluster.JobID]sim.JobOutcome
+	queueAheadAt     time.Time
+	queueForecasting bool
 	// syncHoldings, while Run applies a backend's initial events, merges
 	// what each attempt holds on every node (adopt); the loop's own.
 	syncHoldings map[executor.RunningAttempt][]cluster.Allocation
@@ -97,6 +103,9 @@ func New(cfg Config) (*Plane, error) {
 	}
 	if cfg.RefineEvery == 0 {
 		cfg.RefineEvery = DefaultRefineEvery
+	}
+	if cfg.QueueForecastEvery == 0 {
+		cfg.QueueForecastEvery = DefaultQueueForecastEvery
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -229,6 +238,7 @@ func (p *Plane) Run(ctx context.Context) error {
 			p.resendUnsent(ctx)
 			p.requeueSilentNodes(ctx)
 			p.cycle(ctx)
+			p.forecastQueue(ctx)
 		}
 	}
 }

@@ -211,3 +211,34 @@ func TestWhatIfReusesTheBaselineUntilTheStateChanges(t *testing.T) {
 		t.Error("the baseline was reused after its time")
 	}
 }
+
+// Queued jobs get a predicted start and end from the last simulation of
+// the queue; a start that passed without the job starting is now.
+func TestQueuedJobsArePredictedFromASimulationOfTheQueue(t *testing.T) {
+	e := whatIfEnv(t, "fifo") // r0, r1 end 40 minutes from now; q0..q5 (4 GPUs, 30 min) queued
+	if st, err := e.plane.Job(e.ctx, "q0"); err != nil || st.PredictedStart != nil {
+		t.Fatalf("q0 before any queue forecast: %+v (%v); want no prediction", st.PredictedStart, err)
+	}
+	if err := e.plane.refreshQueueAhead(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	now := e.clock.Now()
+	for id, wantStart := range map[cluster.JobID]time.Duration{"q0": 40 * time.Minute, "q4": 70 * time.Minute} {
+		st, err := e.plane.Job(e.ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.PredictedStart == nil || st.PredictedEnd == nil || st.PredictedStart.Sub(now) != wantStart ||
+			st.PredictedEnd.Sub(*st.PredictedStart) != 30*time.Minute {
+			t.Errorf("%s: predicted %v to %v; want a 30-minute run from now+%s", id, st.PredictedStart, st.PredictedEnd, wantStart)
+		}
+	}
+	e.clock.Advance(50 * time.Minute) // past q0's predicted start, no cycle ran
+	st, err := e.plane.Job(e.ctx, "q0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.PredictedStart.Equal(e.clock.Now()) {
+		t.Errorf("q0's passed start shown as %v; want now (%v)", st.PredictedStart, e.clock.Now())
+	}
+}
