@@ -120,7 +120,9 @@ func (p *Plane) usageNow(lv *live) map[string]time.Duration {
 			p.usage[j.Spec.Tenant] += dt * time.Duration(max(j.Spec.GPUs, 1))
 		}
 	}
-	p.usageAt = lv.now
+	if lv.now.After(p.usageAt) {
+		p.usageAt = lv.now // never back: a what-if's older state must not count an interval twice
+	}
 	out := make(map[string]time.Duration, len(p.usage))
 	for t, u := range p.usage {
 		out[t] = u

@@ -223,6 +223,7 @@ func (p *Plane) Cancel(ctx context.Context, id cluster.JobID) (JobStatus, error)
 	if _, err := p.cfg.Store.RequestStop(ctx, id, p.cfg.Clock(), stopCancel+"cancelled by request", false); err != nil {
 		return JobStatus{}, fmt.Errorf("cancel %s: %w", id, err)
 	}
+	p.changedState()
 	if err := p.cfg.Backend.Stop(ctx, id, p.grace); err != nil {
 		return JobStatus{}, fmt.Errorf("cancel %s: stop: %w", id, err)
 	}
@@ -260,6 +261,9 @@ func (p *Plane) status(ctx context.Context, j cluster.Job) (JobStatus, error) {
 		if m, ok := p.refinedMemory(j.ID); ok && j.State.Active() {
 			st.Forecast.MemoryP90RefinedBytes = m
 		}
+	}
+	if w, ok := p.cfg.Backend.(executor.Waiter); ok && j.State == cluster.StateQueued && w.Waiting(j.ID) {
+		st.Reason = "waiting: its backend cannot start it yet (its pods do not all exist); plans and forecasts leave it out"
 	}
 	p.mu.Lock()
 	if st.Reason == "" && !j.State.Terminal() {

@@ -42,6 +42,8 @@ type Plane struct {
 	queueAhead       map[cluster.JobID]sim.JobOutcome
 	queueAheadAt     time.Time
 	queueForecasting bool
+	// background are the goroutines Run waits for before it returns.
+	background sync.WaitGroup
 	// syncHoldings, while Run applies a backend's initial events, merges
 	// what each attempt holds on every node (adopt); the loop's own.
 	syncHoldings map[executor.RunningAttempt][]cluster.Allocation
@@ -173,6 +175,7 @@ func (p *Plane) Ready() <-chan struct{} { return p.ready }
 //     preempt through the backend, recording each step first (autopilot);
 //     stop the preempted jobs whose time is up.
 func (p *Plane) Run(ctx context.Context) error {
+	defer p.background.Wait()
 	events, err := p.cfg.Backend.Watch(ctx)
 	if err != nil {
 		return fmt.Errorf("control: watch the backend: %w", err)

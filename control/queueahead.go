@@ -12,11 +12,11 @@ import (
 // when Config.QueueForecastEvery is zero.
 const DefaultQueueForecastEvery = time.Minute
 
-// forecastQueue starts, at most every QueueForecastEvery and one at a
-// time, a simulation of the live state forward (the what-if baseline,
-// shared with the what-if requests of the moment) whose outcomes are each
-// queued job's predicted start and end in its status. It runs beside the
-// plan loop.
+// forecastQueue starts, at the first tick QueueForecastEvery after the
+// last and one at a time, a simulation of the live state forward (the
+// what-if baseline, shared with the what-if requests of the moment) whose
+// outcomes are each queued job's predicted start and end in its status.
+// It runs beside the plan loop; Run waits for it before it returns.
 func (p *Plane) forecastQueue(ctx context.Context) {
 	if p.cfg.QueueForecastEvery < 0 {
 		return
@@ -31,7 +31,9 @@ func (p *Plane) forecastQueue(ctx context.Context) {
 	if !due {
 		return
 	}
+	p.background.Add(1)
 	go func() {
+		defer p.background.Done()
 		defer func() {
 			p.mu.Lock()
 			p.queueForecasting = false
@@ -50,6 +52,7 @@ func (p *Plane) refreshQueueAhead(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	defer p.releaseBaseline(b)
 	select {
 	case <-b.done:
 	case <-ctx.Done():
@@ -84,9 +87,11 @@ func (p *Plane) queuedAhead(id cluster.JobID, now time.Time) (start, end time.Ti
 	if !ok || o.Start.IsZero() {
 		return time.Time{}, time.Time{}, false
 	}
-	start, end = o.Start, o.End
+	start, end = o.Start, o.End // End is zero when it does not end within the horizon
 	if start.Before(now) {
-		end = end.Add(now.Sub(start))
+		if !end.IsZero() {
+			end = end.Add(now.Sub(start))
+		}
 		start = now
 	}
 	return start, end, true

@@ -49,6 +49,7 @@ func (p *Plane) WhatIf(ctx context.Context, req WhatIfRequest) (WhatIfResult, er
 	if err != nil {
 		return WhatIfResult{}, fmt.Errorf("what-if: %w", err)
 	}
+	defer p.releaseBaseline(b)
 	lv := b.lv
 	scen, err := p.changed(ctx, lv, b.scen, req)
 	if err != nil {
@@ -77,7 +78,9 @@ func (p *Plane) WhatIf(ctx context.Context, req WhatIfRequest) (WhatIfResult, er
 const whatIfReuse = time.Second
 
 // whatIfBase is a live state and its baseline simulation; done is closed
-// once out and err are set.
+// once out and err are set. users counts the requests holding it (under
+// whatIfMu): when the last lets go before the simulation is done, it is
+// cancelled.
 type whatIfBase struct {
 	version uint64
 	taken   time.Time
@@ -87,27 +90,32 @@ type whatIfBase struct {
 	out     []sim.JobOutcome
 	err     error
 	done    chan struct{}
+	users   int
+	cancel  context.CancelFunc
 }
 
 // whatIfBaseline returns the baseline of a what-if: the one taken less
 // than whatIfReuse ago at the same state version and horizon, or a new
 // one whose simulation it starts (a request waits on done for its
-// outcomes). A baseline whose simulation a cancelled request started
-// still finishes: it runs on a context of its own.
+// outcomes). The simulation outlives the request that started it while
+// others hold the baseline; each holder calls releaseBaseline.
 func (p *Plane) whatIfBaseline(ctx context.Context, horizon time.Duration) (*whatIfBase, error) {
 	p.whatIfMu.Lock()
 	defer p.whatIfMu.Unlock()
 	version := p.version.Load()
 	now := p.cfg.Clock()
-	if b := p.whatIfLast; b != nil && b.version == version && b.horizon == horizon && !now.Before(b.taken) && now.Sub(b.taken) < whatIfReuse {
+	if b := p.whatIfLast; b != nil && b.version == version && b.horizon == horizon && !now.Before(b.taken) &&
+		now.Sub(b.taken) < whatIfReuse && (b.users > 0 || isDone(b.done) && b.err == nil) {
+		b.users++
 		return b, nil
 	}
 	lv, err := p.liveState(ctx)
 	if err != nil {
 		return nil, err
 	}
-	b := &whatIfBase{version: version, taken: now, horizon: horizon, lv: lv, scen: p.baseScenario(lv), done: make(chan struct{})}
+	b := &whatIfBase{version: version, taken: now, horizon: horizon, lv: lv, scen: p.baseScenario(lv), done: make(chan struct{}), users: 1}
 	simCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), whatIfBaseTimeout)
+	b.cancel = cancel
 	go func() {
 		defer cancel()
 		defer close(b.done)
@@ -117,7 +125,30 @@ func (p *Plane) whatIfBaseline(ctx context.Context, horizon time.Duration) (*wha
 	return b, nil
 }
 
-// whatIfBaseTimeout bounds a baseline simulation no request waits for.
+// releaseBaseline lets go of a baseline; the last holder of one whose
+// simulation is still running cancels it, and it is not reused.
+func (p *Plane) releaseBaseline(b *whatIfBase) {
+	p.whatIfMu.Lock()
+	defer p.whatIfMu.Unlock()
+	b.users--
+	if b.users == 0 && !isDone(b.done) {
+		b.cancel()
+		if p.whatIfLast == b {
+			p.whatIfLast = nil
+		}
+	}
+}
+
+func isDone(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
+// whatIfBaseTimeout bounds a baseline simulation.
 const whatIfBaseTimeout = 5 * time.Minute
 
 // changedState marks the plane's state as changed: what-if baselines taken

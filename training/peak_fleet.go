@@ -100,6 +100,10 @@ func RetrainPeak(ctx context.Context, cfg PeakConfig, series []datasets.Series, 
 			rep.Gate = "serving model does not load: " + err.Error()
 			break
 		}
+		if art.Window != cfg.Window || !slices.Equal(art.Features, models.PeakFeatureNames()) {
+			rep.Gate = fmt.Sprintf("serving version %d not comparable: another window or feature list", cur)
+			break
+		}
 		old, err := scorePeakArtifact(art, test)
 		if err != nil {
 			rep.Gate = "serving model does not score: " + err.Error()
