@@ -10,11 +10,13 @@ import (
 	"testing"
 	"time"
 
+	authv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/prescient-sched/prescient/agent"
 	"github.com/prescient-sched/prescient/control"
@@ -138,5 +140,54 @@ func TestTheNodeAgentChangesOnlyItsOwnNodesPods(t *testing.T) {
 	}
 	if err := patch(c.sched, "on-a"); err != nil {
 		t.Errorf("the scheduler, which the policy does not match: %v", err)
+	}
+}
+
+// With a real token: the API server mints the agent's token bound to its
+// DaemonSet pod (TokenRequest), and the node name it carries is what the
+// admission policy checks, with no impersonation.
+func TestTheNodeAgentsPodBoundTokenKeepsItToItsNode(t *testing.T) {
+	c := newTestCluster(t)
+	c.addNode("a", 8, "r1")
+	c.addNode("b", 8, "r1")
+	for _, n := range []string{"a", "b"} {
+		c.createPod("on-"+n, podOpts{gpus: 1})
+		binding := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: "on-" + n, Namespace: "ml"},
+			Target: corev1.ObjectReference{Kind: "Node", Name: n}}
+		if err := c.admin.CoreV1().Pods("ml").Bind(c.ctx, binding, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The agent's pod on node b, as its DaemonSet would make it.
+	agentPod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "prescient-agent-b", Namespace: "prescient"},
+		Spec: corev1.PodSpec{NodeName: "b", ServiceAccountName: "prescient-agent",
+			Containers: []corev1.Container{{Name: "agent", Image: "example/prescient:1"}}}}
+	agentPod, err := c.admin.CoreV1().Pods("prescient").Create(c.ctx, agentPod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := c.admin.CoreV1().ServiceAccounts("prescient").CreateToken(c.ctx, "prescient-agent", &authv1.TokenRequest{
+		Spec: authv1.TokenRequestSpec{BoundObjectRef: &authv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1",
+			Name: agentPod.Name, UID: agentPod.UID}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("token request: %v", err)
+	}
+	cfg := rest.AnonymousClientConfig(c.adminCfg)
+	cfg.BearerToken = tr.Status.Token
+	agent, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ack := []byte(`{"metadata":{"annotations":{"prescient.io/checkpointed-at":"2026-12-04T06:00:00Z"}}}`)
+	patch := func(pod string) error {
+		_, err := agent.CoreV1().Pods("ml").Patch(c.ctx, pod, types.MergePatchType, ack, metav1.PatchOptions{})
+		return err
+	}
+	eventually(t, "the agent of b refused a pod of a", func() bool { return apierrors.IsForbidden(patch("on-a")) })
+	if err := patch("on-b"); err != nil {
+		t.Errorf("the agent of b patching its own node's pod with its pod-bound token: %v", err)
+	}
+	if _, err := agent.CoreV1().Pods("ml").List(c.ctx, metav1.ListOptions{}); err != nil {
+		t.Errorf("the agent's token lists pods (its RBAC): %v", err)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
+	authv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -36,7 +37,8 @@ const serviceAccount = "system:serviceaccount:prescient:prescient"
 
 // testCluster is an API server with deploy/kubernetes's RBAC applied, a
 // namespace "ml" for the workloads, and a client that acts as the
-// scheduler's ServiceAccount (impersonated) and fails the test on any 403.
+// scheduler's ServiceAccount with a token the API server minted for it, and
+// fails the test on any 403.
 type testCluster struct {
 	t      *testing.T
 	ctx    context.Context
@@ -95,7 +97,7 @@ func newTestCluster(t *testing.T) *testCluster {
 	if _, err := plain.CoreV1().Secrets("prescient").List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
 		t.Fatalf("the scheduler's ServiceAccount listed secrets: %v, want 403", err)
 	}
-	c.sched = c.clientAs(serviceAccount)
+	c.sched = c.clientWithToken("prescient", "prescient")
 	t.Cleanup(func() {
 		c.denied.mu.Lock()
 		defer c.denied.mu.Unlock()
@@ -109,6 +111,25 @@ func newTestCluster(t *testing.T) *testCluster {
 // clientAs is a client that acts as user (impersonated); any 403 it gets
 // fails the test.
 func (c *testCluster) clientAs(user string) kubernetes.Interface { return c.clientOf(user, "", true) }
+
+// clientWithToken is a client that authenticates as the ServiceAccount
+// ns/name with a token the API server mints for it (TokenRequest), as a
+// pod of the ServiceAccount would; any 403 it gets fails the test.
+func (c *testCluster) clientWithToken(ns, name string) kubernetes.Interface {
+	c.t.Helper()
+	tr, err := c.admin.CoreV1().ServiceAccounts(ns).CreateToken(c.ctx, name, &authv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		c.t.Fatalf("token for %s/%s: %v", ns, name, err)
+	}
+	cfg := rest.AnonymousClientConfig(c.adminCfg)
+	cfg.BearerToken = tr.Status.Token
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return recordForbidden{next: rt, log: c.denied} }
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return client
+}
 
 // nodeNameExtra is what the API server adds to the user of a token bound to
 // a pod: the pod's node.
