@@ -207,9 +207,10 @@ func (b *Backend) Nodes() []cluster.Node {
 	return out
 }
 
-// Watch starts the informers (nodes first, then pods), reports a
-// NodeSynced for every node once the pods are listed (what runs where is
-// what the API server says), and streams the events until ctx ends.
+// Watch starts the informers (nodes, batch Jobs, its scheduler's pods,
+// other schedulers' pods, in that order), reports a NodeSynced for every
+// node once the pods are listed (what runs where is what the API server
+// says), and streams the events until ctx ends.
 func (b *Backend) Watch(ctx context.Context) (<-chan executor.JobEvent, error) {
 	b.mu.Lock()
 	if b.watched {
@@ -224,54 +225,24 @@ func (b *Backend) Watch(ctx context.Context) (<-chan executor.JobEvent, error) {
 	b.mu.Unlock()
 
 	nodeFactory := informers.NewSharedInformerFactory(b.cfg.Client, b.cfg.Resync)
-	nodeInf := nodeFactory.Core().V1().Nodes().Informer()
-	nodeReg, err := nodeInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(o any) { b.nodeChanged(o) },
-		UpdateFunc: func(_, o any) { b.nodeChanged(o) },
-		DeleteFunc: func(o any) { b.nodeDeleted(o) },
-	})
-	if err != nil {
-		return nil, fmt.Errorf("kubernetes backend: node informer: %w", err)
+	if err := startInformer(ctx, nodeFactory, nodeFactory.Core().V1().Nodes().Informer(), b.nodeChanged, b.nodeDeleted, "nodes"); err != nil {
+		return nil, fmt.Errorf("kubernetes backend: %w", err)
 	}
-	nodeFactory.Start(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), nodeReg.HasSynced) {
-		return nil, fmt.Errorf("kubernetes backend: nodes not listed: %w", context.Cause(ctx))
-	}
-
 	// The batch Jobs that own pods, before the pods: a Job's pod waits
 	// for its Job (see jobOfPod).
 	jobFactory := informers.NewSharedInformerFactoryWithOptions(b.cfg.Client, b.cfg.Resync, informers.WithNamespace(b.cfg.Namespace))
-	jobInf := jobFactory.Batch().V1().Jobs().Informer()
-	jobReg, err := jobInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(o any) { b.batchJobChanged(ctx, o) },
-		UpdateFunc: func(_, o any) { b.batchJobChanged(ctx, o) },
-		DeleteFunc: func(o any) { b.batchJobDeleted(ctx, o) },
-	})
-	if err != nil {
-		return nil, fmt.Errorf("kubernetes backend: Job informer: %w", err)
+	if err := startInformer(ctx, jobFactory, jobFactory.Batch().V1().Jobs().Informer(),
+		func(o any) { b.batchJobChanged(ctx, o) }, func(o any) { b.batchJobDeleted(ctx, o) }, "Jobs"); err != nil {
+		return nil, fmt.Errorf("kubernetes backend: %w", err)
 	}
-	jobFactory.Start(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), jobReg.HasSynced) {
-		return nil, fmt.Errorf("kubernetes backend: Jobs not listed: %w", context.Cause(ctx))
-	}
-
 	podFactory := informers.NewSharedInformerFactoryWithOptions(b.cfg.Client, b.cfg.Resync,
 		informers.WithNamespace(b.cfg.Namespace),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 			o.FieldSelector = fields.OneTermEqualSelector("spec.schedulerName", SchedulerName).String()
 		}))
-	podInf := podFactory.Core().V1().Pods().Informer()
-	podReg, err := podInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(o any) { b.podChanged(ctx, o) },
-		UpdateFunc: func(_, o any) { b.podChanged(ctx, o) },
-		DeleteFunc: func(o any) { b.podDeleted(ctx, o) },
-	})
-	if err != nil {
-		return nil, fmt.Errorf("kubernetes backend: pod informer: %w", err)
-	}
-	podFactory.Start(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), podReg.HasSynced) {
-		return nil, fmt.Errorf("kubernetes backend: pods not listed: %w", context.Cause(ctx))
+	if err := startInformer(ctx, podFactory, podFactory.Core().V1().Pods().Informer(),
+		func(o any) { b.podChanged(ctx, o) }, func(o any) { b.podDeleted(ctx, o) }, "pods"); err != nil {
+		return nil, fmt.Errorf("kubernetes backend: %w", err)
 	}
 	// Other schedulers' pods, in every namespace: bound and not finished.
 	otherFactory := informers.NewSharedInformerFactoryWithOptions(b.cfg.Client, b.cfg.Resync,
@@ -283,18 +254,9 @@ func (b *Backend) Watch(ctx context.Context) (<-chan executor.JobEvent, error) {
 				fields.OneTermNotEqualSelector("status.phase", string(corev1.PodFailed)),
 			).String()
 		}))
-	otherInf := otherFactory.Core().V1().Pods().Informer()
-	otherReg, err := otherInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(o any) { b.foreignChanged(o) },
-		UpdateFunc: func(_, o any) { b.foreignChanged(o) },
-		DeleteFunc: func(o any) { b.foreignDeleted(o) },
-	})
-	if err != nil {
-		return nil, fmt.Errorf("kubernetes backend: informer of other schedulers' pods: %w", err)
-	}
-	otherFactory.Start(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), otherReg.HasSynced) {
-		return nil, fmt.Errorf("kubernetes backend: other schedulers' pods not listed: %w", context.Cause(ctx))
+	if err := startInformer(ctx, otherFactory, otherFactory.Core().V1().Pods().Informer(), b.foreignChanged, b.foreignDeleted,
+		"other schedulers' pods"); err != nil {
+		return nil, fmt.Errorf("kubernetes backend: %w", err)
 	}
 	b.syncNodes()
 	b.mu.Lock()
@@ -306,6 +268,33 @@ func (b *Backend) Watch(ctx context.Context) (<-chan executor.JobEvent, error) {
 	go b.sweep(ctx)
 	go b.annotate(ctx)
 	return out, nil
+}
+
+// startInformer has changed hear each object the informer adds or
+// updates and deleted each it deletes (the last state seen, when the
+// deletion itself was missed), starts factory and waits until the
+// handlers have seen the initial list, not only the cache. what names the
+// objects in errors.
+func startInformer(ctx context.Context, factory informers.SharedInformerFactory, inf cache.SharedIndexInformer,
+	changed, deleted func(o any), what string) error {
+	reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    changed,
+		UpdateFunc: func(_, o any) { changed(o) },
+		DeleteFunc: func(o any) {
+			if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
+				o = d.Obj
+			}
+			deleted(o)
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("informer of %s: %w", what, err)
+	}
+	factory.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), reg.HasSynced) {
+		return fmt.Errorf("%s not listed: %w", what, context.Cause(ctx))
+	}
+	return nil
 }
 
 // syncNodes reports, for every node, the attempts bound there: the pods
@@ -458,9 +447,6 @@ func (b *Backend) dropNodeLocked(name string) {
 }
 
 func (b *Backend) nodeDeleted(o any) {
-	if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
-		o = d.Obj
-	}
 	kn, ok := o.(*corev1.Node)
 	if !ok {
 		return
@@ -498,9 +484,6 @@ func (b *Backend) foreignChanged(o any) {
 }
 
 func (b *Backend) foreignDeleted(o any) {
-	if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
-		o = d.Obj
-	}
 	p, ok := o.(*corev1.Pod)
 	if !ok {
 		return
@@ -675,9 +658,6 @@ func exitCode(p *corev1.Pod) int {
 // loses a member it did not lose on request is lost (its other members are
 // deleted, for their controller to recreate).
 func (b *Backend) podDeleted(ctx context.Context, o any) {
-	if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
-		o = d.Obj
-	}
 	p, ok := o.(*corev1.Pod)
 	if !ok {
 		return
@@ -773,13 +753,7 @@ func (b *Backend) sweep(ctx context.Context) {
 			}
 		}
 		b.mu.Unlock()
-		for _, id := range gone {
-			if _, err := svc.Cancel(ctx, id); err != nil && !errors.Is(err, control.ErrConflict) {
-				b.log.Warn("job without pods not cancelled", "job", id, "error", err)
-				continue
-			}
-			b.log.Info("job without pods cancelled", "job", id)
-		}
+		b.cancelJobs(ctx, svc, gone, "it has had no pod for "+b.cfg.GoneAfter.String())
 	}
 }
 
@@ -1165,30 +1139,17 @@ func (b *Backend) batchJobChanged(ctx context.Context, o any) {
 	why, failed := jobFailed(kj)
 	if failed && !b.failedJobs[kj.UID] {
 		b.failedJobs[kj.UID] = true
-		for id, j := range b.jobs {
-			if j.pj.Owner != nil && j.pj.Owner.UID == kj.UID && j.submitted == "ok" {
-				cancel = append(cancel, id)
-			}
-		}
+		cancel = b.jobsOfLocked(kj.UID, false)
 	}
 	svc := b.svc
 	b.mu.Unlock()
 	for _, p := range waiting {
 		b.podChanged(ctx, p)
 	}
-	for _, id := range cancel {
-		if _, err := svc.Cancel(ctx, id); err != nil && !errors.Is(err, control.ErrConflict) {
-			b.log.Warn("job of a failed Job not cancelled", "job", id, "error", err)
-			continue
-		}
-		b.log.Info("job cancelled: its Job failed", "job", id, "batch_job", kj.Namespace+"/"+kj.Name, "reason", why)
-	}
+	b.cancelJobs(ctx, svc, cancel, "its Job "+kj.Namespace+"/"+kj.Name+" failed: "+why)
 }
 
 func (b *Backend) batchJobDeleted(ctx context.Context, o any) {
-	if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
-		o = d.Obj
-	}
 	kj, ok := o.(*batchv1.Job)
 	if !ok {
 		return
@@ -1199,18 +1160,33 @@ func (b *Backend) batchJobDeleted(ctx context.Context, o any) {
 	// Its pods go with it (the garbage collector deletes them); the jobs
 	// of its pods that are not running are cancelled now, those that run
 	// when their pods go (the sweep).
-	var cancel []cluster.JobID
-	for id, j := range b.jobs {
-		if j.pj.Owner != nil && j.pj.Owner.UID == kj.UID && j.submitted == "ok" && !(j.started && !j.ended) {
-			cancel = append(cancel, id)
-		}
-	}
+	cancel := b.jobsOfLocked(kj.UID, true)
 	svc := b.svc
 	b.mu.Unlock()
-	for _, id := range cancel {
-		if _, err := svc.Cancel(ctx, id); err != nil && !errors.Is(err, control.ErrConflict) {
-			b.log.Warn("job of a deleted Job not cancelled", "job", id, "error", err)
+	b.cancelJobs(ctx, svc, cancel, "its Job "+kj.Namespace+"/"+kj.Name+" was deleted")
+}
+
+// jobsOfLocked are the submitted jobs of a batch Job's pods; with idle,
+// only those not running.
+func (b *Backend) jobsOfLocked(uid types.UID, idle bool) []cluster.JobID {
+	var out []cluster.JobID
+	for id, j := range b.jobs {
+		if j.pj.Owner != nil && j.pj.Owner.UID == uid && j.submitted == "ok" && !(idle && j.started && !j.ended) {
+			out = append(out, id)
 		}
+	}
+	return out
+}
+
+// cancelJobs cancels jobs through svc, saying why in the log; a job that
+// ended already (ErrConflict) is no error.
+func (b *Backend) cancelJobs(ctx context.Context, svc Service, ids []cluster.JobID, why string) {
+	for _, id := range ids {
+		if _, err := svc.Cancel(ctx, id); err != nil && !errors.Is(err, control.ErrConflict) {
+			b.log.Warn("job not cancelled", "job", id, "why", why, "error", err)
+			continue
+		}
+		b.log.Info("job cancelled", "job", id, "why", why)
 	}
 }
 

@@ -21,7 +21,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/cache"
 
 	"github.com/prescient-sched/prescient/agent"
 	"github.com/prescient-sched/prescient/collector"
@@ -206,19 +205,10 @@ func (a *NodeAgent) Run(ctx context.Context) error {
 				fields.OneTermEqualSelector("spec.schedulerName", SchedulerName),
 			).String()
 		}))
-	inf := factory.Core().V1().Pods().Informer()
-	reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(o any) { a.podChanged(ctx, o) },
-		UpdateFunc: func(_, o any) { a.podChanged(ctx, o) },
-		DeleteFunc: func(o any) { a.podDeleted(o) },
-	})
-	if err != nil {
-		return fmt.Errorf("kubernetes node agent: pod informer: %w", err)
-	}
-	factory.Start(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), reg.HasSynced) {
+	if err := startInformer(ctx, factory, factory.Core().V1().Pods().Informer(), func(o any) { a.podChanged(ctx, o) },
+		a.podDeleted, "pods of node "+a.cfg.Node); err != nil {
 		factory.Shutdown()
-		return fmt.Errorf("kubernetes node agent: pods of node %s not listed: %w", a.cfg.Node, context.Cause(ctx))
+		return fmt.Errorf("kubernetes node agent: %w", err)
 	}
 	close(a.synced)
 	a.log.Info("watching the node's pods for checkpoint requests")
@@ -248,9 +238,6 @@ func (a *NodeAgent) JobOfPID(pid int) (string, bool) {
 }
 
 func (a *NodeAgent) podDeleted(o any) {
-	if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
-		o = d.Obj
-	}
 	p, ok := o.(*corev1.Pod)
 	if !ok {
 		return

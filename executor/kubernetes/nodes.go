@@ -304,9 +304,6 @@ func plannerNode(p *corev1.Pod) string {
 	if p.Spec.NodeName == "" {
 		return ""
 	}
-	if !asksMIG(p) {
-		return p.Spec.NodeName
-	}
 	if prof, n, err := podMIG(p); err == nil && n > 0 {
 		return p.Spec.NodeName + MIGNodeSeparator + prof
 	}
