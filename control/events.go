@@ -238,6 +238,7 @@ func (p *Plane) synced(ctx context.Context, e executor.JobEvent) error {
 		p.log.Warn("reconcile: job lost", "job", pl.Job, "attempt", pl.Attempt, "node", e.Node)
 		errs = append(errs, p.requeue(ctx, pl.Job, pl.Attempt, store.EventRequeued, msg))
 	}
+	var ad *adoption // read once, when the first attempt may be adopted
 	for _, r := range e.Running {
 		if expected[r] {
 			continue
@@ -246,8 +247,13 @@ func (p *Plane) synced(ctx context.Context, e executor.JobEvent) error {
 		if all, ok := p.syncHoldings[r]; ok {
 			allocs = all // every node's share of it
 		}
+		if len(allocs) > 0 && ad == nil {
+			if ad, err = p.newAdoption(ctx); err != nil {
+				return errors.Join(append(errs, err)...)
+			}
+		}
 		if len(allocs) > 0 {
-			adopted, err := p.adopt(ctx, e.Node, r, allocs)
+			adopted, err := p.adopt(ctx, ad, e.Node, r, allocs)
 			if err != nil {
 				errs = append(errs, err)
 			}
@@ -267,7 +273,7 @@ func (p *Plane) synced(ctx context.Context, e executor.JobEvent) error {
 // keeps what the API server says runs instead of stopping it. It reports
 // whether it adopted; an allocation that does not fit the fleet as the
 // plane knows it, or a job the store does not have queued, is not adopted.
-func (p *Plane) adopt(ctx context.Context, node string, r executor.RunningAttempt, allocs []cluster.Allocation) (bool, error) {
+func (p *Plane) adopt(ctx context.Context, ad *adoption, node string, r executor.RunningAttempt, allocs []cluster.Allocation) (bool, error) {
 	j, err := p.cfg.Store.GetJob(ctx, r.Job)
 	if errors.Is(err, store.ErrNotFound) {
 		return false, nil
@@ -281,6 +287,10 @@ func (p *Plane) adopt(ctx context.Context, node string, r executor.RunningAttemp
 	if j.State.Active() {
 		// The store runs an earlier attempt (elsewhere, as far as this
 		// node's list goes): the backend's later one wins.
+		old, err := p.cfg.Store.GetPlacement(ctx, r.Job)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return false, err
+		}
 		if err := p.requeue(ctx, r.Job, j.Attempts, store.EventRequeued,
 			fmt.Sprintf("superseded: node %s runs attempt %d", node, r.Attempt)); err != nil {
 			return false, err
@@ -288,15 +298,15 @@ func (p *Plane) adopt(ctx context.Context, node string, r executor.RunningAttemp
 		if j, err = p.cfg.Store.GetJob(ctx, r.Job); err != nil {
 			return false, err
 		}
+		if !j.State.Active() {
+			ad.release(old.Allocations)
+		}
 	}
 	if j.State != cluster.StateQueued {
 		return false, nil
 	}
-	allocs, err = p.freeIndices(ctx, allocs)
-	if err == nil {
-		err = p.fitsFleet(ctx, allocs)
-	}
-	if err != nil {
+	allocs = ad.freeIndices(allocs)
+	if err := ad.fits(allocs); err != nil {
 		p.log.Warn("reconcile: a running attempt not adopted", "job", r.Job, "attempt", r.Attempt, "node", node, "error", err)
 		return false, nil
 	}
@@ -305,6 +315,7 @@ func (p *Plane) adopt(ctx context.Context, node string, r executor.RunningAttemp
 	if err != nil {
 		return false, err
 	}
+	ad.take(allocs)
 	p.log.Info("reconcile: running attempt adopted", "job", r.Job, "attempt", r.Attempt, "node", node, "gpus", len(allocs))
 	p.notify(ctx, store.EventStarted, j, msg)
 	return true, nil
@@ -376,15 +387,47 @@ func (p *Plane) requeueSilentNodes(ctx context.Context) {
 	}
 }
 
-// fitsFleet checks that every allocation names a GPU of a node the plane's
-// node source has.
-func (p *Plane) fitsFleet(_ context.Context, allocs []cluster.Allocation) error {
-	gpus := map[string]int{}
-	for _, n := range p.cfg.Nodes.Nodes() {
-		gpus[n.Name] = len(n.GPUs)
+// adoption is what adopting the attempts of a sync needs of the fleet,
+// read once per sync: the GPUs the store's placements hold and each
+// node's GPU count, kept up to date as attempts are adopted.
+type adoption struct {
+	used map[cluster.GPURef]bool
+	gpus map[string]int
+}
+
+func (p *Plane) newAdoption(ctx context.Context) (*adoption, error) {
+	pls, err := p.cfg.Store.Placements(ctx)
+	if err != nil {
+		return nil, err
 	}
+	ad := &adoption{used: map[cluster.GPURef]bool{}, gpus: map[string]int{}}
+	for _, pl := range pls {
+		ad.take(pl.Allocations)
+	}
+	for _, n := range p.cfg.Nodes.Nodes() {
+		ad.gpus[n.Name] = len(n.GPUs)
+	}
+	return ad, nil
+}
+
+// take marks allocations' GPUs held; release frees them.
+func (ad *adoption) take(allocs []cluster.Allocation) {
 	for _, a := range allocs {
-		n, ok := gpus[a.GPU.Node]
+		ad.used[a.GPU] = true
+	}
+}
+
+func (ad *adoption) release(allocs []cluster.Allocation) {
+	for _, a := range allocs {
+		delete(ad.used, a.GPU)
+	}
+}
+
+// fits checks that every allocation names a GPU of a node the plane's
+// node source has.
+func (ad *adoption) fits(allocs []cluster.Allocation) error {
+	for _, a := range allocs {
+		n, ok := ad.gpus[a.GPU.Node]
 		if !ok {
 			return fmt.Errorf("%s: no such node", a.GPU)
 		}
@@ -395,33 +438,24 @@ func (p *Plane) fitsFleet(_ context.Context, allocs []cluster.Allocation) error 
 	return nil
 }
 
-// freeIndices moves adopted allocations off the GPU indices the store's
-// placements hold on their node, to the lowest ones free: a backend that
-// reports holdings numbers its GPUs itself (the device plugin, not the
-// scheduler, picks a pod's devices), so only the count on each node is
-// its word.
-func (p *Plane) freeIndices(ctx context.Context, allocs []cluster.Allocation) ([]cluster.Allocation, error) {
-	pls, err := p.cfg.Store.Placements(ctx)
-	if err != nil {
-		return nil, err
-	}
-	used := map[cluster.GPURef]bool{}
-	for _, pl := range pls {
-		for _, a := range pl.Allocations {
-			used[a.GPU] = true
-		}
-	}
+// freeIndices moves adopted allocations off the GPU indices held on their
+// node, to the lowest ones free: a backend that reports holdings numbers
+// its GPUs itself (the device plugin, not the scheduler, picks a pod's
+// devices), so only the count on each node is its word.
+func (ad *adoption) freeIndices(allocs []cluster.Allocation) []cluster.Allocation {
+	mine := map[cluster.GPURef]bool{} // this attempt's, as moved so far
+	used := func(g cluster.GPURef) bool { return ad.used[g] || mine[g] }
 	out := make([]cluster.Allocation, len(allocs))
 	next := map[string]int{}
 	for i, a := range allocs {
-		if used[a.GPU] {
-			for used[cluster.GPURef{Node: a.GPU.Node, Index: next[a.GPU.Node]}] {
+		if used(a.GPU) {
+			for used(cluster.GPURef{Node: a.GPU.Node, Index: next[a.GPU.Node]}) {
 				next[a.GPU.Node]++
 			}
 			a.GPU.Index = next[a.GPU.Node]
 		}
-		used[a.GPU] = true
+		mine[a.GPU] = true
 		out[i] = a
 	}
-	return out, nil
+	return out
 }
