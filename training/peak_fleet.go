@@ -26,41 +26,28 @@ func FleetPeakSeries(ctx context.Context, mem JobMemoryReader, jobs []cluster.Jo
 	if step <= 0 {
 		return nil, fmt.Errorf("fleet peak series: step %s: want a positive duration", step)
 	}
-	runs := map[string][2]time.Time{}
-	days := map[int64]bool{}
+	runs := map[string]jobRun{}
 	for i := range jobs {
 		j := &jobs[i]
 		if !j.State.Terminal() || j.StartTime.IsZero() || j.EndTime.Sub(j.StartTime) < w.Observe+w.Horizon {
 			continue
 		}
-		runs[string(j.ID)] = [2]time.Time{j.StartTime, j.EndTime}
-		for d := j.StartTime.Truncate(telemetryChunk); !d.After(j.EndTime); d = d.Add(telemetryChunk) {
-			days[d.Unix()] = true
-		}
+		runs[string(j.ID)] = jobRun{j.StartTime, j.EndTime}
 	}
 	points := map[string]map[time.Time]float64{}
-	for _, day := range slices.Sorted(maps.Keys(days)) {
-		lo := time.Unix(day, 0).UTC()
-		hi := lo.Add(telemetryChunk)
-		series, err := mem.JobMemory(ctx, collector.JobMemoryQuery{Start: lo, End: hi, Step: step})
-		if err != nil {
-			return nil, fmt.Errorf("fleet peak series [%s, %s): %w", lo.Format(time.RFC3339), hi.Format(time.RFC3339), err)
-		}
-		for _, s := range series {
-			run, ok := runs[s.Job]
-			if !ok {
+	_, err := jobMemoryByDay(ctx, mem, runs, step, "fleet peak series", func(s collector.JobMemorySeries, run jobRun) {
+		for _, p := range s.Points {
+			if p.Time.Before(run.start.Truncate(step)) || p.Time.After(run.end) || math.IsNaN(p.Value) {
 				continue
 			}
-			for _, p := range s.Points {
-				if p.Time.Before(run[0].Truncate(step)) || p.Time.After(run[1]) || math.IsNaN(p.Value) {
-					continue
-				}
-				if points[s.Job] == nil {
-					points[s.Job] = map[time.Time]float64{}
-				}
-				points[s.Job][p.Time] = max(points[s.Job][p.Time], p.Value)
+			if points[s.Job] == nil {
+				points[s.Job] = map[time.Time]float64{}
 			}
+			points[s.Job][p.Time] = max(points[s.Job][p.Time], p.Value)
 		}
+	})
+	if err != nil {
+		return nil, err
 	}
 	out := make([]datasets.Series, 0, len(points))
 	for _, id := range slices.Sorted(maps.Keys(points)) {

@@ -41,33 +41,23 @@ type PeakFill struct {
 func FillPeakMemory(ctx context.Context, mem JobMemoryReader, jobs []cluster.Job) (PeakFill, error) {
 	var fill PeakFill
 	want := map[string]int{} // job ID → index in jobs
-	days := map[int64]bool{} // the chunks some candidate ran in, by Unix start
+	runs := map[string]jobRun{}
 	for i := range jobs {
 		j := &jobs[i]
 		if !j.State.Terminal() || j.Outcome.PeakGPUMemoryBytes > 0 || j.StartTime.IsZero() || !j.EndTime.After(j.StartTime) {
 			continue
 		}
 		want[string(j.ID)] = i
-		// The last sample may be stamped at the end: its chunk counts.
-		for d := j.StartTime.Truncate(telemetryChunk); !d.After(j.EndTime); d = d.Add(telemetryChunk) {
-			days[d.Unix()] = true
-		}
+		runs[string(j.ID)] = jobRun{j.StartTime, j.EndTime}
 	}
 	fill.Candidates = len(want)
 	peaks := map[string]float64{}
-	for _, day := range slices.Sorted(maps.Keys(days)) {
-		lo := time.Unix(day, 0).UTC()
-		hi := lo.Add(telemetryChunk)
-		fill.Queries++
-		series, err := mem.JobMemory(ctx, collector.JobMemoryQuery{Start: lo, End: hi, Step: telemetryChunk})
-		if err != nil {
-			return fill, fmt.Errorf("telemetry peaks [%s, %s): %w", lo.Format(time.RFC3339), hi.Format(time.RFC3339), err)
-		}
-		for _, s := range series {
-			if _, ok := want[s.Job]; ok {
-				peaks[s.Job] = max(peaks[s.Job], s.Peak())
-			}
-		}
+	queries, err := jobMemoryByDay(ctx, mem, runs, telemetryChunk, "telemetry peaks", func(s collector.JobMemorySeries, _ jobRun) {
+		peaks[s.Job] = max(peaks[s.Job], s.Peak())
+	})
+	fill.Queries = queries
+	if err != nil {
+		return fill, err
 	}
 	for id, peak := range peaks {
 		if peak >= 1 {
@@ -76,4 +66,38 @@ func FillPeakMemory(ctx context.Context, mem JobMemoryReader, jobs []cluster.Job
 		}
 	}
 	return fill, nil
+}
+
+// jobRun is when a job ran: from its start to its end.
+type jobRun struct{ start, end time.Time }
+
+// jobMemoryByDay reads from telemetry the memory series of the jobs of
+// runs, a day (telemetryChunk) per query at step, only for the days some
+// run covers (the last sample may be stamped at its end: that day counts),
+// and hands visit each series of a job of runs with its run. It returns
+// how many queries it made; what names the reading in errors.
+func jobMemoryByDay(ctx context.Context, mem JobMemoryReader, runs map[string]jobRun, step time.Duration, what string,
+	visit func(s collector.JobMemorySeries, run jobRun)) (int, error) {
+	days := map[int64]bool{} // by Unix start
+	for _, r := range runs {
+		for d := r.start.Truncate(telemetryChunk); !d.After(r.end); d = d.Add(telemetryChunk) {
+			days[d.Unix()] = true
+		}
+	}
+	queries := 0
+	for _, day := range slices.Sorted(maps.Keys(days)) {
+		lo := time.Unix(day, 0).UTC()
+		hi := lo.Add(telemetryChunk)
+		queries++
+		series, err := mem.JobMemory(ctx, collector.JobMemoryQuery{Start: lo, End: hi, Step: step})
+		if err != nil {
+			return queries, fmt.Errorf("%s [%s, %s): %w", what, lo.Format(time.RFC3339), hi.Format(time.RFC3339), err)
+		}
+		for _, s := range series {
+			if r, ok := runs[s.Job]; ok {
+				visit(s, r)
+			}
+		}
+	}
+	return queries, nil
 }
