@@ -67,19 +67,18 @@ func (s JobSpec) Fractional() bool { return s.GPUs == 1 && s.GPUMilli < MilliGPU
 // HasDeadline reports whether the job has a deadline.
 func (s JobSpec) HasDeadline() bool { return !s.Deadline.IsZero() }
 
-// AllowsModel reports whether the job may run on a GPU of the given model.
-// A job that names no model may run on any but a MIG instance (see
-// MIGInstanceModel): those only take the jobs that ask for them.
-func (s JobSpec) AllowsModel(model string) bool {
-	if len(s.GPUModels) == 0 {
+// AllowsModel reports whether the job may run on a GPU of the given model
+// (ModelAllowed of its GPUModels).
+func (s JobSpec) AllowsModel(model string) bool { return ModelAllowed(s.GPUModels, model) }
+
+// ModelAllowed reports whether a GPU of model is among models. Naming no
+// model allows any but a MIG instance (see MIGInstanceModel): those only
+// take the jobs that ask for them.
+func ModelAllowed(models []string, model string) bool {
+	if len(models) == 0 {
 		return !IsMIGInstanceModel(model)
 	}
-	for _, m := range s.GPUModels {
-		if m == model {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(models, model)
 }
 
 // Validate checks the spec for values no scheduler could honour. The error

@@ -1,10 +1,6 @@
 package placement
 
-import (
-	"slices"
-
-	"github.com/prescient-sched/prescient/cluster"
-)
+import "github.com/prescient-sched/prescient/cluster"
 
 // Request is what one job (pod) asks of a node: host CPU and memory, and
 // GPUs GPUs of Milli milli-GPUs each (Milli < 1000 only with GPUs == 1).
@@ -40,16 +36,11 @@ func (r *Request) affinity() int {
 	return min(r.GPUs, maxAffinity-1)
 }
 
-// allows reports whether a node of the model may take the request: any
-// model but a MIG instance's when the request names none.
+// allows reports whether a node of the model may take the request
+// (cluster.ModelAllowed); a node of no known model takes only requests
+// that name none.
 func (r *Request) allows(model string) bool {
-	if len(r.Models) == 0 {
-		return !cluster.IsMIGInstanceModel(model)
-	}
-	if model == "" {
-		return false
-	}
-	return slices.Contains(r.Models, model)
+	return (len(r.Models) == 0 || model != "") && cluster.ModelAllowed(r.Models, model)
 }
 
 // maxAffinity bounds the affinity kinds a node counts.
