@@ -110,9 +110,10 @@ func TestTheNodeAgentRelaysTheCheckpointAndThenThePodIsEvicted(t *testing.T) {
 	}
 }
 
-// The node agent's RBAC lets it patch every pod; the admission policy of
-// rbac.yaml narrows that to the pods of its own node.
-func TestTheNodeAgentChangesOnlyItsOwnNodesPods(t *testing.T) {
+// podsOnTwoNodes is a test cluster with nodes a and b and a pod of
+// Prescient's scheduler bound to each, on-a and on-b.
+func podsOnTwoNodes(t *testing.T) *testCluster {
+	t.Helper()
 	c := newTestCluster(t)
 	c.addNode("a", 8, "r1")
 	c.addNode("b", 8, "r1")
@@ -124,11 +125,22 @@ func TestTheNodeAgentChangesOnlyItsOwnNodesPods(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	return c
+}
+
+// acknowledge writes a checkpoint acknowledgement on pod ml/pod as client,
+// as a node agent does.
+func (c *testCluster) acknowledge(client kubernetes.Interface, pod string) error {
 	ack := []byte(`{"metadata":{"annotations":{"prescient.io/checkpointed-at":"2026-12-04T06:00:00Z"}}}`)
-	patch := func(client kubernetes.Interface, pod string) error {
-		_, err := client.CoreV1().Pods("ml").Patch(c.ctx, pod, types.MergePatchType, ack, metav1.PatchOptions{})
-		return err
-	}
+	_, err := client.CoreV1().Pods("ml").Patch(c.ctx, pod, types.MergePatchType, ack, metav1.PatchOptions{})
+	return err
+}
+
+// The node agent's RBAC lets it patch every pod; the admission policy of
+// rbac.yaml narrows that to the pods of its own node.
+func TestTheNodeAgentChangesOnlyItsOwnNodesPods(t *testing.T) {
+	c := podsOnTwoNodes(t)
+	patch := c.acknowledge
 	ofB := c.clientOf(agentServiceAccount, "b", false)
 	// The policy takes effect once the API server has loaded it.
 	eventually(t, "the agent of b refused a pod of a", func() bool { return apierrors.IsForbidden(patch(ofB, "on-a")) })
@@ -147,17 +159,7 @@ func TestTheNodeAgentChangesOnlyItsOwnNodesPods(t *testing.T) {
 // DaemonSet pod (TokenRequest), and the node name it carries is what the
 // admission policy checks, with no impersonation.
 func TestTheNodeAgentsPodBoundTokenKeepsItToItsNode(t *testing.T) {
-	c := newTestCluster(t)
-	c.addNode("a", 8, "r1")
-	c.addNode("b", 8, "r1")
-	for _, n := range []string{"a", "b"} {
-		c.createPod("on-"+n, podOpts{gpus: 1})
-		binding := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: "on-" + n, Namespace: "ml"},
-			Target: corev1.ObjectReference{Kind: "Node", Name: n}}
-		if err := c.admin.CoreV1().Pods("ml").Bind(c.ctx, binding, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	c := podsOnTwoNodes(t)
 	// The agent's pod on node b, as its DaemonSet would make it.
 	agentPod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "prescient-agent-b", Namespace: "prescient"},
 		Spec: corev1.PodSpec{NodeName: "b", ServiceAccountName: "prescient-agent",
@@ -178,11 +180,7 @@ func TestTheNodeAgentsPodBoundTokenKeepsItToItsNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ack := []byte(`{"metadata":{"annotations":{"prescient.io/checkpointed-at":"2026-12-04T06:00:00Z"}}}`)
-	patch := func(pod string) error {
-		_, err := agent.CoreV1().Pods("ml").Patch(c.ctx, pod, types.MergePatchType, ack, metav1.PatchOptions{})
-		return err
-	}
+	patch := func(pod string) error { return c.acknowledge(agent, pod) }
 	eventually(t, "the agent of b refused a pod of a", func() bool { return apierrors.IsForbidden(patch("on-a")) })
 	if err := patch("on-b"); err != nil {
 		t.Errorf("the agent of b patching its own node's pod with its pod-bound token: %v", err)
