@@ -100,6 +100,9 @@ type Config struct {
 	// UsageHalfLife is the half-life of tenants' usage for fair share
 	// (default 24h).
 	UsageHalfLife time.Duration
+	// WaitHalfLife is the half-life of tenants' waits for wait fairness
+	// (default executor.DefaultWaitHalfLife).
+	WaitHalfLife time.Duration
 	// NodeSyncTimeout is how long a start recorded before a restart waits
 	// for its node to come back before the job is requeued (default
 	// DefaultNodeSyncTimeout).
@@ -147,8 +150,8 @@ func (c *Config) Validate() error {
 	if c.RefineEvery < 0 {
 		errs = append(errs, fmt.Errorf("control: config: RefineEvery %s must not be negative", c.RefineEvery))
 	}
-	if c.Tick < 0 || c.Debounce < 0 || c.Grace < 0 || c.UsageHalfLife < 0 || c.NodeSyncTimeout < 0 || c.NodeLostAfter < 0 {
-		errs = append(errs, errors.New("control: config: Tick, Debounce, Grace, UsageHalfLife, NodeSyncTimeout and NodeLostAfter must not be negative"))
+	if c.Tick < 0 || c.Debounce < 0 || c.Grace < 0 || c.UsageHalfLife < 0 || c.WaitHalfLife < 0 || c.NodeSyncTimeout < 0 || c.NodeLostAfter < 0 {
+		errs = append(errs, errors.New("control: config: Tick, Debounce, Grace, UsageHalfLife, WaitHalfLife, NodeSyncTimeout and NodeLostAfter must not be negative"))
 	}
 	if c.Prices.PerGPUHour < 0 || c.Prices.PerKWh < 0 {
 		errs = append(errs, errors.New("control: config: prices must not be negative"))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -50,7 +51,7 @@ func (p *Plane) liveState(ctx context.Context) (*live, error) {
 	}
 	p.refinePeaks(ctx, lv)
 	lv.snap = cluster.NewSnapshot(&cluster.Fleet{Nodes: lv.nodes, Tenants: p.cfg.Tenants}, lv.now)
-	lv.in = executor.PlanInput{Now: lv.now, Cluster: lv.snap, UsageGPU: p.usageNow(lv)}
+	lv.in = executor.PlanInput{Now: lv.now, Cluster: lv.snap, UsageGPU: p.usageNow(lv), Waits: p.waitsNow(lv)}
 	waiter, _ := p.cfg.Backend.(executor.Waiter)
 	for i := range lv.queued {
 		if waiter != nil && waiter.Waiting(lv.queued[i].ID) {
@@ -128,6 +129,51 @@ func (p *Plane) usageNow(lv *live) map[string]time.Duration {
 		out[t] = u
 	}
 	return out
+}
+
+// waitsNow moves the tenants' decayed waits on to now: the jobs queued now
+// count as queued since the last cycle, and the live jobs not seen before
+// arrive, weighed by their submit time (a job that came and went between two
+// cycles is missed).
+func (p *Plane) waitsNow(lv *live) map[string]executor.TenantWaits {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if lv.now.Before(p.waitsAt) {
+		return maps.Clone(p.waits) // a what-if's older state changes nothing
+	}
+	seen := make(map[cluster.JobID]struct{}, len(lv.queued)+len(lv.active))
+	arrive := func(j *cluster.Job) {
+		seen[j.ID] = struct{}{}
+		if _, ok := p.arrived[j.ID]; ok {
+			return
+		}
+		w := p.waits[j.Spec.Tenant]
+		w.Arrivals += math.Exp2(-max(lv.now.Sub(j.SubmitTime), 0).Seconds() / p.cfg.WaitHalfLife.Seconds())
+		p.waits[j.Spec.Tenant] = w
+	}
+	if !p.waitsAt.IsZero() {
+		queued := map[string]int{}
+		for i := range lv.queued {
+			queued[lv.queued[i].Spec.Tenant]++
+		}
+		for t := range queued {
+			if _, ok := p.waits[t]; !ok {
+				p.waits[t] = executor.TenantWaits{}
+			}
+		}
+		dt := lv.now.Sub(p.waitsAt)
+		for t, w := range p.waits {
+			p.waits[t] = w.Advance(dt, p.cfg.WaitHalfLife, queued[t])
+		}
+	}
+	for i := range lv.queued {
+		arrive(&lv.queued[i])
+	}
+	for i := range lv.active {
+		arrive(&lv.active[i])
+	}
+	p.arrived, p.waitsAt = seen, lv.now
+	return maps.Clone(p.waits)
 }
 
 // cycle is steps 3 and 4: plan on the live state and act on the plan.

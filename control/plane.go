@@ -56,6 +56,9 @@ type Plane struct {
 	openRecs   map[string]int64 // advisor: IDs of the open recommendations, by key
 	usage      map[string]time.Duration
 	usageAt    time.Time
+	waits      map[string]executor.TenantWaits
+	waitsAt    time.Time
+	arrived    map[cluster.JobID]struct{} // live jobs counted in waits
 	lastPlan   time.Time
 	retraining bool
 	// refined holds running jobs' re-forecast P90 memory (refinePeaks);
@@ -100,6 +103,9 @@ func New(cfg Config) (*Plane, error) {
 	if cfg.UsageHalfLife == 0 {
 		cfg.UsageHalfLife = 24 * time.Hour
 	}
+	if cfg.WaitHalfLife == 0 {
+		cfg.WaitHalfLife = executor.DefaultWaitHalfLife
+	}
 	if cfg.Clock == nil {
 		cfg.Clock = time.Now
 	}
@@ -124,6 +130,7 @@ func New(cfg Config) (*Plane, error) {
 		poke: make(chan struct{}, 1), ready: make(chan struct{}), mode: cfg.Mode,
 		forecasts: map[cluster.JobID]executor.Forecast{}, reasons: map[cluster.JobID]string{},
 		deadlines: map[cluster.JobID]executor.DeadlineReport{}, openRecs: map[string]int64{}, usage: map[string]time.Duration{},
+		waits: map[string]executor.TenantWaits{},
 		unsent: map[cluster.JobID]time.Time{}, silent: map[string]time.Time{}}
 	p.jobMemory, _ = cfg.Telemetry.(collector.JobMemoryStore)
 	p.grace = cfg.Grace
@@ -165,7 +172,8 @@ func (p *Plane) Ready() <-chan struct{} { return p.ready }
 // event stream breaks. Its steps:
 //
 //  1. recover: read the active jobs and their placements from the store,
-//     rebuild the tenants' decayed usage from its events (restoreUsage),
+//     rebuild the tenants' decayed usage and waits from its events
+//     (restoreFairness),
 //     forecast the jobs, and resend the starts no node has confirmed (the
 //     backend starts each attempt once, however often it is asked);
 //  2. watch the backend's events and apply each to the store;
@@ -265,7 +273,7 @@ func (p *Plane) recover(ctx context.Context) error {
 	if _, err := p.forecastsFor(ctx, jobs); err != nil {
 		p.log.Warn("recover: forecasts failed; planning without them until they answer", "error", err)
 	}
-	if err := p.restoreUsage(ctx, p.cfg.Clock().UTC()); err != nil {
+	if err := p.restoreFairness(ctx, p.cfg.Clock().UTC()); err != nil {
 		return fmt.Errorf("control: recover: %w", err)
 	}
 	recs, err := p.cfg.Store.ListRecommendations(ctx, time.Time{}, 0)

@@ -7,70 +7,142 @@ import (
 	"time"
 
 	"github.com/prescient-sched/prescient/cluster"
+	"github.com/prescient-sched/prescient/executor"
+	"github.com/prescient-sched/prescient/store"
 )
 
-// usageLookback is how many half-lives of history restoreUsage reads: what
-// is older weighs less than 1/2^8 of its GPU-time.
+// usageLookback is how many half-lives of history restoreFairness reads for
+// usage: what is older weighs less than 1/2^8 of its GPU-time.
 const usageLookback = 8
 
-// restoreUsage rebuilds the tenants' decayed GPU-time at now from the
-// store's job events, so that a restarted plane keeps fair share instead of
-// starting every tenant from zero. A job holds its GPUs from a started
-// event until the event that takes it out of running or checkpointing; its
-// GPU-time between s and e counts GPUs × ∫ 2^(−(now−t)/H) dt, the limit of
-// what usageNow adds and decays cycle by cycle.
-func (p *Plane) restoreUsage(ctx context.Context, now time.Time) error {
-	h := p.cfg.UsageHalfLife
-	from := now.Add(-usageLookback * h)
+// waitsLookback is how many half-lives of history it reads for waits: with
+// the month-long DefaultWaitHalfLife, two months, whose older half weighs
+// less than a quarter; reading eight would mean most of a year of events.
+const waitsLookback = 2
+
+// restoreFairness rebuilds the tenants' decayed GPU-time and waits at now
+// from the store's job events, so that a restarted plane keeps fair share
+// and wait fairness instead of starting every tenant from zero.
+func (p *Plane) restoreFairness(ctx context.Context, now time.Time) error {
+	uh, wh := p.cfg.UsageHalfLife, p.cfg.WaitHalfLife
+	usageFrom, waitsFrom := now.Add(-usageLookback*uh), now.Add(-waitsLookback*wh)
+	from := usageFrom
+	if waitsFrom.Before(from) {
+		from = waitsFrom
+	}
 	jobs, err := p.cfg.Store.JobsLiveIn(ctx, from, now)
 	if err != nil {
-		return fmt.Errorf("usage history: %w", err)
+		return fmt.Errorf("fair-share history: %w", err)
 	}
 	events, err := p.cfg.Store.EventsIn(ctx, from, now)
 	if err != nil {
-		return fmt.Errorf("usage history: %w", err)
+		return fmt.Errorf("fair-share history: %w", err)
 	}
 	byID := make(map[cluster.JobID]*cluster.Job, len(jobs))
 	for i := range jobs {
 		byID[jobs[i].ID] = &jobs[i]
 	}
-	holds := func(s cluster.JobState) bool { return s == cluster.StateRunning || s == cluster.StateCheckpointing }
-	usage := map[string]time.Duration{}
-	add := func(j *cluster.Job, s, e time.Time) {
-		if j == nil || !e.After(s) {
-			return
+	usage := restoreUsage(jobs, byID, eventsFrom(events, usageFrom), usageFrom, now, uh)
+	waits := restoreWaits(jobs, byID, eventsFrom(events, waitsFrom), waitsFrom, now, wh)
+	p.mu.Lock()
+	p.usage, p.usageAt = usage, now
+	p.waits, p.waitsAt = waits, now
+	p.arrived = map[cluster.JobID]struct{}{}
+	for i := range jobs {
+		if j := &jobs[i]; !j.SubmitTime.Before(waitsFrom) && !j.State.Terminal() {
+			p.arrived[j.ID] = struct{}{} // counted above; waitsNow must not count it again
 		}
-		weight := h.Seconds() / math.Ln2 * (math.Exp2(-now.Sub(e).Seconds()/h.Seconds()) - math.Exp2(-now.Sub(s).Seconds()/h.Seconds()))
-		usage[j.Spec.Tenant] += time.Duration(weight * float64(time.Second) * float64(max(j.Spec.GPUs, 1)))
 	}
-	since := map[cluster.JobID]time.Time{} // holding GPUs since
+	p.mu.Unlock()
+	return nil
+}
+
+// eventsFrom is the events at or after from, in their order.
+func eventsFrom(events []store.Event, from time.Time) []store.Event {
+	out := make([]store.Event, 0, len(events))
+	for _, ev := range events {
+		if !ev.Time.Before(from) {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+// decayedSeconds is ∫_s^e 2^(−(now−t)/h) dt in seconds: what an interval
+// from s to e adds to a term that decays by h, seen at now.
+func decayedSeconds(s, e, now time.Time, h time.Duration) float64 {
+	hs := h.Seconds()
+	return hs / math.Ln2 * (math.Exp2(-now.Sub(e).Seconds()/hs) - math.Exp2(-now.Sub(s).Seconds()/hs))
+}
+
+// intervals calls add for each stretch within [from, now] that a job spent
+// in a state that in accepts, from the events (in time order) and, for jobs
+// without events there, their state.
+func intervals(jobs []cluster.Job, events []store.Event, from, now time.Time, in func(cluster.JobState) bool, add func(id cluster.JobID, s, e time.Time)) {
+	since := map[cluster.JobID]time.Time{}
 	seen := map[cluster.JobID]bool{}
 	for _, ev := range events {
 		seen[ev.JobID] = true
 		s, open := since[ev.JobID]
 		switch {
-		case holds(ev.To) && !open:
-			if holds(ev.From) { // held them before the window
-				add(byID[ev.JobID], from, ev.Time)
+		case in(ev.To) && !open:
+			if in(ev.From) { // in it before the window
+				add(ev.JobID, from, ev.Time)
 			}
 			since[ev.JobID] = ev.Time
-		case !holds(ev.To) && open:
-			add(byID[ev.JobID], s, ev.Time)
+		case !in(ev.To) && open:
+			add(ev.JobID, s, ev.Time)
 			delete(since, ev.JobID)
-		case !holds(ev.To) && holds(ev.From): // held them since before the window
-			add(byID[ev.JobID], from, ev.Time)
+		case !in(ev.To) && in(ev.From): // in it since before the window
+			add(ev.JobID, from, ev.Time)
 		}
 	}
 	for id, s := range since {
-		add(byID[id], s, now)
+		add(id, s, now)
 	}
 	for i := range jobs {
-		if j := &jobs[i]; !seen[j.ID] && holds(j.State) { // ran through the whole window
-			add(j, from, now)
+		if j := &jobs[i]; !seen[j.ID] && in(j.State) { // in it through the whole window
+			add(j.ID, from, now)
 		}
 	}
-	p.mu.Lock()
-	p.usage, p.usageAt = usage, now
-	p.mu.Unlock()
-	return nil
+}
+
+// restoreUsage is the tenants' decayed GPU-time: a job holds its GPUs from
+// a started event until the event that takes it out of running or
+// checkpointing; its GPU-time between s and e counts GPUs × ∫ 2^(−(now−t)/H)
+// dt, the limit of what usageNow adds and decays cycle by cycle.
+func restoreUsage(jobs []cluster.Job, byID map[cluster.JobID]*cluster.Job, events []store.Event, from, now time.Time, h time.Duration) map[string]time.Duration {
+	usage := map[string]time.Duration{}
+	holds := func(s cluster.JobState) bool { return s == cluster.StateRunning || s == cluster.StateCheckpointing }
+	intervals(jobs, events, from, now, holds, func(id cluster.JobID, s, e time.Time) {
+		if j := byID[id]; j != nil && e.After(s) {
+			usage[j.Spec.Tenant] += time.Duration(decayedSeconds(s, e, now, h) * float64(time.Second) * float64(max(j.Spec.GPUs, 1)))
+		}
+	})
+	return usage
+}
+
+// restoreWaits is the tenants' decayed queueing, what waitsNow adds up
+// cycle by cycle: each stretch a job spent queued adds its decayed seconds,
+// each job submitted in the window adds its decayed arrival.
+func restoreWaits(jobs []cluster.Job, byID map[cluster.JobID]*cluster.Job, events []store.Event, from, now time.Time, h time.Duration) map[string]executor.TenantWaits {
+	waits := map[string]executor.TenantWaits{}
+	queued := func(s cluster.JobState) bool { return s == cluster.StateQueued }
+	intervals(jobs, events, from, now, queued, func(id cluster.JobID, s, e time.Time) {
+		if j := byID[id]; j != nil && e.After(s) {
+			w := waits[j.Spec.Tenant]
+			w.QueuedS += decayedSeconds(s, e, now, h)
+			waits[j.Spec.Tenant] = w
+		}
+	})
+	for i := range jobs {
+		j := &jobs[i]
+		if j.SubmitTime.Before(from) || j.SubmitTime.After(now) {
+			continue
+		}
+		w := waits[j.Spec.Tenant]
+		w.Arrivals += math.Exp2(-now.Sub(j.SubmitTime).Seconds() / h.Seconds())
+		waits[j.Spec.Tenant] = w
+	}
+	return waits
 }

@@ -50,3 +50,39 @@ func TestARestartKeepsTheTenantsUsage(t *testing.T) {
 		t.Errorf("t2's usage %.3f GPU-hours, want about %.3f", got, 3*math.Exp2(-1.5/24))
 	}
 }
+
+// A restart keeps the tenants' waits too: what restoreFairness rebuilds of
+// queued time and arrivals is what waitsNow had added up cycle by cycle.
+func TestARestartKeepsTheTenantsWaits(t *testing.T) {
+	e := newEnv(t, fleetOf(1, 1), nil)
+	a := spec(1, 10*time.Hour)
+	b := spec(1, 10*time.Hour)
+	b.Tenant = "t2"
+	e.submit("a", a)
+	e.plane.cycle(e.ctx)
+	e.event(executor.JobEvent{Type: executor.JobStarted, Job: "a", Attempt: 1, Node: "n0"})
+	e.submit("b", b) // waits for a's GPU
+	step := func(n int) {
+		for range n {
+			e.clock.Advance(5 * time.Minute)
+			e.plane.cycle(e.ctx)
+		}
+	}
+	step(24) // 2 h
+	before := e.plane.waitsNow(&live{now: e.clock.Now()})
+	if before["t2"].QueuedS <= 0 || before["t2"].Arrivals <= 0 || before["t1"].Arrivals <= 0 {
+		t.Fatalf("waits before the restart %+v: want t2 queued and both arrived", before)
+	}
+	e.restart()
+	after := e.plane.waitsNow(&live{now: e.clock.Now()})
+	for _, tenant := range []string{"t1", "t2"} {
+		bw, aw := before[tenant], after[tenant]
+		if math.Abs(aw.QueuedS-bw.QueuedS) > 0.01*math.Max(bw.QueuedS, 1) || math.Abs(aw.Arrivals-bw.Arrivals) > 0.01*bw.Arrivals {
+			t.Errorf("tenant %s: waits %+v after the restart, %+v before", tenant, aw, bw)
+		}
+	}
+	// b has waited 2 h, decayed by a month's half-life: about 7,200 s.
+	if got := after["t2"].QueuedS; math.Abs(got-7200) > 100 {
+		t.Errorf("t2 queued %.0f job-seconds, want about 7200", got)
+	}
+}

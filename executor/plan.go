@@ -86,6 +86,9 @@ type PlanInput struct {
 	Running     []*RunningJob
 	// UsageGPU is each tenant's decayed GPU-time, for fair share.
 	UsageGPU map[string]time.Duration
+	// Waits is each tenant's decayed queueing (job-seconds queued and jobs
+	// arrived), for wait fairness; nil leaves it out.
+	Waits map[string]TenantWaits
 	// NodeMTBF is the mean time between failures of one node; zero means
 	// failures are not expected.
 	NodeMTBF time.Duration

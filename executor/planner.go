@@ -248,7 +248,35 @@ func fairShares(in *PlanInput) map[string]FairShare {
 		fs.Factor = math.Exp2(fs.Usage/fs.Share - 1)
 		out[name] = fs
 	}
+	addWaitRatios(out, in.Waits)
 	return out
+}
+
+// addWaitRatios sets each tenant's WaitRatio: its average wait per arrived
+// job (queued job-seconds over arrivals, both decayed; by Little's law the
+// mean wait) over the fleet's. A tenant that only appears here gets a
+// FairShare at its share (Factor 1).
+func addWaitRatios(out map[string]FairShare, waits map[string]TenantWaits) {
+	var q, a float64
+	for _, w := range waits {
+		q += w.QueuedS
+		a += w.Arrivals
+	}
+	if q <= 0 || a <= 0 {
+		return
+	}
+	fleet := q / a
+	for name, w := range waits {
+		if w.Arrivals <= 0 {
+			continue
+		}
+		fs, ok := out[name]
+		if !ok {
+			fs.Factor = 1
+		}
+		fs.WaitRatio = w.QueuedS / w.Arrivals / fleet
+		out[name] = fs
+	}
 }
 
 // gpusOf is a job's whole-GPU demand for counting (a share counts as one).

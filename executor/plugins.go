@@ -3,6 +3,7 @@ package executor
 import (
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/prescient-sched/prescient/cluster"
@@ -38,6 +39,36 @@ type FairShare struct {
 	// Factor is 2^(Usage/Share − 1): 1 at its share, 2 at twice it, ½
 	// unused; orders scale a job's length by it.
 	Factor float64
+	// WaitRatio is the tenant's decayed average wait per job over the
+	// fleet's: 1 when its jobs wait as long as everyone's, 0 when unknown
+	// (PlanInput.Waits left out).
+	WaitRatio float64
+}
+
+// TenantWaits is one tenant's queueing, each term decayed with the same
+// half-life: QueuedS integrates the number of its jobs in the queue over
+// time (job-seconds), Arrivals counts its jobs as they arrive. QueuedS /
+// Arrivals is its mean wait per job.
+type TenantWaits struct {
+	QueuedS  float64
+	Arrivals float64
+}
+
+// DefaultWaitHalfLife is the half-life of tenants' waits: wait fairness
+// looks back about a month, the span over which tenants compare how long
+// their jobs waited.
+const DefaultWaitHalfLife = 30 * 24 * time.Hour
+
+// Advance moves w on by dt during which queued jobs of the tenant waited:
+// both terms decay by halfLife, and the queued jobs add their decayed
+// job-seconds, queued × ∫_0^dt 2^(−t/halfLife) dt.
+func (w TenantWaits) Advance(dt, halfLife time.Duration, queued int) TenantWaits {
+	if dt <= 0 || halfLife <= 0 {
+		return w
+	}
+	h := halfLife.Seconds()
+	decay := math.Exp2(-dt.Seconds() / h)
+	return TenantWaits{QueuedS: w.QueuedS*decay + float64(queued)*h/math.Ln2*(1-decay), Arrivals: w.Arrivals * decay}
 }
 
 // QueueOrder ranks jobs, queued and running alike (preemption compares
@@ -99,9 +130,10 @@ const (
 )
 
 // Reserver says which blocked jobs get a reservation. reserved is the
-// number of reservations made so far in this cycle.
+// number of reservations made so far in this cycle; ctx is the cycle's
+// clock and tenants' shares, as the order saw them.
 type Reserver interface {
-	Reserve(v *JobView, reserved int, now time.Time) (bool, string)
+	Reserve(v *JobView, reserved int, ctx *OrderContext) (bool, string)
 }
 
 // Policy is a planner configuration: one plugin per decision.

@@ -14,7 +14,7 @@ import (
 // GPUs it would get then are fenced: a job that runs past a shadow time may
 // start only outside the fence (see placeBackfill).
 func (c *cycle) reserve(v *JobView) {
-	ok, why := c.p.Reserver.Reserve(v, len(c.reservations), c.in.Now)
+	ok, why := c.p.Reserver.Reserve(v, len(c.reservations), c.octx)
 	if !ok {
 		return
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/prescient-sched/prescient/executor/plugins/firstfit"
 	"github.com/prescient-sched/prescient/executor/plugins/fixedinterval"
 	"github.com/prescient-sched/prescient/executor/plugins/leastlostwork"
+	"github.com/prescient-sched/prescient/executor/plugins/placement"
 	"github.com/prescient-sched/prescient/executor/plugins/prescient"
 	"github.com/prescient-sched/prescient/executor/plugins/sjf"
 	"github.com/prescient-sched/prescient/executor/plugins/srtf"
@@ -35,7 +36,8 @@ type Options struct {
 }
 
 // DefaultPreemptMinRun is how long the prescient policy lets a job run
-// before it may be preempted, so that every attempt makes some progress.
+// before it may be preempted, so that every attempt makes some progress;
+// it doubles with each earlier attempt of the job.
 const DefaultPreemptMinRun = 10 * time.Minute
 
 // DefaultGrace is the grace period of a preemption when Options leave it 0.
@@ -66,7 +68,7 @@ func registry() map[string]entry {
 		"srtf-oracle":   {doc: "shortest remaining true time first; preemptive", checkpoint: "none", build: buildSRTF},
 		"tiresias":      {doc: "2D least attained service, discretized queues, starvation promotion; preemptive; no forecasts", checkpoint: "none", build: buildTiresias},
 		"easy-backfill": {doc: "FIFO with EASY backfilling on P90 estimates", checkpoint: "none", forecasts: true, build: buildEASY},
-		"prescient":     {doc: "tiers, fair share, deadlines with reservations and backfill, shortest predicted remaining first with checkpoint-first least-lost-work preemption, Young/Daly checkpoints losing at most 20m", checkpoint: PrescientCheckpoint, forecasts: true, build: buildPrescient},
+		"prescient":     {doc: "tiers, fair share of GPUs and of waiting, deadlines with reservations and backfill, Gittins order on the forecast's spread with checkpoint-first least-lost-work preemption, Young/Daly checkpoints losing at most 20m, the prescient placement", checkpoint: PrescientCheckpoint, forecasts: true, build: buildPrescient},
 	}
 }
 
@@ -214,7 +216,14 @@ func buildPrescient(p *executor.Policy, o Options) error {
 	if minRun == 0 {
 		minRun = DefaultPreemptMinRun
 	}
-	pre, err := leastlostwork.New(leastlostwork.Args{UrgencyWindow: a.UrgencyWindow, MinRun: minRun, ShorterBy: 2, Margin: 600})
-	p.Order, p.Blocking, p.Reserver, p.Preemptor = ord, executor.Reserve, res, pre
+	pre, err := leastlostwork.New(leastlostwork.Args{UrgencyWindow: a.UrgencyWindow, MinRun: minRun, BackOff: true, ShorterBy: 2, Margin: 600, ByClass: true})
+	if err != nil {
+		return err
+	}
+	// The full policy packs with its own placement (fragmentation-aware,
+	// topology- and energy-scored) rather than the baselines' first fit:
+	// multi-GPU jobs find whole nodes, which fairness between tenants needs.
+	place, err := placement.NewPlacer(placement.PrescientName, placement.PlacerArgs{})
+	p.Order, p.Blocking, p.Reserver, p.Preemptor, p.Placer = ord, executor.Reserve, res, pre, place
 	return err
 }

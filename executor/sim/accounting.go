@@ -59,6 +59,9 @@ func (s *Simulator) advance(t time.Time) {
 		for tenant, u := range s.usage {
 			s.usage[tenant] = time.Duration(float64(u) * decay)
 		}
+		for tenant, w := range s.waits {
+			s.waits[tenant] = w.Advance(t.Sub(a.last), s.cfg.WaitHalfLife, s.queuedN[tenant])
+		}
 		for tenant, g := range s.held {
 			s.usage[tenant] += time.Duration(float64(g) * dt * float64(time.Second))
 		}

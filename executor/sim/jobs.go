@@ -9,6 +9,7 @@ import (
 )
 
 func (s *Simulator) enqueue(j *simJob) {
+	s.queuedN[j.job.Spec.Tenant]++
 	if s.sorted != nil {
 		s.sorted.Add(&j.view, s.now)
 		j.qpos = 0 // in the queue; positions are the sorted queue's
@@ -19,6 +20,7 @@ func (s *Simulator) enqueue(j *simJob) {
 }
 
 func (s *Simulator) dequeue(j *simJob) {
+	s.queuedN[j.job.Spec.Tenant]--
 	if s.sorted != nil {
 		s.sorted.Remove(&j.view)
 		j.qpos = -1

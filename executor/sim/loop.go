@@ -116,6 +116,9 @@ func (s *Simulator) arrive(ctx context.Context, next int) (int, error) {
 		}
 		j.view.Forecast = byID[j.job.ID]
 		j.view.QueuedSince = s.now
+		w := s.waits[j.job.Spec.Tenant]
+		w.Arrivals++
+		s.waits[j.job.Spec.Tenant] = w // its queued time comes with the clock (advance)
 		s.enqueue(j)
 		if s.cfg.Preemptive || s.free.FreeGPUs() > 0 || j.gpus == 0 || j.job.Spec.Fractional() {
 			s.dirty = true
@@ -153,7 +156,7 @@ func (s *Simulator) plan(ctx context.Context) error {
 	s.refreshRunning()
 	in := executor.PlanInput{
 		Now: s.now, Cluster: s.snap, Free: s.free, Queue: s.queue, Running: s.running,
-		UsageGPU: s.usage, NodeMTBF: s.cfg.NodeMTBF, PreemptionRate: s.acct.preemptionRate(),
+		UsageGPU: s.usage, Waits: s.waits, NodeMTBF: s.cfg.NodeMTBF, PreemptionRate: s.acct.preemptionRate(),
 		Unexplained: true, // the replay reads decisions, not their reasons
 	}
 	if s.sorted != nil {

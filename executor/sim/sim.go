@@ -38,7 +38,10 @@ type Config struct {
 	CheckpointCost time.Duration
 	// UsageHalfLife is the half-life of tenants' usage for fair share.
 	UsageHalfLife time.Duration
-	Seed          uint64
+	// WaitHalfLife is the half-life of tenants' waits for wait fairness
+	// (default executor.DefaultWaitHalfLife).
+	WaitHalfLife time.Duration
+	Seed         uint64
 	// Power gives each GPU's idle and busy power; nil means DefaultPower.
 	Power func(cluster.GPU) PowerModel
 	// NodePower gives each node's base and parked power; nil means
@@ -86,7 +89,7 @@ func (c *Config) Validate() error {
 	if c.Forecaster == nil {
 		errs = append(errs, errors.New("sim: no forecaster"))
 	}
-	if c.NodeMTBF < 0 || c.NodeRepair < 0 || c.CheckpointCost < 0 || c.UsageHalfLife < 0 || c.ParkIdleAfter < 0 || c.WakeTime < 0 {
+	if c.NodeMTBF < 0 || c.NodeRepair < 0 || c.CheckpointCost < 0 || c.UsageHalfLife < 0 || c.WaitHalfLife < 0 || c.ParkIdleAfter < 0 || c.WakeTime < 0 {
 		errs = append(errs, errors.New("sim: negative duration"))
 	}
 	if len(c.Running) > 0 && c.Start.IsZero() {
@@ -137,6 +140,8 @@ type Simulator struct {
 	runJobs []*simJob // runJobs[i] is the job of running[i]
 	usage   map[string]time.Duration
 	held    map[string]int
+	waits   map[string]executor.TenantWaits // tenants' decayed queueing
+	queuedN map[string]int                  // tenants' jobs in the queue
 	acct    accounting
 	dirty   bool
 	wakeAt  time.Time
@@ -163,6 +168,9 @@ func newSimulator(cfg Config) (*Simulator, error) {
 	if cfg.UsageHalfLife == 0 {
 		cfg.UsageHalfLife = 24 * time.Hour
 	}
+	if cfg.WaitHalfLife == 0 {
+		cfg.WaitHalfLife = executor.DefaultWaitHalfLife
+	}
 	if cfg.Power == nil {
 		cfg.Power = DefaultPower
 	}
@@ -178,7 +186,8 @@ func newSimulator(cfg Config) (*Simulator, error) {
 	fleet := *cfg.Fleet
 	fleet.Nodes = slices.Clone(cfg.Fleet.Nodes) // node states change here, not in the caller's fleet
 	s := &Simulator{cfg: cfg, log: cfg.Logger.With("component", "sim"), rng: rand.New(rand.NewPCG(cfg.Seed, 0x5eed)),
-		byID: make(map[cluster.JobID]*simJob, len(cfg.Jobs)), usage: map[string]time.Duration{}, held: map[string]int{}}
+		byID: make(map[cluster.JobID]*simJob, len(cfg.Jobs)), usage: map[string]time.Duration{}, held: map[string]int{},
+		waits: map[string]executor.TenantWaits{}, queuedN: map[string]int{}}
 	switch {
 	case !cfg.Start.IsZero():
 		s.now = cfg.Start

@@ -32,6 +32,13 @@ func replay(t failer, policy string, fleet *cluster.Fleet, jobs []cluster.Job, m
 	if err != nil {
 		t.Fatal(err)
 	}
+	return replayPolicy(t, pol, fleet, jobs, mod)
+}
+
+// replayPolicy is replay with an assembled policy.
+func replayPolicy(t failer, pol executor.Policy, fleet *cluster.Fleet, jobs []cluster.Job, mod func(*sim.Config)) *sim.Result {
+	t.Helper()
+	policy := pol.Name
 	planner, err := executor.New(pol)
 	if err != nil {
 		t.Fatal(err)

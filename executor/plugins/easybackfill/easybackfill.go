@@ -1,8 +1,6 @@
 package easybackfill
 
 import (
-	"time"
-
 	"github.com/prescient-sched/prescient/executor"
 )
 
@@ -18,6 +16,6 @@ var _ executor.Reserver = (*EASY)(nil)
 func New() *EASY { return &EASY{} }
 
 // Reserve implements executor.Reserver: only the first blocked job.
-func (*EASY) Reserve(_ *executor.JobView, reserved int, _ time.Time) (bool, string) {
+func (*EASY) Reserve(_ *executor.JobView, reserved int, _ *executor.OrderContext) (bool, string) {
 	return reserved == 0, "first blocked job (EASY)"
 }

@@ -17,6 +17,11 @@ type Args struct {
 	UrgencyWindow time.Duration
 	// MinRun protects jobs that started less than this long ago.
 	MinRun time.Duration
+	// BackOff doubles a job's MinRun for each earlier attempt (MinRun ×
+	// 2^(attempts−1)), so a job that was stopped before is not stopped again
+	// right away: without it long jobs can be displaced over and over, each
+	// time waiting in the queue again.
+	BackOff bool
 	// ShorterBy, when positive, also lets a job displace a running job of
 	// its own tier whose order key agrees with its own in every element but
 	// the last, where the victim's is at least ShorterBy times the job's
@@ -27,6 +32,11 @@ type Args struct {
 	// Margin is the least difference, in the last key element's unit
 	// (seconds for the prescient order), for ShorterBy.
 	Margin float64
+	// ByClass lets a job that is not urgent displace a running job of its
+	// tier whose order key has a greater second element: with the prescient
+	// order, a starving job or a job of a tenant that is behind displaces a
+	// job of the classes after it.
+	ByClass bool
 }
 
 // Validate rejects negative durations and factors.
@@ -65,10 +75,11 @@ func (l *LeastLostWork) Victims(job *executor.JobView, jobKey executor.Key, runn
 	out := make([]*executor.RunningJob, 0, limit)
 	for k, r := range running {
 		rt := r.Job.Spec.Tier
-		if ctx.Now.Sub(r.Started) < l.args.MinRun {
+		if ctx.Now.Sub(r.Started) < l.minRun(r) {
 			continue
 		}
-		if !(rt < tier || (urgent && rt == tier && !r.Job.Spec.HasDeadline()) || (rt == tier && l.longer(jobKey, keys[k]))) {
+		if !(rt < tier || (urgent && rt == tier && !r.Job.Spec.HasDeadline()) || (rt == tier && l.longer(jobKey, keys[k])) ||
+			(rt == tier && !urgent && l.laterClass(jobKey, keys[k]))) {
 			continue
 		}
 		i := len(out)
@@ -87,6 +98,14 @@ func (l *LeastLostWork) Victims(job *executor.JobView, jobKey executor.Key, runn
 	return out
 }
 
+// minRun is how long r is protected after it started.
+func (l *LeastLostWork) minRun(r *executor.RunningJob) time.Duration {
+	if !l.args.BackOff || r.Job.Attempts <= 1 {
+		return l.args.MinRun
+	}
+	return l.args.MinRun << min(r.Job.Attempts-1, 16)
+}
+
 // longer reports whether a running job's key is ShorterBy times longer than
 // the job's, the other elements being equal.
 func (l *LeastLostWork) longer(job, victim executor.Key) bool {
@@ -100,6 +119,11 @@ func (l *LeastLostWork) longer(job, victim executor.Key) bool {
 		}
 	}
 	return victim[last] >= l.args.ShorterBy*job[last]+l.args.Margin
+}
+
+// laterClass reports whether ByClass lets the job displace the victim.
+func (l *LeastLostWork) laterClass(job, victim executor.Key) bool {
+	return l.args.ByClass && job[0] == victim[0] && job[1] < victim[1]
 }
 
 // loses reports whether a is the better victim: lower tier, then less work

@@ -1,9 +1,12 @@
 package leastlostwork
 
 import (
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/executor"
 )
 
@@ -37,5 +40,65 @@ func TestArgsAreValidated(t *testing.T) {
 		if _, err := New(a); err == nil {
 			t.Errorf("New(%+v) accepted", a)
 		}
+	}
+}
+
+// victimsOf runs Victims for a queued job of key jobKey against running jobs
+// of the same tier with the given keys, attempts and run times.
+func victimsOf(t *testing.T, l *LeastLostWork, jobKey executor.Key, keys []executor.Key, attempts []int, ran []time.Duration) []string {
+	t.Helper()
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	job := &executor.JobView{Job: &cluster.Job{ID: "queued"}}
+	var running []*executor.RunningJob
+	for i := range keys {
+		running = append(running, &executor.RunningJob{
+			JobView: executor.JobView{Job: &cluster.Job{ID: cluster.JobID(fmt.Sprintf("r%d", i)), Attempts: attempts[i]}},
+			Started: now.Add(-ran[i]),
+		})
+	}
+	var ids []string
+	for _, r := range l.Victims(job, jobKey, running, keys, &executor.OrderContext{Now: now}, len(running)) {
+		ids = append(ids, string(r.Job.ID))
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+func TestBackOffDoublesMinRunWithEachAttempt(t *testing.T) {
+	l, err := New(Args{MinRun: 10 * time.Minute, ShorterBy: 2, BackOff: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := executor.Key{0, 3, 1e6}
+	keys := []executor.Key{long, long, long, long}
+	attempts := []int{1, 2, 3, 3}
+	ran := []time.Duration{15 * time.Minute, 15 * time.Minute, 30 * time.Minute, 45 * time.Minute}
+	// r0: first attempt, past 10m; r1: second, under 20m; r2: third, under
+	// 40m; r3: third, past 40m.
+	if got, want := victimsOf(t, l, executor.Key{0, 3, 60}, keys, attempts, ran), []string{"r0", "r3"}; !slices.Equal(got, want) {
+		t.Errorf("victims with back-off = %v, want %v", got, want)
+	}
+	l.args.BackOff = false
+	if got, want := victimsOf(t, l, executor.Key{0, 3, 60}, keys, attempts, ran), []string{"r0", "r1", "r2", "r3"}; !slices.Equal(got, want) {
+		t.Errorf("victims without back-off = %v, want %v", got, want)
+	}
+}
+
+func TestByClassLetsAnEarlierClassDisplaceALaterOne(t *testing.T) {
+	l, err := New(Args{ByClass: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := []executor.Key{{0, 3, 60}, {0, 2, 60}, {1, 3, 60}}
+	one := []int{1, 1, 1}
+	ran := []time.Duration{time.Hour, time.Hour, time.Hour}
+	// A class-2 job displaces the class-3 job, not one of its own class,
+	// and not one whose key's first element (the tier) differs.
+	if got, want := victimsOf(t, l, executor.Key{0, 2, 1e6}, keys, one, ran), []string{"r0"}; !slices.Equal(got, want) {
+		t.Errorf("victims by class = %v, want %v", got, want)
+	}
+	l.args.ByClass = false
+	if got := victimsOf(t, l, executor.Key{0, 2, 1e6}, keys, one, ran); len(got) != 0 {
+		t.Errorf("victims without ByClass = %v, want none", got)
 	}
 }

@@ -3,6 +3,7 @@ package prescient
 import (
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/prescient-sched/prescient/cluster"
@@ -27,11 +28,23 @@ type Args struct {
 	ReserveAfter time.Duration
 	// MaxReservations bounds the reservations of one cycle.
 	MaxReservations int
+	// WaitFloor and WaitExponent weigh a tenant's jobs by how long its jobs
+	// wait against everyone's (executor.FairShare.WaitRatio, r): a tenant
+	// with r above WaitFloor has its jobs' lengths scaled by
+	// (WaitFloor/r)^WaitExponent, so its jobs move ahead of shorter ones of
+	// tenants that wait less. Exponent 0 turns it off.
+	WaitFloor, WaitExponent float64
+	// BehindRatio: a tenant whose jobs wait more than this many times the
+	// fleet's average is behind: its jobs run before every other
+	// non-urgent, non-starving job of their tier, are not displaced by
+	// them, and get reservations when blocked. 0 turns it off.
+	BehindRatio float64
 }
 
 // DefaultArgs are the values the prescient policy uses.
 func DefaultArgs() Args {
-	return Args{UrgencyWindow: 30 * time.Minute, AgingHorizon: 6 * time.Hour, ReserveAfter: 24 * time.Hour, MaxReservations: 4}
+	return Args{UrgencyWindow: 30 * time.Minute, AgingHorizon: 6 * time.Hour, ReserveAfter: 24 * time.Hour, MaxReservations: 4,
+		WaitFloor: 0.7, WaitExponent: 8, BehindRatio: 1.5}
 }
 
 // Validate rejects non-positive durations and counts.
@@ -48,6 +61,12 @@ func (a Args) Validate() error {
 	}
 	if a.MaxReservations < 1 {
 		errs = append(errs, fmt.Errorf("prescient: max reservations %d must be at least 1", a.MaxReservations))
+	}
+	if !(a.WaitFloor > 0) || math.IsInf(a.WaitFloor, 0) || !(a.WaitExponent >= 0) || math.IsInf(a.WaitExponent, 0) {
+		errs = append(errs, fmt.Errorf("prescient: wait floor %g must be positive and wait exponent %g non-negative, both finite", a.WaitFloor, a.WaitExponent))
+	}
+	if !(a.BehindRatio == 0 || a.BehindRatio >= 1) || math.IsInf(a.BehindRatio, 0) {
+		errs = append(errs, fmt.Errorf("prescient: behind ratio %g must be 0 or at least 1", a.BehindRatio))
 	}
 	return errors.Join(errs...)
 }
@@ -71,31 +90,55 @@ func NewOrder(a Args) (*Order, error) {
 // Name implements executor.QueueOrder.
 func (*Order) Name() string { return Name }
 
+// Classes of the key's second element, in the order they run.
+const (
+	classUrgent   = 0 // deadline slack ran out: by latest start
+	classStarving = 1 // waited ReserveAfter: in the order queued
+	classBehind   = 2 // of a tenant that waits BehindRatio × the fleet
+	classOther    = 3
+)
+
 // Key implements executor.QueueOrder: the tier (higher first); then urgent
 // deadline jobs by latest start; then jobs that waited ReserveAfter
-// (starving) in the order they were queued; then the others by predicted
-// P50 remaining time, scaled by the tenant's fair-share factor
-// 2^(usage/share − 1) and divided by 1 + wait/AgingHorizon.
+// (starving) in the order they were queued; then jobs of tenants that are
+// behind; then the others. Within the last two classes jobs go by their
+// Gittins length (see gittinsLength: the predicted remaining time when the
+// forecast is sure, shorter when it is wide and the job has not run, longer
+// when it has run past its forecast), scaled by the tenant's fair-share
+// factor 2^(usage/share − 1) and its wait weight, and divided by
+// 1 + wait/AgingHorizon.
 func (o *Order) Key(v *executor.JobView, ctx *executor.OrderContext) executor.Key {
 	tier := -float64(v.Job.Spec.Tier)
 	if executor.Urgent(v, ctx.Now, o.args.UrgencyWindow) {
 		latest := v.Job.Spec.Deadline.Add(-v.RemainingP90())
-		return executor.Key{tier, 0, float64(latest.Unix())}
+		return executor.Key{tier, classUrgent, float64(latest.Unix())}
 	}
 	queued := v.Job.State == cluster.StateQueued
 	wait := max(ctx.Now.Sub(v.QueuedSince), 0)
 	if queued && wait >= o.args.ReserveAfter {
-		return executor.Key{tier, 1, float64(v.QueuedSince.Unix())}
+		return executor.Key{tier, classStarving, float64(v.QueuedSince.Unix())}
 	}
-	fair := 1.0
+	fair, class := 1.0, float64(classOther)
 	if fs, ok := ctx.Shares[v.Job.Spec.Tenant]; ok {
 		fair = fs.Factor
+		if o.args.behind(fs) {
+			fair, class = 1, classBehind
+		}
+		if r := fs.WaitRatio; r > o.args.WaitFloor && o.args.WaitExponent > 0 {
+			fair *= math.Pow(o.args.WaitFloor/r, o.args.WaitExponent)
+		}
 	}
 	age := 1.0
 	if queued { // a running job ages no more
 		age += wait.Seconds() / o.args.AgingHorizon.Seconds()
 	}
-	return executor.Key{tier, 2, v.RemainingP50().Seconds() * fair / age}
+	return executor.Key{tier, class, gittinsLength(v) * fair / age}
+}
+
+// behind reports whether a tenant's jobs wait more than BehindRatio times
+// the fleet's.
+func (a Args) behind(fs executor.FairShare) bool {
+	return a.BehindRatio > 0 && fs.WaitRatio > a.BehindRatio
 }
 
 // NextChange implements executor.Waker: when a queued deadline job turns

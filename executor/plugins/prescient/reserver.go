@@ -1,6 +1,7 @@
 package prescient
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/prescient-sched/prescient/executor"
@@ -9,8 +10,9 @@ import (
 // ReserverName is the reserver's name.
 const ReserverName = "prescient-reserve"
 
-// Reserver gives reservations to urgent deadline jobs and to jobs that
-// waited ReserveAfter, up to MaxReservations a cycle.
+// Reserver gives reservations to urgent deadline jobs, to jobs that waited
+// ReserveAfter and to jobs of tenants that are behind (their jobs wait
+// BehindRatio times the fleet's), up to MaxReservations a cycle.
 type Reserver struct{ args Args }
 
 var _ executor.Reserver = (*Reserver)(nil)
@@ -24,7 +26,9 @@ func NewReserver(a Args) (*Reserver, error) {
 }
 
 // Reserve implements executor.Reserver.
-func (r *Reserver) Reserve(v *executor.JobView, reserved int, now time.Time) (bool, string) {
+func (r *Reserver) Reserve(v *executor.JobView, reserved int, ctx *executor.OrderContext) (bool, string) {
+	now := ctx.Now
+	fs := ctx.Shares[v.Job.Spec.Tenant]
 	switch {
 	case reserved >= r.args.MaxReservations:
 		return false, ""
@@ -32,6 +36,8 @@ func (r *Reserver) Reserve(v *executor.JobView, reserved int, now time.Time) (bo
 		return true, "deadline slack ran out"
 	case now.Sub(v.QueuedSince) >= r.args.ReserveAfter:
 		return true, "waited " + now.Sub(v.QueuedSince).Round(time.Minute).String()
+	case r.args.behind(fs):
+		return true, fmt.Sprintf("tenant %s waits %.1f× the fleet's average", v.Job.Spec.Tenant, fs.WaitRatio)
 	}
 	return false, ""
 }

@@ -1,0 +1,71 @@
+package prescient
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prescient-sched/prescient/cluster"
+	"github.com/prescient-sched/prescient/executor"
+)
+
+func TestWaitFairnessInTheOrderAndTheReserver(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	a := DefaultArgs()
+	o, err := NewOrder(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := NewReserver(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := func(tenant string, p50 time.Duration) *executor.JobView {
+		return &executor.JobView{Job: &cluster.Job{ID: cluster.JobID(tenant), Spec: cluster.JobSpec{Tenant: tenant}, State: cluster.StateQueued},
+			Forecast: executor.Forecast{DurationP50: p50, DurationP90: p50}, QueuedSince: now}
+	}
+	ctx := &executor.OrderContext{Now: now, Shares: map[string]executor.FairShare{
+		"even":   {Factor: 1, WaitRatio: 0.7},
+		"slow":   {Factor: 1, WaitRatio: 1.4},
+		"behind": {Factor: 1, WaitRatio: 1.6},
+	}}
+	even, slow, behind := o.Key(job("even", time.Hour), ctx), o.Key(job("slow", time.Hour), ctx), o.Key(job("behind", 10*time.Hour), ctx)
+	if even[1] != classOther || slow[1] != classOther || behind[1] != classBehind {
+		t.Fatalf("classes %v %v %v, want others, others, behind", even[1], slow[1], behind[1])
+	}
+	// At the floor the length is unweighted; at twice the floor it is
+	// (1/2)^WaitExponent of it.
+	if even[2] != 3600 || slow[2] != 3600/256. {
+		t.Errorf("weighted lengths %.3f and %.3f, want 3600 and 14.0625", even[2], slow[2])
+	}
+	// A behind tenant's long job runs before a short one of the others.
+	if !behind.Less(even) {
+		t.Errorf("behind tenant's key %v does not sort before %v", behind, even)
+	}
+	if ok, why := r.Reserve(job("behind", 10*time.Hour), 0, ctx); !ok || !strings.Contains(why, "behind waits 1.6× the fleet's average") {
+		t.Errorf("reservation for the behind tenant: %v %q", ok, why)
+	}
+	if ok, _ := r.Reserve(job("slow", time.Hour), 0, ctx); ok {
+		t.Error("a tenant under the behind ratio got a reservation")
+	}
+	// Off: neither class nor weight.
+	a.WaitExponent, a.BehindRatio = 0, 0
+	off, _ := NewOrder(a)
+	if k := off.Key(job("behind", 10*time.Hour), ctx); k[1] != classOther || k[2] != 36000 {
+		t.Errorf("wait fairness off: key %v, want class %d and 36000", k, classOther)
+	}
+}
+
+func TestArgsRejectBadWaitFairness(t *testing.T) {
+	for _, mod := range []func(*Args){
+		func(a *Args) { a.WaitFloor = 0 },
+		func(a *Args) { a.WaitExponent = -1 },
+		func(a *Args) { a.BehindRatio = 0.5 },
+	} {
+		a := DefaultArgs()
+		mod(&a)
+		if err := a.Validate(); err == nil {
+			t.Errorf("%+v accepted", a)
+		}
+	}
+}
