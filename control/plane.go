@@ -130,7 +130,7 @@ func New(cfg Config) (*Plane, error) {
 		poke: make(chan struct{}, 1), ready: make(chan struct{}), mode: cfg.Mode,
 		forecasts: map[cluster.JobID]executor.Forecast{}, reasons: map[cluster.JobID]string{},
 		deadlines: map[cluster.JobID]executor.DeadlineReport{}, openRecs: map[string]int64{}, usage: map[string]time.Duration{},
-		waits: map[string]executor.TenantWaits{},
+		waits:  map[string]executor.TenantWaits{},
 		unsent: map[cluster.JobID]time.Time{}, silent: map[string]time.Time{}}
 	p.jobMemory, _ = cfg.Telemetry.(collector.JobMemoryStore)
 	p.grace = cfg.Grace
