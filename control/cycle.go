@@ -132,38 +132,54 @@ func (p *Plane) usageNow(lv *live) map[string]time.Duration {
 }
 
 // waitsNow moves the tenants' decayed waits on to now: the jobs queued now
-// count as queued since the last cycle, and the live jobs not seen before
-// arrive, weighed by their submit time (a job that came and went between two
-// cycles is missed).
+// count as queued since the last cycle or since they were submitted, if
+// later, and the live jobs not seen before arrive, weighed by their submit
+// time (a job that came and went between two cycles is missed). A job stays
+// known for arrivedFor cycles after it was last seen, so one that changed
+// state between the reads of the queued and the active jobs is not counted
+// again.
 func (p *Plane) waitsNow(lv *live) map[string]executor.TenantWaits {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if lv.now.Before(p.waitsAt) {
 		return maps.Clone(p.waits) // a what-if's older state changes nothing
 	}
-	seen := make(map[cluster.JobID]struct{}, len(lv.queued)+len(lv.active))
+	if p.arrived == nil {
+		p.arrived = map[cluster.JobID]uint64{}
+	}
+	p.waitsCycle++
+	h := p.cfg.WaitHalfLife
 	arrive := func(j *cluster.Job) {
-		seen[j.ID] = struct{}{}
-		if _, ok := p.arrived[j.ID]; ok {
+		_, known := p.arrived[j.ID]
+		p.arrived[j.ID] = p.waitsCycle
+		if known {
 			return
 		}
 		w := p.waits[j.Spec.Tenant]
-		w.Arrivals += math.Exp2(-max(lv.now.Sub(j.SubmitTime), 0).Seconds() / p.cfg.WaitHalfLife.Seconds())
+		w.Arrivals += math.Exp2(-max(lv.now.Sub(j.SubmitTime), 0).Seconds() / h.Seconds())
 		p.waits[j.Spec.Tenant] = w
 	}
 	if !p.waitsAt.IsZero() {
 		queued := map[string]int{}
+		fresh := map[string]float64{} // decayed queued seconds of jobs submitted since the last cycle
 		for i := range lv.queued {
-			queued[lv.queued[i].Spec.Tenant]++
-		}
-		for t := range queued {
+			j := &lv.queued[i]
+			t := j.Spec.Tenant
 			if _, ok := p.waits[t]; !ok {
 				p.waits[t] = executor.TenantWaits{}
+			}
+			switch {
+			case !j.SubmitTime.After(p.waitsAt):
+				queued[t]++
+			case j.SubmitTime.Before(lv.now):
+				fresh[t] += decayedSeconds(j.SubmitTime, lv.now, lv.now, h)
 			}
 		}
 		dt := lv.now.Sub(p.waitsAt)
 		for t, w := range p.waits {
-			p.waits[t] = w.Advance(dt, p.cfg.WaitHalfLife, queued[t])
+			w = w.Advance(dt, h, queued[t])
+			w.QueuedS += fresh[t]
+			p.waits[t] = w
 		}
 	}
 	for i := range lv.queued {
@@ -172,9 +188,17 @@ func (p *Plane) waitsNow(lv *live) map[string]executor.TenantWaits {
 	for i := range lv.active {
 		arrive(&lv.active[i])
 	}
-	p.arrived, p.waitsAt = seen, lv.now
+	for id, at := range p.arrived {
+		if p.waitsCycle-at > arrivedFor {
+			delete(p.arrived, id)
+		}
+	}
+	p.waitsAt = lv.now
 	return maps.Clone(p.waits)
 }
+
+// arrivedFor is how many cycles waitsNow keeps a job it no longer sees.
+const arrivedFor = 10
 
 // cycle is steps 3 and 4: plan on the live state and act on the plan.
 func (p *Plane) cycle(ctx context.Context) {

@@ -58,7 +58,8 @@ type Plane struct {
 	usageAt    time.Time
 	waits      map[string]executor.TenantWaits
 	waitsAt    time.Time
-	arrived    map[cluster.JobID]struct{} // live jobs counted in waits
+	arrived    map[cluster.JobID]uint64 // jobs counted in waits: the waits cycle they were last seen
+	waitsCycle uint64
 	lastPlan   time.Time
 	retraining bool
 	// refined holds running jobs' re-forecast P90 memory (refinePeaks);

@@ -16,8 +16,11 @@ import (
 const usageLookback = 8
 
 // waitsLookback is how many half-lives of history it reads for waits: with
-// the month-long DefaultWaitHalfLife, two months, whose older half weighs
-// less than a quarter; reading eight would mean most of a year of events.
+// the month-long DefaultWaitHalfLife, two months. What is older would weigh
+// under a quarter, so at a steady rate the restored terms are about three
+// quarters of what a plane running all along holds, alike for every tenant,
+// which leaves their ratios; reading eight would mean most of a year of
+// events.
 const waitsLookback = 2
 
 // restoreFairness rebuilds the tenants' decayed GPU-time and waits at now
@@ -47,10 +50,10 @@ func (p *Plane) restoreFairness(ctx context.Context, now time.Time) error {
 	p.mu.Lock()
 	p.usage, p.usageAt = usage, now
 	p.waits, p.waitsAt = waits, now
-	p.arrived = map[cluster.JobID]struct{}{}
+	p.arrived = map[cluster.JobID]uint64{}
 	for i := range jobs {
 		if j := &jobs[i]; !j.SubmitTime.Before(waitsFrom) && !j.State.Terminal() {
-			p.arrived[j.ID] = struct{}{} // counted above; waitsNow must not count it again
+			p.arrived[j.ID] = p.waitsCycle // counted above; waitsNow must not count it again
 		}
 	}
 	p.mu.Unlock()

@@ -73,10 +73,14 @@ func (o *simulateOptions) validatePlacement() []error {
 // applyPlacement replaces the policy's placer with --placement's; the
 // fleet says whether tenants may share GPUs without MIG.
 func (o *simulateOptions) applyPlacement(p *executor.Policy, fleet *cluster.Fleet) error {
-	if o.placement == "" {
+	name := o.placement
+	if own, ok := p.Placer.(*placement.Placer); ok && name == "" {
+		name = own.Name() // the policy's own placement, told the fleet's sharing rule
+	}
+	if name == "" {
 		return nil
 	}
-	pl, err := placement.NewPlacer(o.placement, placement.PlacerArgs{AllowCrossTenantSharing: fleet.AllowCrossTenantSharing})
+	pl, err := placement.NewPlacer(name, placement.PlacerArgs{AllowCrossTenantSharing: fleet.AllowCrossTenantSharing})
 	if err != nil {
 		return fmt.Errorf("--placement: %w", err)
 	}

@@ -10,6 +10,9 @@ import (
 
 func (s *Simulator) enqueue(j *simJob) {
 	s.queuedN[j.job.Spec.Tenant]++
+	if _, ok := s.waits[j.job.Spec.Tenant]; !ok {
+		s.waits[j.job.Spec.Tenant] = executor.TenantWaits{} // its queued time counts from now (advance)
+	}
 	if s.sorted != nil {
 		s.sorted.Add(&j.view, s.now)
 		j.qpos = 0 // in the queue; positions are the sorted queue's

@@ -32,8 +32,8 @@ type Args struct {
 	// Margin is the least difference, in the last key element's unit
 	// (seconds for the prescient order), for ShorterBy.
 	Margin float64
-	// ByClass lets a job that is not urgent displace a running job of its
-	// tier whose order key has a greater second element: with the prescient
+	// ByClass lets a job that is not urgent displace a running job without a
+	// deadline of its tier whose order key has a greater second element: with the prescient
 	// order, a starving job or a job of a tenant that is behind displaces a
 	// job of the classes after it.
 	ByClass bool
@@ -79,7 +79,7 @@ func (l *LeastLostWork) Victims(job *executor.JobView, jobKey executor.Key, runn
 			continue
 		}
 		if !(rt < tier || (urgent && rt == tier && !r.Job.Spec.HasDeadline()) || (rt == tier && l.longer(jobKey, keys[k])) ||
-			(rt == tier && !urgent && l.laterClass(jobKey, keys[k]))) {
+			(rt == tier && !urgent && !r.Job.Spec.HasDeadline() && l.laterClass(jobKey, keys[k]))) {
 			continue
 		}
 		i := len(out)

@@ -19,8 +19,9 @@ import (
 // the best chance to finish per unit of further work. The key uses 1/G, a
 // length in seconds: the remaining P50 when the forecast is sure (σ → 0);
 // shorter than the median when it is wide and the job has not run (a short
-// first stretch may well finish it); longer once a job has run well past
-// its median. With lengths scaled by m, 1/G depends only on σ and α = a/m,
+// first stretch may well finish it); for a wide forecast, longer once the
+// job has run well past its median (for a narrow one it shrinks towards 0,
+// the job being about to end). With lengths scaled by m, 1/G depends only on σ and α = a/m,
 // so it is tabulated once over a grid of both and interpolated.
 
 const (

@@ -104,7 +104,7 @@ const (
 // behind; then the others. Within the last two classes jobs go by their
 // Gittins length (see gittinsLength: the predicted remaining time when the
 // forecast is sure, shorter when it is wide and the job has not run, longer
-// when it has run past its forecast), scaled by the tenant's fair-share
+// once a wide forecast has been run well past), scaled by the tenant's fair-share
 // factor 2^(usage/share − 1) and its wait weight, and divided by
 // 1 + wait/AgingHorizon.
 func (o *Order) Key(v *executor.JobView, ctx *executor.OrderContext) executor.Key {
