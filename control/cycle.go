@@ -85,14 +85,17 @@ func (p *Plane) liveState(ctx context.Context) (*live, error) {
 // defaultForecast stands in for a job the forecaster could not answer.
 const defaultForecast = time.Hour
 
-// view is a job as the planner sees it.
+// view is a job as the planner sees it. Its QueuedSince is its submit time
+// plus the time its earlier attempts ran: a requeued job has waited now −
+// QueuedSince in all (gaps between attempts counted as one), so a job that
+// ran for days before a preemption is not starving the moment it is back.
 func (p *Plane) view(j *cluster.Job, lv *live) *executor.JobView {
 	f, ok := lv.forecasts[j.ID]
 	if !ok {
 		f = executor.Forecast{Job: j.ID, DurationP50: defaultForecast, DurationP90: 2 * defaultForecast, Source: "default"}
 	}
 	return &executor.JobView{Job: j, Forecast: f, Progress: savedProgress(j),
-		AttainedGPU: j.Outcome.RunTime * time.Duration(max(j.Spec.GPUs, 1)), QueuedSince: j.SubmitTime}
+		AttainedGPU: j.Outcome.RunTime * time.Duration(max(j.Spec.GPUs, 1)), QueuedSince: j.SubmitTime.Add(j.Outcome.RunTime)}
 }
 
 // savedProgress is the work a job keeps when it resumes: the time it ran

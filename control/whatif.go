@@ -30,6 +30,8 @@ type scenario struct {
 	policy  executor.Policy
 	planner executor.Planner
 	hypo    map[cluster.JobID]bool
+	usage   map[string]time.Duration // tenants' decayed usage and waits now
+	waits   map[string]executor.TenantWaits
 }
 
 // WhatIf implements Service: it simulates forward from the live state on a
@@ -168,7 +170,7 @@ func checkHorizon(h time.Duration) (time.Duration, error) {
 // baseScenario is the live state as a simulation's input.
 func (p *Plane) baseScenario(lv *live) *scenario {
 	sc := &scenario{nodes: lv.nodes, fc: map[cluster.JobID]executor.Forecast{}, policy: p.policy, planner: p.planner,
-		hypo: map[cluster.JobID]bool{}}
+		hypo: map[cluster.JobID]bool{}, usage: lv.in.UsageGPU, waits: lv.in.Waits}
 	for _, v := range lv.in.Queue {
 		sc.addQueued(v)
 	}
@@ -209,7 +211,8 @@ func (p *Plane) changed(ctx context.Context, lv *live, base *scenario, req WhatI
 	if len(req.AddJobs) > MaxWhatIfJobs {
 		return nil, fmt.Errorf("add_jobs: %d jobs, at most %d: %w", len(req.AddJobs), MaxWhatIfJobs, ErrInvalid)
 	}
-	sc := &scenario{fc: maps.Clone(base.fc), policy: base.policy, planner: base.planner, hypo: map[cluster.JobID]bool{}}
+	sc := &scenario{fc: maps.Clone(base.fc), policy: base.policy, planner: base.planner, hypo: map[cluster.JobID]bool{},
+		usage: base.usage, waits: base.waits}
 	if req.Policy != "" && req.Policy != p.policy.Name {
 		pol, err := buildPolicy(req.Policy, p.cfg.Placement, p.cfg.PolicyOptions)
 		if err != nil {
@@ -365,7 +368,7 @@ func (p *Plane) addHypothetical(ctx context.Context, lv *live, sc *scenario, req
 func simulate(ctx context.Context, now, until time.Time, sc *scenario, tenants []cluster.Tenant) ([]sim.JobOutcome, error) {
 	cfg := sim.Config{Fleet: &cluster.Fleet{Nodes: slices.Clone(sc.nodes), Tenants: tenants}, Jobs: sc.queued,
 		Running: sc.running, Planner: sc.planner, Forecaster: known(sc.fc), Order: sc.policy.Order,
-		Preemptive: sc.policy.Preemptor != nil, Start: now, Until: until, Outcomes: true, Seed: 1,
+		Preemptive: sc.policy.Preemptor != nil, Start: now, Until: until, Outcomes: true, Seed: 1, Usage: sc.usage, Waits: sc.waits,
 		Logger: slog.New(slog.DiscardHandler)}
 	r, err := sim.Run(ctx, cfg)
 	if err != nil {

@@ -116,9 +116,11 @@ func (s *Simulator) arrive(ctx context.Context, next int) (int, error) {
 		}
 		j.view.Forecast = byID[j.job.ID]
 		j.view.QueuedSince = s.now
-		w := s.waits[j.job.Spec.Tenant]
-		w.Arrivals++
-		s.waits[j.job.Spec.Tenant] = w // its queued time comes with the clock (advance)
+		if s.cfg.Waits == nil || !j.job.SubmitTime.Before(s.cfg.Start) { // else counted in Config.Waits
+			w := s.waits[j.job.Spec.Tenant]
+			w.Arrivals++
+			s.waits[j.job.Spec.Tenant] = w // its queued time comes with the clock (advance)
+		}
 		s.enqueue(j)
 		if s.cfg.Preemptive || s.free.FreeGPUs() > 0 || j.gpus == 0 || j.job.Spec.Fractional() {
 			s.dirty = true

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"time"
@@ -41,7 +42,13 @@ type Config struct {
 	// WaitHalfLife is the half-life of tenants' waits for wait fairness
 	// (default executor.DefaultWaitHalfLife).
 	WaitHalfLife time.Duration
-	Seed         uint64
+	// Usage and Waits are the tenants' decayed usage and waits at Start (a
+	// replay from a live state); nil starts every tenant from zero. With
+	// Waits, jobs submitted before Start are taken as counted in it and do
+	// not arrive again.
+	Usage map[string]time.Duration
+	Waits map[string]executor.TenantWaits
+	Seed  uint64
 	// Power gives each GPU's idle and busy power; nil means DefaultPower.
 	Power func(cluster.GPU) PowerModel
 	// NodePower gives each node's base and parked power; nil means
@@ -188,6 +195,12 @@ func newSimulator(cfg Config) (*Simulator, error) {
 	s := &Simulator{cfg: cfg, log: cfg.Logger.With("component", "sim"), rng: rand.New(rand.NewPCG(cfg.Seed, 0x5eed)),
 		byID: make(map[cluster.JobID]*simJob, len(cfg.Jobs)), usage: map[string]time.Duration{}, held: map[string]int{},
 		waits: map[string]executor.TenantWaits{}, queuedN: map[string]int{}}
+	if cfg.Usage != nil {
+		s.usage = maps.Clone(cfg.Usage)
+	}
+	if cfg.Waits != nil {
+		s.waits = maps.Clone(cfg.Waits)
+	}
 	switch {
 	case !cfg.Start.IsZero():
 		s.now = cfg.Start

@@ -18,9 +18,10 @@ type Args struct {
 	// MinRun protects jobs that started less than this long ago.
 	MinRun time.Duration
 	// BackOff doubles a job's MinRun for each earlier attempt (MinRun ×
-	// 2^(attempts−1)), so a job that was stopped before is not stopped again
-	// right away: without it long jobs can be displaced over and over, each
-	// time waiting in the queue again.
+	// 2^(attempts−1)) against jobs of its own tier, so a job that was stopped
+	// before is not stopped again right away: without it long jobs can be
+	// displaced over and over, each time waiting in the queue again. Urgent
+	// deadline jobs and higher tiers see MinRun.
 	BackOff bool
 	// ShorterBy, when positive, also lets a job displace a running job of
 	// its own tier whose order key agrees with its own in every element but
@@ -75,11 +76,13 @@ func (l *LeastLostWork) Victims(job *executor.JobView, jobKey executor.Key, runn
 	out := make([]*executor.RunningJob, 0, limit)
 	for k, r := range running {
 		rt := r.Job.Spec.Tier
-		if ctx.Now.Sub(r.Started) < l.minRun(r) {
+		ran := ctx.Now.Sub(r.Started)
+		if ran < l.args.MinRun {
 			continue
 		}
-		if !(rt < tier || (urgent && rt == tier && !r.Job.Spec.HasDeadline()) || (rt == tier && l.longer(jobKey, keys[k])) ||
-			(rt == tier && !urgent && !r.Job.Spec.HasDeadline() && l.laterClass(jobKey, keys[k]))) {
+		sameTier := rt == tier && ran >= l.minRun(r) // the back-off holds against the job's own tier only
+		if !(rt < tier || (urgent && rt == tier && !r.Job.Spec.HasDeadline()) || (sameTier && l.longer(jobKey, keys[k])) ||
+			(sameTier && !urgent && !r.Job.Spec.HasDeadline() && l.laterClass(jobKey, keys[k]))) {
 			continue
 		}
 		i := len(out)
@@ -103,7 +106,7 @@ func (l *LeastLostWork) minRun(r *executor.RunningJob) time.Duration {
 	if !l.args.BackOff || r.Job.Attempts <= 1 {
 		return l.args.MinRun
 	}
-	return l.args.MinRun << min(r.Job.Attempts-1, 16)
+	return l.args.MinRun * time.Duration(1<<min(r.Job.Attempts-1, 16)) // bounded for the arithmetic only
 }
 
 // longer reports whether a running job's key is ShorterBy times longer than

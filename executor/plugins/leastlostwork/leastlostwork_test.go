@@ -102,3 +102,21 @@ func TestByClassLetsAnEarlierClassDisplaceALaterOne(t *testing.T) {
 		t.Errorf("victims without ByClass = %v, want none", got)
 	}
 }
+
+func TestBackOffDoesNotShieldFromHigherTiers(t *testing.T) {
+	l, err := New(Args{MinRun: 10 * time.Minute, BackOff: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	victim := &executor.RunningJob{
+		JobView: executor.JobView{Job: &cluster.Job{ID: "batch", Attempts: 5, Spec: cluster.JobSpec{Tier: cluster.TierBatch}}},
+		Started: now.Add(-15 * time.Minute), // under its backed-off 160 min, past MinRun
+	}
+	job := &executor.JobView{Job: &cluster.Job{ID: "prod", Spec: cluster.JobSpec{Tier: cluster.TierProduction}}}
+	got := l.Victims(job, executor.Key{-float64(cluster.TierProduction), 3, 60}, []*executor.RunningJob{victim},
+		[]executor.Key{{-float64(cluster.TierBatch), 3, 60}}, &executor.OrderContext{Now: now}, 1)
+	if len(got) != 1 {
+		t.Errorf("a production job found victims %v, want the batch job whose back-off holds only against its tier", got)
+	}
+}
