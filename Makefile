@@ -76,10 +76,11 @@ eval: build
 		$(BIN) simulate --trace openb:$(DATASETS)/alibaba-openb/openb_pod_list_default.csv \
 			--fleet 'openb:$(DATASETS)/alibaba-openb/openb_node_list_gpu_node.csv?every=5' --experiment fill --placement $$p --seed 42 || exit 1; \
 	done
-	@echo "== placement: energy with idle nodes parked after 10 minutes, spread against prescient"
+	@echo "== placement: energy with idle nodes parked after 10 minutes, spread against prescient, then with per-job power caps"
 	for p in spread prescient; do \
 		$(BIN) simulate --trace $(PHILLY) --fleet uniform:50x8:V100 --from 2017-11-10 --policy prescient --oracle --placement $$p --park-idle-after 10m || exit 1; \
 	done
+	$(BIN) simulate --trace $(PHILLY) --fleet uniform:50x8:V100 --from 2017-11-10 --policy prescient --oracle --placement prescient --park-idle-after 10m --power-cap-price 10
 
 lint:
 	@out="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))"; \

@@ -282,11 +282,22 @@ func (c *cycle) place(v *JobView, allocs []cluster.Allocation, why string) error
 	if c.p.Checkpoint != nil {
 		p.CheckpointEvery = c.p.Checkpoint.Interval(v, nodesOf(allocs), c.in)
 	}
+	if c.p.PowerCap != nil {
+		var cw string
+		p.PowerCap, cw = c.p.PowerCap.Cap(v, len(allocs), c.in.Now)
+		if cw != "" && p.Reason != "" {
+			p.Reason += "; " + cw
+		}
+	}
 	c.plan.Placements = append(c.plan.Placements, p)
 	if c.held != nil {
 		c.held[v.Job.Spec.Tenant] += gpusOf(v.Job)
 	}
-	e := end{at: c.in.Now.Add(v.RemainingP90()), allocs: allocs}
+	rem := v.RemainingP90()
+	if s := p.PowerCap.Slowdown; s > 1 {
+		rem = time.Duration(float64(rem) * s)
+	}
+	e := end{at: c.in.Now.Add(rem), allocs: allocs}
 	c.placedEnds = append(c.placedEnds, e)
 	if c.ends != nil {
 		c.addEnd(e)

@@ -125,8 +125,11 @@ type Placement struct {
 	// CheckpointEvery is the interval at which the job should checkpoint;
 	// zero means no periodic checkpoints.
 	CheckpointEvery time.Duration
-	Reason          string
-	Forecast        Forecast
+	// PowerCap is the job's GPU power cap (zero: none), from the policy's
+	// PowerCapper.
+	PowerCap PowerCap
+	Reason   string
+	Forecast Forecast
 }
 
 // Preemption asks a running job to checkpoint and stop: it is stopped once

@@ -145,6 +145,7 @@ type Policy struct {
 	Preemptor  Preemptor       // nil: never preempt
 	Placer     Placer          // nil: FirstFit
 	Checkpoint CheckpointTimer // nil: no periodic checkpoints
+	PowerCap   PowerCapper     // nil: no power caps
 	// Grace is how long a preempted job has to checkpoint before it is
 	// stopped anyway.
 	Grace time.Duration

@@ -36,6 +36,7 @@ type simulateOptions struct {
 	experiment, placement string
 	tune                  float64
 	parkIdleAfter         time.Duration
+	powerCapPrice         float64
 	carbon                string
 }
 
@@ -209,6 +210,11 @@ func (o *simulateOptions) replay(ctx context.Context, g *globals, name string, j
 	}
 	if err := o.applyPlacement(&pol, fleet); err != nil {
 		return nil, err
+	}
+	if o.powerCapPrice > 0 {
+		if pol.PowerCap, err = executor.NewCostCapper(o.powerCapPrice, executor.ZeusV100Caps); err != nil {
+			return nil, fmt.Errorf("--power-cap-price: %w", err)
+		}
 	}
 	forecaster, err := o.forecaster(g, &pol, truth)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"time"
 
@@ -30,6 +31,7 @@ func addPlacementFlags(f *pflag.FlagSet, o *simulateOptions) {
 		" (replay default: the policy's own first-fit; required for fill)")
 	f.Float64Var(&o.tune, "tune", sim.DefaultTune, "fill: stop arrivals once the GPU demand that arrived is this multiple of capacity")
 	f.DurationVar(&o.parkIdleAfter, "park-idle-after", 0, "replay: park a node that ran nothing this long (0: never); see parked_node_s")
+	f.Float64Var(&o.powerCapPrice, "power-cap-price", 0, "replay: cap GPU power per job where (GPUs × power + PRICE) × slowdown is least on the Zeus V100 curve, PRICE in uncapped busy GPUs a job's time is worth (0: no caps); deadline jobs keep their P90 end")
 	f.StringVar(&o.carbon, "carbon", "", "replay: CSV of time,gco2_per_kwh (the grid's carbon intensity); adds kgco2")
 }
 
@@ -63,6 +65,9 @@ func (o *simulateOptions) validatePlacement() []error {
 		if _, err := placement.New(o.placement); err != nil {
 			errs = append(errs, fmt.Errorf("--placement: %w", err))
 		}
+	}
+	if !(o.powerCapPrice >= 0) || math.IsInf(o.powerCapPrice, 0) {
+		errs = append(errs, fmt.Errorf("--power-cap-price %g: want a finite number ≥ 0", o.powerCapPrice))
 	}
 	if o.parkIdleAfter < 0 {
 		errs = append(errs, fmt.Errorf("--park-idle-after %s is negative", o.parkIdleAfter))

@@ -20,6 +20,7 @@ type accounting struct {
 
 	finished, unplaceable int
 	preemptions, failures int
+	capped                int // starts under a power cap
 	lossyStops            int // preemptions whose checkpoint did not land
 	cycles, decisions     int
 	lostGPU               time.Duration
@@ -72,7 +73,7 @@ func (s *Simulator) advance(t time.Time) {
 func (a *accounting) allocate(s *Simulator, j *simJob) {
 	for _, al := range j.run.Allocations {
 		a.allocMilli += al.Milli
-		a.extraW += s.extraW(al)
+		a.extraW += s.extraW(al, j.powerScale())
 		a.park.jobOn(s, a, al.GPU.Node, 1)
 	}
 	a.running++
@@ -82,17 +83,27 @@ func (a *accounting) allocate(s *Simulator, j *simJob) {
 func (a *accounting) release(s *Simulator, j *simJob) {
 	for _, al := range j.run.Allocations {
 		a.allocMilli -= al.Milli
-		a.extraW -= s.extraW(al)
+		a.extraW -= s.extraW(al, j.powerScale())
 		a.park.jobOn(s, a, al.GPU.Node, -1)
 	}
 	a.running--
 	s.held[j.job.Spec.Tenant] -= j.gpus
 }
 
-func (s *Simulator) extraW(al cluster.Allocation) float64 {
+// powerScale is the job's busy draw over the uncapped one.
+func (j *simJob) powerScale() float64 {
+	if j.capPower > 0 {
+		return j.capPower
+	}
+	return 1
+}
+
+// extraW is what a share draws above its GPU's idle power, busy at scale
+// of the GPU's busy draw (a power cap).
+func (s *Simulator) extraW(al cluster.Allocation, scale float64) float64 {
 	n, _ := s.snap.Node(al.GPU.Node)
 	pm := s.cfg.Power(n.GPUs[al.GPU.Index])
-	return (pm.BusyW - pm.IdleW) * float64(al.Milli) / cluster.MilliGPU
+	return (pm.BusyW*scale - pm.IdleW) * float64(al.Milli) / cluster.MilliGPU
 }
 
 // nodeState adds (up) or removes a node's idle draw: its base power and

@@ -72,6 +72,11 @@ func (s *Simulator) start(p executor.Placement) error {
 	}
 	j.run = executor.RunningJob{JobView: j.view, Allocations: s.snap.Allocations(j.job.ID), Started: s.now}
 	j.seg = segment{start: s.now, saved: j.view.Progress, interval: p.CheckpointEvery, cost: j.job.Spec.CheckpointCost}
+	j.capPower = 0
+	if !p.PowerCap.Uncapped() {
+		j.seg.slow, j.capPower = p.PowerCap.Slowdown, p.PowerCap.Power
+		s.acct.capped++
+	}
 	s.addRunning(j)
 	s.acct.allocate(s, j)
 	end, _ := j.seg.finish(j.truth)

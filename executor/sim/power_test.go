@@ -11,6 +11,8 @@ import (
 
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/cluster/clustertest"
+	"github.com/prescient-sched/prescient/executor"
+	"github.com/prescient-sched/prescient/executor/policies"
 	"github.com/prescient-sched/prescient/executor/sim"
 	"github.com/prescient-sched/prescient/internal/testenv"
 )
@@ -157,5 +159,117 @@ func TestReplayReportsCarbon(t *testing.T) {
 		if math.Abs(r.KgCO2-r.EnergyKWh*0.5) > 1e-9 || r.KgCO2 == 0 {
 			t.Errorf("park after %s: %.6f kgCO2 for %.6f kWh, want half", park, r.KgCO2, r.EnergyKWh)
 		}
+	}
+}
+
+// TestZeusV100Caps recomputes executor.ZeusV100Caps from Zeus's V100
+// summary: per power limit, the median over workloads (dataset, network,
+// batch size, optimizer) measured there and at 250 W of the epoch-time
+// ratio, and the median draw over the limit's median draw at 250 W.
+func TestZeusV100Caps(t *testing.T) {
+	f, err := os.Open(testenv.Dataset(t, "zeus", "summary_power_v100.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(f).ReadAll()
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	col := map[string]int{}
+	for i, h := range rows[0] {
+		col[h] = i
+	}
+	type point struct{ time, power float64 }
+	work := map[string]map[float64]point{}
+	for _, r := range rows[1:] {
+		k := r[col["dataset"]] + "/" + r[col["network"]] + "/" + r[col["batch_size"]] + "/" + r[col["optimizer"]]
+		if work[k] == nil {
+			work[k] = map[float64]point{}
+		}
+		work[k][num(t, r[col["power_limit"]])] = point{num(t, r[col["time_per_epoch"]]), num(t, r[col["average_power"]])}
+	}
+	median := func(v []float64) float64 {
+		slices.Sort(v)
+		if len(v)%2 == 0 {
+			return (v[len(v)/2-1] + v[len(v)/2]) / 2
+		}
+		return v[len(v)/2]
+	}
+	const top = 250.0
+	var full []float64
+	for _, w := range work {
+		if p, ok := w[top]; ok {
+			full = append(full, p.power/top)
+		}
+	}
+	fullDraw := median(full)
+	for _, c := range executor.ZeusV100Caps {
+		limit := c.Fraction * top
+		var times, draws []float64
+		for _, w := range work {
+			p, ok1 := w[limit]
+			q, ok2 := w[top]
+			if ok1 && ok2 {
+				times = append(times, p.time/q.time)
+				draws = append(draws, p.power/top)
+			}
+		}
+		if len(times) == 0 {
+			t.Fatalf("no Zeus workload measured at %.0f W", limit)
+		}
+		slow, power := median(times), median(draws)/fullDraw
+		if math.Abs(slow-c.Slowdown) > 0.001 || math.Abs(power-c.Power) > 0.001 {
+			t.Errorf("%.0f W: curve %.3f slower at %.3f of the draw; Zeus %.4f and %.4f", limit, c.Slowdown, c.Power, slow, power)
+		}
+	}
+}
+
+// TestPowerCapsSaveEnergyAndTakeLonger: one 8-GPU job of an hour on an
+// 8-GPU node under a cost capper that caps it: it ends Slowdown later and
+// its GPUs draw Power of their busy power.
+func TestPowerCapsSaveEnergyAndTakeLonger(t *testing.T) {
+	fleet := clustertest.Fleet(clustertest.Node("n1").GPUs(8, "V100").Obj())
+	j := clustertest.Job("wide").GPUs(8).Submitted(clustertest.Epoch).Obj()
+	j.Outcome.RunTime = time.Hour
+	jobs := []cluster.Job{j}
+	run := func(price float64) *sim.Result {
+		pol, err := policies.New("fifo", policies.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if price > 0 {
+			if pol.PowerCap, err = executor.NewCostCapper(price, executor.ZeusV100Caps); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return replayPolicy(t, pol, fleet, jobs, nil)
+	}
+	plain, capped := run(0), run(1)
+	if capped.PowerCappedStarts != 1 || plain.PowerCappedStarts != 0 {
+		t.Fatalf("capped starts %d and %d, want 1 and 0", capped.PowerCappedStarts, plain.PowerCappedStarts)
+	}
+	// The cap where (8 × Power + 1) × Slowdown is least: 50% of the limit.
+	want := executor.ZeusV100Caps[0]
+	for _, c := range executor.ZeusV100Caps {
+		if (8*c.Power+1)*c.Slowdown < (8*want.Power+1)*want.Slowdown {
+			want = c
+		}
+	}
+	if want.Fraction != 0.5 {
+		t.Fatalf("the cheapest cap is %.0f%%; the curve changed", want.Fraction*100)
+	}
+	if got, w := capped.AvgJCTS, time.Hour.Seconds()*want.Slowdown; math.Abs(got-w) > 1 {
+		t.Errorf("capped JCT %.0fs, want %.0fs", got, w)
+	}
+	pm := sim.DefaultPower(fleet.Nodes[0].GPUs[0])
+	np := sim.DefaultNodePower(fleet.Nodes[0])
+	hours := want.Slowdown
+	wantKWh := (8*pm.BusyW*want.Power + np.BaseW) * hours / 1000
+	if math.Abs(capped.EnergyKWh-wantKWh) > 0.01 {
+		t.Errorf("capped energy %.3f kWh, want %.3f", capped.EnergyKWh, wantKWh)
+	}
+	if !(capped.EnergyKWh < plain.EnergyKWh) {
+		t.Errorf("capped energy %.3f kWh is not below uncapped %.3f", capped.EnergyKWh, plain.EnergyKWh)
 	}
 }

@@ -10,6 +10,25 @@ type segment struct {
 	saved    time.Duration
 	interval time.Duration
 	cost     time.Duration
+	// slow is the wall time per unit of work (a power cap's slowdown); 0
+	// or 1 is full speed. Checkpoints take cost whatever the cap.
+	slow float64
+}
+
+// wall is the wall time d of work takes.
+func (s segment) wall(d time.Duration) time.Duration {
+	if s.slow <= 1 {
+		return d
+	}
+	return time.Duration(float64(d) * s.slow)
+}
+
+// work is the work done in wall time d.
+func (s segment) work(d time.Duration) time.Duration {
+	if s.slow <= 1 {
+		return d
+	}
+	return time.Duration(float64(d) / s.slow)
 }
 
 // at returns, at time t in the segment, the job's progress, the progress of
@@ -18,16 +37,17 @@ type segment struct {
 func (s segment) at(t time.Time) (progress, checkpointed time.Duration, done int, writing time.Duration) {
 	e := max(t.Sub(s.start), 0)
 	if s.interval <= 0 {
-		return s.saved + e, s.saved, 0, 0
+		return s.saved + s.work(e), s.saved, 0, 0
 	}
-	period := s.interval + s.cost
+	compute := s.wall(s.interval)
+	period := compute + s.cost
 	k := e / period
 	r := e - k*period
 	checkpointed = s.saved + k*s.interval
-	if r > s.interval {
-		writing = r - s.interval
+	if r > compute {
+		writing = r - compute
 	}
-	return checkpointed + min(r, s.interval), checkpointed, int(k), writing
+	return checkpointed + min(s.work(r), s.interval), checkpointed, int(k), writing
 }
 
 // finish returns when a job needing work more progress ends, and the
@@ -35,8 +55,8 @@ func (s segment) at(t time.Time) (progress, checkpointed time.Duration, done int
 func (s segment) finish(work time.Duration) (time.Time, int) {
 	w := max(work-s.saved, 0)
 	if s.interval <= 0 || w == 0 {
-		return s.start.Add(w), 0
+		return s.start.Add(s.wall(w)), 0
 	}
 	n := (w - 1) / s.interval
-	return s.start.Add(n*(s.interval+s.cost) + (w - n*s.interval)), int(n)
+	return s.start.Add(n*(s.wall(s.interval)+s.cost) + s.wall(w-n*s.interval)), int(n)
 }

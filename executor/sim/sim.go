@@ -128,6 +128,7 @@ type simJob struct {
 	unplaceable bool
 	preplaced   bool      // held GPUs at Config.Start; never arrives
 	firstStart  time.Time // when it first held GPUs
+	capPower    float64   // busy draw over the uncapped one in this attempt (0: uncapped)
 }
 
 // Simulator replays a trace. Use Run.
