@@ -15,6 +15,8 @@ type cycle struct {
 	in   *PlanInput
 	octx *OrderContext
 	plan Plan
+	// holdUntil is the earliest time a job the Holder held may start.
+	holdUntil time.Time
 
 	queue   *orderedQueue
 	buf     *[]entry      // the heap's backing array, back to the pool after the cycle
@@ -207,6 +209,15 @@ func (c *cycle) consider(r ranked) error {
 		}
 		return nil
 	}
+	if c.p.Hold != nil {
+		if until, why, hold := c.p.Hold.Hold(r.v, c.in); hold {
+			c.wait(j.ID, why)
+			if c.holdUntil.IsZero() || until.Before(c.holdUntil) {
+				c.holdUntil = until
+			}
+			return nil
+		}
+	}
 	allocs, ok, why := c.tryPlace(r.v)
 	if ok {
 		return c.place(r.v, allocs, why)
@@ -325,15 +336,17 @@ func (c *cycle) finish() {
 			c.plan.Deadlines = append(c.plan.Deadlines, DeadlineReport{Job: v.Job.ID, Feasible: !now.After(latest), LatestStart: latest})
 		}
 	}
-	w, ok := c.p.Order.(Waker)
-	if !ok {
-		return
-	}
 	next := time.Time{}
 	consider := func(t time.Time) {
 		if t.After(now) && (next.IsZero() || t.Before(next)) {
 			next = t
 		}
+	}
+	consider(c.holdUntil) // a held job may start then
+	w, ok := c.p.Order.(Waker)
+	if !ok {
+		c.plan.NextReplan = next
+		return
 	}
 	for _, r := range c.in.Running {
 		if !r.Stopping {

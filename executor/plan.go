@@ -89,6 +89,9 @@ type PlanInput struct {
 	// Waits is each tenant's decayed queueing (job-seconds queued and jobs
 	// arrived), for wait fairness; nil leaves it out.
 	Waits map[string]TenantWaits
+	// Carbon is the grid's carbon intensity, for a policy's Holder; nil
+	// when unknown.
+	Carbon Carbon
 	// NodeMTBF is the mean time between failures of one node; zero means
 	// failures are not expected.
 	NodeMTBF time.Duration

@@ -146,6 +146,7 @@ type Policy struct {
 	Placer     Placer          // nil: FirstFit
 	Checkpoint CheckpointTimer // nil: no periodic checkpoints
 	PowerCap   PowerCapper     // nil: no power caps
+	Hold       Holder          // nil: no job is held back
 	// Grace is how long a preempted job has to checkpoint before it is
 	// stopped anyway.
 	Grace time.Duration

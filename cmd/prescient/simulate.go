@@ -37,6 +37,7 @@ type simulateOptions struct {
 	tune                  float64
 	parkIdleAfter         time.Duration
 	powerCapPrice         float64
+	carbonWait            time.Duration
 	carbon                string
 }
 
@@ -195,6 +196,10 @@ func runSimulate(ctx context.Context, g *globals, o *simulateOptions, stdout, st
 	return g.print(stdout, newSimulateReport(runs))
 }
 
+// carbonSaving is how much cleaner power must get for --carbon-wait to hold
+// a job: 20%.
+const carbonSaving = 0.2
+
 // replayTruth is what the forecasters may know: the true durations (for the
 // oracle) and the jobs as the trace recorded them (for learned models).
 type replayTruth struct {
@@ -210,6 +215,11 @@ func (o *simulateOptions) replay(ctx context.Context, g *globals, name string, j
 	}
 	if err := o.applyPlacement(&pol, fleet); err != nil {
 		return nil, err
+	}
+	if o.carbonWait > 0 {
+		if pol.Hold, err = executor.NewCarbonHold([]cluster.Tier{cluster.TierOpportunistic}, o.carbonWait, carbonSaving); err != nil {
+			return nil, fmt.Errorf("--carbon-wait: %w", err)
+		}
 	}
 	if o.powerCapPrice > 0 {
 		if pol.PowerCap, err = executor.NewCostCapper(o.powerCapPrice, executor.ZeusV100Caps); err != nil {

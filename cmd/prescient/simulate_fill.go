@@ -33,6 +33,7 @@ func addPlacementFlags(f *pflag.FlagSet, o *simulateOptions) {
 	f.DurationVar(&o.parkIdleAfter, "park-idle-after", 0, "replay: park a node that ran nothing this long (0: never); see parked_node_s")
 	f.Float64Var(&o.powerCapPrice, "power-cap-price", 0, "replay: cap GPU power per job where (GPUs × power + PRICE) × slowdown is least on the Zeus V100 curve, PRICE in uncapped busy GPUs a job's time is worth (0: no caps); deadline jobs keep their P90 end")
 	f.StringVar(&o.carbon, "carbon", "", "replay: CSV of time,gco2_per_kwh (the grid's carbon intensity); adds kgco2")
+	f.DurationVar(&o.carbonWait, "carbon-wait", 0, "replay, with --carbon: opportunistic-tier jobs wait up to this long after they were queued for power at least 20% cleaner than now (0: never)")
 }
 
 // carbonSeries reads --carbon; nil without it.
@@ -68,6 +69,9 @@ func (o *simulateOptions) validatePlacement() []error {
 	}
 	if !(o.powerCapPrice >= 0) || math.IsInf(o.powerCapPrice, 0) {
 		errs = append(errs, fmt.Errorf("--power-cap-price %g: want a finite number ≥ 0", o.powerCapPrice))
+	}
+	if o.carbonWait < 0 || (o.carbonWait > 0 && o.carbon == "") {
+		errs = append(errs, fmt.Errorf("--carbon-wait %s: want a positive duration, with --carbon", o.carbonWait))
 	}
 	if o.parkIdleAfter < 0 {
 		errs = append(errs, fmt.Errorf("--park-idle-after %s is negative", o.parkIdleAfter))

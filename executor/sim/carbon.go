@@ -74,3 +74,17 @@ func (s *Simulator) gramsOf(w float64, a, b time.Time) float64 {
 	}
 	return w * s.cfg.Carbon.Integral(a, b) / 3.6e6
 }
+
+// Cleanest is the earliest time in [from, to] at which the intensity is
+// lowest, with that intensity (executor.Carbon: the replay knows the
+// series it is given, a perfect forecast).
+func (c *CarbonSeries) Cleanest(from, to time.Time) (time.Time, float64) {
+	at, best := from, c.At(from)
+	i, _ := slices.BinarySearchFunc(c.times, from, func(x, t time.Time) int { return x.Compare(t) })
+	for ; i < len(c.times) && !c.times[i].After(to); i++ {
+		if c.times[i].After(from) && c.gPerKW[i] < best {
+			at, best = c.times[i], c.gPerKW[i]
+		}
+	}
+	return at, best
+}

@@ -164,6 +164,9 @@ func (s *Simulator) plan(ctx context.Context) error {
 	if s.sorted != nil {
 		in.Queue, in.QueueSorted = s.sorted.Jobs(), true
 	}
+	if s.cfg.Carbon != nil {
+		in.Carbon = s.cfg.Carbon // the interface stays nil without a series
+	}
 	p, err := s.cfg.Planner.Plan(ctx, in)
 	if err != nil {
 		return fmt.Errorf("sim: plan at %s: %w", s.now.Format(time.RFC3339), err)

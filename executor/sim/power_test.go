@@ -273,3 +273,53 @@ func TestPowerCapsSaveEnergyAndTakeLonger(t *testing.T) {
 		t.Errorf("capped energy %.3f kWh is not below uncapped %.3f", capped.EnergyKWh, plain.EnergyKWh)
 	}
 }
+
+// TestOpportunisticJobsWaitForCleanerPower: the grid is at 500 gCO2/kWh
+// for 3 hours, then 200. With a 4-hour carbon wait the opportunistic job
+// (1 hour) starts at 3h and the standard one (5 hours, so the node is on
+// either way) at once, and the replay emits less; with a 2-hour wait (the
+// cleaner hours come too late) both start at once.
+func TestOpportunisticJobsWaitForCleanerPower(t *testing.T) {
+	c, err := sim.NewCarbonSeries([]time.Time{clustertest.Epoch, clustertest.Epoch.Add(3 * time.Hour)}, []float64{500, 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if at, g := c.Cleanest(clustertest.Epoch, clustertest.Epoch.Add(2*time.Hour)); !at.Equal(clustertest.Epoch) || g != 500 {
+		t.Errorf("cleanest of the first 2h: %s at %g, want the start at 500", at, g)
+	}
+	if at, g := c.Cleanest(clustertest.Epoch.Add(time.Hour), clustertest.Epoch.Add(5*time.Hour)); !at.Equal(clustertest.Epoch.Add(3*time.Hour)) || g != 200 {
+		t.Errorf("cleanest of 1h-5h: %s at %g, want 3h at 200", at, g)
+	}
+	fleet := clustertest.Fleet(clustertest.Node("n0").GPUs(2, "V100").Obj())
+	opp := oneGPUJob("opp", 0, time.Hour)
+	opp.Spec.Tier = cluster.TierOpportunistic
+	std := oneGPUJob("std", 0, 5*time.Hour)
+	jobs := []cluster.Job{opp, std}
+	run := func(wait time.Duration) *sim.Result {
+		pol, err := policies.New("fifo", policies.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pol.Hold, err = executor.NewCarbonHold([]cluster.Tier{cluster.TierOpportunistic}, wait, 0.2); err != nil {
+			t.Fatal(err)
+		}
+		return replayPolicy(t, pol, fleet, jobs, func(cfg *sim.Config) { cfg.Carbon, cfg.Outcomes = c, true })
+	}
+	starts := func(r *sim.Result) map[string]time.Duration {
+		out := map[string]time.Duration{}
+		for _, o := range r.Outcomes {
+			out[string(o.Job)] = o.Start.Sub(clustertest.Epoch)
+		}
+		return out
+	}
+	long, short := run(4*time.Hour), run(2*time.Hour)
+	if s := starts(long); s["opp"] != 3*time.Hour || s["std"] != 0 {
+		t.Errorf("4h wait: starts %v, want opp at 3h and std at 0", s)
+	}
+	if s := starts(short); s["opp"] != 0 || s["std"] != 0 {
+		t.Errorf("2h wait: starts %v, want both at 0", s)
+	}
+	if !(long.KgCO2 < short.KgCO2) {
+		t.Errorf("waiting for cleaner power emitted %.3f kgCO2, not less than %.3f", long.KgCO2, short.KgCO2)
+	}
+}
