@@ -63,6 +63,8 @@ func TestSimulateFillRejectsBadFlags(t *testing.T) {
 		{"a negative tune", []string{"--experiment", "fill", "--placement", "random", "--tune", "-1", "--trace", "openb:x.csv", "--fleet", "uniform:1x8"}, "--tune"},
 		{"an unknown experiment", []string{"--experiment", "drain", "--trace", "philly:x.csv", "--fleet", "uniform:1x8"}, "--experiment"},
 		{"an unknown placement in a replay", []string{"--placement", "worst-fit", "--trace", "philly:x.csv", "--fleet", "uniform:1x8"}, "--placement"},
+		{"a negative power-cap price", []string{"--power-cap-price", "-1", "--trace", "philly:x.csv", "--fleet", "uniform:1x8"}, "--power-cap-price"},
+		{"a carbon wait without a series", []string{"--carbon-wait", "1h", "--trace", "philly:x.csv", "--fleet", "uniform:1x8"}, "--carbon-wait"},
 	}
 	for _, tt := range tests {
 		_, err := run(t, append([]string{"simulate", "--log-level", "error"}, tt.args...)...)
