@@ -67,7 +67,7 @@ func replayPolicy(t failer, pol executor.Policy, fleet *cluster.Fleet, jobs []cl
 // (gangs, shares, tiers, deadlines), node failures and every policy, the
 // simulator never exceeds a GPU's capacity, never gives a GPU twice, keeps
 // every job in exactly one state and place (checked after every step), and
-// finishes every job: none is lost.
+// finishes every job: none is lost; with power caps and carbon waits too.
 func TestReplayInvariants(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		nodes := rapid.IntRange(1, 4).Draw(rt, "nodes")
@@ -80,8 +80,27 @@ func TestReplayInvariants(t *testing.T) {
 		jobs := drawJobs(rt, nodes*perNode, perNode)
 		policy := rapid.SampledFrom(policies.Names()).Draw(rt, "policy")
 		mtbf := rapid.SampledFrom([]time.Duration{0, 3 * time.Hour, 50 * time.Hour}).Draw(rt, "mtbf")
-		r := replay(rt, policy, fleet, jobs, func(c *sim.Config) {
-			c.Check, c.NodeMTBF, c.NodeRepair = true, mtbf, 30*time.Minute
+		pol, err := policies.New(policy, policies.Options{})
+		if err != nil {
+			rt.Fatal(err)
+		}
+		if rapid.Bool().Draw(rt, "power_caps") { // capped jobs run slower: the same invariants hold
+			if pol.PowerCap, err = executor.NewCostCapper(rapid.Float64Range(0, 20).Draw(rt, "price"), executor.ZeusV100Caps); err != nil {
+				rt.Fatal(err)
+			}
+		}
+		var carbon *sim.CarbonSeries
+		if rapid.Bool().Draw(rt, "carbon_wait") { // held jobs wait for the cleaner hours and then run
+			if pol.Hold, err = executor.NewCarbonHold([]cluster.Tier{cluster.TierOpportunistic, cluster.TierBatch}, 6*time.Hour, 0.2); err != nil {
+				rt.Fatal(err)
+			}
+			if carbon, err = sim.NewCarbonSeries([]time.Time{clustertest.Epoch, clustertest.Epoch.Add(4 * time.Hour), clustertest.Epoch.Add(9 * time.Hour)},
+				[]float64{500, 150, 600}); err != nil {
+				rt.Fatal(err)
+			}
+		}
+		r := replayPolicy(rt, pol, fleet, jobs, func(c *sim.Config) {
+			c.Check, c.NodeMTBF, c.NodeRepair, c.Carbon = true, mtbf, 30*time.Minute, carbon
 		})
 		if r.Finished != len(jobs) {
 			rt.Fatalf("%s: %d of %d jobs finished", policy, r.Finished, len(jobs))
