@@ -57,6 +57,7 @@ func (s *Simulator) start(p executor.Placement) error {
 	if !ok || j.qpos < 0 {
 		return fmt.Errorf("sim: plan places %s, which is not queued", p.Job)
 	}
+	boot := s.acct.park.bootDelay(s, p.Allocations) // before the allocation wakes the nodes
 	if err := s.snap.Allocate(j.job.ID, p.Allocations); err != nil {
 		return fmt.Errorf("sim: placement of %s: %w", j.job.ID, err)
 	}
@@ -71,7 +72,7 @@ func (s *Simulator) start(p executor.Placement) error {
 		j.firstStart = s.now
 	}
 	j.run = executor.RunningJob{JobView: j.view, Allocations: s.snap.Allocations(j.job.ID), Started: s.now}
-	j.seg = segment{start: s.now, saved: j.view.Progress, interval: p.CheckpointEvery, cost: j.job.Spec.CheckpointCost}
+	j.seg = segment{start: s.now.Add(boot), saved: j.view.Progress, interval: p.CheckpointEvery, cost: j.job.Spec.CheckpointCost}
 	j.capPower = 0
 	if !p.PowerCap.Uncapped() {
 		j.seg.slow, j.capPower = p.PowerCap.Slowdown, p.PowerCap.Power

@@ -92,8 +92,9 @@ func DefaultNodePower(n cluster.Node) NodePower {
 // GPU power, until a job wakes it (which costs WakeTime at base power).
 // An empty node's draw is taken out of the running idle draw and its
 // energy added when the idle spell ends (a job, a failure, the end of the
-// replay). Jobs start on a parked node at once: the boot delay is not
-// modelled, only its energy.
+// replay). A job placed on a parked node holds its GPUs at once but starts
+// working WakeTime later, while the node boots (its GPUs count as busy
+// meanwhile).
 type parking struct {
 	active  bool
 	after   float64 // seconds
@@ -118,6 +119,22 @@ func (p *parking) init(s *Simulator, a *accounting) {
 }
 
 // draw is node i's draw while up and running nothing.
+// parked reports whether node i is parked now.
+func (p *parking) parked(s *Simulator, i int) bool {
+	return p.active && p.open[i] && s.now.Sub(p.emptyAt[i]).Seconds() > p.after
+}
+
+// bootDelay is how long a job placed on nodes now waits for them to boot:
+// WakeTime when one of them is parked.
+func (p *parking) bootDelay(s *Simulator, allocs []cluster.Allocation) time.Duration {
+	for _, al := range allocs {
+		if i, ok := s.free.NodeIndex(al.GPU.Node); ok && p.parked(s, i) {
+			return s.cfg.WakeTime
+		}
+	}
+	return 0
+}
+
 func (p *parking) draw(s *Simulator, i int) float64 {
 	n := s.snap.Nodes[i]
 	w := s.cfg.NodePower(n).BaseW

@@ -104,8 +104,9 @@ func TestParkingIdleNodes(t *testing.T) {
 			busy*7200 + on*600 + parked*6600, 6600},
 		{"without parking an empty node idles", 2, []cluster.Job{oneGPUJob("j1", 0, 2*time.Hour)}, 0,
 			busy*7200 + on*7200, 0},
+		// j2 holds its GPU through the 5-minute boot, then works its hour.
 		{"a job wakes a parked node and pays its boot", 1, []cluster.Job{oneGPUJob("j1", 0, time.Hour), oneGPUJob("j2", 3, time.Hour)}, 10 * time.Minute,
-			busy*7200 + on*600 + parked*6600 + wake, 6600},
+			busy*7500 + on*600 + parked*6600 + wake, 6600},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -116,6 +117,9 @@ func TestParkingIdleNodes(t *testing.T) {
 			r := replay(t, "fifo", clustertest.Fleet(nodes...), tt.jobs, func(c *sim.Config) { c.ParkIdleAfter, c.CheckpointCost = tt.park, 0 })
 			if math.Abs(r.EnergyKWh*3.6e6-tt.wantJ) > 1 || math.Abs(r.ParkedNodeS-tt.wantParkedS) > 1e-6 {
 				t.Fatalf("energy %.0f J, parked %.0f s; want %.0f J, %.0f s", r.EnergyKWh*3.6e6, r.ParkedNodeS, tt.wantJ, tt.wantParkedS)
+			}
+			if tt.wantParkedS > 0 && len(tt.jobs) == 2 && r.AvgJCTS != (3600+3900)/2 {
+				t.Errorf("avg JCT %.0fs, want 3750s: the woken job waits 5 minutes for the boot", r.AvgJCTS)
 			}
 		})
 	}
