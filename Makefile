@@ -81,6 +81,9 @@ eval: build
 		$(BIN) simulate --trace $(PHILLY) --fleet uniform:50x8:V100 --from 2017-11-10 --policy prescient --oracle --placement $$p --park-idle-after 10m || exit 1; \
 	done
 	$(BIN) simulate --trace $(PHILLY) --fleet uniform:50x8:V100 --from 2017-11-10 --policy prescient --oracle --placement prescient --park-idle-after 10m --power-cap-price 10
+	@echo "== placement: a fleet of V100, P100 and K80 nodes with Gavel's speeds, blind and fastest-first"
+	$(BIN) simulate --trace $(PHILLY) --fleet yaml:examples/fleet-mixed.yaml --from 2017-11-10 --policy fifo,prescient --oracle --speeds gavel
+	$(BIN) simulate --trace $(PHILLY) --fleet yaml:examples/fleet-mixed.yaml --from 2017-11-10 --policy fifo,prescient --oracle --speeds gavel --fastest-first
 
 lint:
 	@out="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))"; \

@@ -69,6 +69,9 @@ type RunningJob struct {
 	// Stopping is set once the job was told to checkpoint and stop; its GPUs
 	// are about to come free.
 	Stopping bool
+	// Slowdown is the wall time a unit of the job's forecast work takes
+	// where it runs (a slower GPU model, a power cap); 0 or 1: as forecast.
+	Slowdown float64
 }
 
 // PlanInput is everything the planner reads. It must not be changed while a

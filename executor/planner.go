@@ -293,7 +293,11 @@ func nodesOf(allocs []cluster.Allocation) int {
 	return n
 }
 
-// endOf is when a running job is expected to end by its P90.
+// endOf is when a running job is expected to end by its P90, at its
+// Slowdown.
 func endOf(r *RunningJob, now time.Time) time.Time {
+	if r.Slowdown > 1 {
+		return now.Add(time.Duration(float64(r.RemainingP90()) * r.Slowdown))
+	}
 	return now.Add(r.RemainingP90())
 }

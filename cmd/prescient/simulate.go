@@ -38,6 +38,8 @@ type simulateOptions struct {
 	parkIdleAfter         time.Duration
 	powerCapPrice         float64
 	carbonWait            time.Duration
+	speeds                string
+	fastestFirst          bool
 	carbon                string
 }
 
@@ -196,6 +198,9 @@ func runSimulate(ctx context.Context, g *globals, o *simulateOptions, stdout, st
 	return g.print(stdout, newSimulateReport(runs))
 }
 
+// speedsGavel is --speeds' one value: executor.GavelSpeeds.
+const speedsGavel = "gavel"
+
 // carbonSaving is how much cleaner power must get for --carbon-wait to hold
 // a job: 20%.
 const carbonSaving = 0.2
@@ -215,6 +220,9 @@ func (o *simulateOptions) replay(ctx context.Context, g *globals, name string, j
 	}
 	if err := o.applyPlacement(&pol, fleet); err != nil {
 		return nil, err
+	}
+	if o.fastestFirst {
+		pol.Placer = &executor.FastestFirst{Inner: pol.Placer}
 	}
 	if o.carbonWait > 0 {
 		if pol.Hold, err = executor.NewCarbonHold([]cluster.Tier{cluster.TierOpportunistic}, o.carbonWait, carbonSaving); err != nil {
@@ -238,6 +246,9 @@ func (o *simulateOptions) replay(ctx context.Context, g *globals, name string, j
 		Fleet: fleet, Jobs: jobs, Planner: planner, Forecaster: forecaster, Preemptive: pol.Preemptor != nil, Order: pol.Order,
 		NodeMTBF: o.nodeMTBF, NodeRepair: o.nodeRepair, CheckpointCost: o.checkpointCost, Seed: o.seed, Logger: g.logger,
 		ParkIdleAfter: o.parkIdleAfter,
+	}
+	if o.speeds == speedsGavel {
+		cfg.Speed = executor.Speed
 	}
 	if cfg.Carbon, err = o.carbonSeries(); err != nil {
 		return nil, err

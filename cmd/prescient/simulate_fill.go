@@ -32,6 +32,8 @@ func addPlacementFlags(f *pflag.FlagSet, o *simulateOptions) {
 	f.Float64Var(&o.tune, "tune", sim.DefaultTune, "fill: stop arrivals once the GPU demand that arrived is this multiple of capacity")
 	f.DurationVar(&o.parkIdleAfter, "park-idle-after", 0, "replay: park a node that ran nothing this long (0: never); see parked_node_s")
 	f.Float64Var(&o.powerCapPrice, "power-cap-price", 0, "replay: cap GPU power per job where (GPUs × power + PRICE) × slowdown is least on the Zeus V100 curve, PRICE in uncapped busy GPUs a job's time is worth (0: no caps); deadline jobs keep their P90 end")
+	f.StringVar(&o.speeds, "speeds", "", "replay: gavel makes a job's run time depend on its GPU model (executor.GavelSpeeds, against the V100 the trace's durations are taken to be from); empty: every model alike")
+	f.BoolVar(&o.fastestFirst, "fastest-first", false, "replay: offer each job the fastest GPU model with room first (for fleets of mixed models)")
 	f.StringVar(&o.carbon, "carbon", "", "replay: CSV of time,gco2_per_kwh (the grid's carbon intensity); adds kgco2")
 	f.DurationVar(&o.carbonWait, "carbon-wait", 0, "replay, with --carbon: opportunistic-tier jobs wait up to this long after they were queued for power at least 20% cleaner than now (0: never)")
 }
@@ -72,6 +74,9 @@ func (o *simulateOptions) validatePlacement() []error {
 	}
 	if o.carbonWait < 0 || (o.carbonWait > 0 && o.carbon == "") {
 		errs = append(errs, fmt.Errorf("--carbon-wait %s: want a positive duration, with --carbon", o.carbonWait))
+	}
+	if o.speeds != "" && o.speeds != speedsGavel {
+		errs = append(errs, fmt.Errorf("--speeds %q: want %s or nothing", o.speeds, speedsGavel))
 	}
 	if o.parkIdleAfter < 0 {
 		errs = append(errs, fmt.Errorf("--park-idle-after %s is negative", o.parkIdleAfter))

@@ -74,15 +74,36 @@ func (s *Simulator) start(p executor.Placement) error {
 	j.run = executor.RunningJob{JobView: j.view, Allocations: s.snap.Allocations(j.job.ID), Started: s.now}
 	j.seg = segment{start: s.now.Add(boot), saved: j.view.Progress, interval: p.CheckpointEvery, cost: j.job.Spec.CheckpointCost}
 	j.capPower = 0
+	j.seg.slow = s.modelSlowdown(p.Allocations)
 	if !p.PowerCap.Uncapped() {
-		j.seg.slow, j.capPower = p.PowerCap.Slowdown, p.PowerCap.Power
+		j.seg.slow, j.capPower = max(j.seg.slow, 1)*p.PowerCap.Slowdown, p.PowerCap.Power
 		s.acct.capped++
 	}
+	j.run.Slowdown = j.seg.slow
 	s.addRunning(j)
 	s.acct.allocate(s, j)
 	end, _ := j.seg.finish(j.truth)
 	s.ev.push(event{at: end, kind: evFinish, job: j, epoch: j.epoch})
 	return nil
+}
+
+// modelSlowdown is 1 over the speed of the slowest GPU model among allocs
+// (Config.Speed), 0 without speeds.
+func (s *Simulator) modelSlowdown(allocs []cluster.Allocation) float64 {
+	if s.cfg.Speed == nil {
+		return 0
+	}
+	slow := 1.0
+	for _, al := range allocs {
+		n, ok := s.snap.Node(al.GPU.Node)
+		if !ok || al.GPU.Index >= len(n.GPUs) {
+			continue
+		}
+		if sp := s.cfg.Speed(n.GPUs[al.GPU.Index].Model); sp > 0 {
+			slow = max(slow, 1/sp)
+		}
+	}
+	return slow
 }
 
 // complete ends a job whose work is done.

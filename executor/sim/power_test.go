@@ -327,3 +327,19 @@ func TestOpportunisticJobsWaitForCleanerPower(t *testing.T) {
 		t.Errorf("waiting for cleaner power emitted %.3f kgCO2, not less than %.3f", long.KgCO2, short.KgCO2)
 	}
 }
+
+// TestSlowerModelsTakeLonger: with Gavel speeds an hour's job (V100 time)
+// takes 1/0.247 hours on a K80; the planner sees the running job's
+// slowdown.
+func TestSlowerModelsTakeLonger(t *testing.T) {
+	fleet := clustertest.Fleet(clustertest.Node("k").GPUs(1, "K80").Obj())
+	jobs := []cluster.Job{oneGPUJob("j", 0, time.Hour)}
+	plain := replay(t, "fifo", fleet, jobs, nil)
+	slow := replay(t, "fifo", fleet, jobs, func(c *sim.Config) { c.Speed = executor.Speed })
+	if plain.AvgJCTS != 3600 {
+		t.Errorf("without speeds: JCT %.0fs, want 3600s", plain.AvgJCTS)
+	}
+	if want := 3600 / executor.GavelSpeeds["K80"]; math.Abs(slow.AvgJCTS-want) > 1 {
+		t.Errorf("on a K80: JCT %.0fs, want %.0fs", slow.AvgJCTS, want)
+	}
+}

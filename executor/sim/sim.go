@@ -48,6 +48,10 @@ type Config struct {
 	// not arrive again.
 	Usage map[string]time.Duration
 	Waits map[string]executor.TenantWaits
+	// Speed is a GPU model's training speed against the one the trace's
+	// durations were measured on (executor.Speed: a V100); a job runs at
+	// its slowest GPU's. Nil: every model at 1.
+	Speed func(model string) float64
 	Seed  uint64
 	// Power gives each GPU's idle and busy power; nil means DefaultPower.
 	Power func(cluster.GPU) PowerModel

@@ -1,0 +1,93 @@
+package executor_test
+
+import (
+	"encoding/csv"
+	"os"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/prescient-sched/prescient/cluster"
+	"github.com/prescient-sched/prescient/cluster/clustertest"
+	"github.com/prescient-sched/prescient/executor"
+	"github.com/prescient-sched/prescient/executor/plugins/firstfit"
+	"github.com/prescient-sched/prescient/internal/testenv"
+)
+
+// TestGavelSpeeds recomputes executor.GavelSpeeds: per GPU model, the
+// median over job types of the isolated one-GPU throughput against the
+// V100's.
+func TestGavelSpeeds(t *testing.T) {
+	f, err := os.Open(testenv.Dataset(t, "gavel", "simulation_throughputs_flat.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(f).ReadAll()
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	col := map[string]int{}
+	for i, h := range rows[0] {
+		col[h] = i
+	}
+	tput := map[string]map[string]float64{} // job type → GPU type → steps/s
+	for _, r := range rows[1:] {
+		if r[col["colocated_job_type"]] != "" || r[col["scale_factor"]] != "1" {
+			continue
+		}
+		v, err := strconv.ParseFloat(r[col["throughput"]], 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tput[r[col["job_type"]]] == nil {
+			tput[r[col["job_type"]]] = map[string]float64{}
+		}
+		tput[r[col["job_type"]]][r[col["gpu_type"]]] = v
+	}
+	for model, want := range executor.GavelSpeeds {
+		var ratios []float64
+		for _, byGPU := range tput {
+			if a, b := byGPU[map[string]string{"K80": "k80", "P100": "p100", "V100": "v100"}[model]], byGPU["v100"]; a > 0 && b > 0 {
+				ratios = append(ratios, a/b)
+			}
+		}
+		slices.Sort(ratios)
+		median := ratios[len(ratios)/2]
+		if len(ratios)%2 == 0 {
+			median = (ratios[len(ratios)/2-1] + ratios[len(ratios)/2]) / 2
+		}
+		if d := median - want; d > 0.001 || d < -0.001 {
+			t.Errorf("%s: speed %.3f, Gavel median %.4f over %d job types", model, want, median, len(ratios))
+		}
+	}
+	if executor.Speed("V100M32") != 1 || executor.Speed("P100-12GB") != executor.GavelSpeeds["P100"] || executor.Speed("H100") != 1 {
+		t.Error("Speed does not match families or stand in with the V100's")
+	}
+}
+
+func TestFastestFirstPrefersTheFasterModel(t *testing.T) {
+	fleet := clustertest.Fleet(clustertest.Node("k").GPUs(4, "K80").Obj(), clustertest.Node("v").GPUs(4, "V100").Obj())
+	snap := cluster.NewSnapshot(fleet, clustertest.Epoch)
+	ff := (&executor.FastestFirst{Inner: firstfit.New()}).ForCycle(&executor.PlanInput{Now: clustertest.Epoch, Cluster: snap})
+	c := executor.NewCapacity(snap)
+	job := clustertest.Job("j").GPUs(2).Submitted(clustertest.Epoch).Obj()
+	for i, want := range []string{"v", "v", "k"} {
+		allocs, ok, why := ff.Place(&job, c)
+		if !ok {
+			t.Fatalf("placement %d failed: %s", i, why)
+		}
+		if allocs[0].GPU.Node != want {
+			t.Errorf("placement %d on %s, want %s", i, allocs[0].GPU.Node, want)
+		}
+		if err := c.Allocate(allocs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A job that names a model keeps it.
+	pinned := clustertest.Job("p").GPUs(1).Models("K80").Submitted(clustertest.Epoch.Add(time.Minute)).Obj()
+	if allocs, ok, _ := ff.Place(&pinned, c); !ok || allocs[0].GPU.Node != "k" {
+		t.Errorf("a K80 job was placed on %v (ok %v)", allocs, ok)
+	}
+}
