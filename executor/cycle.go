@@ -293,7 +293,7 @@ func (c *cycle) place(v *JobView, allocs []cluster.Allocation, why string) error
 	if c.p.Checkpoint != nil {
 		p.CheckpointEvery = c.p.Checkpoint.Interval(v, nodesOf(allocs), c.in)
 	}
-	if c.p.PowerCap != nil {
+	if c.p.PowerCap != nil && len(allocs) > 0 && !v.Job.Spec.Fractional() { // a cap limits whole GPUs
 		var cw string
 		p.PowerCap, cw = c.p.PowerCap.Cap(v, len(allocs), c.in.Now)
 		if cw != "" && p.Reason != "" {

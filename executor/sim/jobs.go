@@ -158,7 +158,7 @@ func (s *Simulator) stop(j *simJob) error {
 		}
 		saved = j.stopProg
 	} else {
-		s.acct.lostGPU += j.stopLost * gpuWeight(j)
+		s.acct.lostGPU += j.seg.wall(j.stopLost) * gpuWeight(j)
 		s.acct.lossyStops++
 	}
 	return s.requeue(j, saved)
@@ -174,7 +174,7 @@ func (s *Simulator) interrupt(j *simJob) error {
 		saved = ck
 		j.stopLost = prog - ck
 	}
-	s.acct.lostGPU += j.stopLost * gpuWeight(j)
+	s.acct.lostGPU += j.seg.wall(j.stopLost) * gpuWeight(j)
 	j.epoch++
 	return s.requeue(j, saved)
 }

@@ -89,7 +89,8 @@ func DefaultNodePower(n cluster.Node) NodePower {
 
 // parking accounts nodes that run nothing: after Config.ParkIdleAfter of
 // idleness a node is parked and draws ParkedW instead of its base and idle
-// GPU power, until a job wakes it (which costs WakeTime at base power).
+// GPU power, until a job wakes it (a boot of WakeTime at base power, which
+// delays the jobs placed on it).
 // An empty node's draw is taken out of the running idle draw and its
 // energy added when the idle spell ends (a job, a failure, the end of the
 // replay). A job placed on a parked node holds its GPUs at once but starts
@@ -100,6 +101,9 @@ type parking struct {
 	after   float64 // seconds
 	jobs    []int   // allocations on each node
 	emptyAt []time.Time
+	// bootUntil is when node i, woken, has booted: jobs placed on it
+	// before then start working then.
+	bootUntil []time.Time
 	open    []bool // node i is in an idle spell (empty and up)
 	parkedS float64
 	wakes   int
@@ -112,29 +116,40 @@ func (p *parking) init(s *Simulator, a *accounting) {
 	p.active, p.after = true, s.cfg.ParkIdleAfter.Seconds()
 	p.jobs = make([]int, len(s.snap.Nodes))
 	p.emptyAt = make([]time.Time, len(s.snap.Nodes))
+	p.bootUntil = make([]time.Time, len(s.snap.Nodes))
 	p.open = make([]bool, len(s.snap.Nodes))
 	for i := range s.snap.Nodes {
 		p.startSpell(s, a, i)
 	}
 }
 
-// draw is node i's draw while up and running nothing.
 // parked reports whether node i is parked now.
 func (p *parking) parked(s *Simulator, i int) bool {
 	return p.active && p.open[i] && s.now.Sub(p.emptyAt[i]).Seconds() > p.after
 }
 
 // bootDelay is how long a job placed on nodes now waits for them to boot:
-// WakeTime when one of them is parked.
+// WakeTime when one of them is parked, what is left of a boot when one is
+// booting.
 func (p *parking) bootDelay(s *Simulator, allocs []cluster.Allocation) time.Duration {
+	if !p.active {
+		return 0
+	}
+	var d time.Duration
 	for _, al := range allocs {
-		if i, ok := s.free.NodeIndex(al.GPU.Node); ok && p.parked(s, i) {
-			return s.cfg.WakeTime
+		i, ok := s.free.NodeIndex(al.GPU.Node)
+		switch {
+		case !ok:
+		case p.parked(s, i):
+			d = max(d, s.cfg.WakeTime)
+		case p.bootUntil[i].After(s.now):
+			d = max(d, p.bootUntil[i].Sub(s.now))
 		}
 	}
-	return 0
+	return d
 }
 
+// draw is node i's draw while up and running nothing.
 func (p *parking) draw(s *Simulator, i int) float64 {
 	n := s.snap.Nodes[i]
 	w := s.cfg.NodePower(n).BaseW
@@ -150,7 +165,8 @@ func (p *parking) startSpell(s *Simulator, a *accounting, i int) {
 }
 
 // endSpell adds the energy of node i's idle spell up to now: its draw
-// until it parked, ParkedW after, and a boot if a job wakes it.
+// until it parked, ParkedW after. A job that wakes it starts a boot of
+// WakeTime, whose base power the node's being up from now accounts.
 func (p *parking) endSpell(s *Simulator, a *accounting, i int, wake bool) {
 	d := s.now.Sub(p.emptyAt[i]).Seconds()
 	idle, parked := min(d, p.after), max(d-p.after, 0)
@@ -162,8 +178,7 @@ func (p *parking) endSpell(s *Simulator, a *accounting, i int, wake bool) {
 		p.parkedS += parked
 		if wake {
 			p.wakes++
-			a.energyJ += np.BaseW * s.cfg.WakeTime.Seconds()
-			a.co2g += s.gramsOf(np.BaseW, s.now.Add(-s.cfg.WakeTime), s.now) // the boot, just before the job starts
+			p.bootUntil[i] = s.now.Add(s.cfg.WakeTime)
 		}
 	}
 	p.open[i] = false

@@ -90,8 +90,9 @@ func oneGPUJob(id string, submitH float64, d time.Duration) cluster.Job {
 
 func TestParkingIdleNodes(t *testing.T) {
 	// Per node: 250 W base (200 + 50 per GPU), one V100 at 45 W idle and
-	// 212.4 W busy, 10 W parked; a boot costs 5 minutes of base power.
-	const on, busy, parked, wake = 250.0 + 45, 250.0 + 212.4, 10.0, 250.0 * 300
+	// 212.4 W busy, 10 W parked; a boot takes 5 minutes, the node up and
+	// the job's GPU counted busy.
+	const on, busy, parked = 250.0 + 45, 250.0 + 212.4, 10.0
 	tests := []struct {
 		name        string
 		nodes       int
@@ -106,7 +107,7 @@ func TestParkingIdleNodes(t *testing.T) {
 			busy*7200 + on*7200, 0},
 		// j2 holds its GPU through the 5-minute boot, then works its hour.
 		{"a job wakes a parked node and pays its boot", 1, []cluster.Job{oneGPUJob("j1", 0, time.Hour), oneGPUJob("j2", 3, time.Hour)}, 10 * time.Minute,
-			busy*7500 + on*600 + parked*6600 + wake, 6600},
+			busy*7500 + on*600 + parked*6600, 6600},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -341,5 +342,25 @@ func TestSlowerModelsTakeLonger(t *testing.T) {
 	}
 	if want := 3600 / executor.GavelSpeeds["K80"]; math.Abs(slow.AvgJCTS-want) > 1 {
 		t.Errorf("on a K80: JCT %.0fs, want %.0fs", slow.AvgJCTS, want)
+	}
+}
+
+// TestEveryJobOnABootingNodeWaitsForTheBoot: two jobs placed together on a
+// parked node, and one placed there two minutes into its boot, all start
+// working when the boot ends.
+func TestEveryJobOnABootingNodeWaitsForTheBoot(t *testing.T) {
+	fleet := clustertest.Fleet(clustertest.Node("n0").GPUs(4, "V100").Obj())
+	late := oneGPUJob("c", 1, time.Hour)
+	late.SubmitTime = late.SubmitTime.Add(2 * time.Minute)
+	// z runs the first 10 minutes; the node parks at 20 minutes.
+	jobs := []cluster.Job{oneGPUJob("z", 0, 10*time.Minute), oneGPUJob("a", 1, time.Hour), oneGPUJob("b", 1, time.Hour), late}
+	r := replay(t, "fifo", fleet, jobs, func(c *sim.Config) { c.ParkIdleAfter, c.CheckpointCost, c.Outcomes = 10*time.Minute, 0, true })
+	for _, o := range r.Outcomes {
+		if o.Job == "z" {
+			continue
+		}
+		if got, want := o.End.Sub(clustertest.Epoch), time.Hour+5*time.Minute+time.Hour; got != want {
+			t.Errorf("%s ends at %s, want %s (the boot ends at 1h05m)", o.Job, got, want)
+		}
 	}
 }

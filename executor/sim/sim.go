@@ -59,8 +59,9 @@ type Config struct {
 	// DefaultNodePower.
 	NodePower func(cluster.Node) NodePower
 	// ParkIdleAfter parks a node that ran nothing for that long (zero:
-	// never); WakeTime is the boot a parked node needs (energy only; zero
-	// means DefaultWakeTime).
+	// never); WakeTime is the boot a parked node needs: jobs placed on it
+	// start working that much later, the node drawing its base power
+	// meanwhile (zero means DefaultWakeTime).
 	ParkIdleAfter, WakeTime time.Duration
 	// Carbon is the grid's carbon intensity over time; with it the replay
 	// reports kgco2. Nil means none.
