@@ -104,9 +104,9 @@ type parking struct {
 	// bootUntil is when node i, woken, has booted: jobs placed on it
 	// before then start working then.
 	bootUntil []time.Time
-	open    []bool // node i is in an idle spell (empty and up)
-	parkedS float64
-	wakes   int
+	open      []bool // node i is in an idle spell (empty and up)
+	parkedS   float64
+	wakes     int
 }
 
 func (p *parking) init(s *Simulator, a *accounting) {
