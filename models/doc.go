@@ -9,7 +9,7 @@
 // gorgonia_mlp (a perceptron trained with the pinball loss), knn (nearest
 // neighbours through its own k-d tree, as golearn's KNN gives only a mean),
 // the baselines rolling_median (comparable past jobs) and global_median, and
-// ensemble, which averages the forest's, the MLP's and the rolling median's
+// ensemble, the median of the forest's, the MLP's and the rolling median's
 // quantiles.
 //
 // FeatureConfig.Rows and History compute features causally: a job submitted
