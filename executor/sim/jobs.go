@@ -135,7 +135,11 @@ func (s *Simulator) preempt(p executor.Preemption) error {
 	j.stopProg, j.stopLost = prog, prog-ck
 	j.stopAt = p.StopBy
 	j.stopLands = p.CheckpointFirst && !s.now.Add(j.job.Spec.CheckpointCost).After(p.StopBy)
-	if j.stopLands {
+	j.stopBooting = s.now.Before(j.seg.start) // its node still boots: nothing done, nothing to write
+	switch {
+	case j.stopBooting:
+		j.stopAt, j.stopLands = s.now, false
+	case j.stopLands:
 		j.stopAt = s.now.Add(j.job.Spec.CheckpointCost)
 	}
 	if err := j.job.Transition(cluster.StateCheckpointing, s.now); err != nil {
@@ -151,13 +155,16 @@ func (s *Simulator) preempt(p executor.Preemption) error {
 // period ran out and the work since its last checkpoint is lost.
 func (s *Simulator) stop(j *simJob) error {
 	saved := j.stopProg - j.stopLost
-	if j.stopLands {
+	switch {
+	case j.stopBooting: // stopped before its node booted: it keeps what it had
+		saved = j.stopProg
+	case j.stopLands:
 		s.acct.checkpointGPU += j.job.Spec.CheckpointCost * gpuWeight(j)
 		if err := j.job.Checkpointed(cluster.Checkpoint{Time: s.now, Step: int64(j.stopProg / time.Second)}); err != nil {
 			return fmt.Errorf("sim: %w", err)
 		}
 		saved = j.stopProg
-	} else {
+	default:
 		s.acct.lostGPU += j.seg.wall(j.stopLost) * gpuWeight(j)
 		s.acct.lossyStops++
 	}

@@ -364,3 +364,23 @@ func TestEveryJobOnABootingNodeWaitsForTheBoot(t *testing.T) {
 		}
 	}
 }
+
+// TestAPreemptionDuringTheBootCostsNothing: a long job placed on a parked
+// node is displaced (srtf-oracle) by a short one before the node booted: it
+// stops at once, writes no checkpoint and loses nothing, and the short job
+// starts working when the boot ends.
+func TestAPreemptionDuringTheBootCostsNothing(t *testing.T) {
+	fleet := clustertest.Fleet(clustertest.Node("n0").GPUs(1, "V100").Obj())
+	short := oneGPUJob("b", 1, 30*time.Minute)
+	short.SubmitTime = short.SubmitTime.Add(2 * time.Minute)
+	jobs := []cluster.Job{oneGPUJob("z", 0, 10*time.Minute), oneGPUJob("a", 1, 5*time.Hour), short}
+	r := replay(t, "srtf-oracle", fleet, jobs, func(c *sim.Config) { c.ParkIdleAfter, c.Outcomes = 10*time.Minute, true })
+	if r.Preemptions != 1 || r.CheckpointGPUS != 0 || r.LostGPUS != 0 {
+		t.Errorf("%d preemptions, %.0f checkpoint GPU-s, %.0f lost GPU-s; want 1, 0, 0", r.Preemptions, r.CheckpointGPUS, r.LostGPUS)
+	}
+	for _, o := range r.Outcomes {
+		if o.Job == "b" && o.End.Sub(clustertest.Epoch) != time.Hour+35*time.Minute {
+			t.Errorf("b ends at %s, want 1h35m (the boot ends at 1h05m)", o.End.Sub(clustertest.Epoch))
+		}
+	}
+}

@@ -128,6 +128,7 @@ type simJob struct {
 	stopLands   bool          // the checkpoint lands before the grace runs out
 	stopProg    time.Duration // progress when it was told to stop
 	stopLost    time.Duration // work lost if it does not land
+	stopBooting bool          // preempted while its node booted: stops at once, losing nothing
 	held        time.Duration // time holding GPUs, over all attempts
 	feasible    bool          // deadline at least submit + true duration
 	unplaceable bool
