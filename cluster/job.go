@@ -56,6 +56,25 @@ type JobSpec struct {
 
 	// Labels hold what else is known: framework, model, batch size, ...
 	Labels map[string]string
+
+	// Data is the dataset the job reads and where warm copies of it sit;
+	// nil when it names none.
+	Data *DataSource
+}
+
+// DataSource is a dataset a job reads: its name, its size, and the nodes
+// and racks that hold a warm copy (a local cache, a rack's cache server),
+// where the job would not have to fetch it.
+type DataSource struct {
+	Name  string
+	Bytes int64
+	Nodes []string
+	Racks []string
+}
+
+// WarmOn reports whether a copy sits on node n or its rack.
+func (d *DataSource) WarmOn(n *Node) bool {
+	return d != nil && (slices.Contains(d.Nodes, n.Name) || (n.Topology.Rack != "" && slices.Contains(d.Racks, n.Topology.Rack)))
 }
 
 // MilliGPUs is the total GPU demand in milli-GPUs (GPUs × GPUMilli).
@@ -110,6 +129,14 @@ func (s JobSpec) Validate() error {
 	}
 	if s.CheckpointCost < 0 {
 		errs = append(errs, fmt.Errorf("checkpoint_cost: %s is negative", s.CheckpointCost))
+	}
+	if d := s.Data; d != nil {
+		if d.Name == "" {
+			errs = append(errs, errors.New("data: a dataset needs a name"))
+		}
+		if d.Bytes < 0 {
+			errs = append(errs, fmt.Errorf("data: %d bytes is negative", d.Bytes))
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -166,6 +193,11 @@ func (j Job) Clone() Job {
 	}
 	j.Spec.GPUModels = slices.Clone(j.Spec.GPUModels)
 	j.Spec.Labels = maps.Clone(j.Spec.Labels)
+	if d := j.Spec.Data; d != nil {
+		c := *d
+		c.Nodes, c.Racks = slices.Clone(d.Nodes), slices.Clone(d.Racks)
+		j.Spec.Data = &c
+	}
 	return j
 }
 

@@ -156,3 +156,23 @@ func TestCloneSharesNothing(t *testing.T) {
 		t.Fatalf("changing the clone changed the original: %+v", j)
 	}
 }
+
+func TestDataSourceCloneAndWarmOn(t *testing.T) {
+	j := cluster.Job{ID: "j", Spec: cluster.JobSpec{Data: &cluster.DataSource{Name: "d", Bytes: 1, Nodes: []string{"n1"}, Racks: []string{"r1"}}}}
+	c := j.Clone()
+	c.Spec.Data.Nodes[0] = "changed"
+	if j.Spec.Data.Nodes[0] != "n1" || c.Spec.Data == j.Spec.Data {
+		t.Error("Clone shares the data source")
+	}
+	d := j.Spec.Data
+	if !d.WarmOn(&cluster.Node{Name: "n1"}) || !d.WarmOn(&cluster.Node{Name: "x", Topology: cluster.Topology{Rack: "r1"}}) || d.WarmOn(&cluster.Node{Name: "x"}) {
+		t.Error("WarmOn: want the node n1 and any node of rack r1 only")
+	}
+	var none *cluster.DataSource
+	if none.WarmOn(&cluster.Node{Name: "n1"}) {
+		t.Error("no data source is warm somewhere")
+	}
+	if err := (cluster.JobSpec{Tier: cluster.DefaultTier, Data: &cluster.DataSource{Bytes: -1}}).Validate(); err == nil {
+		t.Error("a nameless dataset of negative size was accepted")
+	}
+}

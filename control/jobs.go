@@ -71,6 +71,16 @@ func sameSpec(a, b cluster.JobSpec) bool {
 		if len(s.Labels) == 0 {
 			s.Labels = nil
 		}
+		if d := s.Data; d != nil {
+			c := *d
+			if len(c.Nodes) == 0 {
+				c.Nodes = nil
+			}
+			if len(c.Racks) == 0 {
+				c.Racks = nil
+			}
+			s.Data = &c
+		}
 		s.Deadline = s.Deadline.UTC()
 		return s
 	}
@@ -109,9 +119,7 @@ func (p *Plane) checkSpec(s cluster.JobSpec, prefix string) (cluster.JobSpec, er
 }
 
 func cloneSpec(s cluster.JobSpec) cluster.JobSpec {
-	s.GPUModels = slices.Clone(s.GPUModels)
-	s.Labels = maps.Clone(s.Labels)
-	return s
+	return cluster.Job{Spec: s}.Clone().Spec
 }
 
 func fleetGPUs(nodes []cluster.Node) int {

@@ -46,6 +46,7 @@ type Record struct {
 	Checkpointable     bool              `json:"checkpointable,omitempty"`
 	CheckpointCostS    float64           `json:"checkpoint_cost_s,omitempty"`
 	Labels             map[string]string `json:"labels,omitempty"`
+	Data               *DataRecord       `json:"data,omitempty"`
 	SubmitTime         string            `json:"submit_time"`
 	State              string            `json:"state"`
 	Attempts           int               `json:"attempts,omitempty"`
@@ -56,6 +57,15 @@ type Record struct {
 	PeakGPUMemoryBytes int64             `json:"peak_gpu_memory_bytes,omitempty"`
 	EnergyJ            float64           `json:"energy_j,omitempty"`
 	ExitCode           int               `json:"exit_code,omitempty"`
+}
+
+// DataRecord is the dataset a job reads (cluster.DataSource): its name,
+// size in bytes, and the nodes and racks holding a warm copy.
+type DataRecord struct {
+	Name  string   `json:"name"`
+	Bytes int64    `json:"bytes,omitempty"`
+	Nodes []string `json:"nodes,omitempty"`
+	Racks []string `json:"racks,omitempty"`
 }
 
 // CheckpointRecord is a Record's last checkpoint.
@@ -79,6 +89,9 @@ func RecordFromJob(j cluster.Job) Record {
 	}
 	if cp := j.LastCheckpoint; cp != nil {
 		r.LastCheckpoint = &CheckpointRecord{Time: formatTime(cp.Time), Step: cp.Step, Path: cp.Path}
+	}
+	if d := s.Data; d != nil {
+		r.Data = &DataRecord{Name: d.Name, Bytes: d.Bytes, Nodes: d.Nodes, Racks: d.Racks}
 	}
 	return r
 }
@@ -131,6 +144,15 @@ func (r Record) spec() (cluster.JobSpec, error) {
 	}
 	if len(r.Labels) > 0 {
 		s.Labels = r.Labels
+	}
+	if d := r.Data; d != nil {
+		s.Data = &cluster.DataSource{Name: d.Name, Bytes: d.Bytes, Nodes: d.Nodes, Racks: d.Racks}
+		if d.Name == "" {
+			return s, &fieldError{"data.name", "", errEmpty}
+		}
+		if d.Bytes < 0 {
+			return s, &fieldError{"data.bytes", fmt.Sprint(d.Bytes), errors.New("negative")}
+		}
 	}
 	var err error
 	if s.Tier, err = parseTier(r.Tier); err != nil {

@@ -33,6 +33,7 @@ func goldenJobs() []cluster.Job {
 				CPUMilli: 64000, MemoryBytes: 512 << 30, Deadline: t0.Add(48 * time.Hour), GangSize: 2,
 				Checkpointable: true, CheckpointCost: 45 * time.Second,
 				Labels: map[string]string{cluster.LabelFramework: "pytorch", cluster.LabelModel: "bert", cluster.LabelBatchSize: "64"},
+				Data:   &cluster.DataSource{Name: "wiki-2024", Bytes: 2 << 40, Nodes: []string{"dgx-01"}, Racks: []string{"rack-a"}},
 			},
 			State: cluster.StateSucceeded, Attempts: 2,
 			LastCheckpoint: &cluster.Checkpoint{Time: t0.Add(3 * time.Hour), Step: 12000, Path: "/ckpt/train-1/12000"},
@@ -157,6 +158,8 @@ func TestPrescientBadLines(t *testing.T) {
 		{"too many GPUs names the field", `{"id":"x","gpus":100001,"submit_time":"2024-03-01","state":"queued"}`, "gpus", "too large"},
 		{"a repeated id is an error", `{"id":"ok-1","gpus":1,"submit_time":"2024-03-01","state":"queued"}`, "id", "duplicate"},
 		{"a checkpoint without a time names the field", `{"id":"x","submit_time":"2024-03-01","state":"running","last_checkpoint":{"step":3}}`, "last_checkpoint.time", "empty"},
+		{"a dataset without a name names the field", `{"id":"x","submit_time":"2024-03-01","state":"queued","data":{"bytes":5}}`, "data.name", "empty"},
+		{"a negative dataset size names the field", `{"id":"x","submit_time":"2024-03-01","state":"queued","data":{"name":"d","bytes":-5}}`, "data.bytes", "negative"},
 		{"validation errors of the job are reported", `{"id":"x","gpus":2,"gpu_milli":500,"submit_time":"2024-03-01","state":"queued"}`, "", "gpu_milli"},
 	}
 	for _, tt := range tests {

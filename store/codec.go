@@ -73,6 +73,15 @@ type specRecord struct {
 	Checkpointable   bool              `json:"checkpointable"`
 	CheckpointCostNs int64             `json:"checkpoint_cost_ns"`
 	Labels           map[string]string `json:"labels,omitempty"`
+	Data             *dataRecord       `json:"data,omitempty"`
+}
+
+// dataRecord is the JSON of a cluster.DataSource.
+type dataRecord struct {
+	Name  string   `json:"name"`
+	Bytes int64    `json:"bytes,omitempty"`
+	Nodes []string `json:"nodes,omitempty"`
+	Racks []string `json:"racks,omitempty"`
 }
 
 // checkpointRecord is the JSON of a cluster.Checkpoint.
@@ -179,9 +188,13 @@ func encodeSpec(s cluster.JobSpec) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("deadline: %w", err)
 	}
-	return marshal(specRecord{GPUs: s.GPUs, GPUMilli: s.GPUMilli, GPUModels: s.GPUModels,
+	r := specRecord{GPUs: s.GPUs, GPUMilli: s.GPUMilli, GPUModels: s.GPUModels,
 		CPUMilli: s.CPUMilli, MemoryBytes: s.MemoryBytes, DeadlineUnixNs: deadline, GangSize: s.GangSize,
-		Checkpointable: s.Checkpointable, CheckpointCostNs: int64(s.CheckpointCost), Labels: s.Labels})
+		Checkpointable: s.Checkpointable, CheckpointCostNs: int64(s.CheckpointCost), Labels: s.Labels}
+	if d := s.Data; d != nil {
+		r.Data = &dataRecord{Name: d.Name, Bytes: d.Bytes, Nodes: d.Nodes, Racks: d.Racks}
+	}
+	return marshal(r)
 }
 
 // decodeSpec decodes what encodeSpec wrote; name, tenant, user and tier
@@ -191,10 +204,14 @@ func decodeSpec(text string) (cluster.JobSpec, error) {
 	if err := json.Unmarshal([]byte(text), &r); err != nil {
 		return cluster.JobSpec{}, err
 	}
-	return cluster.JobSpec{GPUs: r.GPUs, GPUMilli: r.GPUMilli, GPUModels: r.GPUModels,
+	s := cluster.JobSpec{GPUs: r.GPUs, GPUMilli: r.GPUMilli, GPUModels: r.GPUModels,
 		CPUMilli: r.CPUMilli, MemoryBytes: r.MemoryBytes, Deadline: fromPtrNanos(r.DeadlineUnixNs),
 		GangSize: r.GangSize, Checkpointable: r.Checkpointable,
-		CheckpointCost: time.Duration(r.CheckpointCostNs), Labels: r.Labels}, nil
+		CheckpointCost: time.Duration(r.CheckpointCostNs), Labels: r.Labels}
+	if d := r.Data; d != nil {
+		s.Data = &cluster.DataSource{Name: d.Name, Bytes: d.Bytes, Nodes: d.Nodes, Racks: d.Racks}
+	}
+	return s, nil
 }
 
 func encodeCheckpoint(cp *cluster.Checkpoint) (sql.NullString, error) {

@@ -41,6 +41,7 @@ func fullJob(id string) cluster.Job {
 	j.Spec.CPUMilli, j.Spec.MemoryBytes = 64000, 512<<30
 	j.Spec.GangSize, j.Spec.Checkpointable, j.Spec.CheckpointCost = 2, true, 90*time.Second+1
 	j.Spec.Labels = map[string]string{cluster.LabelFramework: "pytorch", cluster.LabelModel: "llama-70b"}
+	j.Spec.Data = &cluster.DataSource{Name: "pile", Bytes: 800 << 30, Nodes: []string{"n1"}, Racks: []string{"rack-a"}}
 	j.Outcome = cluster.Outcome{RunTime: 5*time.Minute + 3, PeakGPUMemoryBytes: 70 << 30, EnergyJ: 1.25e7 / 3, ExitCode: 0}
 	return j
 }

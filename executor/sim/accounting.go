@@ -20,8 +20,9 @@ type accounting struct {
 
 	finished, unplaceable int
 	preemptions, failures int
-	capped                int // starts under a power cap
-	lossyStops            int // preemptions whose checkpoint did not land
+	capped                int   // starts under a power cap
+	savedBytes            int64 // dataset bytes not fetched: starts next to a warm copy
+	lossyStops            int   // preemptions whose checkpoint did not land
 	cycles, decisions     int
 	lostGPU               time.Duration
 	checkpointGPU         time.Duration

@@ -80,11 +80,25 @@ func (s *Simulator) start(p executor.Placement) error {
 		s.acct.capped++
 	}
 	j.run.Slowdown = j.seg.slow
+	if d := j.job.Spec.Data; d != nil && s.warm(d, p.Allocations) {
+		s.acct.savedBytes += d.Bytes
+	}
 	s.addRunning(j)
 	s.acct.allocate(s, j)
 	end, _ := j.seg.finish(j.truth)
 	s.ev.push(event{at: end, kind: evFinish, job: j, epoch: j.epoch})
 	return nil
+}
+
+// warm reports whether a copy of d sits on one of the allocations' nodes or
+// their racks: the attempt reads it there instead of fetching it.
+func (s *Simulator) warm(d *cluster.DataSource, allocs []cluster.Allocation) bool {
+	for _, al := range allocs {
+		if n, ok := s.snap.Node(al.GPU.Node); ok && d.WarmOn(n) {
+			return true
+		}
+	}
+	return false
 }
 
 // modelSlowdown is 1 over the speed of the slowest GPU model among allocs

@@ -384,3 +384,17 @@ func TestAPreemptionDuringTheBootCostsNothing(t *testing.T) {
 		}
 	}
 }
+
+// TestTransferSavedBytes counts the dataset bytes of attempts placed next
+// to a warm copy: the job reading a dataset cached on the only node, not
+// the one whose copy sits elsewhere.
+func TestTransferSavedBytes(t *testing.T) {
+	fleet := clustertest.Fleet(clustertest.Node("n0").GPUs(2, "V100").Obj())
+	warm, cold := oneGPUJob("warm", 0, time.Hour), oneGPUJob("cold", 0, time.Hour)
+	warm.Spec.Data = &cluster.DataSource{Name: "imagenet", Bytes: 150 << 30, Nodes: []string{"n0"}}
+	cold.Spec.Data = &cluster.DataSource{Name: "laion", Bytes: 1 << 40, Nodes: []string{"elsewhere"}}
+	r := replay(t, "fifo", fleet, []cluster.Job{warm, cold}, nil)
+	if r.TransferSavedBytes != 150<<30 {
+		t.Errorf("transfer_saved_bytes %d, want %d", r.TransferSavedBytes, int64(150<<30))
+	}
+}

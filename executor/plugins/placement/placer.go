@@ -25,7 +25,17 @@ type PlacerArgs struct {
 	// many fragmentation score levels. Zero means DefaultEnergyLevelsPerHour;
 	// negative turns the energy term off.
 	EnergyLevelsPerHour float64
+	// LocalityLevels weighs data locality in the prescient placement: a node
+	// holding a warm copy of the job's dataset (cluster.JobSpec.Data) gains
+	// this many fragmentation score levels, a node in a rack holding one
+	// half as many. Zero means DefaultLocalityLevels; negative turns it off.
+	LocalityLevels float64
 }
+
+// DefaultLocalityLevels is the default weight of data locality: a fifth of
+// the score's 0-100 range, enough to prefer a warm node over a slightly
+// better-packed cold one, not to fragment a node for it.
+const DefaultLocalityLevels = 20
 
 // DefaultEnergyLevelsPerHour is the default weight of the energy term.
 const DefaultEnergyLevelsPerHour = 16
@@ -82,6 +92,12 @@ func NewPlacer(name string, a PlacerArgs) (*Placer, error) {
 	}
 	if name != PrescientName || a.EnergyLevelsPerHour < 0 {
 		a.EnergyLevelsPerHour = 0
+	}
+	if a.LocalityLevels == 0 {
+		a.LocalityLevels = DefaultLocalityLevels
+	}
+	if name != PrescientName || a.LocalityLevels < 0 {
+		a.LocalityLevels = 0
 	}
 	return &Placer{name: name, scorer: s, args: a}, nil
 }

@@ -150,7 +150,7 @@ func (cp *cyclePlacer) placeShare(job *cluster.Job, req *Request, c *executor.Ca
 		}
 		v.mig = n.GPUs[0].MIGEnabled
 		mv := cp.score(v, nodeReq, ctx)
-		if sc := mv.score - cp.energyCost(job, c, i); sc > best {
+		if sc := mv.score - cp.energyCost(job, c, i) + cp.locality(job, c, i); sc > best {
 			best, bestNode, bestGPU, bestScore = sc, i, mv.gpu, mv.score
 		}
 	}

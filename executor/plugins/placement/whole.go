@@ -30,7 +30,7 @@ func (cp *cyclePlacer) placeOnNode(job *cluster.Job, req *Request, c *executor.C
 				continue
 			}
 			mv := cp.score(cp.fillView(c, i, nil), req, ctx)
-			if sc := mv.score - cp.energyCost(job, c, i); tier > bestTier || sc > best {
+			if sc := mv.score - cp.energyCost(job, c, i) + cp.locality(job, c, i); tier > bestTier || sc > best {
 				bestNode, bestTier, best, bestScore = i, tier, sc, mv.score
 			}
 		}
