@@ -72,7 +72,19 @@ type JobSpecRequest struct {
 	Checkpointable  bool              `json:"checkpointable,omitempty"`
 	CheckpointCostS float64           `json:"checkpoint_cost_s,omitempty"`
 	Labels          map[string]string `json:"labels,omitempty"`
+	Data            *DataRequest      `json:"data,omitempty"`
 }
+
+// DataRequest is the dataset a job reads and where warm copies sit.
+type DataRequest struct {
+	Name  string   `json:"name"`
+	Bytes int64    `json:"bytes,omitempty"`
+	Nodes []string `json:"nodes,omitempty"`
+	Racks []string `json:"racks,omitempty"`
+}
+
+// maxDataPlaces bounds a dataset's listed nodes and racks.
+const maxDataPlaces = 1024
 
 // SubmitRequest is the body of POST /v1/jobs: a spec, an optional ID that
 // makes the submission idempotent, and what the agent runs.
@@ -195,6 +207,30 @@ func (r JobSpecRequest) toSpec(prefix, tenant string) (cluster.JobSpec, error) {
 		spec.CheckpointCost = time.Duration(c * float64(time.Second))
 	}
 	checkLabels(fe, r.Labels)
+	if d := r.Data; d != nil {
+		checkText(fe, "data.name", d.Name, maxNameBytes)
+		if d.Name == "" {
+			fe.add("data.name", "a dataset needs a name")
+		}
+		if d.Bytes < 0 {
+			fe.add("data.bytes", "%d is negative", d.Bytes)
+		}
+		for _, f := range []struct {
+			field string
+			names []string
+		}{{"data.nodes", d.Nodes}, {"data.racks", d.Racks}} {
+			field, names := f.field, f.names
+			if len(names) > maxDataPlaces {
+				fe.add(field, "%d names; at most %d", len(names), maxDataPlaces)
+			}
+			for i, n := range names {
+				if n == "" || len(n) > maxNameBytes || !utf8.ValidString(n) {
+					fe.add(fmt.Sprintf("%s[%d]", field, i), "want a name of 1 to %d bytes", maxNameBytes)
+				}
+			}
+		}
+		spec.Data = &cluster.DataSource{Name: d.Name, Bytes: d.Bytes, Nodes: d.Nodes, Racks: d.Racks}
+	}
 	// The domain's own rules (shares, negative amounts) name their fields
 	// in the same words.
 	if len(fe.errs) == 0 {

@@ -44,6 +44,7 @@ func TestBadRequestsAre400WithAClearMessage(t *testing.T) {
 		{"share on several GPUs", "POST", "/v1/jobs", `{"gpus":2,"gpu_milli":500}`, "invalid_request", []string{"gpu_milli"}},
 		{"job may not set CUDA_VISIBLE_DEVICES", "POST", "/v1/jobs", `{"gpus":1,"env":{"CUDA_VISIBLE_DEVICES":"0,1,2,3"}}`, "invalid_request", []string{"env.CUDA_VISIBLE_DEVICES"}},
 		{"bad label key", "POST", "/v1/jobs", `{"gpus":1,"labels":{"":"x"}}`, "invalid_request", []string{"labels"}},
+		{"dataset without a name", "POST", "/v1/jobs", `{"gpus":1,"data":{"bytes":-3,"nodes":[""]}}`, "invalid_request", []string{"data.name", "data.bytes", "data.nodes[0]"}},
 		{"predict without jobs", "POST", "/v1/predict", `{"jobs":[]}`, "invalid_request", []string{"jobs: 0 jobs"}},
 		{"predict names the job's index", "POST", "/v1/predict", `{"jobs":[{"gpus":1},{"gpus":-2}]}`, "invalid_request", []string{"jobs[1].gpus"}},
 		{"what-if names the node", "POST", "/v1/whatif", `{"add_nodes":[{"name":"n2","gpus":4}]}`, "invalid_request", []string{"add_nodes[0].gpu_model"}},
@@ -120,6 +121,17 @@ func TestSubmitAnswers201ThenTheStoredJobOnRepeat(t *testing.T) {
 	}
 	if rec := e.do("POST", "/v1/jobs", tokSubmitterA, `{"id":"train-1","gpus":4}`); rec.Code != 409 {
 		t.Fatalf("the same ID with another spec = %d %s", rec.Code, rec.Body)
+	}
+	// A dataset is part of the spec: the same again is the same job.
+	withData := `{"id":"train-2","gpus":1,"data":{"name":"imagenet","bytes":150000000000,"nodes":["n1"]}}`
+	if rec := e.do("POST", "/v1/jobs", tokSubmitterA, withData); rec.Code != 201 {
+		t.Fatalf("submit with data = %d %s", rec.Code, rec.Body)
+	}
+	if rec := e.do("POST", "/v1/jobs", tokSubmitterA, withData); rec.Code != 200 {
+		t.Fatalf("the same submission with data again = %d %s", rec.Code, rec.Body)
+	}
+	if rec := e.do("POST", "/v1/jobs", tokSubmitterA, `{"id":"train-2","gpus":1,"data":{"name":"laion"}}`); rec.Code != 409 {
+		t.Fatalf("the same ID with another dataset = %d %s", rec.Code, rec.Body)
 	}
 }
 
