@@ -90,15 +90,15 @@ func (s *Simulator) start(p executor.Placement) error {
 	return nil
 }
 
-// warm reports whether a copy of d sits on one of the allocations' nodes or
-// their racks: the attempt reads it there instead of fetching it.
+// warm reports whether a copy of d sits on every node of the allocations
+// (or their racks): the attempt reads it there instead of fetching it.
 func (s *Simulator) warm(d *cluster.DataSource, allocs []cluster.Allocation) bool {
 	for _, al := range allocs {
-		if n, ok := s.snap.Node(al.GPU.Node); ok && d.WarmOn(n) {
-			return true
+		if n, ok := s.snap.Node(al.GPU.Node); !ok || !d.WarmOn(n) {
+			return false
 		}
 	}
-	return false
+	return len(allocs) > 0
 }
 
 // modelSlowdown is 1 over the speed of the slowest GPU model among allocs

@@ -20,12 +20,16 @@ func TestPrescientPrefersWarmData(t *testing.T) {
 	}
 	fleet := clustertest.Fleet(mk("a", "r1"), mk("b", "r2"), mk("c", "r3"))
 	snap := cluster.NewSnapshot(fleet, clustertest.Epoch)
+	share := false
 	place := func(args placement.PlacerArgs, data *cluster.DataSource) string {
 		p, err := placement.NewPlacer(placement.PrescientName, args)
 		if err != nil {
 			t.Fatal(err)
 		}
 		job := clustertest.Job("j").GPUs(2).Submitted(clustertest.Epoch).Obj()
+		if share {
+			job = clustertest.Job("j").Share(500).Submitted(clustertest.Epoch).Obj()
+		}
 		job.Spec.Data = data
 		in := &executor.PlanInput{Now: clustertest.Epoch, Cluster: snap, Queue: []*executor.JobView{{Job: &job}}}
 		allocs, ok, why := p.ForCycle(in).Place(&job, executor.NewCapacity(snap))
@@ -48,5 +52,10 @@ func TestPrescientPrefersWarmData(t *testing.T) {
 	}
 	if got := place(placement.PlacerArgs{LocalityLevels: -1}, onNode); got != first {
 		t.Errorf("locality off: placed on %s, want %s as without data", got, first)
+	}
+	// A share too goes to the warm one of three empty nodes.
+	share = true
+	if got := place(placement.PlacerArgs{}, onNode); got != "c" {
+		t.Errorf("share, warm node: placed on %s, want c", got)
 	}
 }

@@ -25,16 +25,19 @@ type PlacerArgs struct {
 	// many fragmentation score levels. Zero means DefaultEnergyLevelsPerHour;
 	// negative turns the energy term off.
 	EnergyLevelsPerHour float64
-	// LocalityLevels weighs data locality in the prescient placement: a node
-	// holding a warm copy of the job's dataset (cluster.JobSpec.Data) gains
-	// this many fragmentation score levels, a node in a rack holding one
-	// half as many. Zero means DefaultLocalityLevels; negative turns it off.
+	// LocalityLevels weighs data locality in the prescient placement of
+	// shares and of jobs within one node: a node holding a warm copy of the
+	// job's dataset (cluster.JobSpec.Data) gains this many fragmentation
+	// score levels, a node in a rack holding one half as many (jobs spread
+	// over several nodes get none). Zero means DefaultLocalityLevels;
+	// negative turns it off.
 	LocalityLevels float64
 }
 
 // DefaultLocalityLevels is the default weight of data locality: a fifth of
-// the score's 0-100 range, enough to prefer a warm node over a slightly
-// better-packed cold one, not to fragment a node for it.
+// the score's 0-100 range. It outweighs packing ties and small differences
+// in fragmentation, so a job opens an empty warm node rather than a cold
+// used one unless that fragments much more.
 const DefaultLocalityLevels = 20
 
 // DefaultEnergyLevelsPerHour is the default weight of the energy term.

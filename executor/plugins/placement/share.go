@@ -123,7 +123,7 @@ func (cp *cyclePlacer) placeShare(job *cluster.Job, req *Request, c *executor.Ca
 			r.Milli = prof.Milli()
 			nodeReq = &r
 		}
-		if c.WholeFree(i) == len(n.GPUs) {
+		if c.WholeFree(i) == len(n.GPUs) && cp.locality(job, c, i) == 0 { // a warm node scores apart
 			if slices.Contains(emptySeen, n.GPUs[0].Model) {
 				continue
 			}
