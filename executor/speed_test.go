@@ -1,9 +1,6 @@
 package executor_test
 
 import (
-	"encoding/csv"
-	"os"
-	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -19,21 +16,9 @@ import (
 // median over job types of the isolated one-GPU throughput against the
 // V100's.
 func TestGavelSpeeds(t *testing.T) {
-	f, err := os.Open(testenv.Dataset(t, "gavel", "simulation_throughputs_flat.csv"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rows, err := csv.NewReader(f).ReadAll()
-	f.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	col := map[string]int{}
-	for i, h := range rows[0] {
-		col[h] = i
-	}
+	col, rows := testenv.DatasetCSV(t, "gavel", "simulation_throughputs_flat.csv")
 	tput := map[string]map[string]float64{} // job type → GPU type → steps/s
-	for _, r := range rows[1:] {
+	for _, r := range rows {
 		if r[col["colocated_job_type"]] != "" || r[col["scale_factor"]] != "1" {
 			continue
 		}
@@ -53,11 +38,7 @@ func TestGavelSpeeds(t *testing.T) {
 				ratios = append(ratios, a/b)
 			}
 		}
-		slices.Sort(ratios)
-		median := ratios[len(ratios)/2]
-		if len(ratios)%2 == 0 {
-			median = (ratios[len(ratios)/2-1] + ratios[len(ratios)/2]) / 2
-		}
+		median := testenv.Median(ratios)
 		if d := median - want; d > 0.001 || d < -0.001 {
 			t.Errorf("%s: speed %.3f, Gavel median %.4f over %d job types", model, want, median, len(ratios))
 		}

@@ -1,10 +1,7 @@
 package sim_test
 
 import (
-	"encoding/csv"
 	"math"
-	"os"
-	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -24,34 +21,18 @@ func TestLoadFractionsMatchZeus(t *testing.T) {
 	files := map[string]string{"V100": "summary_power_v100.csv", "P100": "summary_power_p100.csv",
 		"A40": "summary_power_a40.csv", "RTX6000": "summary_power_rtx6000.csv"}
 	for model, file := range files {
-		f, err := os.Open(testenv.Dataset(t, "zeus", file))
-		if err != nil {
-			t.Fatal(err)
-		}
-		rows, err := csv.NewReader(f).ReadAll()
-		f.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		col := map[string]int{}
-		for i, h := range rows[0] {
-			col[h] = i
-		}
+		col, rows := testenv.DatasetCSV(t, "zeus", file)
 		maxLimit := 0.0
-		for _, r := range rows[1:] {
+		for _, r := range rows {
 			maxLimit = math.Max(maxLimit, num(t, r[col["power_limit"]]))
 		}
 		var fr []float64
-		for _, r := range rows[1:] {
+		for _, r := range rows {
 			if num(t, r[col["power_limit"]]) == maxLimit {
 				fr = append(fr, num(t, r[col["average_power"]])/maxLimit)
 			}
 		}
-		slices.Sort(fr)
-		median := fr[len(fr)/2]
-		if len(fr)%2 == 0 {
-			median = (fr[len(fr)/2-1] + fr[len(fr)/2]) / 2
-		}
+		median := testenv.Median(fr)
 		if got := sim.LoadFraction[model]; math.Abs(got-median) > 0.001 {
 			t.Errorf("%s: load fraction %.3f, Zeus median %.4f", model, got, median)
 		}
@@ -172,35 +153,17 @@ func TestReplayReportsCarbon(t *testing.T) {
 // batch size, optimizer) measured there and at 250 W of the epoch-time
 // ratio, and the median draw over the limit's median draw at 250 W.
 func TestZeusV100Caps(t *testing.T) {
-	f, err := os.Open(testenv.Dataset(t, "zeus", "summary_power_v100.csv"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rows, err := csv.NewReader(f).ReadAll()
-	f.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	col := map[string]int{}
-	for i, h := range rows[0] {
-		col[h] = i
-	}
+	col, rows := testenv.DatasetCSV(t, "zeus", "summary_power_v100.csv")
 	type point struct{ time, power float64 }
 	work := map[string]map[float64]point{}
-	for _, r := range rows[1:] {
+	for _, r := range rows {
 		k := r[col["dataset"]] + "/" + r[col["network"]] + "/" + r[col["batch_size"]] + "/" + r[col["optimizer"]]
 		if work[k] == nil {
 			work[k] = map[float64]point{}
 		}
 		work[k][num(t, r[col["power_limit"]])] = point{num(t, r[col["time_per_epoch"]]), num(t, r[col["average_power"]])}
 	}
-	median := func(v []float64) float64 {
-		slices.Sort(v)
-		if len(v)%2 == 0 {
-			return (v[len(v)/2-1] + v[len(v)/2]) / 2
-		}
-		return v[len(v)/2]
-	}
+	median := testenv.Median
 	const top = 250.0
 	var full []float64
 	for _, w := range work {
