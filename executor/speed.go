@@ -19,13 +19,22 @@ var GavelSpeeds = map[string]float64{"K80": 0.247, "P100": 0.813, "V100": 1}
 // Speed is a model's GavelSpeeds entry, matched by family ("V100M32" is a
 // V100, "P100-12GB" a P100), else 1 (the V100 stands in).
 func Speed(model string) float64 {
-	m := strings.ToUpper(model)
-	for fam, s := range GavelSpeeds {
-		if strings.HasPrefix(m, fam) {
-			return s
-		}
+	if s, ok := ByFamily(GavelSpeeds, model); ok {
+		return s
 	}
 	return 1
+}
+
+// ByFamily looks a GPU model up in a table keyed by model family: the
+// entry whose key the model's name, upper-cased, starts with.
+func ByFamily(table map[string]float64, model string) (float64, bool) {
+	m := strings.ToUpper(model)
+	for fam, v := range table {
+		if strings.HasPrefix(m, fam) {
+			return v, true
+		}
+	}
+	return 0, false
 }
 
 // FastestFirst wraps a placer for fleets of mixed GPU models: a job that

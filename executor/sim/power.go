@@ -1,10 +1,10 @@
 package sim
 
 import (
-	"strings"
 	"time"
 
 	"github.com/prescient-sched/prescient/cluster"
+	"github.com/prescient-sched/prescient/executor"
 )
 
 // PowerModel is a GPU's draw: IdleW when nothing runs on it, BusyW when it
@@ -41,11 +41,8 @@ const StandInModel = "V100"
 // loadFraction is LoadFraction for a model, matched by family ("V100M32"
 // is a V100, "P100-12GB" a P100), else StandInModel's.
 func loadFraction(model string) float64 {
-	m := strings.ToUpper(model)
-	for fam, f := range LoadFraction {
-		if strings.HasPrefix(m, fam) {
-			return f
-		}
+	if f, ok := executor.ByFamily(LoadFraction, model); ok {
+		return f
 	}
 	return LoadFraction[StandInModel]
 }
