@@ -100,3 +100,31 @@ func FuzzJobsQuery(f *testing.F) {
 		}
 	})
 }
+
+func FuzzIdleForecastQuery(f *testing.F) {
+	for _, s := range []string{
+		"", "horizon_s=3600&step_s=300", "min_window_s=600&min_probability=0.8", "node=n1", "pool=n1", "node=n9",
+		"step_s=1", "horizon_s=1e309", "step_s=60&horizon_s=86400", "min_probability=2", "min_probability=NaN",
+		"horizon_s=-5", "hrizon_s=1", "%zz", "pool=%ff",
+	} {
+		f.Add(s)
+	}
+	e := newEnv(f)
+	f.Fuzz(func(t *testing.T, query string) {
+		e.t = t
+		req := httptest.NewRequest(http.MethodGet, "/v1/forecasts/idle", nil)
+		req.URL.RawQuery = query
+		req.Header.Set("Authorization", "Bearer "+tokViewerA)
+		rec := httptest.NewRecorder()
+		e.srv.Handler().ServeHTTP(rec, req)
+		if rec.Code != 200 && rec.Code != 400 && rec.Code != 404 {
+			t.Fatalf("GET /v1/forecasts/idle?%s = %d: %s", query, rec.Code, rec.Body)
+		}
+		if !json.Valid(rec.Body.Bytes()) {
+			t.Fatalf("GET /v1/forecasts/idle?%s: the answer is not JSON: %s", query, rec.Body)
+		}
+		if rec.Code == 400 {
+			errorOf(t, rec)
+		}
+	})
+}

@@ -3,6 +3,7 @@ package api
 import (
 	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/url"
 	"slices"
@@ -460,6 +461,64 @@ func (h *handlers) stats(c *gin.Context) {
 		st.Forecasts = slices.DeleteFunc(st.Forecasts, func(f control.ForecastCheck) bool { return tenantOf(f.Job) != p.Tenant })
 	}
 	writeJSON(c, http.StatusOK, st)
+}
+
+// idleForecast is GET /v1/forecasts/idle. A non-admin sees the GPUs and
+// counts of the whole fleet but only their own tenant's idle jobs.
+func (h *handlers) idleForecast(c *gin.Context) {
+	params := c.Request.URL.Query()
+	if e := onlyParams(params, "horizon_s", "step_s", "min_window_s", "min_probability", "pool", "node"); e != nil {
+		abortRequest(c, e)
+		return
+	}
+	q, e := idleQuery(params)
+	if e != nil {
+		abortRequest(c, e)
+		return
+	}
+	f, err := h.svc.IdleForecast(c.Request.Context(), q)
+	if err != nil {
+		serviceError(c, h.log, err)
+		return
+	}
+	if p := principal(c); p.Role != RoleAdmin {
+		tenantOf := h.tenantsOf(c)
+		f.IdleJobs = slices.DeleteFunc(f.IdleJobs, func(j control.IdleJob) bool { return tenantOf(j.Job) != p.Tenant })
+	}
+	writeJSON(c, http.StatusOK, f)
+}
+
+// idleQuery reads an idle forecast's query parameters; the errors name
+// the parameter.
+func idleQuery(params url.Values) (control.IdleQuery, *requestError) {
+	fe := &fieldErrs{}
+	q := control.IdleQuery{
+		Horizon:   seconds(fe, "horizon_s", floatParam(fe, params, "horizon_s"), control.MaxIdleHorizon),
+		Step:      seconds(fe, "step_s", floatParam(fe, params, "step_s"), control.MaxIdleHorizon),
+		MinWindow: seconds(fe, "min_window_s", floatParam(fe, params, "min_window_s"), control.MaxIdleHorizon),
+		Pool:      params.Get("pool"),
+		Node:      params.Get("node"),
+	}
+	if q.Step > 0 && q.Step < time.Minute {
+		fe.add("step_s", "%g: want at least 60", q.Step.Seconds())
+	}
+	if q.Horizon > 0 && q.Step > 0 && q.Horizon/q.Step > control.MaxIdleSteps {
+		fe.add("step_s", "horizon_s over step_s is more than %d steps", control.MaxIdleSteps)
+	}
+	if p := floatParam(fe, params, "min_probability"); p < 0 || p > 1 || math.IsNaN(p) {
+		fe.add("min_probability", "%g: want a chance in (0, 1]", p)
+	} else {
+		q.MinProbability = p
+	}
+	for _, k := range []string{"pool", "node"} {
+		if v := params.Get(k); len(v) > maxNameBytes || !utf8.ValidString(v) {
+			fe.add(k, "want a name of at most %d bytes of UTF-8", maxNameBytes)
+		}
+	}
+	if err := fe.err(); err != nil {
+		return q, badRequest("%s", err)
+	}
+	return q, nil
 }
 
 // models is GET /v1/models.

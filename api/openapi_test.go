@@ -86,7 +86,8 @@ func TestOpenAPISchemasMatchTheGoTypes(t *testing.T) {
 		"WhatIfResult": control.WhatIfResult{}, "WhatIfJob": control.WhatIfJob{}, "WhatIfSummary": control.WhatIfSummary{},
 		"Stats": control.Stats{}, "StatsPoint": control.StatsPoint{}, "WaitStat": control.WaitStat{},
 		"FailureReason": control.FailureReason{}, "CostStat": control.CostStat{}, "ForecastCheck": control.ForecastCheck{},
-		"ModelVersion": control.ModelVersion{}, "Health": struct {
+		"ModelVersion": control.ModelVersion{}, "IdleForecast": control.IdleForecast{}, "IdleGPU": control.IdleGPU{},
+		"IdleWindow": control.IdleWindow{}, "IdleCount": control.IdleCount{}, "IdleJob": control.IdleJob{}, "Health": struct {
 			Status  string `json:"status"`
 			Version string `json:"version"`
 		}{}, "Ready": struct {

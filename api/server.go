@@ -168,6 +168,7 @@ func (s *Server) routeTable() []route {
 			route{http.MethodGet, "/v1/recommendations", accessRead, h.recommendations},
 			route{http.MethodPost, "/v1/whatif", accessRead, h.whatIf},
 			route{http.MethodGet, "/v1/stats", accessRead, h.stats},
+			route{http.MethodGet, "/v1/forecasts/idle", accessRead, h.idleForecast},
 			route{http.MethodGet, "/v1/models", accessRead, h.models},
 			route{http.MethodPost, "/v1/models/retrain", accessAdmin, h.retrain},
 			route{http.MethodPost, "/v1/models/:target/rollback", accessAdmin, h.rollback},

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/prescient-sched/prescient/cluster"
+	"github.com/prescient-sched/prescient/collector"
 	"github.com/prescient-sched/prescient/datasets/datasetstest"
 	"github.com/prescient-sched/prescient/executor"
 	"github.com/prescient-sched/prescient/models"
@@ -149,6 +150,77 @@ func BenchmarkPlanCycle(b *testing.B) {
 		start := time.Now()
 		e.plane.cycle(e.ctx)
 		ds = append(ds, time.Since(start))
+	}
+	reportLatency(b, ds)
+}
+
+// syntheticUtil answers utilization queries with a made-up series for
+// every GPU it was given: a GPU is busy (80%) or idle (0%) in alternating
+// runs of a length its index sets. It stands in for a telemetry store in
+// the idle benchmark, whose cost is the plane's, not the store's.
+type syntheticUtil struct{ uuids []string }
+
+func (s syntheticUtil) Query(_ context.Context, q collector.SeriesQuery) ([]collector.Series, error) {
+	out := make([]collector.Series, len(s.uuids))
+	for i, u := range s.uuids {
+		run := int64(5 + i%50)
+		sr := collector.Series{GPU: u, Node: u}
+		for t := q.Start; t.Before(q.End); t = t.Add(q.Step) {
+			v := 0.0
+			if (t.Unix()/60/run)%2 == 0 {
+				v = 80
+			}
+			sr.Points = append(sr.Points, collector.Point{Time: t, Value: v})
+		}
+		out[i] = sr
+	}
+	return out, nil
+}
+
+// BenchmarkIdleForecast10kGPUs is GET /v1/forecasts/idle's work on 1,250
+// nodes of 8 GPUs, 1,000 8-GPU jobs running and 500 queued, with every
+// GPU's utilization of the last 4 hours already read (each call reads the
+// minute that passed since the last): the jobs' remaining times, each
+// GPU's idle run, each node's idle-count history, the forecast for 2 hours
+// in 5-minute steps. No idle model is served (its cost is
+// models/idle.BenchmarkForecast10kGPUs's).
+func BenchmarkIdleForecast10kGPUs(b *testing.B) {
+	fleet := fleetOf(1250, 8)
+	var uuids []string
+	for n := range fleet.Nodes {
+		for g := range fleet.Nodes[n].GPUs {
+			u := fmt.Sprintf("GPU-%d-%d", n, g)
+			fleet.Nodes[n].GPUs[g].UUID = u
+			uuids = append(uuids, u)
+		}
+	}
+	e := newEnv(b, fleet, func(c *Config) { c.Telemetry = syntheticUtil{uuids: uuids}; c.IdleJobAfter = -1 })
+	for i := range 1000 {
+		e.submit(fmt.Sprintf("run%04d", i), spec(8, time.Duration(1+i%10)*time.Hour))
+	}
+	e.plane.cycle(e.ctx)
+	for _, call := range e.backend.of("start") {
+		e.event(executor.JobEvent{Type: executor.JobStarted, Job: call.job, Attempt: call.attempt, Node: call.a.Allocations[0].GPU.Node})
+	}
+	for i := range 500 {
+		e.submit(fmt.Sprintf("q%04d", i), spec(8, time.Hour))
+	}
+	e.clock.Advance(30 * time.Minute)
+	if _, err := e.plane.IdleForecast(e.ctx, IdleQuery{}); err != nil { // the first read: 4 hours
+		b.Fatal(err)
+	}
+	var ds []time.Duration
+	for b.Loop() {
+		e.clock.Advance(time.Minute)
+		start := time.Now()
+		f, err := e.plane.IdleForecast(e.ctx, IdleQuery{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ds = append(ds, time.Since(start))
+		if f.TelemetryGPUs != 10000 || len(f.GPUs) != 10000 {
+			b.Fatalf("%d GPUs, %d with telemetry", len(f.GPUs), f.TelemetryGPUs)
+		}
 	}
 	reportLatency(b, ds)
 }

@@ -66,6 +66,15 @@ type Config struct {
 	// embedded store (collector.NewEmbeddedSink) or InfluxDB
 	// (collector.NewInfluxQuery); nil for none.
 	Telemetry collector.TelemetryStore
+	// Idle answers idle-window forecasts (IdleForecast) from the published
+	// idle model: predictor.Idle in production; nil forecasts from the
+	// running jobs and the queue alone.
+	Idle IdleForecaster
+	// IdleJobAfter is how long every GPU of a running job must have been
+	// below the idle threshold, by Telemetry, before the plane records an
+	// "idle" recommendation about it (default DefaultIdleJobAfter;
+	// negative: never).
+	IdleJobAfter time.Duration
 	// PeakRefiner re-forecasts running jobs' peak GPU memory from their
 	// memory series, which Telemetry must answer (collector.JobMemoryStore,
 	// as both stores do); the planner then places shares beside them by the

@@ -225,6 +225,8 @@ func (p *Plane) cycle(ctx context.Context) {
 	} else {
 		p.recommend(ctx, lv, plan)
 	}
+	p.recommendIdle(ctx, lv)
+	p.watchIdle(ctx, lv)
 	p.log.Debug("plan cycle", "mode", mode, "queued", len(lv.queued), "running", len(lv.in.Running),
 		"placements", len(plan.Placements), "preemptions", len(plan.Preemptions), "took_s", time.Since(start).Seconds())
 }
@@ -333,6 +335,11 @@ type recDetails struct {
 	DurationP50S     float64   `json:"duration_p50_s,omitempty"`
 	DurationP90S     float64   `json:"duration_p90_s,omitempty"`
 	ForecastSource   string    `json:"forecast_source,omitempty"`
+	// An idle recommendation's: the job's GPUs and how long all of them
+	// have been below the idle threshold.
+	GPUs       []string `json:"gpus,omitempty"`
+	IdleForS   float64  `json:"idle_for_s,omitempty"`
+	ThresholdP float64  `json:"threshold_pct,omitempty"`
 }
 
 // recKey identifies a recommendation for deduplication: what is
@@ -346,50 +353,62 @@ func recKey(kind string, job cluster.JobID, details json.RawMessage) string {
 // recommend is advisor: it records each decision of the plan as a
 // recommendation, once while it stays the same, and dismisses the open
 // ones the plan no longer makes (the job started, ended, or is now
-// recommended elsewhere).
+// recommended elsewhere). Idle recommendations are recommendIdle's.
 func (p *Plane) recommend(ctx context.Context, lv *live, plan executor.Plan) {
 	current := map[string]bool{}
-	add := func(kind string, job cluster.JobID, reason string, d recDetails) {
-		details, err := json.Marshal(d)
-		if err != nil {
-			p.log.Error("recommendation details", "error", err)
-			return
-		}
-		key := recKey(kind, job, details)
-		current[key] = true
-		p.mu.Lock()
-		_, seen := p.openRecs[key]
-		p.mu.Unlock()
-		if seen {
-			return
-		}
-		id, err := p.cfg.Store.AddRecommendation(ctx, store.Recommendation{Time: lv.now, JobID: job, Kind: kind,
-			Reason: reason, Details: details})
-		if err != nil {
-			p.log.Error("recommendation not recorded", "job", job, "kind", kind, "error", err)
-			return
-		}
-		p.mu.Lock()
-		p.openRecs[key] = id
-		p.mu.Unlock()
-		if p.cfg.Recommendations != nil {
-			r := Recommendation{ID: id, Time: lv.now, Job: job, Kind: kind, Reason: reason, Status: string(store.RecommendationOpen)}
-			_ = json.Unmarshal(details, &r.Details) // marshalled above from recDetails
-			p.cfg.Recommendations.Recommended(ctx, r)
-		}
-	}
 	for _, pr := range plan.Preemptions {
-		add("preempt", pr.Job, pr.Reason, recDetails{For: string(pr.For), StopBy: pr.StopBy, LostGPUS: pr.LostGPU.Seconds(),
-			CheckpointFirst: pr.CheckpointFirst})
+		p.addRecommendation(ctx, lv.now, current, "preempt", pr.Job, pr.Reason, recDetails{For: string(pr.For), StopBy: pr.StopBy,
+			LostGPUS: pr.LostGPU.Seconds(), CheckpointFirst: pr.CheckpointFirst})
 	}
 	for _, pl := range plan.Placements {
-		add("start", pl.Job, pl.Reason, recDetails{Placement: gpuNames(pl.Allocations), CheckpointEveryS: pl.CheckpointEvery.Seconds(),
-			DurationP50S: pl.Forecast.DurationP50.Seconds(), DurationP90S: pl.Forecast.DurationP90.Seconds(), ForecastSource: pl.Forecast.Source})
+		p.addRecommendation(ctx, lv.now, current, "start", pl.Job, pl.Reason, recDetails{Placement: gpuNames(pl.Allocations),
+			CheckpointEveryS: pl.CheckpointEvery.Seconds(), DurationP50S: pl.Forecast.DurationP50.Seconds(),
+			DurationP90S: pl.Forecast.DurationP90.Seconds(), ForecastSource: pl.Forecast.Source})
 	}
+	p.dismissStale(ctx, current, func(kind string) bool { return kind != recIdle })
+}
+
+// addRecommendation records a recommendation unless the same one is open,
+// and marks its key current.
+func (p *Plane) addRecommendation(ctx context.Context, now time.Time, current map[string]bool, kind string, job cluster.JobID,
+	reason string, d recDetails) {
+	details, err := json.Marshal(d)
+	if err != nil {
+		p.log.Error("recommendation details", "error", err)
+		return
+	}
+	key := recKey(kind, job, details)
+	current[key] = true
+	p.mu.Lock()
+	_, seen := p.openRecs[key]
+	p.mu.Unlock()
+	if seen {
+		return
+	}
+	id, err := p.cfg.Store.AddRecommendation(ctx, store.Recommendation{Time: now, JobID: job, Kind: kind,
+		Reason: reason, Details: details})
+	if err != nil {
+		p.log.Error("recommendation not recorded", "job", job, "kind", kind, "error", err)
+		return
+	}
+	p.mu.Lock()
+	p.openRecs[key] = id
+	p.mu.Unlock()
+	if p.cfg.Recommendations != nil {
+		r := Recommendation{ID: id, Time: now, Job: job, Kind: kind, Reason: reason, Status: string(store.RecommendationOpen)}
+		_ = json.Unmarshal(details, &r.Details) // marshalled above from recDetails
+		p.cfg.Recommendations.Recommended(ctx, r)
+	}
+}
+
+// dismissStale dismisses the open recommendations of the kinds mine owns
+// that are not current.
+func (p *Plane) dismissStale(ctx context.Context, current map[string]bool, mine func(kind string) bool) {
 	p.mu.Lock()
 	stale := map[string]int64{}
 	for key, id := range p.openRecs {
-		if !current[key] {
+		kind, _, _ := strings.Cut(key, "|")
+		if !current[key] && mine(kind) {
 			stale[key] = id
 		}
 	}

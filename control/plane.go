@@ -70,6 +70,18 @@ type Plane struct {
 	refining  bool                         // a refinement runs (refinePeaks)
 	refineMu  sync.Mutex                   // held by refine
 	memSeries map[cluster.JobID]*jobSeries // refine's reads so far, under refineMu
+	// idleJobs are the running jobs whose every GPU was idle at the last
+	// read of the utilization (watchIdle, every idleReadEvery), under the
+	// threshold idleThreshold; nil before the first read.
+	idleJobs      map[cluster.JobID]idleJob
+	idleThreshold float64
+	idleReading   bool
+	idleReadAt    time.Time
+	// util is each GPU's recent utilization by UUID, read from Telemetry
+	// up to utilUntil (readUtilization), under utilMu.
+	utilMu    sync.Mutex
+	util      utilization
+	utilUntil time.Time
 	// unsent are recorded starts that the backend could not send at
 	// recovery because their node was not ready, with when that was first
 	// seen: the node's NodeSynced settles them, or they are resent on the

@@ -25,6 +25,9 @@ type Service interface {
 	Predict(ctx context.Context, specs []cluster.JobSpec) ([]Forecast, error)
 	Recommendations(ctx context.Context, since time.Time, limit int) ([]Recommendation, error)
 	WhatIf(ctx context.Context, req WhatIfRequest) (WhatIfResult, error)
+	// IdleForecast forecasts which GPUs will be idle, when and for how
+	// long.
+	IdleForecast(ctx context.Context, q IdleQuery) (IdleForecast, error)
 	Stats(ctx context.Context, q StatsQuery) (Stats, error)
 
 	Models(ctx context.Context) ([]ModelVersion, error)

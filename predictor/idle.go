@@ -76,3 +76,12 @@ func (p *Idle) IdleWindows(ctx context.Context, in idle.Input) (idle.Forecast, e
 	}
 	return f.Forecast(in)
 }
+
+// ThresholdPct is the utilization below which the serving model counts a
+// GPU idle: its training's threshold, or the default (5%) without a model.
+func (p *Idle) ThresholdPct() float64 {
+	if a := p.current.Load(); a != nil && a.Model != nil {
+		return a.Model.Config.ThresholdPct
+	}
+	return idle.DefaultConfig().ThresholdPct
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/prescient-sched/prescient/control"
 	"github.com/prescient-sched/prescient/datasets"
 	"github.com/prescient-sched/prescient/executor"
+	"github.com/prescient-sched/prescient/models/idle"
 	"github.com/prescient-sched/prescient/predictor"
 	"github.com/prescient-sched/prescient/training"
 )
@@ -131,4 +132,71 @@ func durationLabel(labels map[string]string) (time.Duration, bool) {
 		return 0, false
 	}
 	return time.Duration(s * float64(time.Second)), true
+}
+
+// liveIdle serves the registry's published idle model to the control
+// plane's idle forecasts and looks for a new version (retraining,
+// rollback) at most every retryModelsEvery; without one, forecasts come
+// from the running jobs and the queue alone.
+type liveIdle struct {
+	reg training.Registry
+	log *slog.Logger
+
+	mu      sync.Mutex
+	p       *predictor.Idle
+	lastTry time.Time
+}
+
+var _ control.IdleForecaster = (*liveIdle)(nil)
+
+func newLiveIdle(reg training.Registry, log *slog.Logger) *liveIdle {
+	l := &liveIdle{reg: reg, log: log.With("component", "forecasts")}
+	l.current()
+	return l
+}
+
+func (l *liveIdle) current() *predictor.Idle {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if time.Since(l.lastTry) < retryModelsEvery {
+		return l.p
+	}
+	l.lastTry = time.Now()
+	if l.p == nil {
+		p, err := predictor.NewIdle(l.reg, l.log)
+		if err != nil {
+			l.log.Warn("idle model unreadable: idle forecasts rest on the running jobs and the queue", "registry", l.reg.Dir, "err", err)
+			return nil
+		}
+		l.p = p
+		return p
+	}
+	if _, err := l.p.Reload(); err != nil {
+		l.log.Warn("a published idle model failed to load; the previous one keeps serving", "err", err)
+	}
+	return l.p
+}
+
+// IdleWindows implements control.IdleForecaster.
+func (l *liveIdle) IdleWindows(ctx context.Context, in idle.Input) (idle.Forecast, error) {
+	if p := l.current(); p != nil {
+		return p.IdleWindows(ctx, in)
+	}
+	return idle.Forecaster{}.Forecast(in)
+}
+
+// Version implements control.IdleForecaster.
+func (l *liveIdle) Version() int {
+	if p := l.current(); p != nil {
+		return p.Version()
+	}
+	return 0
+}
+
+// ThresholdPct implements control.IdleForecaster.
+func (l *liveIdle) ThresholdPct() float64 {
+	if p := l.current(); p != nil {
+		return p.ThresholdPct()
+	}
+	return idle.DefaultConfig().ThresholdPct
 }

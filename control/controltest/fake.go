@@ -12,6 +12,7 @@ import (
 
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/control"
+	"github.com/prescient-sched/prescient/models/idle"
 )
 
 // Forecaster answers a forecast for a spec; Fake uses it for Predict, for
@@ -86,6 +87,7 @@ type Fake struct {
 	gpuTel   map[cluster.GPURef]GPUTelemetry
 	fail     map[string]error
 	retrains int
+	idleFor  map[cluster.GPURef]time.Duration
 }
 
 var _ control.Service = (*Fake)(nil)
@@ -680,4 +682,85 @@ func (f *Fake) SetMode(_ context.Context, m control.Mode) error {
 	}
 	f.mode = m
 	return nil
+}
+
+// SetGPUIdleFor says how long one GPU has been below the idle threshold,
+// for IdleForecast's idle jobs.
+func (f *Fake) SetGPUIdleFor(ref cluster.GPURef, d time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.idleFor == nil {
+		f.idleFor = map[cluster.GPURef]time.Duration{}
+	}
+	f.idleFor[ref] = d
+}
+
+// IdleForecast implements control.Service with the running jobs' forecasts
+// and the queue alone (no idle model, no telemetry history): each node is
+// a pool.
+func (f *Fake) IdleForecast(_ context.Context, q control.IdleQuery) (control.IdleForecast, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.failure("IdleForecast"); err != nil {
+		return control.IdleForecast{}, err
+	}
+	now := f.clock()
+	in := idle.DefaultInput(now)
+	if q.Horizon > 0 {
+		in.Horizon = q.Horizon
+	}
+	if q.Step > 0 {
+		in.Step = q.Step
+	}
+	if q.MinWindow > 0 {
+		in.MinWindow = q.MinWindow
+	}
+	if q.MinProbability > 0 {
+		in.MinProbability = q.MinProbability
+	}
+	out := control.IdleForecast{ThresholdPct: idle.DefaultConfig().ThresholdPct}
+	holder := map[cluster.GPURef]*entry{}
+	for _, e := range f.jobs {
+		switch {
+		case e.job.State == cluster.StateQueued:
+			out.QueuedGPUs += float64(e.job.Spec.MilliGPUs()) / cluster.MilliGPU
+		case e.job.State.Active():
+			for _, ref := range e.placement {
+				holder[ref] = e
+			}
+		}
+	}
+	total := 0
+	for _, n := range f.nodes {
+		total += len(n.GPUs)
+	}
+	for _, n := range f.nodes {
+		if q.Node != "" && n.Name != q.Node || q.Pool != "" && n.Name != q.Pool {
+			continue
+		}
+		in.Pools = append(in.Pools, idle.PoolState{ID: n.Name, QueuedGPUs: out.QueuedGPUs * float64(len(n.GPUs)) / float64(max(total, 1))})
+		for _, g := range n.GPUs {
+			ref := cluster.GPURef{Node: n.Name, Index: g.Index}
+			st := idle.GPUState{Ref: ref, Pool: n.Name, IdleFor: f.idleFor[ref]}
+			if e := holder[ref]; e != nil {
+				ran := now.Sub(e.runs[len(e.runs)-1].from)
+				st.Job = e.job.ID
+				st.RemainingP50, st.RemainingP90 = idle.Remaining(time.Duration(e.forecast.DurationP50S*float64(time.Second)),
+					time.Duration(e.forecast.DurationP90S*float64(time.Second)), ran)
+			}
+			in.GPUs = append(in.GPUs, st)
+		}
+	}
+	if len(in.GPUs) == 0 {
+		return control.IdleForecast{}, fmt.Errorf("controltest: no GPUs to forecast: %w", control.ErrNotFound)
+	}
+	fc, err := idle.Forecaster{}.Forecast(in)
+	if err != nil {
+		return control.IdleForecast{}, fmt.Errorf("controltest: %w: %w", err, control.ErrInvalid)
+	}
+	out.Forecast = fc
+	if out.IdleJobs == nil {
+		out.IdleJobs = []control.IdleJob{}
+	}
+	return out, nil
 }

@@ -75,6 +75,9 @@ func (in Input) Validate() error {
 	return nil
 }
 
+// z90 is the standard normal's 90th percentile.
+const z90 = 1.2815515655446004
+
 // Window is a span in which a GPU is forecast idle; Probability is the
 // lowest per-step chance of being idle inside it.
 type Window struct {
@@ -86,13 +89,17 @@ type Window struct {
 // GPUForecast is one GPU's chance of being idle at each lead time, and its
 // idle windows of at least MinWindow.
 type GPUForecast struct {
-	Ref         cluster.GPURef `json:"gpu"`
+	Ref         cluster.GPURef `json:"-"`
+	Node        string         `json:"node"`
+	Index       int            `json:"index"`
+	Pool        string         `json:"pool"`
 	Probability []float64      `json:"probability"`
 	Windows     []Window       `json:"windows"`
 }
 
 // CountForecast is how many GPUs of a pool or node are expected idle at
-// each lead time; for pools with telemetry, the model's P10 and P90 too.
+// each lead time; for pools with telemetry, the model's P10 and P90 too,
+// at the lead times up to the model's horizon (2 h by default).
 type CountForecast struct {
 	ID       string    `json:"id"`
 	GPUs     int       `json:"gpus"`
@@ -192,7 +199,7 @@ func (f Forecaster) Forecast(in Input) (Forecast, error) {
 			}
 		} else {
 			mu := math.Log(g.RemainingP50.Seconds())
-			sigma := math.Max((math.Log(g.RemainingP90.Seconds())-mu)/1.2815515655446004, 1e-3)
+			sigma := math.Max((math.Log(g.RemainingP90.Seconds())-mu)/z90, 1e-3)
 			for l := range row {
 				row[l] = 0.5 * math.Erfc(-(math.Log(out.LeadsS[l])-mu)/(sigma*math.Sqrt2))
 			}
@@ -251,7 +258,11 @@ func (f Forecaster) Forecast(in Input) (Forecast, error) {
 	for i := range in.GPUs {
 		g := &in.GPUs[i]
 		row := probs[i*nl : (i+1)*nl : (i+1)*nl]
-		out.GPUs[i] = GPUForecast{Ref: g.Ref, Probability: row, Windows: windows(in, row, minSteps)}
+		w := windows(in, row, minSteps)
+		if w == nil {
+			w = []Window{}
+		}
+		out.GPUs[i] = GPUForecast{Ref: g.Ref, Node: g.Ref.Node, Index: g.Ref.Index, Pool: poolIDs[poolOf[i]], Probability: row, Windows: w}
 		n, ok := nodeIdx[g.Ref.Node]
 		if !ok {
 			n = len(out.Nodes)
@@ -283,9 +294,16 @@ func (f Forecaster) Forecast(in Input) (Forecast, error) {
 }
 
 // blend moves each pool's GPU chances towards the telemetry model's count.
-func (f Forecaster) blend(in Input, states []PoolState, counts []CountForecast, poolOf []int, probs []float64, nl int) error {
+func (f Forecaster) blend(in Input, states []PoolState, counts []CountForecast, poolOf []int, probs []float64, all int) error {
+	nl := all
 	var queries []Query
 	var which []int
+	// The model answers up to its own horizon; later steps keep the
+	// executor's count alone.
+	nl = min(nl, int(f.Model.Config.Horizon/in.Step))
+	if nl == 0 {
+		return nil
+	}
 	for k, s := range states {
 		h := s.History
 		if h == nil || h.Len() == 0 {
@@ -334,7 +352,7 @@ func (f Forecaster) blend(in Input, states []PoolState, counts []CountForecast, 
 		if counts[k].P10 == nil {
 			continue
 		}
-		row := probs[i*nl : (i+1)*nl]
+		row := probs[i*all : i*all+nl]
 		for l := range row {
 			row[l] = math.Min(row[l]*scale[k*nl+l], 1)
 			counts[k].Expected[l] += row[l]
@@ -366,4 +384,33 @@ func windows(in Input, row []float64, minSteps int) []Window {
 		start = -1
 	}
 	return slices.Clip(out)
+}
+
+// Remaining is a running job's remaining P50 and P90 once it has run for
+// ran, when its whole run time is log-normal through p50 and p90: the
+// quantiles of what is left given that it has lasted so far, so that a
+// job past its P50 is still expected to end later, not now. Both are at
+// least a second.
+func Remaining(p50, p90, ran time.Duration) (rp50, rp90 time.Duration) {
+	p50 = max(p50, time.Second)
+	p90 = max(p90, p50)
+	mu := math.Log(p50.Seconds())
+	sigma := math.Max((math.Log(p90.Seconds())-mu)/z90, 1e-3)
+	// survived is the chance of lasting ran, 1 − Φ((ln ran − μ)/σ).
+	survived := 1.0
+	if ran > 0 {
+		survived = 0.5 * math.Erfc((math.Log(ran.Seconds())-mu)/(sigma*math.Sqrt2))
+	}
+	at := func(q float64) time.Duration {
+		// The end D with P(D > d | D > ran) = 1 − q: Φ((ln d − μ)/σ) = 1 − (1−q)·survived.
+		p := 1 - (1-q)*survived
+		if p >= 1 {
+			p = math.Nextafter(1, 0)
+		}
+		z := math.Sqrt2 * math.Erfinv(2*p-1)
+		d := time.Duration(math.Exp(mu+sigma*z) * float64(time.Second))
+		return max(d-ran, time.Second)
+	}
+	rp50, rp90 = at(0.5), at(0.9)
+	return rp50, max(rp90, rp50)
 }

@@ -105,3 +105,35 @@ func BenchmarkForecast10kGPUs(b *testing.B) {
 		}
 	}
 }
+
+func TestRemainingIsConditionalOnTheRunSoFar(t *testing.T) {
+	p50, p90 := time.Hour, 4*time.Hour
+	// Not started: the forecast itself.
+	r50, r90 := Remaining(p50, p90, 0)
+	if d := r50 - p50; d < -time.Second || d > time.Second {
+		t.Errorf("not started: remaining P50 %s, want %s", r50, p50)
+	}
+	if d := r90 - p90; d < -time.Second || d > time.Second {
+		t.Errorf("not started: remaining P90 %s, want %s", r90, p90)
+	}
+	// Checked by integration: the median of D − t given D > t.
+	for _, ran := range []time.Duration{10 * time.Minute, time.Hour, 3 * time.Hour, 24 * time.Hour} {
+		r50, r90 := Remaining(p50, p90, ran)
+		mu, sigma := math.Log(p50.Seconds()), (math.Log(p90.Seconds())-math.Log(p50.Seconds()))/z90
+		surv := func(d float64) float64 { return 0.5 * math.Erfc((math.Log(d)-mu)/(sigma*math.Sqrt2)) }
+		s0 := surv(ran.Seconds())
+		if got := surv((ran + r50).Seconds()) / s0; math.Abs(got-0.5) > 1e-3 {
+			t.Errorf("ran %s: P(D > ran + P50 | D > ran) = %g, want 0.5", ran, got)
+		}
+		if got := surv((ran + r90).Seconds()) / s0; math.Abs(got-0.1) > 1e-3 {
+			t.Errorf("ran %s: P(D > ran + P90 | D > ran) = %g, want 0.1", ran, got)
+		}
+		if r90 < r50 || r50 < time.Second {
+			t.Errorf("ran %s: remaining %s, %s", ran, r50, r90)
+		}
+	}
+	// Far past the tail it stays positive and finite.
+	if r50, r90 := Remaining(time.Minute, time.Minute, 1000*time.Hour); r50 < time.Second || r90 < r50 {
+		t.Errorf("far past: %s, %s", r50, r90)
+	}
+}

@@ -177,25 +177,46 @@ func PoolsFromGrids(grids []Grid, size int, seed uint64) []*Pool {
 		groups[n-2] = append(slices.Clip(groups[n-2]), groups[n-1]...)
 		groups = groups[:n-1]
 	}
-	var pools []*Pool
+	pools := make([]*Pool, len(groups))
 	for k, g := range groups {
-		n := len(g[0].Idle)
-		p := &Pool{ID: fmt.Sprintf("pool-%d-%d", seed, k), Start: g[0].Start, Step: g[0].Step,
-			Idle: make([]float64, n), Capacity: make([]float64, n), Demand: make([]float64, n)}
-		for i := range n {
-			for _, d := range g {
-				if i < len(d.Idle) && !math.IsNaN(d.Idle[i]) {
-					p.Idle[i] += d.Idle[i]
-					p.Capacity[i]++
-				}
-			}
-			if p.Capacity[i] == 0 {
-				p.Idle[i], p.Capacity[i] = math.NaN(), math.NaN()
-			}
-		}
-		pools = append(pools, p)
+		pools[k] = PoolFromGrids(fmt.Sprintf("pool-%d-%d", seed, k), g)
 	}
 	return pools
+}
+
+// PoolFromGrids sums device grids (all on one grid, as DeviceGrids makes
+// them) into one pool: at each grid point its idle devices of the devices
+// with a value there (unknown where none has one).
+func PoolFromGrids(id string, grids []Grid) *Pool {
+	if len(grids) == 0 {
+		return nil
+	}
+	n := len(grids[0].Idle)
+	p := &Pool{ID: id, Start: grids[0].Start, Step: grids[0].Step,
+		Idle: make([]float64, n), Capacity: make([]float64, n), Demand: make([]float64, n)}
+	for i := range n {
+		for _, d := range grids {
+			if i < len(d.Idle) && !math.IsNaN(d.Idle[i]) {
+				p.Idle[i] += d.Idle[i]
+				p.Capacity[i]++
+			}
+		}
+		if p.Capacity[i] == 0 {
+			p.Idle[i], p.Capacity[i] = math.NaN(), math.NaN()
+		}
+	}
+	return p
+}
+
+// IdleRun is how long the device has been idle at the grid's last point:
+// the run of idle points ending there, each a step long; 0 when the last
+// point is busy or unknown.
+func (g *Grid) IdleRun() time.Duration {
+	k := 0
+	for i := len(g.Idle) - 1; i >= 0 && g.Idle[i] == 1; i-- {
+		k++
+	}
+	return time.Duration(k) * g.Step
 }
 
 func hashID(id string, seed uint64) uint64 {

@@ -1,0 +1,560 @@
+package control
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/prescient-sched/prescient/cluster"
+	"github.com/prescient-sched/prescient/collector"
+	"github.com/prescient-sched/prescient/models/idle"
+)
+
+// PoolLabel is the node label naming the pool (a virtual cluster) whose
+// GPUs an idle forecast counts together; a node without it is a pool of
+// its own.
+const PoolLabel = "prescient.io/pool"
+
+const (
+	// MaxIdleHorizon bounds an idle forecast's horizon; the idle model
+	// answers up to its own (2 h by default), later steps come from the
+	// running jobs' forecasts alone.
+	MaxIdleHorizon = 24 * time.Hour
+	// MaxIdleSteps bounds the steps of one forecast.
+	MaxIdleSteps = 288
+	// DefaultIdleJobAfter is how long every GPU of a running job must have
+	// been below the idle threshold before the plane recommends looking at
+	// it (an "idle" recommendation).
+	DefaultIdleJobAfter = 15 * time.Minute
+	// idleHistory is how far back the plane keeps each GPU's utilization:
+	// the idle model's longest look back (4 h) and some.
+	idleHistory = 4*time.Hour + 10*time.Minute
+	// idleStep is the grid of the utilization the plane keeps, the idle
+	// model's.
+	idleStep = time.Minute
+	// idleReadEvery is how often the utilization is read again; idleChunk
+	// and idleTimeout bound one query of it.
+	idleReadEvery = time.Minute
+	idleChunk     = 30 * time.Minute
+	idleTimeout   = 2 * time.Minute
+	idleReread    = 2 * time.Minute
+)
+
+// IdleForecaster answers idle-window forecasts from the published idle
+// model: predictor.Idle in production.
+type IdleForecaster interface {
+	IdleWindows(ctx context.Context, in idle.Input) (idle.Forecast, error)
+	// Version is the serving model's version, 0 when none.
+	Version() int
+	// ThresholdPct is the utilization below which the model counts a GPU
+	// idle.
+	ThresholdPct() float64
+}
+
+// executorOnly forecasts idle GPUs from the running jobs and the queue
+// alone, when no idle model is configured.
+type executorOnly struct{}
+
+func (executorOnly) IdleWindows(_ context.Context, in idle.Input) (idle.Forecast, error) {
+	return idle.Forecaster{}.Forecast(in)
+}
+func (executorOnly) Version() int          { return 0 }
+func (executorOnly) ThresholdPct() float64 { return idle.DefaultConfig().ThresholdPct }
+
+// IdleQuery asks for an idle forecast of the fleet, or of one pool or node
+// of it. Zero values take the defaults of idle.DefaultInput.
+type IdleQuery struct {
+	Horizon, Step, MinWindow time.Duration
+	MinProbability           float64
+	Pool, Node               string
+}
+
+// The parts of an idle forecast, as the API names them.
+type (
+	IdleJob    = idle.IdleJob
+	IdleGPU    = idle.GPUForecast
+	IdleWindow = idle.Window
+	IdleCount  = idle.CountForecast
+)
+
+// IdleForecast is the fleet's idle forecast (idle.Forecast) with what it
+// was made from.
+type IdleForecast struct {
+	idle.Forecast
+	// ModelVersion is the idle model's version, 0 when the forecast comes
+	// from the running jobs and the queue alone.
+	ModelVersion int `json:"model_version"`
+	// ThresholdPct is the utilization below which a GPU counts as idle.
+	ThresholdPct float64 `json:"threshold_pct"`
+	// TelemetryGPUs is how many of the GPUs have a recent utilization
+	// series; the others are idle only when no job holds them.
+	TelemetryGPUs int `json:"telemetry_gpus"`
+	// QueuedGPUs is the queued demand the forecast expects to take idle
+	// GPUs, shared among the pools by their size.
+	QueuedGPUs float64 `json:"queued_gpus"`
+}
+
+// IdleForecast implements Service: for each GPU of the fleet (or of
+// q.Pool or q.Node), its chance of being idle at each step, its idle
+// windows, the expected idle count of each pool and node, and the running
+// jobs whose GPUs have been idle for at least the window length. It
+// combines the running jobs' remaining duration forecasts (given how long
+// they have run), the queued demand, and each GPU's recent utilization
+// from the telemetry store through the idle model.
+func (p *Plane) IdleForecast(ctx context.Context, q IdleQuery) (IdleForecast, error) {
+	now := p.cfg.Clock().UTC()
+	in := idle.DefaultInput(now)
+	if q.Horizon > 0 {
+		in.Horizon = q.Horizon
+	}
+	if q.Step > 0 {
+		in.Step = q.Step
+	}
+	if q.MinWindow > 0 {
+		in.MinWindow = q.MinWindow
+	}
+	if q.MinProbability > 0 {
+		in.MinProbability = q.MinProbability
+	}
+	switch {
+	case in.Horizon > MaxIdleHorizon:
+		return IdleForecast{}, fmt.Errorf("horizon %s: at most %s: %w", in.Horizon, MaxIdleHorizon, ErrInvalid)
+	case in.Step < time.Minute || in.Horizon < in.Step:
+		return IdleForecast{}, fmt.Errorf("step %s, horizon %s: want 1m <= step <= horizon: %w", in.Step, in.Horizon, ErrInvalid)
+	case in.Horizon/in.Step > MaxIdleSteps:
+		return IdleForecast{}, fmt.Errorf("horizon %s in steps of %s is %d steps, at most %d: %w", in.Horizon, in.Step, in.Horizon/in.Step, MaxIdleSteps, ErrInvalid)
+	case in.MinProbability > 1:
+		return IdleForecast{}, fmt.Errorf("min probability %g: want (0, 1]: %w", in.MinProbability, ErrInvalid)
+	}
+	fc := p.idleForecaster()
+	threshold := fc.ThresholdPct()
+
+	nodes := p.cfg.Nodes.Nodes()
+	var gpus []cluster.GPU
+	var refs []cluster.GPURef
+	var pools []string
+	for i := range nodes {
+		n := &nodes[i]
+		pool := n.Labels[PoolLabel]
+		if pool == "" {
+			pool = n.Name
+		}
+		if n.State == cluster.NodeFailed || q.Pool != "" && pool != q.Pool || q.Node != "" && n.Name != q.Node {
+			continue
+		}
+		for _, g := range n.GPUs {
+			gpus = append(gpus, g)
+			refs = append(refs, cluster.GPURef{Node: n.Name, Index: g.Index})
+			pools = append(pools, pool)
+		}
+	}
+	if len(gpus) == 0 {
+		what := "the fleet has no GPUs"
+		switch {
+		case q.Node != "":
+			what = fmt.Sprintf("node %q has no GPUs up or is not in the fleet", q.Node)
+		case q.Pool != "":
+			what = fmt.Sprintf("pool %q has no GPUs up (nodes are pooled by their %s label, or each node is a pool)", q.Pool, PoolLabel)
+		}
+		return IdleForecast{}, fmt.Errorf("%s: %w", what, ErrNotFound)
+	}
+
+	// What holds each GPU, and for how much longer.
+	holders, err := p.gpuHolders(ctx, now)
+	if err != nil {
+		return IdleForecast{}, fmt.Errorf("idle forecast: %w", err)
+	}
+	// Each GPU's recent utilization.
+	uuids := make([]string, 0, len(gpus))
+	for _, g := range gpus {
+		if g.UUID != "" {
+			uuids = append(uuids, g.UUID)
+		}
+	}
+	util := p.readUtilization(ctx, now, threshold, uuids)
+	out := IdleForecast{ModelVersion: fc.Version(), ThresholdPct: threshold}
+	in.GPUs = make([]idle.GPUState, len(gpus))
+	grids := make(map[string][]idle.Grid)
+	for i, g := range gpus {
+		st := idle.GPUState{Ref: refs[i], Pool: pools[i]}
+		if h, ok := holders[refs[i]]; ok {
+			st.Job, st.RemainingP50, st.RemainingP90 = h.job, h.p50, h.p90
+		}
+		if grid, ok := util[g.UUID]; ok && g.UUID != "" {
+			out.TelemetryGPUs++
+			st.IdleFor = grid.IdleRun()
+			grids[pools[i]] = append(grids[pools[i]], grid)
+		}
+		in.GPUs[i] = st
+	}
+	// Queued demand, shared among the pools by their size; each pool's
+	// utilization history.
+	queued, err := p.listJobs(ctx, cluster.StateQueued)
+	if err != nil {
+		return IdleForecast{}, fmt.Errorf("idle forecast: %w", err)
+	}
+	for i := range queued {
+		out.QueuedGPUs += float64(queued[i].Spec.MilliGPUs()) / cluster.MilliGPU
+	}
+	size := map[string]int{}
+	var order []string
+	for _, pool := range pools {
+		if size[pool] == 0 {
+			order = append(order, pool)
+		}
+		size[pool]++
+	}
+	total := p.fleetGPUs(nodes)
+	for _, pool := range order {
+		ps := idle.PoolState{ID: pool, QueuedGPUs: out.QueuedGPUs * float64(size[pool]) / float64(total)}
+		if g := grids[pool]; len(g) > 0 {
+			ps.History = idle.PoolFromGrids(pool, g)
+		}
+		in.Pools = append(in.Pools, ps)
+	}
+	f, err := fc.IdleWindows(ctx, in)
+	if err != nil {
+		return IdleForecast{}, fmt.Errorf("idle forecast: %w", err)
+	}
+	out.Forecast = f
+	if out.IdleJobs == nil {
+		out.IdleJobs = []idle.IdleJob{}
+	}
+	return out, nil
+}
+
+// idleForecaster is the configured idle forecaster, or the running jobs
+// and the queue alone.
+func (p *Plane) idleForecaster() IdleForecaster {
+	if p.cfg.Idle != nil {
+		return p.cfg.Idle
+	}
+	return executorOnly{}
+}
+
+// fleetGPUs counts the GPUs of the nodes that are up.
+func (p *Plane) fleetGPUs(nodes []cluster.Node) int {
+	n := 0
+	for i := range nodes {
+		if nodes[i].State != cluster.NodeFailed {
+			n += len(nodes[i].GPUs)
+		}
+	}
+	return max(n, 1)
+}
+
+// holder is the job that holds a GPU longest (of the jobs sharing it),
+// with its remaining P50 and P90.
+type holder struct {
+	job      cluster.JobID
+	p50, p90 time.Duration
+}
+
+// gpuHolders maps each allocated GPU to the job holding it longest by the
+// remaining P90 (idle.Remaining: given how long the attempt has run).
+func (p *Plane) gpuHolders(ctx context.Context, now time.Time) (map[cluster.GPURef]holder, error) {
+	active, err := p.listJobs(ctx, cluster.StateRunning, cluster.StateCheckpointing)
+	if err != nil {
+		return nil, err
+	}
+	pls, err := p.cfg.Store.Placements(ctx)
+	if err != nil {
+		return nil, err
+	}
+	allocs := make(map[cluster.JobID][]cluster.Allocation, len(pls))
+	for _, pl := range pls {
+		allocs[pl.Job] = pl.Allocations
+	}
+	fcs, err := p.forecastsFor(ctx, active)
+	if err != nil {
+		p.log.Warn("idle forecast: forecasts missing; those jobs count on a default", "error", err)
+	}
+	out := map[cluster.GPURef]holder{}
+	for i := range active {
+		j := &active[i]
+		f, ok := fcs[j.ID]
+		if !ok {
+			f.DurationP50, f.DurationP90 = defaultForecast, 2*defaultForecast
+		}
+		ran := savedProgress(j)
+		if !j.StartTime.IsZero() && now.After(j.StartTime) {
+			ran += now.Sub(j.StartTime)
+		}
+		h := holder{job: j.ID}
+		h.p50, h.p90 = idle.Remaining(f.DurationP50, f.DurationP90, ran)
+		for _, a := range allocs[j.ID] {
+			if cur, ok := out[a.GPU]; !ok || h.p90 > cur.p90 {
+				out[a.GPU] = h
+			}
+		}
+	}
+	return out, nil
+}
+
+// utilSeries is one GPU's utilization by minute: values[i] is the minute
+// first+i since the Unix epoch, NaN where no sample was read.
+type utilSeries struct {
+	first  int64
+	values []float64
+	last   int64 // the latest minute with a value
+}
+
+// minuteOf is t's minute since the Unix epoch.
+func minuteOf(t time.Time) int64 { return t.Unix() / 60 }
+
+// set records the value of minute m (a later reading of a minute replaces
+// an earlier one).
+func (s *utilSeries) set(m int64, v float64) {
+	if len(s.values) == 0 {
+		s.first = m
+	}
+	if m < s.first {
+		return // older than what is kept
+	}
+	for int64(len(s.values)) <= m-s.first {
+		s.values = append(s.values, math.NaN())
+	}
+	s.values[m-s.first] = v
+	s.last = max(s.last, m)
+}
+
+// trim drops the minutes before m; false when nothing is left.
+func (s *utilSeries) trim(m int64) bool {
+	if k := m - s.first; k > 0 {
+		if k >= int64(len(s.values)) {
+			s.values = s.values[:0]
+			return false
+		}
+		s.values = s.values[k:]
+		s.first = m
+	}
+	return len(s.values) > 0
+}
+
+// utilization is each GPU's series by UUID.
+type utilization map[string]*utilSeries
+
+// grid is the GPU's idleness on the idleStep grid of the last idleHistory
+// up to now (a minute's value stands for up to idle.MaxGap after it);
+// false when it has no sample in the last idle.MaxGap.
+func (u utilization) grid(uuid string, now time.Time, threshold float64) (idle.Grid, bool) {
+	s := u[uuid]
+	end := minuteOf(now)
+	gap := int64(idle.MaxGap / time.Minute)
+	if uuid == "" || s == nil || len(s.values) == 0 || end-s.last > gap {
+		return idle.Grid{}, false
+	}
+	n := int64(idleHistory / idleStep)
+	start := end - n + 1
+	g := idle.Grid{ID: uuid, Start: time.Unix(start*60, 0).UTC(), Step: idleStep, Idle: make([]float64, n)}
+	lastAt, lastV := int64(math.MinInt64/2), math.NaN()
+	for m := start - gap; m < start; m++ { // what stands at the grid's start
+		if k := m - s.first; k >= 0 && k < int64(len(s.values)) && !math.IsNaN(s.values[k]) {
+			lastAt, lastV = m, s.values[k]
+		}
+	}
+	for i := range n {
+		m := start + i
+		if k := m - s.first; k >= 0 && k < int64(len(s.values)) && !math.IsNaN(s.values[k]) {
+			lastAt, lastV = m, s.values[k]
+		}
+		switch {
+		case m-lastAt > gap:
+			g.Idle[i] = math.NaN()
+		case lastV < threshold:
+			g.Idle[i] = 1
+		}
+	}
+	return g, true
+}
+
+// readUtilization brings the plane's copy of every GPU's utilization up to
+// now, at most every idleReadEvery, reading only what is new (a chunk per
+// query, each bounded by idleTimeout), and returns the idleness grids of
+// the GPUs named (by UUID) that have recent samples. A telemetry store
+// that does not answer leaves the copy as it was: the forecast then rests
+// on the jobs and the queue.
+func (p *Plane) readUtilization(ctx context.Context, now time.Time, threshold float64, uuids []string) map[string]idle.Grid {
+	p.utilMu.Lock()
+	defer p.utilMu.Unlock()
+	if p.cfg.Telemetry == nil {
+		return nil
+	}
+	end := now.Truncate(idleStep)
+	if p.util == nil {
+		p.util = utilization{}
+	}
+	oldest := end.Add(-idleHistory)
+	if p.utilUntil.Before(oldest) {
+		p.utilUntil = oldest
+	}
+	if end.Sub(p.utilUntil) >= idleReadEvery {
+		// The last minutes again: samples that arrived late complete them.
+		lo := p.utilUntil.Add(-idleReread)
+		if lo.Before(oldest) {
+			lo = oldest
+		}
+		for lo.Before(end) {
+			hi := lo.Add(idleChunk)
+			if hi.After(end) {
+				hi = end
+			}
+			qctx, cancel := context.WithTimeout(ctx, idleTimeout)
+			series, err := p.cfg.Telemetry.Query(qctx, collector.SeriesQuery{Field: "util_gpu_pct", Start: lo, End: hi, Step: idleStep, Agg: "mean"})
+			cancel()
+			if err != nil {
+				if !errors.Is(err, context.Canceled) {
+					p.log.Warn("idle forecast: utilization not read; the forecast rests on the running jobs and the queue", "error", err)
+				}
+				break
+			}
+			for _, s := range series {
+				us := p.util[s.GPU]
+				if us == nil {
+					us = &utilSeries{}
+					p.util[s.GPU] = us
+				}
+				for _, pt := range s.Points {
+					us.set(minuteOf(pt.Time), pt.Value)
+				}
+			}
+			p.utilUntil, lo = hi, hi
+		}
+	}
+	// Drop what is older than the history kept, and GPUs gone quiet.
+	for id, us := range p.util {
+		if !us.trim(minuteOf(oldest)) {
+			delete(p.util, id)
+		}
+	}
+	out := make(map[string]idle.Grid, len(uuids))
+	for _, id := range uuids {
+		if g, ok := p.util.grid(id, now, threshold); ok {
+			out[id] = g
+		}
+	}
+	return out
+}
+
+// recIdle is the kind of the recommendations about jobs that hold idle
+// GPUs.
+const recIdle = "idle"
+
+// idleJob is a running job all of whose GPUs have been idle for idleFor.
+type idleJob struct {
+	gpus    []string
+	idleFor time.Duration
+}
+
+// watchIdle starts, at most every idleReadEvery and one at a time, a read
+// of the running jobs' GPUs' utilization (readUtilization), and keeps
+// which jobs hold only idle GPUs for recommendIdle. It runs beside the
+// plan loop, so a slow telemetry store never delays a plan.
+func (p *Plane) watchIdle(ctx context.Context, lv *live) {
+	if p.cfg.Telemetry == nil || p.cfg.IdleJobAfter < 0 {
+		return
+	}
+	p.mu.Lock()
+	due := !p.idleReading && (p.idleReadAt.IsZero() || lv.now.Sub(p.idleReadAt) >= idleReadEvery)
+	if due {
+		p.idleReading, p.idleReadAt = true, lv.now
+	}
+	p.mu.Unlock()
+	if !due {
+		return
+	}
+	uuidOf := map[cluster.GPURef]string{}
+	for i := range lv.nodes {
+		for _, g := range lv.nodes[i].GPUs {
+			uuidOf[cluster.GPURef{Node: lv.nodes[i].Name, Index: g.Index}] = g.UUID
+		}
+	}
+	type held struct {
+		id           cluster.JobID
+		uuids, names []string
+	}
+	var jobs []held
+	var uuids []string
+jobs:
+	for i := range lv.active {
+		id := lv.active[i].ID
+		pl, ok := lv.placements[id]
+		if !ok || len(pl.Allocations) == 0 {
+			continue
+		}
+		h := held{id: id}
+		for _, a := range pl.Allocations {
+			u := uuidOf[a.GPU]
+			if u == "" {
+				continue jobs // a GPU without telemetry may be busy
+			}
+			h.uuids, h.names = append(h.uuids, u), append(h.names, a.GPU.String())
+		}
+		jobs = append(jobs, h)
+		uuids = append(uuids, h.uuids...)
+	}
+	threshold := p.idleForecaster().ThresholdPct()
+	p.background.Add(1)
+	// Not the caller's context: what-if's request may end first.
+	go func() {
+		defer p.background.Done()
+		defer func() {
+			p.mu.Lock()
+			p.idleReading = false
+			p.mu.Unlock()
+		}()
+		grids := p.readUtilization(context.WithoutCancel(ctx), lv.now, threshold, uuids)
+		out := map[cluster.JobID]idleJob{}
+	next:
+		for _, h := range jobs {
+			run := time.Duration(math.MaxInt64)
+			for _, u := range h.uuids {
+				g, ok := grids[u]
+				if !ok {
+					continue next
+				}
+				run = min(run, g.IdleRun())
+			}
+			if run > 0 {
+				out[h.id] = idleJob{gpus: h.names, idleFor: run}
+			}
+		}
+		p.mu.Lock()
+		p.idleJobs, p.idleThreshold = out, threshold
+		p.mu.Unlock()
+	}()
+}
+
+// recommendIdle records, in either mode, an "idle" recommendation for each
+// running job whose every GPU has been below the idle threshold for at
+// least IdleJobAfter (as watchIdle last read), once while it stays idle,
+// and dismisses those whose job is busy again or gone.
+func (p *Plane) recommendIdle(ctx context.Context, lv *live) {
+	if p.cfg.IdleJobAfter < 0 {
+		return
+	}
+	after := p.cfg.IdleJobAfter
+	if after == 0 {
+		after = DefaultIdleJobAfter
+	}
+	p.mu.Lock()
+	jobs, threshold := p.idleJobs, p.idleThreshold
+	p.mu.Unlock()
+	if jobs == nil {
+		return // not read yet
+	}
+	current := map[string]bool{}
+	for i := range lv.active {
+		j := &lv.active[i]
+		ij, ok := jobs[j.ID]
+		if !ok || ij.idleFor < after {
+			continue
+		}
+		reason := fmt.Sprintf("holds %d GPU(s) that have all been below %g%% utilization for %s: check that it still works, or stop it to free them",
+			len(ij.gpus), threshold, ij.idleFor.Round(time.Minute))
+		p.addRecommendation(ctx, lv.now, current, recIdle, j.ID, reason, recDetails{GPUs: ij.gpus, IdleForS: ij.idleFor.Seconds(), ThresholdP: threshold})
+	}
+	p.dismissStale(ctx, current, func(kind string) bool { return kind == recIdle })
+}

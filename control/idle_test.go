@@ -1,0 +1,194 @@
+package control
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/prescient-sched/prescient/cluster"
+	"github.com/prescient-sched/prescient/collector"
+	"github.com/prescient-sched/prescient/executor"
+	"github.com/prescient-sched/prescient/store"
+)
+
+// idleScene starts two one-GPU jobs on a 4-GPU node: "busy" (P50 30
+// minutes) and "stuck" (P50 10 hours), and returns the UUIDs of their GPUs.
+func idleScene(t *testing.T, e *env) (busy, stuck string) {
+	t.Helper()
+	e.submit("busy", spec(1, 30*time.Minute))
+	e.submit("stuck", spec(1, 10*time.Hour))
+	e.plane.cycle(e.ctx)
+	uuid := map[cluster.GPURef]string{}
+	for _, g := range e.fleet.Nodes[0].GPUs {
+		uuid[cluster.GPURef{Node: "n0", Index: g.Index}] = g.UUID
+	}
+	for _, id := range []cluster.JobID{"busy", "stuck"} {
+		e.event(executor.JobEvent{Type: executor.JobStarted, Job: id, Attempt: 1, Node: "n0"})
+		pl, err := e.store.GetPlacement(e.ctx, id)
+		if err != nil || len(pl.Allocations) != 1 {
+			t.Fatalf("placement of %s: %+v (%v)", id, pl, err)
+		}
+		if id == "busy" {
+			busy = uuid[pl.Allocations[0].GPU]
+		} else {
+			stuck = uuid[pl.Allocations[0].GPU]
+		}
+	}
+	return busy, stuck
+}
+
+// utilSamples are a minute's utilization samples of the four GPUs from
+// from for n minutes: the busy job's GPU at 90%, the others at 0%.
+func utilSamples(from time.Time, n int, busy string) []collector.Sample {
+	var out []collector.Sample
+	for m := range n {
+		for i, u := range []string{"GPU-a", "GPU-b", "GPU-c", "GPU-d"} {
+			util := 0.0
+			if u == busy {
+				util = 90
+			}
+			out = append(out, gpuSample(u, i, from.Add(time.Duration(m)*time.Minute+10*time.Second), util, 100, 0))
+		}
+	}
+	return out
+}
+
+func TestIdleForecastCombinesJobsQueueAndTelemetry(t *testing.T) {
+	e := newEnv(t, uuidFleet(), nil)
+	backends := telemetryBackends(t, e.store)
+	busy, stuck := idleScene(t, e)
+	batch := utilSamples(t0, 60, busy)
+	e.clock.Advance(60 * time.Minute)
+	for name, b := range backends {
+		t.Run(name, func(t *testing.T) {
+			if err := b.sink.Write(e.ctx, batch); err != nil {
+				t.Fatal(err)
+			}
+			e.plane.cfg.Telemetry = b.query
+			e.plane.util, e.plane.utilUntil = nil, time.Time{}
+			f, err := e.plane.IdleForecast(e.ctx, IdleQuery{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(f.LeadsS) != 24 || f.LeadsS[0] != 300 || len(f.GPUs) != 4 || f.TelemetryGPUs != 4 || f.ModelVersion != 0 || f.ThresholdPct != 5 {
+				t.Fatalf("leads %v, %d GPUs, %d with telemetry, model %d, threshold %g", f.LeadsS, len(f.GPUs), f.TelemetryGPUs, f.ModelVersion, f.ThresholdPct)
+			}
+			// The stuck job's GPU has been idle for the hour it ran; the
+			// busy one's not at all.
+			if len(f.IdleJobs) != 1 || f.IdleJobs[0].Job != "stuck" || f.IdleJobs[0].IdleForS < 55*60 {
+				t.Errorf("idle jobs %+v, want stuck idle for about an hour", f.IdleJobs)
+			}
+			for _, g := range f.GPUs {
+				uuid := e.fleet.Nodes[0].GPUs[g.Index].UUID
+				switch uuid {
+				case busy:
+					// P50 30 minutes, P90 45, and it has run an hour: past
+					// its P90, it is still expected to end soon but not now.
+					if g.Probability[0] >= 0.5 || g.Probability[23] <= g.Probability[0] {
+						t.Errorf("busy job's GPU: %v, want unlikely idle now and likelier later", g.Probability)
+					}
+				case stuck:
+					if g.Probability[23] > 0.05 {
+						t.Errorf("stuck job's GPU (10 hours to go): %v, want not idle within 2 hours", g.Probability)
+					}
+				default:
+					if g.Probability[0] != 1 || len(g.Windows) != 1 || !g.Windows[0].End.Equal(t0.Add(3*time.Hour)) {
+						t.Errorf("free GPU %s: %v windows %+v, want idle throughout", uuid, g.Probability, g.Windows)
+					}
+				}
+			}
+			if len(f.Pools) != 1 || f.Pools[0].ID != "n0" || f.Pools[0].GPUs != 4 || f.Pools[0].Expected[0] < 2 || f.Pools[0].Expected[0] > 2.5 {
+				t.Errorf("pools %+v, want n0 with about 2 idle GPUs now", f.Pools)
+			}
+		})
+	}
+	// Queued demand takes the free GPUs.
+	e.submit("next", spec(2, time.Hour))
+	f, err := e.plane.IdleForecast(e.ctx, IdleQuery{Horizon: time.Hour, Step: 10 * time.Minute, Node: "n0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Two GPUs free now and the busy job's within minutes, less the two
+	// queued: one idle GPU by the end of the hour, less before.
+	if c := f.Pools[0].Expected; f.QueuedGPUs != 2 || len(c) != 6 || c[5] < 0.95 || c[5] > 1.05 || c[0] >= c[5] {
+		t.Errorf("with 2 GPUs queued: queued %g, expected idle %v; want the two free GPUs taken, one left by the end", f.QueuedGPUs, c)
+	}
+	// A pool or node that is not there, and bad queries.
+	if _, err := e.plane.IdleForecast(e.ctx, IdleQuery{Pool: "nope"}); !errors.Is(err, ErrNotFound) {
+		t.Errorf("unknown pool: %v, want ErrNotFound", err)
+	}
+	for _, q := range []IdleQuery{{Step: time.Second}, {Horizon: 48 * time.Hour}, {Horizon: 24 * time.Hour, Step: time.Minute}, {MinProbability: 2}} {
+		if _, err := e.plane.IdleForecast(e.ctx, q); !errors.Is(err, ErrInvalid) {
+			t.Errorf("%+v: %v, want ErrInvalid", q, err)
+		}
+	}
+}
+
+// waitIdleRead waits for the utilization read a cycle started.
+func waitIdleRead(t *testing.T, e *env) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		e.plane.mu.Lock()
+		reading := e.plane.idleReading
+		e.plane.mu.Unlock()
+		if !reading {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the utilization read did not finish in 10 s")
+		}
+	}
+}
+
+func TestAJobHoldingIdleGPUsIsRecommendedOnceAndDismissedWhenBusy(t *testing.T) {
+	e := newEnv(t, uuidFleet(), func(c *Config) { c.Telemetry = collector.NewEmbeddedSink(c.Store) })
+	busy, stuck := idleScene(t, e)
+	sink := collector.NewEmbeddedSink(e.store)
+	if err := sink.Write(e.ctx, utilSamples(t0, 20, busy)); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(20 * time.Minute)
+	idleRecs := func() []store.Recommendation {
+		t.Helper()
+		recs, err := e.store.ListRecommendations(e.ctx, time.Time{}, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []store.Recommendation
+		for _, r := range recs {
+			if r.Kind == recIdle {
+				out = append(out, r)
+			}
+		}
+		return out
+	}
+	// The first cycle reads the utilization; the next recommends.
+	for range 3 {
+		e.plane.cycle(e.ctx)
+		waitIdleRead(t, e)
+		e.clock.Advance(idleReadEvery)
+	}
+	recs := idleRecs()
+	if len(recs) != 1 || recs[0].JobID != "stuck" || recs[0].Status != store.RecommendationOpen {
+		t.Fatalf("idle recommendations %+v, want one open for stuck", recs)
+	}
+	// Busy again: the recommendation is dismissed.
+	var again []collector.Sample
+	for _, s := range utilSamples(t0.Add(20*time.Minute), 5, stuck) {
+		if s.DeviceInfo.UUID == stuck {
+			again = append(again, s)
+		}
+	}
+	if err := sink.Write(e.ctx, again); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(3 * time.Minute)
+	for range 2 {
+		e.plane.cycle(e.ctx)
+		waitIdleRead(t, e)
+		e.clock.Advance(idleReadEvery)
+	}
+	if recs := idleRecs(); len(recs) != 1 || recs[0].Status != store.RecommendationDismissed {
+		t.Fatalf("after the job got busy: %+v, want it dismissed", recs)
+	}
+}
