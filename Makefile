@@ -81,6 +81,8 @@ eval: build
 		$(BIN) simulate --trace $(PHILLY) --fleet uniform:50x8:V100 --from 2017-11-10 --policy prescient --oracle --placement $$p --park-idle-after 10m || exit 1; \
 	done
 	$(BIN) simulate --trace $(PHILLY) --fleet uniform:50x8:V100 --from 2017-11-10 --policy prescient --oracle --placement prescient --park-idle-after 10m --power-cap-price 10
+	@echo "== idle forecasts in use: nodes parked at once when the running jobs' forecast ends and the arrival rate say they are spare"
+	$(BIN) simulate --trace $(PHILLY) --fleet uniform:50x8:V100 --from 2017-11-10 --policy prescient --oracle --placement prescient --park-idle-after 10m --park-forecast
 	@echo "== placement: a fleet of V100, P100 and K80 nodes with Gavel's speeds, blind and fastest-first"
 	$(BIN) simulate --trace $(PHILLY) --fleet yaml:examples/fleet-mixed.yaml --from 2017-11-10 --policy fifo,prescient --oracle --speeds gavel
 	$(BIN) simulate --trace $(PHILLY) --fleet yaml:examples/fleet-mixed.yaml --from 2017-11-10 --policy fifo,prescient --oracle --speeds gavel --fastest-first

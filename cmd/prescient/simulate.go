@@ -36,6 +36,7 @@ type simulateOptions struct {
 	experiment, placement string
 	tune                  float64
 	parkIdleAfter         time.Duration
+	parkForecast          bool
 	powerCapPrice         float64
 	carbonWait            time.Duration
 	speeds                string
@@ -245,7 +246,7 @@ func (o *simulateOptions) replay(ctx context.Context, g *globals, name string, j
 	cfg := sim.Config{
 		Fleet: fleet, Jobs: jobs, Planner: planner, Forecaster: forecaster, Preemptive: pol.Preemptor != nil, Order: pol.Order,
 		NodeMTBF: o.nodeMTBF, NodeRepair: o.nodeRepair, CheckpointCost: o.checkpointCost, Seed: o.seed, Logger: g.logger,
-		ParkIdleAfter: o.parkIdleAfter,
+		ParkIdleAfter: o.parkIdleAfter, ParkForecast: o.parkForecast,
 	}
 	if o.speeds == speedsGavel {
 		cfg.Speed = executor.Speed

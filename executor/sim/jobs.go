@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/prescient-sched/prescient/cluster"
@@ -10,6 +11,7 @@ import (
 
 func (s *Simulator) enqueue(j *simJob) {
 	s.queuedN[j.job.Spec.Tenant]++
+	s.queuedGPUs += float64(j.job.Spec.MilliGPUs()) / cluster.MilliGPU
 	if _, ok := s.waits[j.job.Spec.Tenant]; !ok {
 		s.waits[j.job.Spec.Tenant] = executor.TenantWaits{} // its queued time counts from now (advance)
 	}
@@ -24,6 +26,7 @@ func (s *Simulator) enqueue(j *simJob) {
 
 func (s *Simulator) dequeue(j *simJob) {
 	s.queuedN[j.job.Spec.Tenant]--
+	s.queuedGPUs -= float64(j.job.Spec.MilliGPUs()) / cluster.MilliGPU
 	if s.sorted != nil {
 		s.sorted.Remove(&j.view)
 		j.qpos = -1
@@ -268,4 +271,27 @@ func gpuWeight(j *simJob) time.Duration {
 		return 1 // counted as one GPU; shares are rare in the traces replayed
 	}
 	return time.Duration(j.gpus)
+}
+
+// arrivalTau is the time constant of the decayed arrivals.
+const arrivalTau = time.Hour
+
+// arrived counts a job's GPUs among the decayed arrivals.
+func (s *Simulator) arrived(j *simJob) {
+	s.decayArrivals()
+	s.arrivedGPUs += float64(j.job.Spec.MilliGPUs()) / cluster.MilliGPU
+}
+
+func (s *Simulator) decayArrivals() {
+	if !s.arrivedAt.IsZero() && s.now.After(s.arrivedAt) {
+		s.arrivedGPUs *= math.Exp(-s.now.Sub(s.arrivedAt).Seconds() / arrivalTau.Seconds())
+	}
+	s.arrivedAt = s.now
+}
+
+// arrivalRate is the GPUs arriving per second lately: the decayed
+// arrivals over their time constant.
+func (s *Simulator) arrivalRate() float64 {
+	s.decayArrivals()
+	return s.arrivedGPUs / arrivalTau.Seconds()
 }

@@ -122,6 +122,7 @@ func (s *Simulator) arrive(ctx context.Context, next int) (int, error) {
 			s.waits[j.job.Spec.Tenant] = w // its queued time comes with the clock (advance)
 		}
 		s.enqueue(j)
+		s.arrived(j)
 		if s.cfg.Preemptive || s.free.FreeGPUs() > 0 || j.gpus == 0 || j.job.Spec.Fractional() {
 			s.dirty = true
 		}

@@ -84,6 +84,10 @@ func DefaultNodePower(n cluster.Node) NodePower {
 	return NodePower{BaseW: nodeBaseW + nodeBasePerGPUW*float64(len(n.GPUs)), ParkedW: nodeParkedW}
 }
 
+// DefaultParkLookahead is how far ahead forecast parking looks for demand
+// (Config.ParkForecast).
+const DefaultParkLookahead = 30 * time.Minute
+
 // parking accounts nodes that run nothing: after Config.ParkIdleAfter of
 // idleness a node is parked and draws ParkedW instead of its base and idle
 // GPU power, until a job wakes it (a boot of WakeTime at base power, which
@@ -95,8 +99,9 @@ func DefaultNodePower(n cluster.Node) NodePower {
 // meanwhile).
 type parking struct {
 	active  bool
-	after   float64 // seconds
-	jobs    []int   // allocations on each node
+	after   float64   // seconds
+	afterOf []float64 // node i's current idle spell parks after this many seconds
+	jobs    []int     // allocations on each node
 	emptyAt []time.Time
 	// bootUntil is when node i, woken, has booted: jobs placed on it
 	// before then start working then.
@@ -112,6 +117,7 @@ func (p *parking) init(s *Simulator, a *accounting) {
 	}
 	p.active, p.after = true, s.cfg.ParkIdleAfter.Seconds()
 	p.jobs = make([]int, len(s.snap.Nodes))
+	p.afterOf = make([]float64, len(s.snap.Nodes))
 	p.emptyAt = make([]time.Time, len(s.snap.Nodes))
 	p.bootUntil = make([]time.Time, len(s.snap.Nodes))
 	p.open = make([]bool, len(s.snap.Nodes))
@@ -122,7 +128,7 @@ func (p *parking) init(s *Simulator, a *accounting) {
 
 // parked reports whether node i is parked now.
 func (p *parking) parked(s *Simulator, i int) bool {
-	return p.active && p.open[i] && s.now.Sub(p.emptyAt[i]).Seconds() > p.after
+	return p.active && p.open[i] && s.now.Sub(p.emptyAt[i]).Seconds() > p.afterOf[i]
 }
 
 // bootDelay is how long a job placed on nodes now waits for them to boot:
@@ -159,6 +165,41 @@ func (p *parking) draw(s *Simulator, i int) float64 {
 func (p *parking) startSpell(s *Simulator, a *accounting, i int) {
 	a.idleW -= p.draw(s, i)
 	p.emptyAt[i], p.open[i] = s.now, true
+	p.afterOf[i] = p.after
+	if s.cfg.ParkForecast && p.spare(s, i) {
+		p.afterOf[i] = 0
+	}
+}
+
+// spare says whether node i, just emptied, is not expected to be needed
+// over the next ParkLookahead (Config.ParkForecast): the other nodes that
+// are up and not parked have, free now or freed by then, at least the
+// GPUs the queue holds and the last hour's arrivals would bring at their
+// rate, and a whole node's GPUs to spare. A running job frees its GPUs
+// with its chance of ending by then given how long it has run
+// (executor.DurationDist, through its forecast's P50 and P90).
+func (p *parking) spare(s *Simulator, i int) bool {
+	look := s.cfg.ParkLookahead
+	if look == 0 {
+		look = DefaultParkLookahead
+	}
+	supply := 0.0
+	for k := range s.snap.Nodes {
+		if k != i && !s.down[k] && !p.parked(s, k) {
+			supply += float64(s.free.WholeFree(k))
+		}
+	}
+	for k, r := range s.running {
+		j := s.runJobs[k]
+		ran := j.seg.saved
+		if s.now.After(j.seg.start) {
+			ran += s.now.Sub(j.seg.start)
+		}
+		d := executor.NewDurationDist(r.Forecast.DurationP50, r.Forecast.DurationP90)
+		supply += float64(j.gpus) * d.EndWithin(ran, look)
+	}
+	demand := s.queuedGPUs + s.arrivalRate()*look.Seconds() + float64(s.free.MaxNodeGPUs())
+	return supply >= demand
 }
 
 // endSpell adds the energy of node i's idle spell up to now: its draw
@@ -166,7 +207,7 @@ func (p *parking) startSpell(s *Simulator, a *accounting, i int) {
 // WakeTime, whose base power the node's being up from now accounts.
 func (p *parking) endSpell(s *Simulator, a *accounting, i int, wake bool) {
 	d := s.now.Sub(p.emptyAt[i]).Seconds()
-	idle, parked := min(d, p.after), max(d-p.after, 0)
+	idle, parked := min(d, p.afterOf[i]), max(d-p.afterOf[i], 0)
 	np := s.cfg.NodePower(s.snap.Nodes[i])
 	a.energyJ += p.draw(s, i)*idle + np.ParkedW*parked
 	parkAt := p.emptyAt[i].Add(time.Duration(idle * float64(time.Second)))

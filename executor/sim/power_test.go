@@ -361,3 +361,38 @@ func TestTransferSavedBytes(t *testing.T) {
 		t.Errorf("transfer_saved_bytes %d, want %d", r.TransferSavedBytes, int64(150<<30))
 	}
 }
+
+func TestForecastParking(t *testing.T) {
+	nodes := func(n int) *cluster.Fleet {
+		var out []cluster.Node
+		for i := range n {
+			out = append(out, clustertest.Node("n"+strconv.Itoa(i)).GPUs(1, "V100").Obj())
+		}
+		return clustertest.Fleet(out...)
+	}
+	run := func(fleet *cluster.Fleet, jobs []cluster.Job, park time.Duration, forecast bool) *sim.Result {
+		return replay(t, "fifo", fleet, jobs, func(c *sim.Config) {
+			c.ParkIdleAfter, c.ParkForecast, c.CheckpointCost = park, forecast, 0
+		})
+	}
+	// One 2-hour job on three nodes: the two nodes nobody needs park at
+	// once instead of after 10 minutes.
+	one := []cluster.Job{oneGPUJob("j1", 0, 2*time.Hour)}
+	if r := run(nodes(3), one, 10*time.Minute, false); r.ParkedNodeS != 2*6600 {
+		t.Errorf("fixed: parked %.0f node-s, want %d", r.ParkedNodeS, 2*6600)
+	}
+	if r := run(nodes(3), one, 10*time.Minute, true); r.ParkedNodeS != 2*7200 || r.AvgJCTS != 7200 {
+		t.Errorf("forecast: parked %.0f node-s, avg JCT %.0f s; want %d, 7200 s: both spare nodes from the start", r.ParkedNodeS, r.AvgJCTS, 2*7200)
+	}
+	// A 15-minute job every 20 minutes on one node: by the arrival rate
+	// the node will be needed, so it is not parked early in the 5-minute
+	// gaps (nor after ParkIdleAfter, which they never reach): no job waits
+	// for a boot.
+	var every []cluster.Job
+	for i := range 6 {
+		every = append(every, oneGPUJob("e"+strconv.Itoa(i), float64(i)/3, 15*time.Minute))
+	}
+	if r := run(nodes(1), every, 10*time.Minute, true); r.AvgJCTS != 900 || r.ParkedNodeS != 0 {
+		t.Errorf("forecast with steady arrivals: avg JCT %.0f s, parked %.0f node-s; want 900 s and none", r.AvgJCTS, r.ParkedNodeS)
+	}
+}

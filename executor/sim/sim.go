@@ -63,6 +63,14 @@ type Config struct {
 	// start working that much later, the node drawing its base power
 	// meanwhile (zero means DefaultWakeTime).
 	ParkIdleAfter, WakeTime time.Duration
+	// ParkForecast (with ParkIdleAfter) parks a node as soon as it runs
+	// nothing when, by the forecasts, it will not be needed over the next
+	// ParkLookahead (zero means DefaultParkLookahead): the other awake
+	// nodes' GPUs, free now or freed by then by the running jobs' expected
+	// ends, cover the queued GPUs, the last hour's arrival rate over the
+	// lookahead and a node's worth more; otherwise after ParkIdleAfter.
+	ParkForecast  bool
+	ParkLookahead time.Duration
 	// Carbon is the grid's carbon intensity over time; with it the replay
 	// reports kgco2. Nil means none.
 	Carbon *CarbonSeries
@@ -101,7 +109,7 @@ func (c *Config) Validate() error {
 	if c.Forecaster == nil {
 		errs = append(errs, errors.New("sim: no forecaster"))
 	}
-	if c.NodeMTBF < 0 || c.NodeRepair < 0 || c.CheckpointCost < 0 || c.UsageHalfLife < 0 || c.WaitHalfLife < 0 || c.ParkIdleAfter < 0 || c.WakeTime < 0 {
+	if c.NodeMTBF < 0 || c.NodeRepair < 0 || c.CheckpointCost < 0 || c.UsageHalfLife < 0 || c.WaitHalfLife < 0 || c.ParkIdleAfter < 0 || c.WakeTime < 0 || c.ParkLookahead < 0 {
 		errs = append(errs, errors.New("sim: negative duration"))
 	}
 	if len(c.Running) > 0 && c.Start.IsZero() {
@@ -157,9 +165,15 @@ type Simulator struct {
 	waits   map[string]executor.TenantWaits // tenants' decayed queueing
 	queuedN map[string]int                  // tenants' jobs in the queue
 	acct    accounting
-	dirty   bool
-	wakeAt  time.Time
-	down    []bool
+	// queuedGPUs is the GPUs the queue asks for; arrivedGPUs the GPUs of
+	// the jobs that arrived, decayed with a time constant of an hour, as
+	// of arrivedAt (forecast parking's demand).
+	queuedGPUs  float64
+	arrivedGPUs float64
+	arrivedAt   time.Time
+	dirty       bool
+	wakeAt      time.Time
+	down        []bool
 }
 
 // Run replays cfg.Jobs on cfg.Fleet and returns the metrics.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/prescient-sched/prescient/cluster"
+	"github.com/prescient-sched/prescient/executor"
 )
 
 // GPUState is what the executor and the telemetry say about one GPU now.
@@ -387,30 +388,12 @@ func windows(in Input, row []float64, minSteps int) []Window {
 }
 
 // Remaining is a running job's remaining P50 and P90 once it has run for
-// ran, when its whole run time is log-normal through p50 and p90: the
-// quantiles of what is left given that it has lasted so far, so that a
-// job past its P50 is still expected to end later, not now. Both are at
-// least a second.
+// ran, when its whole run time is log-normal through p50 and p90
+// (executor.DurationDist): the quantiles of what is left given that it has
+// lasted so far, so that a job past its P50 is still expected to end
+// later, not now. Both are at least a second.
 func Remaining(p50, p90, ran time.Duration) (rp50, rp90 time.Duration) {
-	p50 = max(p50, time.Second)
-	p90 = max(p90, p50)
-	mu := math.Log(p50.Seconds())
-	sigma := math.Max((math.Log(p90.Seconds())-mu)/z90, 1e-3)
-	// survived is the chance of lasting ran, 1 − Φ((ln ran − μ)/σ).
-	survived := 1.0
-	if ran > 0 {
-		survived = 0.5 * math.Erfc((math.Log(ran.Seconds())-mu)/(sigma*math.Sqrt2))
-	}
-	at := func(q float64) time.Duration {
-		// The end D with P(D > d | D > ran) = 1 − q: Φ((ln d − μ)/σ) = 1 − (1−q)·survived.
-		p := 1 - (1-q)*survived
-		if p >= 1 {
-			p = math.Nextafter(1, 0)
-		}
-		z := math.Sqrt2 * math.Erfinv(2*p-1)
-		d := time.Duration(math.Exp(mu+sigma*z) * float64(time.Second))
-		return max(d-ran, time.Second)
-	}
-	rp50, rp90 = at(0.5), at(0.9)
+	d := executor.NewDurationDist(p50, p90)
+	rp50, rp90 = d.Remaining(ran, 0.5), d.Remaining(ran, 0.9)
 	return rp50, max(rp90, rp50)
 }
