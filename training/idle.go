@@ -66,6 +66,9 @@ type IdleReport struct {
 	Horizons       []IdleHorizon `json:"horizons"`
 	Windows        IdleWindows   `json:"windows"`
 	Published      *bool         `json:"published,omitempty"`
+	// Gate, after TrainIdle, says how the new model compared with the
+	// serving version on the same held-out series.
+	Gate string `json:"gate,omitempty"`
 }
 
 // IdleHorizon is the error at one lead time.
@@ -248,14 +251,89 @@ func TrainIdle(ctx context.Context, cfg IdleConfig, series []datasets.Series, re
 	}
 	rep.TrainingRows, rep.FitS, rep.Series = m.Rows, fitS, len(series)
 	art.Metrics = rep.metrics()
+	published := true
+	if cfg.TestShare > 0 {
+		gate, ok, err := gateIdle(ctx, cfg, reg, art, rep, test, evalFrom)
+		if err != nil {
+			return IdleReport{}, err
+		}
+		rep.Gate, published = gate, ok
+	} else {
+		rep.Gate = "no held-out series: published without a gate"
+	}
+	rep.Published = &published
+	if !published {
+		log.Warn("idle model not published: the serving version scores better", "component", "training", "gate", rep.Gate)
+		return rep, nil
+	}
 	v, err := reg.PublishIdle(art)
 	if err != nil {
 		return IdleReport{}, err
 	}
 	rep.ModelVersion = v
-	published := true
-	rep.Published = &published
 	return rep, nil
+}
+
+// gateIdle compares the new model with the serving version on the same
+// held-out series and origins (those the serving version did not see
+// either): the new one is published unless its MAE summed over the scored
+// lead times is higher. Without a serving version, or one that does not
+// load, counts idleness otherwise (threshold, pool size) or saw every
+// held-out series, it is published.
+func gateIdle(ctx context.Context, cfg IdleConfig, reg Registry, art *idle.Artifact, rep IdleReport, test []datasets.Series,
+	from time.Time) (string, bool, error) {
+	cur, err := reg.Current(idle.Target)
+	switch {
+	case errors.Is(err, ErrNoModel) || cur == 0:
+		return "no serving model", true, nil
+	case err != nil:
+		return "", false, err
+	}
+	old, err := reg.LoadIdle(cur)
+	if err != nil {
+		return "serving model does not load: " + err.Error(), true, nil
+	}
+	oc, nc := old.Model.Config, art.Model.Config
+	if oc.ThresholdPct != nc.ThresholdPct || oc.PoolSize != nc.PoolSize || oc.Step != nc.Step || !slices.Equal(old.Features, art.Features) {
+		return fmt.Sprintf("serving version %d not comparable: another threshold, pool size, grid or feature list", cur), true, nil
+	}
+	oldRep, err := EvaluateIdle(ctx, cfg, old, test, from)
+	if errors.Is(err, ErrNoSeriesData) {
+		return fmt.Sprintf("serving version %d not comparable: it was trained on every held-out series", cur), true, nil
+	}
+	if err != nil {
+		return "serving model does not score: " + err.Error(), true, nil
+	}
+	newRep := rep
+	if !slices.Equal(oldRep.ScoredSeries, rep.ScoredSeries) || !oldRep.EvaluatedFrom.Equal(rep.EvaluatedFrom) {
+		// The serving version saw some of them: score both on the rest.
+		keep := map[string]bool{}
+		for _, id := range oldRep.ScoredSeries {
+			keep[id] = true
+		}
+		var same []datasets.Series
+		for _, s := range test {
+			if keep[s.ID] {
+				same = append(same, s)
+			}
+		}
+		if newRep, err = EvaluateIdle(ctx, cfg, art, same, oldRep.EvaluatedFrom); err != nil {
+			return "", false, err
+		}
+	}
+	sum := func(r IdleReport) float64 {
+		t := 0.0
+		for _, h := range r.Horizons {
+			t += h.MAE
+		}
+		return t
+	}
+	verdict := fmt.Sprintf("MAE summed over %d lead times %.4f; version %d's %.4f, on %d series", len(newRep.Horizons), sum(newRep), cur,
+		sum(oldRep), len(oldRep.ScoredSeries))
+	if sum(newRep) > sum(oldRep) {
+		return "refused: " + verdict, false, nil
+	}
+	return "passed: " + verdict, true, nil
 }
 
 func seriesSpan(series []datasets.Series) (from, to time.Time) {

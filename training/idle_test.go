@@ -8,6 +8,7 @@ import (
 
 	"github.com/prescient-sched/prescient/datasets"
 	"github.com/prescient-sched/prescient/internal/testenv"
+	"github.com/prescient-sched/prescient/models/idle"
 	"github.com/prescient-sched/prescient/training"
 )
 
@@ -41,6 +42,21 @@ func TestTrainIdle(t *testing.T) {
 					t.Fatalf("series %s both trained on and scored", id)
 				}
 			}
+		}
+		if rep.Gate != "no serving model" {
+			t.Errorf("first training's gate %q", rep.Gate)
+		}
+		// The gate: a network that barely learned (a learning rate of
+		// 1e-9, one epoch) scores worse than the serving version on the
+		// same held-out containers and is not published.
+		bad := training.DefaultIdleConfig()
+		bad.Model.MLP.LearnRate, bad.Model.MLP.Epochs = 1e-9, 1
+		rep2, err := training.TrainIdle(ctx, bad, series, reg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cur, _ := reg.Current(idle.Target); *rep2.Published || cur != 1 || !strings.HasPrefix(rep2.Gate, "refused: ") {
+			t.Fatalf("an untrained network: published %v, current version %d, gate %q; want refused", *rep2.Published, cur, rep2.Gate)
 		}
 	})
 	t.Run("a single series is split in time", func(t *testing.T) {

@@ -21,7 +21,7 @@ const peakCoverageGoal = 0.90
 // series neither saw), selects the learner that reserves least among those
 // whose P90 covers at least 90% of the scored peaks (or, when none does,
 // the one that covers most) and publishes it, as fitted and calibrated, to
-// the registry's peak target. Like the idle model it has no gate: each run
+// the registry's peak target. It has no gate (RetrainPeak has): each run
 // publishes a version, and `models rollback --target peak` undoes it.
 func TrainPeak(ctx context.Context, cfg PeakConfig, series []datasets.Series, reg Registry) (PeakReport, error) {
 	rep, fitted, err := fitPeak(ctx, cfg, series)

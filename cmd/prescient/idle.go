@@ -152,6 +152,9 @@ func (r idleReport) writeTable(w io.Writer) error {
 	if r.Published != nil {
 		t.row("published", *r.Published)
 	}
+	if r.Gate != "" {
+		t.row("gate", r.Gate)
+	}
 	names := r.ScoredSeries
 	if len(names) > 6 {
 		names = append(names[:6:6], "...")
