@@ -7,7 +7,9 @@ import (
 	"time"
 
 	"github.com/prescient-sched/prescient/cluster"
+	"github.com/prescient-sched/prescient/collector"
 	"github.com/prescient-sched/prescient/models"
+	"github.com/prescient-sched/prescient/models/idle"
 	"github.com/prescient-sched/prescient/store"
 )
 
@@ -42,7 +44,9 @@ func FinishedJobs(ctx context.Context, l JobLister) ([]cluster.Job, error) {
 // one from telemetry (FillPeakMemory; mem may be nil for none) and, for
 // each target, trains, gates and publishes; with telemetry, the online
 // peak refinement too, from the finished jobs' memory series
-// (FleetPeakSeries, RetrainPeak). A target without enough
+// (FleetPeakSeries, RetrainPeak), and, when mem answers series queries
+// too (both stores do), the idle model from the fleet's utilization
+// (RetrainIdle). A target without enough
 // labelled jobs (memory before the collector has recorded peaks) is
 // skipped with a log line. cfg gives the learners, seed and logger; its
 // Target is set for each target in turn.
@@ -79,7 +83,36 @@ func Retrain(ctx context.Context, l JobLister, mem JobMemoryReader, reg Registry
 			errs = append(errs, err)
 		}
 	}
+	if ts, ok := mem.(collector.TelemetryStore); ok {
+		if err := retrainIdle(ctx, ts, reg, cfg); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	return errors.Join(errs...)
+}
+
+// retrainIdle fits the idle model on the fleet's utilization (RetrainIdle)
+// and publishes it through its gate; too few GPUs reporting skip it with a
+// log line.
+func retrainIdle(ctx context.Context, ts collector.TelemetryStore, reg Registry, cfg Config) error {
+	log := logger(cfg.Logger)
+	ic := DefaultIdleConfig()
+	if cfg.Seed != 0 {
+		ic.Model.Seed = cfg.Seed
+	}
+	ic.Logger = cfg.Logger
+	start := time.Now()
+	rep, err := RetrainIdle(ctx, ts, reg, ic, time.Now())
+	switch {
+	case errors.Is(err, ErrNoSeriesData):
+		log.Info("retraining skipped", "target", idle.Target, "reason", err.Error())
+		return nil
+	case err != nil:
+		return fmt.Errorf("retrain %s: %w", idle.Target, err)
+	}
+	log.Info("retrained", "target", idle.Target, "series", rep.Series, "published", *rep.Published, "version", rep.ModelVersion,
+		"gate", rep.Gate, "took", time.Since(start).Round(time.Millisecond))
+	return nil
 }
 
 // PeakSeriesStep is the spacing of the memory series the peak refinement
