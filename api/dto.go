@@ -208,13 +208,7 @@ func (r JobSpecRequest) toSpec(prefix, tenant string) (cluster.JobSpec, error) {
 	}
 	checkLabels(fe, r.Labels)
 	if d := r.Data; d != nil {
-		checkText(fe, "data.name", d.Name, maxNameBytes)
-		if d.Name == "" {
-			fe.add("data.name", "a dataset needs a name")
-		}
-		if d.Bytes < 0 {
-			fe.add("data.bytes", "%d is negative", d.Bytes)
-		}
+		checkText(fe, "data.name", d.Name, maxNameBytes) // empty names and negative bytes: JobSpec.Validate
 		for _, f := range []struct {
 			field string
 			names []string
@@ -224,7 +218,7 @@ func (r JobSpecRequest) toSpec(prefix, tenant string) (cluster.JobSpec, error) {
 				fe.add(field, "%d names; at most %d", len(names), maxDataPlaces)
 			}
 			for i, n := range names {
-				if n == "" || len(n) > maxNameBytes || !utf8.ValidString(n) {
+				if len(n) > maxNameBytes || !utf8.ValidString(n) {
 					fe.add(fmt.Sprintf("%s[%d]", field, i), "want a name of 1 to %d bytes", maxNameBytes)
 				}
 			}

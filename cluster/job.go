@@ -132,10 +132,20 @@ func (s JobSpec) Validate() error {
 	}
 	if d := s.Data; d != nil {
 		if d.Name == "" {
-			errs = append(errs, errors.New("data: a dataset needs a name"))
+			errs = append(errs, errors.New("data.name: a dataset needs a name"))
 		}
 		if d.Bytes < 0 {
-			errs = append(errs, fmt.Errorf("data: %d bytes is negative", d.Bytes))
+			errs = append(errs, fmt.Errorf("data.bytes: %d is negative", d.Bytes))
+		}
+		for i, n := range d.Nodes {
+			if n == "" {
+				errs = append(errs, fmt.Errorf("data.nodes[%d]: a warm copy's node needs a name", i))
+			}
+		}
+		for i, r := range d.Racks {
+			if r == "" {
+				errs = append(errs, fmt.Errorf("data.racks[%d]: a warm copy's rack needs a name", i))
+			}
 		}
 	}
 	return errors.Join(errs...)

@@ -172,7 +172,10 @@ func TestDataSourceCloneAndWarmOn(t *testing.T) {
 	if none.WarmOn(&cluster.Node{Name: "n1"}) {
 		t.Error("no data source is warm somewhere")
 	}
-	if err := (cluster.JobSpec{Tier: cluster.DefaultTier, Data: &cluster.DataSource{Bytes: -1}}).Validate(); err == nil {
-		t.Error("a nameless dataset of negative size was accepted")
+	err := (cluster.JobSpec{Tier: cluster.DefaultTier, Data: &cluster.DataSource{Bytes: -1, Nodes: []string{"n1", ""}, Racks: []string{""}}}).Validate()
+	for _, field := range []string{"data.name", "data.bytes", "data.nodes[1]", "data.racks[0]"} {
+		if err == nil || !strings.Contains(err.Error(), field+": ") {
+			t.Errorf("a nameless dataset of negative size with nameless places: %v, want %s named", err, field)
+		}
 	}
 }

@@ -147,11 +147,23 @@ func (r Record) spec() (cluster.JobSpec, error) {
 	}
 	if d := r.Data; d != nil {
 		s.Data = &cluster.DataSource{Name: d.Name, Bytes: d.Bytes, Nodes: d.Nodes, Racks: d.Racks}
+		// JobSpec.Validate has the same rules; here the error names its
+		// field for the reader's ParseError.
 		if d.Name == "" {
 			return s, &fieldError{"data.name", "", errEmpty}
 		}
 		if d.Bytes < 0 {
 			return s, &fieldError{"data.bytes", fmt.Sprint(d.Bytes), errors.New("negative")}
+		}
+		for _, f := range []struct {
+			field string
+			names []string
+		}{{"data.nodes", d.Nodes}, {"data.racks", d.Racks}} {
+			for i, n := range f.names {
+				if n == "" {
+					return s, &fieldError{fmt.Sprintf("%s[%d]", f.field, i), "", errEmpty}
+				}
+			}
 		}
 	}
 	var err error

@@ -160,6 +160,8 @@ func TestPrescientBadLines(t *testing.T) {
 		{"a checkpoint without a time names the field", `{"id":"x","submit_time":"2024-03-01","state":"running","last_checkpoint":{"step":3}}`, "last_checkpoint.time", "empty"},
 		{"a dataset without a name names the field", `{"id":"x","submit_time":"2024-03-01","state":"queued","data":{"bytes":5}}`, "data.name", "empty"},
 		{"a negative dataset size names the field", `{"id":"x","submit_time":"2024-03-01","state":"queued","data":{"name":"d","bytes":-5}}`, "data.bytes", "negative"},
+		{"a warm copy on a node without a name names the field", `{"id":"x","submit_time":"2024-03-01","state":"queued","data":{"name":"d","nodes":["n1",""]}}`, "data.nodes[1]", "empty"},
+		{"a warm copy in a rack without a name names the field", `{"id":"x","submit_time":"2024-03-01","state":"queued","data":{"name":"d","racks":[""]}}`, "data.racks[0]", "empty"},
 		{"validation errors of the job are reported", `{"id":"x","gpus":2,"gpu_milli":500,"submit_time":"2024-03-01","state":"queued"}`, "", "gpu_milli"},
 	}
 	for _, tt := range tests {
