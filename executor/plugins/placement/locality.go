@@ -21,3 +21,15 @@ func (cp *cyclePlacer) locality(job *cluster.Job, c *executor.Capacity, i int) f
 	}
 	return 0
 }
+
+// warmth ranks node i for the job's dataset: 2 where a warm copy sits on
+// it, 1 where one sits in its rack, 0 otherwise or without locality.
+func (cp *cyclePlacer) warmth(job *cluster.Job, c *executor.Capacity, i int) int {
+	switch l := cp.locality(job, c, i); {
+	case l == 0:
+		return 0
+	case l == cp.args.LocalityLevels:
+		return 2
+	}
+	return 1
+}

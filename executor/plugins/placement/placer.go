@@ -28,9 +28,10 @@ type PlacerArgs struct {
 	// LocalityLevels weighs data locality in the prescient placement of
 	// shares and of jobs within one node: a node holding a warm copy of the
 	// job's dataset (cluster.JobSpec.Data) gains this many fragmentation
-	// score levels, a node in a rack holding one half as many (jobs spread
-	// over several nodes get none). Zero means DefaultLocalityLevels;
-	// negative turns it off.
+	// score levels, a node in a rack holding one half as many (the tasks of
+	// a job over several nodes prefer warm nodes, then warm racks, within
+	// the topology's rules; see placeTasks). Zero means
+	// DefaultLocalityLevels; negative turns it off.
 	LocalityLevels float64
 }
 

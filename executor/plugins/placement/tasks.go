@@ -16,7 +16,11 @@ import (
 // (packing leaves, keeping the emptiest whole); across leaves only when no
 // leaf has room. Within the chosen set each task, largest first, takes the
 // node with the fewest wholly free GPUs that still fits it (best fit), on
-// that node's GPUs of one NVLink domain when it has one with room.
+// that node's GPUs of one NVLink domain when it has one with room. With
+// data locality (the prescient placement) a task prefers a node holding a
+// warm copy of the job's dataset, then one in a warm rack, before best
+// fit, and among the leaves with room the one whose tasks land warm most
+// comes first.
 func (cp *cyclePlacer) placeTasks(job *cluster.Job, tasks []int, c *executor.Capacity) ([]cluster.Allocation, bool, string) {
 	sorted := slices.Clone(tasks)
 	slices.SortFunc(sorted, func(a, b int) int { return cmp.Compare(b, a) })
@@ -38,19 +42,23 @@ func (cp *cyclePlacer) placeTasks(job *cluster.Job, tasks []int, c *executor.Cap
 		}
 	}
 	slices.Sort(order)
-	bestLeaf, bestFree := "", -1
+	warm := func(i int) int { return cp.warmth(job, c, i) }
+	bestLeaf, bestFree, bestWarm := "", -1, 0
 	var bestPick []int
 	for _, leaf := range order {
-		pick, ok := assignTasks(c, sorted, leaves[leaf])
+		pick, ok := assignTasks(c, sorted, leaves[leaf], warm)
 		if !ok {
 			continue
 		}
-		free := 0
+		free, w := 0, 0
 		for _, i := range leaves[leaf] {
 			free += c.WholeFree(i)
 		}
-		if bestFree < 0 || free < bestFree {
-			bestLeaf, bestFree, bestPick = leaf, free, pick
+		for _, i := range pick {
+			w += warm(i)
+		}
+		if bestFree < 0 || w > bestWarm || w == bestWarm && free < bestFree {
+			bestLeaf, bestFree, bestWarm, bestPick = leaf, free, w, pick
 		}
 	}
 	where := ""
@@ -62,7 +70,7 @@ func (cp *cyclePlacer) placeTasks(job *cluster.Job, tasks []int, c *executor.Cap
 		for _, leaf := range order {
 			all = append(all, leaves[leaf]...)
 		}
-		pick, ok := assignTasks(c, sorted, all)
+		pick, ok := assignTasks(c, sorted, all, warm)
 		if !ok {
 			return nil, false, "no set of ready nodes has room for every task"
 		}
@@ -93,18 +101,24 @@ func (cp *cyclePlacer) placeTasks(job *cluster.Job, tasks []int, c *executor.Cap
 	return allocs, true, fmt.Sprintf("%s: %s", cp.name, where)
 }
 
-// assignTasks gives each task (largest first) the node among nodes with
-// the fewest wholly free GPUs left that still fits it; a node may take
-// several tasks. It returns the node of each task.
-func assignTasks(c *executor.Capacity, tasks, nodes []int) ([]int, bool) {
+// assignTasks gives each task (largest first) the node among nodes that
+// still fits it with the most warmth (warm says how warm node i is for the
+// job's data: 2 a copy on it, 1 in its rack, 0 none), then the fewest
+// wholly free GPUs left; a node may take several tasks. It returns the
+// node of each task.
+func assignTasks(c *executor.Capacity, tasks, nodes []int, warm func(i int) int) ([]int, bool) {
 	pick := make([]int, len(tasks))
 	used := map[int]int{}
 	for t, size := range tasks {
-		best := -1
+		best, bestWarm := -1, 0
 		for _, i := range nodes {
 			free := c.WholeFree(i) - used[i]
-			if free >= size && (best < 0 || free < c.WholeFree(best)-used[best]) {
-				best = i
+			if free < size {
+				continue
+			}
+			w := warm(i)
+			if best < 0 || w > bestWarm || w == bestWarm && free < c.WholeFree(best)-used[best] {
+				best, bestWarm = i, w
 			}
 		}
 		if best < 0 {
