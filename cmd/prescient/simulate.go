@@ -37,6 +37,8 @@ type simulateOptions struct {
 	tune                  float64
 	parkIdleAfter         time.Duration
 	parkForecast          bool
+	dataCache             string
+	datasets              string
 	powerCapPrice         float64
 	carbonWait            time.Duration
 	speeds                string
@@ -74,6 +76,7 @@ noise).`,
 	f.Float64Var(&o.oracleNoise, "oracle-noise", 0, "with --oracle, log-normal noise σ on the forecasts")
 	f.StringVar(&o.from, "from", "", "replay only jobs submitted from this date (YYYY-MM-DD or RFC 3339)")
 	f.StringVar(&o.deadlines, "deadlines", "", "FRACTION:SLACK: give FRACTION of jobs the deadline submit + SLACK × true duration")
+	f.StringVar(&o.datasets, "datasets", "", "N:SIZE: give every job one of N datasets of SIZE (e.g. 200:500GB), drawn by Zipf popularity, for --data-cache")
 	f.DurationVar(&o.nodeMTBF, "node-mtbf", 0, "mean time between failures of one node (0: none)")
 	f.DurationVar(&o.nodeRepair, "node-repair", time.Hour, "time a failed node stays down")
 	f.StringVar(&o.checkpoint, "checkpoint", "", "periodic checkpoints: none, young-daly, young-daly:MAXLOSS (interval at most MAXLOSS) or fixed:DURATION (default: the policy's own)")
@@ -165,6 +168,13 @@ func (o *simulateOptions) loadReplay() ([]cluster.Job, map[cluster.JobID]cluster
 		}
 		sim.AssignDeadlines(jobs, d, o.seed)
 	}
+	if o.datasets != "" {
+		d, err := sim.ParseDatasetSpec(o.datasets)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("--datasets: %w", err)
+		}
+		sim.AssignDatasets(jobs, d, o.seed)
+	}
 	return jobs, orig, fleet, nil
 }
 
@@ -247,6 +257,11 @@ func (o *simulateOptions) replay(ctx context.Context, g *globals, name string, j
 		Fleet: fleet, Jobs: jobs, Planner: planner, Forecaster: forecaster, Preemptive: pol.Preemptor != nil, Order: pol.Order,
 		NodeMTBF: o.nodeMTBF, NodeRepair: o.nodeRepair, CheckpointCost: o.checkpointCost, Seed: o.seed, Logger: g.logger,
 		ParkIdleAfter: o.parkIdleAfter, ParkForecast: o.parkForecast,
+	}
+	if o.dataCache != "" {
+		if cfg.DataCacheBytes, err = cluster.ParseBytes(o.dataCache); err != nil {
+			return nil, fmt.Errorf("--data-cache: %w", err)
+		}
 	}
 	if o.speeds == speedsGavel {
 		cfg.Speed = executor.Speed

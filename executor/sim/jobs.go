@@ -86,6 +86,7 @@ func (s *Simulator) start(p executor.Placement) error {
 	if d := j.job.Spec.Data; d != nil && s.warm(d, p.Allocations) {
 		s.acct.savedBytes += d.Bytes
 	}
+	s.caches.started(s, j.job.Spec.Data, p.Allocations)
 	s.addRunning(j)
 	s.acct.allocate(s, j)
 	end, _ := j.seg.finish(j.truth)

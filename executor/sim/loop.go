@@ -165,6 +165,7 @@ func (s *Simulator) plan(ctx context.Context) error {
 	if s.sorted != nil {
 		in.Queue, in.QueueSorted = s.sorted.Jobs(), true
 	}
+	s.caches.warmQueue(s, in.Queue)
 	if s.cfg.Carbon != nil {
 		in.Carbon = s.cfg.Carbon // the interface stays nil without a series
 	}

@@ -396,3 +396,44 @@ func TestForecastParking(t *testing.T) {
 		t.Errorf("forecast with steady arrivals: avg JCT %.0f s, parked %.0f node-s; want 900 s and none", r.AvgJCTS, r.ParkedNodeS)
 	}
 }
+
+func TestDataCachesWarmAsJobsRun(t *testing.T) {
+	withData := func(j cluster.Job, name string) cluster.Job {
+		j.Spec.Data = &cluster.DataSource{Name: name, Bytes: 100 << 30}
+		return j
+	}
+	nodes := func(n int) *cluster.Fleet {
+		var out []cluster.Node
+		for i := range n {
+			out = append(out, clustertest.Node("n"+strconv.Itoa(i)).GPUs(1, "V100").Obj())
+		}
+		return clustertest.Fleet(out...)
+	}
+	run := func(fleet *cluster.Fleet, jobs []cluster.Job, cache int64) *sim.Result {
+		return replay(t, "prescient", fleet, jobs, func(c *sim.Config) { c.DataCacheBytes = cache })
+	}
+	// The second job on the same dataset finds the copy the first left,
+	// and goes to that node: 100 GiB not fetched.
+	again := []cluster.Job{withData(oneGPUJob("first", 0, time.Hour), "d"), withData(oneGPUJob("again", 2, time.Hour), "d")}
+	if r := run(nodes(3), again, 0); r.TransferSavedBytes != 0 {
+		t.Errorf("without caches: saved %d bytes, want 0", r.TransferSavedBytes)
+	}
+	if r := run(nodes(3), again, 1<<40); r.TransferSavedBytes != 100<<30 {
+		t.Errorf("with 1 TiB caches: saved %d bytes, want %d", r.TransferSavedBytes, int64(100<<30))
+	}
+	// Least recently used copies make room: with room for one copy, d is
+	// gone when it is read a third time after e; with room for two, it
+	// stays.
+	lru := []cluster.Job{withData(oneGPUJob("d1", 0, time.Hour), "d"), withData(oneGPUJob("e1", 2, time.Hour), "e"),
+		withData(oneGPUJob("d2", 4, time.Hour), "d")}
+	if r := run(nodes(1), lru, 150<<30); r.TransferSavedBytes != 0 {
+		t.Errorf("room for one copy: saved %d bytes, want 0", r.TransferSavedBytes)
+	}
+	if r := run(nodes(1), lru, 250<<30); r.TransferSavedBytes != 100<<30 {
+		t.Errorf("room for two copies: saved %d bytes, want %d", r.TransferSavedBytes, int64(100<<30))
+	}
+	// A dataset larger than the cache is never kept.
+	if r := run(nodes(1), again, 50<<30); r.TransferSavedBytes != 0 {
+		t.Errorf("cache smaller than the dataset: saved %d bytes, want 0", r.TransferSavedBytes)
+	}
+}

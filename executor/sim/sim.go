@@ -71,6 +71,12 @@ type Config struct {
 	// lookahead and a node's worth more; otherwise after ParkIdleAfter.
 	ParkForecast  bool
 	ParkLookahead time.Duration
+	// DataCacheBytes is each node's local dataset cache: an attempt that
+	// starts on a node leaves a warm copy of its dataset (JobSpec.Data)
+	// there, the least recently used copies making room, and the queued
+	// jobs naming that dataset see the node warm. Zero: caches do not warm
+	// (only the copies the jobs name count).
+	DataCacheBytes int64
 	// Carbon is the grid's carbon intensity over time; with it the replay
 	// reports kgco2. Nil means none.
 	Carbon *CarbonSeries
@@ -111,6 +117,9 @@ func (c *Config) Validate() error {
 	}
 	if c.NodeMTBF < 0 || c.NodeRepair < 0 || c.CheckpointCost < 0 || c.UsageHalfLife < 0 || c.WaitHalfLife < 0 || c.ParkIdleAfter < 0 || c.WakeTime < 0 || c.ParkLookahead < 0 {
 		errs = append(errs, errors.New("sim: negative duration"))
+	}
+	if c.DataCacheBytes < 0 {
+		errs = append(errs, fmt.Errorf("sim: data cache of %d bytes is negative", c.DataCacheBytes))
 	}
 	if len(c.Running) > 0 && c.Start.IsZero() {
 		errs = append(errs, errors.New("sim: running jobs need a start time"))
@@ -165,6 +174,7 @@ type Simulator struct {
 	waits   map[string]executor.TenantWaits // tenants' decayed queueing
 	queuedN map[string]int                  // tenants' jobs in the queue
 	acct    accounting
+	caches  dataCaches
 	// queuedGPUs is the GPUs the queue asks for; arrivedGPUs the GPUs of
 	// the jobs that arrived, decayed with a time constant of an hour, as
 	// of arrivedAt (forecast parking's demand).
@@ -235,6 +245,7 @@ func newSimulator(cfg Config) (*Simulator, error) {
 		s.sorted, _ = executor.NewSortedQueue(cfg.Order)
 	}
 	s.acct.init(s)
+	s.caches.init(s)
 	if err := s.loadJobs(); err != nil {
 		return nil, err
 	}

@@ -67,8 +67,8 @@ func replayPolicy(t failer, pol executor.Policy, fleet *cluster.Fleet, jobs []cl
 // (gangs, shares, tiers, deadlines), node failures and every policy, the
 // simulator never exceeds a GPU's capacity, never gives a GPU twice, keeps
 // every job in exactly one state and place (checked after every step), and
-// finishes every job: none is lost; with power caps, carbon waits and
-// parking (fixed or by forecast) too.
+// finishes every job: none is lost; with power caps, carbon waits,
+// parking (fixed or by forecast) and warming data caches too.
 func TestReplayInvariants(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		nodes := rapid.IntRange(1, 4).Draw(rt, "nodes")
@@ -100,11 +100,16 @@ func TestReplayInvariants(t *testing.T) {
 				rt.Fatal(err)
 			}
 		}
+		var cache int64
+		if rapid.Bool().Draw(rt, "data_caches") { // jobs read three datasets through small node caches
+			sim.AssignDatasets(jobs, sim.DatasetSpec{N: 3, Bytes: 100 << 30}, 1)
+			cache = 250 << 30
+		}
 		park := rapid.SampledFrom([]time.Duration{0, time.Minute, 10 * time.Minute}).Draw(rt, "park_idle_after")
 		parkForecast := park > 0 && rapid.Bool().Draw(rt, "park_forecast") // parked nodes boot before their jobs work
 		r := replayPolicy(rt, pol, fleet, jobs, func(c *sim.Config) {
 			c.Check, c.NodeMTBF, c.NodeRepair, c.Carbon = true, mtbf, 30*time.Minute, carbon
-			c.ParkIdleAfter, c.ParkForecast = park, parkForecast
+			c.ParkIdleAfter, c.ParkForecast, c.DataCacheBytes = park, parkForecast, cache
 		})
 		if r.Finished != len(jobs) {
 			rt.Fatalf("%s: %d of %d jobs finished", policy, r.Finished, len(jobs))

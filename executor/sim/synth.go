@@ -80,3 +80,49 @@ func AssignTiers(jobs []cluster.Job, mix map[cluster.Tier]float64, seed uint64) 
 	}
 	return nil
 }
+
+// DatasetSpec is "--datasets N:SIZE": every job that names no dataset reads
+// one of N datasets of SIZE bytes each, drawn with the seed by popularity
+// (Zipf, exponent 1.1: a few datasets are read by most jobs).
+type DatasetSpec struct {
+	N     int
+	Bytes int64
+}
+
+// ParseDatasetSpec parses "N:SIZE", e.g. "200:500GB".
+func ParseDatasetSpec(s string) (DatasetSpec, error) {
+	n, size, ok := strings.Cut(s, ":")
+	if !ok {
+		return DatasetSpec{}, fmt.Errorf("datasets %q: want N:SIZE, e.g. 200:500GB", s)
+	}
+	var d DatasetSpec
+	var err error
+	if d.N, err = strconv.Atoi(n); err != nil || d.N < 1 || d.N > 1_000_000 {
+		return DatasetSpec{}, fmt.Errorf("datasets %q: count %q is not an integer in 1..1000000", s, n)
+	}
+	if d.Bytes, err = cluster.ParseBytes(size); err != nil || d.Bytes <= 0 {
+		return DatasetSpec{}, fmt.Errorf("datasets %q: size %q is not a positive byte size", s, size)
+	}
+	return d, nil
+}
+
+// AssignDatasets gives every job without a dataset one per the spec, drawn
+// with the seed; no copy is warm anywhere at first. It changes jobs in place.
+func AssignDatasets(jobs []cluster.Job, d DatasetSpec, seed uint64) {
+	rng := rand.New(rand.NewPCG(seed, 0xda7a))
+	var z *rand.Zipf
+	if d.N > 1 {
+		z = rand.NewZipf(rng, 1.1, 1, uint64(d.N-1))
+	}
+	for i := range jobs {
+		j := &jobs[i]
+		if j.Spec.Data != nil {
+			continue
+		}
+		k := uint64(0)
+		if z != nil {
+			k = z.Uint64()
+		}
+		j.Spec.Data = &cluster.DataSource{Name: fmt.Sprintf("dataset-%d", k), Bytes: d.Bytes}
+	}
+}
