@@ -55,6 +55,7 @@ func (q SeriesQuery) Validate() error {
 type Series struct {
 	GPU    string // UUID
 	Node   string
+	Model  string // the GPU model the samples name ("" when none does)
 	Points []Point
 }
 
@@ -109,8 +110,8 @@ func (q *InfluxQuery) Flux(sq SeriesQuery) string {
 		}
 		b.WriteString(")\n")
 	}
-	b.WriteString("  |> keep(columns: [\"_time\", \"_value\", \"_start\", \"_stop\", \"gpu_uuid\", \"node\"])\n")
-	b.WriteString("  |> group(columns: [\"gpu_uuid\", \"node\"])\n")
+	b.WriteString("  |> keep(columns: [\"_time\", \"_value\", \"_start\", \"_stop\", \"gpu_uuid\", \"node\", \"model\"])\n")
+	b.WriteString("  |> group(columns: [\"gpu_uuid\", \"node\", \"model\"])\n")
 	b.WriteString("  |> toFloat()\n")
 	fmt.Fprintf(&b, "  |> aggregateWindow(every: %dns, fn: %s, createEmpty: false, timeSrc: \"_start\")\n", sq.Step.Nanoseconds(), fn)
 	return b.String()
@@ -133,6 +134,7 @@ func (q *InfluxQuery) Query(ctx context.Context, sq SeriesQuery) ([]Series, erro
 		r := res.Record()
 		uuid, _ := r.ValueByKey("gpu_uuid").(string)
 		node, _ := r.ValueByKey("node").(string)
+		model, _ := r.ValueByKey("model").(string)
 		v, ok := r.Value().(float64)
 		if !ok {
 			continue
@@ -143,6 +145,9 @@ func (q *InfluxQuery) Query(ctx context.Context, sq SeriesQuery) ([]Series, erro
 			i = len(out)
 			byGPU[key] = i
 			out = append(out, Series{GPU: uuid, Node: node})
+		}
+		if model != "" {
+			out[i].Model = model
 		}
 		out[i].Points = append(out[i].Points, Point{Time: r.Time().UTC(), Value: v})
 	}

@@ -124,6 +124,7 @@ type TelemetryQuery struct {
 type TelemetrySeries struct {
 	GPUUUID string
 	Node    string
+	Model   string // the GPU model its samples name ("" when none does)
 	Points  []TelemetryPoint
 }
 
@@ -182,7 +183,7 @@ func (s *Store) queryTelemetry(ctx context.Context, q TelemetryQuery) ([]Telemet
 		// SQLite takes the bare column of the row where MAX(time_ns) is.
 		value = col + ", MAX(time_ns)"
 	}
-	query := "SELECT gpu_uuid, node, MAX(?, (time_ns / ?) * ?) AS w, " + value +
+	query := "SELECT gpu_uuid, node, MAX(?, (time_ns / ?) * ?) AS w, COALESCE(MAX(model), ''), " + value +
 		" FROM gpu_samples WHERE time_ns >= ? AND time_ns < ? AND " + col + " IS NOT NULL"
 	args := []any{start, step, step, start, end}
 	if len(q.GPUs) > 0 {
@@ -199,10 +200,10 @@ func (s *Store) queryTelemetry(ctx context.Context, q TelemetryQuery) ([]Telemet
 	defer rows.Close()
 	var out []TelemetrySeries
 	for rows.Next() {
-		var uuid, node string
+		var uuid, node, model string
 		var w int64
 		var v float64
-		dest := []any{&uuid, &node, &w, &v}
+		dest := []any{&uuid, &node, &w, &model, &v}
 		if agg == "last" {
 			var t int64
 			dest = append(dest, &t)
@@ -214,6 +215,9 @@ func (s *Store) queryTelemetry(ctx context.Context, q TelemetryQuery) ([]Telemet
 			out = append(out, TelemetrySeries{GPUUUID: uuid, Node: node})
 		}
 		last := &out[len(out)-1]
+		if model != "" {
+			last.Model = model
+		}
 		last.Points = append(last.Points, TelemetryPoint{Time: fromNanos(w), Value: v})
 	}
 	return out, rows.Err()

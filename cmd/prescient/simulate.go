@@ -39,6 +39,7 @@ type simulateOptions struct {
 	parkForecast          bool
 	dataCache             string
 	datasets              string
+	powerModel            string
 	powerCapPrice         float64
 	carbonWait            time.Duration
 	speeds                string
@@ -257,6 +258,13 @@ func (o *simulateOptions) replay(ctx context.Context, g *globals, name string, j
 		Fleet: fleet, Jobs: jobs, Planner: planner, Forecaster: forecaster, Preemptive: pol.Preemptor != nil, Order: pol.Order,
 		NodeMTBF: o.nodeMTBF, NodeRepair: o.nodeRepair, CheckpointCost: o.checkpointCost, Seed: o.seed, Logger: g.logger,
 		ParkIdleAfter: o.parkIdleAfter, ParkForecast: o.parkForecast,
+	}
+	if o.powerModel != "" {
+		pf, err := sim.ReadPowerFile(o.powerModel)
+		if err != nil {
+			return nil, fmt.Errorf("--power-model: %w", err)
+		}
+		cfg.Power = pf.Power()
 	}
 	if o.dataCache != "" {
 		if cfg.DataCacheBytes, err = cluster.ParseBytes(o.dataCache); err != nil {

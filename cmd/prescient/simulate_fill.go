@@ -31,6 +31,7 @@ func addPlacementFlags(f *pflag.FlagSet, o *simulateOptions) {
 		" (replay default: the policy's own first-fit; required for fill)")
 	f.Float64Var(&o.tune, "tune", sim.DefaultTune, "fill: stop arrivals once the GPU demand that arrived is this multiple of capacity")
 	f.DurationVar(&o.parkIdleAfter, "park-idle-after", 0, "replay: park a node that ran nothing this long (0: never); see parked_node_s")
+	f.StringVar(&o.powerModel, "power-model", "", "replay: a power model measured on a fleet (train --target power --out FILE): its GPU models draw what was measured, the others the Zeus-seeded defaults")
 	f.StringVar(&o.dataCache, "data-cache", "", "replay: each node's local dataset cache (e.g. 2TB): a job's start leaves a warm copy of its data there, least recently used copies making room; empty: caches do not warm")
 	f.BoolVar(&o.parkForecast, "park-forecast", false, "replay, with --park-idle-after: park an emptied node at once when the running jobs' forecast ends and the other awake nodes' free GPUs cover the queue, the last hour's arrival rate and a node more over the next 30 minutes")
 	f.Float64Var(&o.powerCapPrice, "power-cap-price", 0, "replay: cap GPU power per job where (GPUs × power + PRICE) × slowdown is least on the Zeus V100 curve, PRICE in uncapped busy GPUs a job's time is worth (0: no caps); deadline jobs keep their P90 end")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/prescient-sched/prescient/collector"
 	"github.com/prescient-sched/prescient/datasets"
+	"github.com/prescient-sched/prescient/executor/sim"
 	"github.com/prescient-sched/prescient/models"
 	"github.com/prescient-sched/prescient/models/idle"
 	"github.com/prescient-sched/prescient/store"
@@ -33,6 +35,7 @@ type trainOptions struct {
 	// --target memory: telemetry to fill in the trace's missing peaks from
 	telemetryDB string
 	influx      collector.InfluxOptions
+	from, out   string // --target power
 }
 
 func newTrainCmd(g *globals) *cobra.Command {
@@ -60,12 +63,19 @@ control plane uses to re-forecast running jobs' memory.
 
 --target idle fits the idle-window forecaster on telemetry series (--series
 FORMAT:PATH, a file or a folder of files) instead: a quarter of the series
-is held out and scored (with a single series, its last quarter of time).`,
+is held out and scored (with a single series, its last quarter of time).
+
+--target power measures each GPU model's draw in the fleet's telemetry
+(--telemetry-db or --influx-url) between --from and --until: the median idle
+draw and the mean working draw as fractions of the power limit, written to
+--out for simulate --power-model.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runTrain(cmd, g, o) },
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.target, "target", "duration", "what to forecast: duration, memory (with --series: the online peak refinement) or idle")
+	f.StringVar(&o.target, "target", "duration", "what to forecast: duration, memory (with --series: the online peak refinement), idle, or power (each GPU model's draw from telemetry, to --out)")
+	f.StringVar(&o.from, "from", "", "--target power: the telemetry window's start (YYYY-MM-DD or RFC 3339; default a week before --until)")
+	f.StringVar(&o.out, "out", "", "--target power: write the measured power model (JSON, for simulate --power-model) to this file")
 	f.StringVar(&o.series, "series", "", "--target idle: telemetry series, FORMAT:PATH ("+idleSeriesFormats()+"); PATH a file or a folder")
 	o.idle.register(cmd, false)
 	f.StringVar(&o.trace, "trace", "", "job history, FORMAT:PATH ("+traceFormatNames()+")")
@@ -94,6 +104,9 @@ func learnerNames() string {
 func runTrain(cmd *cobra.Command, g *globals, o trainOptions) error {
 	if o.target == string(idle.Target) {
 		return runTrainIdle(cmd, g, o)
+	}
+	if o.target == targetPower {
+		return runTrainPower(cmd, g, o)
 	}
 	if o.series != "" {
 		if o.target != string(models.TargetMemory) {
@@ -220,8 +233,8 @@ func (o trainOptions) jobMemory(ctx context.Context, g *globals) (training.JobMe
 		return nil, nothing, nil
 	}
 	switch {
-	case o.target != string(models.TargetMemory):
-		return nil, nothing, fmt.Errorf("--telemetry-db/--influx-url: only --target memory reads peaks from telemetry")
+	case o.target != string(models.TargetMemory) && o.target != targetPower:
+		return nil, nothing, fmt.Errorf("--telemetry-db/--influx-url: only --target memory and --target power read telemetry")
 	case o.telemetryDB != "" && o.influx.URL != "":
 		return nil, nothing, fmt.Errorf("--telemetry-db and --influx-url: give one")
 	case o.influx.URL != "":
@@ -269,4 +282,68 @@ func runTrainPeak(cmd *cobra.Command, g *globals, o trainOptions) error {
 		return err
 	}
 	return g.print(cmd.OutOrStdout(), peakReport(rep))
+}
+
+// targetPower is train's --target for the measured power model.
+const targetPower = "power"
+
+// runTrainPower measures the fleet's power model from its telemetry and
+// writes it to --out.
+func runTrainPower(cmd *cobra.Command, g *globals, o trainOptions) error {
+	if o.out == "" {
+		return fmt.Errorf("--out: missing (the file the power model is written to)")
+	}
+	if o.telemetryDB == "" && o.influx.URL == "" {
+		return fmt.Errorf("--target power: give the telemetry with --telemetry-db FILE or --influx-url URL")
+	}
+	until := time.Now().UTC()
+	if o.until != "" {
+		t, err := datasets.ParseTime(o.until)
+		if err != nil {
+			return fmt.Errorf("--until: %w", err)
+		}
+		until = t
+	}
+	from := until.Add(-7 * 24 * time.Hour)
+	if o.from != "" {
+		t, err := datasets.ParseTime(o.from)
+		if err != nil {
+			return fmt.Errorf("--from: %w", err)
+		}
+		from = t
+	}
+	mem, closeMem, err := o.jobMemory(cmd.Context(), g)
+	if err != nil {
+		return err
+	}
+	defer closeMem()
+	ts, ok := mem.(collector.TelemetryStore)
+	if !ok {
+		return fmt.Errorf("--target power: the telemetry store does not answer series queries")
+	}
+	fit, err := training.FitPower(cmd.Context(), ts, from, until, idle.DefaultConfig().ThresholdPct)
+	if err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(fit, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(o.out, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	return g.print(cmd.OutOrStdout(), powerReport{fit})
+}
+
+// powerReport prints a measured power model.
+type powerReport struct{ *sim.PowerFile }
+
+func (r powerReport) writeTable(w io.Writer) error {
+	t := newTable(w)
+	t.row("window", r.From.Format(time.RFC3339)+" to "+r.Until.Format(time.RFC3339))
+	for _, m := range r.Models {
+		t.row(m.Model, fmt.Sprintf("%d GPUs, limit %.0f W: idle %.3f (%.0f W) over %d minutes, working %.3f (%.0f W) over %d",
+			m.GPUs, m.LimitW, m.IdleFraction, m.IdleFraction*m.LimitW, m.IdleMinutes, m.LoadFraction, m.LoadFraction*m.LimitW, m.BusyMinutes))
+	}
+	return t.flush()
 }

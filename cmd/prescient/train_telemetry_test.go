@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -133,5 +134,58 @@ func TestTrainPeakRefinementPublishesThePeakTarget(t *testing.T) {
 	if _, err := run(t, "train", "--target", "duration", "--series", "genai-memory:"+series, "--models", reg); err == nil ||
 		!strings.Contains(err.Error(), "--series") {
 		t.Errorf("--series with --target duration: %v", err)
+	}
+}
+
+// train --target power measures the fleet's draw from its telemetry and
+// writes the file simulate --power-model reads.
+func TestTrainPowerWritesTheMeasuredModel(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	db := filepath.Join(dir, "telemetry.db")
+	st, err := store.Open(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
+	var samples []collector.Sample
+	for m := range 240 {
+		s := collector.Sample{Time: start.Add(time.Duration(m) * time.Minute), Node: "n1",
+			DeviceInfo: nvml.DeviceInfo{UUID: "GPU-1", Model: "Tesla V100-SXM2-32GB"}}
+		s.PowerLimitW, s.PowerW = 300, 60
+		if m%2 == 0 {
+			s.PowerW, s.UtilGPUPct = 240, 95
+		}
+		samples = append(samples, s)
+	}
+	if err := collector.NewEmbeddedSink(st).Write(ctx, samples); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	out := filepath.Join(dir, "power.json")
+	stdout, err := run(t, "train", "--target", "power", "--telemetry-db", db, "--from", "2026-11-30", "--until", "2026-11-30T04:00:00",
+		"--out", out, "--output", "json")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stdout)
+	}
+	var rep struct {
+		Models []struct {
+			Model        string  `json:"model"`
+			IdleFraction float64 `json:"idle_fraction"`
+			LoadFraction float64 `json:"load_fraction"`
+		} `json:"models"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil || len(rep.Models) != 1 || math.Abs(rep.Models[0].IdleFraction-0.2) > 1e-9 || math.Abs(rep.Models[0].LoadFraction-0.8) > 1e-9 {
+		t.Fatalf("report %s (%v), want the V100 at 0.2 idle and 0.8 working", stdout, err)
+	}
+	if b, err := os.ReadFile(out); err != nil || !strings.Contains(string(b), `"load_fraction": 0.7999`) {
+		t.Fatalf("--out: %s (%v)", b, err)
+	}
+	if _, err := run(t, "train", "--target", "power", "--telemetry-db", db, "--out", out, "--from", "2020-01-01", "--until", "2020-01-02"); err == nil ||
+		!strings.Contains(err.Error(), "not enough power telemetry") {
+		t.Errorf("a window without telemetry: %v", err)
+	}
+	if _, err := run(t, "simulate", "--trace", "philly:/nonexistent", "--fleet", "uniform:1x8:V100", "--power-model", filepath.Join(dir, "missing.json")); err == nil {
+		t.Error("a missing --power-model file was accepted")
 	}
 }
