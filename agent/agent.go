@@ -59,6 +59,10 @@ type Config struct {
 	// job holds, so that the simulated GPUs show its load and process:
 	// SimulatedUtil busy and SimulatedMemFraction of the memory.
 	Load nvml.LoadModel
+	// Power, when set, caps the GPUs of a job that asks for it
+	// (StartSpec.PowerLimitFraction) and lifts the cap when it ends: the
+	// NVML host (real or simulated) the collector reads. Nil ignores caps.
+	Power nvml.PowerLimiter
 }
 
 // The load a running job puts on a simulated GPU (Config.Load).

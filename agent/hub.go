@@ -226,7 +226,7 @@ func (h *Hub) Start(ctx context.Context, a executor.Assignment) error {
 		slices.Sort(gpus[n])
 		spec := &StartSpec{GPUs: gpus[n], Command: slices.Clone(a.Command), Env: maps.Clone(a.Env),
 			CheckpointSignal: a.CheckpointSignal, CheckpointEveryS: a.CheckpointEvery.Seconds(),
-			Rank: rank, WorldSize: len(order), Labels: maps.Clone(a.Job.Spec.Labels)}
+			Rank: rank, WorldSize: len(order), Labels: maps.Clone(a.Job.Spec.Labels), PowerLimitFraction: a.PowerLimitFraction}
 		if a.Resume != nil {
 			spec.ResumeStep, spec.ResumePath = a.Resume.Step, a.Resume.Path
 		}
@@ -258,7 +258,8 @@ func checkAssignment(a executor.Assignment) error {
 	if a.CheckpointEvery < 0 {
 		return fmt.Errorf("checkpoint_every: %s is negative", a.CheckpointEvery)
 	}
-	spec := StartSpec{Command: a.Command, Env: a.Env, CheckpointSignal: a.CheckpointSignal, Rank: 0, WorldSize: 1}
+	spec := StartSpec{Command: a.Command, Env: a.Env, CheckpointSignal: a.CheckpointSignal, Rank: 0, WorldSize: 1,
+		PowerLimitFraction: a.PowerLimitFraction}
 	for _, al := range a.Allocations {
 		spec.GPUs = append(spec.GPUs, al.GPU.Index)
 	}

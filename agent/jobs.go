@@ -192,6 +192,7 @@ func (a *Agent) start(c Command) {
 		Job: c.Job, Attempt: c.Attempt, Rank: s.Rank, WorldSize: s.WorldSize, GPUs: slices.Clone(s.GPUs),
 		StartedAt: time.Now().UTC(), Dir: dir, AckPath: filepath.Join(dir, "checkpoint.ack"),
 		CheckpointSignal: s.CheckpointSignal, CheckpointEveryS: s.CheckpointEveryS, Labels: maps.Clone(s.Labels),
+		PowerLimitFraction: s.PowerLimitFraction,
 	}}
 
 	// 1. Claim the attempt and write the claim down before anything runs:
@@ -228,7 +229,9 @@ func (a *Agent) start(c Command) {
 	cmd.Dir, cmd.Stdout, cmd.Stderr = dir, logFile, logFile
 	cmd.Env = a.jobEnv(c, ckptDir, p.rec.AckPath)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	a.capPower(p) // before the job draws anything
 	if err := cmd.Start(); err != nil {
+		a.uncapPower(p)
 		fmt.Fprintf(logFile, "prescient agent: start: %v\n", err)
 		a.fail(p, 127, fmt.Sprintf("start: %v", err))
 		return
@@ -388,6 +391,7 @@ func (a *Agent) ended(p *attempt, code int) {
 	a.emit(e)
 	a.mu.Unlock()
 	a.releaseLoad(p)
+	a.uncapPower(p)
 	a.log.Info("exited", "job", p.rec.Job, "attempt", p.rec.Attempt, "exit_code", code, "stopped", e.Stopped)
 }
 
@@ -449,11 +453,13 @@ func (a *Agent) adopt(r record) {
 		a.byPID[r.PID] = p
 		p.lastAck, _, _ = readAck(r.AckPath)
 		a.log.Info("took over a running job", "job", r.Job, "attempt", r.Attempt, "pid", r.PID)
+		a.capPower(p) // again: the GPU may have been reset meanwhile
 		a.assignLoad(p)
 		a.watch(p)
 		return
 	}
 	p.rec.Ended, p.rec.EndedAt, p.rec.ExitCode = true, time.Now().UTC(), -1
+	a.uncapPower(p)
 	e := a.event(p, EventExited)
 	e.ExitCode = -1
 	e.Message = "ended while no agent watched it; exit status unknown"
@@ -514,6 +520,44 @@ func (a *Agent) assignLoad(p *attempt) {
 			MemBytes: uint64(float64(g.MemoryBytes) * SimulatedMemFraction), PIDs: []int{p.rec.PID}})
 		if err != nil {
 			a.log.Warn("simulated GPU not told about the job", "gpu", g.UUID, "error", err)
+		}
+	}
+}
+
+// capPower sets the attempt's GPUs' power limits to its cap
+// (StartSpec.PowerLimitFraction) through Config.Power. A limit that cannot
+// be set is logged and the job runs uncapped: a cap saves energy, it is
+// not a reason to fail a job.
+func (a *Agent) capPower(p *attempt) {
+	f := p.rec.PowerLimitFraction
+	if a.cfg.Power == nil || !(f > 0 && f < 1) {
+		return
+	}
+	for _, idx := range p.rec.GPUs {
+		g, ok := a.gpu(idx)
+		if !ok || g.UUID == "" {
+			continue
+		}
+		w, err := a.cfg.Power.SetPowerLimitFraction(g.UUID, f)
+		if err != nil {
+			a.log.Warn("power cap not set; the job runs uncapped on this GPU", "job", p.rec.Job, "gpu", g.UUID, "fraction", f, "error", err)
+			continue
+		}
+		a.log.Info("power capped", "job", p.rec.Job, "gpu", g.UUID, "limit_w", w)
+	}
+}
+
+// uncapPower sets the attempt's GPUs back to their default power limit.
+func (a *Agent) uncapPower(p *attempt) {
+	f := p.rec.PowerLimitFraction
+	if a.cfg.Power == nil || !(f > 0 && f < 1) {
+		return
+	}
+	for _, idx := range p.rec.GPUs {
+		if g, ok := a.gpu(idx); ok && g.UUID != "" {
+			if err := a.cfg.Power.ResetPowerLimit(g.UUID); err != nil {
+				a.log.Warn("power limit not reset", "job", p.rec.Job, "gpu", g.UUID, "error", err)
+			}
 		}
 	}
 }

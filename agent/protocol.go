@@ -119,6 +119,10 @@ type StartSpec struct {
 	// Labels are the job's labels (experiment, run, pipeline ids), which
 	// the collector writes with the job's GPU processes.
 	Labels map[string]string `json:"labels,omitempty"`
+	// PowerLimitFraction caps the job's GPUs at this fraction of their
+	// default power limit while it runs (the plan's power cap); 0 leaves
+	// them uncapped.
+	PowerLimitFraction float64 `json:"power_limit_fraction,omitempty"`
 }
 
 // CommandsResponse answers a poll.
@@ -397,6 +401,8 @@ func (s StartSpec) Validate() error {
 		return fmt.Errorf("gpus: %d GPUs, at most %d", len(s.GPUs), maxGPUs)
 	case s.CheckpointEveryS < 0 || s.CheckpointEveryS != s.CheckpointEveryS:
 		return fmt.Errorf("checkpoint_every_s: %g is negative", s.CheckpointEveryS)
+	case !(s.PowerLimitFraction >= 0 && s.PowerLimitFraction <= 1):
+		return fmt.Errorf("power_limit_fraction: %g, want 0 (uncapped) to 1", s.PowerLimitFraction)
 	}
 	if err := checkRank(s.Rank, s.WorldSize); err != nil {
 		return err

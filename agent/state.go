@@ -41,6 +41,9 @@ type record struct {
 	// Labels are the job's labels, for telemetry (LabelsOfJob).
 	Labels           map[string]string `json:"labels,omitempty"`
 	CheckpointEveryS float64           `json:"checkpoint_every_s,omitempty"`
+	// PowerLimitFraction is the attempt's power cap (StartSpec's), set on
+	// its GPUs while it runs and lifted when it ends.
+	PowerLimitFraction float64 `json:"power_limit_fraction,omitempty"`
 
 	Ended    bool      `json:"ended"`
 	EndedAt  time.Time `json:"ended_at,omitzero"`

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"time"
 
 	"github.com/prescient-sched/prescient/cluster"
@@ -50,6 +51,11 @@ type Config struct {
 	Placement string
 	// PolicyOptions are the policy's checkpoint and grace settings.
 	PolicyOptions policies.Options
+	// PowerCapPrice, when positive, caps each starting job's GPU power
+	// where (GPUs × power + price) × slowdown is least on the Zeus V100
+	// curve (executor.CostCapper); autopilot asks the node to set the
+	// limit (Assignment.PowerLimitFraction). Zero: no caps.
+	PowerCapPrice float64
 	// BackfillDepth bounds how many queued jobs one plan considers for
 	// backfill after the first reservation (Slurm's bf_max_job_test); 0
 	// keeps the planner's default (executor.DefaultLimits). The live plan
@@ -152,6 +158,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Mode != ModeAdvisor && c.Mode != ModeAutopilot {
 		errs = append(errs, fmt.Errorf("control: config: mode %q: want %s or %s", c.Mode, ModeAdvisor, ModeAutopilot))
+	}
+	if !(c.PowerCapPrice >= 0) || math.IsInf(c.PowerCapPrice, 0) {
+		errs = append(errs, fmt.Errorf("control: config: power cap price %g: want a finite number ≥ 0", c.PowerCapPrice))
 	}
 	if c.BackfillDepth < 0 {
 		errs = append(errs, fmt.Errorf("control: config: backfill depth %d is negative", c.BackfillDepth))

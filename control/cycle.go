@@ -264,7 +264,11 @@ func (p *Plane) act(ctx context.Context, lv *live, plan executor.Plan) {
 }
 
 func (p *Plane) start(ctx context.Context, pl executor.Placement) error {
-	j, placed, err := p.cfg.Store.StartJob(ctx, pl.Job, pl.Allocations, pl.CheckpointEvery, pl.Reason)
+	var opts []store.StartOption
+	if !pl.PowerCap.Uncapped() {
+		opts = append(opts, store.WithPowerLimit(pl.PowerCap.Fraction))
+	}
+	j, placed, err := p.cfg.Store.StartJob(ctx, pl.Job, pl.Allocations, pl.CheckpointEvery, pl.Reason, opts...)
 	if err != nil {
 		return err
 	}

@@ -192,3 +192,36 @@ func TestAJobHoldingIdleGPUsIsRecommendedOnceAndDismissedWhenBusy(t *testing.T) 
 		t.Fatalf("after the job got busy: %+v, want it dismissed", recs)
 	}
 }
+
+// With a power cap price, autopilot asks the node to cap a wide job's
+// GPUs, records the cap with the placement, and asks again after a
+// restart.
+func TestPowerCapsReachTheBackendAndSurviveARestart(t *testing.T) {
+	e := newEnv(t, fleetOf(1, 8), func(c *Config) { c.PowerCapPrice = 10 })
+	e.submit("wide", spec(8, 2*time.Hour))
+	e.plane.cycle(e.ctx)
+	starts := e.backend.of("start")
+	if len(starts) != 1 {
+		t.Fatalf("%d starts, want 1", len(starts))
+	}
+	f := starts[0].a.PowerLimitFraction
+	if !(f > 0 && f < 1) {
+		t.Fatalf("an 8-GPU job at price 10: power limit fraction %g, want a cap", f)
+	}
+	pl, err := e.store.GetPlacement(e.ctx, "wide")
+	if err != nil || pl.PowerLimitFraction != f {
+		t.Fatalf("placement %+v (%v), want the cap %g recorded", pl, err, f)
+	}
+	e.restart() // not confirmed: the start is sent again, with its cap
+	if err := e.plane.recover(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	starts = e.backend.of("start")
+	if last := starts[len(starts)-1]; last.job != "wide" || last.a.PowerLimitFraction != f {
+		t.Errorf("resent start %+v, want wide with the cap %g", last, f)
+	}
+	if _, err := New(Config{Store: e.store, Nodes: StaticFleet{Fleet: e.fleet}, Backend: e.backend, Forecaster: labelForecaster{},
+		Mode: ModeAutopilot, PowerCapPrice: -1}); err == nil {
+		t.Error("a negative power cap price was accepted")
+	}
+}

@@ -131,7 +131,7 @@ func New(cfg Config) (*Plane, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	pol, err := buildPolicy(cfg.Policy, cfg.Placement, cfg.PolicyOptions)
+	pol, err := buildPolicy(cfg.Policy, cfg.Placement, cfg.PolicyOptions, cfg.PowerCapPrice)
 	if err != nil {
 		return nil, fmt.Errorf("control: %w", err)
 	}
@@ -154,10 +154,15 @@ func New(cfg Config) (*Plane, error) {
 }
 
 // buildPolicy assembles a queue policy with an optional placement.
-func buildPolicy(name, place string, o policies.Options) (executor.Policy, error) {
+func buildPolicy(name, place string, o policies.Options, powerCapPrice float64) (executor.Policy, error) {
 	pol, err := policies.New(name, o)
 	if err != nil {
 		return executor.Policy{}, err
+	}
+	if powerCapPrice > 0 {
+		if pol.PowerCap, err = executor.NewCostCapper(powerCapPrice, executor.ZeusV100Caps); err != nil {
+			return executor.Policy{}, fmt.Errorf("power caps: %w", err)
+		}
 	}
 	if place != "" {
 		pl, err := placement.NewPlacer(place, placement.PlacerArgs{})
@@ -351,7 +356,8 @@ func (p *Plane) assignment(ctx context.Context, j *cluster.Job, pl store.Placeme
 		return executor.Assignment{}, err
 	}
 	return executor.Assignment{Job: j.Clone(), Attempt: pl.Attempt, Allocations: pl.Allocations,
-		CheckpointEvery: pl.CheckpointEvery, Resume: j.Clone().LastCheckpoint, Command: run.Command, Env: run.Env}, nil
+		CheckpointEvery: pl.CheckpointEvery, Resume: j.Clone().LastCheckpoint, Command: run.Command, Env: run.Env,
+		PowerLimitFraction: pl.PowerLimitFraction}, nil
 }
 
 // sendStart asks the backend to start a recorded placement.

@@ -29,6 +29,11 @@ type Assignment struct {
 	// CheckpointSignal is the signal a checkpoint request sends the job's
 	// process, by name ("SIGUSR1", "SIGUSR2", ...); "" means SIGUSR1.
 	CheckpointSignal string
+	// PowerLimitFraction is the attempt's power cap (the plan's
+	// PowerCap.Fraction): the node sets each of its GPUs' power limit to
+	// this fraction of the default while it runs; 0 leaves them uncapped.
+	// Backends that cannot set limits (simulator, Kubernetes) ignore it.
+	PowerLimitFraction float64
 }
 
 // JobEventType says what a backend saw happen to a job.

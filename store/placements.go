@@ -30,6 +30,10 @@ type Placement struct {
 	// stopped at the latest. Zero otherwise.
 	StopBy     time.Time
 	StopReason string
+	// PowerLimitFraction is the attempt's power cap: the fraction of each
+	// of its GPUs' default power limit the node sets while it runs; 0 is
+	// uncapped.
+	PowerLimitFraction float64
 }
 
 // Stopping reports whether the job is being preempted.
@@ -48,7 +52,8 @@ type allocationRecord struct {
 // msg recorded) and its placement is stored with that attempt. It returns
 // the job and placement as stored. A job that is not queued gives a
 // *cluster.TransitionError; no allocations, an error.
-func (s *Store) StartJob(ctx context.Context, id cluster.JobID, allocs []cluster.Allocation, every time.Duration, msg string) (cluster.Job, Placement, error) {
+func (s *Store) StartJob(ctx context.Context, id cluster.JobID, allocs []cluster.Allocation, every time.Duration, msg string,
+	opts ...StartOption) (cluster.Job, Placement, error) {
 	var (
 		job cluster.Job
 		p   Placement
@@ -60,6 +65,13 @@ func (s *Store) StartJob(ctx context.Context, id cluster.JobID, allocs []cluster
 		if every < 0 {
 			return fmt.Errorf("checkpoint interval %s is negative", every)
 		}
+		p = Placement{Job: id, Allocations: allocs, CheckpointEvery: every}
+		for _, o := range opts {
+			o(&p)
+		}
+		if !(p.PowerLimitFraction >= 0 && p.PowerLimitFraction <= 1) {
+			return fmt.Errorf("power limit fraction %g: want 0 (uncapped) to 1", p.PowerLimitFraction)
+		}
 		var err error
 		job, err = s.updateJob(ctx, tx, id, func(j *cluster.Job) (EventType, string, error) {
 			if j.State != cluster.StateQueued {
@@ -70,7 +82,7 @@ func (s *Store) StartJob(ctx context.Context, id cluster.JobID, allocs []cluster
 		if err != nil {
 			return err
 		}
-		p = Placement{Job: id, Attempt: job.Attempts, Allocations: allocs, CheckpointEvery: every}
+		p.Attempt = job.Attempts
 		return insertPlacement(ctx, tx, p)
 	})
 	if err != nil {
@@ -131,8 +143,8 @@ func insertPlacement(ctx context.Context, tx *sql.Tx, p Placement) error {
 		return err
 	}
 	_, err = tx.ExecContext(ctx, `INSERT OR REPLACE INTO job_placements
-		(job_id, attempt, allocations, checkpoint_every_ns, confirmed, stop_by, stop_reason) VALUES (?, ?, ?, ?, 0, NULL, '')`,
-		string(p.Job), p.Attempt, text, int64(p.CheckpointEvery))
+		(job_id, attempt, allocations, checkpoint_every_ns, confirmed, stop_by, stop_reason, power_limit_fraction) VALUES (?, ?, ?, ?, 0, NULL, '', ?)`,
+		string(p.Job), p.Attempt, text, int64(p.CheckpointEvery), p.PowerLimitFraction)
 	if err != nil {
 		return fmt.Errorf("insert placement: %w", err)
 	}
@@ -147,7 +159,7 @@ func deletePlacement(ctx context.Context, tx *sql.Tx, id cluster.JobID) error {
 	return nil
 }
 
-const placementColumns = "job_id, attempt, allocations, checkpoint_every_ns, confirmed, stop_by, stop_reason"
+const placementColumns = "job_id, attempt, allocations, checkpoint_every_ns, confirmed, stop_by, stop_reason, power_limit_fraction"
 
 func scanPlacement(sc scanner) (Placement, error) {
 	var (
@@ -157,7 +169,7 @@ func scanPlacement(sc scanner) (Placement, error) {
 		text   string
 		stopBy sql.NullInt64
 	)
-	if err := sc.Scan(&p.Job, &p.Attempt, &text, &every, &conf, &stopBy, &p.StopReason); err != nil {
+	if err := sc.Scan(&p.Job, &p.Attempt, &text, &every, &conf, &stopBy, &p.StopReason, &p.PowerLimitFraction); err != nil {
 		return Placement{}, err
 	}
 	var recs []allocationRecord
@@ -170,6 +182,15 @@ func scanPlacement(sc scanner) (Placement, error) {
 	}
 	p.CheckpointEvery, p.Confirmed, p.StopBy = time.Duration(every), conf != 0, fromNullNanos(stopBy)
 	return p, nil
+}
+
+// StartOption sets a field of the placement StartJob records.
+type StartOption func(*Placement)
+
+// WithPowerLimit records the attempt's power cap: the fraction of each of
+// its GPUs' default power limit (0: uncapped).
+func WithPowerLimit(fraction float64) StartOption {
+	return func(p *Placement) { p.PowerLimitFraction = fraction }
 }
 
 // GetPlacement returns the placement of a running job; a job without one

@@ -24,7 +24,7 @@ func TestStartJobStoresThePlacementWithTheAttempt(t *testing.T) {
 	s, path := openTest(t, WithClock(c.Now))
 	mustSubmit(t, s, testJob("j1").GPUs(2).Obj())
 	allocs := allocsOn("j1", "n1", 2, 3)
-	job, p, err := s.StartJob(ctx, "j1", allocs, 20*time.Minute, "fits on n1")
+	job, p, err := s.StartJob(ctx, "j1", allocs, 20*time.Minute, "fits on n1", WithPowerLimit(0.8))
 	if err != nil {
 		t.Fatalf("StartJob: %v", err)
 	}
@@ -41,7 +41,7 @@ func TestStartJobStoresThePlacementWithTheAttempt(t *testing.T) {
 	if err != nil {
 		t.Fatalf("GetPlacement: %v", err)
 	}
-	want := Placement{Job: "j1", Attempt: 1, Allocations: allocs, CheckpointEvery: 20 * time.Minute}
+	want := Placement{Job: "j1", Attempt: 1, Allocations: allocs, CheckpointEvery: 20 * time.Minute, PowerLimitFraction: 0.8}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("placement\n got %+v\nwant %+v", got, want)
 	}

@@ -183,6 +183,9 @@ func runAgent(ctx context.Context, g *globals, o agentOptions, stdout io.Writer)
 		backend = "sim"
 		cfg.Load = sim
 	}
+	if pl, ok := host.(nvml.PowerLimiter); ok {
+		cfg.Power = pl // the plan's per-job power caps (serve --power-cap-price)
+	}
 
 	// 2. The agent, which takes over the jobs an earlier one left running.
 	a, err := agent.New(cfg)

@@ -110,3 +110,16 @@ var ErrNotSupported = errors.New("not supported by the device")
 // ErrNoLibrary is wrapped by Open's error when libnvidia-ml.so does not
 // load.
 var ErrNoLibrary = errors.New("libnvidia-ml.so could not be loaded")
+
+// PowerLimiter sets GPUs' power limits: the node agent caps a job's GPUs
+// with it (the plan's per-job power caps) and lifts the cap when the job
+// ends. The NVML host (real or simulated) is one; setting a limit needs
+// root on a real GPU.
+type PowerLimiter interface {
+	// SetPowerLimitFraction sets the GPU's power limit to fraction of its
+	// default limit, raised to the lowest limit NVML allows; it returns
+	// the watts set.
+	SetPowerLimitFraction(uuid string, fraction float64) (float64, error)
+	// ResetPowerLimit sets the GPU's power limit back to its default.
+	ResetPowerLimit(uuid string) error
+}

@@ -255,3 +255,56 @@ func retErr(ret nvml.Return) error {
 	}
 	return fmt.Errorf("%s (NVML return %d)", nvml.ErrorString(ret), int32(ret))
 }
+
+var _ PowerLimiter = (*nvmlHost)(nil)
+
+// gpu is the whole GPU (not a MIG device) of that UUID.
+func (h *nvmlHost) gpu(uuid string) (*nvmlDevice, error) {
+	for _, d := range h.devices {
+		if nd, ok := d.(*nvmlDevice); ok && nd.uuid == uuid && nd.parent == "" {
+			return nd, nil
+		}
+	}
+	return nil, fmt.Errorf("nvml: no GPU %s on this host", uuid)
+}
+
+// SetPowerLimitFraction implements PowerLimiter with NVML's default limit,
+// its limit constraints and its limit setter.
+func (h *nvmlHost) SetPowerLimitFraction(uuid string, fraction float64) (float64, error) {
+	if !(fraction > 0 && fraction <= 1) {
+		return 0, fmt.Errorf("nvml: GPU %s: power limit fraction %g: want (0, 1]", uuid, fraction)
+	}
+	d, err := h.gpu(uuid)
+	if err != nil {
+		return 0, err
+	}
+	def, ret := d.dev.GetPowerManagementDefaultLimit()
+	if ret != nvml.SUCCESS {
+		return 0, d.callErr("power_default_limit", ret)
+	}
+	lo, hi, ret := d.dev.GetPowerManagementLimitConstraints()
+	if ret != nvml.SUCCESS {
+		return 0, d.callErr("power_limit_constraints", ret)
+	}
+	mw := min(max(uint32(fraction*float64(def)), lo), hi)
+	if ret := d.dev.SetPowerManagementLimit(mw); ret != nvml.SUCCESS {
+		return 0, d.callErr("set_power_limit", ret)
+	}
+	return float64(mw) / 1000, nil
+}
+
+// ResetPowerLimit implements PowerLimiter.
+func (h *nvmlHost) ResetPowerLimit(uuid string) error {
+	d, err := h.gpu(uuid)
+	if err != nil {
+		return err
+	}
+	def, ret := d.dev.GetPowerManagementDefaultLimit()
+	if ret != nvml.SUCCESS {
+		return d.callErr("power_default_limit", ret)
+	}
+	if ret := d.dev.SetPowerManagementLimit(def); ret != nvml.SUCCESS {
+		return d.callErr("set_power_limit", ret)
+	}
+	return nil
+}

@@ -75,6 +75,9 @@ type simGPU struct {
 	energyMJ float64
 	failing  map[string]bool // NVML calls that fail, by CallError.Call name
 	migs     []*mock.Device
+	// defaultW and minW are the power limit's default and lowest
+	// settable value; spec.PowerLimitW is the limit in force.
+	defaultW, minW float64
 }
 
 // NewSim builds a simulated host.
@@ -115,6 +118,10 @@ func NewSim(o SimOptions) (*Sim, error) {
 		rng := rand.New(rand.NewPCG(o.Seed, uint64(i)+1))
 		g := &simGPU{dev: dev, spec: specOf(node.GPUs[i], configs[i]), rng: rng, stepAt: now, failing: map[string]bool{},
 			load: stochasticLoad{rng: rng, cal: o.Calibration, meanSegment: o.MeanSegmentSteps}}
+		g.defaultW, g.minW = g.spec.PowerLimitW, node.GPUs[i].MinPowerLimitW
+		if g.minW <= 0 || g.minW > g.defaultW {
+			g.minW = 0.4 * g.defaultW
+		}
 		g.state = g.next()
 		s.gpus = append(s.gpus, g)
 		s.byUUID[dev.UUID] = g
@@ -296,6 +303,22 @@ func (s *Sim) wire(g *simGPU) {
 	d.GetEnforcedPowerLimitFunc = func() (mw uint32, r nvml.Return) {
 		r = s.read(g, "power_limit", func(gpuState, float64) { mw = uint32(g.spec.PowerLimitW * 1000) })
 		return
+	}
+	d.GetPowerManagementDefaultLimitFunc = func() (uint32, nvml.Return) { return uint32(g.defaultW * 1000), nvml.SUCCESS }
+	d.GetPowerManagementLimitConstraintsFunc = func() (uint32, uint32, nvml.Return) {
+		return uint32(g.minW * 1000), uint32(g.defaultW * 1000), nvml.SUCCESS
+	}
+	// A new limit holds from the next step: the load draws at most it,
+	// and the clocks show the power cap when it binds.
+	d.SetPowerManagementLimitFunc = func(mw uint32) nvml.Return {
+		w := float64(mw) / 1000
+		if w < g.minW || w > g.defaultW {
+			return nvml.ERROR_INVALID_ARGUMENT
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		g.spec.PowerLimitW = w
+		return nvml.SUCCESS
 	}
 	d.GetCurrentClocksEventReasonsFunc = func() (bits uint64, r nvml.Return) {
 		r = s.read(g, "throttle_reasons", func(st gpuState, _ float64) { bits = st.ThrottleReasons })

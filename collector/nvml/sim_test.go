@@ -264,3 +264,45 @@ func ks(xs []float64, cdf func(float64) float64) float64 {
 	}
 	return d
 }
+
+func TestPowerLimitsCapTheDrawAndReset(t *testing.T) {
+	clk := newClock()
+	s := newSim(t, nvml.SimOptions{Seed: 4, Clock: clk.Now})
+	uuid := s.UUIDs()[2]
+	if err := s.Assign(uuid, nvml.Assignment{JobID: "j", Util: 1}); err != nil {
+		t.Fatal(err)
+	}
+	var pl nvml.PowerLimiter = s
+	w, err := pl.SetPowerLimitFraction(uuid, 0.6)
+	if err != nil || w != 240 {
+		t.Fatalf("SetPowerLimitFraction(0.6) = %g, %v; want 240 W of the A100's 400", w, err)
+	}
+	devs, _ := s.Devices()
+	for range 5 {
+		clk.Add(time.Second)
+		smp, err := devs[2].Sample()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if smp.PowerLimitW != 240 || smp.PowerW > 240 || smp.PowerW < 150 {
+			t.Fatalf("capped GPU at full load: %+v", smp)
+		}
+	}
+	// Below the lowest limit NVML allows: raised to it (the catalog's 100 W).
+	if w, err := pl.SetPowerLimitFraction(uuid, 0.1); err != nil || w != 100 {
+		t.Errorf("SetPowerLimitFraction(0.1) = %g, %v; want the 100 W floor", w, err)
+	}
+	if err := pl.ResetPowerLimit(uuid); err != nil {
+		t.Fatal(err)
+	}
+	clk.Add(time.Second)
+	if smp, _ := devs[2].Sample(); smp.PowerLimitW != 400 || smp.PowerW < 300 {
+		t.Errorf("after the reset: %+v, want the 400 W limit and the full draw", smp)
+	}
+	if _, err := pl.SetPowerLimitFraction("GPU-nope", 0.5); err == nil {
+		t.Error("an unknown GPU was capped")
+	}
+	if _, err := pl.SetPowerLimitFraction(uuid, 1.5); err == nil {
+		t.Error("a fraction of 1.5 was accepted")
+	}
+}

@@ -1,0 +1,80 @@
+package agent
+
+import (
+	"context"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prescient-sched/prescient/collector/nvml"
+	"github.com/prescient-sched/prescient/executor"
+)
+
+// A job that asks for a power cap runs with its GPUs' limits lowered, on
+// the simulated NVML host the agent would sample, and the limits come
+// back when it ends; the other GPUs keep theirs.
+func TestAJobsPowerCapIsSetOnItsGPUsAndLifted(t *testing.T) {
+	host, err := nvml.NewSim(nvml.SimOptions{Seed: 9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer host.Close()
+	uuids := host.UUIDs()
+	var gpus []GPUInfo
+	for i := range 4 {
+		gpus = append(gpus, GPUInfo{Index: i, UUID: uuids[i], Model: "A100-SXM4-40GB", MemoryBytes: 40 << 30})
+	}
+	p := newPlane(t, HubOptions{})
+	a, err := New(Config{
+		Server: p.url(), Token: testToken, WorkDir: t.TempDir(), Node: NodeInfo{Name: "n1", Rack: "r1", GPUs: gpus},
+		PollWait: 2 * time.Second, BackoffMin: 20 * time.Millisecond, BackoffMax: 200 * time.Millisecond, AckPoll: 20 * time.Millisecond,
+		Env: []string{"PATH=" + os.Getenv("PATH")}, Load: host, Power: host,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { a.Run(ctx) })
+	defer func() { cancel(); wg.Wait(); killJobs(a) }()
+	p.next(executor.NodeSynced, "")
+
+	limits := func() []float64 {
+		devs, _ := host.Devices()
+		out := make([]float64, 4)
+		for i := range out {
+			s, err := devs[i].Sample()
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[i] = s.PowerLimitW
+		}
+		return out
+	}
+	as := assignment("capped", 1, gpusOf("n1", 2, 3), "--steps=40", "--step-time=25ms")
+	as.PowerLimitFraction = 0.7
+	if err := p.hub.Start(context.Background(), as); err != nil {
+		t.Fatal(err)
+	}
+	p.next(executor.JobStarted, "capped")
+	if got := limits(); got[0] != 400 || got[1] != 400 || got[2] != 280 || got[3] != 280 {
+		t.Errorf("while the job runs: limits %v W, want GPUs 2 and 3 at 280 (0.7 of 400), the others at 400", got)
+	}
+	if e := p.next(executor.JobExited, "capped"); e.ExitCode != 0 {
+		t.Fatalf("exit %+v", e)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for got := limits(); got[2] != 400 || got[3] != 400; got = limits() {
+		if time.Now().After(deadline) {
+			t.Fatalf("after the job: limits %v W, want all back at 400", got)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// A fraction no agent can set is refused before it reaches one.
+	bad := assignment("bad", 1, gpusOf("n1", 0), "--steps=1")
+	bad.PowerLimitFraction = 1.5
+	if err := p.hub.Start(context.Background(), bad); err == nil {
+		t.Error("a power limit fraction of 1.5 was sent")
+	}
+}
