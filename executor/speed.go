@@ -16,6 +16,71 @@ import (
 // V100's speed (Speed).
 var GavelSpeeds = map[string]float64{"K80": 0.247, "P100": 0.813, "V100": 1}
 
+// JobTypeLabel is the label naming a job's workload type as Gavel names
+// them ("ResNet-50 (batch size 64)", "LM (batch size 20)", ...): with a
+// type GavelJobSpeeds knows, the job's speed on each GPU model is that
+// type's (JobSpeed).
+const JobTypeLabel = "prescient.io/job-type"
+
+// GavelJobSpeeds is, for each of Gavel's 26 job types, its one-GPU
+// isolated throughput on each GPU model over that on a V100
+// (../shared/datasets/gavel/simulation_throughputs_flat.csv;
+// TestGavelSpeeds recomputes it). Types differ widely: a ResNet-18 at
+// batch size 256 runs at 0.086 of its V100 speed on a K80, a
+// recommendation model at batch size 1024 at 1.5 times it.
+var GavelJobSpeeds = map[string]map[string]float64{
+	"A3C": {"K80": 0.479, "P100": 0.792, "V100": 1},
+	"CycleGAN": {"K80": 0.114, "P100": 0.543, "V100": 1},
+	"LM (batch size 10)": {"K80": 0.291, "P100": 0.944, "V100": 1},
+	"LM (batch size 20)": {"K80": 0.265, "P100": 0.899, "V100": 1},
+	"LM (batch size 40)": {"K80": 0.254, "P100": 0.791, "V100": 1},
+	"LM (batch size 5)": {"K80": 0.233, "P100": 0.832, "V100": 1},
+	"LM (batch size 80)": {"K80": 0.214, "P100": 0.749, "V100": 1},
+	"Recommendation (batch size 1024)": {"K80": 1.509, "P100": 2.315, "V100": 1},
+	"Recommendation (batch size 2048)": {"K80": 1.398, "P100": 2.222, "V100": 1},
+	"Recommendation (batch size 4096)": {"K80": 1.357, "P100": 2.278, "V100": 1},
+	"Recommendation (batch size 512)": {"K80": 1.409, "P100": 2.096, "V100": 1},
+	"Recommendation (batch size 8192)": {"K80": 0.950, "P100": 1.953, "V100": 1},
+	"ResNet-18 (batch size 128)": {"K80": 0.100, "P100": 0.649, "V100": 1},
+	"ResNet-18 (batch size 16)": {"K80": 0.148, "P100": 1.109, "V100": 1},
+	"ResNet-18 (batch size 256)": {"K80": 0.086, "P100": 0.750, "V100": 1},
+	"ResNet-18 (batch size 32)": {"K80": 0.240, "P100": 1.196, "V100": 1},
+	"ResNet-18 (batch size 64)": {"K80": 0.293, "P100": 0.926, "V100": 1},
+	"ResNet-50 (batch size 128)": {"K80": 0.139, "P100": 0.635, "V100": 1},
+	"ResNet-50 (batch size 16)": {"K80": 0.202, "P100": 0.794, "V100": 1},
+	"ResNet-50 (batch size 32)": {"K80": 0.159, "P100": 0.628, "V100": 1},
+	"ResNet-50 (batch size 64)": {"K80": 0.141, "P100": 0.596, "V100": 1},
+	"Transformer (batch size 128)": {"K80": 0.180, "P100": 0.564, "V100": 1},
+	"Transformer (batch size 16)": {"K80": 0.494, "P100": 0.862, "V100": 1},
+	"Transformer (batch size 256)": {"K80": 0.287, "P100": 1.052, "V100": 1},
+	"Transformer (batch size 32)": {"K80": 0.330, "P100": 0.741, "V100": 1},
+	"Transformer (batch size 64)": {"K80": 0.203, "P100": 0.591, "V100": 1},
+}
+
+// JobTypes lists GavelJobSpeeds' job types, sorted.
+func JobTypes() []string {
+	out := make([]string, 0, len(GavelJobSpeeds))
+	for t := range GavelJobSpeeds {
+		out = append(out, t)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// JobSpeed is the job's speed on a GPU model against a V100: its type's
+// GavelJobSpeeds entry when the job names a type Gavel measured
+// (JobTypeLabel), else the model's median over the types (Speed).
+func JobSpeed(job *cluster.Job, model string) float64 {
+	if job != nil {
+		if table, ok := GavelJobSpeeds[job.Spec.Labels[JobTypeLabel]]; ok {
+			if s, ok := ByFamily(table, model); ok {
+				return s
+			}
+		}
+	}
+	return Speed(model)
+}
+
 // Speed is a model's GavelSpeeds entry, matched by family ("V100M32" is a
 // V100, "P100-12GB" a P100), else 1 (the V100 stands in).
 func Speed(model string) float64 {
@@ -38,9 +103,9 @@ func ByFamily(table map[string]float64, model string) (float64, bool) {
 }
 
 // FastestFirst wraps a placer for fleets of mixed GPU models: a job that
-// names no model is offered the fastest model class first (by Speed) and
-// slower ones only when the faster cannot take it. On a fleet of one speed
-// it is the inner placer.
+// names no model is offered the fastest model class first (by Speed, or by
+// its own type's speeds, JobSpeed) and slower ones only when the faster
+// cannot take it. On a fleet of one speed it is the inner placer.
 type FastestFirst struct {
 	Inner   Placer
 	classes [][]string // models grouped by speed, fastest first; set per cycle
@@ -100,8 +165,24 @@ func (f *FastestFirst) Place(job *cluster.Job, c *Capacity) ([]cluster.Allocatio
 	if len(f.classes) < 2 || len(job.Spec.GPUModels) > 0 {
 		return f.Inner.Place(job, c)
 	}
+	classes := f.classes
+	if _, typed := GavelJobSpeeds[job.Spec.Labels[JobTypeLabel]]; typed {
+		// The job's own speeds order the classes: a recommendation model
+		// goes to the K80s first.
+		classes = slices.Clone(classes)
+		slices.SortStableFunc(classes, func(a, b []string) int {
+			sa, sb := JobSpeed(job, a[0]), JobSpeed(job, b[0])
+			switch {
+			case sa > sb:
+				return -1
+			case sa < sb:
+				return 1
+			}
+			return 0
+		})
+	}
 	var why string
-	for _, models := range f.classes {
+	for _, models := range classes {
 		j := *job
 		j.Spec.GPUModels = models
 		allocs, ok, w := f.Inner.Place(&j, c)

@@ -46,6 +46,47 @@ func TestGavelSpeeds(t *testing.T) {
 	if executor.Speed("V100M32") != 1 || executor.Speed("P100-12GB") != executor.GavelSpeeds["P100"] || executor.Speed("H100") != 1 {
 		t.Error("Speed does not match families or stand in with the V100's")
 	}
+	// Per job type: every type Gavel measured, to three decimals.
+	if len(executor.GavelJobSpeeds) != len(tput) {
+		t.Errorf("%d job types, Gavel has %d", len(executor.GavelJobSpeeds), len(tput))
+	}
+	for jt, byGPU := range tput {
+		got, ok := executor.GavelJobSpeeds[jt]
+		if !ok {
+			t.Errorf("job type %q is missing", jt)
+			continue
+		}
+		for model, gpu := range map[string]string{"K80": "k80", "P100": "p100", "V100": "v100"} {
+			if d := got[model] - byGPU[gpu]/byGPU["v100"]; d > 0.0006 || d < -0.0006 {
+				t.Errorf("%s on %s: %.3f, Gavel %.4f", jt, model, got[model], byGPU[gpu]/byGPU["v100"])
+			}
+		}
+	}
+	typed := clustertest.Job("j").GPUs(1).Submitted(clustertest.Epoch).Obj()
+	typed.Spec.Labels = map[string]string{executor.JobTypeLabel: "Recommendation (batch size 1024)"}
+	if s := executor.JobSpeed(&typed, "K80"); s != executor.GavelJobSpeeds["Recommendation (batch size 1024)"]["K80"] || s <= 1 {
+		t.Errorf("a recommendation job on a K80: speed %g, want its type's (above 1)", s)
+	}
+	untyped := clustertest.Job("u").GPUs(1).Submitted(clustertest.Epoch).Obj()
+	if executor.JobSpeed(&untyped, "K80") != executor.GavelSpeeds["K80"] || executor.JobSpeed(&typed, "H100") != 1 {
+		t.Error("JobSpeed without a known type, or on a model Gavel did not measure, is not Speed's")
+	}
+}
+
+// A job of a type that runs faster on K80s than on V100s is offered the
+// K80s first.
+func TestFastestFirstFollowsTheJobsOwnSpeeds(t *testing.T) {
+	fleet := clustertest.Fleet(clustertest.Node("k").GPUs(4, "K80").Obj(), clustertest.Node("v").GPUs(4, "V100").Obj())
+	snap := cluster.NewSnapshot(fleet, clustertest.Epoch)
+	ff := (&executor.FastestFirst{Inner: firstfit.New()}).ForCycle(&executor.PlanInput{Now: clustertest.Epoch, Cluster: snap})
+	for jt, want := range map[string]string{"Recommendation (batch size 1024)": "k", "ResNet-50 (batch size 64)": "v"} {
+		job := clustertest.Job("j").GPUs(2).Submitted(clustertest.Epoch).Obj()
+		job.Spec.Labels = map[string]string{executor.JobTypeLabel: jt}
+		allocs, ok, why := ff.Place(&job, executor.NewCapacity(snap))
+		if !ok || allocs[0].GPU.Node != want {
+			t.Errorf("%s: placed on %v (%s), want node %s", jt, allocs, why, want)
+		}
+	}
 }
 
 func TestFastestFirstPrefersTheFasterModel(t *testing.T) {

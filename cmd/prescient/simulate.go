@@ -40,6 +40,7 @@ type simulateOptions struct {
 	dataCache             string
 	datasets              string
 	powerModel            string
+	jobTypes              string
 	powerCapPrice         float64
 	carbonWait            time.Duration
 	speeds                string
@@ -77,6 +78,7 @@ noise).`,
 	f.Float64Var(&o.oracleNoise, "oracle-noise", 0, "with --oracle, log-normal noise σ on the forecasts")
 	f.StringVar(&o.from, "from", "", "replay only jobs submitted from this date (YYYY-MM-DD or RFC 3339)")
 	f.StringVar(&o.deadlines, "deadlines", "", "FRACTION:SLACK: give FRACTION of jobs the deadline submit + SLACK × true duration")
+	f.StringVar(&o.jobTypes, "job-types", "", "gavel: label every job with one of Gavel's 26 job types, drawn uniformly with --seed, so that --speeds gavel runs it at its type's speed on each GPU model")
 	f.StringVar(&o.datasets, "datasets", "", "N:SIZE: give every job one of N datasets of SIZE (e.g. 200:500GB), drawn by Zipf popularity, for --data-cache")
 	f.DurationVar(&o.nodeMTBF, "node-mtbf", 0, "mean time between failures of one node (0: none)")
 	f.DurationVar(&o.nodeRepair, "node-repair", time.Hour, "time a failed node stays down")
@@ -168,6 +170,12 @@ func (o *simulateOptions) loadReplay() ([]cluster.Job, map[cluster.JobID]cluster
 			return nil, nil, nil, fmt.Errorf("--deadlines: %w", err)
 		}
 		sim.AssignDeadlines(jobs, d, o.seed)
+	}
+	if o.jobTypes != "" {
+		if o.jobTypes != speedsGavel {
+			return nil, nil, nil, fmt.Errorf("--job-types %q: want %s", o.jobTypes, speedsGavel)
+		}
+		sim.AssignJobTypes(jobs, executor.JobTypes(), o.seed)
 	}
 	if o.datasets != "" {
 		d, err := sim.ParseDatasetSpec(o.datasets)
@@ -272,7 +280,7 @@ func (o *simulateOptions) replay(ctx context.Context, g *globals, name string, j
 		}
 	}
 	if o.speeds == speedsGavel {
-		cfg.Speed = executor.Speed
+		cfg.Speed = executor.JobSpeed
 	}
 	if cfg.Carbon, err = o.carbonSeries(); err != nil {
 		return nil, err

@@ -77,9 +77,13 @@ func (s *Simulator) start(p executor.Placement) error {
 	j.run = executor.RunningJob{JobView: j.view, Allocations: s.snap.Allocations(j.job.ID), Started: s.now}
 	j.seg = segment{start: s.now.Add(boot), saved: j.view.Progress, interval: p.CheckpointEvery, cost: j.job.Spec.CheckpointCost}
 	j.capPower = 0
-	j.seg.slow = s.modelSlowdown(p.Allocations)
+	j.seg.slow = s.modelSlowdown(&j.job, p.Allocations)
 	if !p.PowerCap.Uncapped() {
-		j.seg.slow, j.capPower = max(j.seg.slow, 1)*p.PowerCap.Slowdown, p.PowerCap.Power
+		base := j.seg.slow
+		if base <= 0 {
+			base = 1
+		}
+		j.seg.slow, j.capPower = base*p.PowerCap.Slowdown, p.PowerCap.Power
 		s.acct.capped++
 	}
 	j.run.Slowdown = j.seg.slow
@@ -105,21 +109,25 @@ func (s *Simulator) warm(d *cluster.DataSource, allocs []cluster.Allocation) boo
 	return len(allocs) > 0
 }
 
-// modelSlowdown is 1 over the speed of the slowest GPU model among allocs
-// (Config.Speed), 0 without speeds.
-func (s *Simulator) modelSlowdown(allocs []cluster.Allocation) float64 {
+// modelSlowdown is 1 over the job's speed on the slowest of its GPUs
+// (Config.Speed; below 1 where all its GPUs run it faster than the trace's
+// V100), 0 without speeds.
+func (s *Simulator) modelSlowdown(job *cluster.Job, allocs []cluster.Allocation) float64 {
 	if s.cfg.Speed == nil {
 		return 0
 	}
-	slow := 1.0
+	slow := 0.0
 	for _, al := range allocs {
 		n, ok := s.snap.Node(al.GPU.Node)
 		if !ok || al.GPU.Index >= len(n.GPUs) {
 			continue
 		}
-		if sp := s.cfg.Speed(n.GPUs[al.GPU.Index].Model); sp > 0 {
+		if sp := s.cfg.Speed(job, n.GPUs[al.GPU.Index].Model); sp > 0 {
 			slow = max(slow, 1/sp)
 		}
+	}
+	if slow == 0 {
+		return 1
 	}
 	return slow
 }

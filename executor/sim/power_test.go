@@ -299,12 +299,23 @@ func TestSlowerModelsTakeLonger(t *testing.T) {
 	fleet := clustertest.Fleet(clustertest.Node("k").GPUs(1, "K80").Obj())
 	jobs := []cluster.Job{oneGPUJob("j", 0, time.Hour)}
 	plain := replay(t, "fifo", fleet, jobs, nil)
-	slow := replay(t, "fifo", fleet, jobs, func(c *sim.Config) { c.Speed = executor.Speed })
+	slow := replay(t, "fifo", fleet, jobs, func(c *sim.Config) { c.Speed = executor.JobSpeed })
 	if plain.AvgJCTS != 3600 {
 		t.Errorf("without speeds: JCT %.0fs, want 3600s", plain.AvgJCTS)
 	}
 	if want := 3600 / executor.GavelSpeeds["K80"]; math.Abs(slow.AvgJCTS-want) > 1 {
 		t.Errorf("on a K80: JCT %.0fs, want %.0fs", slow.AvgJCTS, want)
+	}
+	// A job of a type Gavel measured runs at its type's speed: a
+	// recommendation model faster on a K80 than on the trace's V100, a
+	// ResNet-50 slower than the median job.
+	for jt, speed := range map[string]float64{"Recommendation (batch size 1024)": 1.509, "ResNet-50 (batch size 64)": 0.141} {
+		typed := []cluster.Job{oneGPUJob("j", 0, time.Hour)}
+		typed[0].Spec.Labels = map[string]string{executor.JobTypeLabel: jt}
+		r := replay(t, "fifo", fleet, typed, func(c *sim.Config) { c.Speed = executor.JobSpeed })
+		if want := 3600 / speed; math.Abs(r.AvgJCTS-want) > 1 {
+			t.Errorf("%s on a K80: JCT %.0fs, want %.0fs", jt, r.AvgJCTS, want)
+		}
 	}
 }
 

@@ -10,14 +10,15 @@ type segment struct {
 	saved    time.Duration
 	interval time.Duration
 	cost     time.Duration
-	// slow is the wall time per unit of work (a power cap's slowdown); 0
-	// or 1 is full speed. Checkpoints take cost whatever the cap.
+	// slow is the wall time per unit of work (a slower GPU model's or a
+	// power cap's slowdown; below 1 on a model faster for the job); 0 or 1
+	// is the trace's speed. Checkpoints take cost whatever the cap.
 	slow float64
 }
 
 // wall is the wall time d of work takes.
 func (s segment) wall(d time.Duration) time.Duration {
-	if s.slow <= 1 {
+	if s.slow <= 0 || s.slow == 1 {
 		return d
 	}
 	return time.Duration(float64(d) * s.slow)
@@ -25,7 +26,7 @@ func (s segment) wall(d time.Duration) time.Duration {
 
 // work is the work done in wall time d.
 func (s segment) work(d time.Duration) time.Duration {
-	if s.slow <= 1 {
+	if s.slow <= 0 || s.slow == 1 {
 		return d
 	}
 	return time.Duration(float64(d) / s.slow)

@@ -51,7 +51,7 @@ type Config struct {
 	// Speed is a GPU model's training speed against the one the trace's
 	// durations were measured on (executor.Speed: a V100); a job runs at
 	// its slowest GPU's. Nil: every model at 1.
-	Speed func(model string) float64
+	Speed func(job *cluster.Job, model string) float64
 	Seed  uint64
 	// Power gives each GPU's idle and busy power; nil means DefaultPower.
 	Power func(cluster.GPU) PowerModel

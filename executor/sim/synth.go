@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/prescient-sched/prescient/cluster"
+	"github.com/prescient-sched/prescient/executor"
 )
 
 // DeadlineSpec is "--deadlines FRACTION:SLACK": a seeded FRACTION of the
@@ -124,5 +125,27 @@ func AssignDatasets(jobs []cluster.Job, d DatasetSpec, seed uint64) {
 			k = z.Uint64()
 		}
 		j.Spec.Data = &cluster.DataSource{Name: fmt.Sprintf("dataset-%d", k), Bytes: d.Bytes}
+	}
+}
+
+// AssignJobTypes labels every job without a type (executor.JobTypeLabel)
+// with one of types, drawn uniformly with the seed, for traces that record
+// none. It changes jobs in place.
+func AssignJobTypes(jobs []cluster.Job, types []string, seed uint64) {
+	if len(types) == 0 {
+		return
+	}
+	rng := rand.New(rand.NewPCG(seed, 0x7e5))
+	for i := range jobs {
+		j := &jobs[i]
+		if j.Spec.Labels[executor.JobTypeLabel] != "" {
+			continue
+		}
+		labels := make(map[string]string, len(j.Spec.Labels)+1)
+		for k, v := range j.Spec.Labels {
+			labels[k] = v
+		}
+		labels[executor.JobTypeLabel] = types[rng.IntN(len(types))]
+		j.Spec.Labels = labels
 	}
 }
