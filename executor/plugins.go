@@ -147,6 +147,11 @@ type Policy struct {
 	Checkpoint CheckpointTimer // nil: no periodic checkpoints
 	PowerCap   PowerCapper     // nil: no power caps
 	Hold       Holder          // nil: no job is held back
+	// Speed, on a fleet of mixed GPU models, is a job's speed on a model
+	// against the one its forecasts are in (JobSpeed); a job placed this
+	// cycle is expected to end its forecast times 1 / its slowest GPU's
+	// speed later. nil: every model alike.
+	Speed func(job *cluster.Job, model string) float64
 	// Grace is how long a preempted job has to checkpoint before it is
 	// stopped anyway.
 	Grace time.Duration

@@ -1,7 +1,9 @@
 package executor_test
 
 import (
+	"context"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -9,6 +11,7 @@ import (
 	"github.com/prescient-sched/prescient/cluster/clustertest"
 	"github.com/prescient-sched/prescient/executor"
 	"github.com/prescient-sched/prescient/executor/plugins/firstfit"
+	"github.com/prescient-sched/prescient/executor/policies"
 	"github.com/prescient-sched/prescient/internal/testenv"
 )
 
@@ -111,5 +114,51 @@ func TestFastestFirstPrefersTheFasterModel(t *testing.T) {
 	pinned := clustertest.Job("p").GPUs(1).Models("K80").Submitted(clustertest.Epoch.Add(time.Minute)).Obj()
 	if allocs, ok, _ := ff.Place(&pinned, c); !ok || allocs[0].GPU.Node != "k" {
 		t.Errorf("a K80 job was placed on %v (ok %v)", allocs, ok)
+	}
+}
+
+// With Policy.Speed the planner expects a job placed on a K80 to end its
+// forecast over the K80's speed later: a wider job queued behind it gets
+// its reservation from then, not from the V100 time.
+func TestPlannerScalesAPlacedJobsEndByItsGPUsSpeed(t *testing.T) {
+	fleet := clustertest.Fleet(clustertest.Node("k").GPUs(2, "K80").Obj())
+	snap := cluster.NewSnapshot(fleet, clustertest.Epoch)
+	first := clustertest.Job("first").GPUs(1).Submitted(clustertest.Epoch).Obj()
+	wide := clustertest.Job("wide").GPUs(2).Submitted(clustertest.Epoch.Add(time.Second)).Obj()
+	fc := func(j *cluster.Job) executor.Forecast {
+		return executor.Forecast{Job: j.ID, DurationP50: time.Hour, DurationP90: time.Hour}
+	}
+	for _, speeds := range []bool{false, true} {
+		pol, err := policies.New("easy-backfill", policies.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if speeds {
+			pol.Speed = executor.JobSpeed
+		}
+		f, err := executor.New(pol)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := executor.PlanInput{Now: clustertest.Epoch, Cluster: snap, Queue: []*executor.JobView{
+			{Job: &first, Forecast: fc(&first), QueuedSince: clustertest.Epoch}, {Job: &wide, Forecast: fc(&wide), QueuedSince: clustertest.Epoch}}}
+		plan, err := f.Plan(context.Background(), in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := clustertest.Epoch.Add(time.Hour)
+		if speeds {
+			want = clustertest.Epoch.Add(time.Duration(float64(time.Hour) / executor.GavelSpeeds["K80"]))
+		}
+		var why string
+		for _, d := range plan.Waiting {
+			if d.Job == "wide" {
+				why = d.Reason
+			}
+		}
+		if len(plan.Placements) != 1 || !strings.Contains(why, "reserved from "+want.Format(time.RFC3339)) {
+			t.Errorf("speeds %v: %d placed, the wide job waits: %q; want its reservation from %s", speeds, len(plan.Placements), why,
+				want.Format(time.RFC3339))
+		}
 	}
 }

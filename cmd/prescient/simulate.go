@@ -254,6 +254,9 @@ func (o *simulateOptions) replay(ctx context.Context, g *globals, name string, j
 			return nil, fmt.Errorf("--power-cap-price: %w", err)
 		}
 	}
+	if o.speeds == speedsGavel {
+		pol.Speed = executor.JobSpeed // the planner expects a placed job to run at its GPUs' speed
+	}
 	forecaster, err := o.forecaster(g, &pol, truth)
 	if err != nil {
 		return nil, err
