@@ -51,6 +51,11 @@ type Config struct {
 	Placement string
 	// PolicyOptions are the policy's checkpoint and grace settings.
 	PolicyOptions policies.Options
+	// AllowCrossTenantSharing lets jobs of different tenants share a GPU
+	// without MIG (the fleet file's allow_cross_tenant_sharing, which a
+	// StaticFleet's Fleet sets too); otherwise only one tenant's jobs share
+	// a GPU's time.
+	AllowCrossTenantSharing bool
 	// PowerCapPrice, when positive, caps each starting job's GPU power
 	// where (GPUs × power + price) × slowdown is least on the Zeus V100
 	// curve (executor.CostCapper); autopilot asks the node to set the

@@ -2,6 +2,7 @@ package control
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -223,5 +224,24 @@ func TestPowerCapsReachTheBackendAndSurviveARestart(t *testing.T) {
 	if _, err := New(Config{Store: e.store, Nodes: StaticFleet{Fleet: e.fleet}, Backend: e.backend, Forecaster: labelForecaster{},
 		Mode: ModeAutopilot, PowerCapPrice: -1}); err == nil {
 		t.Error("a negative power cap price was accepted")
+	}
+}
+
+// The fleet's sharing rule reaches the placement: shares of two tenants
+// take one GPU together only when the fleet allows it.
+func TestTheFleetsSharingRuleReachesThePlacement(t *testing.T) {
+	for _, allow := range []bool{false, true} {
+		fleet := fleetOf(1, 1)
+		fleet.AllowCrossTenantSharing = allow
+		e := newEnv(t, fleet, nil)
+		for i, tenant := range []string{"t1", "t2"} {
+			s := spec(1, time.Hour)
+			s.Tenant, s.GPUMilli = tenant, 400
+			e.submit(fmt.Sprintf("share%d", i), s)
+		}
+		e.plane.cycle(e.ctx)
+		if want := map[bool]int{false: 1, true: 2}[allow]; len(e.backend.of("start")) != want {
+			t.Errorf("cross-tenant sharing %v: %d of the two tenants' shares started on the one GPU, want %d", allow, len(e.backend.of("start")), want)
+		}
 	}
 }

@@ -131,7 +131,10 @@ func New(cfg Config) (*Plane, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	pol, err := buildPolicy(cfg.Policy, cfg.Placement, cfg.PolicyOptions, cfg.PowerCapPrice)
+	if sf, ok := cfg.Nodes.(StaticFleet); ok && sf.Fleet != nil && sf.Fleet.AllowCrossTenantSharing {
+		cfg.AllowCrossTenantSharing = true
+	}
+	pol, err := buildPolicy(cfg.Policy, &cfg)
 	if err != nil {
 		return nil, fmt.Errorf("control: %w", err)
 	}
@@ -153,19 +156,25 @@ func New(cfg Config) (*Plane, error) {
 	return p, nil
 }
 
-// buildPolicy assembles a queue policy with an optional placement.
-func buildPolicy(name, place string, o policies.Options, powerCapPrice float64) (executor.Policy, error) {
-	pol, err := policies.New(name, o)
+// buildPolicy assembles the queue policy name with the configured
+// placement (or the policy's own, told the fleet's sharing rule) and power
+// caps.
+func buildPolicy(name string, cfg *Config) (executor.Policy, error) {
+	pol, err := policies.New(name, cfg.PolicyOptions)
 	if err != nil {
 		return executor.Policy{}, err
 	}
-	if powerCapPrice > 0 {
-		if pol.PowerCap, err = executor.NewCostCapper(powerCapPrice, executor.ZeusV100Caps); err != nil {
+	if cfg.PowerCapPrice > 0 {
+		if pol.PowerCap, err = executor.NewCostCapper(cfg.PowerCapPrice, executor.ZeusV100Caps); err != nil {
 			return executor.Policy{}, fmt.Errorf("power caps: %w", err)
 		}
 	}
+	place := cfg.Placement
+	if own, ok := pol.Placer.(*placement.Placer); ok && place == "" {
+		place = own.Name()
+	}
 	if place != "" {
-		pl, err := placement.NewPlacer(place, placement.PlacerArgs{})
+		pl, err := placement.NewPlacer(place, placement.PlacerArgs{AllowCrossTenantSharing: cfg.AllowCrossTenantSharing})
 		if err != nil {
 			return executor.Policy{}, fmt.Errorf("placement: %w", err)
 		}

@@ -214,7 +214,7 @@ func (p *Plane) changed(ctx context.Context, lv *live, base *scenario, req WhatI
 	sc := &scenario{fc: maps.Clone(base.fc), policy: base.policy, planner: base.planner, hypo: map[cluster.JobID]bool{},
 		usage: base.usage, waits: base.waits}
 	if req.Policy != "" && req.Policy != p.policy.Name {
-		pol, err := buildPolicy(req.Policy, p.cfg.Placement, p.cfg.PolicyOptions, p.cfg.PowerCapPrice)
+		pol, err := buildPolicy(req.Policy, &p.cfg)
 		if err != nil {
 			return nil, fmt.Errorf("policy: %w: %w", ErrInvalid, err)
 		}

@@ -47,6 +47,7 @@ type serveOptions struct {
 	preemptMinRun time.Duration
 	idleJobAfter  time.Duration
 	powerCapPrice float64
+	crossTenant   bool
 	tokens        string
 	metricsToken  bool
 	webhooks      string
@@ -114,6 +115,7 @@ token printed for the dashboard and the API.`,
 	f.DurationVar(&o.tick, "tick", control.DefaultTick, "plan at least this often when nothing happens")
 	f.DurationVar(&o.grace, "grace", 0, "how long a stopped job may take to exit before SIGKILL (0: the policy's)")
 	f.DurationVar(&o.preemptMinRun, "preempt-min-run", 0, "how long a job runs before the prescient policy may preempt it (0: the policy's, 10m)")
+	f.BoolVar(&o.crossTenant, "allow-cross-tenant-sharing", false, "let jobs of different tenants share a GPU without MIG (MPS and time-slicing isolate no memory faults); a --fleet file's allow_cross_tenant_sharing sets it too")
 	f.Float64Var(&o.powerCapPrice, "power-cap-price", 0, "cap each starting job's GPU power where (GPUs × power + PRICE) × slowdown is least on the Zeus V100 curve (as simulate's); in autopilot the node agents set the limits (0: no caps)")
 	f.DurationVar(&o.idleJobAfter, "idle-job-after", control.DefaultIdleJobAfter, "how long every GPU of a running job must be below the idle model's utilization threshold before an \"idle\" recommendation names it (negative: never)")
 	f.StringVar(&o.tokens, "tokens", "", "YAML file of bearer tokens, each with a tenant and a role (viewer, submitter, admin, agent)")
@@ -265,7 +267,7 @@ func runServe(ctx context.Context, g *globals, o serveOptions, stdout io.Writer)
 		Telemetry: telemetry, Mode: control.Mode(o.mode), Tick: o.tick, Grace: o.grace, Logger: g.logger,
 		PolicyOptions: policies.Options{PreemptMinRun: o.preemptMinRun},
 		Prices:        control.Prices{PerGPUHour: o.pricePerGPUH, PerKWh: o.pricePerKWh, Currency: o.currency},
-		IdleJobAfter:  o.idleJobAfter, PowerCapPrice: o.powerCapPrice,
+		IdleJobAfter:  o.idleJobAfter, PowerCapPrice: o.powerCapPrice, AllowCrossTenantSharing: o.crossTenant,
 	}
 	if o.models != "" {
 		cfg.Idle = newLiveIdle(reg, g.logger)
