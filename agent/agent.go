@@ -174,6 +174,7 @@ func New(cfg Config) (*Agent, error) {
 	for _, r := range recs {
 		a.adopt(r)
 	}
+	a.settlePowerLimits()
 	return a, nil
 }
 

@@ -372,6 +372,9 @@ func (a *Agent) checkAck(p *attempt) {
 
 // ended records and reports the end of an attempt's process.
 func (a *Agent) ended(p *attempt, code int) {
+	// The cap goes first: once the exit is out, the control plane may
+	// start another job on these GPUs, with a cap of its own.
+	a.uncapPower(p)
 	a.mu.Lock()
 	if p.kill != nil {
 		p.kill.Stop()
@@ -391,7 +394,6 @@ func (a *Agent) ended(p *attempt, code int) {
 	a.emit(e)
 	a.mu.Unlock()
 	a.releaseLoad(p)
-	a.uncapPower(p)
 	a.log.Info("exited", "job", p.rec.Job, "attempt", p.rec.Attempt, "exit_code", code, "stopped", e.Stopped)
 }
 
@@ -453,13 +455,11 @@ func (a *Agent) adopt(r record) {
 		a.byPID[r.PID] = p
 		p.lastAck, _, _ = readAck(r.AckPath)
 		a.log.Info("took over a running job", "job", r.Job, "attempt", r.Attempt, "pid", r.PID)
-		a.capPower(p) // again: the GPU may have been reset meanwhile
 		a.assignLoad(p)
 		a.watch(p)
 		return
 	}
 	p.rec.Ended, p.rec.EndedAt, p.rec.ExitCode = true, time.Now().UTC(), -1
-	a.uncapPower(p)
 	e := a.event(p, EventExited)
 	e.ExitCode = -1
 	e.Message = "ended while no agent watched it; exit status unknown"
@@ -544,6 +544,42 @@ func (a *Agent) capPower(p *attempt) {
 			continue
 		}
 		a.log.Info("power capped", "job", p.rec.Job, "gpu", g.UUID, "limit_w", w)
+	}
+}
+
+// settlePowerLimits, after a restart has adopted the state file's
+// attempts, caps the GPUs of the running attempts that asked for a cap
+// (again: the GPU may have been reset meanwhile) and sets back to default
+// the GPUs that only ended attempts had capped (an agent that died between
+// an exit and its reset left them capped).
+func (a *Agent) settlePowerLimits() {
+	if a.cfg.Power == nil {
+		return
+	}
+	running, ended := map[int]bool{}, map[int]bool{}
+	for _, p := range a.attempts {
+		if f := p.rec.PowerLimitFraction; !(f > 0 && f < 1) {
+			continue
+		}
+		for _, g := range p.rec.GPUs {
+			if p.rec.Ended {
+				ended[g] = true
+			} else {
+				running[g] = true
+			}
+		}
+	}
+	for _, p := range a.attempts {
+		if !p.rec.Ended {
+			a.capPower(p)
+		}
+	}
+	for g := range ended {
+		if info, ok := a.gpu(g); ok && info.UUID != "" && !running[g] {
+			if err := a.cfg.Power.ResetPowerLimit(info.UUID); err != nil {
+				a.log.Warn("power limit not reset", "gpu", info.UUID, "error", err)
+			}
+		}
 	}
 }
 

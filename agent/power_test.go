@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -76,5 +77,50 @@ func TestAJobsPowerCapIsSetOnItsGPUsAndLifted(t *testing.T) {
 	bad.PowerLimitFraction = 1.5
 	if err := p.hub.Start(context.Background(), bad); err == nil {
 		t.Error("a power limit fraction of 1.5 was sent")
+	}
+}
+
+// An agent that died while a capped job ran, the job ending meanwhile,
+// left the GPU capped; the next agent on the work directory sets it back,
+// and caps again the GPU of a capped job that still runs.
+func TestANewAgentSettlesTheCapsItFinds(t *testing.T) {
+	host, err := nvml.NewSim(nvml.SimOptions{Seed: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer host.Close()
+	uuids := host.UUIDs()
+	var gpus []GPUInfo
+	for i := range 2 {
+		gpus = append(gpus, GPUInfo{Index: i, UUID: uuids[i], Model: "A100-SXM4-40GB", MemoryBytes: 40 << 30})
+	}
+	// GPU 0: its capped job ended while no agent watched (no such process
+	// now), the cap still set. GPU 1: a capped job (this test's own
+	// process, alive) runs on, its GPU reset meanwhile.
+	if _, err := host.SetPowerLimitFraction(uuids[0], 0.5); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	self, err := readProcStat("/proc", os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := saveState(filepath.Join(dir, stateFileName), []record{
+		{Job: "gone", Attempt: 1, WorldSize: 1, GPUs: []int{0}, StartedAt: time.Now(), PID: 1 << 30, PowerLimitFraction: 0.5},
+		{Job: "alive", Attempt: 1, WorldSize: 1, GPUs: []int{1}, StartedAt: time.Now(), PID: os.Getpid(), StartTicks: self.StartTicks,
+			PowerLimitFraction: 0.6},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	a, err := New(Config{Server: "http://127.0.0.1:1", Token: testToken, WorkDir: dir, Node: NodeInfo{Name: "n1", GPUs: gpus}, Power: host})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = a
+	devs, _ := host.Devices()
+	for i, want := range []float64{400, 240} {
+		if s, err := devs[i].Sample(); err != nil || s.PowerLimitW != want {
+			t.Errorf("GPU %d after the new agent started: %g W (%v), want %g", i, s.PowerLimitW, err, want)
+		}
 	}
 }

@@ -42,26 +42,24 @@ const (
 	idleReread    = 2 * time.Minute
 )
 
-// IdleForecaster answers idle-window forecasts from the published idle
-// model: predictor.Idle in production.
+// IdleForecaster serves the published idle model: predictor.Idle in
+// production. A forecast takes one snapshot of it, so that its threshold,
+// its version and the model used agree.
 type IdleForecaster interface {
-	IdleWindows(ctx context.Context, in idle.Input) (idle.Forecast, error)
-	// Version is the serving model's version, 0 when none.
-	Version() int
-	// ThresholdPct is the utilization below which the model counts a GPU
-	// idle.
-	ThresholdPct() float64
+	// Current is the serving model and its version; nil and 0 when none is
+	// published (the forecast then rests on the running jobs and the
+	// queue).
+	Current() (*idle.Model, int)
 }
 
-// executorOnly forecasts idle GPUs from the running jobs and the queue
-// alone, when no idle model is configured.
-type executorOnly struct{}
-
-func (executorOnly) IdleWindows(_ context.Context, in idle.Input) (idle.Forecast, error) {
-	return idle.Forecaster{}.Forecast(in)
+// thresholdOf is the utilization below which m counts a GPU idle, the
+// default without a model.
+func thresholdOf(m *idle.Model) float64 {
+	if m != nil {
+		return m.Config.ThresholdPct
+	}
+	return idle.DefaultConfig().ThresholdPct
 }
-func (executorOnly) Version() int          { return 0 }
-func (executorOnly) ThresholdPct() float64 { return idle.DefaultConfig().ThresholdPct }
 
 // IdleQuery asks for an idle forecast of the fleet, or of one pool or node
 // of it. Zero values take the defaults of idle.DefaultInput.
@@ -128,8 +126,12 @@ func (p *Plane) IdleForecast(ctx context.Context, q IdleQuery) (IdleForecast, er
 	case in.MinProbability > 1:
 		return IdleForecast{}, fmt.Errorf("min probability %g: want (0, 1]: %w", in.MinProbability, ErrInvalid)
 	}
-	fc := p.idleForecaster()
-	threshold := fc.ThresholdPct()
+	var model *idle.Model
+	version := 0
+	if p.cfg.Idle != nil {
+		model, version = p.cfg.Idle.Current()
+	}
+	threshold := thresholdOf(model)
 
 	nodes := p.cfg.Nodes.Nodes()
 	var gpus []cluster.GPU
@@ -173,8 +175,8 @@ func (p *Plane) IdleForecast(ctx context.Context, q IdleQuery) (IdleForecast, er
 			uuids = append(uuids, g.UUID)
 		}
 	}
-	util := p.readUtilization(ctx, now, threshold, uuids)
-	out := IdleForecast{ModelVersion: fc.Version(), ThresholdPct: threshold}
+	util, _ := p.readUtilization(ctx, now, threshold, uuids)
+	out := IdleForecast{ModelVersion: version, ThresholdPct: threshold}
 	in.GPUs = make([]idle.GPUState, len(gpus))
 	grids := make(map[string][]idle.Grid)
 	for i, g := range gpus {
@@ -214,7 +216,10 @@ func (p *Plane) IdleForecast(ctx context.Context, q IdleQuery) (IdleForecast, er
 		}
 		in.Pools = append(in.Pools, ps)
 	}
-	f, err := fc.IdleWindows(ctx, in)
+	if err := ctx.Err(); err != nil {
+		return IdleForecast{}, err
+	}
+	f, err := idle.Forecaster{Model: model}.Forecast(in)
 	if err != nil {
 		return IdleForecast{}, fmt.Errorf("idle forecast: %w", err)
 	}
@@ -223,15 +228,6 @@ func (p *Plane) IdleForecast(ctx context.Context, q IdleQuery) (IdleForecast, er
 		out.IdleJobs = []idle.IdleJob{}
 	}
 	return out, nil
-}
-
-// idleForecaster is the configured idle forecaster, or the running jobs
-// and the queue alone.
-func (p *Plane) idleForecaster() IdleForecaster {
-	if p.cfg.Idle != nil {
-		return p.cfg.Idle
-	}
-	return executorOnly{}
 }
 
 // fleetGPUs counts the GPUs of the nodes that are up.
@@ -373,15 +369,17 @@ func (u utilization) grid(uuid string, now time.Time, threshold float64) (idle.G
 // readUtilization brings the plane's copy of every GPU's utilization up to
 // now, at most every idleReadEvery, reading only what is new (a chunk per
 // query, each bounded by idleTimeout), and returns the idleness grids of
-// the GPUs named (by UUID) that have recent samples. A telemetry store
-// that does not answer leaves the copy as it was: the forecast then rests
-// on the jobs and the queue.
-func (p *Plane) readUtilization(ctx context.Context, now time.Time, threshold float64, uuids []string) map[string]idle.Grid {
+// the GPUs named (by UUID) that have recent samples, and whether the read
+// (when one was due) succeeded. A telemetry store that does not answer
+// leaves the copy as it was: the forecast then rests on the jobs and the
+// queue.
+func (p *Plane) readUtilization(ctx context.Context, now time.Time, threshold float64, uuids []string) (map[string]idle.Grid, bool) {
 	p.utilMu.Lock()
 	defer p.utilMu.Unlock()
 	if p.cfg.Telemetry == nil {
-		return nil
+		return nil, false
 	}
+	read := true
 	end := now.Truncate(idleStep)
 	if p.util == nil {
 		p.util = utilization{}
@@ -408,6 +406,7 @@ func (p *Plane) readUtilization(ctx context.Context, now time.Time, threshold fl
 				if !errors.Is(err, context.Canceled) {
 					p.log.Warn("idle forecast: utilization not read; the forecast rests on the running jobs and the queue", "error", err)
 				}
+				read = false
 				break
 			}
 			for _, s := range series {
@@ -435,7 +434,7 @@ func (p *Plane) readUtilization(ctx context.Context, now time.Time, threshold fl
 			out[id] = g
 		}
 	}
-	return out
+	return out, read
 }
 
 // recIdle is the kind of the recommendations about jobs that hold idle
@@ -495,17 +494,26 @@ jobs:
 		jobs = append(jobs, h)
 		uuids = append(uuids, h.uuids...)
 	}
-	threshold := p.idleForecaster().ThresholdPct()
+	var model *idle.Model
+	if p.cfg.Idle != nil {
+		model, _ = p.cfg.Idle.Current()
+	}
+	threshold := thresholdOf(model)
 	p.background.Add(1)
-	// Not the caller's context: what-if's request may end first.
-	go func() {
+	go func() { // the plan loop's context: Run waits for it on the way out
 		defer p.background.Done()
 		defer func() {
 			p.mu.Lock()
 			p.idleReading = false
 			p.mu.Unlock()
 		}()
-		grids := p.readUtilization(context.WithoutCancel(ctx), lv.now, threshold, uuids)
+		grids, read := p.readUtilization(ctx, lv.now, threshold, uuids)
+		p.mu.Lock()
+		before := p.idleJobs
+		p.mu.Unlock()
+		if !read {
+			return // the store did not answer: what was seen last stands
+		}
 		out := map[cluster.JobID]idleJob{}
 	next:
 		for _, h := range jobs {
@@ -513,6 +521,11 @@ jobs:
 			for _, u := range h.uuids {
 				g, ok := grids[u]
 				if !ok {
+					// No recent sample of this GPU (its collector is away):
+					// the job stays as it was last seen.
+					if prev, ok := before[h.id]; ok {
+						out[h.id] = prev
+					}
 					continue next
 				}
 				run = min(run, g.IdleRun())
@@ -532,7 +545,9 @@ jobs:
 // least IdleJobAfter (as watchIdle last read), once while it stays idle,
 // and dismisses those whose job is busy again or gone.
 func (p *Plane) recommendIdle(ctx context.Context, lv *live) {
-	if p.cfg.IdleJobAfter < 0 {
+	if p.cfg.IdleJobAfter < 0 || p.cfg.Telemetry == nil {
+		// Off: the open ones (from before a restart) are dismissed.
+		p.dismissStale(ctx, map[string]bool{}, func(kind string) bool { return kind == recIdle })
 		return
 	}
 	after := p.cfg.IdleJobAfter

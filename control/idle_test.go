@@ -1,6 +1,7 @@
 package control
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"testing"
@@ -173,9 +174,25 @@ func TestAJobHoldingIdleGPUsIsRecommendedOnceAndDismissedWhenBusy(t *testing.T) 
 	if len(recs) != 1 || recs[0].JobID != "stuck" || recs[0].Status != store.RecommendationOpen {
 		t.Fatalf("idle recommendations %+v, want one open for stuck", recs)
 	}
+	// The telemetry store goes away for ten minutes: what was seen last
+	// stands, nothing is dismissed or recorded again.
+	sinkQuery := e.plane.cfg.Telemetry
+	e.plane.cfg.Telemetry = failingTelemetry{}
+	for range 10 {
+		e.plane.cycle(e.ctx)
+		waitIdleRead(t, e)
+		e.clock.Advance(idleReadEvery)
+	}
+	if recs := idleRecs(); len(recs) != 1 || recs[0].Status != store.RecommendationOpen {
+		t.Fatalf("during a telemetry outage: %+v, want the one recommendation still open", recs)
+	}
+	e.plane.cfg.Telemetry = sinkQuery
+	if err := sink.Write(e.ctx, utilSamples(t0.Add(20*time.Minute), 13, busy)); err != nil { // the outage's minutes, as the collector's spool sends them
+		t.Fatal(err)
+	}
 	// Busy again: the recommendation is dismissed.
 	var again []collector.Sample
-	for _, s := range utilSamples(t0.Add(20*time.Minute), 5, stuck) {
+	for _, s := range utilSamples(t0.Add(33*time.Minute), 5, stuck) {
 		if s.DeviceInfo.UUID == stuck {
 			again = append(again, s)
 		}
@@ -244,4 +261,11 @@ func TestTheFleetsSharingRuleReachesThePlacement(t *testing.T) {
 			t.Errorf("cross-tenant sharing %v: %d of the two tenants' shares started on the one GPU, want %d", allow, len(e.backend.of("start")), want)
 		}
 	}
+}
+
+// failingTelemetry is a telemetry store that does not answer.
+type failingTelemetry struct{}
+
+func (failingTelemetry) Query(context.Context, collector.SeriesQuery) ([]collector.Series, error) {
+	return nil, errors.New("connection refused")
 }

@@ -26,9 +26,20 @@ func TestDurationDistIsConditionalOnTheRunSoFar(t *testing.T) {
 	if a, b := d.Remaining(time.Hour, 0.5), d.Remaining(4*time.Hour, 0.5); b <= a {
 		t.Errorf("remaining P50 after 1 h %s, after 4 h %s: want it to grow", a, b)
 	}
-	// Far in the tail: finite, at least a second, and the end is near certain
-	// within a long time.
-	if r := NewDurationDist(time.Minute, time.Minute).Remaining(1000*time.Hour, 0.5); r < time.Second {
-		t.Errorf("far past the tail: %s", r)
+	// Far past its forecast a job is still expected to run on: the
+	// remaining median keeps growing with the time run, and it does not
+	// end within a minute for sure.
+	for _, d := range []DurationDist{NewDurationDist(30*time.Minute, 45*time.Minute), NewDurationDist(time.Hour, time.Hour)} {
+		last := time.Duration(0)
+		for _, ran := range []time.Duration{time.Hour, 7 * time.Hour, 48 * time.Hour, 1000 * time.Hour} {
+			r := d.Remaining(ran, 0.5)
+			if r <= last || r < time.Minute {
+				t.Errorf("%+v after %s: remaining P50 %s, after less %s", d, ran, r, last)
+			}
+			last = r
+			if p := d.EndWithin(ran, time.Minute); !(p >= 0 && p < 0.9) {
+				t.Errorf("%+v after %s: ends within a minute with chance %g", d, ran, p)
+			}
+		}
 	}
 }

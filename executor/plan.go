@@ -70,7 +70,8 @@ type RunningJob struct {
 	// are about to come free.
 	Stopping bool
 	// Slowdown is the wall time a unit of the job's forecast work takes
-	// where it runs (a slower GPU model, a power cap); 0 or 1: as forecast.
+	// where it runs (a slower GPU model, a power cap; below 1 on a model
+	// faster for the job); 0 or 1: as forecast.
 	Slowdown float64
 }
 

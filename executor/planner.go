@@ -296,7 +296,7 @@ func nodesOf(allocs []cluster.Allocation) int {
 // endOf is when a running job is expected to end by its P90, at its
 // Slowdown.
 func endOf(r *RunningJob, now time.Time) time.Time {
-	if r.Slowdown > 1 {
+	if r.Slowdown > 0 && r.Slowdown != 1 {
 		return now.Add(time.Duration(float64(r.RemainingP90()) * r.Slowdown))
 	}
 	return now.Add(r.RemainingP90())

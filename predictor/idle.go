@@ -85,3 +85,13 @@ func (p *Idle) ThresholdPct() float64 {
 	}
 	return idle.DefaultConfig().ThresholdPct
 }
+
+// Current is the serving model and its version (nil and 0 when none): one
+// snapshot, for a caller that needs the model, its threshold and its
+// version to agree.
+func (p *Idle) Current() (*idle.Model, int) {
+	if a := p.current.Load(); a != nil {
+		return a.Model, a.Version
+	}
+	return nil, 0
+}

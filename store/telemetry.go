@@ -178,12 +178,13 @@ func (s *Store) queryTelemetry(ctx context.Context, q TelemetryQuery) ([]Telemet
 	}
 	step := q.Step.Nanoseconds()
 	col := q.Field // checked against TelemetryFields above
-	value := agg + "(" + col + ")"
+	value, model := agg+"("+col+")", "COALESCE(MAX(model), '')"
 	if agg == "last" {
-		// SQLite takes the bare column of the row where MAX(time_ns) is.
-		value = col + ", MAX(time_ns)"
+		// SQLite takes the bare columns of the row where MAX(time_ns) is,
+		// as long as it is the query's only min() or max().
+		value, model = col+", MAX(time_ns)", "COALESCE(model, '')"
 	}
-	query := "SELECT gpu_uuid, node, MAX(?, (time_ns / ?) * ?) AS w, COALESCE(MAX(model), ''), " + value +
+	query := "SELECT gpu_uuid, node, MAX(?, (time_ns / ?) * ?) AS w, " + model + ", " + value +
 		" FROM gpu_samples WHERE time_ns >= ? AND time_ns < ? AND " + col + " IS NOT NULL"
 	args := []any{start, step, step, start, end}
 	if len(q.GPUs) > 0 {

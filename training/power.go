@@ -29,8 +29,9 @@ var ErrNoPowerData = errors.New("not enough power telemetry")
 
 // FitPower measures each GPU model's draw on the fleet from its telemetry
 // between from and until: per GPU and minute the mean utilization, power
-// and power limit (for at most PowerFitMaxGPUs GPUs); a minute below
-// thresholdPct utilization is idle, others working. A model's IdleFraction
+// and power limit (for at most PowerFitMaxGPUs GPUs, minutes under a power
+// cap left out); a minute below thresholdPct utilization is idle, others
+// working. A model's IdleFraction
 // is the median idle draw over its limit, its LoadFraction the mean working
 // draw over its limit (the simulator's busy GPU is a working one); models
 // with fewer than MinPowerMinutes of either are left out (the simulator
@@ -64,7 +65,21 @@ func FitPower(ctx context.Context, ts collector.TelemetryStore, from, until time
 		return nil, fmt.Errorf("power fit: %w: no GPU with a model and power readings in [%s, %s)", ErrNoPowerData,
 			from.Format(time.RFC3339), until.Format(time.RFC3339))
 	}
-	// 2. Minutes of utilization, power and limit, joined by GPU and minute.
+	// 2. Each GPU's highest limit in the window: a minute under a lower
+	// one ran capped (the plan's power caps) and would read as a different
+	// GPU, so it is left out.
+	top, err := ts.Query(ctx, collector.SeriesQuery{Field: "power_limit_w", GPUs: gpus, Start: from, End: until, Step: until.Sub(from), Agg: "max"})
+	if err != nil {
+		return nil, fmt.Errorf("power fit: the GPUs' limits: %w", err)
+	}
+	maxLimit := map[string]float64{}
+	for _, s := range top {
+		for _, p := range s.Points {
+			maxLimit[s.GPU] = max(maxLimit[s.GPU], p.Value)
+		}
+	}
+	// 3. A chunk at a time, minutes of utilization, power and limit joined
+	// by GPU and minute, added to their model's idle and working draw.
 	type minute struct {
 		util, power, limit float64
 		has                uint8 // bits: 1 util, 2 power, 4 limit
@@ -73,16 +88,28 @@ func FitPower(ctx context.Context, ts collector.TelemetryStore, from, until time
 		gpu string
 		t   int64
 	}
-	byMinute := map[key]*minute{}
+	type acc struct {
+		idle    []float64
+		busySum float64
+		busyN   int
+		limits  []float64
+		gpus    map[string]bool
+	}
+	per := map[string]*acc{}
+	fields := []struct {
+		bit  uint8
+		name string
+	}{{1, "util_gpu_pct"}, {2, "power_w"}, {4, "power_limit_w"}}
 	for lo := from; lo.Before(until); lo = lo.Add(powerChunk) {
 		hi := lo.Add(powerChunk)
 		if hi.After(until) {
 			hi = until
 		}
-		for bit, field := range map[uint8]string{1: "util_gpu_pct", 2: "power_w", 4: "power_limit_w"} {
-			series, err := ts.Query(ctx, collector.SeriesQuery{Field: field, GPUs: gpus, Start: lo, End: hi, Step: time.Minute, Agg: "mean"})
+		byMinute := map[key]*minute{}
+		for _, f := range fields {
+			series, err := ts.Query(ctx, collector.SeriesQuery{Field: f.name, GPUs: gpus, Start: lo, End: hi, Step: time.Minute, Agg: "mean"})
 			if err != nil {
-				return nil, fmt.Errorf("power fit: %s from %s: %w", field, lo.Format(time.RFC3339), err)
+				return nil, fmt.Errorf("power fit: %s from %s: %w", f.name, lo.Format(time.RFC3339), err)
 			}
 			for _, s := range series {
 				for _, p := range s.Points {
@@ -92,7 +119,7 @@ func FitPower(ctx context.Context, ts collector.TelemetryStore, from, until time
 						m = &minute{}
 						byMinute[k] = m
 					}
-					switch bit {
+					switch f.bit {
 					case 1:
 						m.util = p.Value
 					case 2:
@@ -100,39 +127,29 @@ func FitPower(ctx context.Context, ts collector.TelemetryStore, from, until time
 					default:
 						m.limit = p.Value
 					}
-					m.has |= bit
+					m.has |= f.bit
 				}
 			}
 		}
-	}
-	// 3. Per model: idle and working draw over the limit.
-	type acc struct {
-		idle        []float64
-		busySum     float64
-		busyN       int
-		limits      []float64
-		gpus        map[string]bool
-		displayName string
-	}
-	per := map[string]*acc{}
-	for k, m := range byMinute {
-		if m.has != 7 || m.limit <= 0 || m.power < 0 {
-			continue
-		}
-		name := model[k.gpu]
-		a := per[name]
-		if a == nil {
-			a = &acc{gpus: map[string]bool{}, displayName: name}
-			per[name] = a
-		}
-		a.gpus[k.gpu] = true
-		a.limits = append(a.limits, m.limit)
-		f := m.power / m.limit
-		if m.util < thresholdPct {
-			a.idle = append(a.idle, f)
-		} else {
-			a.busySum += f
-			a.busyN++
+		for k, m := range byMinute {
+			if m.has != 7 || m.limit <= 0 || m.power < 0 || m.limit < 0.99*maxLimit[k.gpu] {
+				continue
+			}
+			name := model[k.gpu]
+			a := per[name]
+			if a == nil {
+				a = &acc{gpus: map[string]bool{}}
+				per[name] = a
+			}
+			a.gpus[k.gpu] = true
+			a.limits = append(a.limits, m.limit)
+			f := m.power / m.limit
+			if m.util < thresholdPct {
+				a.idle = append(a.idle, f)
+			} else {
+				a.busySum += f
+				a.busyN++
+			}
 		}
 	}
 	out := &sim.PowerFile{From: from, Until: until, ThresholdPct: thresholdPct}

@@ -234,11 +234,9 @@ func runServe(ctx context.Context, g *globals, o serveOptions, stdout io.Writer)
 		if o.models == "" {
 			return fmt.Errorf("%w: serve was started without --models", control.ErrInvalid)
 		}
-		if err := training.Retrain(ctx, st, jobMemory, reg, training.Config{Seed: 1, Logger: g.logger}); err != nil {
-			return err
-		}
-		forecaster.reload()
-		return nil
+		err := training.Retrain(ctx, st, jobMemory, reg, training.Config{Seed: 1, Logger: g.logger})
+		forecaster.reload() // what one target published serves even when another failed
+		return err
 	}
 	stopRetraining := startRetraining(ctx, g, o.retrainEvery, retrain)
 	defer stopRetraining() // before the store closes

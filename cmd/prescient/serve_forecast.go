@@ -177,26 +177,10 @@ func (l *liveIdle) current() *predictor.Idle {
 	return l.p
 }
 
-// IdleWindows implements control.IdleForecaster.
-func (l *liveIdle) IdleWindows(ctx context.Context, in idle.Input) (idle.Forecast, error) {
+// Current implements control.IdleForecaster.
+func (l *liveIdle) Current() (*idle.Model, int) {
 	if p := l.current(); p != nil {
-		return p.IdleWindows(ctx, in)
+		return p.Current()
 	}
-	return idle.Forecaster{}.Forecast(in)
-}
-
-// Version implements control.IdleForecaster.
-func (l *liveIdle) Version() int {
-	if p := l.current(); p != nil {
-		return p.Version()
-	}
-	return 0
-}
-
-// ThresholdPct implements control.IdleForecaster.
-func (l *liveIdle) ThresholdPct() float64 {
-	if p := l.current(); p != nil {
-		return p.ThresholdPct()
-	}
-	return idle.DefaultConfig().ThresholdPct
+	return nil, 0
 }

@@ -165,6 +165,12 @@ func (p *parking) draw(s *Simulator, i int) float64 {
 func (p *parking) startSpell(s *Simulator, a *accounting, i int) {
 	a.idleW -= p.draw(s, i)
 	p.emptyAt[i], p.open[i] = s.now, true
+	p.decide(s, i)
+}
+
+// decide sets when node i, empty from now, parks: at once when forecast
+// parking finds it spare, else after ParkIdleAfter.
+func (p *parking) decide(s *Simulator, i int) {
 	p.afterOf[i] = p.after
 	if s.cfg.ParkForecast && p.spare(s, i) {
 		p.afterOf[i] = 0
@@ -185,7 +191,10 @@ func (p *parking) spare(s *Simulator, i int) bool {
 	}
 	supply := 0.0
 	for k := range s.snap.Nodes {
-		if k != i && !s.down[k] && !p.parked(s, k) {
+		// A node parked at this very instant (emptied at the same time,
+		// found spare) is not supply either.
+		parking := p.open[k] && p.afterOf[k] == 0 && !s.now.Before(p.emptyAt[k])
+		if k != i && !s.down[k] && !p.parked(s, k) && !parking {
 			supply += float64(s.free.WholeFree(k))
 		}
 	}
@@ -258,6 +267,7 @@ func (p *parking) nodeState(s *Simulator, a *accounting, i int, up bool) bool {
 	}
 	if p.jobs[i] == 0 {
 		p.emptyAt[i], p.open[i] = s.now, true
+		p.decide(s, i)
 	} else {
 		a.idleW += p.draw(s, i)
 	}
