@@ -86,6 +86,13 @@ eval: build
 	@echo "== placement: a fleet of V100, P100 and K80 nodes with Gavel's speeds, blind and fastest-first"
 	$(BIN) simulate --trace $(PHILLY) --fleet yaml:examples/fleet-mixed.yaml --from 2017-11-10 --policy fifo,prescient --oracle --speeds gavel
 	$(BIN) simulate --trace $(PHILLY) --fleet yaml:examples/fleet-mixed.yaml --from 2017-11-10 --policy fifo,prescient --oracle --speeds gavel --fastest-first
+	@echo "== placement: the same with Gavel's job types drawn for every job (each runs at its type's speed), blind and fastest-first"
+	$(BIN) simulate --trace $(PHILLY) --fleet yaml:examples/fleet-mixed.yaml --from 2017-11-10 --policy fifo,prescient --oracle --speeds gavel --job-types gavel
+	$(BIN) simulate --trace $(PHILLY) --fleet yaml:examples/fleet-mixed.yaml --from 2017-11-10 --policy fifo,prescient --oracle --speeds gavel --job-types gavel --fastest-first
+	@echo "== placement: data locality with 200 datasets of 500 GB and 2 TB node caches, best-fit against prescient"
+	for p in best-fit prescient; do \
+		$(BIN) simulate --trace $(PHILLY) --fleet uniform:50x8:V100 --from 2017-11-10 --policy prescient --oracle --placement $$p --datasets 200:500GB --data-cache 2TB || exit 1; \
+	done
 
 lint:
 	@out="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))"; \
