@@ -189,6 +189,8 @@ func TestDashboardShowsTheFleetAndItsHistory(t *testing.T) {
 	clock.set(now)
 	f.SetGPUTelemetry(cluster.GPURef{Node: "dgx-1", Index: 0}, controltest.GPUTelemetry{UtilizationPct: 87, MemoryUsedBytes: 30 << 30, PowerW: 350})
 	f.AddRecommendation(control.Recommendation{Job: running.ID, Kind: "preempt", Reason: "a production job waits for these GPUs"})
+	f.SetGPUIdleFor(cluster.GPURef{Node: "dgx-1", Index: 0}, time.Hour)
+	f.SetGPUIdleFor(cluster.GPURef{Node: "dgx-1", Index: 1}, time.Hour)
 
 	b := browsertest.Start(t)
 	browsertest.Open(b, s.url)
@@ -208,6 +210,8 @@ func TestDashboardShowsTheFleetAndItsHistory(t *testing.T) {
 		{"the completion", `document.getElementById('completed').textContent === '1'`},
 		{"the utilization peak", `[...document.querySelectorAll('#util-chart circle.point title')].some(e => e.textContent.startsWith('utilization %: 90%'))`},
 		{"the power chart", `document.querySelectorAll('#power-chart circle.point').length > 0`},
+		{"the idle forecast of each node", `!!document.querySelector('#idle tr[data-pool="dgx-1"]') && !!document.querySelector('#idle tr[data-pool="dgx-2"]')`},
+		{"the job holding idle GPUs", `document.querySelector('#idle tr[data-idle-job="` + string(running.ID) + `"]').textContent.includes('60.0 min')`},
 		{"the mode", `document.getElementById('mode').textContent === 'advisor'`},
 		{"no error", `document.getElementById('error').hidden`},
 	}

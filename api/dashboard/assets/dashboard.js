@@ -206,6 +206,7 @@
       ['stats', () => api('GET', '/v1/stats?window_s=' + encodeURIComponent($('#window').value)), renderStats],
       ['jobs', () => api('GET', '/v1/jobs?limit=' + JOB_LIMIT), (d) => renderJobs(list(d, 'jobs'))],
       ['recommendations', () => api('GET', '/v1/recommendations?limit=50'), (d) => renderRecommendations(list(d, 'recommendations'))],
+      ['idle', () => api('GET', '/v1/forecasts/idle?horizon_s=7200&step_s=900'), renderIdle],
     ];
     const results = await Promise.allSettled(parts.map(([, fetchIt]) => fetchIt()));
     if (gen !== generation) return;
@@ -376,6 +377,38 @@
       el('tr', { 'data-recommendation': r.id },
         el('td', {}, fmtTime(r.time)), el('td', {}, r.kind), el('td', { class: 'mono' }, r.job || ''),
         el('td', {}, r.reason), el('td', {}, r.status)))));
+  }
+
+  // IDLE_LEADS are the lead times (s) the idle panel shows, of the
+  // forecast's 15-minute steps.
+  const IDLE_LEADS = [900, 1800, 3600, 7200];
+
+  // renderIdle shows each pool's expected idle GPUs over the next two
+  // hours (with the idle model's P10-P90 where it has telemetry) and the
+  // running jobs whose GPUs sit idle.
+  function renderIdle(f) {
+    const leads = (f && f.leads_s) || [];
+    const pools = (f && f.pools) || [];
+    const at = (arr, lead) => {
+      const i = leads.indexOf(lead);
+      return i >= 0 && arr && i < arr.length ? arr[i] : undefined;
+    };
+    const cell = (p, lead) => {
+      const v = at(p.expected, lead);
+      const lo = at(p.p10, lead), hi = at(p.p90, lead);
+      return el('td', { class: 'num' }, fmtNum(v) + (Number.isFinite(lo) && Number.isFinite(hi) ? ` (${fmtNum(lo, 0)}–${fmtNum(hi, 0)})` : ''));
+    };
+    const rows = pools.map((p) => el('tr', { 'data-pool': p.id },
+      el('td', { class: 'mono' }, p.id), el('td', { class: 'num' }, p.gpus), IDLE_LEADS.map((l) => cell(p, l))));
+    const source = f && f.model_version ? `idle model v${f.model_version}` : 'running jobs and the queue only (no idle model)';
+    const idleJobs = (f && f.idle_jobs) || [];
+    $('#idle').replaceChildren(
+      table(['Pool', 'GPUs'].concat(IDLE_LEADS.map((l) => 'in ' + fmtDuration(l))), rows),
+      el('p', { class: 'muted' }, `Expected idle GPUs (below ${fmtNum(f && f.threshold_pct, 0)}% utilization or unallocated); ` +
+        `${(f && f.telemetry_gpus) || 0} GPUs with telemetry, ${fmtNum(f && f.queued_gpus)} GPUs queued; from ${source}.`),
+      idleJobs.length === 0 ? el('p', { class: 'muted' }, 'No running job holds only idle GPUs.') :
+        table(['Job holding idle GPUs', 'GPUs', 'Idle for'], idleJobs.map((j) => el('tr', { 'data-idle-job': j.job_id },
+          el('td', { class: 'mono' }, j.job_id), el('td', { class: 'num' }, j.gpus), el('td', {}, fmtDuration(j.idle_for_s))))));
   }
 
   // ---- actions --------------------------------------------------------------
