@@ -171,10 +171,19 @@ func New(cfg Config) (*Agent, error) {
 	if err != nil {
 		return nil, fmt.Errorf("agent: %w", err)
 	}
+	// Every record first, the power limits settled, and only then the
+	// running ones watched: a watcher that sees its job end changes the
+	// records and the limits.
+	var running []*attempt
 	for _, r := range recs {
-		a.adopt(r)
+		if p := a.adopt(r); p != nil {
+			running = append(running, p)
+		}
 	}
 	a.settlePowerLimits()
+	for _, p := range running {
+		a.watch(p)
+	}
 	return a, nil
 }
 

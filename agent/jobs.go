@@ -440,8 +440,9 @@ func (a *Agent) signal(p *attempt, sig syscall.Signal, group bool) error {
 }
 
 // adopt takes over an attempt from the state file: one that runs is
-// watched, one that ended while no agent watched is reported.
-func (a *Agent) adopt(r record) {
+// returned, to be watched once every record is adopted (New), one that
+// ended while no agent watched is reported.
+func (a *Agent) adopt(r record) *attempt {
 	sig, err := ParseSignal(r.CheckpointSignal)
 	if err != nil {
 		sig = syscall.SIGUSR1
@@ -449,21 +450,21 @@ func (a *Agent) adopt(r record) {
 	p := &attempt{rec: r, sig: sig}
 	a.attempts[attemptKey{r.Job, r.Attempt}] = p
 	if r.Ended {
-		return
+		return nil
 	}
 	if r.PID > 0 && alive(a.cfg.ProcRoot, r.PID, r.StartTicks) {
 		a.byPID[r.PID] = p
 		p.lastAck, _, _ = readAck(r.AckPath)
 		a.log.Info("took over a running job", "job", r.Job, "attempt", r.Attempt, "pid", r.PID)
 		a.assignLoad(p)
-		a.watch(p)
-		return
+		return p
 	}
 	p.rec.Ended, p.rec.EndedAt, p.rec.ExitCode = true, time.Now().UTC(), -1
 	e := a.event(p, EventExited)
 	e.ExitCode = -1
 	e.Message = "ended while no agent watched it; exit status unknown"
 	a.emit(e)
+	return nil
 }
 
 func (a *Agent) event(p *attempt, t EventType) Event {

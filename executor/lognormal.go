@@ -36,14 +36,15 @@ func (d DurationDist) z(t time.Duration) float64 {
 	return (math.Log(t.Seconds()) - d.mu) / d.sigma
 }
 
-// logQ is the log of the standard normal's upper tail at z, by erfc where
-// it is accurate and by its asymptotic series far out.
+// logQ is the log of the standard normal's upper tail at z: by erfc,
+// which keeps its relative accuracy until it underflows near z = 37, and
+// beyond z = 30 by the asymptotic series (error there about 1e-8).
 func logQ(z float64) float64 {
-	if z < 8 {
+	if z < 30 {
 		return math.Log(0.5 * math.Erfc(z/math.Sqrt2))
 	}
 	z2 := z * z
-	return -z2/2 - math.Log(z) - 0.5*math.Log(2*math.Pi) + math.Log1p(-1/z2+3/(z2*z2))
+	return -z2/2 - math.Log(z) - 0.5*math.Log(2*math.Pi) + math.Log1p(-1/z2+3/(z2*z2)-15/(z2*z2*z2))
 }
 
 // Survival is the chance that the job runs longer than t.
@@ -57,7 +58,7 @@ func (d DurationDist) EndWithin(ran, within time.Duration) float64 {
 	if within <= 0 {
 		return 0
 	}
-	return -math.Expm1(logQ(d.z(ran+within)) - logQ(d.z(ran)))
+	return math.Min(math.Max(-math.Expm1(logQ(d.z(ran+within))-logQ(d.z(ran))), 0), 1)
 }
 
 // Remaining is the q-quantile of what is left of a job that has run for
@@ -77,6 +78,7 @@ func (d DurationDist) Remaining(ran time.Duration, q float64) time.Duration {
 			ze -= (logQ(ze) - ls) / slope
 		}
 	}
-	e := time.Duration(math.Exp(d.mu+d.sigma*ze) * float64(time.Second))
+	// At most a century: far beyond any forecast, within time.Duration.
+	e := time.Duration(math.Min(math.Exp(d.mu+d.sigma*ze), 100*365*24*3600) * float64(time.Second))
 	return max(e-ran, time.Second)
 }

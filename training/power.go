@@ -65,17 +65,19 @@ func FitPower(ctx context.Context, ts collector.TelemetryStore, from, until time
 		return nil, fmt.Errorf("power fit: %w: no GPU with a model and power readings in [%s, %s)", ErrNoPowerData,
 			from.Format(time.RFC3339), until.Format(time.RFC3339))
 	}
-	// 2. Each GPU's highest limit in the window: a minute under a lower
-	// one ran capped (the plan's power caps) and would read as a different
-	// GPU, so it is left out.
+	// 2. The highest limit in the window: a minute under a lower one ran
+	// capped (the plan's power caps) and would read as a different GPU, so
+	// it is left out.
 	top, err := ts.Query(ctx, collector.SeriesQuery{Field: "power_limit_w", GPUs: gpus, Start: from, End: until, Step: until.Sub(from), Agg: "max"})
 	if err != nil {
 		return nil, fmt.Errorf("power fit: the GPUs' limits: %w", err)
 	}
-	maxLimit := map[string]float64{}
+	// The reference is the highest limit of any GPU of the same model, so
+	// that a GPU capped all window long is left out too.
+	maxLimit := map[string]float64{} // by model
 	for _, s := range top {
 		for _, p := range s.Points {
-			maxLimit[s.GPU] = max(maxLimit[s.GPU], p.Value)
+			maxLimit[model[s.GPU]] = max(maxLimit[model[s.GPU]], p.Value)
 		}
 	}
 	// 3. A chunk at a time, minutes of utilization, power and limit joined
@@ -132,7 +134,7 @@ func FitPower(ctx context.Context, ts collector.TelemetryStore, from, until time
 			}
 		}
 		for k, m := range byMinute {
-			if m.has != 7 || m.limit <= 0 || m.power < 0 || m.limit < 0.99*maxLimit[k.gpu] {
+			if m.has != 7 || m.limit <= 0 || m.power < 0 || m.limit < 0.99*maxLimit[model[k.gpu]] {
 				continue
 			}
 			name := model[k.gpu]

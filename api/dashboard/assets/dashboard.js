@@ -206,7 +206,9 @@
       ['stats', () => api('GET', '/v1/stats?window_s=' + encodeURIComponent($('#window').value)), renderStats],
       ['jobs', () => api('GET', '/v1/jobs?limit=' + JOB_LIMIT), (d) => renderJobs(list(d, 'jobs'))],
       ['recommendations', () => api('GET', '/v1/recommendations?limit=50'), (d) => renderRecommendations(list(d, 'recommendations'))],
-      ['idle', () => api('GET', '/v1/forecasts/idle?horizon_s=7200&step_s=900'), renderIdle],
+      // A fleet with no GPU up answers 404: an empty panel, not an error.
+      ['idle', () => api('GET', '/v1/forecasts/idle?horizon_s=7200&step_s=900')
+        .catch((e) => { if (e instanceof APIError && e.status === 404) return null; throw e; }), renderIdle],
     ];
     const results = await Promise.allSettled(parts.map(([, fetchIt]) => fetchIt()));
     if (gen !== generation) return;
