@@ -77,6 +77,36 @@ type (
 	IdleCount  = idle.CountForecast
 )
 
+// Input is the forecaster's input for the query at now: the defaults of
+// idle.DefaultInput where the query leaves a value zero, within the
+// bounds the API serves (errors wrap ErrInvalid).
+func (q IdleQuery) Input(now time.Time) (idle.Input, error) {
+	in := idle.DefaultInput(now)
+	if q.Horizon > 0 {
+		in.Horizon = q.Horizon
+	}
+	if q.Step > 0 {
+		in.Step = q.Step
+	}
+	if q.MinWindow > 0 {
+		in.MinWindow = q.MinWindow
+	}
+	if q.MinProbability > 0 {
+		in.MinProbability = q.MinProbability
+	}
+	switch {
+	case in.Horizon > MaxIdleHorizon:
+		return in, fmt.Errorf("horizon %s: at most %s: %w", in.Horizon, MaxIdleHorizon, ErrInvalid)
+	case in.Step < time.Minute || in.Horizon < in.Step:
+		return in, fmt.Errorf("step %s, horizon %s: want 1m <= step <= horizon: %w", in.Step, in.Horizon, ErrInvalid)
+	case in.Horizon/in.Step > MaxIdleSteps:
+		return in, fmt.Errorf("horizon %s in steps of %s is %d steps, at most %d: %w", in.Horizon, in.Step, in.Horizon/in.Step, MaxIdleSteps, ErrInvalid)
+	case in.MinProbability > 1:
+		return in, fmt.Errorf("min probability %g: want (0, 1]: %w", in.MinProbability, ErrInvalid)
+	}
+	return in, nil
+}
+
 // IdleForecast is the fleet's idle forecast (idle.Forecast) with what it
 // was made from.
 type IdleForecast struct {
@@ -103,28 +133,9 @@ type IdleForecast struct {
 // from the telemetry store through the idle model.
 func (p *Plane) IdleForecast(ctx context.Context, q IdleQuery) (IdleForecast, error) {
 	now := p.cfg.Clock().UTC()
-	in := idle.DefaultInput(now)
-	if q.Horizon > 0 {
-		in.Horizon = q.Horizon
-	}
-	if q.Step > 0 {
-		in.Step = q.Step
-	}
-	if q.MinWindow > 0 {
-		in.MinWindow = q.MinWindow
-	}
-	if q.MinProbability > 0 {
-		in.MinProbability = q.MinProbability
-	}
-	switch {
-	case in.Horizon > MaxIdleHorizon:
-		return IdleForecast{}, fmt.Errorf("horizon %s: at most %s: %w", in.Horizon, MaxIdleHorizon, ErrInvalid)
-	case in.Step < time.Minute || in.Horizon < in.Step:
-		return IdleForecast{}, fmt.Errorf("step %s, horizon %s: want 1m <= step <= horizon: %w", in.Step, in.Horizon, ErrInvalid)
-	case in.Horizon/in.Step > MaxIdleSteps:
-		return IdleForecast{}, fmt.Errorf("horizon %s in steps of %s is %d steps, at most %d: %w", in.Horizon, in.Step, in.Horizon/in.Step, MaxIdleSteps, ErrInvalid)
-	case in.MinProbability > 1:
-		return IdleForecast{}, fmt.Errorf("min probability %g: want (0, 1]: %w", in.MinProbability, ErrInvalid)
+	in, err := q.Input(now)
+	if err != nil {
+		return IdleForecast{}, err
 	}
 	var model *idle.Model
 	version := 0

@@ -77,15 +77,6 @@ func (p *Idle) IdleWindows(ctx context.Context, in idle.Input) (idle.Forecast, e
 	return f.Forecast(in)
 }
 
-// ThresholdPct is the utilization below which the serving model counts a
-// GPU idle: its training's threshold, or the default (5%) without a model.
-func (p *Idle) ThresholdPct() float64 {
-	if a := p.current.Load(); a != nil && a.Model != nil {
-		return a.Model.Config.ThresholdPct
-	}
-	return idle.DefaultConfig().ThresholdPct
-}
-
 // Current is the serving model and its version (nil and 0 when none): one
 // snapshot, for a caller that needs the model, its threshold and its
 // version to agree.

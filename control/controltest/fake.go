@@ -705,18 +705,9 @@ func (f *Fake) IdleForecast(_ context.Context, q control.IdleQuery) (control.Idl
 		return control.IdleForecast{}, err
 	}
 	now := f.clock()
-	in := idle.DefaultInput(now)
-	if q.Horizon > 0 {
-		in.Horizon = q.Horizon
-	}
-	if q.Step > 0 {
-		in.Step = q.Step
-	}
-	if q.MinWindow > 0 {
-		in.MinWindow = q.MinWindow
-	}
-	if q.MinProbability > 0 {
-		in.MinProbability = q.MinProbability
+	in, err := q.Input(now)
+	if err != nil {
+		return control.IdleForecast{}, err
 	}
 	out := control.IdleForecast{ThresholdPct: idle.DefaultConfig().ThresholdPct}
 	holder := map[cluster.GPURef]*entry{}
