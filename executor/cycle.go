@@ -308,7 +308,7 @@ func (c *cycle) place(v *JobView, allocs []cluster.Allocation, why string) error
 	if s := p.PowerCap.Slowdown; s > 1 {
 		rem = time.Duration(float64(rem) * s)
 	}
-	if s := c.modelSlowdown(v.Job, allocs); s > 0 && s != 1 {
+	if s := Slowdown(c.p.Speed, v.Job, allocs, c.in.Cluster); s > 0 && s != 1 {
 		rem = time.Duration(float64(rem) * s)
 	}
 	e := end{at: c.in.Now.Add(rem), allocs: allocs}
@@ -385,25 +385,4 @@ func (c *cycle) sortedEnds() []end {
 func (c *cycle) addEnd(e end) {
 	i, _ := slices.BinarySearchFunc(c.ends, e.at, func(x end, t time.Time) int { return x.at.Compare(t) })
 	c.ends = slices.Insert(c.ends, i, e)
-}
-
-// modelSlowdown is 1 over the job's speed on the slowest of the GPUs it
-// was given (Policy.Speed); 0 without speeds.
-func (c *cycle) modelSlowdown(j *cluster.Job, allocs []cluster.Allocation) float64 {
-	if c.p.Speed == nil {
-		return 0
-	}
-	slow := 0.0
-	for _, al := range allocs {
-		i, ok := c.free.NodeIndex(al.GPU.Node)
-		if !ok {
-			continue
-		}
-		if n := c.free.Node(i); al.GPU.Index < len(n.GPUs) {
-			if sp := c.p.Speed(j, n.GPUs[al.GPU.Index].Model); sp > 0 {
-				slow = max(slow, 1/sp)
-			}
-		}
-	}
-	return slow
 }

@@ -81,6 +81,28 @@ func JobSpeed(job *cluster.Job, model string) float64 {
 	return Speed(model)
 }
 
+// Slowdown is 1 over the job's speed (speed, such as JobSpeed) on the
+// slowest of the GPUs of allocs, the nodes looked up in snap: the wall
+// time a unit of its forecast work takes there, below 1 where every GPU
+// runs it faster than its forecast's model. 0 without speeds, or when none
+// of the GPUs is known.
+func Slowdown(speed func(*cluster.Job, string) float64, job *cluster.Job, allocs []cluster.Allocation, snap *cluster.Snapshot) float64 {
+	if speed == nil || snap == nil {
+		return 0
+	}
+	slow := 0.0
+	for _, al := range allocs {
+		n, ok := snap.Node(al.GPU.Node)
+		if !ok || al.GPU.Index >= len(n.GPUs) {
+			continue
+		}
+		if sp := speed(job, n.GPUs[al.GPU.Index].Model); sp > 0 {
+			slow = max(slow, 1/sp)
+		}
+	}
+	return slow
+}
+
 // Speed is a model's GavelSpeeds entry, matched by family ("V100M32" is a
 // V100, "P100-12GB" a P100), else 1 (the V100 stands in).
 func Speed(model string) float64 {

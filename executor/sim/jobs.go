@@ -109,27 +109,16 @@ func (s *Simulator) warm(d *cluster.DataSource, allocs []cluster.Allocation) boo
 	return len(allocs) > 0
 }
 
-// modelSlowdown is 1 over the job's speed on the slowest of its GPUs
-// (Config.Speed; below 1 where all its GPUs run it faster than the trace's
-// V100), 0 without speeds.
+// modelSlowdown is executor.Slowdown with Config.Speed (1 where it knows
+// none of the GPUs), 0 without speeds.
 func (s *Simulator) modelSlowdown(job *cluster.Job, allocs []cluster.Allocation) float64 {
 	if s.cfg.Speed == nil {
 		return 0
 	}
-	slow := 0.0
-	for _, al := range allocs {
-		n, ok := s.snap.Node(al.GPU.Node)
-		if !ok || al.GPU.Index >= len(n.GPUs) {
-			continue
-		}
-		if sp := s.cfg.Speed(job, n.GPUs[al.GPU.Index].Model); sp > 0 {
-			slow = max(slow, 1/sp)
-		}
+	if slow := executor.Slowdown(s.cfg.Speed, job, allocs, s.snap); slow > 0 {
+		return slow
 	}
-	if slow == 0 {
-		return 1
-	}
-	return slow
+	return 1
 }
 
 // complete ends a job whose work is done.
