@@ -512,11 +512,7 @@ func (a *Agent) assignLoad(p *attempt) {
 	if a.cfg.Load == nil {
 		return
 	}
-	for _, idx := range p.rec.GPUs {
-		g, ok := a.gpu(idx)
-		if !ok || g.UUID == "" {
-			continue
-		}
+	for _, g := range a.gpusOf(p.rec.GPUs) {
 		err := a.cfg.Load.Assign(g.UUID, nvml.Assignment{JobID: p.rec.Job, Util: SimulatedUtil,
 			MemBytes: uint64(float64(g.MemoryBytes) * SimulatedMemFraction), PIDs: []int{p.rec.PID}})
 		if err != nil {
@@ -525,20 +521,19 @@ func (a *Agent) assignLoad(p *attempt) {
 	}
 }
 
+// capped says whether the attempt asked for a power cap.
+func (r *record) capped() bool { return r.PowerLimitFraction > 0 && r.PowerLimitFraction < 1 }
+
 // capPower sets the attempt's GPUs' power limits to its cap
 // (StartSpec.PowerLimitFraction) through Config.Power. A limit that cannot
 // be set is logged and the job runs uncapped: a cap saves energy, it is
 // not a reason to fail a job.
 func (a *Agent) capPower(p *attempt) {
-	f := p.rec.PowerLimitFraction
-	if a.cfg.Power == nil || !(f > 0 && f < 1) {
+	if a.cfg.Power == nil || !p.rec.capped() {
 		return
 	}
-	for _, idx := range p.rec.GPUs {
-		g, ok := a.gpu(idx)
-		if !ok || g.UUID == "" {
-			continue
-		}
+	f := p.rec.PowerLimitFraction
+	for _, g := range a.gpusOf(p.rec.GPUs) {
 		w, err := a.cfg.Power.SetPowerLimitFraction(g.UUID, f)
 		if err != nil {
 			a.log.Warn("power cap not set; the job runs uncapped on this GPU", "job", p.rec.Job, "gpu", g.UUID, "fraction", f, "error", err)
@@ -559,7 +554,7 @@ func (a *Agent) settlePowerLimits() {
 	}
 	running, ended := map[int]bool{}, map[int]bool{}
 	for _, p := range a.attempts {
-		if f := p.rec.PowerLimitFraction; !(f > 0 && f < 1) {
+		if !p.rec.capped() {
 			continue
 		}
 		for _, g := range p.rec.GPUs {
@@ -569,32 +564,33 @@ func (a *Agent) settlePowerLimits() {
 				running[g] = true
 			}
 		}
-	}
-	for _, p := range a.attempts {
 		if !p.rec.Ended {
 			a.capPower(p)
 		}
 	}
+	var reset []int
 	for g := range ended {
-		if info, ok := a.gpu(g); ok && info.UUID != "" && !running[g] {
-			if err := a.cfg.Power.ResetPowerLimit(info.UUID); err != nil {
-				a.log.Warn("power limit not reset", "gpu", info.UUID, "error", err)
-			}
+		if !running[g] {
+			reset = append(reset, g)
 		}
 	}
+	a.resetPower(reset, "")
 }
 
 // uncapPower sets the attempt's GPUs back to their default power limit.
 func (a *Agent) uncapPower(p *attempt) {
-	f := p.rec.PowerLimitFraction
-	if a.cfg.Power == nil || !(f > 0 && f < 1) {
-		return
+	if a.cfg.Power != nil && p.rec.capped() {
+		a.resetPower(p.rec.GPUs, p.rec.Job)
 	}
-	for _, idx := range p.rec.GPUs {
-		if g, ok := a.gpu(idx); ok && g.UUID != "" {
-			if err := a.cfg.Power.ResetPowerLimit(g.UUID); err != nil {
-				a.log.Warn("power limit not reset", "job", p.rec.Job, "gpu", g.UUID, "error", err)
-			}
+}
+
+// resetPower sets the GPUs of those indices back to their default power
+// limit, logging the ones that refuse (job names whose cap it lifts, ""
+// for none).
+func (a *Agent) resetPower(gpus []int, job string) {
+	for _, g := range a.gpusOf(gpus) {
+		if err := a.cfg.Power.ResetPowerLimit(g.UUID); err != nil {
+			a.log.Warn("power limit not reset", "job", job, "gpu", g.UUID, "error", err)
 		}
 	}
 }
@@ -604,11 +600,20 @@ func (a *Agent) releaseLoad(p *attempt) {
 	if a.cfg.Load == nil {
 		return
 	}
-	for _, idx := range p.rec.GPUs {
+	for _, g := range a.gpusOf(p.rec.GPUs) {
+		a.cfg.Load.Release(g.UUID)
+	}
+}
+
+// gpusOf are the node's GPUs of those indices that have a UUID.
+func (a *Agent) gpusOf(idxs []int) []GPUInfo {
+	var out []GPUInfo
+	for _, idx := range idxs {
 		if g, ok := a.gpu(idx); ok && g.UUID != "" {
-			a.cfg.Load.Release(g.UUID)
+			out = append(out, g)
 		}
 	}
+	return out
 }
 
 func (a *Agent) gpu(index int) (GPUInfo, bool) {
