@@ -12,20 +12,27 @@ import (
 	"github.com/prescient-sched/prescient/executor"
 )
 
+// simHost is a simulated NVML host of A100s and the agent's view of its
+// first n GPUs; it closes when the test ends.
+func simHost(t *testing.T, seed uint64, n int) (*nvml.Sim, []GPUInfo) {
+	t.Helper()
+	host, err := nvml.NewSim(nvml.SimOptions{Seed: seed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { host.Close() })
+	var gpus []GPUInfo
+	for i, u := range host.UUIDs()[:n] {
+		gpus = append(gpus, GPUInfo{Index: i, UUID: u, Model: "A100-SXM4-40GB", MemoryBytes: 40 << 30})
+	}
+	return host, gpus
+}
+
 // A job that asks for a power cap runs with its GPUs' limits lowered, on
 // the simulated NVML host the agent would sample, and the limits come
 // back when it ends; the other GPUs keep theirs.
 func TestAJobsPowerCapIsSetOnItsGPUsAndLifted(t *testing.T) {
-	host, err := nvml.NewSim(nvml.SimOptions{Seed: 9})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer host.Close()
-	uuids := host.UUIDs()
-	var gpus []GPUInfo
-	for i := range 4 {
-		gpus = append(gpus, GPUInfo{Index: i, UUID: uuids[i], Model: "A100-SXM4-40GB", MemoryBytes: 40 << 30})
-	}
+	host, gpus := simHost(t, 9, 4)
 	p := newPlane(t, HubOptions{})
 	a, err := New(Config{
 		Server: p.url(), Token: testToken, WorkDir: t.TempDir(), Node: NodeInfo{Name: "n1", Rack: "r1", GPUs: gpus},
@@ -84,16 +91,8 @@ func TestAJobsPowerCapIsSetOnItsGPUsAndLifted(t *testing.T) {
 // left the GPU capped; the next agent on the work directory sets it back,
 // and caps again the GPU of a capped job that still runs.
 func TestANewAgentSettlesTheCapsItFinds(t *testing.T) {
-	host, err := nvml.NewSim(nvml.SimOptions{Seed: 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer host.Close()
+	host, gpus := simHost(t, 10, 2)
 	uuids := host.UUIDs()
-	var gpus []GPUInfo
-	for i := range 2 {
-		gpus = append(gpus, GPUInfo{Index: i, UUID: uuids[i], Model: "A100-SXM4-40GB", MemoryBytes: 40 << 30})
-	}
 	// GPU 0: its capped job ended while no agent watched (no such process
 	// now), the cap still set. GPU 1: a capped job (this test's own
 	// process, alive) runs on, its GPU reset meanwhile.

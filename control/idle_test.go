@@ -126,19 +126,14 @@ func TestIdleForecastCombinesJobsQueueAndTelemetry(t *testing.T) {
 	}
 }
 
-// waitIdleRead waits for the utilization read a cycle started.
-func waitIdleRead(t *testing.T, e *env) {
+// idleCycles runs n plan cycles a minute apart, each waiting for the
+// utilization read it started.
+func idleCycles(t *testing.T, e *env, n int) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
-		e.plane.mu.Lock()
-		reading := e.plane.idleReading
-		e.plane.mu.Unlock()
-		if !reading {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the utilization read did not finish in 10 s")
-		}
+	for range n {
+		e.plane.cycle(e.ctx)
+		e.waitWhile("the utilization read", &e.plane.idleReading)
+		e.clock.Advance(idleReadEvery)
 	}
 }
 
@@ -165,11 +160,7 @@ func TestAJobHoldingIdleGPUsIsRecommendedOnceAndDismissedWhenBusy(t *testing.T) 
 		return out
 	}
 	// The first cycle reads the utilization; the next recommends.
-	for range 3 {
-		e.plane.cycle(e.ctx)
-		waitIdleRead(t, e)
-		e.clock.Advance(idleReadEvery)
-	}
+	idleCycles(t, e, 3)
 	recs := idleRecs()
 	if len(recs) != 1 || recs[0].JobID != "stuck" || recs[0].Status != store.RecommendationOpen {
 		t.Fatalf("idle recommendations %+v, want one open for stuck", recs)
@@ -178,11 +169,7 @@ func TestAJobHoldingIdleGPUsIsRecommendedOnceAndDismissedWhenBusy(t *testing.T) 
 	// stands, nothing is dismissed or recorded again.
 	sinkQuery := e.plane.cfg.Telemetry
 	e.plane.cfg.Telemetry = failingTelemetry{}
-	for range 10 {
-		e.plane.cycle(e.ctx)
-		waitIdleRead(t, e)
-		e.clock.Advance(idleReadEvery)
-	}
+	idleCycles(t, e, 10)
 	if recs := idleRecs(); len(recs) != 1 || recs[0].Status != store.RecommendationOpen {
 		t.Fatalf("during a telemetry outage: %+v, want the one recommendation still open", recs)
 	}
@@ -201,11 +188,7 @@ func TestAJobHoldingIdleGPUsIsRecommendedOnceAndDismissedWhenBusy(t *testing.T) 
 		t.Fatal(err)
 	}
 	e.clock.Advance(3 * time.Minute)
-	for range 2 {
-		e.plane.cycle(e.ctx)
-		waitIdleRead(t, e)
-		e.clock.Advance(idleReadEvery)
-	}
+	idleCycles(t, e, 2)
 	if recs := idleRecs(); len(recs) != 1 || recs[0].Status != store.RecommendationDismissed {
 		t.Fatalf("after the job got busy: %+v, want it dismissed", recs)
 	}

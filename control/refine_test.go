@@ -80,17 +80,7 @@ func runningMemory(t *testing.T, e *env, id cluster.JobID) int64 {
 	if _, err := e.plane.liveState(e.ctx); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
-		e.plane.mu.Lock()
-		running := e.plane.refining
-		e.plane.mu.Unlock()
-		if !running {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the refinement did not finish in 10 s")
-		}
-	}
+	e.waitWhile("the refinement", &e.plane.refining)
 	lv, err := e.plane.liveState(e.ctx)
 	if err != nil {
 		t.Fatal(err)

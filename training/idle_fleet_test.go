@@ -10,7 +10,6 @@ import (
 	"github.com/prescient-sched/prescient/collector"
 	"github.com/prescient-sched/prescient/collector/nvml"
 	"github.com/prescient-sched/prescient/datasets"
-	"github.com/prescient-sched/prescient/internal/influxtest"
 	"github.com/prescient-sched/prescient/internal/testenv"
 	"github.com/prescient-sched/prescient/models/idle"
 	"github.com/prescient-sched/prescient/training"
@@ -51,21 +50,7 @@ func TestRetrainIdleFromFleetTelemetry(t *testing.T) {
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	samples := genaiFleet(t, now.Add(-time.Minute))
 	_, emb := embeddedTelemetry(t, samples)
-	srv := influxtest.Shared(t)
-	o := collector.InfluxOptions{URL: srv.URL, Bucket: fmt.Sprintf("idle_%d/autogen", time.Now().UnixNano())}
-	sink, err := collector.NewInfluxSink(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sink.Close()
-	if err := sink.Write(ctx, samples); err != nil {
-		t.Fatal(err)
-	}
-	iq, err := collector.NewInfluxQuery(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer iq.Close()
+	iq := influxTelemetry(t, "idle", samples)
 	reg := training.Registry{Dir: t.TempDir()}
 	for i, src := range []struct {
 		name string

@@ -11,7 +11,6 @@ import (
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/collector"
 	"github.com/prescient-sched/prescient/collector/nvml"
-	"github.com/prescient-sched/prescient/internal/influxtest"
 	"github.com/prescient-sched/prescient/training"
 )
 
@@ -54,21 +53,7 @@ func TestFitPowerFromTelemetry(t *testing.T) {
 	start := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
 	samples := powerFleet(start)
 	_, emb := embeddedTelemetry(t, samples)
-	srv := influxtest.Shared(t)
-	o := collector.InfluxOptions{URL: srv.URL, Bucket: fmt.Sprintf("power_%d/autogen", time.Now().UnixNano())}
-	sink, err := collector.NewInfluxSink(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sink.Close()
-	if err := sink.Write(ctx, samples); err != nil {
-		t.Fatal(err)
-	}
-	iq, err := collector.NewInfluxQuery(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer iq.Close()
+	iq := influxTelemetry(t, "power", samples)
 	for name, ts := range map[string]collector.TelemetryStore{"embedded": emb, "influxdb": iq} {
 		t.Run(name, func(t *testing.T) {
 			fit, err := training.FitPower(ctx, ts, start, start.Add(6*time.Hour), 5)

@@ -72,27 +72,36 @@ func embeddedTelemetry(t testing.TB, samples []collector.Sample) (*store.Store, 
 	return st, emb
 }
 
-// Peaks come out of telemetry as they went in, from InfluxDB and from the
-// embedded store alike; jobs without telemetry stay unlabelled.
-func TestFillPeakMemoryFromTelemetry(t *testing.T) {
-	ctx := context.Background()
-	jobs, samples, truth := fleetHistory(t, 600)
-	_, emb := embeddedTelemetry(t, samples)
+// influxTelemetry writes samples to a bucket of their own (named from
+// prefix) of the shared InfluxDB and returns a query of it; both close
+// when the test ends.
+func influxTelemetry(t testing.TB, prefix string, samples []collector.Sample) *collector.InfluxQuery {
+	t.Helper()
 	srv := influxtest.Shared(t)
-	o := collector.InfluxOptions{URL: srv.URL, Bucket: fmt.Sprintf("peaks_%d/autogen", time.Now().UnixNano())}
+	o := collector.InfluxOptions{URL: srv.URL, Bucket: fmt.Sprintf("%s_%d/autogen", prefix, time.Now().UnixNano())}
 	sink, err := collector.NewInfluxSink(o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer sink.Close()
-	if err := sink.Write(ctx, samples); err != nil {
+	t.Cleanup(func() { _ = sink.Close() })
+	if err := sink.Write(context.Background(), samples); err != nil {
 		t.Fatal(err)
 	}
 	iq, err := collector.NewInfluxQuery(o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer iq.Close()
+	t.Cleanup(iq.Close)
+	return iq
+}
+
+// Peaks come out of telemetry as they went in, from InfluxDB and from the
+// embedded store alike; jobs without telemetry stay unlabelled.
+func TestFillPeakMemoryFromTelemetry(t *testing.T) {
+	ctx := context.Background()
+	jobs, samples, truth := fleetHistory(t, 600)
+	_, emb := embeddedTelemetry(t, samples)
+	iq := influxTelemetry(t, "peaks", samples)
 	for name, src := range map[string]training.JobMemoryReader{"embedded": emb, "influxdb": iq} {
 		t.Run(name, func(t *testing.T) {
 			got := append([]cluster.Job(nil), jobs...)
