@@ -148,13 +148,18 @@ func (p *Plane) IdleForecast(ctx context.Context, q IdleQuery) (IdleForecast, er
 	var gpus []cluster.GPU
 	var refs []cluster.GPURef
 	var pools []string
+	fleetGPUs := 0
 	for i := range nodes {
 		n := &nodes[i]
 		pool := n.Labels[PoolLabel]
 		if pool == "" {
 			pool = n.Name
 		}
-		if n.State == cluster.NodeFailed || q.Pool != "" && pool != q.Pool || q.Node != "" && n.Name != q.Node {
+		if n.State == cluster.NodeFailed {
+			continue
+		}
+		fleetGPUs += len(n.GPUs) // the queue's demand is shared among all the pools
+		if q.Pool != "" && pool != q.Pool || q.Node != "" && n.Name != q.Node {
 			continue
 		}
 		for _, g := range n.GPUs {
@@ -219,9 +224,8 @@ func (p *Plane) IdleForecast(ctx context.Context, q IdleQuery) (IdleForecast, er
 		}
 		size[pool]++
 	}
-	total := p.fleetGPUs(nodes)
 	for _, pool := range order {
-		ps := idle.PoolState{ID: pool, QueuedGPUs: out.QueuedGPUs * float64(size[pool]) / float64(total)}
+		ps := idle.PoolState{ID: pool, QueuedGPUs: out.QueuedGPUs * float64(size[pool]) / float64(fleetGPUs)}
 		if g := grids[pool]; len(g) > 0 {
 			ps.History = idle.PoolFromGrids(pool, g)
 		}
@@ -239,17 +243,6 @@ func (p *Plane) IdleForecast(ctx context.Context, q IdleQuery) (IdleForecast, er
 		out.IdleJobs = []idle.IdleJob{}
 	}
 	return out, nil
-}
-
-// fleetGPUs counts the GPUs of the nodes that are up.
-func (p *Plane) fleetGPUs(nodes []cluster.Node) int {
-	n := 0
-	for i := range nodes {
-		if nodes[i].State != cluster.NodeFailed {
-			n += len(nodes[i].GPUs)
-		}
-	}
-	return max(n, 1)
 }
 
 // holder is the job that holds a GPU longest (of the jobs sharing it),
