@@ -10,6 +10,7 @@ import (
 
 	"github.com/prescient-sched/prescient/collector"
 	"github.com/prescient-sched/prescient/executor/sim"
+	"github.com/prescient-sched/prescient/models"
 )
 
 const (
@@ -177,9 +178,5 @@ func FitPower(ctx context.Context, ts collector.TelemetryStore, from, until time
 // median of xs (which it sorts).
 func median(xs []float64) float64 {
 	slices.Sort(xs)
-	n := len(xs)
-	if n%2 == 1 {
-		return xs[n/2]
-	}
-	return (xs[n/2-1] + xs[n/2]) / 2
+	return models.QuantileSorted(xs, 0.5)
 }
