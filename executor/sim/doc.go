@@ -33,6 +33,12 @@
 // Config.Carbon every watt is weighed by the grid's carbon intensity
 // (carbon.go).
 //
+// With Config.Lending (lending.go) some nodes are an inference pool whose
+// demand follows replicas' idleness series: a Lender's forecast lends its
+// idle nodes to training and takes them back, the jobs on them told to
+// checkpoint and stop, before the demand returns; demand beyond what the
+// service holds takes nodes back at once and counts as short.
+//
 // Fill (fill.go) is the FGD paper's fill experiment: pods arrive and never
 // leave until a multiple of the fleet's GPU capacity has arrived, placed by
 // one of the placement package's scorers.

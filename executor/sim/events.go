@@ -14,6 +14,7 @@ const (
 	evFail                    // a node fails
 	evRepair                  // a failed node is back
 	evWake                    // the planner asked to be called again
+	evLend                    // a minute of the inference pool (lending.go)
 )
 
 // event is one entry of the event queue. Job events carry the job's epoch

@@ -149,6 +149,8 @@ func (s *Simulator) handle(e event) error {
 		s.repair(e.node)
 	case evWake:
 		s.dirty = true
+	case evLend:
+		return s.tick()
 	}
 	return nil
 }

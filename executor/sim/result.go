@@ -12,27 +12,37 @@ import (
 
 // Metrics are a replay's figures, in the units their JSON names say.
 type Metrics struct {
-	Policy             string             `json:"policy"`
-	Jobs               int                `json:"jobs"`
-	Finished           int                `json:"finished"`
-	AvgJCTS            float64            `json:"avg_jct_s"`
-	P50JCTS            float64            `json:"p50_jct_s"`
-	P99JCTS            float64            `json:"p99_jct_s"`
-	AvgWaitS           float64            `json:"avg_wait_s"`
-	P99WaitS           float64            `json:"p99_wait_s"`
-	MakespanS          float64            `json:"makespan_s"`
-	GPUAllocPct        float64            `json:"gpu_alloc_pct"`
-	DeadlineJobs       int                `json:"deadline_jobs"`
-	DeadlineFeasible   int                `json:"deadline_feasible"`
-	DeadlineMetPct     float64            `json:"deadline_met_pct"`
-	Preemptions        int                `json:"preemptions"`
-	LostGPUS           float64            `json:"lost_gpu_s"`
-	CheckpointGPUS     float64            `json:"checkpoint_gpu_s"`
-	EnergyKWh          float64            `json:"energy_kwh"`
-	ParkedNodeS        float64            `json:"parked_node_s"`
-	PowerCappedStarts  int                `json:"power_capped_starts"`
-	TransferSavedBytes int64              `json:"transfer_saved_bytes"`
-	KgCO2              float64            `json:"kgco2"`
+	Policy             string  `json:"policy"`
+	Jobs               int     `json:"jobs"`
+	Finished           int     `json:"finished"`
+	AvgJCTS            float64 `json:"avg_jct_s"`
+	P50JCTS            float64 `json:"p50_jct_s"`
+	P99JCTS            float64 `json:"p99_jct_s"`
+	AvgWaitS           float64 `json:"avg_wait_s"`
+	P99WaitS           float64 `json:"p99_wait_s"`
+	MakespanS          float64 `json:"makespan_s"`
+	GPUAllocPct        float64 `json:"gpu_alloc_pct"`
+	DeadlineJobs       int     `json:"deadline_jobs"`
+	DeadlineFeasible   int     `json:"deadline_feasible"`
+	DeadlineMetPct     float64 `json:"deadline_met_pct"`
+	Preemptions        int     `json:"preemptions"`
+	LostGPUS           float64 `json:"lost_gpu_s"`
+	CheckpointGPUS     float64 `json:"checkpoint_gpu_s"`
+	EnergyKWh          float64 `json:"energy_kwh"`
+	ParkedNodeS        float64 `json:"parked_node_s"`
+	PowerCappedStarts  int     `json:"power_capped_starts"`
+	TransferSavedBytes int64   `json:"transfer_saved_bytes"`
+	KgCO2              float64 `json:"kgco2"`
+	// Lending (Config.Lending): GPU-time lent to training (until the
+	// service had the nodes back), the inference demand, the part of it
+	// the service's GPUs could not serve, loans, nodes taken back and the
+	// training jobs they preempted.
+	LentGPUS           float64            `json:"lent_gpu_s,omitempty"`
+	InferenceBusyGPUS  float64            `json:"inference_busy_gpu_s,omitempty"`
+	InferenceShortGPUS float64            `json:"inference_short_gpu_s,omitempty"`
+	Loans              int                `json:"loans,omitempty"`
+	Reclaims           int                `json:"reclaims,omitempty"`
+	ReclaimPreemptions int                `json:"reclaim_preemptions,omitempty"`
 	JainFairness       float64            `json:"jain_fairness"`
 	WaitByTierS        map[string]float64 `json:"wait_by_tier_s"`
 	WaitByTenantS      map[string]float64 `json:"wait_by_tenant_s"`
@@ -116,6 +126,10 @@ func (s *Simulator) result(wall time.Duration) *Result {
 	m.PowerCappedStarts, m.TransferSavedBytes = a.capped, a.savedBytes
 	m.WaitByTierS, m.WaitByTenantS = means(tierW), means(tenantW)
 	m.JainFairness = jain(slow)
+	if l := s.lend; l != nil {
+		m.LentGPUS, m.InferenceBusyGPUS, m.InferenceShortGPUS = l.lentS, l.busyS, l.shortS
+		m.Loans, m.Reclaims, m.ReclaimPreemptions = l.loans, l.reclaims, l.reclaimJob
+	}
 	if s.cfg.Outcomes {
 		r.Outcomes = s.outcomes()
 	}

@@ -77,6 +77,9 @@ type Config struct {
 	// jobs naming that dataset see the node warm. Zero: caches do not warm
 	// (only the copies the jobs name count).
 	DataCacheBytes int64
+	// Lending, when set, lends an inference pool's idle nodes to training
+	// (lending.go). Nil: the fleet is training's alone.
+	Lending *Lending
 	// Carbon is the grid's carbon intensity over time; with it the replay
 	// reports kgco2. Nil means none.
 	Carbon *CarbonSeries
@@ -123,6 +126,9 @@ func (c *Config) Validate() error {
 	}
 	if len(c.Running) > 0 && c.Start.IsZero() {
 		errs = append(errs, errors.New("sim: running jobs need a start time"))
+	}
+	if c.Lending != nil && c.Fleet != nil {
+		errs = append(errs, c.Lending.validate(c.Fleet))
 	}
 	if c.NodeMTBF > 0 && c.NodeRepair == 0 {
 		errs = append(errs, errors.New("sim: node failures need a repair time"))
@@ -184,6 +190,7 @@ type Simulator struct {
 	dirty       bool
 	wakeAt      time.Time
 	down        []bool
+	lend        *lending // nil without Config.Lending
 }
 
 // Run replays cfg.Jobs on cfg.Fleet and returns the metrics.
@@ -246,6 +253,9 @@ func newSimulator(cfg Config) (*Simulator, error) {
 	}
 	s.acct.init(s)
 	s.caches.init(s)
+	if cfg.Lending != nil {
+		s.initLending()
+	}
 	if err := s.loadJobs(); err != nil {
 		return nil, err
 	}

@@ -68,7 +68,8 @@ func replayPolicy(t failer, pol executor.Policy, fleet *cluster.Fleet, jobs []cl
 // simulator never exceeds a GPU's capacity, never gives a GPU twice, keeps
 // every job in exactly one state and place (checked after every step), and
 // finishes every job: none is lost; with power caps, carbon waits,
-// parking (fixed or by forecast) and warming data caches too.
+// parking (fixed or by forecast), warming data caches and an inference node
+// lent and taken back too.
 func TestReplayInvariants(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		nodes := rapid.IntRange(1, 4).Draw(rt, "nodes")
@@ -107,9 +108,11 @@ func TestReplayInvariants(t *testing.T) {
 		}
 		park := rapid.SampledFrom([]time.Duration{0, time.Minute, 10 * time.Minute}).Draw(rt, "park_idle_after")
 		parkForecast := park > 0 && rapid.Bool().Draw(rt, "park_forecast") // parked nodes boot before their jobs work
+		lend := lendingDraw(rt, fleet, perNode)                            // an inference node lent and taken back
 		r := replayPolicy(rt, pol, fleet, jobs, func(c *sim.Config) {
 			c.Check, c.NodeMTBF, c.NodeRepair, c.Carbon = true, mtbf, 30*time.Minute, carbon
 			c.ParkIdleAfter, c.ParkForecast, c.DataCacheBytes = park, parkForecast, cache
+			c.Lending = lend
 		})
 		if r.Finished != len(jobs) {
 			rt.Fatalf("%s: %d of %d jobs finished", policy, r.Finished, len(jobs))

@@ -1,0 +1,424 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/prescient-sched/prescient/cluster"
+	"github.com/prescient-sched/prescient/executor"
+)
+
+// Lending lends an inference pool's idle GPUs to training and takes them
+// back before the inference demand returns (Config.Lending).
+//
+// The pool's nodes serve inference and run no training unless lent. The
+// inference service needs, at each minute, as many GPUs as its replicas
+// are busy then, on any of the nodes it holds (it consolidates onto
+// them). Every Every the Lender forecasts the pool's idle GPUs ahead: the
+// replay lends whole nodes while the forecast keeps them spare for
+// MinLoan, and takes nodes back when it says the demand returns within
+// Every + Notice. Taking a node back tells its jobs to checkpoint and
+// stop within Notice; a node is the service's again once its jobs are
+// gone. Whenever the demand exceeds the GPUs the service holds, lent nodes
+// are taken back at once and the missing GPU-time is counted as short.
+type Lending struct {
+	// Nodes are the fleet's inference nodes, by name, in the order they
+	// are lent (the service consolidates onto the first ones).
+	Nodes []string
+	// Replicas are the inference replicas' idleness per minute from the
+	// replay's start: 1 idle, 0 busy, NaN not running (idle too). They are
+	// repeated when the replay outlasts them.
+	Replicas [][]float64
+	// Lender forecasts the pool's idle GPUs.
+	Lender Lender
+	// Every is how often loans are decided (default 5m); MinLoan the
+	// shortest loan worth making (default 30m); Notice how long a taken
+	// back node's jobs have to checkpoint (default 2m); Lookback how much
+	// history the Lender is given (default 6h).
+	Every, MinLoan, Notice, Lookback time.Duration
+}
+
+// Lender forecasts an inference pool's idle GPUs.
+type Lender interface {
+	// IdleAhead answers, for each of q.Leads steps of q.Step after q.Now,
+	// how many of the pool's GPUs can be counted on to be idle until then:
+	// a low quantile of the forecast, the GPUs that may be lent.
+	IdleAhead(q LoanQuery) ([]float64, error)
+}
+
+// LoanQuery is what a Lender is asked.
+type LoanQuery struct {
+	Now  time.Time
+	GPUs int // the pool's GPUs
+	// History is the pool's idle GPUs per minute, oldest first, the last
+	// at Now; Replicas the same minutes' idleness of each replica (1 idle,
+	// 0 busy, NaN not running).
+	History  []float64
+	Replicas [][]float64
+	Step     time.Duration
+	Leads    int
+	// Future is the truth: the pool's idle GPUs per minute after Now,
+	// Leads × Step long. Only OracleLender reads it.
+	Future []float64
+}
+
+// OracleLender knows the future: at each lead, the fewest idle GPUs of
+// the minutes up to it since the lead before.
+type OracleLender struct{}
+
+// IdleAhead implements Lender.
+func (OracleLender) IdleAhead(q LoanQuery) ([]float64, error) {
+	per := int(q.Step / time.Minute)
+	out := make([]float64, q.Leads)
+	for l := range out {
+		out[l] = math.Inf(1)
+		for m := l * per; m < (l+1)*per && m < len(q.Future); m++ {
+			out[l] = math.Min(out[l], q.Future[m])
+		}
+	}
+	return out, nil
+}
+
+// RecentLender lends what has been idle throughout the last Window: the
+// fewest idle GPUs of that window, at every lead (the reactive rule).
+type RecentLender struct{ Window time.Duration }
+
+// IdleAhead implements Lender.
+func (r RecentLender) IdleAhead(q LoanQuery) ([]float64, error) {
+	n := min(max(int(r.Window/time.Minute), 1), len(q.History))
+	low := math.Inf(1)
+	for _, v := range q.History[len(q.History)-n:] {
+		low = math.Min(low, v)
+	}
+	out := make([]float64, q.Leads)
+	for l := range out {
+		out[l] = low
+	}
+	return out, nil
+}
+
+// The defaults of Lending's durations.
+const (
+	DefaultLendEvery    = 5 * time.Minute
+	DefaultMinLoan      = 30 * time.Minute
+	DefaultLendNotice   = 2 * time.Minute
+	DefaultLendLookback = 6 * time.Hour
+)
+
+// loanState is an inference node's state.
+type loanState int
+
+const (
+	serving  loanState = iota // the service's
+	lent                      // training's
+	draining                  // taken back: its jobs checkpoint and stop
+)
+
+// lending is the replay's side of Config.Lending.
+type lending struct {
+	cfg      Lending
+	start    time.Time
+	nodes    []int // fleet indices of cfg.Nodes
+	gpus     []int
+	state    []loanState
+	poolGPUs int
+	busy     []float64 // busy replicas per minute of the replicas' period
+	minute   int       // the current tick
+	// quietSince is the last tick at which a loan changed or a job ran.
+	quietSince int
+
+	lentS, busyS, shortS        float64
+	loans, reclaims, reclaimJob int
+}
+
+func (c *Lending) validate(f *cluster.Fleet) error {
+	var errs []error
+	if len(c.Nodes) == 0 {
+		errs = append(errs, errors.New("sim: lending: no inference nodes"))
+	}
+	if len(c.Replicas) == 0 || len(c.Replicas[0]) == 0 {
+		errs = append(errs, errors.New("sim: lending: no inference replicas"))
+	}
+	for i, r := range c.Replicas {
+		if len(r) != len(c.Replicas[0]) {
+			errs = append(errs, fmt.Errorf("sim: lending: replica %d has %d minutes, replica 0 %d", i, len(r), len(c.Replicas[0])))
+			break
+		}
+	}
+	if c.Lender == nil {
+		errs = append(errs, errors.New("sim: lending: no lender"))
+	}
+	if c.Every < 0 || c.MinLoan < 0 || c.Notice < 0 || c.Lookback < 0 {
+		errs = append(errs, errors.New("sim: lending: negative duration"))
+	}
+	if c.Every%time.Minute != 0 {
+		errs = append(errs, fmt.Errorf("sim: lending: decision interval %s is not whole minutes", c.Every))
+	}
+	seen := map[string]bool{}
+	for _, n := range c.Nodes {
+		if _, ok := nodeByName(f, n); !ok || seen[n] {
+			errs = append(errs, fmt.Errorf("sim: lending: inference node %q is not in the fleet or named twice", n))
+		}
+		seen[n] = true
+	}
+	return errors.Join(errs...)
+}
+
+func nodeByName(f *cluster.Fleet, name string) (int, bool) {
+	for i := range f.Nodes {
+		if f.Nodes[i].Name == name {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+// initLending hands the inference nodes to the service and schedules the
+// first tick.
+func (s *Simulator) initLending() {
+	c := *s.cfg.Lending
+	c.Every = cmpOr(c.Every, DefaultLendEvery)
+	c.MinLoan = cmpOr(c.MinLoan, DefaultMinLoan)
+	c.Notice = cmpOr(c.Notice, DefaultLendNotice)
+	c.Lookback = cmpOr(c.Lookback, DefaultLendLookback)
+	l := &lending{cfg: c, start: s.now}
+	for _, name := range c.Nodes {
+		i, _ := s.free.NodeIndex(name)
+		l.nodes = append(l.nodes, i)
+		l.gpus = append(l.gpus, len(s.snap.Nodes[i].GPUs))
+		l.state = append(l.state, serving)
+		l.poolGPUs += len(s.snap.Nodes[i].GPUs)
+		s.acct.nodeState(s, i, false)
+		s.down[i] = true
+		s.snap.Nodes[i].State = cluster.NodeDrained
+		s.free.SetReady(i, false)
+	}
+	period := len(c.Replicas[0])
+	l.busy = make([]float64, period)
+	for _, r := range c.Replicas {
+		for m, v := range r {
+			if v == 0 {
+				l.busy[m]++
+			}
+		}
+	}
+	s.lend = l
+	s.ev.push(event{at: s.now, kind: evLend})
+}
+
+func cmpOr(d, def time.Duration) time.Duration {
+	if d == 0 {
+		return def
+	}
+	return d
+}
+
+// idleAt is the pool's idle GPUs at minute m (at least 0).
+func (l *lending) idleAt(m int) float64 {
+	return math.Max(float64(l.poolGPUs)-l.busy[m%len(l.busy)], 0)
+}
+
+// holds reports whether fleet node i is an inference node the service
+// holds (serving or draining), so that a repair does not give it to
+// training.
+func (l *lending) holds(i int) bool {
+	k := slices.Index(l.nodes, i)
+	return k >= 0 && l.state[k] != lent
+}
+
+// tick is one minute of the pool: nodes whose jobs are gone go back to
+// the service, a demand beyond the service's GPUs takes lent nodes back,
+// every Every the Lender's forecast lends and takes back, and the minute
+// is accounted.
+func (s *Simulator) tick() error {
+	l := s.lend
+	m := l.minute
+	for k, i := range l.nodes {
+		if l.state[k] == draining && s.nodeEmpty(i) {
+			l.state[k] = serving
+		}
+	}
+	busy := l.busy[m%len(l.busy)]
+	if short := busy - float64(l.held(serving)+l.held(draining)); short > 0 {
+		if err := s.takeBack(short); err != nil {
+			return err
+		}
+	}
+	if m%int(l.cfg.Every/time.Minute) == 0 {
+		if err := s.decideLoans(); err != nil {
+			return err
+		}
+	}
+	l.busyS += busy * 60
+	l.shortS += math.Max(busy-float64(l.held(serving)), 0) * 60
+	l.lentS += float64(l.held(lent)+l.held(draining)) * 60
+	if l.held(lent) > 0 || len(s.running) > 0 {
+		l.quietSince = m
+	}
+	l.minute++
+	// Ticks stop with the replay: when every job is done, or when nothing
+	// runs, nothing is left to arrive and nothing was lent for a whole
+	// period of the replicas (the queue waits for what will not come).
+	done := s.acct.finished+s.acct.unplaceable >= len(s.jobs)
+	arrivals := s.acct.finished+s.acct.unplaceable+len(s.running)+s.queueLen() < len(s.jobs)
+	if !done && (arrivals || l.minute-l.quietSince <= len(l.busy)) {
+		s.ev.push(event{at: l.start.Add(time.Duration(l.minute) * time.Minute), kind: evLend})
+	}
+	return nil
+}
+
+// held is the GPUs of the inference nodes in state st.
+func (l *lending) held(st loanState) int {
+	n := 0
+	for k := range l.nodes {
+		if l.state[k] == st {
+			n += l.gpus[k]
+		}
+	}
+	return n
+}
+
+// decideLoans asks the Lender and lends or takes back nodes.
+func (s *Simulator) decideLoans() error {
+	l := s.lend
+	c := &l.cfg
+	step := c.Every
+	leads := int(max(c.MinLoan, c.Every+c.Notice)/step) + 1
+	m := l.minute
+	from := max(m-int(c.Lookback/time.Minute)+1, 0)
+	hist := make([]float64, 0, m-from+1)
+	reps := make([][]float64, len(c.Replicas))
+	for r := range reps {
+		reps[r] = make([]float64, 0, m-from+1)
+	}
+	for h := from; h <= m; h++ {
+		hist = append(hist, l.idleAt(h))
+		for r, rep := range c.Replicas {
+			reps[r] = append(reps[r], rep[h%len(rep)])
+		}
+	}
+	future := make([]float64, leads*int(step/time.Minute))
+	for f := range future {
+		future[f] = l.idleAt(m + 1 + f)
+	}
+	ahead, err := c.Lender.IdleAhead(LoanQuery{Now: s.now, GPUs: l.poolGPUs, History: hist, Replicas: reps, Step: step, Leads: leads, Future: future})
+	if err != nil {
+		return fmt.Errorf("sim: lending at %s: %w", s.now.Format(time.RFC3339), err)
+	}
+	if len(ahead) < leads {
+		return fmt.Errorf("sim: lending at %s: the lender answered %d leads, want %d", s.now.Format(time.RFC3339), len(ahead), leads)
+	}
+	within := func(d time.Duration) float64 {
+		low := math.Inf(1)
+		for k := 0; k < len(ahead) && time.Duration(k)*step < d; k++ {
+			low = math.Min(low, ahead[k])
+		}
+		return math.Floor(low + 1e-9)
+	}
+	// Lent GPUs must stay idle-covered until the next decision and the
+	// jobs' notice; a new loan must be covered for MinLoan.
+	keep := within(c.Every + c.Notice)
+	if over := float64(l.held(lent)) - keep; over > 0 {
+		if err := s.takeBack(over); err != nil {
+			return err
+		}
+	}
+	loanable := within(c.MinLoan)
+	busy := l.busy[m%len(l.busy)]
+	for k := len(l.nodes) - 1; k >= 0; k-- {
+		i := l.nodes[k]
+		if l.state[k] != serving || s.snap.Nodes[i].State == cluster.NodeFailed {
+			continue
+		}
+		if float64(l.held(lent)+l.held(draining)+l.gpus[k]) > loanable || float64(l.held(serving)-l.gpus[k]) < busy {
+			break
+		}
+		l.state[k] = lent
+		l.loans++
+		s.acct.nodeState(s, i, true)
+		s.down[i] = false
+		s.snap.Nodes[i].State = cluster.NodeReady
+		s.free.SetReady(i, true)
+		s.dirty = true
+	}
+	return nil
+}
+
+// takeBack takes lent nodes back, those running the least training first,
+// until at least gpus GPUs are back.
+func (s *Simulator) takeBack(gpus float64) error {
+	l := s.lend
+	for gpus > 0 {
+		best, bestLoad := -1, math.MaxInt
+		for k, i := range l.nodes {
+			if l.state[k] != lent {
+				continue
+			}
+			if load := s.nodeLoad(i); load < bestLoad {
+				best, bestLoad = k, load
+			}
+		}
+		if best < 0 {
+			return nil
+		}
+		if err := s.giveBack(best); err != nil {
+			return err
+		}
+		gpus -= float64(l.gpus[best])
+	}
+	return nil
+}
+
+// giveBack takes inference node k back: its jobs checkpoint and stop
+// within the notice; it takes no new ones.
+func (s *Simulator) giveBack(k int) error {
+	l := s.lend
+	i := l.nodes[k]
+	name := s.snap.Nodes[i].Name
+	var hit []*simJob
+	for r, run := range s.running {
+		if run.Stopping {
+			continue
+		}
+		for _, a := range run.Allocations {
+			if a.GPU.Node == name {
+				hit = append(hit, s.runJobs[r])
+				break
+			}
+		}
+	}
+	for _, j := range hit {
+		if err := s.preempt(executor.Preemption{Job: j.job.ID, CheckpointFirst: true, StopBy: s.now.Add(l.cfg.Notice)}); err != nil {
+			return err
+		}
+		l.reclaimJob++
+	}
+	l.reclaims++
+	l.state[k] = draining
+	if s.nodeEmpty(i) {
+		l.state[k] = serving
+	}
+	if !s.down[i] { // a failed node is down already
+		s.acct.nodeState(s, i, false)
+		s.down[i] = true
+		s.free.SetReady(i, false)
+	}
+	if s.snap.Nodes[i].State != cluster.NodeFailed {
+		s.snap.Nodes[i].State = cluster.NodeDrained
+	}
+	return nil
+}
+
+// nodeLoad is the milli-GPUs allocated on node i.
+func (s *Simulator) nodeLoad(i int) int {
+	load := 0
+	for g := range s.snap.Nodes[i].GPUs {
+		load += cluster.MilliGPU - s.free.FreeMilli(i, g)
+	}
+	return load
+}
+
+func (s *Simulator) nodeEmpty(i int) bool { return s.nodeLoad(i) == 0 }

@@ -1,0 +1,154 @@
+package sim_test
+
+import (
+	"fmt"
+	"math"
+	"testing"
+	"time"
+
+	"pgregory.net/rapid"
+
+	"github.com/prescient-sched/prescient/cluster"
+	"github.com/prescient-sched/prescient/cluster/clustertest"
+	"github.com/prescient-sched/prescient/executor/sim"
+)
+
+// inferenceFleet is two training nodes and two inference nodes of 8 GPUs.
+func inferenceFleet() *cluster.Fleet {
+	return clustertest.Fleet(
+		clustertest.Node("train-0").GPUs(8, "V100").Obj(), clustertest.Node("train-1").GPUs(8, "V100").Obj(),
+		clustertest.Node("inf-0").GPUs(8, "V100").Obj(), clustertest.Node("inf-1").GPUs(8, "V100").Obj())
+}
+
+// waves is 16 replicas busy for two hours, idle for six, over and over.
+func waves(hours int) [][]float64 {
+	reps := make([][]float64, 16)
+	for r := range reps {
+		reps[r] = make([]float64, hours*60)
+		for m := range reps[r] {
+			if (m/60)%8 >= 2 {
+				reps[r][m] = 1
+			}
+		}
+	}
+	return reps
+}
+
+// eightGPUJobs are n jobs of 8 GPUs and d, all submitted at the start.
+func eightGPUJobs(n int, d time.Duration) []cluster.Job {
+	var jobs []cluster.Job
+	for k := range n {
+		j := clustertest.Job(fmt.Sprintf("j%02d", k)).GPUs(8).Submitted(clustertest.Epoch).Obj()
+		j.Outcome.RunTime = d
+		jobs = append(jobs, j)
+	}
+	return jobs
+}
+
+func TestLendingIdleInferenceNodes(t *testing.T) {
+	jobs := eightGPUJobs(40, 90*time.Minute)
+	run := func(l sim.Lender) *sim.Result {
+		fleet := inferenceFleet()
+		if l == nil { // the training nodes alone
+			fleet.Nodes = fleet.Nodes[:2]
+		}
+		return replay(t, "prescient", fleet, jobs, func(c *sim.Config) {
+			c.Check = true
+			if l != nil {
+				c.Lending = &sim.Lending{Nodes: []string{"inf-0", "inf-1"}, Replicas: waves(16), Lender: l}
+			}
+		})
+	}
+	alone, oracle, recent := run(nil), run(sim.OracleLender{}), run(sim.RecentLender{Window: 30 * time.Minute})
+	for name, r := range map[string]*sim.Result{"alone": alone, "oracle": oracle, "recent": recent} {
+		if r.Finished != len(jobs) {
+			t.Fatalf("%s: %d of %d jobs finished", name, r.Finished, len(jobs))
+		}
+		t.Logf("%s: avg JCT %.0f s, lent %.0f GPU-h, inference short %.0f GPU-s of %.0f, %d loans, %d taken back, %d jobs preempted",
+			name, r.AvgJCTS, r.LentGPUS/3600, r.InferenceShortGPUS, r.InferenceBusyGPUS, r.Loans, r.Reclaims, r.ReclaimPreemptions)
+	}
+	if alone.LentGPUS != 0 || alone.Loans != 0 {
+		t.Errorf("without lending: %.0f GPU-s lent in %d loans", alone.LentGPUS, alone.Loans)
+	}
+	// The busy hours: 2 of every 8, 16 GPUs, over the replay until the
+	// last job ends.
+	if oracle.InferenceBusyGPUS <= 0 {
+		t.Fatalf("oracle: no inference demand counted")
+	}
+	if oracle.InferenceShortGPUS != 0 {
+		t.Errorf("oracle: %.0f GPU-s of inference demand unserved, want 0 (it takes nodes back before the demand)", oracle.InferenceShortGPUS)
+	}
+	if oracle.Loans == 0 || oracle.Reclaims == 0 || oracle.ReclaimPreemptions == 0 {
+		t.Errorf("oracle: %d loans, %d taken back, %d jobs preempted: want all three", oracle.Loans, oracle.Reclaims, oracle.ReclaimPreemptions)
+	}
+	if oracle.AvgJCTS >= alone.AvgJCTS {
+		t.Errorf("oracle lending: avg JCT %.0f s, without %.0f s: want shorter", oracle.AvgJCTS, alone.AvgJCTS)
+	}
+	// The reactive rule finds out when the demand is back: the service
+	// waits for its nodes each time.
+	if recent.InferenceShortGPUS <= 0 || recent.LentGPUS <= 0 {
+		t.Errorf("recent: %.0f GPU-s short, %.0f lent: want both", recent.InferenceShortGPUS, recent.LentGPUS)
+	}
+	// Never more than the two nodes' GPUs are lent.
+	span := oracle.MakespanS
+	if oracle.LentGPUS > 16*span+1 {
+		t.Errorf("oracle lent %.0f GPU-s over %.0f s with 16 GPUs", oracle.LentGPUS, span)
+	}
+}
+
+func TestOracleAndRecentLenders(t *testing.T) {
+	q := sim.LoanQuery{GPUs: 8, History: []float64{8, 8, 5, 8, 8}, Step: 2 * time.Minute, Leads: 3, Future: []float64{8, 7, 8, 8, 2, 8}}
+	got, err := sim.OracleLender{}.IdleAhead(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []float64{7, 8, 2}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("oracle: %v, want %v", got, want)
+	}
+	for window, want := range map[time.Duration]float64{2 * time.Minute: 8, 3 * time.Minute: 5, time.Hour: 5} {
+		got, _ := sim.RecentLender{Window: window}.IdleAhead(q)
+		if len(got) != 3 || got[0] != want || got[2] != want {
+			t.Errorf("recent %s: %v, want %g at every lead", window, got, want)
+		}
+	}
+}
+
+func TestLendingRejectsBadConfigs(t *testing.T) {
+	for name, l := range map[string]sim.Lending{
+		"unknown node":    {Nodes: []string{"nope"}, Replicas: waves(1), Lender: sim.OracleLender{}},
+		"no replicas":     {Nodes: []string{"inf-0"}, Lender: sim.OracleLender{}},
+		"no lender":       {Nodes: []string{"inf-0"}, Replicas: waves(1)},
+		"ragged replicas": {Nodes: []string{"inf-0"}, Replicas: [][]float64{{1, 1}, {1}}, Lender: sim.OracleLender{}},
+		"seconds":         {Nodes: []string{"inf-0"}, Replicas: waves(1), Lender: sim.OracleLender{}, Every: 90 * time.Second},
+	} {
+		cfg := sim.Config{Fleet: inferenceFleet(), Planner: nil, Lending: &l}
+		if err := cfg.Validate(); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+// lendingDraw adds an inference node with random replicas to a property
+// test's replay, lent by the oracle or the reactive rule.
+func lendingDraw(rt *rapid.T, fleet *cluster.Fleet, perNode int) *sim.Lending {
+	if !rapid.Bool().Draw(rt, "lending") {
+		return nil
+	}
+	fleet.Nodes = append(fleet.Nodes, clustertest.Node("inf").GPUs(perNode, "V100").Obj())
+	minutes := rapid.IntRange(30, 600).Draw(rt, "replica_minutes")
+	reps := make([][]float64, rapid.IntRange(1, perNode+1).Draw(rt, "replicas"))
+	busyShare := rapid.Float64Range(0, 1).Draw(rt, "busy_share")
+	for r := range reps {
+		reps[r] = make([]float64, minutes)
+		for m := range reps[r] {
+			if math.Mod(float64(m*(r+7))*0.618, 1) >= busyShare {
+				reps[r][m] = 1
+			}
+		}
+	}
+	var l sim.Lender = sim.OracleLender{}
+	if rapid.Bool().Draw(rt, "recent_lender") {
+		l = sim.RecentLender{Window: 10 * time.Minute}
+	}
+	return &sim.Lending{Nodes: []string{"inf"}, Replicas: reps, Lender: l}
+}
