@@ -83,6 +83,11 @@ eval: build
 	$(BIN) simulate --trace $(PHILLY) --fleet uniform:50x8:V100 --from 2017-11-10 --policy prescient --oracle --placement prescient --park-idle-after 10m --power-cap-price 10
 	@echo "== idle forecasts in use: nodes parked at once when the running jobs' forecast ends and the arrival rate say they are spare"
 	$(BIN) simulate --trace $(PHILLY) --fleet uniform:50x8:V100 --from 2017-11-10 --policy prescient --oracle --placement prescient --park-idle-after 10m --park-forecast
+	@echo "== idle forecasts in use: the GenAI containers as an inference pool beside uniform:30x8, its idle nodes lent to training (kept apart, reactive, the idle model trained above, oracle)"
+	for l in none recent:30m model:$(RUN_DIR)/eval-idle-genai oracle; do \
+		$(BIN) simulate --trace $(PHILLY) --fleet uniform:30x8:V100 --from 2017-11-10 --policy prescient --oracle --inference genai:$(DATASETS)/alibaba-genai/pod_gpu_duty_cycle_anon.csv.gz --lend $$l || exit 1; \
+	done
+	$(BIN) simulate --trace $(PHILLY) --fleet uniform:30x8:V100 --from 2017-11-10 --policy prescient --oracle --inference genai:$(DATASETS)/alibaba-genai/pod_gpu_duty_cycle_anon.csv.gz --lend model:$(RUN_DIR)/eval-idle-genai --lend-recent 0
 	@echo "== placement: a fleet of V100, P100 and K80 nodes with Gavel's speeds, blind and fastest-first"
 	$(BIN) simulate --trace $(PHILLY) --fleet yaml:examples/fleet-mixed.yaml --from 2017-11-10 --policy fifo,prescient --oracle --speeds gavel
 	$(BIN) simulate --trace $(PHILLY) --fleet yaml:examples/fleet-mixed.yaml --from 2017-11-10 --policy fifo,prescient --oracle --speeds gavel --fastest-first

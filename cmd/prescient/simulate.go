@@ -46,6 +46,10 @@ type simulateOptions struct {
 	speeds                string
 	fastestFirst          bool
 	carbon                string
+	inference, lend       string
+	inferenceNodes        int
+	lendRecent            time.Duration
+	lending               *sim.Lending // from --inference and --lend, built once for every policy
 }
 
 func newSimulateCmd(g *globals) *cobra.Command {
@@ -89,6 +93,10 @@ noise).`,
 	f.StringVar(&o.plot, "plot", "", "write JCT CDFs and queue length over time to this SVG file")
 	f.StringToStringVar(&o.tierMix, "tier-mix", nil, "give jobs seeded tiers by weight, e.g. production=0.1,standard=0.5,batch=0.25,opportunistic=0.15")
 	f.IntVar(&o.limit, "limit", 0, "replay only the first N jobs (after --from; 0: all)")
+	f.StringVar(&o.inference, "inference", "", "FORMAT:PATH: an inference pool beside the fleet, one replica per device of a utilization series (genai, influx), busy at 5% or more; its nodes run training only while --lend lends them")
+	f.IntVar(&o.inferenceNodes, "inference-nodes", 0, "with --inference: how many 8-GPU inference nodes to add (0: enough for the replicas)")
+	f.StringVar(&o.lend, "lend", "none", "with --inference: none, oracle, recent:DURATION (what was idle that long) or model:DIR[@LEVEL] (the idle model's LEVEL quantile, default 0.1): lend idle inference nodes to training for at least 30m and take them back before the forecast demand returns")
+	f.DurationVar(&o.lendRecent, "lend-recent", 30*time.Minute, "with --lend model:DIR: lend no more than was idle throughout this last stretch as well (0: the model alone)")
 	addPlacementFlags(f, &o)
 	return cmd
 }
@@ -117,6 +125,18 @@ func (o *simulateOptions) validate() error {
 	}
 	if o.limit < 0 {
 		errs = append(errs, fmt.Errorf("--limit: %d is negative", o.limit))
+	}
+	if o.inferenceNodes < 0 {
+		errs = append(errs, fmt.Errorf("--inference-nodes: %d is negative", o.inferenceNodes))
+	}
+	if o.inference == "" && (o.lend != "none" || o.inferenceNodes != 0) {
+		errs = append(errs, errors.New("--lend and --inference-nodes need --inference"))
+	}
+	if _, err := parseLendSpec(o.lend); err != nil {
+		errs = append(errs, fmt.Errorf("--lend: %w", err))
+	}
+	if o.lendRecent < 0 {
+		errs = append(errs, fmt.Errorf("--lend-recent: %s is negative", o.lendRecent))
 	}
 	errs = append(errs, o.validatePlacement()...)
 	for _, p := range strings.Split(o.policy, ",") {
@@ -198,6 +218,9 @@ func runSimulate(ctx context.Context, g *globals, o *simulateOptions, stdout, st
 	if err != nil {
 		return err
 	}
+	if o.lending, err = o.inferenceLending(fleet); err != nil {
+		return err
+	}
 	truth := make(map[cluster.JobID]time.Duration, len(jobs))
 	for _, j := range jobs {
 		truth[j.ID] = j.Outcome.RunTime
@@ -268,7 +291,7 @@ func (o *simulateOptions) replay(ctx context.Context, g *globals, name string, j
 	cfg := sim.Config{
 		Fleet: fleet, Jobs: jobs, Planner: planner, Forecaster: forecaster, Preemptive: pol.Preemptor != nil, Order: pol.Order,
 		NodeMTBF: o.nodeMTBF, NodeRepair: o.nodeRepair, CheckpointCost: o.checkpointCost, Seed: o.seed, Logger: g.logger,
-		ParkIdleAfter: o.parkIdleAfter, ParkForecast: o.parkForecast,
+		ParkIdleAfter: o.parkIdleAfter, ParkForecast: o.parkForecast, Lending: o.lending,
 	}
 	if o.powerModel != "" {
 		pf, err := sim.ReadPowerFile(o.powerModel)
@@ -349,6 +372,19 @@ func (r simulateReport) writeTable(w io.Writer) error {
 		t.row(m.Policy, m.Jobs, m.Finished, hours(m.AvgJCTS), hours(m.P99JCTS), hours(m.AvgWaitS),
 			fmt.Sprintf("%.1f%%", m.GPUAllocPct), deadlineCell(m), m.Preemptions, fmt.Sprintf("%.1f", m.LostGPUS/3600),
 			fmt.Sprintf("%.0f", m.EnergyKWh), fmt.Sprintf("%.3f", m.JainFairness), fmt.Sprintf("%.1fs", m.SimWallS))
+	}
+	if err := t.flush(); err != nil {
+		return err
+	}
+	if r.runs[0].InferenceBusyGPUS == 0 { // no --inference
+		return nil
+	}
+	fmt.Fprintln(w)
+	t = newTable(w)
+	t.row("POLICY", "LENT GPU-H", "INFERENCE BUSY GPU-H", "INFERENCE SHORT GPU-H", "LOANS", "TAKEN BACK", "JOBS PREEMPTED")
+	for _, m := range r.runs {
+		t.row(m.Policy, fmt.Sprintf("%.0f", m.LentGPUS/3600), fmt.Sprintf("%.0f", m.InferenceBusyGPUS/3600),
+			fmt.Sprintf("%.1f", m.InferenceShortGPUS/3600), m.Loans, m.Reclaims, m.ReclaimPreemptions)
 	}
 	return t.flush()
 }

@@ -85,6 +85,9 @@ func TestSimulateRejectsBadSettings(t *testing.T) {
 		{[]string{"--policy", "prescient", "--models", "/nonexistent-registry"}, "--models"},
 		{[]string{"--policy", "fifo", "--checkpoint", "sometimes"}, "checkpoint"},
 		{[]string{"--policy", "fifo", "--deadlines", "2:1"}, "fraction"},
+		{[]string{"--policy", "fifo", "--lend", "oracle"}, "need --inference"},
+		{[]string{"--policy", "fifo", "--inference", "genai:x", "--lend", "sometimes"}, "--lend"},
+		{[]string{"--policy", "fifo", "--inference", "helios:" + filepath.Join(testenv.RepoRoot(t), "datasets", "testdata", "philly_small.csv")}, "--inference"},
 	} {
 		args := append([]string{"simulate", "--trace", trace, "--fleet", "uniform:2x8", "--log-level", "error"}, tc.args...)
 		if _, err := run(t, args...); err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -1,0 +1,254 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prescient-sched/prescient/cluster"
+	"github.com/prescient-sched/prescient/control"
+	"github.com/prescient-sched/prescient/datasets"
+	"github.com/prescient-sched/prescient/executor/sim"
+	"github.com/prescient-sched/prescient/models/idle"
+	"github.com/prescient-sched/prescient/training"
+)
+
+// lendSpec is --lend parsed: how the inference pool's idle GPUs are lent.
+type lendSpec struct {
+	kind   string        // none, oracle, recent or model
+	window time.Duration // recent
+	dir    string        // model: the registry
+	level  float64       // model: the quantile lent on
+}
+
+// defaultLendLevel is the quantile of the idle forecast --lend model:DIR
+// lends on: the pool's idle GPUs are at least that many 90% of the time.
+const defaultLendLevel = 0.1
+
+// parseLendSpec reads none, oracle, recent:DURATION or model:DIR[@LEVEL].
+func parseLendSpec(s string) (lendSpec, error) {
+	kind, arg, hasArg := strings.Cut(s, ":")
+	switch kind {
+	case "none", "oracle":
+		if hasArg {
+			return lendSpec{}, fmt.Errorf("lend %q: %s takes no argument", s, kind)
+		}
+		return lendSpec{kind: kind}, nil
+	case "recent":
+		d, err := time.ParseDuration(arg)
+		if err != nil || d < time.Minute || d > 24*time.Hour {
+			return lendSpec{}, fmt.Errorf("lend %q: window %q is not a duration from 1m to 24h", s, arg)
+		}
+		return lendSpec{kind: kind, window: d}, nil
+	case "model":
+		dir, lv, hasLevel := strings.Cut(arg, "@")
+		sp := lendSpec{kind: kind, dir: dir, level: defaultLendLevel}
+		if dir == "" {
+			return lendSpec{}, fmt.Errorf("lend %q: want model:DIR, the idle model's registry", s)
+		}
+		if hasLevel {
+			v, err := strconv.ParseFloat(lv, 64)
+			if err != nil || !(v > 0 && v < 1) {
+				return lendSpec{}, fmt.Errorf("lend %q: level %q is not a quantile in (0, 1)", s, lv)
+			}
+			sp.level = v
+		}
+		return sp, nil
+	}
+	return lendSpec{}, fmt.Errorf("lend %q: want none, oracle, recent:DURATION or model:DIR[@LEVEL]", s)
+}
+
+// inferenceLending builds the replay's lending from --inference,
+// --inference-nodes and --lend, adding the inference nodes to fleet. It
+// returns nil without --inference.
+func (o *simulateOptions) inferenceLending(fleet *cluster.Fleet) (*sim.Lending, error) {
+	if o.inference == "" {
+		return nil, nil
+	}
+	spec, err := parseLendSpec(o.lend)
+	if err != nil {
+		return nil, fmt.Errorf("--lend: %w", err)
+	}
+	l := &sim.Lending{}
+	threshold := training.DefaultIdleConfig().Model.ThresholdPct
+	switch spec.kind {
+	case "none":
+		l.Lender = noLender{}
+	case "oracle":
+		l.Lender = sim.OracleLender{}
+	case "recent":
+		l.Lender = sim.RecentLender{Window: spec.window}
+	case "model":
+		art, err := training.Registry{Dir: spec.dir}.LoadCurrentIdle()
+		if err != nil {
+			return nil, fmt.Errorf("--lend: %w", err)
+		}
+		if art.Model.Config.Step != time.Minute {
+			return nil, fmt.Errorf("--lend: the idle model's grid is %s; lending needs a 1-minute grid", art.Model.Config.Step)
+		}
+		l.Lender = modelLender{model: art.Model, level: spec.level, recent: o.lendRecent}
+		threshold = art.Model.Config.ThresholdPct // busy means what it meant in training
+	}
+	if l.Replicas, err = readReplicas(o.inference, threshold); err != nil {
+		return nil, fmt.Errorf("--inference: %w", err)
+	}
+	l.Nodes = addInferenceNodes(fleet, o.inferenceNodes, len(l.Replicas))
+	return l, nil
+}
+
+// readReplicas reads a per-device utilization series (genai, influx) and
+// puts every device on a 1-minute grid of idleness below thresholdPct.
+func readReplicas(spec string, thresholdPct float64) ([][]float64, error) {
+	series, err := datasets.ReadSeries(spec)
+	if err != nil {
+		return nil, err
+	}
+	devs := make([]idle.Device, 0, len(series))
+	for _, s := range series {
+		if s.Capacity != nil {
+			return nil, fmt.Errorf("series %s counts idle units of a pool; want one device's utilization per series (genai, influx)", s.ID)
+		}
+		devs = append(devs, idle.Device{ID: s.ID, Times: s.Times, Values: s.Values})
+	}
+	slices.SortFunc(devs, func(a, b idle.Device) int { return strings.Compare(a.ID, b.ID) })
+	grids, err := idle.DeviceGrids(devs, thresholdPct, time.Minute)
+	if err != nil {
+		return nil, err
+	}
+	out := make([][]float64, len(grids))
+	for i, g := range grids {
+		out[i] = g.Idle
+	}
+	return out, nil
+}
+
+// inferenceGPUsPerNode is the size of the inference nodes --inference adds.
+const inferenceGPUsPerNode = 8
+
+// addInferenceNodes appends n nodes of 8 GPUs (n 0: as many as the
+// replicas need) like the fleet's first node, in the pool "inference",
+// and returns their names.
+func addInferenceNodes(fleet *cluster.Fleet, n, replicas int) []string {
+	if n <= 0 {
+		n = (replicas + inferenceGPUsPerNode - 1) / inferenceGPUsPerNode
+	}
+	like := fleet.Nodes[0]
+	model := like.GPUs[0].Model
+	var names []string
+	for k := range n {
+		node := cluster.Node{Name: fmt.Sprintf("inference-%02d", k), State: cluster.NodeReady, CPUMilli: like.CPUMilli, MemoryBytes: like.MemoryBytes,
+			Labels: map[string]string{control.PoolLabel: "inference"}, Topology: cluster.Topology{Rack: "inference", Leaf: "inference"}}
+		for g := range inferenceGPUsPerNode {
+			node.GPUs = append(node.GPUs, cluster.NewGPU(g, model))
+		}
+		fleet.Nodes = append(fleet.Nodes, node)
+		names = append(names, node.Name)
+	}
+	return names
+}
+
+// noLender lends nothing: the inference nodes stay the service's.
+type noLender struct{}
+
+func (noLender) IdleAhead(q sim.LoanQuery) ([]float64, error) { return make([]float64, q.Leads), nil }
+
+// modelLender lends on the idle model's forecasts. The model forecasts
+// pools of its own size (Config.PoolSize replicas), so the replicas are
+// taken in pools of that size, in order; the pool's busy replicas at each
+// lead are the sum of theirs, taken as independent and normal with the
+// pools' P50 and their P10-P90 spread, at the 1 − level quantile. With
+// recent, it lends no more than was idle throughout that last stretch:
+// the model's 5-minute leads do not see the minute-to-minute swings.
+type modelLender struct {
+	model  *idle.Model
+	level  float64
+	recent time.Duration
+}
+
+// IdleAhead implements sim.Lender: the pool's GPUs less the busy replicas'
+// 1 − level quantile at each lead (the model's last lead beyond its
+// horizon); none before there is history to forecast from.
+func (l modelLender) IdleAhead(q sim.LoanQuery) ([]float64, error) {
+	out := make([]float64, q.Leads)
+	n := len(q.History)
+	if n == 0 || len(q.Replicas) == 0 {
+		return out, nil
+	}
+	leads := make([]int, q.Leads)
+	for k := range leads {
+		leads[k] = int(min(time.Duration(k+1)*q.Step, l.model.Config.Horizon) / time.Minute)
+	}
+	start := q.Now.Add(-time.Duration(n-1) * time.Minute)
+	var queries []idle.Query
+	for _, group := range poolGroups(len(q.Replicas), l.model.Config.PoolSize) {
+		p := &idle.Pool{ID: "inference", Start: start, Step: time.Minute,
+			Idle: make([]float64, n), Capacity: make([]float64, n), Demand: make([]float64, n)}
+		for _, r := range group {
+			for i, v := range q.Replicas[r] {
+				if !math.IsNaN(v) {
+					p.Idle[i] += v
+					p.Capacity[i]++
+				}
+			}
+		}
+		for i := range p.Idle {
+			if p.Capacity[i] == 0 {
+				p.Idle[i], p.Capacity[i] = math.NaN(), math.NaN()
+			}
+		}
+		queries = append(queries, idle.Query{Pool: p, I: n - 1, Leads: leads})
+	}
+	pred, err := l.model.Predict(queries, []float64{0.1, 0.5, 0.9})
+	if err != nil {
+		return nil, err
+	}
+	z := normalQuantile(1 - l.level)
+	for k := range out {
+		mean, variance := 0.0, 0.0
+		for qi, qu := range queries {
+			if pred[qi] == nil { // no replica runs there now: none is busy
+				continue
+			}
+			capNow := qu.Pool.Capacity[n-1]
+			mean += capNow - pred[qi][k][1]
+			sd := (pred[qi][k][2] - pred[qi][k][0]) / (2 * normalQuantile(0.9))
+			variance += sd * sd
+		}
+		out[k] = math.Max(float64(q.GPUs)-(mean+z*math.Sqrt(variance)), 0)
+	}
+	if l.recent > 0 {
+		floor, err := sim.RecentLender{Window: l.recent}.IdleAhead(q)
+		if err != nil {
+			return nil, err
+		}
+		for k := range out {
+			out[k] = math.Min(out[k], floor[k])
+		}
+	}
+	return out, nil
+}
+
+// poolGroups splits n replicas, in order, into groups of size; a last group
+// smaller than half a pool joins the one before (as idle.PoolsFromGrids).
+func poolGroups(n, size int) [][]int {
+	size = max(size, 1)
+	var groups [][]int
+	for lo := 0; lo < n; lo += size {
+		var g []int
+		for r := lo; r < min(lo+size, n); r++ {
+			g = append(g, r)
+		}
+		groups = append(groups, g)
+	}
+	if k := len(groups); k > 1 && len(groups[k-1]) < (size+1)/2 {
+		groups[k-2] = append(groups[k-2], groups[k-1]...)
+		groups = groups[:k-1]
+	}
+	return groups
+}
+
+// normalQuantile is the standard normal's quantile function.
+func normalQuantile(p float64) float64 { return math.Sqrt2 * math.Erfinv(2*p-1) }
