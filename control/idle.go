@@ -374,58 +374,58 @@ func (u utilization) grid(uuid string, now time.Time, threshold float64) (idle.G
 // now, at most every idleReadEvery, reading only what is new (a chunk per
 // query, each bounded by idleTimeout), and returns the idleness grids of
 // the GPUs named (by UUID) that have recent samples, and whether the read
-// (when one was due) succeeded. A telemetry store that does not answer
-// leaves the copy as it was: the forecast then rests on the jobs and the
-// queue.
+// (when one was due) succeeded. One read runs at a time, outside the lock:
+// a caller that finds one under way does not wait for it but answers from
+// the copy as it is (and reports no read). A telemetry store that does not
+// answer leaves the copy as it was: the forecast then rests on the jobs
+// and the queue.
 func (p *Plane) readUtilization(ctx context.Context, now time.Time, threshold float64, uuids []string) (map[string]idle.Grid, bool) {
-	p.utilMu.Lock()
-	defer p.utilMu.Unlock()
 	if p.cfg.Telemetry == nil {
 		return nil, false
 	}
-	read := true
 	end := now.Truncate(idleStep)
+	oldest := end.Add(-idleHistory)
+	p.utilMu.Lock()
 	if p.util == nil {
 		p.util = utilization{}
 	}
-	oldest := end.Add(-idleHistory)
 	if p.utilUntil.Before(oldest) {
 		p.utilUntil = oldest
 	}
-	if end.Sub(p.utilUntil) >= idleReadEvery {
+	from, read := p.utilUntil, true
+	due := end.Sub(from) >= idleReadEvery
+	if due && p.utilReading {
+		due, read = false, false
+	}
+	p.utilReading = p.utilReading || due
+	p.utilMu.Unlock()
+	if due {
 		// The last minutes again: samples that arrived late complete them.
-		lo := p.utilUntil.Add(-idleReread)
+		lo := from.Add(-idleReread)
 		if lo.Before(oldest) {
 			lo = oldest
 		}
-		for lo.Before(end) {
-			hi := lo.Add(idleChunk)
-			if hi.After(end) {
-				hi = end
+		got, until, ok := p.queryUtilization(ctx, lo, end)
+		read = ok
+		p.utilMu.Lock()
+		p.utilReading = false
+		for _, s := range got {
+			us := p.util[s.GPU]
+			if us == nil {
+				us = &utilSeries{}
+				p.util[s.GPU] = us
 			}
-			qctx, cancel := context.WithTimeout(ctx, idleTimeout)
-			series, err := p.cfg.Telemetry.Query(qctx, collector.SeriesQuery{Field: "util_gpu_pct", Start: lo, End: hi, Step: idleStep, Agg: "mean"})
-			cancel()
-			if err != nil {
-				if !errors.Is(err, context.Canceled) {
-					p.log.Warn("idle forecast: utilization not read; the forecast rests on the running jobs and the queue", "error", err)
-				}
-				read = false
-				break
+			for _, pt := range s.Points {
+				us.set(minuteOf(pt.Time), pt.Value)
 			}
-			for _, s := range series {
-				us := p.util[s.GPU]
-				if us == nil {
-					us = &utilSeries{}
-					p.util[s.GPU] = us
-				}
-				for _, pt := range s.Points {
-					us.set(minuteOf(pt.Time), pt.Value)
-				}
-			}
-			p.utilUntil, lo = hi, hi
 		}
+		if until.After(p.utilUntil) {
+			p.utilUntil = until
+		}
+	} else {
+		p.utilMu.Lock()
 	}
+	defer p.utilMu.Unlock()
 	// Drop what is older than the history kept, and GPUs gone quiet.
 	for id, us := range p.util {
 		if !us.trim(minuteOf(oldest)) {
@@ -439,6 +439,31 @@ func (p *Plane) readUtilization(ctx context.Context, now time.Time, threshold fl
 		}
 	}
 	return out, read
+}
+
+// queryUtilization reads every GPU's per-minute utilization from lo to end
+// a chunk at a time; it returns what it read, how far it got and whether
+// it got to end.
+func (p *Plane) queryUtilization(ctx context.Context, lo, end time.Time) ([]collector.Series, time.Time, bool) {
+	var got []collector.Series
+	for lo.Before(end) {
+		hi := lo.Add(idleChunk)
+		if hi.After(end) {
+			hi = end
+		}
+		qctx, cancel := context.WithTimeout(ctx, idleTimeout)
+		series, err := p.cfg.Telemetry.Query(qctx, collector.SeriesQuery{Field: "util_gpu_pct", Start: lo, End: hi, Step: idleStep, Agg: "mean"})
+		cancel()
+		if err != nil {
+			if !errors.Is(err, context.Canceled) {
+				p.log.Warn("idle forecast: utilization not read; the forecast rests on the running jobs and the queue", "error", err)
+			}
+			return got, lo, false
+		}
+		got = append(got, series...)
+		lo = hi
+	}
+	return got, end, true
 }
 
 // recIdle is the kind of the recommendations about jobs that hold idle

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -251,4 +252,67 @@ type failingTelemetry struct{}
 
 func (failingTelemetry) Query(context.Context, collector.SeriesQuery) ([]collector.Series, error) {
 	return nil, errors.New("connection refused")
+}
+
+// blockingTelemetry answers through query once released; entered is
+// closed when the first query arrives.
+type blockingTelemetry struct {
+	query            collector.TelemetryStore
+	entered, release chan struct{}
+	once             *sync.Once
+}
+
+func (b blockingTelemetry) Query(ctx context.Context, q collector.SeriesQuery) ([]collector.Series, error) {
+	b.once.Do(func() { close(b.entered) })
+	select {
+	case <-b.release:
+		return b.query.Query(ctx, q)
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// A forecast asked while a slow utilization read is under way does not
+// wait for it: it answers from the jobs and the queue, and the read's
+// samples serve the next one.
+func TestAnIdleForecastDoesNotWaitForASlowUtilizationRead(t *testing.T) {
+	e := newEnv(t, uuidFleet(), nil)
+	sink := collector.NewEmbeddedSink(e.store)
+	busy, _ := idleScene(t, e)
+	if err := sink.Write(e.ctx, utilSamples(t0, 60, busy)); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(60 * time.Minute)
+	slow := blockingTelemetry{query: sink, entered: make(chan struct{}), release: make(chan struct{}), once: &sync.Once{}}
+	e.plane.cfg.Telemetry = slow
+	done := make(chan bool)
+	go func() {
+		_, read := e.plane.readUtilization(e.ctx, e.clock.Now(), 5, nil)
+		done <- read
+	}()
+	<-slow.entered
+	answered := make(chan IdleForecast)
+	go func() {
+		f, err := e.plane.IdleForecast(e.ctx, IdleQuery{})
+		if err != nil {
+			t.Error(err)
+		}
+		answered <- f
+	}()
+	select {
+	case f := <-answered:
+		if f.TelemetryGPUs != 0 || len(f.GPUs) != 4 {
+			t.Errorf("during the read: %d GPUs with telemetry of %d, want none yet", f.TelemetryGPUs, len(f.GPUs))
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the forecast waited for the utilization read")
+	}
+	close(slow.release)
+	if !<-done {
+		t.Fatal("the slow read failed")
+	}
+	f, err := e.plane.IdleForecast(e.ctx, IdleQuery{})
+	if err != nil || f.TelemetryGPUs != 4 {
+		t.Fatalf("after the read: %d GPUs with telemetry (%v), want 4", f.TelemetryGPUs, err)
+	}
 }

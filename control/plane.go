@@ -78,10 +78,12 @@ type Plane struct {
 	idleReading   bool
 	idleReadAt    time.Time
 	// util is each GPU's recent utilization by UUID, read from Telemetry
-	// up to utilUntil (readUtilization), under utilMu.
-	utilMu    sync.Mutex
-	util      utilization
-	utilUntil time.Time
+	// up to utilUntil (readUtilization), under utilMu; utilReading is set
+	// while a read is under way (outside the lock).
+	utilMu      sync.Mutex
+	utilReading bool
+	util        utilization
+	utilUntil   time.Time
 	// unsent are recorded starts that the backend could not send at
 	// recovery because their node was not ready, with when that was first
 	// seen: the node's NodeSynced settles them, or they are resent on the
