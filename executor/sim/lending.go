@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -180,10 +181,10 @@ func nodeByName(f *cluster.Fleet, name string) (int, bool) {
 // first tick.
 func (s *Simulator) initLending() {
 	c := *s.cfg.Lending
-	c.Every = cmpOr(c.Every, DefaultLendEvery)
-	c.MinLoan = cmpOr(c.MinLoan, DefaultMinLoan)
-	c.Notice = cmpOr(c.Notice, DefaultLendNotice)
-	c.Lookback = cmpOr(c.Lookback, DefaultLendLookback)
+	c.Every = cmp.Or(c.Every, DefaultLendEvery)
+	c.MinLoan = cmp.Or(c.MinLoan, DefaultMinLoan)
+	c.Notice = cmp.Or(c.Notice, DefaultLendNotice)
+	c.Lookback = cmp.Or(c.Lookback, DefaultLendLookback)
 	l := &lending{cfg: c, start: s.now}
 	for _, name := range c.Nodes {
 		i, _ := s.free.NodeIndex(name)
@@ -207,13 +208,6 @@ func (s *Simulator) initLending() {
 	}
 	s.lend = l
 	s.ev.push(event{at: s.now, kind: evLend})
-}
-
-func cmpOr(d, def time.Duration) time.Duration {
-	if d == 0 {
-		return def
-	}
-	return d
 }
 
 // idleAt is the pool's idle GPUs at minute m (at least 0).
