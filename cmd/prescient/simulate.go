@@ -95,7 +95,7 @@ noise).`,
 	f.IntVar(&o.limit, "limit", 0, "replay only the first N jobs (after --from; 0: all)")
 	f.StringVar(&o.inference, "inference", "", "FORMAT:PATH: an inference pool beside the fleet, one replica per device of a utilization series (genai, influx), busy at 5% or more; its nodes run training only while --lend lends them")
 	f.IntVar(&o.inferenceNodes, "inference-nodes", 0, "with --inference: how many 8-GPU inference nodes to add (0: enough for the replicas)")
-	f.StringVar(&o.lend, "lend", "none", "with --inference: none, oracle, recent:DURATION (what was idle that long) or model:DIR[@LEVEL] (the idle model's LEVEL quantile, default 0.1): lend idle inference nodes to training for at least 30m and take them back before the forecast demand returns")
+	f.StringVar(&o.lend, "lend", "none", "with --inference: none, oracle, recent:DURATION (what was idle that long) or model:DIR[@LEVEL] (the idle model's LEVEL quantile, default 0.1): lend idle inference nodes to training for at least 30m and take them back before the forecast demand returns (a directory with an @ needs the @LEVEL)")
 	f.DurationVar(&o.lendRecent, "lend-recent", 30*time.Minute, "with --lend model:DIR: lend no more than was idle throughout this last stretch as well (0: the model alone)")
 	addPlacementFlags(f, &o)
 	return cmd
@@ -376,15 +376,16 @@ func (r simulateReport) writeTable(w io.Writer) error {
 	if err := t.flush(); err != nil {
 		return err
 	}
-	if r.runs[0].InferenceBusyGPUS == 0 { // no --inference
+	if r.runs[0].Lending == nil { // no --inference
 		return nil
 	}
 	fmt.Fprintln(w)
 	t = newTable(w)
 	t.row("POLICY", "LENT GPU-H", "INFERENCE BUSY GPU-H", "INFERENCE SHORT GPU-H", "LOANS", "TAKEN BACK", "JOBS PREEMPTED")
 	for _, m := range r.runs {
-		t.row(m.Policy, fmt.Sprintf("%.0f", m.LentGPUS/3600), fmt.Sprintf("%.0f", m.InferenceBusyGPUS/3600),
-			fmt.Sprintf("%.1f", m.InferenceShortGPUS/3600), m.Loans, m.Reclaims, m.ReclaimPreemptions)
+		l := m.Lending
+		t.row(m.Policy, fmt.Sprintf("%.0f", l.LentGPUS/3600), fmt.Sprintf("%.0f", l.InferenceBusyGPUS/3600),
+			fmt.Sprintf("%.1f", l.InferenceShortGPUS/3600), l.Loans, l.Reclaims, l.ReclaimPreemptions)
 	}
 	return t.flush()
 }

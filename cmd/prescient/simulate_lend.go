@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -44,7 +45,10 @@ func parseLendSpec(s string) (lendSpec, error) {
 		}
 		return lendSpec{kind: kind, window: d}, nil
 	case "model":
-		dir, lv, hasLevel := strings.Cut(arg, "@")
+		dir, lv, hasLevel := arg, "", false
+		if at := strings.LastIndex(arg, "@"); at >= 0 { // a directory may hold an @; the level may not
+			dir, lv, hasLevel = arg[:at], arg[at+1:], true
+		}
 		sp := lendSpec{kind: kind, dir: dir, level: defaultLendLevel}
 		if dir == "" {
 			return lendSpec{}, fmt.Errorf("lend %q: want model:DIR, the idle model's registry", s)
@@ -72,7 +76,7 @@ func (o *simulateOptions) inferenceLending(fleet *cluster.Fleet) (*sim.Lending, 
 	if err != nil {
 		return nil, fmt.Errorf("--lend: %w", err)
 	}
-	l := &sim.Lending{}
+	l := &sim.Lending{Lookback: max(sim.DefaultLendLookback, spec.window, o.lendRecent)}
 	threshold := training.DefaultIdleConfig().Model.ThresholdPct
 	switch spec.kind {
 	case "none":
@@ -92,51 +96,62 @@ func (o *simulateOptions) inferenceLending(fleet *cluster.Fleet) (*sim.Lending, 
 		l.Lender = modelLender{model: art.Model, level: spec.level, recent: o.lendRecent}
 		threshold = art.Model.Config.ThresholdPct // busy means what it meant in training
 	}
-	if l.Replicas, err = readReplicas(o.inference, threshold); err != nil {
+	if l.Replicas, l.ReplicasStart, err = readReplicas(o.inference, threshold); err != nil {
 		return nil, fmt.Errorf("--inference: %w", err)
 	}
-	l.Nodes = addInferenceNodes(fleet, o.inferenceNodes, len(l.Replicas))
+	if l.Nodes, err = addInferenceNodes(fleet, o.inferenceNodes, len(l.Replicas)); err != nil {
+		return nil, fmt.Errorf("--inference: %w", err)
+	}
 	return l, nil
 }
 
 // readReplicas reads a per-device utilization series (genai, influx) and
-// puts every device on a 1-minute grid of idleness below thresholdPct.
-func readReplicas(spec string, thresholdPct float64) ([][]float64, error) {
+// puts every device on a 1-minute grid of idleness below thresholdPct,
+// from the grid's start (returned too).
+func readReplicas(spec string, thresholdPct float64) ([][]float64, time.Time, error) {
 	series, err := datasets.ReadSeries(spec)
 	if err != nil {
-		return nil, err
+		return nil, time.Time{}, err
 	}
 	devs := make([]idle.Device, 0, len(series))
 	for _, s := range series {
 		if s.Capacity != nil {
-			return nil, fmt.Errorf("series %s counts idle units of a pool; want one device's utilization per series (genai, influx)", s.ID)
+			return nil, time.Time{}, fmt.Errorf("series %s counts idle units of a pool; want one device's utilization per series (genai, influx)", s.ID)
 		}
 		devs = append(devs, idle.Device{ID: s.ID, Times: s.Times, Values: s.Values})
 	}
 	slices.SortFunc(devs, func(a, b idle.Device) int { return strings.Compare(a.ID, b.ID) })
 	grids, err := idle.DeviceGrids(devs, thresholdPct, time.Minute)
 	if err != nil {
-		return nil, err
+		return nil, time.Time{}, err
 	}
 	out := make([][]float64, len(grids))
 	for i, g := range grids {
 		out[i] = g.Idle
 	}
-	return out, nil
+	return out, grids[0].Start, nil
 }
 
 // inferenceGPUsPerNode is the size of the inference nodes --inference adds.
 const inferenceGPUsPerNode = 8
 
 // addInferenceNodes appends n nodes of 8 GPUs (n 0: as many as the
-// replicas need) like the fleet's first node, in the pool "inference",
+// replicas need) like the fleet's first GPU node, in the pool "inference",
 // and returns their names.
-func addInferenceNodes(fleet *cluster.Fleet, n, replicas int) []string {
+func addInferenceNodes(fleet *cluster.Fleet, n, replicas int) ([]string, error) {
 	if n <= 0 {
 		n = (replicas + inferenceGPUsPerNode - 1) / inferenceGPUsPerNode
 	}
-	like := fleet.Nodes[0]
+	k := slices.IndexFunc(fleet.Nodes, func(n cluster.Node) bool { return len(n.GPUs) > 0 })
+	if k < 0 {
+		return nil, errors.New("the fleet has no GPU node to model the inference nodes on")
+	}
+	like := fleet.Nodes[k]
 	model := like.GPUs[0].Model
+	taken := map[string]bool{}
+	for _, n := range fleet.Nodes {
+		taken[n.Name] = true
+	}
 	var names []string
 	for k := range n {
 		node := cluster.Node{Name: fmt.Sprintf("inference-%02d", k), State: cluster.NodeReady, CPUMilli: like.CPUMilli, MemoryBytes: like.MemoryBytes,
@@ -144,10 +159,13 @@ func addInferenceNodes(fleet *cluster.Fleet, n, replicas int) []string {
 		for g := range inferenceGPUsPerNode {
 			node.GPUs = append(node.GPUs, cluster.NewGPU(g, model))
 		}
+		if taken[node.Name] {
+			return nil, fmt.Errorf("the fleet already has a node %s", node.Name)
+		}
 		fleet.Nodes = append(fleet.Nodes, node)
 		names = append(names, node.Name)
 	}
-	return names
+	return names, nil
 }
 
 // noLender lends nothing: the inference nodes stay the service's.
@@ -170,18 +188,20 @@ type modelLender struct {
 
 // IdleAhead implements sim.Lender: the pool's GPUs less the busy replicas'
 // 1 − level quantile at each lead (the model's last lead beyond its
-// horizon); none before there is history to forecast from.
+// horizon); none while there is less history than the model's features
+// look back on (4 hours). The pools' times are the replicas' own
+// (SeriesNow), which the model's time-of-day features read.
 func (l modelLender) IdleAhead(q sim.LoanQuery) ([]float64, error) {
 	out := make([]float64, q.Leads)
 	n := len(q.History)
-	if n == 0 || len(q.Replicas) == 0 {
+	if n < idle.HistoryNeeded(time.Minute) || len(q.Replicas) == 0 {
 		return out, nil
 	}
 	leads := make([]int, q.Leads)
 	for k := range leads {
 		leads[k] = int(min(time.Duration(k+1)*q.Step, l.model.Config.Horizon) / time.Minute)
 	}
-	start := q.Now.Add(-time.Duration(n-1) * time.Minute)
+	start := q.SeriesNow.Add(-time.Duration(n-1) * time.Minute)
 	var queries []idle.Query
 	for _, group := range poolGroups(len(q.Replicas), l.model.Config.PoolSize) {
 		p := &idle.Pool{ID: "inference", Start: start, Step: time.Minute,

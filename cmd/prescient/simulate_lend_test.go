@@ -19,6 +19,7 @@ func TestParseLendSpec(t *testing.T) {
 		"model:/m":        {kind: "model", dir: "/m", level: defaultLendLevel},
 		"model:/m@0.25":   {kind: "model", dir: "/m", level: 0.25},
 		"model:C:\\m@0.2": {kind: "model", dir: "C:\\m", level: 0.2},
+		"model:/a@b@0.3":  {kind: "model", dir: "/a@b", level: 0.3},
 	} {
 		got, err := parseLendSpec(spec)
 		if err != nil || got != want {
@@ -95,16 +96,16 @@ func TestSimulateLendsIdleInferenceNodes(t *testing.T) {
 		if err != nil {
 			t.Fatalf("--lend %s: %v", lend, err)
 		}
-		var raw map[string]any
-		if err := json.Unmarshal([]byte(out), &raw); err != nil {
-			t.Fatalf("--lend %s: %v\n%s", lend, err, out)
+		var raw struct {
+			Jobs, Finished float64
+			AvgJCTS        float64            `json:"avg_jct_s"`
+			Lending        map[string]float64 `json:"lending"`
 		}
-		m := map[string]float64{}
-		for k, v := range raw {
-			if f, ok := v.(float64); ok {
-				m[k] = f
-			}
+		if err := json.Unmarshal([]byte(out), &raw); err != nil || raw.Lending == nil {
+			t.Fatalf("--lend %s: %v, want the lending figures\n%s", lend, err, out)
 		}
+		m := raw.Lending
+		m["jobs"], m["finished"], m["avg_jct_s"] = raw.Jobs, raw.Finished, raw.AvgJCTS
 		res[lend] = m
 		t.Logf("--lend %-12.12s avg JCT %6.0f s, lent %5.0f GPU-h, short %6.0f GPU-s of %6.0f GPU-h busy, %3.0f loans, %3.0f jobs preempted",
 			lend, m["avg_jct_s"], m["lent_gpu_s"]/3600, m["inference_short_gpu_s"], m["inference_busy_gpu_s"]/3600, m["loans"], m["reclaim_preemptions"])

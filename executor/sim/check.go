@@ -29,6 +29,9 @@ func (s *Simulator) check() error {
 	if free != s.free.FreeGPUs() {
 		return fmt.Errorf("index counts %d free GPUs, snapshot %d: %w", s.free.FreeGPUs(), free, ErrInvariant)
 	}
+	if err := s.checkLending(); err != nil {
+		return err
+	}
 	queued := map[*executor.JobView]int{}
 	q := s.queue
 	if s.sorted != nil {
@@ -43,6 +46,26 @@ func (s *Simulator) check() error {
 		}
 		if err := s.checkJob(j); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// checkLending verifies the inference nodes: the service's take no
+// training (not ready, down) and run none once drained; only lent nodes
+// may be ready.
+func (s *Simulator) checkLending() error {
+	l := s.lend
+	if l == nil {
+		return nil
+	}
+	for k, i := range l.nodes {
+		name := s.snap.Nodes[i].Name
+		switch st := l.state[k]; {
+		case st != lent && (s.free.Ready(i) || !s.down[i]):
+			return fmt.Errorf("inference node %s is the service's (state %d) but ready %v, down %v: %w", name, st, s.free.Ready(i), s.down[i], ErrInvariant)
+		case st == serving && s.nodeLoad(i) != 0:
+			return fmt.Errorf("inference node %s serves the service with %d milli-GPUs of training on it: %w", name, s.nodeLoad(i), ErrInvariant)
 		}
 	}
 	return nil

@@ -18,27 +18,32 @@ import (
 // The pool's nodes serve inference and run no training unless lent. The
 // inference service needs, at each minute, as many GPUs as its replicas
 // are busy then, on any of the nodes it holds (it consolidates onto
-// them). Every Every the Lender forecasts the pool's idle GPUs ahead: the
-// replay lends whole nodes while the forecast keeps them spare for
-// MinLoan, and takes nodes back when it says the demand returns within
-// Every + Notice. Taking a node back tells its jobs to checkpoint and
-// stop within Notice; a node is the service's again once its jobs are
-// gone. Whenever the demand exceeds the GPUs the service holds, lent nodes
+// them). Every Every the Lender forecasts the pool's idle GPUs ahead, in
+// steps of Every: the replay lends whole nodes while the forecast keeps
+// them spare for MinLoan, and takes nodes back when it says the demand
+// returns within Every + Notice, rounded up to whole steps (10 minutes by
+// default). Taking a node back tells its jobs to checkpoint and stop
+// within Notice (a job that cannot checkpoint stops at once, losing the
+// work since its last checkpoint); a node is the service's again once its
+// jobs are gone. Whenever the demand exceeds the GPUs the service holds, lent nodes
 // are taken back at once and the missing GPU-time is counted as short.
 type Lending struct {
-	// Nodes are the fleet's inference nodes, by name, in the order they
-	// are lent (the service consolidates onto the first ones).
+	// Nodes are the fleet's inference nodes, by name; the last is lent
+	// first (the service consolidates onto the first ones).
 	Nodes []string
 	// Replicas are the inference replicas' idleness per minute from the
 	// replay's start: 1 idle, 0 busy, NaN not running (idle too). They are
 	// repeated when the replay outlasts them.
 	Replicas [][]float64
+	// ReplicasStart is the time of the replicas' first minute on their own
+	// clock (LoanQuery.SeriesNow); zero: the replay's start.
+	ReplicasStart time.Time
 	// Lender forecasts the pool's idle GPUs.
 	Lender Lender
 	// Every is how often loans are decided (default 5m); MinLoan the
 	// shortest loan worth making (default 30m); Notice how long a taken
 	// back node's jobs have to checkpoint (default 2m); Lookback how much
-	// history the Lender is given (default 6h).
+	// history the Lender is given (default 6h; less early in the replay).
 	Every, MinLoan, Notice, Lookback time.Duration
 }
 
@@ -52,8 +57,11 @@ type Lender interface {
 
 // LoanQuery is what a Lender is asked.
 type LoanQuery struct {
-	Now  time.Time
-	GPUs int // the pool's GPUs
+	Now time.Time
+	// SeriesNow is Now on the replicas' own clock (where their period
+	// repeats), for forecasts that read the time of day.
+	SeriesNow time.Time
+	GPUs      int // the pool's GPUs
 	// History is the pool's idle GPUs per minute, oldest first, the last
 	// at Now; Replicas the same minutes' idleness of each replica (1 idle,
 	// 0 busy, NaN not running).
@@ -135,7 +143,7 @@ type lending struct {
 	loans, reclaims, reclaimJob int
 }
 
-func (c *Lending) validate(f *cluster.Fleet) error {
+func (c *Lending) validate(f *cluster.Fleet, running []Placed) error {
 	var errs []error
 	if len(c.Nodes) == 0 {
 		errs = append(errs, errors.New("sim: lending: no inference nodes"))
@@ -155,26 +163,32 @@ func (c *Lending) validate(f *cluster.Fleet) error {
 	if c.Every < 0 || c.MinLoan < 0 || c.Notice < 0 || c.Lookback < 0 {
 		errs = append(errs, errors.New("sim: lending: negative duration"))
 	}
+	if c.Lookback != 0 && c.Lookback < time.Minute {
+		errs = append(errs, fmt.Errorf("sim: lending: lookback %s is under a minute", c.Lookback))
+	}
 	if c.Every%time.Minute != 0 {
 		errs = append(errs, fmt.Errorf("sim: lending: decision interval %s is not whole minutes", c.Every))
 	}
+	inFleet := map[string]int{}
+	for _, n := range f.Nodes {
+		inFleet[n.Name]++
+	}
 	seen := map[string]bool{}
 	for _, n := range c.Nodes {
-		if _, ok := nodeByName(f, n); !ok || seen[n] {
-			errs = append(errs, fmt.Errorf("sim: lending: inference node %q is not in the fleet or named twice", n))
+		if inFleet[n] != 1 || seen[n] {
+			errs = append(errs, fmt.Errorf("sim: lending: inference node %q is not in the fleet once, or is named twice", n))
 		}
 		seen[n] = true
 	}
-	return errors.Join(errs...)
-}
-
-func nodeByName(f *cluster.Fleet, name string) (int, bool) {
-	for i := range f.Nodes {
-		if f.Nodes[i].Name == name {
-			return i, true
+	for _, r := range running {
+		for _, a := range r.Allocations {
+			if seen[a.GPU.Node] {
+				errs = append(errs, fmt.Errorf("sim: lending: running job %s holds a GPU of inference node %s", r.Job.ID, a.GPU.Node))
+				break
+			}
 		}
 	}
-	return 0, false
+	return errors.Join(errs...)
 }
 
 // initLending hands the inference nodes to the service and schedules the
@@ -186,6 +200,9 @@ func (s *Simulator) initLending() {
 	c.Notice = cmp.Or(c.Notice, DefaultLendNotice)
 	c.Lookback = cmp.Or(c.Lookback, DefaultLendLookback)
 	l := &lending{cfg: c, start: s.now}
+	if l.cfg.ReplicasStart.IsZero() {
+		l.cfg.ReplicasStart = s.now
+	}
 	for _, name := range c.Nodes {
 		i, _ := s.free.NodeIndex(name)
 		l.nodes = append(l.nodes, i)
@@ -249,16 +266,17 @@ func (s *Simulator) tick() error {
 	l.busyS += busy * 60
 	l.shortS += math.Max(busy-float64(l.held(serving)), 0) * 60
 	l.lentS += float64(l.held(lent)+l.held(draining)) * 60
-	if l.held(lent) > 0 || len(s.running) > 0 {
+	if len(s.running) > 0 {
 		l.quietSince = m
 	}
 	l.minute++
-	// Ticks stop with the replay: when every job is done, or when nothing
-	// runs, nothing is left to arrive and nothing was lent for a whole
-	// period of the replicas (the queue waits for what will not come).
+	// Ticks go on with the replay. They stop when every job is done, or
+	// when nothing is left to arrive, no other event is pending and no job
+	// has run for a whole period of the replicas, loans or not: the queue
+	// waits for what will not come, and the replay reports it stalled.
 	done := s.acct.finished+s.acct.unplaceable >= len(s.jobs)
 	arrivals := s.acct.finished+s.acct.unplaceable+len(s.running)+s.queueLen() < len(s.jobs)
-	if !done && (arrivals || l.minute-l.quietSince <= len(l.busy)) {
+	if !done && (arrivals || s.ev.len() > 0 || l.minute-l.quietSince <= len(l.busy)) {
 		s.ev.push(event{at: l.start.Add(time.Duration(l.minute) * time.Minute), kind: evLend})
 	}
 	return nil
@@ -273,6 +291,11 @@ func (l *lending) held(st loanState) int {
 		}
 	}
 	return n
+}
+
+// seriesTime is minute m of the replay on the replicas' own clock.
+func (l *lending) seriesTime(m int) time.Time {
+	return l.cfg.ReplicasStart.Add(time.Duration(m%len(l.busy)) * time.Minute)
 }
 
 // decideLoans asks the Lender and lends or takes back nodes.
@@ -298,7 +321,7 @@ func (s *Simulator) decideLoans() error {
 	for f := range future {
 		future[f] = l.idleAt(m + 1 + f)
 	}
-	ahead, err := c.Lender.IdleAhead(LoanQuery{Now: s.now, GPUs: l.poolGPUs, History: hist, Replicas: reps, Step: step, Leads: leads, Future: future})
+	ahead, err := c.Lender.IdleAhead(LoanQuery{Now: s.now, SeriesNow: l.seriesTime(m), GPUs: l.poolGPUs, History: hist, Replicas: reps, Step: step, Leads: leads, Future: future})
 	if err != nil {
 		return fmt.Errorf("sim: lending at %s: %w", s.now.Format(time.RFC3339), err)
 	}
@@ -308,6 +331,9 @@ func (s *Simulator) decideLoans() error {
 	within := func(d time.Duration) float64 {
 		low := math.Inf(1)
 		for k := 0; k < len(ahead) && time.Duration(k)*step < d; k++ {
+			if math.IsNaN(ahead[k]) { // no forecast: nothing is spare
+				return 0
+			}
 			low = math.Min(low, ahead[k])
 		}
 		return math.Floor(low + 1e-9)
@@ -342,13 +368,14 @@ func (s *Simulator) decideLoans() error {
 }
 
 // takeBack takes lent nodes back, those running the least training first,
-// until at least gpus GPUs are back.
+// until at least gpus GPUs are back. A failed node is left lent: taking it
+// back would give the service nothing until its repair.
 func (s *Simulator) takeBack(gpus float64) error {
 	l := s.lend
 	for gpus > 0 {
 		best, bestLoad := -1, math.MaxInt
 		for k, i := range l.nodes {
-			if l.state[k] != lent {
+			if l.state[k] != lent || s.snap.Nodes[i].State == cluster.NodeFailed {
 				continue
 			}
 			if load := s.nodeLoad(i); load < bestLoad {
@@ -385,7 +412,11 @@ func (s *Simulator) giveBack(k int) error {
 		}
 	}
 	for _, j := range hit {
-		if err := s.preempt(executor.Preemption{Job: j.job.ID, CheckpointFirst: true, StopBy: s.now.Add(l.cfg.Notice)}); err != nil {
+		pr := executor.Preemption{Job: j.job.ID, CheckpointFirst: j.job.Spec.Checkpointable, StopBy: s.now}
+		if pr.CheckpointFirst {
+			pr.StopBy = s.now.Add(l.cfg.Notice)
+		}
+		if err := s.preempt(pr); err != nil {
 			return err
 		}
 		l.reclaimJob++
@@ -395,14 +426,10 @@ func (s *Simulator) giveBack(k int) error {
 	if s.nodeEmpty(i) {
 		l.state[k] = serving
 	}
-	if !s.down[i] { // a failed node is down already
-		s.acct.nodeState(s, i, false)
-		s.down[i] = true
-		s.free.SetReady(i, false)
-	}
-	if s.snap.Nodes[i].State != cluster.NodeFailed {
-		s.snap.Nodes[i].State = cluster.NodeDrained
-	}
+	s.acct.nodeState(s, i, false)
+	s.down[i] = true
+	s.free.SetReady(i, false)
+	s.snap.Nodes[i].State = cluster.NodeDrained
 	return nil
 }
 

@@ -64,35 +64,63 @@ func TestLendingIdleInferenceNodes(t *testing.T) {
 		if r.Finished != len(jobs) {
 			t.Fatalf("%s: %d of %d jobs finished", name, r.Finished, len(jobs))
 		}
-		t.Logf("%s: avg JCT %.0f s, lent %.0f GPU-h, inference short %.0f GPU-s of %.0f, %d loans, %d taken back, %d jobs preempted",
-			name, r.AvgJCTS, r.LentGPUS/3600, r.InferenceShortGPUS, r.InferenceBusyGPUS, r.Loans, r.Reclaims, r.ReclaimPreemptions)
+		if r.GPUAllocPct <= 0 || r.GPUAllocPct > 100.0001 {
+			t.Errorf("%s: allocation %.2f%%, want within (0, 100] of the training GPUs and the lent ones", name, r.GPUAllocPct)
+		}
+		if l := r.Lending; l != nil {
+			t.Logf("%s: avg JCT %.0f s, lent %.0f GPU-h, inference short %.0f GPU-s of %.0f, %d loans, %d taken back, %d jobs preempted",
+				name, r.AvgJCTS, l.LentGPUS/3600, l.InferenceShortGPUS, l.InferenceBusyGPUS, l.Loans, l.Reclaims, l.ReclaimPreemptions)
+		}
 	}
-	if alone.LentGPUS != 0 || alone.Loans != 0 {
-		t.Errorf("without lending: %.0f GPU-s lent in %d loans", alone.LentGPUS, alone.Loans)
+	if alone.Lending != nil {
+		t.Errorf("without lending: lending figures %+v", alone.Lending)
 	}
 	// The busy hours: 2 of every 8, 16 GPUs, over the replay until the
 	// last job ends.
-	if oracle.InferenceBusyGPUS <= 0 {
+	if oracle.Lending.InferenceBusyGPUS <= 0 {
 		t.Fatalf("oracle: no inference demand counted")
 	}
-	if oracle.InferenceShortGPUS != 0 {
-		t.Errorf("oracle: %.0f GPU-s of inference demand unserved, want 0 (it takes nodes back before the demand)", oracle.InferenceShortGPUS)
+	if oracle.Lending.InferenceShortGPUS != 0 {
+		t.Errorf("oracle: %.0f GPU-s of inference demand unserved, want 0 (it takes nodes back before the demand)", oracle.Lending.InferenceShortGPUS)
 	}
-	if oracle.Loans == 0 || oracle.Reclaims == 0 || oracle.ReclaimPreemptions == 0 {
-		t.Errorf("oracle: %d loans, %d taken back, %d jobs preempted: want all three", oracle.Loans, oracle.Reclaims, oracle.ReclaimPreemptions)
+	if oracle.Lending.Loans == 0 || oracle.Lending.Reclaims == 0 || oracle.Lending.ReclaimPreemptions == 0 {
+		t.Errorf("oracle: %d loans, %d taken back, %d jobs preempted: want all three", oracle.Lending.Loans, oracle.Lending.Reclaims, oracle.Lending.ReclaimPreemptions)
 	}
 	if oracle.AvgJCTS >= alone.AvgJCTS {
 		t.Errorf("oracle lending: avg JCT %.0f s, without %.0f s: want shorter", oracle.AvgJCTS, alone.AvgJCTS)
 	}
 	// The reactive rule finds out when the demand is back: the service
 	// waits for its nodes each time.
-	if recent.InferenceShortGPUS <= 0 || recent.LentGPUS <= 0 {
-		t.Errorf("recent: %.0f GPU-s short, %.0f lent: want both", recent.InferenceShortGPUS, recent.LentGPUS)
+	if recent.Lending.InferenceShortGPUS <= 0 || recent.Lending.LentGPUS <= 0 {
+		t.Errorf("recent: %.0f GPU-s short, %.0f lent: want both", recent.Lending.InferenceShortGPUS, recent.Lending.LentGPUS)
 	}
 	// Never more than the two nodes' GPUs are lent.
 	span := oracle.MakespanS
-	if oracle.LentGPUS > 16*span+1 {
-		t.Errorf("oracle lent %.0f GPU-s over %.0f s with 16 GPUs", oracle.LentGPUS, span)
+	if oracle.Lending.LentGPUS > 16*span+1 {
+		t.Errorf("oracle lent %.0f GPU-s over %.0f s with 16 GPUs", oracle.Lending.LentGPUS, span)
+	}
+}
+
+// A job that cannot checkpoint loses its work when its node is taken back,
+// and a job that can never start does not keep the replay ticking.
+func TestLendingTakesBackNodesFromJobsThatCannotCheckpoint(t *testing.T) {
+	jobs := eightGPUJobs(40, 90*time.Minute)
+	never := clustertest.Job("never").GPUs(1).Models("H100").Submitted(clustertest.Epoch).Obj()
+	never.Outcome.RunTime = time.Hour
+	jobs = append(jobs, never)
+	r := replay(t, "fifo", inferenceFleet(), jobs, func(c *sim.Config) {
+		c.Check, c.CheckpointCost = true, 0
+		c.Lending = &sim.Lending{Nodes: []string{"inf-0", "inf-1"}, Replicas: waves(16), Lender: sim.OracleLender{}}
+	})
+	if r.Finished != len(jobs)-1 {
+		t.Fatalf("%d of %d jobs finished, want all but the H100 one", r.Finished, len(jobs))
+	}
+	if r.Lending.ReclaimPreemptions == 0 || r.LostGPUS <= 0 || r.CheckpointGPUS != 0 {
+		t.Errorf("%d jobs preempted by take-backs, %.0f GPU-s lost, %.0f spent checkpointing: want work lost and no checkpoint",
+			r.Lending.ReclaimPreemptions, r.LostGPUS, r.CheckpointGPUS)
+	}
+	if r.Lending.InferenceShortGPUS != 0 {
+		t.Errorf("%.0f GPU-s short: a job that cannot checkpoint stops at once", r.Lending.InferenceShortGPUS)
 	}
 }
 

@@ -33,21 +33,26 @@ type Metrics struct {
 	PowerCappedStarts  int     `json:"power_capped_starts"`
 	TransferSavedBytes int64   `json:"transfer_saved_bytes"`
 	KgCO2              float64 `json:"kgco2"`
-	// Lending (Config.Lending): GPU-time lent to training (until the
-	// service had the nodes back), the inference demand, the part of it
-	// the service's GPUs could not serve, loans, nodes taken back and the
-	// training jobs they preempted.
-	LentGPUS           float64            `json:"lent_gpu_s,omitempty"`
-	InferenceBusyGPUS  float64            `json:"inference_busy_gpu_s,omitempty"`
-	InferenceShortGPUS float64            `json:"inference_short_gpu_s,omitempty"`
-	Loans              int                `json:"loans,omitempty"`
-	Reclaims           int                `json:"reclaims,omitempty"`
-	ReclaimPreemptions int                `json:"reclaim_preemptions,omitempty"`
-	JainFairness       float64            `json:"jain_fairness"`
-	WaitByTierS        map[string]float64 `json:"wait_by_tier_s"`
-	WaitByTenantS      map[string]float64 `json:"wait_by_tenant_s"`
-	SimWallS           float64            `json:"sim_wall_s"`
-	DecisionsPerS      float64            `json:"decisions_per_s"`
+	// Lending is there with Config.Lending.
+	Lending       *LendingMetrics    `json:"lending,omitempty"`
+	JainFairness  float64            `json:"jain_fairness"`
+	WaitByTierS   map[string]float64 `json:"wait_by_tier_s"`
+	WaitByTenantS map[string]float64 `json:"wait_by_tenant_s"`
+	SimWallS      float64            `json:"sim_wall_s"`
+	DecisionsPerS float64            `json:"decisions_per_s"`
+}
+
+// LendingMetrics are the inference pool's figures (Config.Lending): the
+// GPU-time lent to training (until the service had the nodes back), the
+// inference demand, the part of it the service's GPUs could not serve,
+// loans, nodes taken back and the training jobs they preempted.
+type LendingMetrics struct {
+	LentGPUS           float64 `json:"lent_gpu_s"`
+	InferenceBusyGPUS  float64 `json:"inference_busy_gpu_s"`
+	InferenceShortGPUS float64 `json:"inference_short_gpu_s"`
+	Loans              int     `json:"loans"`
+	Reclaims           int     `json:"reclaims"`
+	ReclaimPreemptions int     `json:"reclaim_preemptions"`
 }
 
 // Result is a replay's metrics and the series a plot draws.
@@ -115,7 +120,12 @@ func (s *Simulator) result(wall time.Duration) *Result {
 		for _, n := range s.snap.Nodes {
 			gpus += len(n.GPUs)
 		}
-		m.GPUAllocPct = 100 * a.allocGPUs / (float64(gpus) * s.acct.last.Sub(a.start).Seconds())
+		span := s.acct.last.Sub(a.start).Seconds()
+		capacity := float64(gpus) * span
+		if l := s.lend; l != nil { // the inference pool's GPUs count while lent
+			capacity += l.lentS - float64(l.poolGPUs)*span
+		}
+		m.GPUAllocPct = 100 * a.allocGPUs / capacity
 	}
 	if m.DeadlineFeasible > 0 {
 		m.DeadlineMetPct = 100 * float64(met) / float64(m.DeadlineFeasible)
@@ -127,8 +137,8 @@ func (s *Simulator) result(wall time.Duration) *Result {
 	m.WaitByTierS, m.WaitByTenantS = means(tierW), means(tenantW)
 	m.JainFairness = jain(slow)
 	if l := s.lend; l != nil {
-		m.LentGPUS, m.InferenceBusyGPUS, m.InferenceShortGPUS = l.lentS, l.busyS, l.shortS
-		m.Loans, m.Reclaims, m.ReclaimPreemptions = l.loans, l.reclaims, l.reclaimJob
+		m.Lending = &LendingMetrics{LentGPUS: l.lentS, InferenceBusyGPUS: l.busyS, InferenceShortGPUS: l.shortS,
+			Loans: l.loans, Reclaims: l.reclaims, ReclaimPreemptions: l.reclaimJob}
 	}
 	if s.cfg.Outcomes {
 		r.Outcomes = s.outcomes()

@@ -128,7 +128,7 @@ func (c *Config) Validate() error {
 		errs = append(errs, errors.New("sim: running jobs need a start time"))
 	}
 	if c.Lending != nil && c.Fleet != nil {
-		errs = append(errs, c.Lending.validate(c.Fleet))
+		errs = append(errs, c.Lending.validate(c.Fleet, c.Running))
 	}
 	if c.NodeMTBF > 0 && c.NodeRepair == 0 {
 		errs = append(errs, errors.New("sim: node failures need a repair time"))

@@ -34,9 +34,9 @@ const (
 	maxLookMin = 240 // the longest look back of the rolling features, minutes
 )
 
-// historyNeeded is how many grid points before an origin the features
+// HistoryNeeded is how many grid points before an origin the features
 // look at (beyond the day- and week-ago values, which are optional).
-func historyNeeded(step time.Duration) int { return int(maxLookMin*time.Minute/step) + 1 }
+func HistoryNeeded(step time.Duration) int { return int(maxLookMin*time.Minute/step) + 1 }
 
 // origin holds the features of an origin that do not depend on the
 // horizon.

@@ -125,7 +125,7 @@ func trainingRows(cfg Config, pools []*Pool) ([][]float64, []float64) {
 		originEvery = steps(cfg.OriginEvery, cfg.Step)
 	}
 	for _, p := range pools {
-		for i := historyNeeded(p.Step); i < p.Len(); i += originEvery {
+		for i := HistoryNeeded(p.Step); i < p.Len(); i += originEvery {
 			o, ok := originAt(p, i)
 			if !ok {
 				continue

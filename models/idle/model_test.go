@@ -53,7 +53,7 @@ func maes(t *testing.T, m *Model, pools []*Pool, lead int) (model, persistence f
 	n := 0
 	for _, p := range pools {
 		var qs []Query
-		for i := historyNeeded(p.Step); i+lead < p.Len(); i += 5 {
+		for i := HistoryNeeded(p.Step); i+lead < p.Len(); i += 5 {
 			qs = append(qs, Query{Pool: p, I: i, Leads: []int{lead}})
 		}
 		pred, err := m.Predict(qs, []float64{0.5})
