@@ -405,10 +405,9 @@ func (p *Plane) readUtilization(ctx context.Context, now time.Time, threshold fl
 		if lo.Before(oldest) {
 			lo = oldest
 		}
-		got, until, ok := p.queryUtilization(ctx, lo, end)
+		got, until, ok := p.readChunks(ctx, lo, end)
 		read = ok
 		p.utilMu.Lock()
-		p.utilReading = false
 		for _, s := range got {
 			us := p.util[s.GPU]
 			if us == nil {
@@ -439,6 +438,17 @@ func (p *Plane) readUtilization(ctx context.Context, now time.Time, threshold fl
 		}
 	}
 	return out, read
+}
+
+// readChunks is queryUtilization by the one reader: it clears the reading
+// flag however the read ends (a store that panics included).
+func (p *Plane) readChunks(ctx context.Context, lo, end time.Time) ([]collector.Series, time.Time, bool) {
+	defer func() {
+		p.utilMu.Lock()
+		p.utilReading = false
+		p.utilMu.Unlock()
+	}()
+	return p.queryUtilization(ctx, lo, end)
 }
 
 // queryUtilization reads every GPU's per-minute utilization from lo to end

@@ -255,10 +255,6 @@ func (s *Simulator) fail(i int) error {
 }
 
 func (s *Simulator) repair(i int) {
-	if s.lend != nil && s.lend.holds(i) { // taken back while down: the service's now
-		s.snap.Nodes[i].State = cluster.NodeDrained
-		return
-	}
 	s.acct.nodeState(s, i, true)
 	s.down[i] = false
 	s.snap.Nodes[i].State = cluster.NodeReady

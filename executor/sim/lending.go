@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"time"
 
 	"github.com/prescient-sched/prescient/cluster"
@@ -136,8 +135,10 @@ type lending struct {
 	poolGPUs int
 	busy     []float64 // busy replicas per minute of the replicas' period
 	minute   int       // the current tick
-	// quietSince is the last tick at which a loan changed or a job ran.
+	// quietSince is the last tick at which a job ran or arrived; ticking
+	// is false once ticks have stopped (wake starts them again).
 	quietSince int
+	ticking    bool
 
 	lentS, busyS, shortS        float64
 	loans, reclaims, reclaimJob int
@@ -223,6 +224,7 @@ func (s *Simulator) initLending() {
 			}
 		}
 	}
+	l.ticking = true
 	s.lend = l
 	s.ev.push(event{at: s.now, kind: evLend})
 }
@@ -230,14 +232,6 @@ func (s *Simulator) initLending() {
 // idleAt is the pool's idle GPUs at minute m (at least 0).
 func (l *lending) idleAt(m int) float64 {
 	return math.Max(float64(l.poolGPUs)-l.busy[m%len(l.busy)], 0)
-}
-
-// holds reports whether fleet node i is an inference node the service
-// holds (serving or draining), so that a repair does not give it to
-// training.
-func (l *lending) holds(i int) bool {
-	k := slices.Index(l.nodes, i)
-	return k >= 0 && l.state[k] != lent
 }
 
 // tick is one minute of the pool: nodes whose jobs are gone go back to
@@ -272,14 +266,35 @@ func (s *Simulator) tick() error {
 	l.minute++
 	// Ticks go on with the replay. They stop when every job is done, or
 	// when nothing is left to arrive, no other event is pending and no job
-	// has run for a whole period of the replicas, loans or not: the queue
-	// waits for what will not come, and the replay reports it stalled.
+	// has run or arrived for a whole period of the replicas and the
+	// lender's lookback, loans or not: the queue waits for what will not
+	// come, and the replay reports it stalled. A job that arrives or
+	// starts later wakes them.
 	done := s.acct.finished+s.acct.unplaceable >= len(s.jobs)
 	arrivals := s.acct.finished+s.acct.unplaceable+len(s.running)+s.queueLen() < len(s.jobs)
-	if !done && (arrivals || s.ev.len() > 0 || l.minute-l.quietSince <= len(l.busy)) {
+	quiet := l.minute - l.quietSince
+	if !done && (arrivals || s.ev.len() > 0 || quiet <= len(l.busy)+int(l.cfg.Lookback/time.Minute)) {
 		s.ev.push(event{at: l.start.Add(time.Duration(l.minute) * time.Minute), kind: evLend})
+	} else {
+		l.ticking = false
 	}
 	return nil
+}
+
+// wakeLending notes that jobs arrived or started, and restarts stopped
+// ticks at the next whole minute not yet ticked.
+func (s *Simulator) wakeLending() {
+	l := s.lend
+	if l == nil {
+		return
+	}
+	next := max(int((s.now.Sub(l.start)+time.Minute-1)/time.Minute), l.minute)
+	l.quietSince = next
+	if l.ticking {
+		return
+	}
+	l.ticking, l.minute = true, next
+	s.ev.push(event{at: l.start.Add(time.Duration(l.minute) * time.Minute), kind: evLend})
 }
 
 // held is the GPUs of the inference nodes in state st.
@@ -350,7 +365,7 @@ func (s *Simulator) decideLoans() error {
 	busy := l.busy[m%len(l.busy)]
 	for k := len(l.nodes) - 1; k >= 0; k-- {
 		i := l.nodes[k]
-		if l.state[k] != serving || s.snap.Nodes[i].State == cluster.NodeFailed {
+		if l.state[k] != serving {
 			continue
 		}
 		if float64(l.held(lent)+l.held(draining)+l.gpus[k]) > loanable || float64(l.held(serving)-l.gpus[k]) < busy {

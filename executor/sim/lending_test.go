@@ -180,3 +180,34 @@ func lendingDraw(rt *rapid.T, fleet *cluster.Fleet, perNode int) *sim.Lending {
 	}
 	return &sim.Lending{Nodes: []string{"inf"}, Replicas: reps, Lender: l}
 }
+
+// Ticks that stopped in a long quiet spell start again when jobs arrive:
+// the second batch, two days later, runs on lent nodes too.
+func TestLendingWakesAfterAQuietSpell(t *testing.T) {
+	jobs := eightGPUJobs(2, time.Hour)
+	for _, j := range eightGPUJobs(20, 90*time.Minute) {
+		j.ID += "-later"
+		j.SubmitTime = j.SubmitTime.Add(48 * time.Hour)
+		jobs = append(jobs, j)
+	}
+	run := func(lend bool) *sim.Result {
+		fleet := inferenceFleet()
+		if !lend {
+			fleet.Nodes = fleet.Nodes[:2]
+		}
+		return replay(t, "prescient", fleet, jobs, func(c *sim.Config) {
+			c.Check = true
+			if lend {
+				c.Lending = &sim.Lending{Nodes: []string{"inf-0", "inf-1"}, Replicas: waves(8), Lender: sim.OracleLender{}}
+			}
+		})
+	}
+	alone, lent := run(false), run(true)
+	if lent.Finished != len(jobs) || alone.Finished != len(jobs) {
+		t.Fatalf("finished %d and %d of %d", lent.Finished, alone.Finished, len(jobs))
+	}
+	if lent.MakespanS >= alone.MakespanS || lent.Lending.LentGPUS <= 0 {
+		t.Errorf("makespan %.0f s with lending (%.0f GPU-s lent), %.0f s without: want the later batch on lent nodes too",
+			lent.MakespanS, lent.Lending.LentGPUS, alone.MakespanS)
+	}
+}

@@ -123,6 +123,7 @@ func (s *Simulator) arrive(ctx context.Context, next int) (int, error) {
 		}
 		s.enqueue(j)
 		s.arrived(j)
+		s.wakeLending()
 		if s.cfg.Preemptive || s.free.FreeGPUs() > 0 || j.gpus == 0 || j.job.Spec.Fractional() {
 			s.dirty = true
 		}
@@ -186,6 +187,9 @@ func (s *Simulator) plan(ctx context.Context) error {
 		if err := s.start(pl); err != nil {
 			return err
 		}
+	}
+	if len(p.Placements) > 0 {
+		s.wakeLending()
 	}
 	if !p.NextReplan.IsZero() && !p.NextReplan.Equal(s.wakeAt) {
 		s.wakeAt = p.NextReplan

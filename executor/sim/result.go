@@ -125,7 +125,9 @@ func (s *Simulator) result(wall time.Duration) *Result {
 		if l := s.lend; l != nil { // the inference pool's GPUs count while lent
 			capacity += l.lentS - float64(l.poolGPUs)*span
 		}
-		m.GPUAllocPct = 100 * a.allocGPUs / capacity
+		if capacity > 0 {
+			m.GPUAllocPct = 100 * a.allocGPUs / capacity
+		}
 	}
 	if m.DeadlineFeasible > 0 {
 		m.DeadlineMetPct = 100 * float64(met) / float64(m.DeadlineFeasible)
