@@ -230,36 +230,44 @@ func (s *Simulator) fail(i int) error {
 	if s.down[i] {
 		return nil
 	}
-	name := s.snap.Nodes[i].Name
-	var hit []*simJob
-	for k, r := range s.running {
-		for _, a := range r.Allocations {
-			if a.GPU.Node == name {
-				hit = append(hit, s.runJobs[k])
-				break
-			}
-		}
-	}
-	for _, j := range hit {
+	for _, j := range s.jobsOn(i) {
 		if err := s.interrupt(j); err != nil {
 			return err
 		}
 	}
-	s.acct.nodeState(s, i, false)
-	s.down[i] = true
-	s.snap.Nodes[i].State = cluster.NodeFailed
-	s.free.SetReady(i, false)
+	s.setNodeUp(i, false, cluster.NodeFailed)
 	s.acct.failures++
 	s.ev.push(event{at: s.now.Add(s.cfg.NodeRepair), kind: evRepair, node: i})
 	return nil
 }
 
-func (s *Simulator) repair(i int) {
-	s.acct.nodeState(s, i, true)
-	s.down[i] = false
-	s.snap.Nodes[i].State = cluster.NodeReady
-	s.free.SetReady(i, true)
-	s.dirty = true
+func (s *Simulator) repair(i int) { s.setNodeUp(i, true, cluster.NodeReady) }
+
+// setNodeUp gives node i to training (up: it draws its idle power, takes
+// jobs and the planner is called) or takes it away, in state st.
+func (s *Simulator) setNodeUp(i int, up bool, st cluster.NodeState) {
+	s.acct.nodeState(s, i, up)
+	s.down[i] = !up
+	s.snap.Nodes[i].State = st
+	s.free.SetReady(i, up)
+	if up {
+		s.dirty = true
+	}
+}
+
+// jobsOn are the running jobs with a GPU on node i.
+func (s *Simulator) jobsOn(i int) []*simJob {
+	name := s.snap.Nodes[i].Name
+	var on []*simJob
+	for k, r := range s.running {
+		for _, a := range r.Allocations {
+			if a.GPU.Node == name {
+				on = append(on, s.runJobs[k])
+				break
+			}
+		}
+	}
+	return on
 }
 
 // gpuWeight is the GPUs a job's time is multiplied by for GPU-time (a

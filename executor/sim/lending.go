@@ -210,10 +210,7 @@ func (s *Simulator) initLending() {
 		l.gpus = append(l.gpus, len(s.snap.Nodes[i].GPUs))
 		l.state = append(l.state, serving)
 		l.poolGPUs += len(s.snap.Nodes[i].GPUs)
-		s.acct.nodeState(s, i, false)
-		s.down[i] = true
-		s.snap.Nodes[i].State = cluster.NodeDrained
-		s.free.SetReady(i, false)
+		s.setNodeUp(i, false, cluster.NodeDrained)
 	}
 	period := len(c.Replicas[0])
 	l.busy = make([]float64, period)
@@ -373,11 +370,7 @@ func (s *Simulator) decideLoans() error {
 		}
 		l.state[k] = lent
 		l.loans++
-		s.acct.nodeState(s, i, true)
-		s.down[i] = false
-		s.snap.Nodes[i].State = cluster.NodeReady
-		s.free.SetReady(i, true)
-		s.dirty = true
+		s.setNodeUp(i, true, cluster.NodeReady)
 	}
 	return nil
 }
@@ -413,20 +406,10 @@ func (s *Simulator) takeBack(gpus float64) error {
 func (s *Simulator) giveBack(k int) error {
 	l := s.lend
 	i := l.nodes[k]
-	name := s.snap.Nodes[i].Name
-	var hit []*simJob
-	for r, run := range s.running {
-		if run.Stopping {
+	for _, j := range s.jobsOn(i) {
+		if j.run.Stopping { // stopping already, by its own grace
 			continue
 		}
-		for _, a := range run.Allocations {
-			if a.GPU.Node == name {
-				hit = append(hit, s.runJobs[r])
-				break
-			}
-		}
-	}
-	for _, j := range hit {
 		pr := executor.Preemption{Job: j.job.ID, CheckpointFirst: j.job.Spec.Checkpointable, StopBy: s.now}
 		if pr.CheckpointFirst {
 			pr.StopBy = s.now.Add(l.cfg.Notice)
@@ -441,10 +424,7 @@ func (s *Simulator) giveBack(k int) error {
 	if s.nodeEmpty(i) {
 		l.state[k] = serving
 	}
-	s.acct.nodeState(s, i, false)
-	s.down[i] = true
-	s.free.SetReady(i, false)
-	s.snap.Nodes[i].State = cluster.NodeDrained
+	s.setNodeUp(i, false, cluster.NodeDrained)
 	return nil
 }
 
