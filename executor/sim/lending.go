@@ -63,7 +63,7 @@ type LoanQuery struct {
 	GPUs      int // the pool's GPUs
 	// History is the pool's idle GPUs per minute, oldest first, the last
 	// at Now; Replicas the same minutes' idleness of each replica (1 idle,
-	// 0 busy, NaN not running).
+	// 0 busy, NaN not running), read-only: they may share the replay's.
 	History  []float64
 	Replicas [][]float64
 	Step     time.Duration
@@ -319,15 +319,12 @@ func (s *Simulator) decideLoans() error {
 	m := l.minute
 	from := max(m-int(c.Lookback/time.Minute)+1, 0)
 	hist := make([]float64, 0, m-from+1)
-	reps := make([][]float64, len(c.Replicas))
-	for r := range reps {
-		reps[r] = make([]float64, 0, m-from+1)
-	}
 	for h := from; h <= m; h++ {
 		hist = append(hist, l.idleAt(h))
-		for r, rep := range c.Replicas {
-			reps[r] = append(reps[r], rep[h%len(rep)])
-		}
+	}
+	reps := make([][]float64, len(c.Replicas))
+	for r, rep := range c.Replicas {
+		reps[r] = periodic(rep, from, m)
 	}
 	future := make([]float64, leads*int(step/time.Minute))
 	for f := range future {
@@ -373,6 +370,21 @@ func (s *Simulator) decideLoans() error {
 		s.setNodeUp(i, true, cluster.NodeReady)
 	}
 	return nil
+}
+
+// periodic is minutes from to to (inclusive) of a series that repeats: a
+// slice of it where the stretch does not wrap (shared: read-only), a copy
+// where it does.
+func periodic(xs []float64, from, to int) []float64 {
+	p := len(xs)
+	if from/p == to/p {
+		return xs[from%p : to%p+1 : to%p+1]
+	}
+	out := make([]float64, 0, to-from+1)
+	for h := from; h <= to; h++ {
+		out = append(out, xs[h%p])
+	}
+	return out
 }
 
 // takeBack takes lent nodes back, those running the least training first,
