@@ -143,17 +143,23 @@ func idlePools(cfg idle.Config, series []datasets.Series, groupings int) (idleDa
 		}
 		return d, nil
 	}
-	devs := make([]idle.Device, len(series))
-	for i, s := range series {
-		devs[i] = idle.Device{ID: s.ID, Times: s.Times, Values: s.Values}
-	}
-	if d.devices, err = idle.DeviceGrids(devs, cfg.ThresholdPct, cfg.Step); err != nil {
+	if d.devices, err = DeviceGrids(series, cfg.ThresholdPct, cfg.Step); err != nil {
 		return idleData{}, fmt.Errorf("idle: %w", err)
 	}
 	for g := range groupings {
 		d.pools = append(d.pools, idle.PoolsFromGrids(d.devices, cfg.PoolSize, uint64(g))...)
 	}
 	return d, nil
+}
+
+// DeviceGrids puts utilization series, one device each, on one grid of
+// step, idle below thresholdPct (idle.DeviceGrids).
+func DeviceGrids(series []datasets.Series, thresholdPct float64, step time.Duration) ([]idle.Grid, error) {
+	devs := make([]idle.Device, len(series))
+	for i, s := range series {
+		devs[i] = idle.Device{ID: s.ID, Times: s.Times, Values: s.Values}
+	}
+	return idle.DeviceGrids(devs, thresholdPct, step)
 }
 
 // cutPools keeps each pool's grid points before until (NaN after).

@@ -106,22 +106,19 @@ func (o *simulateOptions) inferenceLending(fleet *cluster.Fleet) (*sim.Lending, 
 }
 
 // readReplicas reads a per-device utilization series (genai, influx) and
-// puts every device on a 1-minute grid of idleness below thresholdPct,
-// from the grid's start (returned too).
+// puts every device, in the order of their IDs, on a 1-minute grid of
+// idleness below thresholdPct, from the grid's start (returned too).
 func readReplicas(spec string, thresholdPct float64) ([][]float64, time.Time, error) {
-	series, err := datasets.ReadSeries(spec)
+	series, err := datasets.ReadSeries(spec) // sorted by ID
 	if err != nil {
 		return nil, time.Time{}, err
 	}
-	devs := make([]idle.Device, 0, len(series))
 	for _, s := range series {
 		if s.Capacity != nil {
 			return nil, time.Time{}, fmt.Errorf("series %s counts idle units of a pool; want one device's utilization per series (genai, influx)", s.ID)
 		}
-		devs = append(devs, idle.Device{ID: s.ID, Times: s.Times, Values: s.Values})
 	}
-	slices.SortFunc(devs, func(a, b idle.Device) int { return strings.Compare(a.ID, b.ID) })
-	grids, err := idle.DeviceGrids(devs, thresholdPct, time.Minute)
+	grids, err := training.DeviceGrids(series, thresholdPct, time.Minute)
 	if err != nil {
 		return nil, time.Time{}, err
 	}
@@ -202,24 +199,13 @@ func (l modelLender) IdleAhead(q sim.LoanQuery) ([]float64, error) {
 		leads[k] = int(min(time.Duration(k+1)*q.Step, l.model.Config.Horizon) / time.Minute)
 	}
 	start := q.SeriesNow.Add(-time.Duration(n-1) * time.Minute)
+	grids := make([]idle.Grid, len(q.Replicas))
+	for r, rep := range q.Replicas {
+		grids[r] = idle.Grid{ID: strconv.Itoa(r), Start: start, Step: time.Minute, Idle: rep}
+	}
 	var queries []idle.Query
-	for _, group := range poolGroups(len(q.Replicas), l.model.Config.PoolSize) {
-		p := &idle.Pool{ID: "inference", Start: start, Step: time.Minute,
-			Idle: make([]float64, n), Capacity: make([]float64, n), Demand: make([]float64, n)}
-		for _, r := range group {
-			for i, v := range q.Replicas[r] {
-				if !math.IsNaN(v) {
-					p.Idle[i] += v
-					p.Capacity[i]++
-				}
-			}
-		}
-		for i := range p.Idle {
-			if p.Capacity[i] == 0 {
-				p.Idle[i], p.Capacity[i] = math.NaN(), math.NaN()
-			}
-		}
-		queries = append(queries, idle.Query{Pool: p, I: n - 1, Leads: leads})
+	for _, group := range idle.Groups(grids, l.model.Config.PoolSize) {
+		queries = append(queries, idle.Query{Pool: idle.PoolFromGrids("inference", group), I: n - 1, Leads: leads})
 	}
 	pred, err := l.model.Predict(queries, []float64{0.1, 0.5, 0.9})
 	if err != nil {
@@ -249,25 +235,6 @@ func (l modelLender) IdleAhead(q sim.LoanQuery) ([]float64, error) {
 		}
 	}
 	return out, nil
-}
-
-// poolGroups splits n replicas, in order, into groups of size; a last group
-// smaller than half a pool joins the one before (as idle.PoolsFromGrids).
-func poolGroups(n, size int) [][]int {
-	size = max(size, 1)
-	var groups [][]int
-	for lo := 0; lo < n; lo += size {
-		var g []int
-		for r := lo; r < min(lo+size, n); r++ {
-			g = append(g, r)
-		}
-		groups = append(groups, g)
-	}
-	if k := len(groups); k > 1 && len(groups[k-1]) < (size+1)/2 {
-		groups[k-2] = append(groups[k-2], groups[k-1]...)
-		groups = groups[:k-1]
-	}
-	return groups
 }
 
 // normalQuantile is the standard normal's quantile function.

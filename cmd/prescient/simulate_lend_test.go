@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -59,22 +58,6 @@ func FuzzParseLendSpec(f *testing.F) {
 			t.Fatalf("%q: kind %q accepted", s, sp.kind)
 		}
 	})
-}
-
-func TestPoolGroups(t *testing.T) {
-	for _, tc := range []struct {
-		n, size int
-		want    string
-	}{
-		{16, 8, "[[0 1 2 3 4 5 6 7] [8 9 10 11 12 13 14 15]]"},
-		{19, 8, "[[0 1 2 3 4 5 6 7] [8 9 10 11 12 13 14 15 16 17 18]]"},
-		{21, 8, "[[0 1 2 3 4 5 6 7] [8 9 10 11 12 13 14 15] [16 17 18 19 20]]"},
-		{3, 8, "[[0 1 2]]"},
-	} {
-		if got := fmt.Sprint(poolGroups(tc.n, tc.size)); got != tc.want {
-			t.Errorf("%d in %d: %s, want %s", tc.n, tc.size, got, tc.want)
-		}
-	}
 }
 
 // A Philly slice on four training nodes beside the GenAI containers as an

@@ -169,19 +169,28 @@ func PoolsFromGrids(grids []Grid, size int, seed uint64) []*Pool {
 	}
 	order := slices.Clone(grids)
 	slices.SortFunc(order, func(a, b Grid) int { return cmp.Compare(hashID(a.ID, seed), hashID(b.ID, seed)) })
-	var groups [][]Grid
-	for lo := 0; lo < len(order); lo += size {
-		groups = append(groups, order[lo:min(lo+size, len(order))])
-	}
-	if n := len(groups); n > 1 && len(groups[n-1]) < (size+1)/2 {
-		groups[n-2] = append(slices.Clip(groups[n-2]), groups[n-1]...)
-		groups = groups[:n-1]
-	}
+	groups := Groups(order, size)
 	pools := make([]*Pool, len(groups))
 	for k, g := range groups {
 		pools[k] = PoolFromGrids(fmt.Sprintf("pool-%d-%d", seed, k), g)
 	}
 	return pools
+}
+
+// Groups splits xs, in order, into groups of size (at least 1); a last
+// group smaller than half of size joins the one before. The groups share
+// xs's backing array except the joined one.
+func Groups[T any](xs []T, size int) [][]T {
+	size = max(size, 1)
+	var groups [][]T
+	for lo := 0; lo < len(xs); lo += size {
+		groups = append(groups, xs[lo:min(lo+size, len(xs)):min(lo+size, len(xs))])
+	}
+	if n := len(groups); n > 1 && len(groups[n-1]) < (size+1)/2 {
+		groups[n-2] = append(groups[n-2], groups[n-1]...)
+		groups = groups[:n-1]
+	}
+	return groups
 }
 
 // PoolFromGrids sums device grids (all on one grid, as DeviceGrids makes

@@ -1,6 +1,7 @@
 package idle
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"testing"
@@ -106,5 +107,32 @@ func TestSurvivalTable(t *testing.T) {
 	}
 	if !(s.IdleThrough(10*time.Minute, 15*time.Minute) > 0.7) || s.IdleThrough(0, time.Minute) != 0 || !(s.IdleAt(0, time.Minute) < 0.1) {
 		t.Fatalf("through %v, busy-idle-at %v", s.IdleThrough(10*time.Minute, 15*time.Minute), s.IdleAt(0, time.Minute))
+	}
+}
+
+func TestGroups(t *testing.T) {
+	for _, tc := range []struct {
+		n, size int
+		want    string
+	}{
+		{16, 8, "[[0 1 2 3 4 5 6 7] [8 9 10 11 12 13 14 15]]"},
+		{19, 8, "[[0 1 2 3 4 5 6 7] [8 9 10 11 12 13 14 15 16 17 18]]"},
+		{21, 8, "[[0 1 2 3 4 5 6 7] [8 9 10 11 12 13 14 15] [16 17 18 19 20]]"},
+		{3, 8, "[[0 1 2]]"},
+	} {
+		xs := make([]int, tc.n)
+		for i := range xs {
+			xs[i] = i
+		}
+		groups := Groups(xs, tc.size)
+		if got := fmt.Sprint(groups); got != tc.want {
+			t.Errorf("%d in %d: %s, want %s", tc.n, tc.size, got, tc.want)
+		}
+		_ = append(groups[0], -1) // a group's append must not write into the input
+		for i, x := range xs {
+			if x != i {
+				t.Fatalf("%d in %d: the input changed to %v", tc.n, tc.size, xs)
+			}
+		}
 	}
 }
