@@ -405,7 +405,7 @@ func (p *Plane) readUtilization(ctx context.Context, now time.Time, threshold fl
 		if lo.Before(oldest) {
 			lo = oldest
 		}
-		got, until, ok := p.readChunks(ctx, lo, end)
+		got, until, ok := p.queryUtilization(ctx, lo, end)
 		read = ok
 		p.utilMu.Lock()
 		for _, s := range got {
@@ -440,21 +440,16 @@ func (p *Plane) readUtilization(ctx context.Context, now time.Time, threshold fl
 	return out, read
 }
 
-// readChunks is queryUtilization by the one reader: it clears the reading
-// flag however the read ends (a store that panics included).
-func (p *Plane) readChunks(ctx context.Context, lo, end time.Time) ([]collector.Series, time.Time, bool) {
+// queryUtilization is the one reader's read of every GPU's per-minute
+// utilization from lo to end, a chunk at a time; it returns what it read,
+// how far it got and whether it got to end, and clears the reading flag
+// however the read ends (a store that panics included).
+func (p *Plane) queryUtilization(ctx context.Context, lo, end time.Time) ([]collector.Series, time.Time, bool) {
 	defer func() {
 		p.utilMu.Lock()
 		p.utilReading = false
 		p.utilMu.Unlock()
 	}()
-	return p.queryUtilization(ctx, lo, end)
-}
-
-// queryUtilization reads every GPU's per-minute utilization from lo to end
-// a chunk at a time; it returns what it read, how far it got and whether
-// it got to end.
-func (p *Plane) queryUtilization(ctx context.Context, lo, end time.Time) ([]collector.Series, time.Time, bool) {
 	var got []collector.Series
 	for lo.Before(end) {
 		hi := lo.Add(idleChunk)
