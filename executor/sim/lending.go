@@ -226,10 +226,11 @@ func (s *Simulator) initLending() {
 	s.ev.push(event{at: s.now, kind: evLend})
 }
 
+// busyAt is the busy replicas at minute m of the replay.
+func (l *lending) busyAt(m int) float64 { return l.busy[m%len(l.busy)] }
+
 // idleAt is the pool's idle GPUs at minute m (at least 0).
-func (l *lending) idleAt(m int) float64 {
-	return math.Max(float64(l.poolGPUs)-l.busy[m%len(l.busy)], 0)
-}
+func (l *lending) idleAt(m int) float64 { return math.Max(float64(l.poolGPUs)-l.busyAt(m), 0) }
 
 // tick is one minute of the pool: nodes whose jobs are gone go back to
 // the service, a demand beyond the service's GPUs takes lent nodes back,
@@ -243,7 +244,7 @@ func (s *Simulator) tick() error {
 			l.state[k] = serving
 		}
 	}
-	busy := l.busy[m%len(l.busy)]
+	busy := l.busyAt(m)
 	if short := busy - float64(l.held(serving)+l.held(draining)); short > 0 {
 		if err := s.takeBack(short); err != nil {
 			return err
@@ -356,7 +357,7 @@ func (s *Simulator) decideLoans() error {
 		}
 	}
 	loanable := within(c.MinLoan)
-	busy := l.busy[m%len(l.busy)]
+	busy := l.busyAt(m)
 	for k := len(l.nodes) - 1; k >= 0; k-- {
 		i := l.nodes[k]
 		if l.state[k] != serving {

@@ -12,34 +12,34 @@ import (
 
 // Metrics are a replay's figures, in the units their JSON names say.
 type Metrics struct {
-	Policy             string  `json:"policy"`
-	Jobs               int     `json:"jobs"`
-	Finished           int     `json:"finished"`
-	AvgJCTS            float64 `json:"avg_jct_s"`
-	P50JCTS            float64 `json:"p50_jct_s"`
-	P99JCTS            float64 `json:"p99_jct_s"`
-	AvgWaitS           float64 `json:"avg_wait_s"`
-	P99WaitS           float64 `json:"p99_wait_s"`
-	MakespanS          float64 `json:"makespan_s"`
-	GPUAllocPct        float64 `json:"gpu_alloc_pct"`
-	DeadlineJobs       int     `json:"deadline_jobs"`
-	DeadlineFeasible   int     `json:"deadline_feasible"`
-	DeadlineMetPct     float64 `json:"deadline_met_pct"`
-	Preemptions        int     `json:"preemptions"`
-	LostGPUS           float64 `json:"lost_gpu_s"`
-	CheckpointGPUS     float64 `json:"checkpoint_gpu_s"`
-	EnergyKWh          float64 `json:"energy_kwh"`
-	ParkedNodeS        float64 `json:"parked_node_s"`
-	PowerCappedStarts  int     `json:"power_capped_starts"`
-	TransferSavedBytes int64   `json:"transfer_saved_bytes"`
-	KgCO2              float64 `json:"kgco2"`
+	Policy             string             `json:"policy"`
+	Jobs               int                `json:"jobs"`
+	Finished           int                `json:"finished"`
+	AvgJCTS            float64            `json:"avg_jct_s"`
+	P50JCTS            float64            `json:"p50_jct_s"`
+	P99JCTS            float64            `json:"p99_jct_s"`
+	AvgWaitS           float64            `json:"avg_wait_s"`
+	P99WaitS           float64            `json:"p99_wait_s"`
+	MakespanS          float64            `json:"makespan_s"`
+	GPUAllocPct        float64            `json:"gpu_alloc_pct"`
+	DeadlineJobs       int                `json:"deadline_jobs"`
+	DeadlineFeasible   int                `json:"deadline_feasible"`
+	DeadlineMetPct     float64            `json:"deadline_met_pct"`
+	Preemptions        int                `json:"preemptions"`
+	LostGPUS           float64            `json:"lost_gpu_s"`
+	CheckpointGPUS     float64            `json:"checkpoint_gpu_s"`
+	EnergyKWh          float64            `json:"energy_kwh"`
+	ParkedNodeS        float64            `json:"parked_node_s"`
+	PowerCappedStarts  int                `json:"power_capped_starts"`
+	TransferSavedBytes int64              `json:"transfer_saved_bytes"`
+	KgCO2              float64            `json:"kgco2"`
+	JainFairness       float64            `json:"jain_fairness"`
+	WaitByTierS        map[string]float64 `json:"wait_by_tier_s"`
+	WaitByTenantS      map[string]float64 `json:"wait_by_tenant_s"`
+	SimWallS           float64            `json:"sim_wall_s"`
+	DecisionsPerS      float64            `json:"decisions_per_s"`
 	// Lending is there with Config.Lending.
-	Lending       *LendingMetrics    `json:"lending,omitempty"`
-	JainFairness  float64            `json:"jain_fairness"`
-	WaitByTierS   map[string]float64 `json:"wait_by_tier_s"`
-	WaitByTenantS map[string]float64 `json:"wait_by_tenant_s"`
-	SimWallS      float64            `json:"sim_wall_s"`
-	DecisionsPerS float64            `json:"decisions_per_s"`
+	Lending *LendingMetrics `json:"lending,omitempty"`
 }
 
 // LendingMetrics are the inference pool's figures (Config.Lending): the
