@@ -10,7 +10,7 @@ import (
 	"github.com/prescient-sched/prescient/executor/policies"
 	"github.com/prescient-sched/prescient/executor/sim"
 	"github.com/prescient-sched/prescient/internal/testenv"
-	"github.com/prescient-sched/prescient/models/idle"
+	"github.com/prescient-sched/prescient/training"
 )
 
 // BenchmarkReplayPhilly replays the first 20,000 jobs of the Philly table on
@@ -53,11 +53,7 @@ func BenchmarkReplayPhillyLending(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	devs := make([]idle.Device, len(series))
-	for i, s := range series {
-		devs[i] = idle.Device{ID: s.ID, Times: s.Times, Values: s.Values}
-	}
-	grids, err := idle.DeviceGrids(devs, 5, time.Minute)
+	grids, err := training.DeviceGrids(series, 5, time.Minute)
 	if err != nil {
 		b.Fatal(err)
 	}
