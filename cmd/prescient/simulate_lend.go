@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -12,8 +11,8 @@ import (
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/control"
 	"github.com/prescient-sched/prescient/datasets"
+	"github.com/prescient-sched/prescient/executor/lend"
 	"github.com/prescient-sched/prescient/executor/sim"
-	"github.com/prescient-sched/prescient/models/idle"
 	"github.com/prescient-sched/prescient/training"
 )
 
@@ -76,15 +75,15 @@ func (o *simulateOptions) inferenceLending(fleet *cluster.Fleet) (*sim.Lending, 
 	if err != nil {
 		return nil, fmt.Errorf("--lend: %w", err)
 	}
-	l := &sim.Lending{Lookback: max(sim.DefaultLendLookback, spec.window, o.lendRecent)}
+	l := &sim.Lending{Lookback: max(lend.DefaultLookback, spec.window, o.lendRecent)}
 	threshold := training.DefaultIdleConfig().Model.ThresholdPct
 	switch spec.kind {
 	case "none":
 		l.Lender = noLender{}
 	case "oracle":
-		l.Lender = sim.OracleLender{}
+		l.Lender = lend.Oracle{}
 	case "recent":
-		l.Lender = sim.RecentLender{Window: spec.window}
+		l.Lender = lend.Recent{Window: spec.window}
 	case "model":
 		art, err := training.Registry{Dir: spec.dir}.LoadCurrentIdle()
 		if err != nil {
@@ -93,7 +92,7 @@ func (o *simulateOptions) inferenceLending(fleet *cluster.Fleet) (*sim.Lending, 
 		if art.Model.Config.Step != time.Minute {
 			return nil, fmt.Errorf("--lend: the idle model's grid is %s; lending needs a 1-minute grid", art.Model.Config.Step)
 		}
-		l.Lender = modelLender{model: art.Model, level: spec.level, recent: o.lendRecent}
+		l.Lender = lend.Model{Model: art.Model, Level: spec.level, Recent: o.lendRecent}
 		threshold = art.Model.Config.ThresholdPct // busy means what it meant in training
 	}
 	if l.Replicas, l.ReplicasStart, err = readReplicas(o.inference, threshold); err != nil {
@@ -168,74 +167,5 @@ func addInferenceNodes(fleet *cluster.Fleet, n, replicas int) ([]string, error) 
 // noLender lends nothing: the inference nodes stay the service's.
 type noLender struct{}
 
-func (noLender) IdleAhead(q sim.LoanQuery) ([]float64, error) { return make([]float64, q.Leads), nil }
+func (noLender) IdleAhead(q lend.Query) ([]float64, error) { return make([]float64, q.Leads), nil }
 
-// modelLender lends on the idle model's forecasts. The model forecasts
-// pools of its own size (Config.PoolSize replicas), so the replicas are
-// taken in pools of that size, in order; the pool's busy replicas at each
-// lead are the sum of theirs, taken as independent and normal with the
-// pools' P50 and their P10-P90 spread, at the 1 − level quantile. With
-// recent, it lends no more than was idle throughout that last stretch:
-// the model's 5-minute leads do not see the minute-to-minute swings.
-type modelLender struct {
-	model  *idle.Model
-	level  float64
-	recent time.Duration
-}
-
-// IdleAhead implements sim.Lender: the pool's GPUs less the busy replicas'
-// 1 − level quantile at each lead (the model's last lead beyond its
-// horizon); none while there is less history than the model's features
-// look back on (4 hours). The pools' times are the replicas' own
-// (SeriesNow), which the model's time-of-day features read.
-func (l modelLender) IdleAhead(q sim.LoanQuery) ([]float64, error) {
-	out := make([]float64, q.Leads)
-	n := len(q.History)
-	if n < idle.HistoryNeeded(time.Minute) || len(q.Replicas) == 0 {
-		return out, nil
-	}
-	leads := make([]int, q.Leads)
-	for k := range leads {
-		leads[k] = int(min(time.Duration(k+1)*q.Step, l.model.Config.Horizon) / time.Minute)
-	}
-	start := q.SeriesNow.Add(-time.Duration(n-1) * time.Minute)
-	grids := make([]idle.Grid, len(q.Replicas))
-	for r, rep := range q.Replicas {
-		grids[r] = idle.Grid{ID: strconv.Itoa(r), Start: start, Step: time.Minute, Idle: rep}
-	}
-	var queries []idle.Query
-	for _, group := range idle.Groups(grids, l.model.Config.PoolSize) {
-		queries = append(queries, idle.Query{Pool: idle.PoolFromGrids("inference", group), I: n - 1, Leads: leads})
-	}
-	pred, err := l.model.Predict(queries, []float64{0.1, 0.5, 0.9})
-	if err != nil {
-		return nil, err
-	}
-	z := normalQuantile(1 - l.level)
-	for k := range out {
-		mean, variance := 0.0, 0.0
-		for qi, qu := range queries {
-			if pred[qi] == nil { // no replica runs there now: none is busy
-				continue
-			}
-			capNow := qu.Pool.Capacity[n-1]
-			mean += capNow - pred[qi][k][1]
-			sd := (pred[qi][k][2] - pred[qi][k][0]) / (2 * normalQuantile(0.9))
-			variance += sd * sd
-		}
-		out[k] = math.Max(float64(q.GPUs)-(mean+z*math.Sqrt(variance)), 0)
-	}
-	if l.recent > 0 {
-		floor, err := sim.RecentLender{Window: l.recent}.IdleAhead(q)
-		if err != nil {
-			return nil, err
-		}
-		for k := range out {
-			out[k] = math.Min(out[k], floor[k])
-		}
-	}
-	return out, nil
-}
-
-// normalQuantile is the standard normal's quantile function.
-func normalQuantile(p float64) float64 { return math.Sqrt2 * math.Erfinv(2*p-1) }

@@ -8,6 +8,7 @@ import (
 	"github.com/prescient-sched/prescient/cluster/clustertest"
 	"github.com/prescient-sched/prescient/datasets"
 	"github.com/prescient-sched/prescient/executor/policies"
+	"github.com/prescient-sched/prescient/executor/lend"
 	"github.com/prescient-sched/prescient/executor/sim"
 	"github.com/prescient-sched/prescient/internal/testenv"
 	"github.com/prescient-sched/prescient/training"
@@ -67,7 +68,7 @@ func BenchmarkReplayPhillyLending(b *testing.B) {
 		fleet.Nodes = append(fleet.Nodes, clustertest.Node(name).GPUs(8, "V100").Obj())
 		nodes = append(nodes, name)
 	}
-	for name, l := range map[string]sim.Lender{"oracle": sim.OracleLender{}, "recent-30m": sim.RecentLender{Window: 30 * time.Minute}} {
+	for name, l := range map[string]lend.Lender{"oracle": lend.Oracle{}, "recent-30m": lend.Recent{Window: 30 * time.Minute}} {
 		b.Run(name, func(b *testing.B) {
 			for b.Loop() {
 				r := replay(b, "prescient", fleet, jobs, func(c *sim.Config) {

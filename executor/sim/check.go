@@ -5,6 +5,7 @@ import (
 
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/executor"
+	"github.com/prescient-sched/prescient/executor/lend"
 )
 
 // check verifies the invariants: no GPU beyond its capacity or given twice
@@ -62,9 +63,9 @@ func (s *Simulator) checkLending() error {
 	for k, i := range l.nodes {
 		name := s.snap.Nodes[i].Name
 		switch st := l.state[k]; {
-		case st != lent && (s.free.Ready(i) || !s.down[i]):
-			return fmt.Errorf("inference node %s is the service's (state %d) but ready %v, down %v: %w", name, st, s.free.Ready(i), s.down[i], ErrInvariant)
-		case st == serving && s.nodeLoad(i) != 0:
+		case st != lend.Lent && (s.free.Ready(i) || !s.down[i]):
+			return fmt.Errorf("inference node %s is the service's (%s) but ready %v, down %v: %w", name, st, s.free.Ready(i), s.down[i], ErrInvariant)
+		case st == lend.Serving && s.nodeLoad(i) != 0:
 			return fmt.Errorf("inference node %s serves the service with %d milli-GPUs of training on it: %w", name, s.nodeLoad(i), ErrInvariant)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/executor"
+	"github.com/prescient-sched/prescient/executor/lend"
 )
 
 // Lending lends an inference pool's idle GPUs to training and takes them
@@ -38,7 +39,7 @@ type Lending struct {
 	// clock (LoanQuery.SeriesNow); zero: the replay's start.
 	ReplicasStart time.Time
 	// Lender forecasts the pool's idle GPUs.
-	Lender Lender
+	Lender lend.Lender
 	// Every is how often loans are decided (default 5m); MinLoan the
 	// shortest loan worth making (default 30m); Notice how long a taken
 	// back node's jobs have to checkpoint (default 2m); Lookback how much
@@ -46,92 +47,13 @@ type Lending struct {
 	Every, MinLoan, Notice, Lookback time.Duration
 }
 
-// Lender forecasts an inference pool's idle GPUs.
-type Lender interface {
-	// IdleAhead answers, for each of q.Leads steps of q.Step after q.Now,
-	// how many of the pool's GPUs can be counted on to be idle until then:
-	// a low quantile of the forecast, the GPUs that may be lent.
-	IdleAhead(q LoanQuery) ([]float64, error)
-}
-
-// LoanQuery is what a Lender is asked.
-type LoanQuery struct {
-	Now time.Time
-	// SeriesNow is Now on the replicas' own clock (where their period
-	// repeats), for forecasts that read the time of day.
-	SeriesNow time.Time
-	GPUs      int // the pool's GPUs
-	// History is the pool's idle GPUs per minute, oldest first, the last
-	// at Now; Replicas the same minutes' idleness of each replica (1 idle,
-	// 0 busy, NaN not running), read-only: they may share the replay's.
-	History  []float64
-	Replicas [][]float64
-	Step     time.Duration
-	Leads    int
-	// Future is the truth: the pool's idle GPUs per minute after Now,
-	// Leads × Step long. Only OracleLender reads it.
-	Future []float64
-}
-
-// OracleLender knows the future: at each lead, the fewest idle GPUs of
-// the minutes up to it since the lead before.
-type OracleLender struct{}
-
-// IdleAhead implements Lender.
-func (OracleLender) IdleAhead(q LoanQuery) ([]float64, error) {
-	per := int(q.Step / time.Minute)
-	out := make([]float64, q.Leads)
-	for l := range out {
-		out[l] = math.Inf(1)
-		for m := l * per; m < (l+1)*per && m < len(q.Future); m++ {
-			out[l] = math.Min(out[l], q.Future[m])
-		}
-	}
-	return out, nil
-}
-
-// RecentLender lends what has been idle throughout the last Window: the
-// fewest idle GPUs of that window, at every lead (the reactive rule).
-type RecentLender struct{ Window time.Duration }
-
-// IdleAhead implements Lender.
-func (r RecentLender) IdleAhead(q LoanQuery) ([]float64, error) {
-	n := min(max(int(r.Window/time.Minute), 1), len(q.History))
-	low := math.Inf(1)
-	for _, v := range q.History[len(q.History)-n:] {
-		low = math.Min(low, v)
-	}
-	out := make([]float64, q.Leads)
-	for l := range out {
-		out[l] = low
-	}
-	return out, nil
-}
-
-// The defaults of Lending's durations.
-const (
-	DefaultLendEvery    = 5 * time.Minute
-	DefaultMinLoan      = 30 * time.Minute
-	DefaultLendNotice   = 2 * time.Minute
-	DefaultLendLookback = 6 * time.Hour
-)
-
-// loanState is an inference node's state.
-type loanState int
-
-const (
-	serving  loanState = iota // the service's
-	lent                      // training's
-	draining                  // taken back: its jobs checkpoint and stop
-)
-
 // lending is the replay's side of Config.Lending.
 type lending struct {
 	cfg      Lending
 	start    time.Time
 	nodes    []int // fleet indices of cfg.Nodes
 	gpus     []int
-	state    []loanState
+	state    []lend.State
 	poolGPUs int
 	busy     []float64 // busy replicas per minute of the replicas' period
 	minute   int       // the current tick
@@ -196,10 +118,9 @@ func (c *Lending) validate(f *cluster.Fleet, running []Placed) error {
 // first tick.
 func (s *Simulator) initLending() {
 	c := *s.cfg.Lending
-	c.Every = cmp.Or(c.Every, DefaultLendEvery)
-	c.MinLoan = cmp.Or(c.MinLoan, DefaultMinLoan)
-	c.Notice = cmp.Or(c.Notice, DefaultLendNotice)
-	c.Lookback = cmp.Or(c.Lookback, DefaultLendLookback)
+	pol := lend.Policy{Every: c.Every, MinLoan: c.MinLoan, Notice: c.Notice}.WithDefaults()
+	c.Every, c.MinLoan, c.Notice = pol.Every, pol.MinLoan, pol.Notice
+	c.Lookback = cmp.Or(c.Lookback, lend.DefaultLookback)
 	l := &lending{cfg: c, start: s.now}
 	if l.cfg.ReplicasStart.IsZero() {
 		l.cfg.ReplicasStart = s.now
@@ -208,7 +129,7 @@ func (s *Simulator) initLending() {
 		i, _ := s.free.NodeIndex(name)
 		l.nodes = append(l.nodes, i)
 		l.gpus = append(l.gpus, len(s.snap.Nodes[i].GPUs))
-		l.state = append(l.state, serving)
+		l.state = append(l.state, lend.Serving)
 		l.poolGPUs += len(s.snap.Nodes[i].GPUs)
 		s.setNodeUp(i, false, cluster.NodeDrained)
 	}
@@ -240,12 +161,12 @@ func (s *Simulator) tick() error {
 	l := s.lend
 	m := l.minute
 	for k, i := range l.nodes {
-		if l.state[k] == draining && s.nodeEmpty(i) {
-			l.state[k] = serving
+		if l.state[k] == lend.Returning && s.nodeEmpty(i) {
+			l.state[k] = lend.Serving
 		}
 	}
 	busy := l.busyAt(m)
-	if short := busy - float64(l.held(serving)+l.held(draining)); short > 0 {
+	if short := busy - float64(l.held(lend.Serving)+l.held(lend.Returning)); short > 0 {
 		if err := s.takeBack(short); err != nil {
 			return err
 		}
@@ -256,8 +177,8 @@ func (s *Simulator) tick() error {
 		}
 	}
 	l.busyS += busy * 60
-	l.shortS += math.Max(busy-float64(l.held(serving)), 0) * 60
-	l.lentS += float64(l.held(lent)+l.held(draining)) * 60
+	l.shortS += math.Max(busy-float64(l.held(lend.Serving)), 0) * 60
+	l.lentS += float64(l.held(lend.Lent)+l.held(lend.Returning)) * 60
 	if len(s.running) > 0 {
 		l.quietSince = m
 	}
@@ -296,7 +217,7 @@ func (s *Simulator) wakeLending() {
 }
 
 // held is the GPUs of the inference nodes in state st.
-func (l *lending) held(st loanState) int {
+func (l *lending) held(st lend.State) int {
 	n := 0
 	for k := range l.nodes {
 		if l.state[k] == st {
@@ -311,12 +232,14 @@ func (l *lending) seriesTime(m int) time.Time {
 	return l.cfg.ReplicasStart.Add(time.Duration(m%len(l.busy)) * time.Minute)
 }
 
-// decideLoans asks the Lender and lends or takes back nodes.
+// decideLoans asks the Lender and lends or takes back nodes
+// (lend.Policy.Decide).
 func (s *Simulator) decideLoans() error {
 	l := s.lend
 	c := &l.cfg
+	pol := lend.Policy{Every: c.Every, MinLoan: c.MinLoan, Notice: c.Notice}
 	step := c.Every
-	leads := int(max(c.MinLoan, c.Every+c.Notice)/step) + 1
+	leads := pol.Leads()
 	m := l.minute
 	from := max(m-int(c.Lookback/time.Minute)+1, 0)
 	hist := make([]float64, 0, m-from+1)
@@ -331,46 +254,35 @@ func (s *Simulator) decideLoans() error {
 	for f := range future {
 		future[f] = l.idleAt(m + 1 + f)
 	}
-	ahead, err := c.Lender.IdleAhead(LoanQuery{Now: s.now, SeriesNow: l.seriesTime(m), GPUs: l.poolGPUs, History: hist, Replicas: reps, Step: step, Leads: leads, Future: future})
+	ahead, err := c.Lender.IdleAhead(lend.Query{Now: s.now, SeriesNow: l.seriesTime(m), GPUs: l.poolGPUs, History: hist, Replicas: reps, Step: step, Leads: leads, Future: future})
 	if err != nil {
 		return fmt.Errorf("sim: lending at %s: %w", s.now.Format(time.RFC3339), err)
 	}
 	if len(ahead) < leads {
 		return fmt.Errorf("sim: lending at %s: the lender answered %d leads, want %d", s.now.Format(time.RFC3339), len(ahead), leads)
 	}
-	within := func(d time.Duration) float64 {
-		low := math.Inf(1)
-		for k := 0; k < len(ahead) && time.Duration(k)*step < d; k++ {
-			if math.IsNaN(ahead[k]) { // no forecast: nothing is spare
-				return 0
-			}
-			low = math.Min(low, ahead[k])
-		}
-		return math.Floor(low + 1e-9)
-	}
-	// Lent GPUs must stay idle-covered until the next decision and the
-	// jobs' notice; a new loan must be covered for MinLoan.
-	keep := within(c.Every + c.Notice)
-	if over := float64(l.held(lent)) - keep; over > 0 {
-		if err := s.takeBack(over); err != nil {
+	d := pol.Decide(ahead, s.loanNodes(), l.busyAt(m))
+	for _, k := range d.TakeBack {
+		if err := s.giveBack(k); err != nil {
 			return err
 		}
 	}
-	loanable := within(c.MinLoan)
-	busy := l.busyAt(m)
-	for k := len(l.nodes) - 1; k >= 0; k-- {
-		i := l.nodes[k]
-		if l.state[k] != serving {
-			continue
-		}
-		if float64(l.held(lent)+l.held(draining)+l.gpus[k]) > loanable || float64(l.held(serving)-l.gpus[k]) < busy {
-			break
-		}
-		l.state[k] = lent
+	for _, k := range d.Lend {
+		l.state[k] = lend.Lent
 		l.loans++
-		s.setNodeUp(i, true, cluster.NodeReady)
+		s.setNodeUp(l.nodes[k], true, cluster.NodeReady)
 	}
 	return nil
+}
+
+// loanNodes is the inference nodes as lend's decisions see them.
+func (s *Simulator) loanNodes() []lend.Node {
+	l := s.lend
+	out := make([]lend.Node, len(l.nodes))
+	for k, i := range l.nodes {
+		out[k] = lend.Node{State: l.state[k], GPUs: l.gpus[k], Load: s.nodeLoad(i), Down: s.snap.Nodes[i].State == cluster.NodeFailed}
+	}
+	return out
 }
 
 // periodic is minutes from to to (inclusive) of a series that repeats: a
@@ -389,27 +301,12 @@ func periodic(xs []float64, from, to int) []float64 {
 }
 
 // takeBack takes lent nodes back, those running the least training first,
-// until at least gpus GPUs are back. A failed node is left lent: taking it
-// back would give the service nothing until its repair.
+// until at least gpus GPUs are back (lend.TakeBack).
 func (s *Simulator) takeBack(gpus float64) error {
-	l := s.lend
-	for gpus > 0 {
-		best, bestLoad := -1, math.MaxInt
-		for k, i := range l.nodes {
-			if l.state[k] != lent || s.snap.Nodes[i].State == cluster.NodeFailed {
-				continue
-			}
-			if load := s.nodeLoad(i); load < bestLoad {
-				best, bestLoad = k, load
-			}
-		}
-		if best < 0 {
-			return nil
-		}
-		if err := s.giveBack(best); err != nil {
+	for _, k := range lend.TakeBack(s.loanNodes(), gpus) {
+		if err := s.giveBack(k); err != nil {
 			return err
 		}
-		gpus -= float64(l.gpus[best])
 	}
 	return nil
 }
@@ -433,9 +330,9 @@ func (s *Simulator) giveBack(k int) error {
 		l.reclaimJob++
 	}
 	l.reclaims++
-	l.state[k] = draining
+	l.state[k] = lend.Returning
 	if s.nodeEmpty(i) {
-		l.state[k] = serving
+		l.state[k] = lend.Serving
 	}
 	s.setNodeUp(i, false, cluster.NodeDrained)
 	return nil

@@ -10,6 +10,7 @@ import (
 
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/cluster/clustertest"
+	"github.com/prescient-sched/prescient/executor/lend"
 	"github.com/prescient-sched/prescient/executor/sim"
 )
 
@@ -47,7 +48,7 @@ func eightGPUJobs(n int, d time.Duration) []cluster.Job {
 
 func TestLendingIdleInferenceNodes(t *testing.T) {
 	jobs := eightGPUJobs(40, 90*time.Minute)
-	run := func(l sim.Lender) *sim.Result {
+	run := func(l lend.Lender) *sim.Result {
 		fleet := inferenceFleet()
 		if l == nil { // the training nodes alone
 			fleet.Nodes = fleet.Nodes[:2]
@@ -59,7 +60,7 @@ func TestLendingIdleInferenceNodes(t *testing.T) {
 			}
 		})
 	}
-	alone, oracle, recent := run(nil), run(sim.OracleLender{}), run(sim.RecentLender{Window: 30 * time.Minute})
+	alone, oracle, recent := run(nil), run(lend.Oracle{}), run(lend.Recent{Window: 30 * time.Minute})
 	for name, r := range map[string]*sim.Result{"alone": alone, "oracle": oracle, "recent": recent} {
 		if r.Finished != len(jobs) {
 			t.Fatalf("%s: %d of %d jobs finished", name, r.Finished, len(jobs))
@@ -110,7 +111,7 @@ func TestLendingTakesBackNodesFromJobsThatCannotCheckpoint(t *testing.T) {
 	jobs = append(jobs, never)
 	r := replay(t, "fifo", inferenceFleet(), jobs, func(c *sim.Config) {
 		c.Check, c.CheckpointCost = true, 0
-		c.Lending = &sim.Lending{Nodes: []string{"inf-0", "inf-1"}, Replicas: waves(16), Lender: sim.OracleLender{}}
+		c.Lending = &sim.Lending{Nodes: []string{"inf-0", "inf-1"}, Replicas: waves(16), Lender: lend.Oracle{}}
 	})
 	if r.Finished != len(jobs)-1 {
 		t.Fatalf("%d of %d jobs finished, want all but the H100 one", r.Finished, len(jobs))
@@ -124,30 +125,13 @@ func TestLendingTakesBackNodesFromJobsThatCannotCheckpoint(t *testing.T) {
 	}
 }
 
-func TestOracleAndRecentLenders(t *testing.T) {
-	q := sim.LoanQuery{GPUs: 8, History: []float64{8, 8, 5, 8, 8}, Step: 2 * time.Minute, Leads: 3, Future: []float64{8, 7, 8, 8, 2, 8}}
-	got, err := sim.OracleLender{}.IdleAhead(q)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := []float64{7, 8, 2}; fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Errorf("oracle: %v, want %v", got, want)
-	}
-	for window, want := range map[time.Duration]float64{2 * time.Minute: 8, 3 * time.Minute: 5, time.Hour: 5} {
-		got, _ := sim.RecentLender{Window: window}.IdleAhead(q)
-		if len(got) != 3 || got[0] != want || got[2] != want {
-			t.Errorf("recent %s: %v, want %g at every lead", window, got, want)
-		}
-	}
-}
-
 func TestLendingRejectsBadConfigs(t *testing.T) {
 	for name, l := range map[string]sim.Lending{
-		"unknown node":    {Nodes: []string{"nope"}, Replicas: waves(1), Lender: sim.OracleLender{}},
-		"no replicas":     {Nodes: []string{"inf-0"}, Lender: sim.OracleLender{}},
+		"unknown node":    {Nodes: []string{"nope"}, Replicas: waves(1), Lender: lend.Oracle{}},
+		"no replicas":     {Nodes: []string{"inf-0"}, Lender: lend.Oracle{}},
 		"no lender":       {Nodes: []string{"inf-0"}, Replicas: waves(1)},
-		"ragged replicas": {Nodes: []string{"inf-0"}, Replicas: [][]float64{{1, 1}, {1}}, Lender: sim.OracleLender{}},
-		"seconds":         {Nodes: []string{"inf-0"}, Replicas: waves(1), Lender: sim.OracleLender{}, Every: 90 * time.Second},
+		"ragged replicas": {Nodes: []string{"inf-0"}, Replicas: [][]float64{{1, 1}, {1}}, Lender: lend.Oracle{}},
+		"seconds":         {Nodes: []string{"inf-0"}, Replicas: waves(1), Lender: lend.Oracle{}, Every: 90 * time.Second},
 	} {
 		cfg := sim.Config{Fleet: inferenceFleet(), Planner: nil, Lending: &l}
 		if err := cfg.Validate(); err == nil {
@@ -174,9 +158,9 @@ func lendingDraw(rt *rapid.T, fleet *cluster.Fleet, perNode int) *sim.Lending {
 			}
 		}
 	}
-	var l sim.Lender = sim.OracleLender{}
+	var l lend.Lender = lend.Oracle{}
 	if rapid.Bool().Draw(rt, "recent_lender") {
-		l = sim.RecentLender{Window: 10 * time.Minute}
+		l = lend.Recent{Window: 10 * time.Minute}
 	}
 	return &sim.Lending{Nodes: []string{"inf"}, Replicas: reps, Lender: l}
 }
@@ -190,15 +174,15 @@ func TestLendingWakesAfterAQuietSpell(t *testing.T) {
 		j.SubmitTime = j.SubmitTime.Add(48 * time.Hour)
 		jobs = append(jobs, j)
 	}
-	run := func(lend bool) *sim.Result {
+	run := func(lending bool) *sim.Result {
 		fleet := inferenceFleet()
-		if !lend {
+		if !lending {
 			fleet.Nodes = fleet.Nodes[:2]
 		}
 		return replay(t, "prescient", fleet, jobs, func(c *sim.Config) {
 			c.Check = true
-			if lend {
-				c.Lending = &sim.Lending{Nodes: []string{"inf-0", "inf-1"}, Replicas: waves(8), Lender: sim.OracleLender{}}
+			if lending {
+				c.Lending = &sim.Lending{Nodes: []string{"inf-0", "inf-1"}, Replicas: waves(8), Lender: lend.Oracle{}}
 			}
 		})
 	}

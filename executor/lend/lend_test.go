@@ -1,0 +1,99 @@
+package lend_test
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/prescient-sched/prescient/executor/lend"
+)
+
+func TestOracleAndRecentLenders(t *testing.T) {
+	q := lend.Query{GPUs: 8, History: []float64{8, 8, 5, 8, 8}, Step: 2 * time.Minute, Leads: 3, Future: []float64{8, 7, 8, 8, 2, 8}}
+	got, err := lend.Oracle{}.IdleAhead(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []float64{7, 8, 2}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("oracle: %v, want %v", got, want)
+	}
+	for window, want := range map[time.Duration]float64{2 * time.Minute: 8, 3 * time.Minute: 5, time.Hour: 5} {
+		got, _ := lend.Recent{Window: window}.IdleAhead(q)
+		if len(got) != 3 || got[0] != want || got[2] != want {
+			t.Errorf("recent %s: %v, want %g at every lead", window, got, want)
+		}
+	}
+	q.History = nil
+	if got, _ := (lend.Recent{Window: time.Hour}).IdleAhead(q); fmt.Sprint(got) != "[0 0 0]" {
+		t.Errorf("recent with no history: %v, want nothing spare", got)
+	}
+}
+
+func TestAModelLenderWithoutHistoryLendsNothing(t *testing.T) {
+	got, err := lend.Model{Level: 0.1}.IdleAhead(lend.Query{GPUs: 8, History: make([]float64, 10), Replicas: [][]float64{make([]float64, 10)}, Step: 5 * time.Minute, Leads: 2})
+	if err != nil || fmt.Sprint(got) != "[0 0]" {
+		t.Errorf("%v (%v), want [0 0]", got, err)
+	}
+}
+
+func nodes(states ...lend.State) []lend.Node {
+	out := make([]lend.Node, len(states))
+	for k, s := range states {
+		out[k] = lend.Node{State: s, GPUs: 8}
+	}
+	return out
+}
+
+func TestDecide(t *testing.T) {
+	pol := lend.Policy{}.WithDefaults() // 5m steps, 30m loans, 2m notice
+	if pol.Leads() != 7 {
+		t.Fatalf("leads %d, want 7 (30 minutes of 5 and the one after)", pol.Leads())
+	}
+	flat := func(v float64) []float64 {
+		out := make([]float64, pol.Leads())
+		for k := range out {
+			out[k] = v
+		}
+		return out
+	}
+	S, L, R := lend.Serving, lend.Lent, lend.Returning
+	for name, tc := range map[string]struct {
+		ahead          []float64
+		nodes          []lend.Node
+		busy           float64
+		takeBack, lent []int
+	}{
+		"lends the last nodes first":        {flat(16), nodes(S, S, S), 8, nil, []int{2, 1}},
+		"keeps the busy GPUs served":        {flat(24), nodes(S, S, S), 9, nil, []int{2}},
+		"a node only while it is idle":      {flat(15), nodes(S, S, S), 0, nil, []int{2}},
+		"returning nodes count as lent":     {flat(16), nodes(S, S, R), 0, nil, []int{1}},
+		"nothing spare":                     {flat(7), nodes(S, S), 0, nil, nil},
+		"no forecast lends nothing":         {append([]float64{nan()}, flat(24)[1:]...), nodes(S, L, L), 0, []int{1, 2}, nil},
+		"demand back within the notice":     {append([]float64{16, 8}, flat(16)[2:]...), nodes(S, L, L), 0, []int{1}, nil},
+		"demand back after the next choice": {append([]float64{16, 16, 16, 0}, flat(16)[4:]...), nodes(S, L, L), 0, nil, nil},
+		"not lent for under the loan":       {append(flat(16)[:6], 0), nodes(S, S, S), 0, nil, []int{2, 1}},
+		"but lent for less than it":         {append(flat(16)[:5], 0, 0), nodes(S, S, S), 0, nil, nil},
+	} {
+		t.Run(name, func(t *testing.T) {
+			d := pol.Decide(tc.ahead, tc.nodes, tc.busy)
+			if !slices.Equal(d.TakeBack, tc.takeBack) || !slices.Equal(d.Lend, tc.lent) {
+				t.Errorf("take back %v, lend %v; want %v, %v (keep %g, loanable %g)", d.TakeBack, d.Lend, tc.takeBack, tc.lent, d.Keep, d.Loanable)
+			}
+		})
+	}
+}
+
+func nan() float64 { var z float64; return z / z }
+
+func TestTakeBackTheLeastLoadedNodesThatAreUp(t *testing.T) {
+	ns := nodes(lend.Lent, lend.Lent, lend.Lent, lend.Serving, lend.Lent)
+	ns[0].Load, ns[1].Load, ns[2].Load, ns[4].Load = 5, 1, 0, 2
+	ns[2].Down = true
+	if got := lend.TakeBack(ns, 9); !slices.Equal(got, []int{1, 4}) {
+		t.Errorf("%v, want [1 4]: the least loaded lent nodes that are up", got)
+	}
+	if got := lend.TakeBack(ns, 100); !slices.Equal(got, []int{1, 4, 0}) {
+		t.Errorf("%v, want every lent node up", got)
+	}
+}
