@@ -168,4 +168,3 @@ func addInferenceNodes(fleet *cluster.Fleet, n, replicas int) ([]string, error) 
 type noLender struct{}
 
 func (noLender) IdleAhead(q lend.Query) ([]float64, error) { return make([]float64, q.Leads), nil }
-

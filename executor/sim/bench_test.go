@@ -7,8 +7,8 @@ import (
 
 	"github.com/prescient-sched/prescient/cluster/clustertest"
 	"github.com/prescient-sched/prescient/datasets"
-	"github.com/prescient-sched/prescient/executor/policies"
 	"github.com/prescient-sched/prescient/executor/lend"
+	"github.com/prescient-sched/prescient/executor/policies"
 	"github.com/prescient-sched/prescient/executor/sim"
 	"github.com/prescient-sched/prescient/internal/testenv"
 	"github.com/prescient-sched/prescient/training"

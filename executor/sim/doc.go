@@ -34,7 +34,7 @@
 // (carbon.go).
 //
 // With Config.Lending (lending.go) some nodes are an inference pool whose
-// demand follows replicas' idleness series: a Lender's forecast lends its
+// demand follows replicas' idleness series: a lend.Lender's forecast lends its
 // idle nodes to training and takes them back, the jobs on them told to
 // checkpoint and stop, before the demand returns; demand beyond what the
 // service holds takes nodes back at once and counts as short.
