@@ -82,7 +82,7 @@ func TestOpenAPISchemasMatchTheGoTypes(t *testing.T) {
 		"WhatIfRequest": WhatIfRequest{}, "ModeBody": ModeBody{}, "RollbackRequest": RollbackRequest{},
 		"JobList": JobList{}, "RecommendationList": RecommendationList{}, "ModelList": ModelList{}, "StatusBody": StatusBody{},
 		"JobStatus": control.JobStatus{}, "Forecast": control.Forecast{}, "FleetState": control.FleetState{},
-		"NodeState": control.NodeState{}, "GPUState": control.GPUState{}, "Recommendation": control.Recommendation{},
+		"NodeState": control.NodeState{}, "NodeLoan": control.NodeLoan{}, "GPUState": control.GPUState{}, "Recommendation": control.Recommendation{},
 		"WhatIfResult": control.WhatIfResult{}, "WhatIfJob": control.WhatIfJob{}, "WhatIfSummary": control.WhatIfSummary{},
 		"Stats": control.Stats{}, "StatsPoint": control.StatsPoint{}, "WaitStat": control.WaitStat{},
 		"FailureReason": control.FailureReason{}, "CostStat": control.CostStat{}, "ForecastCheck": control.ForecastCheck{},

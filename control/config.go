@@ -81,6 +81,9 @@ type Config struct {
 	// idle model: predictor.Idle in production; nil forecasts from the
 	// running jobs and the queue alone.
 	Idle IdleForecaster
+	// Lending lends the idle nodes of inference pools to training
+	// (lending.go); nil lends nothing. It needs Telemetry.
+	Lending *Lending
 	// IdleJobAfter is how long every GPU of a running job must have been
 	// below the idle threshold, by Telemetry, before the plane records an
 	// "idle" recommendation about it (default DefaultIdleJobAfter;
@@ -175,6 +178,14 @@ func (c *Config) Validate() error {
 	}
 	if c.Tick < 0 || c.Debounce < 0 || c.Grace < 0 || c.UsageHalfLife < 0 || c.WaitHalfLife < 0 || c.NodeSyncTimeout < 0 || c.NodeLostAfter < 0 {
 		errs = append(errs, errors.New("control: config: Tick, Debounce, Grace, UsageHalfLife, WaitHalfLife, NodeSyncTimeout and NodeLostAfter must not be negative"))
+	}
+	if c.Lending != nil {
+		if err := c.Lending.validate(); err != nil {
+			errs = append(errs, err)
+		}
+		if c.Telemetry == nil {
+			errs = append(errs, errors.New("control: config: lending: needs Telemetry, the inference pools' demand"))
+		}
 	}
 	if c.Prices.PerGPUHour < 0 || c.Prices.PerKWh < 0 {
 		errs = append(errs, errors.New("control: config: prices must not be negative"))

@@ -50,6 +50,7 @@ func (p *Plane) liveState(ctx context.Context) (*live, error) {
 		p.log.Warn("forecasts missing; those jobs are planned on a default", "error", err)
 	}
 	p.refinePeaks(ctx, lv)
+	p.markLoans(lv)
 	lv.snap = cluster.NewSnapshot(&cluster.Fleet{Nodes: lv.nodes, Tenants: p.cfg.Tenants}, lv.now)
 	lv.in = executor.PlanInput{Now: lv.now, Cluster: lv.snap, UsageGPU: p.usageNow(lv), Waits: p.waitsNow(lv)}
 	waiter, _ := p.cfg.Backend.(executor.Waiter)
@@ -207,12 +208,14 @@ const arrivedFor = 10
 func (p *Plane) cycle(ctx context.Context) {
 	defer p.changedState() // its starts and stops change the live state
 	start := time.Now()
+	p.applyLoans(ctx, p.cfg.Clock().UTC())
 	lv, err := p.liveState(ctx)
 	if err != nil {
 		p.log.Error("plan cycle: reading the live state failed", "error", err)
 		return
 	}
 	p.enforceStops(ctx, lv)
+	p.reclaim(ctx, lv)
 	plan, err := p.planner.Plan(ctx, lv.in)
 	if err != nil {
 		p.log.Error("plan cycle: the planner failed", "error", err)
@@ -227,6 +230,7 @@ func (p *Plane) cycle(ctx context.Context) {
 	}
 	p.recommendIdle(ctx, lv)
 	p.watchIdle(ctx, lv)
+	p.watchLoans(ctx, lv)
 	p.log.Debug("plan cycle", "mode", mode, "queued", len(lv.queued), "running", len(lv.in.Running),
 		"placements", len(plan.Placements), "preemptions", len(plan.Preemptions), "took_s", time.Since(start).Seconds())
 }
@@ -344,6 +348,14 @@ type recDetails struct {
 	GPUs       []string `json:"gpus,omitempty"`
 	IdleForS   float64  `json:"idle_for_s,omitempty"`
 	ThresholdP float64  `json:"threshold_pct,omitempty"`
+	// A lend or reclaim recommendation's: the inference node and its
+	// pool, the pool's idle GPUs forecast at each step of the decision,
+	// its busy GPUs now and the idle GPUs counted on for a loan.
+	Node        string    `json:"node,omitempty"`
+	Pool        string    `json:"pool,omitempty"`
+	IdleAhead   []float64 `json:"idle_ahead,omitempty"`
+	BusyGPUs    float64   `json:"busy_gpus,omitempty"`
+	IdleForLoan float64   `json:"idle_for_loan,omitempty"`
 }
 
 // recKey identifies a recommendation for deduplication: what is
@@ -351,7 +363,7 @@ type recDetails struct {
 func recKey(kind string, job cluster.JobID, details json.RawMessage) string {
 	var d recDetails
 	_ = json.Unmarshal(details, &d) // a recommendation of another shape has a key of its own
-	return kind + "|" + string(job) + "|" + strings.Join(d.Placement, ",") + "|" + d.For
+	return kind + "|" + string(job) + "|" + strings.Join(d.Placement, ",") + "|" + d.For + "|" + d.Node
 }
 
 // recommend is advisor: it records each decision of the plan as a
@@ -369,7 +381,7 @@ func (p *Plane) recommend(ctx context.Context, lv *live, plan executor.Plan) {
 			CheckpointEveryS: pl.CheckpointEvery.Seconds(), DurationP50S: pl.Forecast.DurationP50.Seconds(),
 			DurationP90S: pl.Forecast.DurationP90.Seconds(), ForecastSource: pl.Forecast.Source})
 	}
-	p.dismissStale(ctx, current, func(kind string) bool { return kind != recIdle })
+	p.dismissStale(ctx, current, func(kind string) bool { return kind != recIdle && kind != recLend && kind != recReclaim })
 }
 
 // addRecommendation records a recommendation unless the same one is open,

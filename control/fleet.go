@@ -48,7 +48,7 @@ func (p *Plane) Fleet(ctx context.Context) (FleetState, error) {
 	agents, _ := p.cfg.Nodes.(AgentStatus)
 	for i := range nodes {
 		n := &nodes[i]
-		ns := NodeState{Name: n.Name, State: nodeState(n.State)}
+		ns := NodeState{Name: n.Name, State: nodeState(n.State), Loan: p.loanOf(n)}
 		if agents != nil {
 			ns.Agent = agents.Connected(n.Name)
 		}

@@ -91,6 +91,16 @@ type Plane struct {
 	unsent map[cluster.JobID]time.Time
 	// silent are the nodes reported silent (NodeSilent), since when.
 	silent map[string]time.Time
+	// loans are the inference nodes lent or being taken back (lending.go),
+	// by name, under mu; lendPending the decisions of the background reads
+	// (watchLoans) not applied yet; lendReading is set while one runs,
+	// lendReadAt and lendForecastAt are when the last read and the last
+	// forecast started.
+	loans          map[string]*nodeLoan
+	lendPending    []lendingDecision
+	lendReading    bool
+	lendReadAt     time.Time
+	lendForecastAt time.Time
 }
 
 var _ Service = (*Plane)(nil)
@@ -147,7 +157,7 @@ func New(cfg Config) (*Plane, error) {
 	p := &Plane{cfg: cfg, log: cfg.Logger.With("component", "control"), planner: planner, policy: pol,
 		poke: make(chan struct{}, 1), ready: make(chan struct{}), mode: cfg.Mode,
 		forecasts: map[cluster.JobID]executor.Forecast{}, reasons: map[cluster.JobID]string{},
-		deadlines: map[cluster.JobID]executor.DeadlineReport{}, openRecs: map[string]int64{}, usage: map[string]time.Duration{},
+		deadlines: map[cluster.JobID]executor.DeadlineReport{}, openRecs: map[string]int64{}, loans: map[string]*nodeLoan{}, usage: map[string]time.Duration{},
 		waits:  map[string]executor.TenantWaits{},
 		unsent: map[cluster.JobID]time.Time{}, silent: map[string]time.Time{}}
 	p.jobMemory, _ = cfg.Telemetry.(collector.JobMemoryStore)
@@ -303,6 +313,9 @@ func (p *Plane) recover(ctx context.Context) error {
 		p.log.Warn("recover: forecasts failed; planning without them until they answer", "error", err)
 	}
 	if err := p.restoreFairness(ctx, p.cfg.Clock().UTC()); err != nil {
+		return fmt.Errorf("control: recover: %w", err)
+	}
+	if err := p.restoreLoans(ctx); err != nil {
 		return fmt.Errorf("control: recover: %w", err)
 	}
 	recs, err := p.cfg.Store.ListRecommendations(ctx, time.Time{}, 0)

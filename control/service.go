@@ -143,6 +143,9 @@ type NodeState struct {
 	State string     `json:"state"` // ready, draining, down, parked
 	Agent bool       `json:"agent"` // an agent is connected (agent backend)
 	GPUs  []GPUState `json:"gpus"`
+	// Loan is an inference node's loan to training (Config.Lending); nil
+	// for the other nodes.
+	Loan *NodeLoan `json:"loan,omitempty"`
 }
 
 // GPUState is one GPU now: what holds it and what telemetry last said.

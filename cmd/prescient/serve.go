@@ -23,6 +23,7 @@ import (
 	"github.com/prescient-sched/prescient/control/simbackend"
 	"github.com/prescient-sched/prescient/datasets"
 	"github.com/prescient-sched/prescient/executor"
+	"github.com/prescient-sched/prescient/executor/lend"
 	"github.com/prescient-sched/prescient/executor/policies"
 	"github.com/prescient-sched/prescient/store"
 	"github.com/prescient-sched/prescient/training"
@@ -56,6 +57,7 @@ type serveOptions struct {
 	pricePerKWh   float64
 	currency      string
 	agentSilent   time.Duration
+	lend          control.Lending
 
 	demo demoOptions
 	kube kubeOptions
@@ -129,6 +131,13 @@ token printed for the dashboard and the API.`,
 	f.Float64Var(&o.pricePerKWh, "price-kwh", 0.15, "price of one kWh, for the dashboard's cost per workload")
 	f.StringVar(&o.currency, "currency", "USD", "currency of the prices")
 	f.DurationVar(&o.agentSilent, "agent-silent-after", 90*time.Second, "an agent not heard from for this long is reported silent")
+	f.StringSliceVar(&o.lend.Pools, "lend-pools", nil, "inference pools (values of the nodes' prescient.io/pool label) whose idle nodes are lent to training and taken back before the forecast demand returns; needs telemetry")
+	f.DurationVar(&o.lend.Every, "lend-every", lend.DefaultEvery, "how often loans are decided, on a forecast of the pools' idle GPUs in steps this long")
+	f.DurationVar(&o.lend.MinLoan, "lend-min-loan", lend.DefaultMinLoan, "lend a node only while the forecast keeps it idle this long")
+	f.DurationVar(&o.lend.Notice, "lend-notice", lend.DefaultNotice, "how long the jobs on a node taken back have to checkpoint and stop")
+	f.Float64Var(&o.lend.Level, "lend-level", control.DefaultLendLevel, "the quantile of the idle model's forecast of idle GPUs lent on")
+	f.DurationVar(&o.lend.Recent, "lend-recent", control.DefaultLendRecent, "lend no more than was idle throughout this last stretch (the rule itself without an idle model)")
+	f.DurationVar(&o.lend.Handover, "lend-handover", control.DefaultLendHandover, "how long a lent node waits for the inference service to move off before training is placed on it")
 	addDemoFlags(f, &o.demo)
 	addKubeFlags(f, &o.kube)
 	return cmd
@@ -269,6 +278,9 @@ func runServe(ctx context.Context, g *globals, o serveOptions, stdout io.Writer)
 	}
 	if o.models != "" {
 		cfg.Idle = newLiveIdle(reg, g.logger)
+	}
+	if len(o.lend.Pools) > 0 {
+		cfg.Lending = &o.lend
 	}
 	if demo != nil {
 		cfg.Tenants = demo.fleet.Tenants

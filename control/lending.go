@@ -1,0 +1,533 @@
+package control
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/prescient-sched/prescient/cluster"
+	"github.com/prescient-sched/prescient/executor"
+	"github.com/prescient-sched/prescient/executor/lend"
+	"github.com/prescient-sched/prescient/models/idle"
+	"github.com/prescient-sched/prescient/store"
+)
+
+// Lending lends the idle nodes of inference pools to training and takes
+// them back before the inference demand returns (lend.Policy).
+//
+// An inference pool is the nodes whose PoolLabel is one of Pools. They
+// serve inference and take no training unless lent. Each minute the
+// plane reads the utilization of the pool's serving GPUs (the demand: a
+// GPU at or above the idle threshold, or not seen, is busy); every Every
+// it forecasts the pool's idle GPUs with the published idle model
+// (lend.Model at Level, capped by what was idle throughout Recent) or,
+// without one, with the reactive rule lend.Recent, and lend.Policy.Decide
+// lends and takes back whole nodes. When every serving GPU is busy a lent
+// node is taken back at once.
+//
+// In autopilot a lent node takes training Handover after the loan (the
+// inference service moves its replicas off: it reads the loans in GET
+// /v1/fleet, each node's "loan"); a node taken back takes no new jobs,
+// its jobs are told to checkpoint and stop within Notice (a job that
+// cannot checkpoint stops at once), and it serves inference again once
+// they are gone. Loans are kept in the store. In advisor mode the
+// decisions are recommendations ("lend", "reclaim") and nothing is lent.
+type Lending struct {
+	Pools                  []string
+	Every, MinLoan, Notice time.Duration
+	// Level is the quantile of the idle model's forecast lent on (default
+	// DefaultLendLevel); Recent caps the model by what was idle throughout
+	// the last Recent, and is the rule without a model (default
+	// DefaultLendRecent).
+	Level  float64
+	Recent time.Duration
+	// Handover is how long a lent node waits before training is placed
+	// on it (default DefaultLendHandover).
+	Handover time.Duration
+}
+
+// The defaults of Lending.
+const (
+	DefaultLendLevel    = 0.1
+	DefaultLendRecent   = 30 * time.Minute
+	DefaultLendHandover = time.Minute
+)
+
+// withDefaults is l with its zero values at their defaults.
+func (l Lending) withDefaults() Lending {
+	pol := l.policy()
+	l.Every, l.MinLoan, l.Notice = pol.Every, pol.MinLoan, pol.Notice
+	l.Level = cmp.Or(l.Level, DefaultLendLevel)
+	l.Recent = cmp.Or(l.Recent, DefaultLendRecent)
+	l.Handover = cmp.Or(l.Handover, DefaultLendHandover)
+	return l
+}
+
+func (l Lending) policy() lend.Policy {
+	return lend.Policy{Every: l.Every, MinLoan: l.MinLoan, Notice: l.Notice}.WithDefaults()
+}
+
+func (l *Lending) validate() error {
+	var errs []error
+	if len(l.Pools) == 0 {
+		errs = append(errs, errors.New("control: config: lending: no inference pools"))
+	}
+	if slices.Contains(l.Pools, "") {
+		errs = append(errs, errors.New("control: config: lending: an empty pool name"))
+	}
+	if l.Every < 0 || l.MinLoan < 0 || l.Notice < 0 || l.Recent < 0 || l.Handover < 0 {
+		errs = append(errs, errors.New("control: config: lending: every, min loan, notice, recent and handover must not be negative"))
+	}
+	if l.Every%time.Minute != 0 {
+		errs = append(errs, fmt.Errorf("control: config: lending: every %s is not whole minutes", l.Every))
+	}
+	if l.Recent > idleHistory-idleStep {
+		errs = append(errs, fmt.Errorf("control: config: lending: recent %s is longer than the %s of utilization kept", l.Recent, idleHistory-idleStep))
+	}
+	if l.Level != 0 && !(l.Level > 0 && l.Level < 1) {
+		errs = append(errs, fmt.Errorf("control: config: lending: level %g is not a quantile in (0, 1)", l.Level))
+	}
+	return errors.Join(errs...)
+}
+
+// nodeLoan is a node lent or being taken back.
+type nodeLoan struct {
+	pool  string
+	state lend.State // Lent or Returning
+	since time.Time
+}
+
+// The kinds of the advisor's lending recommendations.
+const (
+	recLend    = "lend"
+	recReclaim = "reclaim"
+)
+
+// inferencePool is the inference pool node n belongs to, if any.
+func (p *Plane) inferencePool(n *cluster.Node) (string, bool) {
+	if p.cfg.Lending == nil {
+		return "", false
+	}
+	pool := n.Labels[PoolLabel]
+	return pool, pool != "" && slices.Contains(p.cfg.Lending.Pools, pool)
+}
+
+// restoreLoans reads the loans from the store; those of nodes no longer
+// in an inference pool (the configuration changed) end.
+func (p *Plane) restoreLoans(ctx context.Context) error {
+	loans, err := p.cfg.Store.Loans(ctx)
+	if err != nil {
+		return err
+	}
+	pools := map[string]string{}
+	for _, n := range p.cfg.Nodes.Nodes() {
+		if pool, ok := p.inferencePool(&n); ok {
+			pools[n.Name] = pool
+		}
+	}
+	restored := map[string]*nodeLoan{}
+	for _, l := range loans {
+		pool, ok := pools[l.Node]
+		if p.cfg.Lending == nil || (!ok && !slices.Contains(p.cfg.Lending.Pools, l.Pool)) {
+			p.log.Info("lending: a loan ends: its node is no longer in an inference pool", "node", l.Node, "pool", l.Pool)
+			if err := p.cfg.Store.DeleteLoan(ctx, l.Node); err != nil {
+				return err
+			}
+			continue
+		}
+		st := lend.Lent
+		if l.State == lend.Returning.String() {
+			st = lend.Returning
+		}
+		restored[l.Node] = &nodeLoan{pool: cmp.Or(pool, l.Pool), state: st, since: l.Since}
+	}
+	p.mu.Lock()
+	p.loans = restored
+	p.mu.Unlock()
+	return nil
+}
+
+// markLoans takes the inference nodes that training may not use out of
+// the plan (drained: what runs there stays until it is stopped): all but
+// those lent at least Handover ago.
+func (p *Plane) markLoans(lv *live) {
+	if p.cfg.Lending == nil {
+		return
+	}
+	lv.nodes = slices.Clone(lv.nodes) // the node source's own, shared
+	handover := p.cfg.Lending.withDefaults().Handover
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i := range lv.nodes {
+		n := &lv.nodes[i]
+		if _, ok := p.inferencePool(n); !ok || n.State == cluster.NodeFailed {
+			continue
+		}
+		if l := p.loans[n.Name]; l == nil || l.state != lend.Lent || lv.now.Before(l.since.Add(handover)) {
+			n.State = cluster.NodeDrained
+		}
+	}
+}
+
+// reclaim, in autopilot, tells the jobs on nodes being taken back to
+// checkpoint and stop by Notice after the take-back, and gives each node
+// whose jobs are gone back to inference.
+func (p *Plane) reclaim(ctx context.Context, lv *live) {
+	if p.cfg.Lending == nil || p.Mode() != ModeAutopilot {
+		return
+	}
+	notice := p.cfg.Lending.withDefaults().Notice
+	on := map[string][]cluster.JobID{}
+	for _, pl := range lv.placements {
+		for _, a := range pl.Allocations {
+			if ids := on[a.GPU.Node]; len(ids) == 0 || ids[len(ids)-1] != pl.Job {
+				on[a.GPU.Node] = append(ids, pl.Job)
+			}
+		}
+	}
+	p.mu.Lock()
+	returning := map[string]nodeLoan{}
+	for node, l := range p.loans {
+		if l.state == lend.Returning {
+			returning[node] = *l
+		}
+	}
+	p.mu.Unlock()
+	for node, l := range returning {
+		if len(on[node]) == 0 {
+			p.endLoan(ctx, node, l.pool)
+			continue
+		}
+		for _, id := range on[node] {
+			if pl := lv.placements[id]; pl.Stopping() {
+				continue
+			}
+			pr := executor.Preemption{Job: id, CheckpointFirst: true, StopBy: l.since.Add(notice),
+				Reason: fmt.Sprintf("node %s goes back to inference pool %s", node, l.pool)}
+			if err := p.preempt(ctx, lv, pr); err != nil {
+				p.log.Error("lending: a job on a node taken back was not stopped", "job", id, "node", node, "error", err)
+			}
+		}
+	}
+}
+
+// endLoan gives a node back to inference.
+func (p *Plane) endLoan(ctx context.Context, node, pool string) {
+	if err := p.cfg.Store.DeleteLoan(ctx, node); err != nil {
+		p.log.Error("lending: a node's loan did not end", "node", node, "error", err)
+		return
+	}
+	p.mu.Lock()
+	delete(p.loans, node)
+	p.mu.Unlock()
+	p.log.Info("lending: node back to inference", "node", node, "pool", pool)
+}
+
+// loanPool is an inference pool as a lending decision reads it.
+type loanPool struct {
+	name  string
+	nodes []string
+	gpus  []int
+	uuids [][]string // each node's GPUs with telemetry
+	load  []int      // milli-GPUs of training on each node
+	down  []bool
+}
+
+// lendingDecision is what a background read decided for the cycle to
+// apply.
+type lendingDecision struct {
+	at                        time.Time
+	pool                      string
+	nodes                     []string
+	takeBack, lend            []int
+	ahead                     []float64
+	busy, serving, keep, loan float64
+	forecast                  bool // a forecast's decision, not a take-back of a pool all busy
+}
+
+// watchLoans starts, each minute and one at a time, a read of the
+// inference pools' utilization beside the plan loop; it decides on loans
+// for applyLoans to carry out at the next cycle.
+func (p *Plane) watchLoans(ctx context.Context, lv *live) {
+	if p.cfg.Lending == nil || p.cfg.Telemetry == nil {
+		return
+	}
+	cfg := p.cfg.Lending.withDefaults()
+	p.mu.Lock()
+	due := !p.lendReading && (p.lendReadAt.IsZero() || lv.now.Sub(p.lendReadAt) >= idleReadEvery)
+	forecast := due && (p.lendForecastAt.IsZero() || lv.now.Sub(p.lendForecastAt) >= cfg.Every)
+	if due {
+		p.lendReading, p.lendReadAt = true, lv.now
+	}
+	if forecast {
+		p.lendForecastAt = lv.now
+	}
+	p.mu.Unlock()
+	if !due {
+		return
+	}
+	load := map[string]int{}
+	for _, pl := range lv.placements {
+		for _, a := range pl.Allocations {
+			load[a.GPU.Node] += a.Milli
+		}
+	}
+	var pools []*loanPool
+	byName := map[string]*loanPool{}
+	var uuids []string
+	for _, n := range p.cfg.Nodes.Nodes() {
+		name, ok := p.inferencePool(&n)
+		if !ok {
+			continue
+		}
+		lp := byName[name]
+		if lp == nil {
+			lp = &loanPool{name: name}
+			byName[name] = lp
+			pools = append(pools, lp)
+		}
+		var us []string
+		for _, g := range n.GPUs {
+			if g.UUID != "" {
+				us = append(us, g.UUID)
+			}
+		}
+		lp.nodes, lp.gpus, lp.uuids = append(lp.nodes, n.Name), append(lp.gpus, len(n.GPUs)), append(lp.uuids, us)
+		lp.load, lp.down = append(lp.load, load[n.Name]), append(lp.down, n.State == cluster.NodeFailed)
+		uuids = append(uuids, us...)
+	}
+	var model *idle.Model
+	if p.cfg.Idle != nil {
+		model, _ = p.cfg.Idle.Current()
+	}
+	threshold := thresholdOf(model)
+	p.background.Add(1)
+	go func() { // the plan loop's context: Run waits for it on the way out
+		defer p.background.Done()
+		defer func() {
+			p.mu.Lock()
+			p.lendReading = false
+			p.mu.Unlock()
+		}()
+		grids, read := p.readUtilization(ctx, lv.now, threshold, uuids)
+		// Another read under way (watchIdle's, a forecast's) reads for
+		// this one too: wait for it, then take the copy.
+		for wait := time.NewTimer(idleTimeout); !read && p.utilReadUnderWay(); {
+			select {
+			case <-ctx.Done():
+				return
+			case <-wait.C:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			grids, read = p.readUtilization(ctx, lv.now, threshold, uuids)
+		}
+		if !read {
+			return // the store did not answer: no decision this time
+		}
+		var out []lendingDecision
+		for _, lp := range pools {
+			if d, ok := p.decideLoans(lv.now, cfg, model, lp, grids, forecast); ok {
+				out = append(out, d)
+			}
+		}
+		p.mu.Lock()
+		p.lendPending = append(p.lendPending, out...)
+		p.mu.Unlock()
+		if len(out) > 0 {
+			p.wake()
+		}
+	}()
+}
+
+// utilReadUnderWay reports whether a read of the utilization runs.
+func (p *Plane) utilReadUnderWay() bool {
+	p.utilMu.Lock()
+	defer p.utilMu.Unlock()
+	return p.utilReading
+}
+
+// decideLoans decides on one pool's loans: with forecast, on the lender's
+// forecast; otherwise only whether a pool all busy takes a node back.
+func (p *Plane) decideLoans(now time.Time, cfg Lending, model *idle.Model, lp *loanPool, grids map[string]idle.Grid, forecast bool) (lendingDecision, bool) {
+	p.mu.Lock()
+	nodes := make([]lend.Node, len(lp.nodes))
+	for k, name := range lp.nodes {
+		nodes[k] = lend.Node{GPUs: lp.gpus[k], Load: lp.load[k], Down: lp.down[k]}
+		if l := p.loans[name]; l != nil {
+			nodes[k].State = l.state
+		}
+	}
+	p.mu.Unlock()
+	// The serving GPUs' idleness (a GPU not seen counts busy) and the
+	// pool's idle GPUs per minute: its GPUs less the busy serving ones.
+	poolGPUs, serving := 0, 0
+	var reps [][]float64
+	hist := make([]float64, int(idleHistory/idleStep))
+	for k := range nodes {
+		poolGPUs += nodes[k].GPUs
+		if nodes[k].State != lend.Serving || nodes[k].Down {
+			continue
+		}
+		serving += nodes[k].GPUs
+		unseen := nodes[k].GPUs
+		for _, u := range lp.uuids[k] {
+			g, ok := grids[u]
+			if !ok {
+				continue
+			}
+			unseen--
+			reps = append(reps, g.Idle)
+			for m, v := range g.Idle {
+				if v != 1 {
+					hist[m]++
+				}
+			}
+		}
+		for m := range hist {
+			hist[m] += float64(unseen)
+		}
+	}
+	for m := range hist {
+		hist[m] = float64(poolGPUs) - hist[m]
+	}
+	busy := float64(poolGPUs) - hist[len(hist)-1]
+	d := lendingDecision{at: now, pool: lp.name, nodes: lp.nodes, busy: busy, serving: float64(serving)}
+	if busy >= float64(serving) && serving < poolGPUs {
+		// Every serving GPU is busy: the demand may be beyond them.
+		d.takeBack = lend.TakeBack(nodes, 1)
+	}
+	if !forecast {
+		return d, len(d.takeBack) > 0
+	}
+	pol := cfg.policy()
+	var lender lend.Lender = lend.Recent{Window: cfg.Recent}
+	if model != nil {
+		lender = lend.Model{Model: model, Level: cfg.Level, Recent: cfg.Recent}
+	}
+	ahead, err := lender.IdleAhead(lend.Query{Now: now, GPUs: poolGPUs, History: hist, Replicas: reps, Step: pol.Every, Leads: pol.Leads()})
+	if err != nil || len(ahead) < pol.Leads() {
+		p.log.Warn("lending: no forecast; nothing lent this time", "pool", lp.name, "error", err)
+		return d, len(d.takeBack) > 0
+	}
+	for _, k := range d.takeBack {
+		nodes[k].State = lend.Returning
+	}
+	dec := pol.Decide(ahead, nodes, busy)
+	d.takeBack = append(d.takeBack, dec.TakeBack...)
+	d.lend, d.ahead, d.keep, d.loan, d.forecast = dec.Lend, ahead, dec.Keep, dec.Loanable, true
+	return d, true
+}
+
+// applyLoans carries out the decisions the background reads made: in
+// autopilot it records the loans and take-backs (reclaim stops the jobs);
+// in advisor mode it recommends them.
+func (p *Plane) applyLoans(ctx context.Context, now time.Time) {
+	p.mu.Lock()
+	pending := p.lendPending
+	p.lendPending = nil
+	p.mu.Unlock()
+	// A decision older than a read's interval (the plan loop was held up)
+	// is on stale utilization: the next read decides again.
+	pending = slices.DeleteFunc(pending, func(d lendingDecision) bool { return now.Sub(d.at) > 2*idleReadEvery })
+	if p.Mode() != ModeAutopilot {
+		current, decided := map[string]bool{}, false
+		for _, d := range pending {
+			if d.forecast {
+				p.recommendLoans(ctx, now, d, current)
+				decided = true
+			}
+		}
+		if decided {
+			p.dismissStale(ctx, current, func(kind string) bool { return kind == recLend || kind == recReclaim })
+		}
+		return
+	}
+	for _, d := range pending {
+		for _, k := range d.takeBack {
+			p.setLoan(ctx, d, k, lend.Lent, lend.Returning, now)
+		}
+		for _, k := range d.lend {
+			p.setLoan(ctx, d, k, lend.Serving, lend.Lent, now)
+		}
+	}
+}
+
+// setLoan moves node k of d's pool from state from (if it is still
+// there) to state to, in the store first.
+func (p *Plane) setLoan(ctx context.Context, d lendingDecision, k int, from, to lend.State, now time.Time) {
+	node := d.nodes[k]
+	p.mu.Lock()
+	cur := lend.Serving
+	if l := p.loans[node]; l != nil {
+		cur = l.state
+	}
+	p.mu.Unlock()
+	if cur != from {
+		return // it moved since the decision
+	}
+	if err := p.cfg.Store.PutLoan(ctx, store.Loan{Node: node, Pool: d.pool, State: to.String(), Since: now}); err != nil {
+		p.log.Error("lending: not recorded", "node", node, "state", to, "error", err)
+		return
+	}
+	p.mu.Lock()
+	p.loans[node] = &nodeLoan{pool: d.pool, state: to, since: now}
+	p.mu.Unlock()
+	p.log.Info("lending: "+loanVerb(to), "node", node, "pool", d.pool, "busy_gpus", d.busy, "serving_gpus", d.serving,
+		"idle_kept", d.keep, "idle_for_loan", d.loan, "forecast", d.forecast)
+	p.changedState()
+}
+
+func loanVerb(to lend.State) string {
+	if to == lend.Lent {
+		return "node lent to training"
+	}
+	return "node taken back for inference"
+}
+
+// recommendLoans records the advisor's lend and reclaim recommendations
+// of one pool's decision, and marks them current.
+func (p *Plane) recommendLoans(ctx context.Context, now time.Time, d lendingDecision, current map[string]bool) {
+	detail := func(node string) recDetails {
+		return recDetails{Node: node, Pool: d.pool, IdleAhead: d.ahead, BusyGPUs: d.busy, IdleForLoan: d.loan}
+	}
+	for _, k := range d.takeBack {
+		p.addRecommendation(ctx, now, current, recReclaim, "", fmt.Sprintf("inference pool %s: %g of its serving %g GPUs busy, %g forecast to stay idle until the next decision: take node %s back from training",
+			d.pool, d.busy, d.serving, d.keep, d.nodes[k]), detail(d.nodes[k]))
+	}
+	for _, k := range d.lend {
+		p.addRecommendation(ctx, now, current, recLend, "", fmt.Sprintf("inference pool %s: %g of its serving %g GPUs busy, %g forecast to stay idle for %s: lend node %s to training",
+			d.pool, d.busy, d.serving, d.loan, p.cfg.Lending.withDefaults().MinLoan, d.nodes[k]), detail(d.nodes[k]))
+	}
+}
+
+// NodeLoan is an inference node's loan state, as GET /v1/fleet shows it.
+type NodeLoan struct {
+	Pool  string    `json:"pool"`
+	State string    `json:"state"` // serving, lent, returning
+	Since time.Time `json:"since,omitzero"`
+	// Usable is when training may be placed on a lent node (Handover
+	// after the loan).
+	Usable time.Time `json:"usable,omitzero"`
+}
+
+// loanOf is node n's loan state; nil when it is not an inference node.
+func (p *Plane) loanOf(n *cluster.Node) *NodeLoan {
+	pool, ok := p.inferencePool(n)
+	if !ok {
+		return nil
+	}
+	out := &NodeLoan{Pool: pool, State: lend.Serving.String()}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if l := p.loans[n.Name]; l != nil {
+		out.State, out.Since = l.state.String(), l.since
+		if l.state == lend.Lent {
+			out.Usable = l.since.Add(p.cfg.Lending.withDefaults().Handover)
+		}
+	}
+	return out
+}

@@ -1,0 +1,191 @@
+package control
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/prescient-sched/prescient/cluster"
+	"github.com/prescient-sched/prescient/collector"
+	"github.com/prescient-sched/prescient/collector/nvml"
+	"github.com/prescient-sched/prescient/executor"
+)
+
+// lendingFleet is a training node n0 and two inference nodes inf-0 and
+// inf-1, 4 GPUs each, the inference GPUs with UUIDs.
+func lendingFleet() *cluster.Fleet {
+	f := fleetOf(3, 4)
+	for i := 1; i < 3; i++ {
+		n := &f.Nodes[i]
+		n.Name = fmt.Sprintf("inf-%d", i-1)
+		n.Labels = map[string]string{PoolLabel: "inference"}
+		for g := range n.GPUs {
+			n.GPUs[g].UUID = fmt.Sprintf("GPU-%s-%d", n.Name, g)
+		}
+	}
+	return f
+}
+
+// inferenceSamples are the inference GPUs' samples of minutes from to
+// to (exclusive): inf-0's at busy0 % utilization, inf-1's at busy1 %.
+func inferenceSamples(f *cluster.Fleet, from, to time.Time, busy0, busy1 float64) []collector.Sample {
+	var out []collector.Sample
+	for at := from; at.Before(to); at = at.Add(time.Minute) {
+		for i, util := range map[int]float64{1: busy0, 2: busy1} {
+			n := &f.Nodes[i]
+			for _, g := range n.GPUs {
+				out = append(out, collector.Sample{Time: at.Add(10 * time.Second), Node: n.Name, DeviceInfo: nvml.DeviceInfo{UUID: g.UUID, Index: g.Index, Model: g.Model},
+					DeviceSample: nvml.DeviceSample{UtilGPUPct: util, PowerW: 100, MemTotalBytes: 80 << 30}})
+			}
+		}
+	}
+	return out
+}
+
+// lendingEnv is an env whose inference pool lends on the reactive rule
+// (no idle model), reading a real InfluxDB.
+func lendingEnv(t *testing.T, mode Mode) (*env, collector.Sink) {
+	e := newEnv(t, lendingFleet(), nil)
+	b := telemetryBackends(t, e.store)["influxdb"]
+	e.mod = func(c *Config) {
+		c.Mode, c.Telemetry = mode, b.query
+		c.Lending = &Lending{Pools: []string{"inference"}}
+	}
+	e.restart()
+	return e, b.sink
+}
+
+// lendCycle lets a background read of the pools under way finish, plans,
+// lets the read it starts finish, and plans again to apply what it
+// decided.
+func (e *env) lendCycle() {
+	e.t.Helper()
+	e.waitWhile("the lending read", &e.plane.lendReading)
+	e.plane.cycle(e.ctx)
+	e.waitWhile("the lending read", &e.plane.lendReading)
+	e.plane.cycle(e.ctx)
+}
+
+func (e *env) loan(node string) *NodeLoan {
+	e.t.Helper()
+	fs, err := e.plane.Fleet(e.ctx)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for _, n := range fs.Nodes {
+		if n.Name == node {
+			return n.Loan
+		}
+	}
+	e.t.Fatalf("node %s not in the fleet", node)
+	return nil
+}
+
+func (e *env) placedOn(id string) string {
+	e.t.Helper()
+	pl, err := e.store.GetPlacement(e.ctx, cluster.JobID(id))
+	if err != nil || len(pl.Allocations) == 0 {
+		return ""
+	}
+	return pl.Allocations[0].GPU.Node
+}
+
+func TestAnIdleInferenceNodeIsLentAndTakenBackWhenTheDemandReturns(t *testing.T) {
+	e, sink := lendingEnv(t, ModeAutopilot)
+	e.submit("a", spec(4, 10*time.Hour))
+	e.plane.cycle(e.ctx)
+	if on := e.placedOn("a"); on != "n0" {
+		t.Fatalf("a placed on %q, want n0: the inference nodes take no training unless lent", on)
+	}
+	e.submit("b", spec(4, 10*time.Hour))
+	// An hour of telemetry: inf-0 serves, inf-1 idles.
+	now := t0.Add(time.Hour)
+	if err := sink.Write(e.ctx, inferenceSamples(e.fleet, t0, now, 60, 0)); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(now.Sub(e.clock.Now()))
+	e.lendCycle()
+	if l := e.loan("inf-1"); l == nil || l.State != "lent" || !l.Usable.Equal(now.Add(time.Minute)) {
+		t.Fatalf("inf-1: %+v, want lent, usable after a minute's handover", l)
+	}
+	if l := e.loan("inf-0"); l == nil || l.State != "serving" {
+		t.Fatalf("inf-0: %+v, want serving: its GPUs are busy", l)
+	}
+	if on := e.placedOn("b"); on != "" {
+		t.Fatalf("b placed on %s during the handover", on)
+	}
+	// A restart keeps the loan; after the handover b runs on inf-1.
+	e.restart()
+	now = now.Add(time.Minute)
+	if err := sink.Write(e.ctx, inferenceSamples(e.fleet, now.Add(-time.Minute), now, 60, 0)); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(now.Sub(e.clock.Now()))
+	e.lendCycle()
+	if on := e.placedOn("b"); on != "inf-1" {
+		t.Fatalf("b placed on %q, want inf-1, lent", on)
+	}
+	e.event(executor.JobEvent{Type: executor.JobStarted, Job: "b", Attempt: 1, Node: "inf-1"})
+	// The demand comes back: every GPU the service still holds is busy,
+	// so inf-1 is taken back at once and b, which cannot checkpoint, is
+	// stopped.
+	now = now.Add(time.Minute)
+	if err := sink.Write(e.ctx, inferenceSamples(e.fleet, now.Add(-time.Minute), now, 100, 0)); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(now.Sub(e.clock.Now()))
+	e.lendCycle()
+	if l := e.loan("inf-1"); l == nil || l.State != "returning" {
+		t.Fatalf("inf-1: %+v, want returning", l)
+	}
+	stops := e.backend.of("stop") // asked again at each cycle until it exits
+	if len(stops) == 0 {
+		t.Fatal("b was not stopped")
+	}
+	for _, s := range stops {
+		if s.job != "b" {
+			t.Fatalf("%s stopped, want only b", s.job)
+		}
+	}
+	e.event(executor.JobEvent{Type: executor.JobExited, Job: "b", Attempt: 1, Stopped: true})
+	e.plane.cycle(e.ctx)
+	if l := e.loan("inf-1"); l == nil || l.State != "serving" {
+		t.Fatalf("inf-1: %+v, want serving once b is gone", l)
+	}
+	if got := e.job("b"); got.State != cluster.StateQueued || e.placedOn("b") != "" {
+		t.Errorf("b: %s on %q, want queued again and not placed on an inference node", got.State, e.placedOn("b"))
+	}
+	loans, err := e.store.Loans(e.ctx)
+	if err != nil || len(loans) != 0 {
+		t.Errorf("stored loans %+v (%v), want none", loans, err)
+	}
+}
+
+func TestTheAdvisorRecommendsLoansAndLendsNothing(t *testing.T) {
+	e, sink := lendingEnv(t, ModeAdvisor)
+	now := t0.Add(time.Hour)
+	if err := sink.Write(e.ctx, inferenceSamples(e.fleet, t0, now, 0, 0)); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(now.Sub(e.clock.Now()))
+	e.lendCycle()
+	recs, err := e.plane.Recommendations(e.ctx, time.Time{}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lent []string
+	for _, r := range recs {
+		if r.Kind == recLend && r.Status == "open" {
+			lent = append(lent, fmt.Sprint(r.Details["node"]))
+		}
+	}
+	// All 8 GPUs idle for an hour: both nodes may go.
+	if fmt.Sprint(lent) != "[inf-1 inf-0]" && fmt.Sprint(lent) != "[inf-0 inf-1]" {
+		t.Errorf("lend recommendations for %v, want inf-1 and inf-0 (%+v)", lent, recs)
+	}
+	for _, n := range []string{"inf-0", "inf-1"} {
+		if l := e.loan(n); l == nil || l.State != "serving" {
+			t.Errorf("%s: %+v, want serving: the advisor lends nothing", n, l)
+		}
+	}
+}
