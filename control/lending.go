@@ -47,6 +47,11 @@ type Lending struct {
 	// Handover is how long a lent node waits before training is placed
 	// on it (default DefaultLendHandover).
 	Handover time.Duration
+	// Headroom is the GPUs kept idle for the service beyond the forecast
+	// (lend.Policy.Headroom; default and at least 1): a loan leaves the
+	// service an idle GPU, so that its every GPU being busy says the
+	// demand grew.
+	Headroom int
 }
 
 // The defaults of Lending.
@@ -54,6 +59,7 @@ const (
 	DefaultLendLevel    = 0.1
 	DefaultLendRecent   = 30 * time.Minute
 	DefaultLendHandover = time.Minute
+	DefaultLendHeadroom = 1
 )
 
 // withDefaults is l with its zero values at their defaults.
@@ -63,11 +69,12 @@ func (l Lending) withDefaults() Lending {
 	l.Level = cmp.Or(l.Level, DefaultLendLevel)
 	l.Recent = cmp.Or(l.Recent, DefaultLendRecent)
 	l.Handover = cmp.Or(l.Handover, DefaultLendHandover)
+	l.Headroom = cmp.Or(l.Headroom, DefaultLendHeadroom)
 	return l
 }
 
 func (l Lending) policy() lend.Policy {
-	return lend.Policy{Every: l.Every, MinLoan: l.MinLoan, Notice: l.Notice}.WithDefaults()
+	return lend.Policy{Every: l.Every, MinLoan: l.MinLoan, Notice: l.Notice, Headroom: max(l.Headroom, DefaultLendHeadroom)}.WithDefaults()
 }
 
 func (l *Lending) validate() error {
@@ -80,6 +87,9 @@ func (l *Lending) validate() error {
 	}
 	if l.Every < 0 || l.MinLoan < 0 || l.Notice < 0 || l.Recent < 0 || l.Handover < 0 {
 		errs = append(errs, errors.New("control: config: lending: every, min loan, notice, recent and handover must not be negative"))
+	}
+	if l.Headroom < 0 {
+		errs = append(errs, fmt.Errorf("control: config: lending: headroom %d GPUs is negative", l.Headroom))
 	}
 	if l.Every%time.Minute != 0 {
 		errs = append(errs, fmt.Errorf("control: config: lending: every %s is not whole minutes", l.Every))

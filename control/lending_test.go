@@ -27,13 +27,18 @@ func lendingFleet() *cluster.Fleet {
 }
 
 // inferenceSamples are the inference GPUs' samples of minutes from to
-// to (exclusive): inf-0's at busy0 % utilization, inf-1's at busy1 %.
-func inferenceSamples(f *cluster.Fleet, from, to time.Time, busy0, busy1 float64) []collector.Sample {
+// to (exclusive): the first busy0 GPUs of inf-0 and busy1 of inf-1 at 60%
+// utilization, the others at 0.
+func inferenceSamples(f *cluster.Fleet, from, to time.Time, busy0, busy1 int) []collector.Sample {
 	var out []collector.Sample
 	for at := from; at.Before(to); at = at.Add(time.Minute) {
-		for i, util := range map[int]float64{1: busy0, 2: busy1} {
+		for i, busy := range map[int]int{1: busy0, 2: busy1} {
 			n := &f.Nodes[i]
-			for _, g := range n.GPUs {
+			for k, g := range n.GPUs {
+				util := 0.0
+				if k < busy {
+					util = 60
+				}
 				out = append(out, collector.Sample{Time: at.Add(10 * time.Second), Node: n.Name, DeviceInfo: nvml.DeviceInfo{UUID: g.UUID, Index: g.Index, Model: g.Model},
 					DeviceSample: nvml.DeviceSample{UtilGPUPct: util, PowerW: 100, MemTotalBytes: 80 << 30}})
 			}
@@ -97,10 +102,13 @@ func TestAnIdleInferenceNodeIsLentAndTakenBackWhenTheDemandReturns(t *testing.T)
 	if on := e.placedOn("a"); on != "n0" {
 		t.Fatalf("a placed on %q, want n0: the inference nodes take no training unless lent", on)
 	}
-	e.submit("b", spec(4, 10*time.Hour))
-	// An hour of telemetry: inf-0 serves, inf-1 idles.
+	b := spec(4, 10*time.Hour)
+	b.Checkpointable = true
+	e.submit("b", b)
+	// An hour of telemetry: inf-0 serves on 2 GPUs, inf-1 idles. 6 GPUs
+	// idle less a GPU of headroom: one node may go.
 	now := t0.Add(time.Hour)
-	if err := sink.Write(e.ctx, inferenceSamples(e.fleet, t0, now, 60, 0)); err != nil {
+	if err := sink.Write(e.ctx, inferenceSamples(e.fleet, t0, now, 2, 0)); err != nil {
 		t.Fatal(err)
 	}
 	e.clock.Advance(now.Sub(e.clock.Now()))
@@ -117,7 +125,7 @@ func TestAnIdleInferenceNodeIsLentAndTakenBackWhenTheDemandReturns(t *testing.T)
 	// A restart keeps the loan; after the handover b runs on inf-1.
 	e.restart()
 	now = now.Add(time.Minute)
-	if err := sink.Write(e.ctx, inferenceSamples(e.fleet, now.Add(-time.Minute), now, 60, 0)); err != nil {
+	if err := sink.Write(e.ctx, inferenceSamples(e.fleet, now.Add(-time.Minute), now, 2, 0)); err != nil {
 		t.Fatal(err)
 	}
 	e.clock.Advance(now.Sub(e.clock.Now()))
@@ -127,25 +135,31 @@ func TestAnIdleInferenceNodeIsLentAndTakenBackWhenTheDemandReturns(t *testing.T)
 	}
 	e.event(executor.JobEvent{Type: executor.JobStarted, Job: "b", Attempt: 1, Node: "inf-1"})
 	// The demand comes back: every GPU the service still holds is busy,
-	// so inf-1 is taken back at once and b, which cannot checkpoint, is
-	// stopped.
+	// so inf-1 is taken back at once and b is told to checkpoint and stop
+	// within the 2-minute notice.
 	now = now.Add(time.Minute)
-	if err := sink.Write(e.ctx, inferenceSamples(e.fleet, now.Add(-time.Minute), now, 100, 0)); err != nil {
+	if err := sink.Write(e.ctx, inferenceSamples(e.fleet, now.Add(-time.Minute), now, 4, 0)); err != nil {
 		t.Fatal(err)
 	}
 	e.clock.Advance(now.Sub(e.clock.Now()))
 	e.lendCycle()
-	if l := e.loan("inf-1"); l == nil || l.State != "returning" {
-		t.Fatalf("inf-1: %+v, want returning", l)
+	if l := e.loan("inf-1"); l == nil || l.State != "returning" || !l.Since.Equal(now) {
+		t.Fatalf("inf-1: %+v, want returning since %s", l, now)
 	}
-	stops := e.backend.of("stop") // asked again at each cycle until it exits
-	if len(stops) == 0 {
-		t.Fatal("b was not stopped")
+	if cps := e.backend.of("checkpoint"); len(cps) != 1 || cps[0].job != "b" {
+		t.Fatalf("checkpoint requests %+v, want b's", cps)
 	}
-	for _, s := range stops {
-		if s.job != "b" {
-			t.Fatalf("%s stopped, want only b", s.job)
-		}
+	if pl, err := e.store.GetPlacement(e.ctx, "b"); err != nil || !pl.StopBy.Equal(now.Add(2*time.Minute)) {
+		t.Fatalf("b's placement %+v (%v), want it stopping by the notice", pl, err)
+	}
+	if len(e.backend.of("stop")) != 0 {
+		t.Fatal("b stopped before its notice ran out")
+	}
+	// Its checkpoint does not land: the notice runs out and it is stopped.
+	e.clock.Advance(2 * time.Minute)
+	e.plane.cycle(e.ctx)
+	if stops := e.backend.of("stop"); len(stops) == 0 || stops[0].job != "b" {
+		t.Fatalf("stops %+v, want b's once the notice ran out", stops)
 	}
 	e.event(executor.JobEvent{Type: executor.JobExited, Job: "b", Attempt: 1, Stopped: true})
 	e.plane.cycle(e.ctx)
@@ -179,9 +193,10 @@ func TestTheAdvisorRecommendsLoansAndLendsNothing(t *testing.T) {
 			lent = append(lent, fmt.Sprint(r.Details["node"]))
 		}
 	}
-	// All 8 GPUs idle for an hour: both nodes may go.
-	if fmt.Sprint(lent) != "[inf-1 inf-0]" && fmt.Sprint(lent) != "[inf-0 inf-1]" {
-		t.Errorf("lend recommendations for %v, want inf-1 and inf-0 (%+v)", lent, recs)
+	// All 8 GPUs idle for an hour: one node may go, the other keeps the
+	// GPU of headroom.
+	if fmt.Sprint(lent) != "[inf-1]" {
+		t.Errorf("lend recommendations for %v, want inf-1 (%+v)", lent, recs)
 	}
 	for _, n := range []string{"inf-0", "inf-1"} {
 		if l := e.loan(n); l == nil || l.State != "serving" {

@@ -137,6 +137,7 @@ token printed for the dashboard and the API.`,
 	f.DurationVar(&o.lend.Notice, "lend-notice", lend.DefaultNotice, "how long the jobs on a node taken back have to checkpoint and stop")
 	f.Float64Var(&o.lend.Level, "lend-level", control.DefaultLendLevel, "the quantile of the idle model's forecast of idle GPUs lent on")
 	f.DurationVar(&o.lend.Recent, "lend-recent", control.DefaultLendRecent, "lend no more than was idle throughout this last stretch (the rule itself without an idle model)")
+	f.IntVar(&o.lend.Headroom, "lend-headroom", control.DefaultLendHeadroom, "GPUs of an inference pool kept idle beyond the forecast (at least 1: a pool whose every GPU is busy gets a node back at once)")
 	f.DurationVar(&o.lend.Handover, "lend-handover", control.DefaultLendHandover, "how long a lent node waits for the inference service to move off before training is placed on it")
 	addDemoFlags(f, &o.demo)
 	addKubeFlags(f, &o.kube)

@@ -82,6 +82,24 @@ func TestDecide(t *testing.T) {
 			}
 		})
 	}
+	pol.Headroom = 1
+	for name, tc := range map[string]struct {
+		ahead          []float64
+		nodes          []lend.Node
+		busy           float64
+		takeBack, lent []int
+	}{
+		"headroom: a node short of the forecast": {flat(16), nodes(S, S, S), 0, nil, []int{2}},
+		"headroom: the busy GPUs and one":        {flat(24), nodes(S, S, S), 8, nil, []int{2}},
+		"headroom: taken back a GPU early":       {flat(16), nodes(S, L, L), 0, []int{1}, nil},
+	} {
+		t.Run(name, func(t *testing.T) {
+			d := pol.Decide(tc.ahead, tc.nodes, tc.busy)
+			if !slices.Equal(d.TakeBack, tc.takeBack) || !slices.Equal(d.Lend, tc.lent) {
+				t.Errorf("take back %v, lend %v; want %v, %v (keep %g, loanable %g)", d.TakeBack, d.Lend, tc.takeBack, tc.lent, d.Keep, d.Loanable)
+			}
+		})
+	}
 }
 
 func nan() float64 { var z float64; return z / z }

@@ -18,9 +18,12 @@ const (
 // the pool's idle GPUs ahead, in steps of Every: whole nodes are lent
 // while the forecast keeps them spare for MinLoan, and taken back when it
 // says the demand returns within Every + Notice (the next decision and
-// the jobs' notice to checkpoint), rounded up to whole steps.
+// the jobs' notice to checkpoint), rounded up to whole steps. Headroom
+// GPUs are kept idle for the service beyond the forecast: a live service
+// whose every GPU is busy may want more than it shows.
 type Policy struct {
 	Every, MinLoan, Notice time.Duration
+	Headroom               int
 }
 
 // WithDefaults is p with its zero durations at their defaults.
@@ -86,12 +89,13 @@ type Decision struct {
 
 // Decide turns a Lender's forecast (Leads steps of Every) into take-backs
 // and loans of nodes, given the GPUs the service is busy on now. Lent
-// nodes beyond what stays idle until the next decision and the notice are
-// taken back (the least loaded first, TakeBack); then serving nodes are
-// lent, the last first (the service consolidates onto the first ones),
-// while the lent ones and the new one stay idle for MinLoan and the
-// serving ones left still cover the busy GPUs. A forecast with NaN lends
-// nothing and keeps nothing.
+// nodes beyond what stays idle until the next decision and the notice,
+// less the headroom, are taken back (the least loaded first, TakeBack);
+// then serving nodes are lent, the last first (the service consolidates
+// onto the first ones), while the lent ones and the new one stay idle
+// for MinLoan, the headroom aside, and the serving ones left still cover
+// the busy GPUs and the headroom. A forecast with NaN lends nothing and
+// keeps nothing.
 func (p Policy) Decide(ahead []float64, nodes []Node, busy float64) Decision {
 	within := func(d time.Duration) float64 {
 		low := math.Inf(1)
@@ -103,7 +107,8 @@ func (p Policy) Decide(ahead []float64, nodes []Node, busy float64) Decision {
 		}
 		return math.Floor(low + 1e-9)
 	}
-	d := Decision{Keep: within(p.Every + p.Notice), Loanable: within(p.MinLoan)}
+	h := float64(p.Headroom)
+	d := Decision{Keep: within(p.Every+p.Notice) - h, Loanable: within(p.MinLoan) - h}
 	st := make([]Node, len(nodes))
 	copy(st, nodes)
 	if over := float64(held(st, Lent)) - d.Keep; over > 0 {
@@ -116,7 +121,7 @@ func (p Policy) Decide(ahead []float64, nodes []Node, busy float64) Decision {
 		if st[k].State != Serving {
 			continue
 		}
-		if float64(held(st, Lent)+held(st, Returning)+st[k].GPUs) > d.Loanable || float64(held(st, Serving)-st[k].GPUs) < busy {
+		if float64(held(st, Lent)+held(st, Returning)+st[k].GPUs) > d.Loanable || float64(held(st, Serving)-st[k].GPUs) < busy+h {
 			break
 		}
 		st[k].State = Lent
