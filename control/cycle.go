@@ -214,6 +214,7 @@ func (p *Plane) cycle(ctx context.Context) {
 		p.log.Error("plan cycle: reading the live state failed", "error", err)
 		return
 	}
+	defer p.watchLoans(ctx, lv) // whatever the planner answers
 	p.enforceStops(ctx, lv)
 	p.reclaim(ctx, lv)
 	plan, err := p.planner.Plan(ctx, lv.in)
@@ -230,7 +231,6 @@ func (p *Plane) cycle(ctx context.Context) {
 	}
 	p.recommendIdle(ctx, lv)
 	p.watchIdle(ctx, lv)
-	p.watchLoans(ctx, lv)
 	p.log.Debug("plan cycle", "mode", mode, "queued", len(lv.queued), "running", len(lv.in.Running),
 		"placements", len(plan.Placements), "preemptions", len(plan.Preemptions), "took_s", time.Since(start).Seconds())
 }
@@ -354,8 +354,8 @@ type recDetails struct {
 	Node        string    `json:"node,omitempty"`
 	Pool        string    `json:"pool,omitempty"`
 	IdleAhead   []float64 `json:"idle_ahead,omitempty"`
-	BusyGPUs    float64   `json:"busy_gpus,omitempty"`
-	IdleForLoan float64   `json:"idle_for_loan,omitempty"`
+	BusyGPUs    *float64  `json:"busy_gpus,omitempty"`
+	IdleForLoan *float64  `json:"idle_for_loan,omitempty"`
 }
 
 // recKey identifies a recommendation for deduplication: what is

@@ -355,9 +355,11 @@ func (p *Plane) gpusFreeAt(ctx context.Context, n int, now time.Time) (time.Time
 		return time.Time{}, err
 	}
 	total, held := 0, 0
+	counted := map[string]bool{} // the nodes training may use now
 	for i := range nodes {
-		if nodes[i].State == "" || nodes[i].State == cluster.NodeReady {
+		if (nodes[i].State == "" || nodes[i].State == cluster.NodeReady) && p.forTraining(&nodes[i], now) {
 			total += len(nodes[i].GPUs)
+			counted[nodes[i].Name] = true
 		}
 	}
 	type release struct {
@@ -366,7 +368,16 @@ func (p *Plane) gpusFreeAt(ctx context.Context, n int, now time.Time) (time.Time
 	}
 	var rel []release
 	for _, pl := range pls {
-		held += len(pl.Allocations)
+		gpus := 0
+		for _, a := range pl.Allocations {
+			if counted[a.GPU.Node] {
+				gpus++
+			}
+		}
+		if gpus == 0 {
+			continue
+		}
+		held += gpus
 		end := now
 		if f, ok := p.knownForecast(ctx, pl.Job); ok {
 			if j, err := p.cfg.Store.GetJob(ctx, pl.Job); err == nil && j.State.Active() {
@@ -374,7 +385,7 @@ func (p *Plane) gpusFreeAt(ctx context.Context, n int, now time.Time) (time.Time
 				end = now.Add(v.RemainingP90())
 			}
 		}
-		rel = append(rel, release{at: end, gpus: len(pl.Allocations)})
+		rel = append(rel, release{at: end, gpus: gpus})
 	}
 	free := total - held
 	if free >= n {

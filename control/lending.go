@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -103,11 +104,23 @@ func (l *Lending) validate() error {
 	return errors.Join(errs...)
 }
 
-// nodeLoan is a node lent or being taken back.
+// nodeLoan is an inference node that was lent: lent now, being taken
+// back, or serving again.
 type nodeLoan struct {
-	pool  string
-	state lend.State // Lent or Returning
-	since time.Time
+	pool   string
+	state  lend.State
+	since  time.Time // when it entered the state
+	lentAt time.Time // when its last loan began
+}
+
+// served reports whether a node with loan l (nil: never lent) served
+// inference at t. Its utilization from the loan until idle.MaxGap after
+// the take-back (a sample stands for that long) is training's.
+func (l *nodeLoan) served(t time.Time) bool {
+	if l == nil || t.Before(l.lentAt) {
+		return true
+	}
+	return l.state == lend.Serving && !t.Before(l.since.Add(idle.MaxGap))
 }
 
 // The kinds of the advisor's lending recommendations.
@@ -125,8 +138,21 @@ func (p *Plane) inferencePool(n *cluster.Node) (string, bool) {
 	return pool, pool != "" && slices.Contains(p.cfg.Lending.Pools, pool)
 }
 
+// forTraining reports whether training may be placed on node n at now
+// (its state aside): any node but an inference node not lent at least
+// Handover ago.
+func (p *Plane) forTraining(n *cluster.Node, now time.Time) bool {
+	if _, ok := p.inferencePool(n); !ok {
+		return true
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	l := p.loans[n.Name]
+	return l != nil && l.state == lend.Lent && !now.Before(l.since.Add(p.cfg.Lending.withDefaults().Handover))
+}
+
 // restoreLoans reads the loans from the store; those of nodes no longer
-// in an inference pool (the configuration changed) end.
+// in an inference pool (the configuration changed) are forgotten.
 func (p *Plane) restoreLoans(ctx context.Context) error {
 	loans, err := p.cfg.Store.Loans(ctx)
 	if err != nil {
@@ -142,17 +168,20 @@ func (p *Plane) restoreLoans(ctx context.Context) error {
 	for _, l := range loans {
 		pool, ok := pools[l.Node]
 		if p.cfg.Lending == nil || (!ok && !slices.Contains(p.cfg.Lending.Pools, l.Pool)) {
-			p.log.Info("lending: a loan ends: its node is no longer in an inference pool", "node", l.Node, "pool", l.Pool)
+			p.log.Info("lending: a loan is forgotten: its node is no longer in an inference pool", "node", l.Node, "pool", l.Pool, "state", l.State)
 			if err := p.cfg.Store.DeleteLoan(ctx, l.Node); err != nil {
 				return err
 			}
 			continue
 		}
-		st := lend.Lent
-		if l.State == lend.Returning.String() {
+		st := lend.Serving
+		switch l.State {
+		case lend.Lent.String():
+			st = lend.Lent
+		case lend.Returning.String():
 			st = lend.Returning
 		}
-		restored[l.Node] = &nodeLoan{pool: cmp.Or(pool, l.Pool), state: st, since: l.Since}
+		restored[l.Node] = &nodeLoan{pool: cmp.Or(pool, l.Pool), state: st, since: l.Since, lentAt: l.LentAt}
 	}
 	p.mu.Lock()
 	p.loans = restored
@@ -160,23 +189,16 @@ func (p *Plane) restoreLoans(ctx context.Context) error {
 	return nil
 }
 
-// markLoans takes the inference nodes that training may not use out of
-// the plan (drained: what runs there stays until it is stopped): all but
-// those lent at least Handover ago.
+// markLoans takes the inference nodes that training may not use
+// (forTraining) out of the plan: drained, what runs there stays until it
+// is stopped.
 func (p *Plane) markLoans(lv *live) {
 	if p.cfg.Lending == nil {
 		return
 	}
 	lv.nodes = slices.Clone(lv.nodes) // the node source's own, shared
-	handover := p.cfg.Lending.withDefaults().Handover
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	for i := range lv.nodes {
-		n := &lv.nodes[i]
-		if _, ok := p.inferencePool(n); !ok || n.State == cluster.NodeFailed {
-			continue
-		}
-		if l := p.loans[n.Name]; l == nil || l.state != lend.Lent || lv.now.Before(l.since.Add(handover)) {
+		if n := &lv.nodes[i]; n.State != cluster.NodeFailed && !p.forTraining(n, lv.now) {
 			n.State = cluster.NodeDrained
 		}
 	}
@@ -190,12 +212,13 @@ func (p *Plane) reclaim(ctx context.Context, lv *live) {
 		return
 	}
 	notice := p.cfg.Lending.withDefaults().Notice
-	on := map[string][]cluster.JobID{}
+	on := map[string]map[cluster.JobID]bool{}
 	for _, pl := range lv.placements {
 		for _, a := range pl.Allocations {
-			if ids := on[a.GPU.Node]; len(ids) == 0 || ids[len(ids)-1] != pl.Job {
-				on[a.GPU.Node] = append(ids, pl.Job)
+			if on[a.GPU.Node] == nil {
+				on[a.GPU.Node] = map[cluster.JobID]bool{}
 			}
+			on[a.GPU.Node][pl.Job] = true
 		}
 	}
 	p.mu.Lock()
@@ -208,10 +231,10 @@ func (p *Plane) reclaim(ctx context.Context, lv *live) {
 	p.mu.Unlock()
 	for node, l := range returning {
 		if len(on[node]) == 0 {
-			p.endLoan(ctx, node, l.pool)
+			p.setLoan(ctx, node, l.pool, lend.Returning, lend.Serving, lv.now, "node back to inference")
 			continue
 		}
-		for _, id := range on[node] {
+		for id := range on[node] {
 			if pl := lv.placements[id]; pl.Stopping() {
 				continue
 			}
@@ -224,16 +247,32 @@ func (p *Plane) reclaim(ctx context.Context, lv *live) {
 	}
 }
 
-// endLoan gives a node back to inference.
-func (p *Plane) endLoan(ctx context.Context, node, pool string) {
-	if err := p.cfg.Store.DeleteLoan(ctx, node); err != nil {
-		p.log.Error("lending: a node's loan did not end", "node", node, "error", err)
-		return
+// setLoan moves a node from state from (if it is still there) to state
+// to at now, in the store first, and counts a change of its pool.
+func (p *Plane) setLoan(ctx context.Context, node, pool string, from, to lend.State, now time.Time, msg string, attrs ...any) bool {
+	p.mu.Lock()
+	cur, lentAt := lend.Serving, time.Time{}
+	if l := p.loans[node]; l != nil {
+		cur, lentAt = l.state, l.lentAt
+	}
+	p.mu.Unlock()
+	if cur != from {
+		return false // it moved since the decision
+	}
+	if to == lend.Lent {
+		lentAt = now
+	}
+	if err := p.cfg.Store.PutLoan(ctx, store.Loan{Node: node, Pool: pool, State: to.String(), Since: now, LentAt: lentAt}); err != nil {
+		p.log.Error("lending: not recorded", "node", node, "state", to, "error", err)
+		return false
 	}
 	p.mu.Lock()
-	delete(p.loans, node)
+	p.loans[node] = &nodeLoan{pool: pool, state: to, since: now, lentAt: lentAt}
+	p.loanGen[pool]++
 	p.mu.Unlock()
-	p.log.Info("lending: node back to inference", "node", node, "pool", pool)
+	p.log.Info("lending: "+msg, append([]any{"node", node, "pool", pool}, attrs...)...)
+	p.changedState()
+	return true
 }
 
 // loanPool is an inference pool as a lending decision reads it.
@@ -247,9 +286,10 @@ type loanPool struct {
 }
 
 // lendingDecision is what a background read decided for the cycle to
-// apply.
+// apply, made on the pool's loans as they were at generation gen.
 type lendingDecision struct {
 	at                        time.Time
+	gen                       uint64
 	pool                      string
 	nodes                     []string
 	takeBack, lend            []int
@@ -271,9 +311,6 @@ func (p *Plane) watchLoans(ctx context.Context, lv *live) {
 	forecast := due && (p.lendForecastAt.IsZero() || lv.now.Sub(p.lendForecastAt) >= cfg.Every)
 	if due {
 		p.lendReading, p.lendReadAt = true, lv.now
-	}
-	if forecast {
-		p.lendForecastAt = lv.now
 	}
 	p.mu.Unlock()
 	if !due {
@@ -325,7 +362,9 @@ func (p *Plane) watchLoans(ctx context.Context, lv *live) {
 		grids, read := p.readUtilization(ctx, lv.now, threshold, uuids)
 		// Another read under way (watchIdle's, a forecast's) reads for
 		// this one too: wait for it, then take the copy.
-		for wait := time.NewTimer(idleTimeout); !read && p.utilReadUnderWay(); {
+		wait := time.NewTimer(idleTimeout)
+		defer wait.Stop()
+		for !read && p.utilReadUnderWay() {
 			select {
 			case <-ctx.Done():
 				return
@@ -346,6 +385,9 @@ func (p *Plane) watchLoans(ctx context.Context, lv *live) {
 		}
 		p.mu.Lock()
 		p.lendPending = append(p.lendPending, out...)
+		if forecast {
+			p.lendForecastAt = lv.now
+		}
 		p.mu.Unlock()
 		if len(out) > 0 {
 			p.wake()
@@ -362,63 +404,98 @@ func (p *Plane) utilReadUnderWay() bool {
 
 // decideLoans decides on one pool's loans: with forecast, on the lender's
 // forecast; otherwise only whether a pool all busy takes a node back.
+//
+// The demand at a minute is the pool's GPUs that served inference then
+// and were busy (at or above the idle threshold, or not seen); a node's
+// minutes on loan are not the service's (nodeLoan.served). A node whose
+// GPUs served lately (within Recent) is kept; a failed node is kept, and
+// its GPUs count as busy (they serve nothing).
 func (p *Plane) decideLoans(now time.Time, cfg Lending, model *idle.Model, lp *loanPool, grids map[string]idle.Grid, forecast bool) (lendingDecision, bool) {
 	p.mu.Lock()
+	loans := make([]*nodeLoan, len(lp.nodes))
 	nodes := make([]lend.Node, len(lp.nodes))
 	for k, name := range lp.nodes {
-		nodes[k] = lend.Node{GPUs: lp.gpus[k], Load: lp.load[k], Down: lp.down[k]}
+		nodes[k] = lend.Node{GPUs: lp.gpus[k], Load: lp.load[k], Down: lp.down[k], Keep: lp.down[k]}
 		if l := p.loans[name]; l != nil {
-			nodes[k].State = l.state
+			c := *l
+			loans[k], nodes[k].State = &c, l.state
 		}
 	}
+	gen := p.loanGen[lp.name]
 	p.mu.Unlock()
-	// The serving GPUs' idleness (a GPU not seen counts busy) and the
-	// pool's idle GPUs per minute: its GPUs less the busy serving ones.
-	poolGPUs, serving := 0, 0
+
+	n := int(idleHistory / idleStep) // the grids' minutes, the last now
+	start := now.Truncate(idleStep).Add(-time.Duration(n-1) * idleStep)
+	recent := min(int(cfg.Recent/idleStep), n)
+	busy := make([]float64, n) // the demand on the GPUs up
 	var reps [][]float64
-	hist := make([]float64, int(idleHistory/idleStep))
+	upGPUs, downGPUs, serving, servingBusy := 0, 0, 0, 0
 	for k := range nodes {
-		poolGPUs += nodes[k].GPUs
-		if nodes[k].State != lend.Serving || nodes[k].Down {
+		if lp.down[k] {
+			downGPUs += lp.gpus[k]
 			continue
 		}
-		serving += nodes[k].GPUs
-		unseen := nodes[k].GPUs
+		upGPUs += lp.gpus[k]
+		served := make([]bool, n)
+		lent := false
+		for m := range served {
+			served[m] = loans[k].served(start.Add(time.Duration(m) * idleStep))
+			lent = lent || !served[m]
+		}
+		nodeBusy := make([]float64, n)
+		seen := 0
 		for _, u := range lp.uuids[k] {
 			g, ok := grids[u]
 			if !ok {
 				continue
 			}
-			unseen--
-			reps = append(reps, g.Idle)
-			for m, v := range g.Idle {
-				if v != 1 {
-					hist[m]++
+			seen++
+			series := g.Idle
+			if lent { // its minutes on loan are not the service's
+				series = slices.Clone(series)
+			}
+			for m, v := range series {
+				switch {
+				case !served[m]:
+					series[m] = math.NaN()
+				case v != 1:
+					nodeBusy[m]++
 				}
 			}
+			reps = append(reps, series)
 		}
-		for m := range hist {
-			hist[m] += float64(unseen)
+		for m := range nodeBusy {
+			if served[m] {
+				nodeBusy[m] += float64(lp.gpus[k] - seen)
+			}
+			busy[m] += nodeBusy[m]
+		}
+		for _, v := range nodeBusy[n-recent:] {
+			nodes[k].Keep = nodes[k].Keep || v > 0
+		}
+		if nodes[k].State == lend.Serving {
+			serving += lp.gpus[k]
+			servingBusy += int(nodeBusy[n-1])
 		}
 	}
-	for m := range hist {
-		hist[m] = float64(poolGPUs) - hist[m]
-	}
-	busy := float64(poolGPUs) - hist[len(hist)-1]
-	d := lendingDecision{at: now, pool: lp.name, nodes: lp.nodes, busy: busy, serving: float64(serving)}
-	if busy >= float64(serving) && serving < poolGPUs {
+	d := lendingDecision{at: now, gen: gen, pool: lp.name, nodes: lp.nodes, busy: busy[n-1], serving: float64(serving)}
+	if servingBusy >= serving && serving < upGPUs {
 		// Every serving GPU is busy: the demand may be beyond them.
 		d.takeBack = lend.TakeBack(nodes, 1)
 	}
 	if !forecast {
 		return d, len(d.takeBack) > 0
 	}
+	hist := make([]float64, n)
+	for m := range hist {
+		hist[m] = float64(upGPUs) - busy[m]
+	}
 	pol := cfg.policy()
 	var lender lend.Lender = lend.Recent{Window: cfg.Recent}
 	if model != nil {
 		lender = lend.Model{Model: model, Level: cfg.Level, Recent: cfg.Recent}
 	}
-	ahead, err := lender.IdleAhead(lend.Query{Now: now, GPUs: poolGPUs, History: hist, Replicas: reps, Step: pol.Every, Leads: pol.Leads()})
+	ahead, err := lender.IdleAhead(lend.Query{Now: now, GPUs: upGPUs, History: hist, Replicas: reps, Step: pol.Every, Leads: pol.Leads()})
 	if err != nil || len(ahead) < pol.Leads() {
 		p.log.Warn("lending: no forecast; nothing lent this time", "pool", lp.name, "error", err)
 		return d, len(d.takeBack) > 0
@@ -426,7 +503,8 @@ func (p *Plane) decideLoans(now time.Time, cfg Lending, model *idle.Model, lp *l
 	for _, k := range d.takeBack {
 		nodes[k].State = lend.Returning
 	}
-	dec := pol.Decide(ahead, nodes, busy)
+	// A failed node's GPUs are busy to Decide: they serve nothing.
+	dec := pol.Decide(ahead, nodes, busy[n-1]+float64(downGPUs))
 	d.takeBack = append(d.takeBack, dec.TakeBack...)
 	d.lend, d.ahead, d.keep, d.loan, d.forecast = dec.Lend, ahead, dec.Keep, dec.Loanable, true
 	return d, true
@@ -434,14 +512,14 @@ func (p *Plane) decideLoans(now time.Time, cfg Lending, model *idle.Model, lp *l
 
 // applyLoans carries out the decisions the background reads made: in
 // autopilot it records the loans and take-backs (reclaim stops the jobs);
-// in advisor mode it recommends them.
+// in advisor mode it recommends them. A decision made on loans that have
+// changed since, or older than two reads' interval (the plan loop was
+// held up), is dropped: the next read decides again.
 func (p *Plane) applyLoans(ctx context.Context, now time.Time) {
 	p.mu.Lock()
 	pending := p.lendPending
 	p.lendPending = nil
 	p.mu.Unlock()
-	// A decision older than a read's interval (the plan loop was held up)
-	// is on stale utilization: the next read decides again.
 	pending = slices.DeleteFunc(pending, func(d lendingDecision) bool { return now.Sub(d.at) > 2*idleReadEvery })
 	if p.Mode() != ModeAutopilot {
 		current, decided := map[string]bool{}, false
@@ -457,52 +535,27 @@ func (p *Plane) applyLoans(ctx context.Context, now time.Time) {
 		return
 	}
 	for _, d := range pending {
+		p.mu.Lock()
+		stale := p.loanGen[d.pool] != d.gen
+		p.mu.Unlock()
+		if stale {
+			continue
+		}
+		attrs := []any{"busy_gpus", d.busy, "serving_gpus", d.serving, "idle_kept", d.keep, "idle_for_loan", d.loan, "forecast", d.forecast}
 		for _, k := range d.takeBack {
-			p.setLoan(ctx, d, k, lend.Lent, lend.Returning, now)
+			p.setLoan(ctx, d.nodes[k], d.pool, lend.Lent, lend.Returning, now, "node taken back for inference", attrs...)
 		}
 		for _, k := range d.lend {
-			p.setLoan(ctx, d, k, lend.Serving, lend.Lent, now)
+			p.setLoan(ctx, d.nodes[k], d.pool, lend.Serving, lend.Lent, now, "node lent to training", attrs...)
 		}
 	}
-}
-
-// setLoan moves node k of d's pool from state from (if it is still
-// there) to state to, in the store first.
-func (p *Plane) setLoan(ctx context.Context, d lendingDecision, k int, from, to lend.State, now time.Time) {
-	node := d.nodes[k]
-	p.mu.Lock()
-	cur := lend.Serving
-	if l := p.loans[node]; l != nil {
-		cur = l.state
-	}
-	p.mu.Unlock()
-	if cur != from {
-		return // it moved since the decision
-	}
-	if err := p.cfg.Store.PutLoan(ctx, store.Loan{Node: node, Pool: d.pool, State: to.String(), Since: now}); err != nil {
-		p.log.Error("lending: not recorded", "node", node, "state", to, "error", err)
-		return
-	}
-	p.mu.Lock()
-	p.loans[node] = &nodeLoan{pool: d.pool, state: to, since: now}
-	p.mu.Unlock()
-	p.log.Info("lending: "+loanVerb(to), "node", node, "pool", d.pool, "busy_gpus", d.busy, "serving_gpus", d.serving,
-		"idle_kept", d.keep, "idle_for_loan", d.loan, "forecast", d.forecast)
-	p.changedState()
-}
-
-func loanVerb(to lend.State) string {
-	if to == lend.Lent {
-		return "node lent to training"
-	}
-	return "node taken back for inference"
 }
 
 // recommendLoans records the advisor's lend and reclaim recommendations
 // of one pool's decision, and marks them current.
 func (p *Plane) recommendLoans(ctx context.Context, now time.Time, d lendingDecision, current map[string]bool) {
 	detail := func(node string) recDetails {
-		return recDetails{Node: node, Pool: d.pool, IdleAhead: d.ahead, BusyGPUs: d.busy, IdleForLoan: d.loan}
+		return recDetails{Node: node, Pool: d.pool, IdleAhead: d.ahead, BusyGPUs: &d.busy, IdleForLoan: &d.loan}
 	}
 	for _, k := range d.takeBack {
 		p.addRecommendation(ctx, now, current, recReclaim, "", fmt.Sprintf("inference pool %s: %g of its serving %g GPUs busy, %g forecast to stay idle until the next decision: take node %s back from training",

@@ -9,6 +9,8 @@ import (
 	"github.com/prescient-sched/prescient/collector"
 	"github.com/prescient-sched/prescient/collector/nvml"
 	"github.com/prescient-sched/prescient/executor"
+	"github.com/prescient-sched/prescient/executor/lend"
+	"github.com/prescient-sched/prescient/models/idle"
 )
 
 // lendingFleet is a training node n0 and two inference nodes inf-0 and
@@ -170,8 +172,8 @@ func TestAnIdleInferenceNodeIsLentAndTakenBackWhenTheDemandReturns(t *testing.T)
 		t.Errorf("b: %s on %q, want queued again and not placed on an inference node", got.State, e.placedOn("b"))
 	}
 	loans, err := e.store.Loans(e.ctx)
-	if err != nil || len(loans) != 0 {
-		t.Errorf("stored loans %+v (%v), want none", loans, err)
+	if err != nil || len(loans) != 1 || loans[0].State != "serving" || !loans[0].LentAt.Equal(t0.Add(time.Hour)) {
+		t.Errorf("stored loans %+v (%v), want inf-1 serving, lent at %s", loans, err, t0.Add(time.Hour))
 	}
 }
 
@@ -202,5 +204,92 @@ func TestTheAdvisorRecommendsLoansAndLendsNothing(t *testing.T) {
 		if l := e.loan(n); l == nil || l.State != "serving" {
 			t.Errorf("%s: %+v, want serving: the advisor lends nothing", n, l)
 		}
+	}
+}
+
+// decideEnv is a plane with the lending fleet's pool, for decideLoans on
+// grids made up by the test.
+func decideEnv(t *testing.T) (*env, *loanPool) {
+	e := newEnv(t, lendingFleet(), func(c *Config) {
+		c.Telemetry = collector.NewEmbeddedSink(c.Store)
+		c.Lending = &Lending{Pools: []string{"inference"}}
+	})
+	lp := &loanPool{name: "inference"}
+	for _, n := range e.fleet.Nodes[1:] {
+		var us []string
+		for _, g := range n.GPUs {
+			us = append(us, g.UUID)
+		}
+		lp.nodes, lp.gpus, lp.uuids = append(lp.nodes, n.Name), append(lp.gpus, len(n.GPUs)), append(lp.uuids, us)
+		lp.load, lp.down = append(lp.load, 0), append(lp.down, false)
+	}
+	return e, lp
+}
+
+// utilGrids are the idleness grids at now of the GPUs of lp's nodes: busy
+// reports whether GPU g of node k is busy at minute m ago.
+func utilGrids(lp *loanPool, now time.Time, busy func(k, g, ago int) bool) map[string]idle.Grid {
+	n := int(idleHistory / idleStep)
+	out := map[string]idle.Grid{}
+	for k := range lp.nodes {
+		for g, u := range lp.uuids[k] {
+			gr := idle.Grid{ID: u, Start: now.Add(-time.Duration(n-1) * time.Minute), Step: time.Minute, Idle: make([]float64, n)}
+			for m := range gr.Idle {
+				if !busy(k, g, n-1-m) {
+					gr.Idle[m] = 1
+				}
+			}
+			out[u] = gr
+		}
+	}
+	return out
+}
+
+func TestALoanDecisionReadsLentMinutesAsTrainingsAndKeepsNodesThatServe(t *testing.T) {
+	e, lp := decideEnv(t)
+	now := t0.Add(5 * time.Hour)
+	cfg := e.plane.cfg.Lending.withDefaults()
+	decide := func(grids map[string]idle.Grid) lendingDecision {
+		t.Helper()
+		d, ok := e.plane.decideLoans(now, cfg, nil, lp, grids, true)
+		if !ok {
+			t.Fatal("no decision")
+		}
+		return d
+	}
+
+	// inf-1 was lent an hour ago and came back 2 minutes ago: its GPUs
+	// were busy with training meanwhile, and the last sample stands for a
+	// few minutes more. None of that is inference demand: both nodes are
+	// idle to the service, and inf-1 may go again.
+	e.plane.loans["inf-1"] = &nodeLoan{pool: "inference", state: lend.Serving, since: now.Add(-2 * time.Minute), lentAt: now.Add(-time.Hour)}
+	d := decide(utilGrids(lp, now, func(k, _, ago int) bool { return k == 1 && ago <= 62 && ago >= 0 }))
+	if d.busy != 0 || len(d.takeBack) != 0 || fmt.Sprint(d.lend) != "[1]" {
+		t.Errorf("busy %g, take back %v, lend %v; want no demand and inf-1 lent again", d.busy, d.takeBack, d.lend)
+	}
+
+	// The service's demand that ran on inf-1 before its loan is still
+	// demand: 3 GPUs busy until the loan, on inf-0 since.
+	e.plane.loans["inf-1"] = &nodeLoan{pool: "inference", state: lend.Lent, since: now.Add(-10 * time.Minute), lentAt: now.Add(-10 * time.Minute)}
+	d = decide(utilGrids(lp, now, func(k, g, ago int) bool { return g < 3 && (k == 1) == (ago > 10) }))
+	if d.busy != 3 || d.loan != 4 || len(d.takeBack) != 0 || len(d.lend) != 0 {
+		t.Errorf("busy %g, idle for a loan %g, take back %v, lend %v; want 3 busy, 4 idle (8 less 3 and the headroom), nothing to do",
+			d.busy, d.loan, d.takeBack, d.lend)
+	}
+	delete(e.plane.loans, "inf-1")
+
+	// A node whose own GPUs served within the last 30 minutes stays, even
+	// the last: the other goes.
+	d = decide(utilGrids(lp, now, func(k, g, ago int) bool { return k == 1 && g == 0 && ago == 20 }))
+	if fmt.Sprint(d.lend) != "[0]" {
+		t.Errorf("lend %v, want inf-0: inf-1 served 20 minutes ago", d.lend)
+	}
+
+	// A failed node serves nothing: with inf-0 down, lending the idle
+	// inf-1 would leave the service no GPU.
+	lp.down[0] = true
+	d = decide(utilGrids(lp, now, func(int, int, int) bool { return false }))
+	if len(d.lend) != 0 || d.loan != 3 {
+		t.Errorf("lend %v, idle for a loan %g; want nothing lent, 3 idle (inf-1's 4 less the headroom)", d.lend, d.loan)
 	}
 }

@@ -91,12 +91,14 @@ type Plane struct {
 	unsent map[cluster.JobID]time.Time
 	// silent are the nodes reported silent (NodeSilent), since when.
 	silent map[string]time.Time
-	// loans are the inference nodes lent or being taken back (lending.go),
-	// by name, under mu; lendPending the decisions of the background reads
-	// (watchLoans) not applied yet; lendReading is set while one runs,
-	// lendReadAt and lendForecastAt are when the last read and the last
-	// forecast started.
+	// loans are the inference nodes that were lent (lending.go), by name,
+	// under mu, and loanGen counts each pool's changes of them;
+	// lendPending are the decisions of the background reads (watchLoans)
+	// not applied yet; lendReading is set while one runs, lendReadAt is
+	// when the last one started and lendForecastAt when the last one that
+	// forecast did.
 	loans          map[string]*nodeLoan
+	loanGen        map[string]uint64
 	lendPending    []lendingDecision
 	lendReading    bool
 	lendReadAt     time.Time
@@ -157,7 +159,7 @@ func New(cfg Config) (*Plane, error) {
 	p := &Plane{cfg: cfg, log: cfg.Logger.With("component", "control"), planner: planner, policy: pol,
 		poke: make(chan struct{}, 1), ready: make(chan struct{}), mode: cfg.Mode,
 		forecasts: map[cluster.JobID]executor.Forecast{}, reasons: map[cluster.JobID]string{},
-		deadlines: map[cluster.JobID]executor.DeadlineReport{}, openRecs: map[string]int64{}, loans: map[string]*nodeLoan{}, usage: map[string]time.Duration{},
+		deadlines: map[cluster.JobID]executor.DeadlineReport{}, openRecs: map[string]int64{}, loans: map[string]*nodeLoan{}, loanGen: map[string]uint64{}, usage: map[string]time.Duration{},
 		waits:  map[string]executor.TenantWaits{},
 		unsent: map[cluster.JobID]time.Time{}, silent: map[string]time.Time{}}
 	p.jobMemory, _ = cfg.Telemetry.(collector.JobMemoryStore)

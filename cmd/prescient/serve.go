@@ -281,6 +281,9 @@ func runServe(ctx context.Context, g *globals, o serveOptions, stdout io.Writer)
 		cfg.Idle = newLiveIdle(reg, g.logger)
 	}
 	if len(o.lend.Pools) > 0 {
+		if o.lend.Headroom < 1 {
+			return fmt.Errorf("serve: --lend-headroom %d: at least 1 (a loan leaves the service an idle GPU, so that every GPU busy says the demand grew)", o.lend.Headroom)
+		}
 		cfg.Lending = &o.lend
 	}
 	if demo != nil {

@@ -92,6 +92,7 @@ func TestDecide(t *testing.T) {
 		"headroom: a node short of the forecast": {flat(16), nodes(S, S, S), 0, nil, []int{2}},
 		"headroom: the busy GPUs and one":        {flat(24), nodes(S, S, S), 8, nil, []int{2}},
 		"headroom: taken back a GPU early":       {flat(16), nodes(S, L, L), 0, []int{1}, nil},
+		"headroom: a node kept is passed over":   {flat(24), keep(nodes(S, S, S), 2), 8, nil, []int{1}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			d := pol.Decide(tc.ahead, tc.nodes, tc.busy)
@@ -100,6 +101,14 @@ func TestDecide(t *testing.T) {
 			}
 		})
 	}
+}
+
+// keep marks nodes k to keep.
+func keep(ns []lend.Node, ks ...int) []lend.Node {
+	for _, k := range ks {
+		ns[k].Keep = true
+	}
+	return ns
 }
 
 func nan() float64 { var z float64; return z / z }

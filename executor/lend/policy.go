@@ -66,6 +66,9 @@ type Node struct {
 	// Down is a failed node: it is not taken back, which would give the
 	// service nothing until its repair.
 	Down bool
+	// Keep is a serving node not to lend (its GPUs served lately, or it is
+	// down): the others are lent around it.
+	Keep bool
 }
 
 // held is the GPUs of nodes in state st.
@@ -92,10 +95,10 @@ type Decision struct {
 // nodes beyond what stays idle until the next decision and the notice,
 // less the headroom, are taken back (the least loaded first, TakeBack);
 // then serving nodes are lent, the last first (the service consolidates
-// onto the first ones), while the lent ones and the new one stay idle
-// for MinLoan, the headroom aside, and the serving ones left still cover
-// the busy GPUs and the headroom. A forecast with NaN lends nothing and
-// keeps nothing.
+// onto the first ones; those to Keep are passed over), while the lent
+// ones and the new one stay idle for MinLoan, the headroom aside, and the
+// serving ones left still cover the busy GPUs and the headroom. A
+// forecast with NaN lends nothing and keeps nothing.
 func (p Policy) Decide(ahead []float64, nodes []Node, busy float64) Decision {
 	within := func(d time.Duration) float64 {
 		low := math.Inf(1)
@@ -118,7 +121,7 @@ func (p Policy) Decide(ahead []float64, nodes []Node, busy float64) Decision {
 		}
 	}
 	for k := len(st) - 1; k >= 0; k-- {
-		if st[k].State != Serving {
+		if st[k].State != Serving || st[k].Keep {
 			continue
 		}
 		if float64(held(st, Lent)+held(st, Returning)+st[k].GPUs) > d.Loanable || float64(held(st, Serving)-st[k].GPUs) < busy+h {

@@ -25,8 +25,10 @@ import (
 // default). Taking a node back tells its jobs to checkpoint and stop
 // within Notice (a job that cannot checkpoint stops at once, losing the
 // work since its last checkpoint); a node is the service's again once its
-// jobs are gone. Whenever the demand exceeds the GPUs the service holds, lent nodes
-// are taken back at once and the missing GPU-time is counted as short.
+// jobs are gone (one taken back empty serves at once, but is not lent again
+// in the same decision). Whenever the demand exceeds the GPUs the service
+// holds, lent nodes are taken back at once and the missing GPU-time is
+// counted as short.
 type Lending struct {
 	// Nodes are the fleet's inference nodes, by name; the last is lent
 	// first (the service consolidates onto the first ones).
