@@ -193,13 +193,17 @@ func (c *Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// LifecycleEvent is one thing that happened to a job, as webhooks post it.
+// LifecycleEvent is one thing that happened to a job, as webhooks post it,
+// or to an inference node's loan (Type node_lent, node_returning or
+// node_serving, with Node and Pool, and no job).
 type LifecycleEvent struct {
-	Type     string            `json:"type"` // the store's event type: submitted, started, checkpointed, preempted, requeued, finished, failed, cancelled, ...
+	Type     string            `json:"type"` // the store's event type: submitted, started, checkpointed, preempted, requeued, finished, failed, cancelled, ...; or node_lent, node_returning, node_serving
 	Time     time.Time         `json:"time"`
+	Node     string            `json:"node,omitempty"`
+	Pool     string            `json:"pool,omitempty"`
 	Job      cluster.JobID     `json:"job"`
 	Tenant   string            `json:"tenant"`
-	State    cluster.JobState  `json:"state"`
+	State    cluster.JobState  `json:"state,omitempty"` // a job event's
 	Attempt  int               `json:"attempt"`
 	Message  string            `json:"message,omitempty"`
 	Labels   map[string]string `json:"labels,omitempty"`

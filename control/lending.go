@@ -30,7 +30,8 @@ import (
 // node is taken back at once.
 //
 // In autopilot a lent node takes training Handover after the loan (the
-// inference service moves its replicas off: it reads the loans in GET
+// inference service moves its replicas off: it hears the node_lent,
+// node_returning and node_serving webhooks, or reads the loans in GET
 // /v1/fleet, each node's "loan"); a node taken back takes no new jobs,
 // its jobs are told to checkpoint and stop within Notice (a job that
 // cannot checkpoint stops at once), and it serves inference again once
@@ -272,6 +273,9 @@ func (p *Plane) setLoan(ctx context.Context, node, pool string, from, to lend.St
 	p.mu.Unlock()
 	p.log.Info("lending: "+msg, append([]any{"node", node, "pool", pool}, attrs...)...)
 	p.changedState()
+	if p.cfg.Notifier != nil {
+		p.cfg.Notifier.Notify(ctx, LifecycleEvent{Type: "node_" + to.String(), Time: now, Node: node, Pool: pool, Message: msg})
+	}
 	return true
 }
 

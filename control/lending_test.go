@@ -50,16 +50,18 @@ func inferenceSamples(f *cluster.Fleet, from, to time.Time, busy0, busy1 int) []
 }
 
 // lendingEnv is an env whose inference pool lends on the reactive rule
-// (no idle model), reading a real InfluxDB.
-func lendingEnv(t *testing.T, mode Mode) (*env, collector.Sink) {
+// (no idle model), reading a real InfluxDB, with the lifecycle events it
+// posts.
+func lendingEnv(t *testing.T, mode Mode) (*env, collector.Sink, *recordingNotifier) {
 	e := newEnv(t, lendingFleet(), nil)
 	b := telemetryBackends(t, e.store)["influxdb"]
+	rec := &recordingNotifier{}
 	e.mod = func(c *Config) {
-		c.Mode, c.Telemetry = mode, b.query
+		c.Mode, c.Telemetry, c.Notifier = mode, b.query, rec
 		c.Lending = &Lending{Pools: []string{"inference"}}
 	}
 	e.restart()
-	return e, b.sink
+	return e, b.sink, rec
 }
 
 // lendCycle lets a background read of the pools under way finish, plans,
@@ -98,7 +100,7 @@ func (e *env) placedOn(id string) string {
 }
 
 func TestAnIdleInferenceNodeIsLentAndTakenBackWhenTheDemandReturns(t *testing.T) {
-	e, sink := lendingEnv(t, ModeAutopilot)
+	e, sink, rec := lendingEnv(t, ModeAutopilot)
 	e.submit("a", spec(4, 10*time.Hour))
 	e.plane.cycle(e.ctx)
 	if on := e.placedOn("a"); on != "n0" {
@@ -171,6 +173,17 @@ func TestAnIdleInferenceNodeIsLentAndTakenBackWhenTheDemandReturns(t *testing.T)
 	if got := e.job("b"); got.State != cluster.StateQueued || e.placedOn("b") != "" {
 		t.Errorf("b: %s on %q, want queued again and not placed on an inference node", got.State, e.placedOn("b"))
 	}
+	var heard []string
+	rec.mu.Lock()
+	for _, ev := range rec.events {
+		if ev.Node != "" {
+			heard = append(heard, ev.Type+" "+ev.Node+" "+ev.Pool)
+		}
+	}
+	rec.mu.Unlock()
+	if want := "[node_lent inf-1 inference node_returning inf-1 inference node_serving inf-1 inference]"; fmt.Sprint(heard) != want {
+		t.Errorf("node events %v, want %s", heard, want)
+	}
 	loans, err := e.store.Loans(e.ctx)
 	if err != nil || len(loans) != 1 || loans[0].State != "serving" || !loans[0].LentAt.Equal(t0.Add(time.Hour)) {
 		t.Errorf("stored loans %+v (%v), want inf-1 serving, lent at %s", loans, err, t0.Add(time.Hour))
@@ -178,7 +191,7 @@ func TestAnIdleInferenceNodeIsLentAndTakenBackWhenTheDemandReturns(t *testing.T)
 }
 
 func TestTheAdvisorRecommendsLoansAndLendsNothing(t *testing.T) {
-	e, sink := lendingEnv(t, ModeAdvisor)
+	e, sink, _ := lendingEnv(t, ModeAdvisor)
 	now := t0.Add(time.Hour)
 	if err := sink.Write(e.ctx, inferenceSamples(e.fleet, t0, now, 0, 0)); err != nil {
 		t.Fatal(err)

@@ -13,10 +13,13 @@ import (
 )
 
 // EventTypes are the lifecycle events a hook can take: the store's event
-// types, as control.LifecycleEvent.Type carries them.
+// types, as control.LifecycleEvent.Type carries them, and an inference
+// node's loan changes.
 var eventTypes = []string{
 	"submitted", "started", "checkpoint_requested", "checkpointed", "checkpoint_abandoned",
 	"preempted", "requeued", "finished", "failed", "cancelled",
+	// An inference node's loan (control.Lending): no job, no tenant.
+	"node_lent", "node_returning", "node_serving",
 }
 
 // EventTypes lists the event types a hook's filter may name.

@@ -221,6 +221,29 @@ func TestHooksTakeOnlyTheirEventsAndTenants(t *testing.T) {
 	}
 }
 
+func TestAServingControllerHearsTheLoansOfItsNodes(t *testing.T) {
+	serving := newReceiver(t)
+	mine := newReceiver(t)
+	h := hook("serving", serving.srv.URL)
+	h.Events = []string{"node_lent", "node_returning", "node_serving"}
+	h2 := hook("ml-only", mine.srv.URL)
+	h2.Tenants = []string{"ml"}
+	n := newNotifier(t, []webhook.Hook{h, h2}, webhook.Options{})
+	ctx := context.Background()
+	n.Notify(ctx, event("started", "j1", "ml"))
+	for _, typ := range []string{"node_lent", "node_returning", "node_serving"} {
+		n.Notify(ctx, control.LifecycleEvent{Type: typ, Time: time.Now(), Node: "inf-3", Pool: "inference", Message: typ})
+	}
+	closeAll(t, n)
+	if s, m := len(serving.deliveries()), len(mine.deliveries()); s != 3 || m != 1 {
+		t.Fatalf("deliveries: serving %d (want the 3 loan events), ml-only %d (want its job's 1)", s, m)
+	}
+	var p webhook.Payload
+	if err := json.Unmarshal(serving.deliveries()[0].body, &p); err != nil || p.Type != "node_lent" || p.Node != "inf-3" || p.Pool != "inference" || p.Job != "" {
+		t.Fatalf("first loan delivery %s (%v)", serving.deliveries()[0].body, err)
+	}
+}
+
 func TestCloseGivesUpWhenItsContextEnds(t *testing.T) {
 	r := newReceiver(t)
 	r.block = make(chan struct{})
