@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -145,6 +146,33 @@ token printed for the dashboard and the API.`,
 }
 
 // validate checks the flags that need no I/O; errors name the flag.
+// validateLending checks the --lend-* flags when --lend-pools is given.
+func (o *serveOptions) validateLending() []error {
+	l := &o.lend
+	if len(l.Pools) == 0 {
+		return nil
+	}
+	var errs []error
+	if slices.Contains(l.Pools, "") {
+		errs = append(errs, errors.New("--lend-pools: an empty pool name"))
+	}
+	for flag, d := range map[string]time.Duration{"--lend-every": l.Every, "--lend-min-loan": l.MinLoan, "--lend-notice": l.Notice, "--lend-recent": l.Recent, "--lend-handover": l.Handover} {
+		if d <= 0 {
+			errs = append(errs, fmt.Errorf("%s %s: want a positive duration", flag, d))
+		}
+	}
+	if l.Every%time.Minute != 0 {
+		errs = append(errs, fmt.Errorf("--lend-every %s: want whole minutes", l.Every))
+	}
+	if !(l.Level > 0 && l.Level < 1) {
+		errs = append(errs, fmt.Errorf("--lend-level %g: want a quantile in (0, 1)", l.Level))
+	}
+	if l.Headroom < 1 {
+		errs = append(errs, fmt.Errorf("--lend-headroom %d: at least 1 (a loan leaves the service an idle GPU, so that every GPU busy says the demand grew)", l.Headroom))
+	}
+	return errs
+}
+
 func (o *serveOptions) validate() error {
 	var errs []error
 	if o.demo.enabled {
@@ -171,6 +199,7 @@ func (o *serveOptions) validate() error {
 	if o.backfillDepth < 0 {
 		errs = append(errs, fmt.Errorf("--backfill-depth %d: must not be negative", o.backfillDepth))
 	}
+	errs = append(errs, o.validateLending()...)
 	if o.tick <= 0 {
 		errs = append(errs, fmt.Errorf("--tick %s: want a positive duration", o.tick))
 	}
@@ -281,9 +310,6 @@ func runServe(ctx context.Context, g *globals, o serveOptions, stdout io.Writer)
 		cfg.Idle = newLiveIdle(reg, g.logger)
 	}
 	if len(o.lend.Pools) > 0 {
-		if o.lend.Headroom < 1 {
-			return fmt.Errorf("serve: --lend-headroom %d: at least 1 (a loan leaves the service an idle GPU, so that every GPU busy says the demand grew)", o.lend.Headroom)
-		}
 		cfg.Lending = &o.lend
 	}
 	if demo != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/cluster/clustertest"
+	"github.com/prescient-sched/prescient/control"
 	"github.com/prescient-sched/prescient/training"
 )
 
@@ -82,6 +83,10 @@ func TestServeRefusesFlagsThatCannotWork(t *testing.T) {
 		{"negative backfill depth", func(o *serveOptions) { o.backfillDepth = -1 }, "--backfill-depth"},
 		{"zero tick", func(o *serveOptions) { o.tick = 0 }, "--tick"},
 		{"short demo token", func(o *serveOptions) { o.demo = demoOptions{enabled: true, timeScale: 1, token: "short"} }, "--demo-token"},
+		{"lending without headroom", func(o *serveOptions) { o.lend = lendDefaults(); o.lend.Headroom = 0 }, "--lend-headroom"},
+		{"lending on a level of 1", func(o *serveOptions) { o.lend = lendDefaults(); o.lend.Level = 1 }, "--lend-level"},
+		{"lending every 90 seconds", func(o *serveOptions) { o.lend = lendDefaults(); o.lend.Every = 90 * time.Second }, "--lend-every"},
+		{"lending with no notice", func(o *serveOptions) { o.lend = lendDefaults(); o.lend.Notice = 0 }, "--lend-notice"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := base()
@@ -96,6 +101,16 @@ func TestServeRefusesFlagsThatCannotWork(t *testing.T) {
 	if err := o.validate(); err != nil {
 		t.Fatalf("the defaults: %v", err)
 	}
+	o.lend = lendDefaults()
+	if err := o.validate(); err != nil {
+		t.Fatalf("the defaults with --lend-pools: %v", err)
+	}
+}
+
+// lendDefaults are the --lend-* flags' defaults with --lend-pools inference.
+func lendDefaults() control.Lending {
+	return control.Lending{Pools: []string{"inference"}, Every: 5 * time.Minute, MinLoan: 30 * time.Minute, Notice: 2 * time.Minute,
+		Level: control.DefaultLendLevel, Recent: control.DefaultLendRecent, Handover: control.DefaultLendHandover, Headroom: control.DefaultLendHeadroom}
 }
 
 // Before any duration model is published the control plane still plans,
