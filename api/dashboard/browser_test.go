@@ -191,6 +191,7 @@ func TestDashboardShowsTheFleetAndItsHistory(t *testing.T) {
 	f.AddRecommendation(control.Recommendation{Job: running.ID, Kind: "preempt", Reason: "a production job waits for these GPUs"})
 	f.SetGPUIdleFor(cluster.GPURef{Node: "dgx-1", Index: 0}, time.Hour)
 	f.SetGPUIdleFor(cluster.GPURef{Node: "dgx-1", Index: 1}, time.Hour)
+	f.SetLoan("dgx-2", control.NodeLoan{Pool: "inference", State: "lent", Since: now})
 
 	b := browsertest.Start(t)
 	browsertest.Open(b, s.url)
@@ -212,6 +213,7 @@ func TestDashboardShowsTheFleetAndItsHistory(t *testing.T) {
 		{"the power chart", `document.querySelectorAll('#power-chart circle.point').length > 0`},
 		{"the idle forecast of each node", `!!document.querySelector('#idle tr[data-pool="dgx-1"]') && !!document.querySelector('#idle tr[data-pool="dgx-2"]')`},
 		{"the job holding idle GPUs", `document.querySelector('#idle tr[data-idle-job="` + string(running.ID) + `"]').textContent.includes('60.0 min')`},
+		{"the inference node's loan", `document.querySelector('#fleet [data-node="dgx-2"] .badge.loan').textContent === 'lent to training' && !document.querySelector('#fleet [data-node="dgx-1"] .badge.loan')`},
 		{"the mode", `document.getElementById('mode').textContent === 'advisor'`},
 		{"no error", `document.getElementById('error').hidden`},
 	}

@@ -85,6 +85,7 @@ type Fake struct {
 	models   []control.ModelVersion
 	samples  []sample
 	gpuTel   map[cluster.GPURef]GPUTelemetry
+	loans    map[string]control.NodeLoan
 	fail     map[string]error
 	retrains int
 	idleFor  map[cluster.GPURef]time.Duration
@@ -123,6 +124,7 @@ func New(opts ...Option) *Fake {
 		jobs:     map[cluster.JobID]*entry{},
 		mode:     control.ModeAdvisor,
 		gpuTel:   map[cluster.GPURef]GPUTelemetry{},
+		loans:    map[string]control.NodeLoan{},
 		fail:     map[string]error{},
 	}
 	for _, o := range opts {
@@ -412,6 +414,14 @@ func (f *Fake) SetGPUTelemetry(ref cluster.GPURef, t GPUTelemetry) {
 	f.gpuTel[ref] = t
 }
 
+// SetLoan makes node an inference node with loan state l in the fleet
+// view.
+func (f *Fake) SetLoan(node string, l control.NodeLoan) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.loans[node] = l
+}
+
 // Retrains counts the calls of Retrain that succeeded.
 func (f *Fake) Retrains() int {
 	f.mu.Lock()
@@ -496,6 +506,9 @@ func (f *Fake) Fleet(context.Context) (control.FleetState, error) {
 	used := f.allocated()
 	for _, n := range f.nodes {
 		ns := control.NodeState{Name: n.Name, State: nodeState(n.State), GPUs: []control.GPUState{}}
+		if l, ok := f.loans[n.Name]; ok {
+			ns.Loan = &l
+		}
 		for _, g := range n.GPUs {
 			ref := cluster.GPURef{Node: n.Name, Index: g.Index}
 			jobs := holders[ref]

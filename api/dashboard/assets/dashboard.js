@@ -8,6 +8,8 @@
   const TOKEN_KEY = 'prescient.token';
   const REFRESH_MS = 5000;
   const JOB_LIMIT = 200; // jobs the list shows, newest first
+  // An inference node's loan to training (serve --lend-pools), as its badge says it.
+  const LOAN = { serving: 'inference', lent: 'lent to training', returning: 'returning to inference' };
 
   const $ = (sel) => document.querySelector(sel);
   let timer = null;
@@ -263,7 +265,8 @@
     );
     $('#fleet').replaceChildren(...nodes.map((n) =>
       el('div', { class: 'node state-' + n.state, 'data-node': n.name },
-        el('h3', {}, n.name, ' ', el('span', { class: 'badge' }, n.state), n.agent ? el('span', { class: 'badge ok' }, 'agent') : null),
+        el('h3', {}, n.name, ' ', el('span', { class: 'badge' }, n.state), n.agent ? el('span', { class: 'badge ok' }, 'agent') : null,
+          n.loan ? el('span', { class: 'badge loan loan-' + n.loan.state, title: 'inference pool ' + n.loan.pool }, LOAN[n.loan.state] || n.loan.state) : null),
         el('div', { class: 'gpus' }, (n.gpus || []).map((g) => gpuTile(n.name, g))))));
     if (nodes.length === 0) $('#fleet').replaceChildren(el('p', { class: 'muted' }, 'No nodes registered.'));
   }
