@@ -252,7 +252,7 @@ func BenchmarkLoanDecision10kGPUs(b *testing.B) {
 	})
 	now := t0.Add(6 * time.Hour)
 	for n := 1000; n < 1250; n++ {
-		e.plane.loans[lp.nodes[n]] = &nodeLoan{pool: "inference", state: lend.Lent, since: now.Add(-time.Hour), lentAt: now.Add(-time.Hour)}
+		e.plane.loans[lp.nodes[n]] = (*nodeLoan)(nil).moved("inference", lend.Lent, now.Add(-time.Hour))
 	}
 	// Half the serving nodes' GPUs busy in waves of an hour.
 	grids := utilGrids(lp, now, func(k, g, ago int) bool { return k < 500 && (ago/60+g)%2 == 0 })

@@ -62,6 +62,9 @@ const (
 	DefaultLendRecent   = 30 * time.Minute
 	DefaultLendHandover = time.Minute
 	DefaultLendHeadroom = 1
+	// MaxLendRecent is the longest Recent: the utilization the plane
+	// keeps.
+	MaxLendRecent = idleHistory - idleStep
 )
 
 // withDefaults is l with its zero values at their defaults.
@@ -96,8 +99,8 @@ func (l *Lending) validate() error {
 	if l.Every%time.Minute != 0 {
 		errs = append(errs, fmt.Errorf("control: config: lending: every %s is not whole minutes", l.Every))
 	}
-	if l.Recent > idleHistory-idleStep {
-		errs = append(errs, fmt.Errorf("control: config: lending: recent %s is longer than the %s of utilization kept", l.Recent, idleHistory-idleStep))
+	if l.Recent > MaxLendRecent {
+		errs = append(errs, fmt.Errorf("control: config: lending: recent %s is longer than the %s of utilization kept", l.Recent, MaxLendRecent))
 	}
 	if l.Level != 0 && !(l.Level > 0 && l.Level < 1) {
 		errs = append(errs, fmt.Errorf("control: config: lending: level %g is not a quantile in (0, 1)", l.Level))
@@ -108,20 +111,48 @@ func (l *Lending) validate() error {
 // nodeLoan is an inference node that was lent: lent now, being taken
 // back, or serving again.
 type nodeLoan struct {
-	pool   string
-	state  lend.State
-	since  time.Time // when it entered the state
-	lentAt time.Time // when its last loan began
+	pool  string
+	state lend.State
+	since time.Time // when it entered the state
+	// spans are its loans of the last idleHistory, oldest first, each
+	// until idle.MaxGap after its take-back (a sample stands for that
+	// long); the last is open while it is lent or returning.
+	spans []store.LoanSpan
 }
 
 // served reports whether a node with loan l (nil: never lent) served
-// inference at t. Its utilization from the loan until idle.MaxGap after
-// the take-back (a sample stands for that long) is training's.
+// inference at t: its utilization on loan is training's.
 func (l *nodeLoan) served(t time.Time) bool {
-	if l == nil || t.Before(l.lentAt) {
+	if l == nil {
 		return true
 	}
-	return l.state == lend.Serving && !t.Before(l.since.Add(idle.MaxGap))
+	for _, sp := range l.spans {
+		if !t.Before(sp.From) && (sp.Until.IsZero() || t.Before(sp.Until)) {
+			return false
+		}
+	}
+	return true
+}
+
+// moved is l (nil: never lent) moved to state to at now: a loan opens a
+// span, a return to serving closes it idle.MaxGap later; spans that ended
+// before the history kept are dropped.
+func (l *nodeLoan) moved(pool string, to lend.State, now time.Time) *nodeLoan {
+	out := &nodeLoan{pool: pool, state: to, since: now}
+	if l != nil {
+		for _, sp := range l.spans {
+			if sp.Until.IsZero() || sp.Until.After(now.Add(-idleHistory)) {
+				out.spans = append(out.spans, sp)
+			}
+		}
+	}
+	switch k := len(out.spans) - 1; {
+	case to == lend.Lent && (k < 0 || !out.spans[k].Until.IsZero()):
+		out.spans = append(out.spans, store.LoanSpan{From: now})
+	case to == lend.Serving && k >= 0 && out.spans[k].Until.IsZero():
+		out.spans[k].Until = now.Add(idle.MaxGap)
+	}
+	return out
 }
 
 // The kinds of the advisor's lending recommendations.
@@ -182,7 +213,7 @@ func (p *Plane) restoreLoans(ctx context.Context) error {
 		case lend.Returning.String():
 			st = lend.Returning
 		}
-		restored[l.Node] = &nodeLoan{pool: cmp.Or(pool, l.Pool), state: st, since: l.Since, lentAt: l.LentAt}
+		restored[l.Node] = &nodeLoan{pool: cmp.Or(pool, l.Pool), state: st, since: l.Since, spans: l.Spans}
 	}
 	p.mu.Lock()
 	p.loans = restored
@@ -230,20 +261,25 @@ func (p *Plane) reclaim(ctx context.Context, lv *live) {
 		}
 	}
 	p.mu.Unlock()
+	stopBy := map[cluster.JobID]time.Time{} // a job on several nodes taken back stops by the earliest notice
+	why := map[cluster.JobID]string{}
 	for node, l := range returning {
 		if len(on[node]) == 0 {
 			p.setLoan(ctx, node, l.pool, lend.Returning, lend.Serving, lv.now, "node back to inference")
 			continue
 		}
 		for id := range on[node] {
-			if pl := lv.placements[id]; pl.Stopping() {
-				continue
+			if by, ok := stopBy[id]; !ok || l.since.Add(notice).Before(by) {
+				stopBy[id], why[id] = l.since.Add(notice), fmt.Sprintf("node %s goes back to inference pool %s", node, l.pool)
 			}
-			pr := executor.Preemption{Job: id, CheckpointFirst: true, StopBy: l.since.Add(notice),
-				Reason: fmt.Sprintf("node %s goes back to inference pool %s", node, l.pool)}
-			if err := p.preempt(ctx, lv, pr); err != nil {
-				p.log.Error("lending: a job on a node taken back was not stopped", "job", id, "node", node, "error", err)
-			}
+		}
+	}
+	for id, by := range stopBy {
+		if pl := lv.placements[id]; pl.Stopping() {
+			continue
+		}
+		if err := p.preempt(ctx, lv, executor.Preemption{Job: id, CheckpointFirst: true, StopBy: by, Reason: why[id]}); err != nil {
+			p.log.Error("lending: a job on a node taken back was not stopped", "job", id, "error", err)
 		}
 	}
 }
@@ -252,23 +288,22 @@ func (p *Plane) reclaim(ctx context.Context, lv *live) {
 // to at now, in the store first, and counts a change of its pool.
 func (p *Plane) setLoan(ctx context.Context, node, pool string, from, to lend.State, now time.Time, msg string, attrs ...any) bool {
 	p.mu.Lock()
-	cur, lentAt := lend.Serving, time.Time{}
-	if l := p.loans[node]; l != nil {
-		cur, lentAt = l.state, l.lentAt
-	}
+	cur := p.loans[node]
 	p.mu.Unlock()
-	if cur != from {
+	state := lend.Serving
+	if cur != nil {
+		state = cur.state
+	}
+	if state != from {
 		return false // it moved since the decision
 	}
-	if to == lend.Lent {
-		lentAt = now
-	}
-	if err := p.cfg.Store.PutLoan(ctx, store.Loan{Node: node, Pool: pool, State: to.String(), Since: now, LentAt: lentAt}); err != nil {
+	next := cur.moved(pool, to, now)
+	if err := p.cfg.Store.PutLoan(ctx, store.Loan{Node: node, Pool: pool, State: to.String(), Since: now, Spans: next.spans}); err != nil {
 		p.log.Error("lending: not recorded", "node", node, "state", to, "error", err)
 		return false
 	}
 	p.mu.Lock()
-	p.loans[node] = &nodeLoan{pool: pool, state: to, since: now, lentAt: lentAt}
+	p.loans[node] = next
 	p.loanGen[pool]++
 	p.mu.Unlock()
 	p.log.Info("lending: "+msg, append([]any{"node", node, "pool", pool}, attrs...)...)
@@ -413,7 +448,7 @@ func (p *Plane) utilReadUnderWay() bool {
 // and were busy (at or above the idle threshold, or not seen); a node's
 // minutes on loan are not the service's (nodeLoan.served). A node whose
 // GPUs served lately (within Recent) is kept; a failed node is kept, and
-// its GPUs count as busy (they serve nothing).
+// a failed serving node's GPUs count as busy (they serve nothing).
 func (p *Plane) decideLoans(now time.Time, cfg Lending, model *idle.Model, lp *loanPool, grids map[string]idle.Grid, forecast bool) (lendingDecision, bool) {
 	p.mu.Lock()
 	loans := make([]*nodeLoan, len(lp.nodes))
@@ -435,8 +470,8 @@ func (p *Plane) decideLoans(now time.Time, cfg Lending, model *idle.Model, lp *l
 	var reps [][]float64
 	upGPUs, downGPUs, serving, servingBusy := 0, 0, 0, 0
 	for k := range nodes {
-		if lp.down[k] {
-			downGPUs += lp.gpus[k]
+		if lp.down[k] && nodes[k].State == lend.Serving {
+			downGPUs += lp.gpus[k] // a failed lent node stays lent: idle to the service
 			continue
 		}
 		upGPUs += lp.gpus[k]
@@ -518,13 +553,25 @@ func (p *Plane) decideLoans(now time.Time, cfg Lending, model *idle.Model, lp *l
 // autopilot it records the loans and take-backs (reclaim stops the jobs);
 // in advisor mode it recommends them. A decision made on loans that have
 // changed since, or older than two reads' interval (the plan loop was
-// held up), is dropped: the next read decides again.
+// held up), is dropped, and of a pool's decisions only the newest stands:
+// the next read decides again.
 func (p *Plane) applyLoans(ctx context.Context, now time.Time) {
 	p.mu.Lock()
 	pending := p.lendPending
 	p.lendPending = nil
 	p.mu.Unlock()
 	pending = slices.DeleteFunc(pending, func(d lendingDecision) bool { return now.Sub(d.at) > 2*idleReadEvery })
+	newest := map[string]int{} // each pool's newest decision stands
+	for i, d := range pending {
+		newest[d.pool] = i
+	}
+	var stand []lendingDecision
+	for i, d := range pending {
+		if newest[d.pool] == i {
+			stand = append(stand, d)
+		}
+	}
+	pending = stand
 	if p.Mode() != ModeAutopilot {
 		current, decided := map[string]bool{}, false
 		for _, d := range pending {

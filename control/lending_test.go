@@ -11,6 +11,7 @@ import (
 	"github.com/prescient-sched/prescient/executor"
 	"github.com/prescient-sched/prescient/executor/lend"
 	"github.com/prescient-sched/prescient/models/idle"
+	"github.com/prescient-sched/prescient/store"
 )
 
 // lendingFleet is a training node n0 and two inference nodes inf-0 and
@@ -185,8 +186,8 @@ func TestAnIdleInferenceNodeIsLentAndTakenBackWhenTheDemandReturns(t *testing.T)
 		t.Errorf("node events %v, want %s", heard, want)
 	}
 	loans, err := e.store.Loans(e.ctx)
-	if err != nil || len(loans) != 1 || loans[0].State != "serving" || !loans[0].LentAt.Equal(t0.Add(time.Hour)) {
-		t.Errorf("stored loans %+v (%v), want inf-1 serving, lent at %s", loans, err, t0.Add(time.Hour))
+	if want := []store.LoanSpan{{From: t0.Add(time.Hour), Until: now.Add(2*time.Minute + idle.MaxGap)}}; err != nil || len(loans) != 1 || loans[0].State != "serving" || fmt.Sprint(loans[0].Spans) != fmt.Sprint(want) {
+		t.Errorf("stored loans %+v (%v), want inf-1 serving, its loan from %s until 5 minutes after its return", loans, err, t0.Add(time.Hour))
 	}
 }
 
@@ -275,7 +276,7 @@ func TestALoanDecisionReadsLentMinutesAsTrainingsAndKeepsNodesThatServe(t *testi
 	// were busy with training meanwhile, and the last sample stands for a
 	// few minutes more. None of that is inference demand: both nodes are
 	// idle to the service, and inf-1 may go again.
-	e.plane.loans["inf-1"] = &nodeLoan{pool: "inference", state: lend.Serving, since: now.Add(-2 * time.Minute), lentAt: now.Add(-time.Hour)}
+	e.plane.loans["inf-1"] = (*nodeLoan)(nil).moved("inference", lend.Lent, now.Add(-time.Hour)).moved("inference", lend.Serving, now.Add(-2*time.Minute))
 	d := decide(utilGrids(lp, now, func(k, _, ago int) bool { return k == 1 && ago <= 62 && ago >= 0 }))
 	if d.busy != 0 || len(d.takeBack) != 0 || fmt.Sprint(d.lend) != "[1]" {
 		t.Errorf("busy %g, take back %v, lend %v; want no demand and inf-1 lent again", d.busy, d.takeBack, d.lend)
@@ -283,7 +284,7 @@ func TestALoanDecisionReadsLentMinutesAsTrainingsAndKeepsNodesThatServe(t *testi
 
 	// The service's demand that ran on inf-1 before its loan is still
 	// demand: 3 GPUs busy until the loan, on inf-0 since.
-	e.plane.loans["inf-1"] = &nodeLoan{pool: "inference", state: lend.Lent, since: now.Add(-10 * time.Minute), lentAt: now.Add(-10 * time.Minute)}
+	e.plane.loans["inf-1"] = (*nodeLoan)(nil).moved("inference", lend.Lent, now.Add(-10*time.Minute))
 	d = decide(utilGrids(lp, now, func(k, g, ago int) bool { return g < 3 && (k == 1) == (ago > 10) }))
 	if d.busy != 3 || d.loan != 4 || len(d.takeBack) != 0 || len(d.lend) != 0 {
 		t.Errorf("busy %g, idle for a loan %g, take back %v, lend %v; want 3 busy, 4 idle (8 less 3 and the headroom), nothing to do",
@@ -298,11 +299,47 @@ func TestALoanDecisionReadsLentMinutesAsTrainingsAndKeepsNodesThatServe(t *testi
 		t.Errorf("lend %v, want inf-0: inf-1 served 20 minutes ago", d.lend)
 	}
 
+	// inf-1 was lent from 40 to 25 minutes ago and again 5 minutes ago:
+	// neither loan is demand, so the pool has 7 GPUs to spare (8 less the
+	// headroom) and keeps inf-1 lent.
+	e.plane.loans["inf-1"] = (*nodeLoan)(nil).moved("inference", lend.Lent, now.Add(-40*time.Minute)).
+		moved("inference", lend.Returning, now.Add(-25*time.Minute)).moved("inference", lend.Serving, now.Add(-25*time.Minute)).
+		moved("inference", lend.Lent, now.Add(-5*time.Minute))
+	d = decide(utilGrids(lp, now, func(k, _, ago int) bool { return k == 1 && (ago <= 5 || ago > 20 && ago <= 40) }))
+	if d.busy != 0 || d.loan != 7 || len(d.takeBack) != 0 {
+		t.Errorf("busy %g, idle for a loan %g, take back %v; want no demand, 7, inf-1 kept lent", d.busy, d.loan, d.takeBack)
+	}
+	delete(e.plane.loans, "inf-1")
+
 	// A failed node serves nothing: with inf-0 down, lending the idle
 	// inf-1 would leave the service no GPU.
 	lp.down[0] = true
 	d = decide(utilGrids(lp, now, func(int, int, int) bool { return false }))
 	if len(d.lend) != 0 || d.loan != 3 {
 		t.Errorf("lend %v, idle for a loan %g; want nothing lent, 3 idle (inf-1's 4 less the headroom)", d.lend, d.loan)
+	}
+}
+
+// A lent node that fails stays lent (it gives the service nothing back),
+// and its GPUs do not make a healthy lent node go back.
+func TestAFailedLentNodeDoesNotTakeAnotherBack(t *testing.T) {
+	e, _ := decideEnv(t)
+	lp := &loanPool{name: "inference", nodes: []string{"inf-0", "inf-1", "inf-2"}, gpus: []int{4, 4, 4}, load: []int{0, 4000, 4000}, down: []bool{false, false, true}}
+	for _, n := range lp.nodes {
+		lp.uuids = append(lp.uuids, []string{n + "-0", n + "-1", n + "-2", n + "-3"})
+	}
+	now := t0.Add(5 * time.Hour)
+	for _, n := range lp.nodes[1:] {
+		e.plane.loans[n] = (*nodeLoan)(nil).moved("inference", lend.Lent, now.Add(-3*time.Hour))
+	}
+	// inf-0 serves on one GPU; inf-2's GPUs are not seen.
+	grids := utilGrids(lp, now, func(k, g, _ int) bool { return k == 0 && g == 0 })
+	for _, u := range lp.uuids[2] {
+		delete(grids, u)
+	}
+	d, ok := e.plane.decideLoans(now, e.plane.cfg.Lending.withDefaults(), nil, lp, grids, true)
+	if !ok || len(d.takeBack) != 0 || len(d.lend) != 0 || d.busy != 1 || d.keep != 10 {
+		t.Errorf("take back %v, lend %v, busy %g, idle kept %g; want nothing to do, 1 busy, 10 idle kept (12 less the busy one and the headroom)",
+			d.takeBack, d.lend, d.busy, d.keep)
 	}
 }

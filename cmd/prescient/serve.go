@@ -145,7 +145,6 @@ token printed for the dashboard and the API.`,
 	return cmd
 }
 
-// validate checks the flags that need no I/O; errors name the flag.
 // validateLending checks the --lend-* flags when --lend-pools is given.
 func (o *serveOptions) validateLending() []error {
 	l := &o.lend
@@ -156,10 +155,16 @@ func (o *serveOptions) validateLending() []error {
 	if slices.Contains(l.Pools, "") {
 		errs = append(errs, errors.New("--lend-pools: an empty pool name"))
 	}
-	for flag, d := range map[string]time.Duration{"--lend-every": l.Every, "--lend-min-loan": l.MinLoan, "--lend-notice": l.Notice, "--lend-recent": l.Recent, "--lend-handover": l.Handover} {
-		if d <= 0 {
-			errs = append(errs, fmt.Errorf("%s %s: want a positive duration", flag, d))
+	for _, f := range []struct {
+		flag string
+		d    time.Duration
+	}{{"--lend-every", l.Every}, {"--lend-min-loan", l.MinLoan}, {"--lend-notice", l.Notice}, {"--lend-handover", l.Handover}} {
+		if f.d <= 0 {
+			errs = append(errs, fmt.Errorf("%s %s: want a positive duration", f.flag, f.d))
 		}
+	}
+	if l.Recent < time.Minute || l.Recent > control.MaxLendRecent {
+		errs = append(errs, fmt.Errorf("--lend-recent %s: want 1m to %s (the utilization the plane keeps)", l.Recent, control.MaxLendRecent))
 	}
 	if l.Every%time.Minute != 0 {
 		errs = append(errs, fmt.Errorf("--lend-every %s: want whole minutes", l.Every))
@@ -173,6 +178,7 @@ func (o *serveOptions) validateLending() []error {
 	return errs
 }
 
+// validate checks the flags that need no I/O; errors name the flag.
 func (o *serveOptions) validate() error {
 	var errs []error
 	if o.demo.enabled {

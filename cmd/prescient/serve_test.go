@@ -87,6 +87,7 @@ func TestServeRefusesFlagsThatCannotWork(t *testing.T) {
 		{"lending on a level of 1", func(o *serveOptions) { o.lend = lendDefaults(); o.lend.Level = 1 }, "--lend-level"},
 		{"lending every 90 seconds", func(o *serveOptions) { o.lend = lendDefaults(); o.lend.Every = 90 * time.Second }, "--lend-every"},
 		{"lending with no notice", func(o *serveOptions) { o.lend = lendDefaults(); o.lend.Notice = 0 }, "--lend-notice"},
+		{"lending on a day's history", func(o *serveOptions) { o.lend = lendDefaults(); o.lend.Recent = 24 * time.Hour }, "--lend-recent"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := base()
