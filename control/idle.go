@@ -52,6 +52,16 @@ type IdleForecaster interface {
 	Current() (*idle.Model, int)
 }
 
+// servedIdle is the served idle model (nil when none) and the threshold
+// it counts a GPU idle below.
+func (p *Plane) servedIdle() (*idle.Model, float64) {
+	var model *idle.Model
+	if p.cfg.Idle != nil {
+		model, _ = p.cfg.Idle.Current()
+	}
+	return model, thresholdOf(model)
+}
+
 // thresholdOf is the utilization below which m counts a GPU idle, the
 // default without a model.
 func thresholdOf(m *idle.Model) float64 {
@@ -528,19 +538,8 @@ jobs:
 		jobs = append(jobs, h)
 		uuids = append(uuids, h.uuids...)
 	}
-	var model *idle.Model
-	if p.cfg.Idle != nil {
-		model, _ = p.cfg.Idle.Current()
-	}
-	threshold := thresholdOf(model)
-	p.background.Add(1)
-	go func() { // the plan loop's context: Run waits for it on the way out
-		defer p.background.Done()
-		defer func() {
-			p.mu.Lock()
-			p.idleReading = false
-			p.mu.Unlock()
-		}()
+	_, threshold := p.servedIdle()
+	p.beside(&p.idleReading, func() { // the plan loop's context
 		grids, read := p.readUtilization(ctx, lv.now, threshold, uuids)
 		p.mu.Lock()
 		before := p.idleJobs
@@ -571,7 +570,7 @@ jobs:
 		p.mu.Lock()
 		p.idleJobs, p.idleThreshold = out, threshold
 		p.mu.Unlock()
-	}()
+	})
 }
 
 // recommendIdle records, in either mode, an "idle" recommendation for each

@@ -385,19 +385,8 @@ func (p *Plane) watchLoans(ctx context.Context, lv *live) {
 		lp.load, lp.down = append(lp.load, load[n.Name]), append(lp.down, n.State == cluster.NodeFailed)
 		uuids = append(uuids, us...)
 	}
-	var model *idle.Model
-	if p.cfg.Idle != nil {
-		model, _ = p.cfg.Idle.Current()
-	}
-	threshold := thresholdOf(model)
-	p.background.Add(1)
-	go func() { // the plan loop's context: Run waits for it on the way out
-		defer p.background.Done()
-		defer func() {
-			p.mu.Lock()
-			p.lendReading = false
-			p.mu.Unlock()
-		}()
+	model, threshold := p.servedIdle()
+	p.beside(&p.lendReading, func() { // the plan loop's context
 		grids, read := p.readUtilization(ctx, lv.now, threshold, uuids)
 		// Another read under way (watchIdle's, a forecast's) reads for
 		// this one too: wait for it, then take the copy.
@@ -431,7 +420,7 @@ func (p *Plane) watchLoans(ctx context.Context, lv *live) {
 		if len(out) > 0 {
 			p.wake()
 		}
-	}()
+	})
 }
 
 // utilReadUnderWay reports whether a read of the utilization runs.

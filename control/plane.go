@@ -107,6 +107,22 @@ type Plane struct {
 
 var _ Service = (*Plane)(nil)
 
+// beside runs fn beside the plan loop (Run waits for it on the way out)
+// and clears *flag, under mu, once fn returns: a task of which one runs
+// at a time.
+func (p *Plane) beside(flag *bool, fn func()) {
+	p.background.Add(1)
+	go func() {
+		defer p.background.Done()
+		defer func() {
+			p.mu.Lock()
+			*flag = false
+			p.mu.Unlock()
+		}()
+		fn()
+	}()
+}
+
 // New builds a Plane. It does nothing until Run.
 func New(cfg Config) (*Plane, error) {
 	if err := cfg.Validate(); err != nil {

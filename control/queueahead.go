@@ -31,18 +31,11 @@ func (p *Plane) forecastQueue(ctx context.Context) {
 	if !due {
 		return
 	}
-	p.background.Add(1)
-	go func() {
-		defer p.background.Done()
-		defer func() {
-			p.mu.Lock()
-			p.queueForecasting = false
-			p.mu.Unlock()
-		}()
+	p.beside(&p.queueForecasting, func() { // the plan loop's context
 		if err := p.refreshQueueAhead(ctx); err != nil && ctx.Err() == nil {
 			p.log.Warn("queue forecast failed; queued jobs keep the last one", "error", err)
 		}
-	}()
+	})
 }
 
 // refreshQueueAhead simulates the queue forward now and keeps the
