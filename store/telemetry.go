@@ -122,10 +122,11 @@ type TelemetryQuery struct {
 
 // TelemetrySeries is one device's series.
 type TelemetrySeries struct {
-	GPUUUID string
-	Node    string
-	Model   string // the GPU model its samples name ("" when none does)
-	Points  []TelemetryPoint
+	GPUUUID  string
+	Node     string
+	GPUIndex int    // the device's index on its node
+	Model    string // the GPU model its samples name ("" when none does)
+	Points   []TelemetryPoint
 }
 
 // TelemetryPoint is one window's value.
@@ -178,13 +179,13 @@ func (s *Store) queryTelemetry(ctx context.Context, q TelemetryQuery) ([]Telemet
 	}
 	step := q.Step.Nanoseconds()
 	col := q.Field // checked against TelemetryFields above
-	value, model := agg+"("+col+")", "COALESCE(MAX(model), '')"
+	value, model, index := agg+"("+col+")", "COALESCE(MAX(model), '')", "MAX(gpu_index)"
 	if agg == "last" {
 		// SQLite takes the bare columns of the row where MAX(time_ns) is,
 		// as long as it is the query's only min() or max().
-		value, model = col+", MAX(time_ns)", "COALESCE(model, '')"
+		value, model, index = col+", MAX(time_ns)", "COALESCE(model, '')", "gpu_index"
 	}
-	query := "SELECT gpu_uuid, node, MAX(?, (time_ns / ?) * ?) AS w, " + model + ", " + value +
+	query := "SELECT gpu_uuid, node, MAX(?, (time_ns / ?) * ?) AS w, " + index + ", " + model + ", " + value +
 		" FROM gpu_samples WHERE time_ns >= ? AND time_ns < ? AND " + col + " IS NOT NULL"
 	args := []any{start, step, step, start, end}
 	if len(q.GPUs) > 0 {
@@ -202,9 +203,9 @@ func (s *Store) queryTelemetry(ctx context.Context, q TelemetryQuery) ([]Telemet
 	var out []TelemetrySeries
 	for rows.Next() {
 		var uuid, node, model string
-		var w int64
+		var w, index int64
 		var v float64
-		dest := []any{&uuid, &node, &w, &model, &v}
+		dest := []any{&uuid, &node, &w, &index, &model, &v}
 		if agg == "last" {
 			var t int64
 			dest = append(dest, &t)
@@ -213,7 +214,7 @@ func (s *Store) queryTelemetry(ctx context.Context, q TelemetryQuery) ([]Telemet
 			return nil, err
 		}
 		if n := len(out); n == 0 || out[n-1].GPUUUID != uuid || out[n-1].Node != node {
-			out = append(out, TelemetrySeries{GPUUUID: uuid, Node: node})
+			out = append(out, TelemetrySeries{GPUUUID: uuid, Node: node, GPUIndex: int(index)})
 		}
 		last := &out[len(out)-1]
 		if model != "" {
