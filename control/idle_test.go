@@ -56,6 +56,17 @@ func utilSamples(from time.Time, n int, busy string) []collector.Sample {
 	return out
 }
 
+// readFrom writes batch to b and points the plane at it, with nothing of
+// it read yet.
+func (e *env) readFrom(t *testing.T, b telemetryBackend, batch []collector.Sample) {
+	t.Helper()
+	if err := b.sink.Write(e.ctx, batch); err != nil {
+		t.Fatal(err)
+	}
+	e.plane.cfg.Telemetry = b.query
+	e.plane.util, e.plane.utilUntil, e.plane.gpuIDs = nil, time.Time{}, nil
+}
+
 func TestIdleForecastCombinesJobsQueueAndTelemetry(t *testing.T) {
 	e := newEnv(t, uuidFleet(), nil)
 	backends := telemetryBackends(t, e.store)
@@ -64,11 +75,7 @@ func TestIdleForecastCombinesJobsQueueAndTelemetry(t *testing.T) {
 	e.clock.Advance(60 * time.Minute)
 	for name, b := range backends {
 		t.Run(name, func(t *testing.T) {
-			if err := b.sink.Write(e.ctx, batch); err != nil {
-				t.Fatal(err)
-			}
-			e.plane.cfg.Telemetry = b.query
-			e.plane.util, e.plane.utilUntil = nil, time.Time{}
+			e.readFrom(t, b, batch)
 			f, err := e.plane.IdleForecast(e.ctx, IdleQuery{})
 			if err != nil {
 				t.Fatal(err)
@@ -327,11 +334,7 @@ func TestGPUsKnownOnlyByIndexFindTheirTelemetry(t *testing.T) {
 	e.clock.Advance(60 * time.Minute)
 	for name, b := range backends {
 		t.Run(name, func(t *testing.T) {
-			if err := b.sink.Write(e.ctx, batch); err != nil {
-				t.Fatal(err)
-			}
-			e.plane.cfg.Telemetry = b.query
-			e.plane.util, e.plane.utilUntil, e.plane.gpuIDs = nil, time.Time{}, nil
+			e.readFrom(t, b, batch)
 			f, err := e.plane.IdleForecast(e.ctx, IdleQuery{})
 			if err != nil {
 				t.Fatal(err)
