@@ -56,17 +56,6 @@ func utilSamples(from time.Time, n int, busy string) []collector.Sample {
 	return out
 }
 
-// readFrom writes batch to b and points the plane at it, with nothing of
-// it read yet.
-func (e *env) readFrom(t *testing.T, b telemetryBackend, batch []collector.Sample) {
-	t.Helper()
-	if err := b.sink.Write(e.ctx, batch); err != nil {
-		t.Fatal(err)
-	}
-	e.plane.cfg.Telemetry = b.query
-	e.plane.util, e.plane.utilUntil, e.plane.gpuIDs = nil, time.Time{}, nil
-}
-
 func TestIdleForecastCombinesJobsQueueAndTelemetry(t *testing.T) {
 	e := newEnv(t, uuidFleet(), nil)
 	backends := telemetryBackends(t, e.store)
@@ -75,7 +64,11 @@ func TestIdleForecastCombinesJobsQueueAndTelemetry(t *testing.T) {
 	e.clock.Advance(60 * time.Minute)
 	for name, b := range backends {
 		t.Run(name, func(t *testing.T) {
-			e.readFrom(t, b, batch)
+			if err := b.sink.Write(e.ctx, batch); err != nil {
+				t.Fatal(err)
+			}
+			e.plane.cfg.Telemetry = b.query
+			e.plane.util, e.plane.utilUntil = nil, time.Time{}
 			f, err := e.plane.IdleForecast(e.ctx, IdleQuery{})
 			if err != nil {
 				t.Fatal(err)
@@ -334,7 +327,11 @@ func TestGPUsKnownOnlyByIndexFindTheirTelemetry(t *testing.T) {
 	e.clock.Advance(60 * time.Minute)
 	for name, b := range backends {
 		t.Run(name, func(t *testing.T) {
-			e.readFrom(t, b, batch)
+			if err := b.sink.Write(e.ctx, batch); err != nil {
+				t.Fatal(err)
+			}
+			e.plane.cfg.Telemetry = b.query
+			e.plane.util, e.plane.utilUntil, e.plane.gpuIDs = nil, time.Time{}, nil
 			f, err := e.plane.IdleForecast(e.ctx, IdleQuery{})
 			if err != nil {
 				t.Fatal(err)
