@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"strings"
 	"time"
 
@@ -576,51 +575,39 @@ func (p *Plane) watchIdle(ctx context.Context, lv *live) {
 	if !due {
 		return
 	}
+	uuidOf := map[cluster.GPURef]string{}
+	for i := range lv.nodes {
+		for _, g := range lv.nodes[i].GPUs {
+			uuidOf[cluster.GPURef{Node: lv.nodes[i].Name, Index: g.Index}] = p.gpuUUID(lv.nodes[i].Name, g)
+		}
+	}
 	type held struct {
 		id           cluster.JobID
 		uuids, names []string
 	}
-	// heldGPUs is the running jobs whose GPUs all have a UUID (gpuUUID),
-	// and those UUIDs.
-	heldGPUs := func() ([]held, []string) {
-		uuidOf := map[cluster.GPURef]string{}
-		for i := range lv.nodes {
-			for _, g := range lv.nodes[i].GPUs {
-				uuidOf[cluster.GPURef{Node: lv.nodes[i].Name, Index: g.Index}] = p.gpuUUID(lv.nodes[i].Name, g)
-			}
+	var jobs []held
+	var uuids []string
+jobs:
+	for i := range lv.active {
+		id := lv.active[i].ID
+		pl, ok := lv.placements[id]
+		if !ok || len(pl.Allocations) == 0 {
+			continue
 		}
-		var jobs []held
-		var uuids []string
-	jobs:
-		for i := range lv.active {
-			id := lv.active[i].ID
-			pl, ok := lv.placements[id]
-			if !ok || len(pl.Allocations) == 0 {
-				continue
+		h := held{id: id}
+		for _, a := range pl.Allocations {
+			u := uuidOf[a.GPU]
+			if u == "" {
+				continue jobs // a GPU without telemetry may be busy
 			}
-			h := held{id: id}
-			for _, a := range pl.Allocations {
-				u := uuidOf[a.GPU]
-				if u == "" {
-					continue jobs // a GPU without telemetry may be busy
-				}
-				h.uuids, h.names = append(h.uuids, u), append(h.names, a.GPU.String())
-			}
-			jobs = append(jobs, h)
-			uuids = append(uuids, h.uuids...)
+			h.uuids, h.names = append(h.uuids, u), append(h.names, a.GPU.String())
 		}
-		return jobs, uuids
+		jobs = append(jobs, h)
+		uuids = append(uuids, h.uuids...)
 	}
 	_, threshold := p.servedIdle()
 	p.beside(&p.idleReading, func() { // the plan loop's context
-		_, uuids := heldGPUs()
 		grids, read := p.readUtilization(ctx, lv.now, threshold, uuids)
-		jobs, named := heldGPUs()
-		if read && !slices.Equal(named, uuids) {
-			// The read named GPUs known only by their index: the copy
-			// answers for them too.
-			grids, _ = p.readUtilization(ctx, lv.now, threshold, named)
-		}
 		p.mu.Lock()
 		before := p.idleJobs
 		p.mu.Unlock()

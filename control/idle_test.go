@@ -370,25 +370,3 @@ func TestLearnedGPUsTakeTheNewestNameAndSkipMIGNodes(t *testing.T) {
 		t.Errorf("a GPU's own UUID: %q", got)
 	}
 }
-
-// A job on GPUs known only by their index is seen idle at the first read.
-func TestAnIdleJobOnGPUsKnownOnlyByIndexIsSeenAtTheFirstRead(t *testing.T) {
-	e := newEnv(t, fleetOf(1, 4), func(c *Config) { c.Telemetry = collector.NewEmbeddedSink(c.Store) }) // no UUIDs
-	e.submit("stuck", spec(1, 10*time.Hour))
-	e.plane.cycle(e.ctx)
-	e.event(executor.JobEvent{Type: executor.JobStarted, Job: "stuck", Attempt: 1, Node: "n0"})
-	e.waitWhile("the idle read", &e.plane.idleReading)
-	if err := collector.NewEmbeddedSink(e.store).Write(e.ctx, utilSamples(t0, 60, "")); err != nil {
-		t.Fatal(err)
-	}
-	e.clock.Advance(60 * time.Minute)
-	e.plane.util, e.plane.utilUntil = nil, time.Time{}
-	e.plane.cycle(e.ctx)
-	e.waitWhile("the idle read", &e.plane.idleReading)
-	e.plane.mu.Lock()
-	ij, ok := e.plane.idleJobs["stuck"]
-	e.plane.mu.Unlock()
-	if !ok || ij.idleFor < 55*time.Minute {
-		t.Errorf("idle jobs after the first read: %+v (%v), want stuck idle for about an hour", ij, ok)
-	}
-}
