@@ -358,7 +358,7 @@ func TestLearnedGPUsTakeTheNewestNameAndSkipMIGNodes(t *testing.T) {
 	now := t0.Add(5 * time.Hour)
 	e.plane.learnGPUs([]collector.Series{
 		series("GPU-old", "n0", 0, now.Add(-time.Hour)), series("GPU-new", "n0", 0, now.Add(-time.Minute)), // renumbered: the newest wins
-		series("GPU-gone", "n0", 1, now.Add(-5*time.Hour)),           // not named for longer than the history kept
+		series("GPU-gone", "n0", 1, now.Add(-5*time.Hour)), // not named for longer than the history kept
 		series("GPU-x", "n1", 0, now), series("MIG-y", "n1", 0, now), // a MIG node: its indices are not the fleet's
 		series("GPU-z", "n1", -1, now), // no index
 	}, now)
