@@ -3,7 +3,6 @@ package collector
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -133,7 +132,6 @@ func (q *InfluxQuery) Query(ctx context.Context, sq SeriesQuery) ([]Series, erro
 	defer res.Close()
 	byGPU := map[string]int{}
 	var out []Series
-	var newest []time.Time // each series' newest point, whose index it takes
 	for res.Next() {
 		r := res.Record()
 		uuid, _ := r.ValueByKey("gpu_uuid").(string)
@@ -149,48 +147,19 @@ func (q *InfluxQuery) Query(ctx context.Context, sq SeriesQuery) ([]Series, erro
 		if !seen {
 			i = len(out)
 			byGPU[key] = i
-			out = append(out, Series{GPU: uuid, Node: node, Index: -1})
-			newest = append(newest, time.Time{})
+			out = append(out, Series{GPU: uuid, Node: node})
+			out[i].Index, _ = strconv.Atoi(index) // a device without one is 0, as the samples say
 		}
 		if model != "" {
 			out[i].Model = model
 		}
-		at := r.Time().UTC()
-		if at.After(newest[i]) || !seen {
-			newest[i] = at
-			if n, err := strconv.Atoi(index); err == nil {
-				out[i].Index = n
-			}
-		}
-		out[i].Points = append(out[i].Points, Point{Time: at, Value: v})
+		out[i].Points = append(out[i].Points, Point{Time: r.Time().UTC(), Value: v})
 	}
 	if err := res.Err(); err != nil {
 		return nil, fmt.Errorf("telemetry query: influx %s: %w", q.o.URL, err)
 	}
-	for i := range out {
-		out[i].Points = inTimeOrder(out[i].Points)
-	}
 	sortSeries(out)
 	return out, nil
-}
-
-// inTimeOrder sorts a series' points by time, keeping the last of those at
-// the same time: a device whose index changed comes as two tables (one per
-// index), each in order.
-func inTimeOrder(ps []Point) []Point {
-	if slices.IsSortedFunc(ps, func(a, b Point) int { return a.Time.Compare(b.Time) }) {
-		return ps
-	}
-	slices.SortStableFunc(ps, func(a, b Point) int { return a.Time.Compare(b.Time) })
-	out := ps[:0]
-	for _, p := range ps {
-		if n := len(out); n > 0 && out[n-1].Time.Equal(p.Time) {
-			out[n-1] = p
-			continue
-		}
-		out = append(out, p)
-	}
-	return out
 }
 
 func sortSeries(s []Series) {

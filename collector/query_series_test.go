@@ -57,43 +57,6 @@ func TestInfluxSeriesReadBack(t *testing.T) {
 	}
 }
 
-// A device renumbered by a reboot comes from InfluxDB as two tables, one
-// per index: its series is one, in time order, at its newest index.
-func TestInfluxSeriesOfARenumberedGPU(t *testing.T) {
-	srv := influxtest.Shared(t)
-	ctx := context.Background()
-	bucket := newBucket("renumbered")
-	sink, err := collector.NewInfluxSink(collector.InfluxOptions{URL: srv.URL, Bucket: bucket})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sink.Close()
-	later := samples("GPU-a", t0.Add(10*time.Second), 10)
-	for i := range later {
-		later[i].Index = 0
-	}
-	if err := sink.Write(ctx, append(samples("GPU-a", t0, 10), later...)); err != nil {
-		t.Fatal(err)
-	}
-	q, err := collector.NewInfluxQuery(collector.InfluxOptions{URL: srv.URL, Bucket: bucket})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer q.Close()
-	got, err := q.Query(ctx, collector.SeriesQuery{Field: "util_gpu_pct", Start: t0, End: t0.Add(20 * time.Second), Step: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(got) != 1 || got[0].Index != 0 || len(got[0].Points) != 20 {
-		t.Fatalf("%+v, want one series at index 0 (the newest) with 20 points", got)
-	}
-	for i, p := range got[0].Points {
-		if want := t0.Add(time.Duration(i) * time.Second); !p.Time.Equal(want) {
-			t.Fatalf("point %d at %s, want %s: in time order", i, p.Time, want)
-		}
-	}
-}
-
 func TestParseSeriesSelector(t *testing.T) {
 	sel, err := collector.ParseSeriesSelector("http://u:p@127.0.0.1:8086?bucket=prescient/autogen&start=2026-03-01&end=2026-03-02&gpus=a,b&agg=max&step=5m")
 	if err != nil {

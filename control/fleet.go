@@ -113,7 +113,7 @@ func (p *Plane) latestTelemetry(ctx context.Context, now time.Time) map[string]g
 			p.log.Warn("fleet: telemetry not read", "field", field, "error", err)
 			continue
 		}
-		p.learnGPUs(series, now)
+		p.learnGPUs(series)
 		for _, s := range series {
 			if len(s.Points) == 0 {
 				continue

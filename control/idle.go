@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strings"
 	"time"
 
 	"github.com/prescient-sched/prescient/cluster"
@@ -318,42 +317,18 @@ func (p *Plane) gpuHolders(ctx context.Context, now time.Time) (map[cluster.GPUR
 	return out, nil
 }
 
-// gpuID is the UUID the telemetry names at a node's GPU index, and the
-// newest sample that named it.
-type gpuID struct {
-	uuid string
-	at   time.Time
-}
-
 // learnGPUs remembers the UUID the telemetry names at each node's GPU
 // index, for the nodes that know their GPUs only by index (the Kubernetes
-// backend's, from the nodes' labels): the newest sample's wins, and one
-// not named for idleHistory is forgotten. A node with MIG devices is left
-// out: a MIG device carries its parent's index, and the node's GPU count
-// no longer follows NVML's indices.
-func (p *Plane) learnGPUs(series []collector.Series, now time.Time) {
+// backend's, from the nodes' labels).
+func (p *Plane) learnGPUs(series []collector.Series) {
 	p.utilMu.Lock()
 	defer p.utilMu.Unlock()
 	if p.gpuIDs == nil {
-		p.gpuIDs, p.migNodes = map[cluster.GPURef]gpuID{}, map[string]bool{}
+		p.gpuIDs = map[cluster.GPURef]string{}
 	}
 	for _, s := range series {
-		if strings.HasPrefix(s.GPU, "MIG-") {
-			p.migNodes[s.Node] = true
-		}
-	}
-	for _, s := range series {
-		if s.GPU == "" || s.Node == "" || s.Index < 0 || len(s.Points) == 0 || p.migNodes[s.Node] {
-			continue
-		}
-		ref, at := cluster.GPURef{Node: s.Node, Index: s.Index}, s.Points[len(s.Points)-1].Time
-		if cur, ok := p.gpuIDs[ref]; !ok || !cur.at.After(at) {
-			p.gpuIDs[ref] = gpuID{uuid: s.GPU, at: at}
-		}
-	}
-	for ref, id := range p.gpuIDs {
-		if p.migNodes[ref.Node] || id.at.Before(now.Add(-idleHistory)) {
-			delete(p.gpuIDs, ref)
+		if s.GPU != "" && s.Node != "" {
+			p.gpuIDs[cluster.GPURef{Node: s.Node, Index: s.Index}] = s.GPU
 		}
 	}
 }
@@ -366,7 +341,7 @@ func (p *Plane) gpuUUID(node string, g cluster.GPU) string {
 	}
 	p.utilMu.Lock()
 	defer p.utilMu.Unlock()
-	return p.gpuIDs[cluster.GPURef{Node: node, Index: g.Index}].uuid
+	return p.gpuIDs[cluster.GPURef{Node: node, Index: g.Index}]
 }
 
 // utilSeries is one GPU's utilization by minute: values[i] is the minute
@@ -483,7 +458,7 @@ func (p *Plane) readUtilization(ctx context.Context, now time.Time, threshold fl
 		}
 		got, until, ok := p.queryUtilization(ctx, lo, end)
 		read = ok
-		p.learnGPUs(got, end)
+		p.learnGPUs(got)
 		p.utilMu.Lock()
 		for _, s := range got {
 			us := p.util[s.GPU]

@@ -349,24 +349,3 @@ func TestGPUsKnownOnlyByIndexFindTheirTelemetry(t *testing.T) {
 		})
 	}
 }
-
-func TestLearnedGPUsTakeTheNewestNameAndSkipMIGNodes(t *testing.T) {
-	e := newEnv(t, fleetOf(2, 2), nil)
-	series := func(uuid, node string, index int, at time.Time) collector.Series {
-		return collector.Series{GPU: uuid, Node: node, Index: index, Points: []collector.Point{{Time: at, Value: 1}}}
-	}
-	now := t0.Add(5 * time.Hour)
-	e.plane.learnGPUs([]collector.Series{
-		series("GPU-old", "n0", 0, now.Add(-time.Hour)), series("GPU-new", "n0", 0, now.Add(-time.Minute)), // renumbered: the newest wins
-		series("GPU-gone", "n0", 1, now.Add(-5*time.Hour)), // not named for longer than the history kept
-		series("GPU-x", "n1", 0, now), series("MIG-y", "n1", 0, now), // a MIG node: its indices are not the fleet's
-		series("GPU-z", "n1", -1, now), // no index
-	}, now)
-	uuid := func(node string, index int) string { return e.plane.gpuUUID(node, cluster.GPU{Index: index}) }
-	if got := [4]string{uuid("n0", 0), uuid("n0", 1), uuid("n1", 0), uuid("n1", 1)}; got != [4]string{"GPU-new", "", "", ""} {
-		t.Errorf("learned %q, want only n0/gpu0 as GPU-new", got)
-	}
-	if got := e.plane.gpuUUID("n0", cluster.GPU{Index: 0, UUID: "GPU-own"}); got != "GPU-own" {
-		t.Errorf("a GPU's own UUID: %q", got)
-	}
-}

@@ -399,9 +399,11 @@ func (p *Plane) watchLoans(ctx context.Context, lv *live) {
 		if !read {
 			return // the store did not answer: no decision this time
 		}
-		// The read may have named GPUs known only by their index: the
-		// copy answers for them too.
-		grids, _ = p.readUtilization(ctx, lv.now, threshold, p.poolUUIDs(pools))
+		if more := p.poolUUIDs(pools); len(more) > len(uuids) {
+			// The read named GPUs known only by their index: the copy
+			// answers for them too.
+			grids, _ = p.readUtilization(ctx, lv.now, threshold, more)
+		}
 		var out []lendingDecision
 		for _, lp := range pools {
 			if d, ok := p.decideLoans(lv.now, cfg, model, lp, grids, forecast); ok {

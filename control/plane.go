@@ -84,11 +84,9 @@ type Plane struct {
 	utilReading bool
 	util        utilization
 	utilUntil   time.Time
-	// gpuIDs are the UUIDs the telemetry names at each node's GPU index,
-	// and migNodes the nodes it shows MIG devices on (learnGPUs), under
-	// utilMu.
-	gpuIDs   map[cluster.GPURef]gpuID
-	migNodes map[string]bool
+	// gpuIDs are the UUIDs the telemetry names at each node's GPU index
+	// (learnGPUs), under utilMu.
+	gpuIDs map[cluster.GPURef]string
 	// unsent are recorded starts that the backend could not send at
 	// recovery because their node was not ready, with when that was first
 	// seen: the node's NodeSynced settles them, or they are resent on the

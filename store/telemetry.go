@@ -220,7 +220,6 @@ func (s *Store) queryTelemetry(ctx context.Context, q TelemetryQuery) ([]Telemet
 		if model != "" {
 			last.Model = model
 		}
-		last.GPUIndex = int(index) // the newest window's: rows come in time order
 		last.Points = append(last.Points, TelemetryPoint{Time: fromNanos(w), Value: v})
 	}
 	return out, rows.Err()
