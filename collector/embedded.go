@@ -76,7 +76,7 @@ func (s *EmbeddedSink) Query(ctx context.Context, q SeriesQuery) ([]Series, erro
 	}
 	out := make([]Series, len(res))
 	for i, r := range res {
-		out[i] = Series{GPU: r.GPUUUID, Node: r.Node, Index: r.GPUIndex, Model: r.Model, Points: make([]Point, len(r.Points))}
+		out[i] = Series{GPU: r.GPUUUID, Node: r.Node, Model: r.Model, Points: make([]Point, len(r.Points))}
 		for j, p := range r.Points {
 			out[i].Points[j] = Point{Time: p.Time, Value: p.Value}
 		}

@@ -53,10 +53,8 @@ func (q SeriesQuery) Validate() error {
 
 // Series is one device's values.
 type Series struct {
-	GPU   string // UUID
-	Node  string
-	Index int // the device's index on its node
-
+	GPU    string // UUID
+	Node   string
 	Model  string // the GPU model the samples name ("" when none does)
 	Points []Point
 }
@@ -112,8 +110,8 @@ func (q *InfluxQuery) Flux(sq SeriesQuery) string {
 		}
 		b.WriteString(")\n")
 	}
-	b.WriteString("  |> keep(columns: [\"_time\", \"_value\", \"_start\", \"_stop\", \"gpu_uuid\", \"gpu_index\", \"node\", \"model\"])\n")
-	b.WriteString("  |> group(columns: [\"gpu_uuid\", \"gpu_index\", \"node\", \"model\"])\n")
+	b.WriteString("  |> keep(columns: [\"_time\", \"_value\", \"_start\", \"_stop\", \"gpu_uuid\", \"node\", \"model\"])\n")
+	b.WriteString("  |> group(columns: [\"gpu_uuid\", \"node\", \"model\"])\n")
 	b.WriteString("  |> toFloat()\n")
 	fmt.Fprintf(&b, "  |> aggregateWindow(every: %dns, fn: %s, createEmpty: false, timeSrc: \"_start\")\n", sq.Step.Nanoseconds(), fn)
 	return b.String()
@@ -137,7 +135,6 @@ func (q *InfluxQuery) Query(ctx context.Context, sq SeriesQuery) ([]Series, erro
 		uuid, _ := r.ValueByKey("gpu_uuid").(string)
 		node, _ := r.ValueByKey("node").(string)
 		model, _ := r.ValueByKey("model").(string)
-		index, _ := r.ValueByKey("gpu_index").(string)
 		v, ok := r.Value().(float64)
 		if !ok {
 			continue
@@ -148,7 +145,6 @@ func (q *InfluxQuery) Query(ctx context.Context, sq SeriesQuery) ([]Series, erro
 			i = len(out)
 			byGPU[key] = i
 			out = append(out, Series{GPU: uuid, Node: node})
-			out[i].Index, _ = strconv.Atoi(index) // a device without one is 0, as the samples say
 		}
 		if model != "" {
 			out[i].Model = model

@@ -58,10 +58,8 @@ func (p *Plane) Fleet(ctx context.Context) (FleetState, error) {
 				gs.AllocatedMilli, gs.Jobs = h.milli, h.jobs
 				fs.GPUsBusy += float64(h.milli) / cluster.MilliGPU
 			}
-			if u := p.gpuUUID(n.Name, g); u != "" {
-				if t, ok := latest[u]; ok {
-					gs.UtilizationPct, gs.MemoryUsedBytes, gs.PowerW = t.util, t.mem, t.power
-				}
+			if t, ok := latest[g.UUID]; ok && g.UUID != "" {
+				gs.UtilizationPct, gs.MemoryUsedBytes, gs.PowerW = t.util, t.mem, t.power
 			}
 			ns.GPUs = append(ns.GPUs, gs)
 		}
@@ -113,7 +111,6 @@ func (p *Plane) latestTelemetry(ctx context.Context, now time.Time) map[string]g
 			p.log.Warn("fleet: telemetry not read", "field", field, "error", err)
 			continue
 		}
-		p.learnGPUs(series)
 		for _, s := range series {
 			if len(s.Points) == 0 {
 				continue

@@ -173,7 +173,6 @@ func (p *Plane) IdleForecast(ctx context.Context, q IdleQuery) (IdleForecast, er
 			continue
 		}
 		for _, g := range n.GPUs {
-			g.UUID = p.gpuUUID(n.Name, g)
 			gpus = append(gpus, g)
 			refs = append(refs, cluster.GPURef{Node: n.Name, Index: g.Index})
 			pools = append(pools, pool)
@@ -195,27 +194,14 @@ func (p *Plane) IdleForecast(ctx context.Context, q IdleQuery) (IdleForecast, er
 	if err != nil {
 		return IdleForecast{}, fmt.Errorf("idle forecast: %w", err)
 	}
-	// Each GPU's recent utilization. A GPU known only by its index finds
-	// its UUID in what the read brought (learnGPUs): the copy is asked
-	// again for it.
+	// Each GPU's recent utilization.
 	uuids := make([]string, 0, len(gpus))
-	unnamed := false
 	for _, g := range gpus {
 		if g.UUID != "" {
 			uuids = append(uuids, g.UUID)
 		}
-		unnamed = unnamed || g.UUID == ""
 	}
 	util, _ := p.readUtilization(ctx, now, threshold, uuids)
-	if unnamed {
-		uuids = uuids[:0]
-		for i := range gpus {
-			if gpus[i].UUID = p.gpuUUID(refs[i].Node, gpus[i]); gpus[i].UUID != "" {
-				uuids = append(uuids, gpus[i].UUID)
-			}
-		}
-		util, _ = p.readUtilization(ctx, now, threshold, uuids)
-	}
 	out := IdleForecast{ModelVersion: version, ThresholdPct: threshold}
 	in.GPUs = make([]idle.GPUState, len(gpus))
 	grids := make(map[string][]idle.Grid)
@@ -315,33 +301,6 @@ func (p *Plane) gpuHolders(ctx context.Context, now time.Time) (map[cluster.GPUR
 		}
 	}
 	return out, nil
-}
-
-// learnGPUs remembers the UUID the telemetry names at each node's GPU
-// index, for the nodes that know their GPUs only by index (the Kubernetes
-// backend's, from the nodes' labels).
-func (p *Plane) learnGPUs(series []collector.Series) {
-	p.utilMu.Lock()
-	defer p.utilMu.Unlock()
-	if p.gpuIDs == nil {
-		p.gpuIDs = map[cluster.GPURef]string{}
-	}
-	for _, s := range series {
-		if s.GPU != "" && s.Node != "" {
-			p.gpuIDs[cluster.GPURef{Node: s.Node, Index: s.Index}] = s.GPU
-		}
-	}
-}
-
-// gpuUUID is GPU g of node's UUID: its own, else the one its telemetry
-// names (learnGPUs); "" when neither is known.
-func (p *Plane) gpuUUID(node string, g cluster.GPU) string {
-	if g.UUID != "" {
-		return g.UUID
-	}
-	p.utilMu.Lock()
-	defer p.utilMu.Unlock()
-	return p.gpuIDs[cluster.GPURef{Node: node, Index: g.Index}]
 }
 
 // utilSeries is one GPU's utilization by minute: values[i] is the minute
@@ -458,7 +417,6 @@ func (p *Plane) readUtilization(ctx context.Context, now time.Time, threshold fl
 		}
 		got, until, ok := p.queryUtilization(ctx, lo, end)
 		read = ok
-		p.learnGPUs(got)
 		p.utilMu.Lock()
 		for _, s := range got {
 			us := p.util[s.GPU]
@@ -553,7 +511,7 @@ func (p *Plane) watchIdle(ctx context.Context, lv *live) {
 	uuidOf := map[cluster.GPURef]string{}
 	for i := range lv.nodes {
 		for _, g := range lv.nodes[i].GPUs {
-			uuidOf[cluster.GPURef{Node: lv.nodes[i].Name, Index: g.Index}] = p.gpuUUID(lv.nodes[i].Name, g)
+			uuidOf[cluster.GPURef{Node: lv.nodes[i].Name, Index: g.Index}] = g.UUID
 		}
 	}
 	type held struct {

@@ -316,36 +316,3 @@ func TestAnIdleForecastDoesNotWaitForASlowUtilizationRead(t *testing.T) {
 		t.Fatalf("after the read: %d GPUs with telemetry (%v), want 4", f.TelemetryGPUs, err)
 	}
 }
-
-// GPUs known only by their index on their node (the Kubernetes backend's,
-// from the nodes' labels) find their telemetry by the node and index the
-// collectors tag it with: in the idle forecast and in the fleet view.
-func TestGPUsKnownOnlyByIndexFindTheirTelemetry(t *testing.T) {
-	e := newEnv(t, fleetOf(1, 4), nil) // no UUIDs
-	backends := telemetryBackends(t, e.store)
-	batch := utilSamples(t0, 60, "GPU-b")
-	e.clock.Advance(60 * time.Minute)
-	for name, b := range backends {
-		t.Run(name, func(t *testing.T) {
-			if err := b.sink.Write(e.ctx, batch); err != nil {
-				t.Fatal(err)
-			}
-			e.plane.cfg.Telemetry = b.query
-			e.plane.util, e.plane.utilUntil, e.plane.gpuIDs = nil, time.Time{}, nil
-			f, err := e.plane.IdleForecast(e.ctx, IdleQuery{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if f.TelemetryGPUs != 4 {
-				t.Errorf("%d GPUs with telemetry, want all 4 at the first forecast", f.TelemetryGPUs)
-			}
-			fs, err := e.plane.Fleet(e.ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if g := fs.Nodes[0].GPUs[1]; g.UtilizationPct == nil || *g.UtilizationPct != 90 {
-				t.Errorf("gpu1 in the fleet view: %+v, want its 90%% utilization", g)
-			}
-		})
-	}
-}

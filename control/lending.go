@@ -319,8 +319,7 @@ type loanPool struct {
 	name  string
 	nodes []string
 	gpus  []int
-	devs  [][]cluster.GPU
-	uuids [][]string // each node's GPUs' UUIDs (poolUUIDs)
+	uuids [][]string // each node's GPUs with telemetry
 	load  []int      // milli-GPUs of training on each node
 	down  []bool
 }
@@ -364,6 +363,7 @@ func (p *Plane) watchLoans(ctx context.Context, lv *live) {
 	}
 	var pools []*loanPool
 	byName := map[string]*loanPool{}
+	var uuids []string
 	for _, n := range p.cfg.Nodes.Nodes() {
 		name, ok := p.inferencePool(&n)
 		if !ok {
@@ -375,12 +375,18 @@ func (p *Plane) watchLoans(ctx context.Context, lv *live) {
 			byName[name] = lp
 			pools = append(pools, lp)
 		}
-		lp.nodes, lp.gpus, lp.devs = append(lp.nodes, n.Name), append(lp.gpus, len(n.GPUs)), append(lp.devs, n.GPUs)
+		var us []string
+		for _, g := range n.GPUs {
+			if g.UUID != "" {
+				us = append(us, g.UUID)
+			}
+		}
+		lp.nodes, lp.gpus, lp.uuids = append(lp.nodes, n.Name), append(lp.gpus, len(n.GPUs)), append(lp.uuids, us)
 		lp.load, lp.down = append(lp.load, load[n.Name]), append(lp.down, n.State == cluster.NodeFailed)
+		uuids = append(uuids, us...)
 	}
 	model, threshold := p.servedIdle()
 	p.beside(&p.lendReading, func() { // the plan loop's context
-		uuids := p.poolUUIDs(pools)
 		grids, read := p.readUtilization(ctx, lv.now, threshold, uuids)
 		// Another read under way (watchIdle's, a forecast's) reads for
 		// this one too: wait for it, then take the copy.
@@ -399,11 +405,6 @@ func (p *Plane) watchLoans(ctx context.Context, lv *live) {
 		if !read {
 			return // the store did not answer: no decision this time
 		}
-		if more := p.poolUUIDs(pools); len(more) > len(uuids) {
-			// The read named GPUs known only by their index: the copy
-			// answers for them too.
-			grids, _ = p.readUtilization(ctx, lv.now, threshold, more)
-		}
 		var out []lendingDecision
 		for _, lp := range pools {
 			if d, ok := p.decideLoans(lv.now, cfg, model, lp, grids, forecast); ok {
@@ -420,24 +421,6 @@ func (p *Plane) watchLoans(ctx context.Context, lv *live) {
 			p.wake()
 		}
 	})
-}
-
-// poolUUIDs sets the pools' GPUs' UUIDs (gpuUUID: their own, or the
-// ones their telemetry names) and lists them.
-func (p *Plane) poolUUIDs(pools []*loanPool) []string {
-	var out []string
-	for _, lp := range pools {
-		lp.uuids = make([][]string, len(lp.devs))
-		for k, devs := range lp.devs {
-			for _, g := range devs {
-				if u := p.gpuUUID(lp.nodes[k], g); u != "" {
-					lp.uuids[k] = append(lp.uuids[k], u)
-				}
-			}
-			out = append(out, lp.uuids[k]...)
-		}
-	}
-	return out
 }
 
 // utilReadUnderWay reports whether a read of the utilization runs.

@@ -1,7 +1,6 @@
 package control
 
 import (
-	"cmp"
 	"fmt"
 	"testing"
 	"time"
@@ -43,8 +42,7 @@ func inferenceSamples(f *cluster.Fleet, from, to time.Time, busy0, busy1 int) []
 				if k < busy {
 					util = 60
 				}
-				uuid := cmp.Or(g.UUID, fmt.Sprintf("GPU-%s-%d", n.Name, g.Index)) // what the collector reads
-				out = append(out, collector.Sample{Time: at.Add(10 * time.Second), Node: n.Name, DeviceInfo: nvml.DeviceInfo{UUID: uuid, Index: g.Index, Model: g.Model},
+				out = append(out, collector.Sample{Time: at.Add(10 * time.Second), Node: n.Name, DeviceInfo: nvml.DeviceInfo{UUID: g.UUID, Index: g.Index, Model: g.Model},
 					DeviceSample: nvml.DeviceSample{UtilGPUPct: util, PowerW: 100, MemTotalBytes: 80 << 30}})
 			}
 		}
@@ -193,15 +191,8 @@ func TestAnIdleInferenceNodeIsLentAndTakenBackWhenTheDemandReturns(t *testing.T)
 	}
 }
 
-// The nodes here know their GPUs only by index, as the Kubernetes
-// backend's do: the telemetry names their UUIDs.
 func TestTheAdvisorRecommendsLoansAndLendsNothing(t *testing.T) {
 	e, sink, _ := lendingEnv(t, ModeAdvisor)
-	for i := range e.fleet.Nodes {
-		for g := range e.fleet.Nodes[i].GPUs {
-			e.fleet.Nodes[i].GPUs[g].UUID = ""
-		}
-	}
 	now := t0.Add(time.Hour)
 	if err := sink.Write(e.ctx, inferenceSamples(e.fleet, t0, now, 0, 0)); err != nil {
 		t.Fatal(err)

@@ -84,9 +84,6 @@ type Plane struct {
 	utilReading bool
 	util        utilization
 	utilUntil   time.Time
-	// gpuIDs are the UUIDs the telemetry names at each node's GPU index
-	// (learnGPUs), under utilMu.
-	gpuIDs map[cluster.GPURef]string
 	// unsent are recorded starts that the backend could not send at
 	// recovery because their node was not ready, with when that was first
 	// seen: the node's NodeSynced settles them, or they are resent on the

@@ -122,11 +122,10 @@ type TelemetryQuery struct {
 
 // TelemetrySeries is one device's series.
 type TelemetrySeries struct {
-	GPUUUID  string
-	Node     string
-	GPUIndex int    // the device's index on its node
-	Model    string // the GPU model its samples name ("" when none does)
-	Points   []TelemetryPoint
+	GPUUUID string
+	Node    string
+	Model   string // the GPU model its samples name ("" when none does)
+	Points  []TelemetryPoint
 }
 
 // TelemetryPoint is one window's value.
@@ -179,13 +178,13 @@ func (s *Store) queryTelemetry(ctx context.Context, q TelemetryQuery) ([]Telemet
 	}
 	step := q.Step.Nanoseconds()
 	col := q.Field // checked against TelemetryFields above
-	value, model, index := agg+"("+col+")", "COALESCE(MAX(model), '')", "MAX(gpu_index)"
+	value, model := agg+"("+col+")", "COALESCE(MAX(model), '')"
 	if agg == "last" {
 		// SQLite takes the bare columns of the row where MAX(time_ns) is,
 		// as long as it is the query's only min() or max().
-		value, model, index = col+", MAX(time_ns)", "COALESCE(model, '')", "gpu_index"
+		value, model = col+", MAX(time_ns)", "COALESCE(model, '')"
 	}
-	query := "SELECT gpu_uuid, node, MAX(?, (time_ns / ?) * ?) AS w, " + index + ", " + model + ", " + value +
+	query := "SELECT gpu_uuid, node, MAX(?, (time_ns / ?) * ?) AS w, " + model + ", " + value +
 		" FROM gpu_samples WHERE time_ns >= ? AND time_ns < ? AND " + col + " IS NOT NULL"
 	args := []any{start, step, step, start, end}
 	if len(q.GPUs) > 0 {
@@ -203,9 +202,9 @@ func (s *Store) queryTelemetry(ctx context.Context, q TelemetryQuery) ([]Telemet
 	var out []TelemetrySeries
 	for rows.Next() {
 		var uuid, node, model string
-		var w, index int64
+		var w int64
 		var v float64
-		dest := []any{&uuid, &node, &w, &index, &model, &v}
+		dest := []any{&uuid, &node, &w, &model, &v}
 		if agg == "last" {
 			var t int64
 			dest = append(dest, &t)
@@ -214,7 +213,7 @@ func (s *Store) queryTelemetry(ctx context.Context, q TelemetryQuery) ([]Telemet
 			return nil, err
 		}
 		if n := len(out); n == 0 || out[n-1].GPUUUID != uuid || out[n-1].Node != node {
-			out = append(out, TelemetrySeries{GPUUUID: uuid, Node: node, GPUIndex: int(index)})
+			out = append(out, TelemetrySeries{GPUUUID: uuid, Node: node})
 		}
 		last := &out[len(out)-1]
 		if model != "" {
