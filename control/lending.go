@@ -413,7 +413,7 @@ func (p *Plane) watchLoans(ctx context.Context, lv *live) {
 		}
 		p.mu.Lock()
 		p.lendPending = append(p.lendPending, out...)
-		if forecast {
+		if forecast && len(out) > 0 { // a pool was forecast (none before the nodes register)
 			p.lendForecastAt = lv.now
 		}
 		p.mu.Unlock()

@@ -343,3 +343,28 @@ func TestAFailedLentNodeDoesNotTakeAnotherBack(t *testing.T) {
 			d.takeBack, d.lend, d.busy, d.keep)
 	}
 }
+
+// A read before any inference node registered (agents register after the
+// plane starts) does not spend the forecast's slot: the pool is forecast
+// as soon as its nodes are there.
+func TestThePoolIsForecastAsSoonAsItsNodesRegister(t *testing.T) {
+	e, sink, _ := lendingEnv(t, ModeAutopilot)
+	all := e.fleet.Nodes
+	e.fleet.Nodes = all[:1] // only the training node so far
+	now := t0.Add(time.Hour)
+	if err := sink.Write(e.ctx, inferenceSamples(&cluster.Fleet{Nodes: all}, t0, now, 2, 0)); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(now.Sub(e.clock.Now()))
+	e.lendCycle()
+	e.fleet.Nodes = all
+	now = now.Add(time.Minute)
+	if err := sink.Write(e.ctx, inferenceSamples(e.fleet, now.Add(-time.Minute), now, 2, 0)); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(time.Minute)
+	e.lendCycle()
+	if l := e.loan("inf-1"); l == nil || l.State != "lent" {
+		t.Errorf("inf-1 a minute after it registered: %+v, want lent", l)
+	}
+}
