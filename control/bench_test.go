@@ -256,10 +256,9 @@ func BenchmarkLoanDecision10kGPUs(b *testing.B) {
 	}
 	// Half the serving nodes' GPUs busy in waves of an hour.
 	grids := utilGrids(lp, now, func(k, g, ago int) bool { return k < 500 && (ago/60+g)%2 == 0 })
-	cfg := e.plane.cfg.Lending.withDefaults()
 	b.ReportAllocs()
 	for b.Loop() {
-		d, ok := e.plane.decideLoans(now, cfg, nil, lp, grids, true)
+		d, ok := e.plane.decideLoans(now, nil, lp, grids, true)
 		if !ok || d.serving != 8000 {
 			b.Fatalf("decision %v, %g GPUs serving", ok, d.serving)
 		}

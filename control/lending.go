@@ -67,7 +67,8 @@ const (
 	MaxLendRecent = idleHistory - idleStep
 )
 
-// withDefaults is l with its zero values at their defaults.
+// withDefaults is l with its zero values at their defaults (New sets
+// them).
 func (l Lending) withDefaults() Lending {
 	pol := l.policy()
 	l.Every, l.MinLoan, l.Notice = pol.Every, pol.MinLoan, pol.Notice
@@ -79,7 +80,7 @@ func (l Lending) withDefaults() Lending {
 }
 
 func (l Lending) policy() lend.Policy {
-	return lend.Policy{Every: l.Every, MinLoan: l.MinLoan, Notice: l.Notice, Headroom: max(l.Headroom, DefaultLendHeadroom)}.WithDefaults()
+	return lend.Policy{Every: l.Every, MinLoan: l.MinLoan, Notice: l.Notice, Headroom: l.Headroom}.WithDefaults()
 }
 
 func (l *Lending) validate() error {
@@ -180,7 +181,7 @@ func (p *Plane) forTraining(n *cluster.Node, now time.Time) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	l := p.loans[n.Name]
-	return l != nil && l.state == lend.Lent && !now.Before(l.since.Add(p.cfg.Lending.withDefaults().Handover))
+	return l != nil && l.state == lend.Lent && !now.Before(l.since.Add(p.cfg.Lending.Handover))
 }
 
 // restoreLoans reads the loans from the store; those of nodes no longer
@@ -243,7 +244,7 @@ func (p *Plane) reclaim(ctx context.Context, lv *live) {
 	if p.cfg.Lending == nil || p.Mode() != ModeAutopilot {
 		return
 	}
-	notice := p.cfg.Lending.withDefaults().Notice
+	notice := p.cfg.Lending.Notice
 	on := map[string]map[cluster.JobID]bool{}
 	for _, pl := range lv.placements {
 		for _, a := range pl.Allocations {
@@ -344,10 +345,9 @@ func (p *Plane) watchLoans(ctx context.Context, lv *live) {
 	if p.cfg.Lending == nil || p.cfg.Telemetry == nil {
 		return
 	}
-	cfg := p.cfg.Lending.withDefaults()
 	p.mu.Lock()
 	due := !p.lendReading && (p.lendReadAt.IsZero() || lv.now.Sub(p.lendReadAt) >= idleReadEvery)
-	forecast := due && (p.lendForecastAt.IsZero() || lv.now.Sub(p.lendForecastAt) >= cfg.Every)
+	forecast := due && (p.lendForecastAt.IsZero() || lv.now.Sub(p.lendForecastAt) >= p.cfg.Lending.Every)
 	if due {
 		p.lendReading, p.lendReadAt = true, lv.now
 	}
@@ -407,7 +407,7 @@ func (p *Plane) watchLoans(ctx context.Context, lv *live) {
 		}
 		var out []lendingDecision
 		for _, lp := range pools {
-			if d, ok := p.decideLoans(lv.now, cfg, model, lp, grids, forecast); ok {
+			if d, ok := p.decideLoans(lv.now, model, lp, grids, forecast); ok {
 				out = append(out, d)
 			}
 		}
@@ -438,7 +438,8 @@ func (p *Plane) utilReadUnderWay() bool {
 // minutes on loan are not the service's (nodeLoan.served). A node whose
 // GPUs served lately (within Recent) is kept; a failed node is kept, and
 // a failed serving node's GPUs count as busy (they serve nothing).
-func (p *Plane) decideLoans(now time.Time, cfg Lending, model *idle.Model, lp *loanPool, grids map[string]idle.Grid, forecast bool) (lendingDecision, bool) {
+func (p *Plane) decideLoans(now time.Time, model *idle.Model, lp *loanPool, grids map[string]idle.Grid, forecast bool) (lendingDecision, bool) {
+	cfg := p.cfg.Lending
 	p.mu.Lock()
 	loans := make([]*nodeLoan, len(lp.nodes))
 	nodes := make([]lend.Node, len(lp.nodes))
@@ -603,7 +604,7 @@ func (p *Plane) recommendLoans(ctx context.Context, now time.Time, d lendingDeci
 	}
 	for _, k := range d.lend {
 		p.addRecommendation(ctx, now, current, recLend, "", fmt.Sprintf("inference pool %s: %g of its serving %g GPUs busy, %g forecast to stay idle for %s: lend node %s to training",
-			d.pool, d.busy, d.serving, d.loan, p.cfg.Lending.withDefaults().MinLoan, d.nodes[k]), detail(d.nodes[k]))
+			d.pool, d.busy, d.serving, d.loan, p.cfg.Lending.MinLoan, d.nodes[k]), detail(d.nodes[k]))
 	}
 }
 
@@ -629,7 +630,7 @@ func (p *Plane) loanOf(n *cluster.Node) *NodeLoan {
 	if l := p.loans[n.Name]; l != nil {
 		out.State, out.Since = l.state.String(), l.since
 		if l.state == lend.Lent {
-			out.Usable = l.since.Add(p.cfg.Lending.withDefaults().Handover)
+			out.Usable = l.since.Add(p.cfg.Lending.Handover)
 		}
 	}
 	return out

@@ -262,10 +262,9 @@ func utilGrids(lp *loanPool, now time.Time, busy func(k, g, ago int) bool) map[s
 func TestALoanDecisionReadsLentMinutesAsTrainingsAndKeepsNodesThatServe(t *testing.T) {
 	e, lp := decideEnv(t)
 	now := t0.Add(5 * time.Hour)
-	cfg := e.plane.cfg.Lending.withDefaults()
 	decide := func(grids map[string]idle.Grid) lendingDecision {
 		t.Helper()
-		d, ok := e.plane.decideLoans(now, cfg, nil, lp, grids, true)
+		d, ok := e.plane.decideLoans(now, nil, lp, grids, true)
 		if !ok {
 			t.Fatal("no decision")
 		}
@@ -337,7 +336,7 @@ func TestAFailedLentNodeDoesNotTakeAnotherBack(t *testing.T) {
 	for _, u := range lp.uuids[2] {
 		delete(grids, u)
 	}
-	d, ok := e.plane.decideLoans(now, e.plane.cfg.Lending.withDefaults(), nil, lp, grids, true)
+	d, ok := e.plane.decideLoans(now, nil, lp, grids, true)
 	if !ok || len(d.takeBack) != 0 || len(d.lend) != 0 || d.busy != 1 || d.keep != 10 {
 		t.Errorf("take back %v, lend %v, busy %g, idle kept %g; want nothing to do, 1 busy, 10 idle kept (12 less the busy one and the headroom)",
 			d.takeBack, d.lend, d.busy, d.keep)

@@ -161,6 +161,10 @@ func New(cfg Config) (*Plane, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	if cfg.Lending != nil {
+		l := cfg.Lending.withDefaults() // the caller's stays as it was
+		cfg.Lending = &l
+	}
 	if sf, ok := cfg.Nodes.(StaticFleet); ok && sf.Fleet != nil && sf.Fleet.AllowCrossTenantSharing {
 		cfg.AllowCrossTenantSharing = true
 	}

@@ -38,7 +38,7 @@ type Lending struct {
 	// repeated when the replay outlasts them.
 	Replicas [][]float64
 	// ReplicasStart is the time of the replicas' first minute on their own
-	// clock (LoanQuery.SeriesNow); zero: the replay's start.
+	// clock (lend.Query.SeriesNow); zero: the replay's start.
 	ReplicasStart time.Time
 	// Lender forecasts the pool's idle GPUs.
 	Lender lend.Lender
