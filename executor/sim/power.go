@@ -1,10 +1,12 @@
 package sim
 
 import (
+	"cmp"
 	"time"
 
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/executor"
+	"github.com/prescient-sched/prescient/executor/park"
 )
 
 // PowerModel is a GPU's draw: IdleW when nothing runs on it, BusyW when it
@@ -83,10 +85,6 @@ const (
 func DefaultNodePower(n cluster.Node) NodePower {
 	return NodePower{BaseW: nodeBaseW + nodeBasePerGPUW*float64(len(n.GPUs)), ParkedW: nodeParkedW}
 }
-
-// DefaultParkLookahead is how far ahead forecast parking looks for demand
-// (Config.ParkForecast).
-const DefaultParkLookahead = 30 * time.Minute
 
 // parking accounts nodes that run nothing: after Config.ParkIdleAfter of
 // idleness a node is parked and draws ParkedW instead of its base and idle
@@ -178,24 +176,18 @@ func (p *parking) decide(s *Simulator, i int) {
 }
 
 // spare says whether node i, just emptied, is not expected to be needed
-// over the next ParkLookahead (Config.ParkForecast): the other nodes that
-// are up and not parked have, free now or freed by then, at least the
-// GPUs the queue holds and the last hour's arrivals would bring at their
-// rate, and a whole node's GPUs to spare. A running job frees its GPUs
-// with its chance of ending by then given how long it has run
-// (executor.DurationDist, through its forecast's P50 and P90).
+// over the next ParkLookahead (Config.ParkForecast, park.Outlook.Spare):
+// the other nodes that are up and not parked have, free now or freed by
+// then, at least the GPUs the queue holds and the last hour's arrivals
+// would bring at their rate, and a whole node's GPUs to spare.
 func (p *parking) spare(s *Simulator, i int) bool {
-	look := s.cfg.ParkLookahead
-	if look == 0 {
-		look = DefaultParkLookahead
-	}
-	supply := 0.0
+	o := park.Outlook{Look: cmp.Or(s.cfg.ParkLookahead, park.DefaultLookahead), Queued: s.queuedGPUs, Rate: s.arrivalRate()}
 	for k := range s.snap.Nodes {
 		// A node parked at this very instant (emptied at the same time,
 		// found spare) is not supply either.
 		parking := p.open[k] && p.afterOf[k] == 0 && !s.now.Before(p.emptyAt[k])
 		if k != i && !s.down[k] && !p.parked(s, k) && !parking {
-			supply += float64(s.free.WholeFree(k))
+			o.Free(s.free.WholeFree(k))
 		}
 	}
 	for k, r := range s.running {
@@ -204,11 +196,9 @@ func (p *parking) spare(s *Simulator, i int) bool {
 		if s.now.After(j.seg.start) {
 			ran += s.now.Sub(j.seg.start)
 		}
-		d := executor.NewDurationDist(r.Forecast.DurationP50, r.Forecast.DurationP90)
-		supply += float64(j.gpus) * d.EndWithin(ran, look)
+		o.Running(float64(j.gpus), ran, r.Forecast.DurationP50, r.Forecast.DurationP90)
 	}
-	demand := s.queuedGPUs + s.arrivalRate()*look.Seconds() + float64(s.free.MaxNodeGPUs())
-	return supply >= demand
+	return o.Spare(s.free.MaxNodeGPUs())
 }
 
 // endSpell adds the energy of node i's idle spell up to now: its draw

@@ -65,7 +65,7 @@ type Config struct {
 	ParkIdleAfter, WakeTime time.Duration
 	// ParkForecast (with ParkIdleAfter) parks a node as soon as it runs
 	// nothing when, by the forecasts, it will not be needed over the next
-	// ParkLookahead (zero means DefaultParkLookahead): the other awake
+	// ParkLookahead (zero means park.DefaultLookahead): the other awake
 	// nodes' GPUs, free now or freed by then by the running jobs' expected
 	// ends, cover the queued GPUs, the last hour's arrival rate over the
 	// lookahead and a node's worth more; otherwise after ParkIdleAfter.

@@ -1,0 +1,58 @@
+// Package park decides, from the forecasts, whether a node that runs
+// nothing may power down at once and how many GPUs the awake nodes lack
+// for what is coming. The replay (executor/sim, Config.ParkForecast) and
+// the control plane (control.Parking) decide with it alike.
+//
+// An Outlook weighs, over a lookahead, the GPUs that will be there — free
+// now on the nodes that are up, or freed by the running jobs, each with
+// its chance of ending by then given how long it has run
+// (executor.DurationDist through its forecast's P50 and P90) — against the
+// GPUs that will be asked for: the queue's and the recent arrivals' at
+// their rate over the lookahead. A node is spare when the supply covers
+// the demand and a whole node's GPUs more; the awake nodes are short by
+// what the demand exceeds the supply. The node's worth of slack between
+// the two keeps a node that was just woken from looking spare again.
+package park
+
+import (
+	"time"
+
+	"github.com/prescient-sched/prescient/executor"
+)
+
+// DefaultLookahead is how far ahead an Outlook looks unless told.
+const DefaultLookahead = 30 * time.Minute
+
+// Outlook is the GPU supply and demand over the next Look. Its zero value
+// with Look set is empty; add the supply with Free and Running.
+type Outlook struct {
+	Look time.Duration
+	// Queued is the GPUs the queue asks for; Rate the GPUs arriving per
+	// second lately.
+	Queued, Rate float64
+	supply       float64
+}
+
+// Free adds GPUs free now on a node that is up (or will be within Look).
+func (o *Outlook) Free(gpus int) { o.supply += float64(gpus) }
+
+// Running adds the GPUs of a running job that has run for ran, with the
+// chance that it ends within Look.
+func (o *Outlook) Running(gpus float64, ran, p50, p90 time.Duration) {
+	o.supply += gpus * executor.NewDurationDist(p50, p90).EndWithin(ran, o.Look)
+}
+
+// Supply is the GPUs expected to be there within Look.
+func (o *Outlook) Supply() float64 { return o.supply }
+
+// Demand is the GPUs expected to be asked for within Look.
+func (o *Outlook) Demand() float64 { return o.Queued + o.Rate*o.Look.Seconds() }
+
+// Spare reports whether a node of nodeGPUs GPUs, left out of the supply,
+// is not expected to be needed: the supply covers the demand and a node's
+// GPUs more.
+func (o *Outlook) Spare(nodeGPUs int) bool { return o.supply >= o.Demand()+float64(nodeGPUs) }
+
+// Short is how many GPUs the supply lacks to cover the demand; zero when
+// it covers it.
+func (o *Outlook) Short() float64 { return max(o.Demand()-o.supply, 0) }
