@@ -84,6 +84,9 @@ type Config struct {
 	// Lending lends the idle nodes of inference pools to training
 	// (lending.go); nil lends nothing. It needs Telemetry.
 	Lending *Lending
+	// Parking powers down the nodes that run nothing and wakes them when
+	// work needs them (parking.go); nil parks nothing.
+	Parking *Parking
 	// IdleJobAfter is how long every GPU of a running job must have been
 	// below the idle threshold, by Telemetry, before the plane records an
 	// "idle" recommendation about it (default DefaultIdleJobAfter;
@@ -187,6 +190,11 @@ func (c *Config) Validate() error {
 			errs = append(errs, errors.New("control: config: lending: needs Telemetry, the inference pools' demand"))
 		}
 	}
+	if c.Parking != nil {
+		if err := c.Parking.validate(); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if c.Prices.PerGPUHour < 0 || c.Prices.PerKWh < 0 {
 		errs = append(errs, errors.New("control: config: prices must not be negative"))
 	}
@@ -194,10 +202,11 @@ func (c *Config) Validate() error {
 }
 
 // LifecycleEvent is one thing that happened to a job, as webhooks post it,
-// or to an inference node's loan (Type node_lent, node_returning or
-// node_serving, with Node and Pool, and no job).
+// or to a node: an inference node's loan (Type node_lent, node_returning
+// or node_serving, with Node and Pool, and no job) or its parking
+// (node_parked, node_waking or node_awake, with Node).
 type LifecycleEvent struct {
-	Type     string            `json:"type"` // the store's event type: submitted, started, checkpointed, preempted, requeued, finished, failed, cancelled, ...; or node_lent, node_returning, node_serving
+	Type     string            `json:"type"` // the store's event type: submitted, started, checkpointed, preempted, requeued, finished, failed, cancelled, ...; or node_lent, node_returning, node_serving, node_parked, node_waking, node_awake
 	Time     time.Time         `json:"time"`
 	Node     string            `json:"node,omitempty"`
 	Pool     string            `json:"pool,omitempty"`

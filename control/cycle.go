@@ -51,6 +51,7 @@ func (p *Plane) liveState(ctx context.Context) (*live, error) {
 	}
 	p.refinePeaks(ctx, lv)
 	p.markLoans(lv)
+	p.markParked(lv)
 	lv.snap = cluster.NewSnapshot(&cluster.Fleet{Nodes: lv.nodes, Tenants: p.cfg.Tenants}, lv.now)
 	lv.in = executor.PlanInput{Now: lv.now, Cluster: lv.snap, UsageGPU: p.usageNow(lv), Waits: p.waitsNow(lv)}
 	waiter, _ := p.cfg.Backend.(executor.Waiter)
@@ -159,6 +160,7 @@ func (p *Plane) waitsNow(lv *live) map[string]executor.TenantWaits {
 		if known {
 			return
 		}
+		p.arrivals.add(lv.now, j.SubmitTime, float64(j.Spec.MilliGPUs())/cluster.MilliGPU)
 		w := p.waits[j.Spec.Tenant]
 		w.Arrivals += math.Exp2(-max(lv.now.Sub(j.SubmitTime), 0).Seconds() / h.Seconds())
 		p.waits[j.Spec.Tenant] = w
@@ -209,6 +211,7 @@ func (p *Plane) cycle(ctx context.Context) {
 	defer p.changedState() // its starts and stops change the live state
 	start := time.Now()
 	p.applyLoans(ctx, p.cfg.Clock().UTC())
+	p.settleParked(ctx, p.cfg.Clock().UTC())
 	lv, err := p.liveState(ctx)
 	if err != nil {
 		p.log.Error("plan cycle: reading the live state failed", "error", err)
@@ -231,6 +234,7 @@ func (p *Plane) cycle(ctx context.Context) {
 	}
 	p.recommendIdle(ctx, lv)
 	p.watchIdle(ctx, lv)
+	p.parkNodes(ctx, lv, plan)
 	p.log.Debug("plan cycle", "mode", mode, "queued", len(lv.queued), "running", len(lv.in.Running),
 		"placements", len(plan.Placements), "preemptions", len(plan.Preemptions), "took_s", time.Since(start).Seconds())
 }
@@ -381,7 +385,9 @@ func (p *Plane) recommend(ctx context.Context, lv *live, plan executor.Plan) {
 			CheckpointEveryS: pl.CheckpointEvery.Seconds(), DurationP50S: pl.Forecast.DurationP50.Seconds(),
 			DurationP90S: pl.Forecast.DurationP90.Seconds(), ForecastSource: pl.Forecast.Source})
 	}
-	p.dismissStale(ctx, current, func(kind string) bool { return kind != recIdle && kind != recLend && kind != recReclaim })
+	p.dismissStale(ctx, current, func(kind string) bool {
+		return kind != recIdle && kind != recLend && kind != recReclaim && kind != recPark
+	})
 }
 
 // addRecommendation records a recommendation unless the same one is open,

@@ -309,9 +309,7 @@ func (p *Plane) setLoan(ctx context.Context, node, pool string, from, to lend.St
 	p.mu.Unlock()
 	p.log.Info("lending: "+msg, append([]any{"node", node, "pool", pool}, attrs...)...)
 	p.changedState()
-	if p.cfg.Notifier != nil {
-		p.cfg.Notifier.Notify(ctx, LifecycleEvent{Type: "node_" + to.String(), Time: now, Node: node, Pool: pool, Message: msg})
-	}
+	p.notifyNode(ctx, "node_"+to.String(), node, pool, now, msg)
 	return true
 }
 

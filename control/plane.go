@@ -103,6 +103,14 @@ type Plane struct {
 	lendReading    bool
 	lendReadAt     time.Time
 	lendForecastAt time.Time
+	// parked are the nodes parked or being woken (parking.go), by name,
+	// under mu; suspendFailed the nodes whose Suspend program failed since
+	// the last cycle, under mu; parking what the plan loop alone keeps;
+	// arrivals the GPUs of the jobs seen arriving, under mu (waitsNow).
+	parked        map[string]*parkedNode
+	suspendFailed []string
+	parking       parkingState
+	arrivals      arrivals
 }
 
 var _ Service = (*Plane)(nil)
@@ -165,6 +173,10 @@ func New(cfg Config) (*Plane, error) {
 		l := cfg.Lending.withDefaults() // the caller's stays as it was
 		cfg.Lending = &l
 	}
+	if cfg.Parking != nil {
+		pk := cfg.Parking.withDefaults()
+		cfg.Parking = &pk
+	}
 	if sf, ok := cfg.Nodes.(StaticFleet); ok && sf.Fleet != nil && sf.Fleet.AllowCrossTenantSharing {
 		cfg.AllowCrossTenantSharing = true
 	}
@@ -181,7 +193,8 @@ func New(cfg Config) (*Plane, error) {
 		forecasts: map[cluster.JobID]executor.Forecast{}, reasons: map[cluster.JobID]string{},
 		deadlines: map[cluster.JobID]executor.DeadlineReport{}, openRecs: map[string]int64{}, loans: map[string]*nodeLoan{}, loanGen: map[string]uint64{}, usage: map[string]time.Duration{},
 		waits:  map[string]executor.TenantWaits{},
-		unsent: map[cluster.JobID]time.Time{}, silent: map[string]time.Time{}}
+		unsent: map[cluster.JobID]time.Time{}, silent: map[string]time.Time{}, parked: map[string]*parkedNode{},
+		parking: parkingState{emptySince: map[string]time.Time{}, hold: map[string]time.Time{}}}
 	p.jobMemory, _ = cfg.Telemetry.(collector.JobMemoryStore)
 	p.grace = cfg.Grace
 	if p.grace == 0 {
@@ -338,6 +351,9 @@ func (p *Plane) recover(ctx context.Context) error {
 		return fmt.Errorf("control: recover: %w", err)
 	}
 	if err := p.restoreLoans(ctx); err != nil {
+		return fmt.Errorf("control: recover: %w", err)
+	}
+	if err := p.restoreParked(ctx); err != nil {
 		return fmt.Errorf("control: recover: %w", err)
 	}
 	recs, err := p.cfg.Store.ListRecommendations(ctx, time.Time{}, 0)

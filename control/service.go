@@ -140,7 +140,7 @@ type FleetState struct {
 // NodeState is one node now.
 type NodeState struct {
 	Name  string     `json:"name"`
-	State string     `json:"state"` // ready, draining, down, parked
+	State string     `json:"state"` // ready, draining, down; parked, waking (Config.Parking)
 	Agent bool       `json:"agent"` // an agent is connected (agent backend)
 	GPUs  []GPUState `json:"gpus"`
 	// Loan is an inference node's loan to training (Config.Lending); nil

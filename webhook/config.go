@@ -13,13 +13,15 @@ import (
 )
 
 // EventTypes are the lifecycle events a hook can take: the store's event
-// types, as control.LifecycleEvent.Type carries them, and an inference
-// node's loan changes.
+// types, as control.LifecycleEvent.Type carries them, an inference node's
+// loan changes and a node's parking.
 var eventTypes = []string{
 	"submitted", "started", "checkpoint_requested", "checkpointed", "checkpoint_abandoned",
 	"preempted", "requeued", "finished", "failed", "cancelled",
 	// An inference node's loan (control.Lending): no job, no tenant.
 	"node_lent", "node_returning", "node_serving",
+	// A node's parking (control.Parking): no job, no tenant.
+	"node_parked", "node_waking", "node_awake",
 }
 
 // EventTypes lists the event types a hook's filter may name.
