@@ -24,6 +24,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -40,10 +41,44 @@ const (
 	e2eFleet       = "uniform:2x4:A100-SXM4-80GB"
 )
 
+// e2eBinary is the prescient binary the end-to-end tests share, built
+// once into a directory TestMain removes.
+var e2eBinary struct {
+	once      sync.Once
+	dir, path string
+	err       error
+}
+
+// TestMain removes the end-to-end tests' binary once they have run.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if e2eBinary.dir != "" {
+		_ = os.RemoveAll(e2eBinary.dir)
+	}
+	os.Exit(code)
+}
+
+// e2eBin is the shared binary, built on first use.
+func e2eBin(t *testing.T) string {
+	t.Helper()
+	e2eBinary.once.Do(func() {
+		if e2eBinary.dir, e2eBinary.err = os.MkdirTemp("", "prescient-e2e-"); e2eBinary.err != nil {
+			return
+		}
+		e2eBinary.path, e2eBinary.err = e2eBuild(e2eBinary.dir)
+		if e2eBinary.err == nil {
+			t.Logf("built %s", e2eBinary.path)
+		}
+	})
+	if e2eBinary.err != nil {
+		t.Fatal(e2eBinary.err)
+	}
+	return e2eBinary.path
+}
+
 // e2eBuild builds the prescient binary into dir, as `make build` does, and
 // returns its path.
-func e2eBuild(t *testing.T, dir string) string {
-	t.Helper()
+func e2eBuild(dir string) (string, error) {
 	goBin, err := exec.LookPath("go")
 	if err != nil {
 		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
@@ -54,12 +89,10 @@ func e2eBuild(t *testing.T, dir string) string {
 	if os.Getenv("CGO_CFLAGS") == "" {
 		cmd.Env = append(cmd.Env, "CGO_CFLAGS=-Wno-deprecated-declarations") // as the Makefile exports
 	}
-	start := time.Now()
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/prescient: %v\n%s", err, out)
+		return "", fmt.Errorf("go build ./cmd/prescient: %w\n%s", err, out)
 	}
-	t.Logf("built %s in %.1f s", bin, time.Since(start).Seconds())
-	return bin
+	return bin, nil
 }
 
 // e2eProc is one child process (serve or an agent) and its log file.
@@ -151,18 +184,18 @@ func (c *e2eCluster) spawn(name string, args ...string) *e2eProc {
 	return p
 }
 
-// startServe starts a control plane on the cluster's database and address
-// and waits until it is ready.
-func (c *e2eCluster) startServe() *e2eProc {
+// startServe starts a control plane on the cluster's database and address,
+// with more flags, and waits until it is ready.
+func (c *e2eCluster) startServe(more ...string) *e2eProc {
 	c.t.Helper()
-	p := c.spawn(fmt.Sprintf("serve-%d", len(c.serves)+1), "serve",
+	p := c.spawn(fmt.Sprintf("serve-%d", len(c.serves)+1), append([]string{"serve",
 		"--mode", "autopilot", "--backend", "agent", "--policy", "prescient",
 		"--db", c.db, "--listen", c.addr, "--tokens", filepath.Join(c.dir, "tokens.yaml"),
 		"--tick", "1s", "--grace", "15s",
 		// The prescient policy spares jobs that ran less than 10 minutes;
 		// the test's jobs run for seconds.
 		"--preempt-min-run", "1s",
-		"--log-format", "json")
+		"--log-format", "json"}, more...)...)
 	c.serves = append(c.serves, p)
 	c.waitFor("serve to answer /readyz", 30*time.Second, func() (bool, string) {
 		if p.exited() {

@@ -37,7 +37,7 @@ func TestEndToEnd(t *testing.T) {
 		t.Skip("end-to-end: builds the binary and runs serve, agents and jobs for about a minute")
 	}
 	began := time.Now()
-	bin := e2eBuild(t, t.TempDir())
+	bin := e2eBin(t)
 	c := newE2ECluster(t, bin)
 	workload := func(steps int) []string {
 		return []string{bin, "workload", "--steps", strconv.Itoa(steps), "--step-time", "200ms", "--checkpoint-every", "10"}

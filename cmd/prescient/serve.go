@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os/exec"
 	"slices"
 	"strings"
 	"time"
@@ -25,6 +26,7 @@ import (
 	"github.com/prescient-sched/prescient/datasets"
 	"github.com/prescient-sched/prescient/executor"
 	"github.com/prescient-sched/prescient/executor/lend"
+	"github.com/prescient-sched/prescient/executor/park"
 	"github.com/prescient-sched/prescient/executor/policies"
 	"github.com/prescient-sched/prescient/store"
 	"github.com/prescient-sched/prescient/training"
@@ -59,6 +61,7 @@ type serveOptions struct {
 	currency      string
 	agentSilent   time.Duration
 	lend          control.Lending
+	park          control.Parking
 
 	demo demoOptions
 	kube kubeOptions
@@ -140,9 +143,45 @@ token printed for the dashboard and the API.`,
 	f.DurationVar(&o.lend.Recent, "lend-recent", control.DefaultLendRecent, "lend no more than was idle throughout this last stretch (the rule itself without an idle model)")
 	f.IntVar(&o.lend.Headroom, "lend-headroom", control.DefaultLendHeadroom, "GPUs of an inference pool kept idle beyond the forecast (at least 1: a pool whose every GPU is busy gets a node back at once)")
 	f.DurationVar(&o.lend.Handover, "lend-handover", control.DefaultLendHandover, "how long a lent node waits for the inference service to move off before training is placed on it")
+	f.DurationVar(&o.park.IdleAfter, "park-idle-after", 0, "park (power down) a node that ran nothing this long, and wake it when work needs it (0: never); see --park-suspend-program")
+	f.BoolVar(&o.park.Forecast, "park-forecast", false, "with --park-idle-after: park an empty node at once when the forecast finds it spare over --park-lookahead, and wake parked nodes ahead of the forecast demand")
+	f.DurationVar(&o.park.Lookahead, "park-lookahead", park.DefaultLookahead, "how far ahead --park-forecast weighs the GPUs coming free against those asked for")
+	f.StringVar(&o.park.Suspend, "park-suspend-program", "", "program run with a node's name to power it down when it parks (as Slurm's SuspendProgram); without it the webhook node_parked or GET /v1/fleet tells the power manager")
+	f.StringVar(&o.park.Resume, "park-resume-program", "", "program run with a node's name to power it up when it is woken (as Slurm's ResumeProgram); without it the webhook node_waking tells the power manager")
+	f.DurationVar(&o.park.WakeTimeout, "park-wake-timeout", control.DefaultWakeTimeout, "how long a woken node may take to be ready before the wake is given up")
 	addDemoFlags(f, &o.demo)
 	addKubeFlags(f, &o.kube)
 	return cmd
+}
+
+// validateParking checks the --park-* flags.
+func (o *serveOptions) validateParking() []error {
+	pk := &o.park
+	if pk.IdleAfter == 0 {
+		if pk.Forecast || pk.Suspend != "" || pk.Resume != "" {
+			return []error{errors.New("--park-idle-after: --park-forecast and the power programs need it (how long an empty node waits when the forecast does not park it at once)")}
+		}
+		return nil
+	}
+	var errs []error
+	if pk.IdleAfter < 0 {
+		errs = append(errs, fmt.Errorf("--park-idle-after %s: want a positive duration, or 0 to park nothing", pk.IdleAfter))
+	}
+	if o.backend == "kubernetes" {
+		errs = append(errs, errors.New("--park-idle-after: not with --backend kubernetes: a parked node would have to be cordoned, and Prescient does not write Nodes (power down idle nodes with the cluster autoscaler there)"))
+	}
+	if pk.Lookahead <= 0 || pk.WakeTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("--park-lookahead %s, --park-wake-timeout %s: want positive durations", pk.Lookahead, pk.WakeTimeout))
+	}
+	for _, prog := range []struct{ flag, path string }{{"--park-suspend-program", pk.Suspend}, {"--park-resume-program", pk.Resume}} {
+		if prog.path == "" {
+			continue
+		}
+		if _, err := exec.LookPath(prog.path); err != nil {
+			errs = append(errs, fmt.Errorf("%s %s: %w", prog.flag, prog.path, err))
+		}
+	}
+	return errs
 }
 
 // validateLending checks the --lend-* flags when --lend-pools is given.
@@ -206,6 +245,7 @@ func (o *serveOptions) validate() error {
 		errs = append(errs, fmt.Errorf("--backfill-depth %d: must not be negative", o.backfillDepth))
 	}
 	errs = append(errs, o.validateLending()...)
+	errs = append(errs, o.validateParking()...)
 	if o.tick <= 0 {
 		errs = append(errs, fmt.Errorf("--tick %s: want a positive duration", o.tick))
 	}
@@ -317,6 +357,9 @@ func runServe(ctx context.Context, g *globals, o serveOptions, stdout io.Writer)
 	}
 	if len(o.lend.Pools) > 0 {
 		cfg.Lending = &o.lend
+	}
+	if o.park.IdleAfter > 0 {
+		cfg.Parking = &o.park
 	}
 	if demo != nil {
 		cfg.Tenants = demo.fleet.Tenants

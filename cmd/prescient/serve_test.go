@@ -13,6 +13,7 @@ import (
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/cluster/clustertest"
 	"github.com/prescient-sched/prescient/control"
+	"github.com/prescient-sched/prescient/executor/park"
 	"github.com/prescient-sched/prescient/training"
 )
 
@@ -88,6 +89,17 @@ func TestServeRefusesFlagsThatCannotWork(t *testing.T) {
 		{"lending every 90 seconds", func(o *serveOptions) { o.lend = lendDefaults(); o.lend.Every = 90 * time.Second }, "--lend-every"},
 		{"lending with no notice", func(o *serveOptions) { o.lend = lendDefaults(); o.lend.Notice = 0 }, "--lend-notice"},
 		{"lending on a day's history", func(o *serveOptions) { o.lend = lendDefaults(); o.lend.Recent = 24 * time.Hour }, "--lend-recent"},
+		{"forecast parking without a delay", func(o *serveOptions) { o.park.Forecast = true }, "--park-idle-after"},
+		{"a suspend program without parking", func(o *serveOptions) { o.park.Suspend = "/bin/true" }, "--park-idle-after"},
+		{"parking a negative time", func(o *serveOptions) { o.park = parkDefaults(); o.park.IdleAfter = -time.Minute }, "--park-idle-after"},
+		{"parking on Kubernetes", func(o *serveOptions) {
+			o.park, o.backend = parkDefaults(), "kubernetes"
+		}, "not with --backend kubernetes"},
+		{"parking with a suspend program that is not there", func(o *serveOptions) {
+			o.park = parkDefaults()
+			o.park.Suspend = "/nonexistent/ipmi-off"
+		}, "--park-suspend-program /nonexistent/ipmi-off"},
+		{"parking with no wake timeout", func(o *serveOptions) { o.park = parkDefaults(); o.park.WakeTimeout = 0 }, "--park-wake-timeout"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := base()
@@ -106,6 +118,16 @@ func TestServeRefusesFlagsThatCannotWork(t *testing.T) {
 	if err := o.validate(); err != nil {
 		t.Fatalf("the defaults with --lend-pools: %v", err)
 	}
+	o.park = parkDefaults()
+	o.park.Suspend, o.park.Resume = "/bin/true", "true"
+	if err := o.validate(); err != nil {
+		t.Fatalf("parking with programs that are there: %v", err)
+	}
+}
+
+// parkDefaults are the --park-* flags' defaults with --park-idle-after 10m.
+func parkDefaults() control.Parking {
+	return control.Parking{IdleAfter: 10 * time.Minute, Lookahead: park.DefaultLookahead, WakeTimeout: control.DefaultWakeTimeout}
 }
 
 // lendDefaults are the --lend-* flags' defaults with --lend-pools inference.
