@@ -16,6 +16,7 @@ import (
 	"github.com/prescient-sched/prescient/executor/lend"
 	"github.com/prescient-sched/prescient/models"
 	"github.com/prescient-sched/prescient/predictor"
+	"github.com/prescient-sched/prescient/store"
 	"github.com/prescient-sched/prescient/training"
 )
 
@@ -263,4 +264,64 @@ func BenchmarkLoanDecision10kGPUs(b *testing.B) {
 			b.Fatalf("decision %v, %g GPUs serving", ok, d.serving)
 		}
 	}
+}
+
+// BenchmarkParkingDecision10kGPUs is a cycle's parking decision on 1,250
+// nodes of 8 GPUs: 1,000 nodes run an 8-GPU job each, 200 are parked, 50
+// are awake and empty, and 500 8-GPU jobs wait. The plan is made again
+// with the parked nodes up (the planner over the whole queue), the 200
+// parked nodes are woken (recorded in the store) and the forecast's
+// outlook is weighed for the empty nodes. Each iteration starts from the
+// same parked nodes.
+func BenchmarkParkingDecision10kGPUs(b *testing.B) {
+	fleet := fleetOf(1250, 8)
+	e := newEnv(b, fleet, func(c *Config) { c.Parking = &Parking{IdleAfter: time.Hour, Forecast: true} })
+	now := t0.Add(6 * time.Hour)
+	lv := &live{now: now, nodes: slices.Clone(fleet.Nodes), placements: map[cluster.JobID]store.Placement{}}
+	parked := map[string]*parkedNode{}
+	for n := 1000; n < 1200; n++ {
+		parked[lv.nodes[n].Name] = &parkedNode{state: powerParked, since: now.Add(-time.Hour), node: fleet.Nodes[n], wentDown: true}
+		lv.nodes[n].State = cluster.NodeFailed // off
+	}
+	lv.snap = cluster.NewSnapshot(&cluster.Fleet{Nodes: lv.nodes, Tenants: fleet.Tenants}, now)
+	lv.in = executor.PlanInput{Now: now, Cluster: lv.snap}
+	for i := range 1500 {
+		j := cluster.Job{ID: cluster.JobID(fmt.Sprintf("j%04d", i)), Spec: spec(8, time.Duration(1+i%10)*time.Hour), SubmitTime: now.Add(-time.Hour), State: cluster.StateQueued}
+		v := &executor.JobView{Job: &j, Forecast: executor.Forecast{Job: j.ID, DurationP50: time.Duration(1+i%10) * time.Hour,
+			DurationP90: time.Duration(2+i%10) * time.Hour}, QueuedSince: j.SubmitTime}
+		if i >= 1000 {
+			lv.queued = append(lv.queued, j)
+			lv.in.Queue = append(lv.in.Queue, v)
+			continue
+		}
+		j.State, j.StartTime = cluster.StateRunning, now.Add(-30*time.Minute)
+		var allocs []cluster.Allocation
+		for g := range 8 {
+			allocs = append(allocs, cluster.Allocation{GPU: cluster.GPURef{Node: lv.nodes[i].Name, Index: g}, Milli: cluster.MilliGPU})
+		}
+		if err := lv.snap.Allocate(j.ID, allocs); err != nil {
+			b.Fatal(err)
+		}
+		lv.placements[j.ID] = store.Placement{Job: j.ID, Attempt: 1, Allocations: allocs}
+		v.Progress = 30 * time.Minute
+		lv.in.Running = append(lv.in.Running, &executor.RunningJob{JobView: *v, Allocations: allocs, Started: j.StartTime})
+	}
+	var ds []time.Duration
+	b.ReportAllocs()
+	for b.Loop() {
+		e.plane.mu.Lock()
+		e.plane.parked = map[string]*parkedNode{}
+		for name, pn := range parked {
+			cp := *pn
+			e.plane.parked[name] = &cp
+		}
+		e.plane.mu.Unlock()
+		start := time.Now()
+		e.plane.parkNodes(e.ctx, lv, executor.Plan{})
+		ds = append(ds, time.Since(start))
+		if got := e.plane.powerOf("n1000"); got != powerWaking {
+			b.Fatalf("n1000 %q after the decision, want waking", got)
+		}
+	}
+	reportLatency(b, ds)
 }

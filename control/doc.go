@@ -11,7 +11,11 @@
 // simulates forward from the live state with executor/sim; Stats
 // (stats.go) reads the job history and telemetry for the dashboard;
 // refine.go re-forecasts running jobs' peak GPU memory from their telemetry
-// (Config.PeakRefiner) for placement.
+// (Config.PeakRefiner) for placement; idle.go forecasts idle GPUs and
+// recommends about jobs that hold theirs idle; lending.go lends idle
+// inference nodes to training (Config.Lending) and parking.go powers down
+// nodes that run nothing and wakes them for work (Config.Parking), both
+// deciding as the replay does (executor/lend, executor/park).
 // control/simbackend is a Backend without processes for tests and
 // `serve --backend sim`.
 package control
