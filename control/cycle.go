@@ -386,7 +386,7 @@ func (p *Plane) recommend(ctx context.Context, lv *live, plan executor.Plan) {
 			DurationP90S: pl.Forecast.DurationP90.Seconds(), ForecastSource: pl.Forecast.Source})
 	}
 	p.dismissStale(ctx, current, func(kind string) bool {
-		return kind != recIdle && kind != recLend && kind != recReclaim && kind != recPark
+		return kind != recIdle && kind != recLend && kind != recReclaim && kind != recPark && kind != recWake
 	})
 }
 

@@ -23,7 +23,7 @@ const telemetryFresh = 5 * time.Minute
 // Fleet implements Service.
 func (p *Plane) Fleet(ctx context.Context) (FleetState, error) {
 	now := p.cfg.Clock().UTC()
-	nodes := p.withParked(p.cfg.Nodes.Nodes())
+	nodes, parked := p.fleetWithParked(p.cfg.Nodes.Nodes())
 	pls, err := p.cfg.Store.Placements(ctx)
 	if err != nil {
 		return FleetState{}, fmt.Errorf("fleet: %w", err)
@@ -49,7 +49,7 @@ func (p *Plane) Fleet(ctx context.Context) (FleetState, error) {
 	agents, _ := p.cfg.Nodes.(AgentStatus)
 	for i := range nodes {
 		n := &nodes[i]
-		ns := NodeState{Name: n.Name, State: cmp.Or(p.powerOf(n.Name), nodeState(n.State)), Loan: p.loanOf(n)}
+		ns := NodeState{Name: n.Name, State: cmp.Or(parked[n.Name], nodeState(n.State)), Loan: p.loanOf(n)}
 		if agents != nil {
 			ns.Agent = agents.Connected(n.Name)
 		}

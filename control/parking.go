@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/prescient-sched/prescient/cluster"
@@ -22,30 +23,37 @@ import (
 //
 // A node that is ready, runs nothing and is not an inference node (Lending
 // decides those) is parked once it has run nothing for IdleAfter. With
-// Forecast it is parked as soon as it empties when park.Outlook says it is
-// spare over Lookahead (the other awake nodes' GPUs, free now or freed by
-// the running jobs' forecast ends, cover the queue, the recent arrivals at
-// their rate and a node's GPUs more), and after IdleAfter only if the
-// awake nodes still cover the demand without it.
+// Forecast it is parked before that, at the first cycle that finds it
+// spare by park.Outlook over Lookahead (the other awake nodes' GPUs, free
+// now or freed by the running jobs' forecast ends, cover the queued work
+// more nodes could serve, the recent arrivals at their rate and a node's
+// GPUs more), and after IdleAfter only if the awake nodes still cover the
+// demand without it.
 //
-// A parked node takes no jobs. It is woken when the plan, made again as if
-// the parked nodes were up, places a job that waits on it; with Forecast
-// also ahead of need, when the outlook says the awake and waking nodes
-// fall short over Lookahead, so that the boot is over before the work
-// comes. A woken node is awake once the fleet reports it ready; one that
-// is not ready WakeTimeout after the wake is given up (an error in the
-// log): the fleet's own state of it stands.
+// A parked node takes no jobs. It is woken when the jobs that wait, once
+// the GPUs of the jobs being stopped are free and the nodes already
+// waking are up, would be placed on it; with Forecast also ahead of need,
+// when the awake and waking nodes fall short of the outlook's demand, so
+// that the boot is over before the work comes. A woken node is awake once
+// the fleet reports it ready, and, when a Suspend program powers nodes
+// down, once it was seen down since it parked (a node still shutting down
+// is not awake). One not awake WakeTimeout after the wake (its Resume
+// failed, it did not boot) is parked again, an error in the log, and not
+// woken again for another WakeTimeout; other nodes are woken meanwhile.
 //
 // In autopilot a park runs Suspend, and a wake Resume, with the node's
 // name as their argument (Slurm's SuspendProgram and ResumeProgram: IPMI,
 // Redfish, a cloud API); either may be empty when a power manager acts on
 // the webhooks node_parked, node_waking and node_awake or on GET
-// /v1/fleet instead. A Suspend that fails leaves the node awake, not
-// parked again before another IdleAfter. The parked nodes are kept in the
-// store with their shape (a node that is off has no agent to register
-// it), so a restart forgets none; it forgets how long the others have
-// been empty. In advisor mode the plane recommends parks (kind "park")
-// and parks nothing.
+// /v1/fleet instead. A node is not woken while its Suspend runs; a Suspend
+// that fails leaves the node awake, not parked again before another
+// IdleAfter. The parked nodes are kept in the store with their shape (a
+// node that is off has no agent to register it), so a restart forgets
+// none; after a restart that found parked nodes the plane neither parks
+// nor wakes for NodeSyncTimeout, while the agents register again. A
+// restart forgets how long the other nodes had been empty. In advisor
+// mode the plane recommends parks and wakes (kinds "park" and "wake") and
+// changes nothing.
 type Parking struct {
 	IdleAfter time.Duration
 	Forecast  bool
@@ -54,7 +62,7 @@ type Parking struct {
 	Lookahead time.Duration
 	// Suspend and Resume are the programs that power a node down and up.
 	Suspend, Resume string
-	// WakeTimeout is how long a woken node may take to be ready (default
+	// WakeTimeout is how long a woken node may take to be awake (default
 	// DefaultWakeTimeout).
 	WakeTimeout time.Duration
 }
@@ -64,8 +72,12 @@ type Parking struct {
 // firmware alone often takes minutes).
 const DefaultWakeTimeout = 10 * time.Minute
 
-// powerProgramTimeout bounds one run of Suspend or Resume.
-const powerProgramTimeout = time.Minute
+// powerProgramTimeout bounds one run of Suspend or Resume; the program's
+// own children get powerProgramWait more to let go of its output.
+const (
+	powerProgramTimeout = time.Minute
+	powerProgramWait    = 5 * time.Second
+)
 
 func (c Parking) withDefaults() Parking {
 	c.Lookahead = cmp.Or(c.Lookahead, park.DefaultLookahead)
@@ -84,8 +96,11 @@ func (c *Parking) validate() error {
 	return errors.Join(errs...)
 }
 
-// The kind of the advisor's parking recommendations.
-const recPark = "park"
+// The kinds of the advisor's parking recommendations.
+const (
+	recPark = "park"
+	recWake = "wake"
+)
 
 // The states of a node powered down, as the store and GET /v1/fleet name
 // them.
@@ -100,14 +115,34 @@ type parkedNode struct {
 	since time.Time
 	node  cluster.Node // as it was when it parked, ready
 	// wentDown is set once the fleet reported the node not ready after it
-	// parked: a woken node that never went down is awake at once.
+	// parked.
 	wentDown bool
+	// suspending is set while its Suspend program runs; wakeAfter is when
+	// a node whose wake failed may be woken again.
+	suspending bool
+	wakeAfter  time.Time
+}
+
+// wakeable reports whether pn may be woken at now.
+func (pn *parkedNode) wakeable(now time.Time) bool {
+	return pn.state == powerParked && !pn.suspending && !now.Before(pn.wakeAfter)
 }
 
 // parkingState is what the plan loop alone keeps of parking.
 type parkingState struct {
 	emptySince map[string]time.Time // the awake nodes that run nothing, since when
 	hold       map[string]time.Time // nodes whose Suspend failed: not parked before
+	// from is when parking decides again after a restart that found
+	// parked nodes.
+	from time.Time
+}
+
+// powerRun is a Suspend or Resume program's run that ended, for the node
+// in state state since since.
+type powerRun struct {
+	node, state string
+	since       time.Time
+	err         error
 }
 
 // arrivals are the GPUs of the jobs seen arriving, decayed with a time
@@ -140,23 +175,58 @@ func (a *arrivals) rate(now time.Time) float64 {
 	return a.gpus / arrivalTau.Seconds()
 }
 
-// restoreParked reads the parked nodes from the store.
+// restoreParked reads the parked nodes from the store. With parking off
+// they are forgotten, and so taken back into the plan: whatever powers
+// them up again (by hand) makes them usable.
 func (p *Plane) restoreParked(ctx context.Context) error {
 	rows, err := p.cfg.Store.ParkedNodes(ctx)
 	if err != nil {
 		return err
 	}
-	if p.cfg.Parking == nil && len(rows) > 0 {
-		p.log.Warn("parking: nodes were parked, and parking is off: they stay off until they are woken by hand", "nodes", len(rows))
-	}
 	parked := map[string]*parkedNode{}
 	for _, r := range rows {
+		if p.cfg.Parking == nil {
+			p.log.Warn("parking: a node was parked and parking is off: it is planned on again once it is up; power it up by hand",
+				"node", r.Node.Name, "state", r.State, "since", r.Since)
+			if err := p.cfg.Store.DeleteParked(ctx, r.Node.Name); err != nil {
+				return err
+			}
+			continue
+		}
 		parked[r.Node.Name] = &parkedNode{state: r.State, since: r.Since, node: r.Node}
 	}
 	p.mu.Lock()
 	p.parked = parked
 	p.mu.Unlock()
+	if len(parked) > 0 {
+		p.parking.from = p.cfg.Clock().UTC().Add(p.cfg.NodeSyncTimeout)
+	}
 	return nil
+}
+
+// fleetWithParked is nodes with the parked nodes the node source does not
+// list (a node that is off has no agent), as they were when they parked,
+// and each parked or waking node's state.
+func (p *Plane) fleetWithParked(nodes []cluster.Node) ([]cluster.Node, map[string]string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.parked) == 0 {
+		return nodes, nil
+	}
+	states := make(map[string]string, len(p.parked))
+	listed := map[string]bool{}
+	for i := range nodes {
+		listed[nodes[i].Name] = true
+	}
+	var away []cluster.Node
+	for name, pn := range p.parked {
+		states[name] = pn.state
+		if !listed[name] {
+			away = append(away, pn.node)
+		}
+	}
+	slices.SortFunc(away, func(a, b cluster.Node) int { return strings.Compare(a.Name, b.Name) })
+	return append(slices.Clone(nodes), away...), states
 }
 
 // powerOf is node's parking state ("parked", "waking"), or "".
@@ -167,28 +237,6 @@ func (p *Plane) powerOf(node string) string {
 		return pn.state
 	}
 	return ""
-}
-
-// withParked is nodes and the parked nodes the node source does not list
-// (a node that is off has no agent), as they were when they parked.
-func (p *Plane) withParked(nodes []cluster.Node) []cluster.Node {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if len(p.parked) == 0 {
-		return nodes
-	}
-	listed := map[string]bool{}
-	for i := range nodes {
-		listed[nodes[i].Name] = true
-	}
-	var away []cluster.Node
-	for name, pn := range p.parked {
-		if !listed[name] {
-			away = append(away, pn.node)
-		}
-	}
-	slices.SortFunc(away, func(a, b cluster.Node) int { return strings.Compare(a.Name, b.Name) })
-	return append(slices.Clone(nodes), away...)
 }
 
 // markParked takes the parked and waking nodes out of the plan: drained.
@@ -207,71 +255,104 @@ func (p *Plane) markParked(lv *live) {
 }
 
 // settleParked, in the plan loop before the live state is read, notes the
-// parked nodes that went down, wakes those whose Suspend failed, and
-// makes awake the woken nodes that are ready (or gives them up after
-// WakeTimeout).
+// parked nodes that went down and the power programs that ended, wakes
+// the nodes whose Suspend failed, makes awake the woken nodes that are
+// up, and parks again those that are not WakeTimeout after their wake.
 func (p *Plane) settleParked(ctx context.Context, now time.Time) {
 	if p.cfg.Parking == nil {
 		return
 	}
+	cfg := p.cfg.Parking
 	ready := map[string]bool{}
 	for _, n := range p.cfg.Nodes.Nodes() {
 		ready[n.Name] = n.State == "" || n.State == cluster.NodeReady
 	}
-	p.mu.Lock()
-	failed := p.suspendFailed
-	p.suspendFailed = nil
 	type change struct {
-		node, msg string
-		giveUp    bool
+		node cluster.Node
+		to   string // "" (awake) or powerParked
+		msg  string
+		err  bool
 	}
 	var changes []change
+	p.mu.Lock()
+	runs := p.powerRuns
+	p.powerRuns = nil
+	for _, r := range runs {
+		pn := p.parked[r.node]
+		if pn == nil || pn.state != r.state || !pn.since.Equal(r.since) {
+			continue // the node moved on since
+		}
+		switch {
+		case r.state == powerParked && r.err == nil:
+			pn.suspending = false
+		case r.err == nil: // a Resume that ran: the node boots
+		case r.state == powerParked:
+			pn.suspending = false
+			changes = append(changes, change{node: pn.node, msg: "the suspend program failed (" + r.err.Error() + "): the node stays awake"})
+			p.parking.hold[r.node] = now.Add(cfg.IdleAfter)
+		default:
+			changes = append(changes, change{node: pn.node, to: powerParked, err: true,
+				msg: fmt.Sprintf("the resume program failed (%s): the node is parked again, not woken before %s", r.err, cfg.WakeTimeout)})
+		}
+	}
 	for name, pn := range p.parked {
 		if !ready[name] {
 			pn.wentDown = true
 		}
+		up := ready[name] && (pn.wentDown || cfg.Suspend == "")
 		switch {
-		case slices.Contains(failed, name) && pn.state == powerParked:
-			changes = append(changes, change{node: name, msg: "the suspend program failed: the node stays awake"})
-			p.parking.hold[name] = now.Add(p.cfg.Parking.IdleAfter)
-		case pn.state == powerWaking && ready[name]:
-			changes = append(changes, change{node: name, msg: "node awake"})
+		case slices.ContainsFunc(changes, func(c change) bool { return c.node.Name == name }):
+		case pn.state == powerWaking && up:
+			changes = append(changes, change{node: pn.node, msg: "node awake"})
 		case pn.state == powerParked && ready[name] && pn.wentDown:
-			changes = append(changes, change{node: name, msg: "node awake: it came back up while parked"})
-		case pn.state == powerWaking && now.Sub(pn.since) >= p.cfg.Parking.WakeTimeout:
-			changes = append(changes, change{node: name, msg: fmt.Sprintf("node not ready %s after it was woken: given up", p.cfg.Parking.WakeTimeout), giveUp: true})
+			changes = append(changes, change{node: pn.node, msg: "node awake: it came back up while parked"})
+		case pn.state == powerWaking && now.Sub(pn.since) >= cfg.WakeTimeout && ready[name]:
+			changes = append(changes, change{node: pn.node, msg: fmt.Sprintf("node awake: it is up %s after its wake, never seen down", cfg.WakeTimeout)})
+		case pn.state == powerWaking && now.Sub(pn.since) >= cfg.WakeTimeout:
+			changes = append(changes, change{node: pn.node, to: powerParked, err: true,
+				msg: fmt.Sprintf("the node is not up %s after its wake: it is parked again, not woken before %s", cfg.WakeTimeout, cfg.WakeTimeout)})
 		}
 	}
 	p.mu.Unlock()
-	slices.SortFunc(changes, func(a, b change) int { return strings.Compare(a.node, b.node) })
+	slices.SortFunc(changes, func(a, b change) int { return strings.Compare(a.node.Name, b.node.Name) })
 	for _, c := range changes {
-		if err := p.cfg.Store.DeleteParked(ctx, c.node); err != nil {
-			p.log.Error("parking: not recorded", "node", c.node, "error", err)
+		if c.to == powerParked {
+			if p.setParked(ctx, c.node, powerWaking, powerParked, now, c.msg, "") {
+				p.mu.Lock()
+				p.parked[c.node.Name].wakeAfter = now.Add(cfg.WakeTimeout)
+				p.mu.Unlock()
+			}
 			continue
+		}
+		if err := p.cfg.Store.DeleteParked(ctx, c.node.Name); err != nil {
+			p.log.Error("parking: not recorded", "node", c.node.Name, "error", err)
+			continue // the next cycle sees the same again
 		}
 		p.mu.Lock()
-		delete(p.parked, c.node)
+		delete(p.parked, c.node.Name)
 		p.mu.Unlock()
 		p.changedState()
-		if c.giveUp {
-			p.log.Error("parking: "+c.msg, "node", c.node)
-			continue
-		}
-		p.log.Info("parking: "+c.msg, "node", c.node)
-		p.notifyNode(ctx, "node_awake", c.node, "", now, c.msg)
+		p.log.Info("parking: "+c.msg, "node", c.node.Name)
+		p.notifyNode(ctx, "node_awake", c.node.Name, "", now, c.msg)
 	}
 }
 
 // parkNodes is the parking decision of a cycle, after the plan: it wakes
 // the parked nodes that the waiting work needs and parks the nodes that
 // have run nothing long enough or that the forecast finds spare. The
-// advisor recommends the parks and changes nothing.
+// advisor recommends the wakes and the parks and changes nothing.
 func (p *Plane) parkNodes(ctx context.Context, lv *live, plan executor.Plan) {
 	if p.cfg.Parking == nil {
 		return
 	}
 	cfg := p.cfg.Parking
 	autopilot := p.Mode() == ModeAutopilot
+	current := map[string]bool{}
+	defer p.dismissStale(ctx, current, func(kind string) bool { return kind == recPark || kind == recWake })
+	st := &p.parking
+	if lv.now.Before(st.from) {
+		return // after a restart, while the agents register again
+	}
 	busy := map[string]bool{}
 	for _, pl := range lv.placements {
 		for _, a := range pl.Allocations {
@@ -283,20 +364,19 @@ func (p *Plane) parkNodes(ctx context.Context, lv *live, plan executor.Plan) {
 			busy[a.GPU.Node] = true
 		}
 	}
-	maxGPUs := 0
-	o := park.Outlook{Look: cfg.Lookahead, Rate: p.arrivalRate(lv.now)}
-	for i := range lv.queued {
-		o.Queued += float64(lv.queued[i].Spec.MilliGPUs()) / cluster.MilliGPU
-	}
+	all, _ := p.fleetWithParked(lv.nodes)
+	o := park.Outlook{Look: cfg.Lookahead, Rate: p.arrivalRate(lv.now), Queued: p.queuedDemand(lv, all)}
 	for _, r := range lv.in.Running {
 		o.Running(float64(r.Job.Spec.MilliGPUs())/cluster.MilliGPU, r.Progress, r.Forecast.DurationP50, r.Forecast.DurationP90)
 	}
-	st := &p.parking
+	maxGPUs := 0
 	seen := map[string]bool{}
 	var empty []*cluster.Node
+	for i := range all {
+		maxGPUs = max(maxGPUs, len(all[i].GPUs))
+	}
 	for i := range lv.nodes {
 		n := &lv.nodes[i]
-		maxGPUs = max(maxGPUs, len(n.GPUs))
 		if n.State != "" && n.State != cluster.NodeReady {
 			continue // failed, drained, parked
 		}
@@ -316,43 +396,48 @@ func (p *Plane) parkNodes(ctx context.Context, lv *live, plan executor.Plan) {
 		}
 	}
 	p.mu.Lock()
-	var parked []*parkedNode
+	var waking, wakeable []parkedNode // copies: the loop's view of this cycle
 	for _, pn := range p.parked {
-		maxGPUs = max(maxGPUs, len(pn.node.GPUs))
-		if pn.state == powerWaking {
+		switch {
+		case pn.state == powerWaking:
+			waking = append(waking, *pn)
 			o.Free(len(pn.node.GPUs)) // up within the lookahead
-		} else {
-			parked = append(parked, pn)
+		case pn.wakeable(lv.now):
+			wakeable = append(wakeable, *pn)
 		}
 	}
 	p.mu.Unlock()
-	slices.SortFunc(parked, func(a, b *parkedNode) int {
+	slices.SortFunc(wakeable, func(a, b parkedNode) int {
 		return cmp.Or(a.since.Compare(b.since), strings.Compare(a.node.Name, b.node.Name))
 	})
 
-	if autopilot && len(parked) > 0 {
-		wake := p.parkedNeeded(ctx, lv, plan, parked)
-		for _, pn := range parked {
+	if len(wakeable) > 0 {
+		wake := p.parkedNeeded(ctx, lv, plan, waking, wakeable)
+		for _, pn := range wakeable {
 			if wake[pn.node.Name] != "" {
 				o.Free(len(pn.node.GPUs))
 			}
 		}
 		if cfg.Forecast {
-			for _, pn := range parked {
-				if short := o.Short(); short > 0 && wake[pn.node.Name] == "" {
+			for _, pn := range wakeable {
+				if o.Short() > 0 && wake[pn.node.Name] == "" {
 					wake[pn.node.Name] = fmt.Sprintf("the forecast: %.1f GPUs wanted over the next %s, %.1f there", o.Demand(), cfg.Lookahead, o.Supply())
 					o.Free(len(pn.node.GPUs))
 				}
 			}
 		}
-		for _, pn := range parked {
-			if why := wake[pn.node.Name]; why != "" {
+		for _, pn := range wakeable {
+			why := wake[pn.node.Name]
+			switch {
+			case why == "":
+			case autopilot:
 				p.setParked(ctx, pn.node, powerParked, powerWaking, lv.now, "node woken: "+why, cfg.Resume)
+			default:
+				p.addRecommendation(ctx, lv.now, current, recWake, "", fmt.Sprintf("wake node %s: %s", pn.node.Name, why), recDetails{Node: pn.node.Name})
 			}
 		}
 	}
 
-	current := map[string]bool{}
 	slices.SortFunc(empty, func(a, b *cluster.Node) int {
 		return cmp.Or(st.emptySince[a.Name].Compare(st.emptySince[b.Name]), strings.Compare(a.Name, b.Name))
 	})
@@ -386,63 +471,154 @@ func (p *Plane) parkNodes(ctx context.Context, lv *live, plan executor.Plan) {
 		}
 		delete(st.emptySince, n.Name)
 	}
-	if !autopilot {
-		p.dismissStale(ctx, current, func(kind string) bool { return kind == recPark })
-	}
 }
 
-// parkedNeeded plans again as if the parked nodes were up, with what this
-// cycle's plan placed, and says which parked nodes the jobs that wait
-// would be placed on, and why.
-func (p *Plane) parkedNeeded(ctx context.Context, lv *live, plan executor.Plan, parked []*parkedNode) map[string]string {
+// queuedDemand is the GPUs of the queued jobs that more awake nodes could
+// serve: the plan's queue (the jobs the backend holds are not in it) less
+// the jobs their tenant's quota holds back and those no node of the fleet
+// (all of it, the parked nodes too) could ever hold.
+func (p *Plane) queuedDemand(lv *live, all []cluster.Node) float64 {
+	type room struct{ node, total int } // the most GPUs of a model on one node, and in all
+	byModel, whole := map[string]room{}, room{}
+	for i := range all {
+		per := map[string]int{}
+		for _, g := range all[i].GPUs {
+			per[g.Model]++
+		}
+		for m, k := range per {
+			r := byModel[m]
+			r.node, r.total = max(r.node, k), r.total+k
+			byModel[m] = r
+		}
+		whole.node, whole.total = max(whole.node, len(all[i].GPUs)), whole.total+len(all[i].GPUs)
+	}
+	quota, held := map[string]int{}, map[string]int{}
+	if lv.snap != nil {
+		for _, t := range lv.snap.Tenants {
+			quota[t.Name] = t.QuotaGPUs
+		}
+	}
+	for _, r := range lv.in.Running {
+		held[r.Job.Spec.Tenant] += r.Job.Spec.GPUs
+	}
+	demand := 0.0
+	for _, v := range lv.in.Queue {
+		spec := &v.Job.Spec
+		if spec.GPUs == 0 {
+			continue
+		}
+		r := whole
+		if len(spec.GPUModels) > 0 {
+			r = room{}
+			for _, m := range spec.GPUModels {
+				r.node, r.total = max(r.node, byModel[m].node), r.total+byModel[m].total
+			}
+		}
+		gang := spec.GangSize > 1 || spec.GPUs > r.node
+		if gang && spec.GPUs > r.total || !gang && spec.GPUs > r.node {
+			continue // no node, nor all of them, could hold it
+		}
+		if q := quota[spec.Tenant]; q > 0 && held[spec.Tenant]+spec.GPUs > q {
+			continue // its tenant's quota holds it back
+		}
+		held[spec.Tenant] += spec.GPUs
+		demand += float64(spec.MilliGPUs()) / cluster.MilliGPU
+	}
+	return demand
+}
+
+// parkedNeeded says which of the wakeable nodes the jobs that wait need,
+// and why. It plans the jobs the plan left waiting in stages, each on top
+// of what the earlier placed: first on the awake nodes with the GPUs of
+// the jobs being stopped (and of this plan's victims) free, then with the
+// waking nodes up too, and last with the wakeable nodes up; a wakeable
+// node that the last stage places a job on is needed. So a job that waits
+// for a victim's GPUs, or for a node that is booting, wakes nothing.
+func (p *Plane) parkedNeeded(ctx context.Context, lv *live, plan executor.Plan, waking, wakeable []parkedNode) map[string]string {
 	wake := map[string]string{}
-	if len(plan.Placements) == len(lv.in.Queue) {
+	placed, victims := map[cluster.JobID]bool{}, map[cluster.JobID]bool{}
+	for _, pl := range plan.Placements {
+		placed[pl.Job] = true
+	}
+	for _, pr := range plan.Preemptions {
+		victims[pr.Job] = true
+	}
+	var queue []*executor.JobView
+	for _, v := range lv.in.Queue {
+		if !placed[v.Job.ID] {
+			queue = append(queue, v)
+		}
+	}
+	if len(queue) == 0 {
 		return wake // nothing waits
 	}
+	var running []*executor.RunningJob // those that keep their GPUs
+	for _, r := range lv.in.Running {
+		if !r.Stopping && !victims[r.Job.ID] {
+			running = append(running, r)
+		}
+	}
+	placements := slices.Clone(plan.Placements)
 	nodes := slices.Clone(lv.nodes)
 	at := map[string]int{}
 	for i := range nodes {
 		at[nodes[i].Name] = i
 	}
-	for _, pn := range parked {
-		if i, ok := at[pn.node.Name]; ok {
-			nodes[i].State = cluster.NodeReady
-		} else {
-			nodes = append(nodes, pn.node)
+	up := func(pns []parkedNode) {
+		for _, pn := range pns {
+			if i, ok := at[pn.node.Name]; ok {
+				nodes[i].State = cluster.NodeReady
+			} else {
+				at[pn.node.Name] = len(nodes)
+				nodes = append(nodes, pn.node)
+			}
 		}
 	}
-	snap := cluster.NewSnapshot(&cluster.Fleet{Nodes: nodes, Tenants: p.cfg.Tenants}, lv.now)
-	in := lv.in
-	in.Cluster, in.Unexplained = snap, true
-	for _, r := range lv.in.Running {
-		if err := snap.Allocate(r.Job.ID, r.Allocations); err != nil {
-			p.log.Warn("parking: a running job's GPUs are not in the fleet", "job", r.Job.ID, "error", err)
+	stage := func(name string) []executor.Placement {
+		snap := cluster.NewSnapshot(&cluster.Fleet{Nodes: nodes, Tenants: p.cfg.Tenants}, lv.now)
+		for _, r := range running {
+			if err := snap.Allocate(r.Job.ID, r.Allocations); err != nil {
+				p.log.Debug("parking: a running job's GPUs are not in the fleet", "job", r.Job.ID, "error", err)
+			}
 		}
-	}
-	placed := map[cluster.JobID]bool{}
-	for _, pl := range plan.Placements {
-		placed[pl.Job] = true
-		if err := snap.Allocate(pl.Job, pl.Allocations); err != nil {
-			p.log.Warn("parking: a placement's GPUs are not in the fleet", "job", pl.Job, "error", err)
+		for _, pl := range placements {
+			if err := snap.Allocate(pl.Job, pl.Allocations); err != nil {
+				p.log.Debug("parking: a placement's GPUs are not in the fleet", "job", pl.Job, "error", err)
+			}
 		}
-	}
-	in.Queue = nil
-	for _, v := range lv.in.Queue {
-		if !placed[v.Job.ID] {
-			in.Queue = append(in.Queue, v)
+		in := lv.in
+		in.Cluster, in.Running, in.Queue, in.Unexplained = snap, running, queue, true
+		got, err := p.planner.Plan(ctx, in)
+		if err != nil {
+			p.log.Error("parking: planning the jobs that wait failed", "stage", name, "error", err)
+			return nil
 		}
+		done := map[cluster.JobID]bool{}
+		for _, pl := range got.Placements {
+			done[pl.Job] = true
+		}
+		queue = slices.DeleteFunc(queue, func(v *executor.JobView) bool { return done[v.Job.ID] })
+		placements = append(placements, got.Placements...)
+		return got.Placements
 	}
-	if len(in.Queue) == 0 {
+	if len(running) < len(lv.in.Running) {
+		stage("the GPUs being freed")
+	}
+	if len(queue) > 0 && len(waking) > 0 {
+		up(waking)
+		stage("the waking nodes")
+	}
+	if len(queue) == 0 {
 		return wake
 	}
-	again, err := p.planner.Plan(ctx, in)
-	if err != nil {
-		p.log.Error("parking: planning with the parked nodes up failed", "error", err)
-		return wake
+	up(wakeable)
+	isWakeable := map[string]bool{}
+	for _, pn := range wakeable {
+		isWakeable[pn.node.Name] = true
 	}
-	for _, pl := range again.Placements {
+	for _, pl := range stage("the parked nodes") {
 		for _, a := range pl.Allocations {
-			if _, known := wake[a.GPU.Node]; !known && slices.ContainsFunc(parked, func(pn *parkedNode) bool { return pn.node.Name == a.GPU.Node }) {
+			if _, known := wake[a.GPU.Node]; !known && isWakeable[a.GPU.Node] {
 				wake[a.GPU.Node] = fmt.Sprintf("job %s waits for it", pl.Job)
 			}
 		}
@@ -468,41 +644,49 @@ func (p *Plane) setParked(ctx context.Context, node cluster.Node, from, to strin
 		return false
 	}
 	p.mu.Lock()
-	next := &parkedNode{state: to, since: now, node: node}
+	next := &parkedNode{state: to, since: now, node: node, suspending: to == powerParked && program != ""}
 	if cur != nil {
 		next.wentDown = cur.wentDown
 	}
 	p.parked[node.Name] = next
 	p.mu.Unlock()
 	p.changedState()
-	p.log.Info("parking: "+msg, "node", node.Name)
+	if from == powerWaking {
+		p.log.Error("parking: "+msg, "node", node.Name)
+	} else {
+		p.log.Info("parking: "+msg, "node", node.Name)
+	}
 	p.notifyNode(ctx, "node_"+to, node.Name, "", now, msg)
 	if program != "" {
-		p.runPowerProgram(ctx, program, node.Name, to)
+		p.runPowerProgram(ctx, program, powerRun{node: node.Name, state: to, since: now})
 	}
 	return true
 }
 
-// runPowerProgram runs Suspend or Resume for node beside the plan loop,
-// to its end even when the plane stops (at most powerProgramTimeout). A
-// Suspend that fails is noted for settleParked.
-func (p *Plane) runPowerProgram(ctx context.Context, program, node, state string) {
+// runPowerProgram runs Suspend or Resume for a node beside the plan loop,
+// to its end even when the plane stops: at most powerProgramTimeout, then
+// its process group is killed. settleParked hears how it ended.
+func (p *Plane) runPowerProgram(ctx context.Context, program string, run powerRun) {
 	ctx = context.WithoutCancel(ctx)
 	p.background.Add(1)
 	go func() {
 		defer p.background.Done()
 		ctx, cancel := context.WithTimeout(ctx, powerProgramTimeout)
 		defer cancel()
-		out, err := exec.CommandContext(ctx, program, node).CombinedOutput()
-		if err == nil {
-			return
+		cmd := exec.CommandContext(ctx, program, run.node)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+		cmd.WaitDelay = powerProgramWait
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			run.err = err
+			p.log.Error("parking: the power program failed", "program", program, "node", run.node, "state", run.state,
+				"error", err, "output", string(out[max(len(out)-2000, 0):]))
 		}
-		p.log.Error("parking: the power program failed", "program", program, "node", node, "state", state,
-			"error", err, "output", string(out[max(len(out)-2000, 0):]))
-		if state == powerParked {
-			p.mu.Lock()
-			p.suspendFailed = append(p.suspendFailed, node)
-			p.mu.Unlock()
+		p.mu.Lock()
+		p.powerRuns = append(p.powerRuns, run)
+		p.mu.Unlock()
+		if err != nil {
 			p.wake()
 		}
 	}()

@@ -120,9 +120,15 @@ func TestAnEmptyNodeParksAndAJobThatWaitsWakesIt(t *testing.T) {
 		t.Fatalf("after a restart with the node off: %v, want %s parked", st, other)
 	}
 
-	// A job that fits only there wakes it; it starts once the node is
-	// back.
-	e.submit("b", spec(4, time.Hour))
+	// A job that fits only there (and is too long to preempt a) wakes
+	// it, once the agents have had NodeSyncTimeout to register after the
+	// restart; it starts once the node is back.
+	e.submit("b", spec(4, 20*time.Hour))
+	e.plane.cycle(e.ctx)
+	if st := e.nodeStates()[other]; st != "parked" {
+		t.Fatalf("right after the restart: %s, want parked (the agents register first)", st)
+	}
+	e.clock.Advance(DefaultNodeSyncTimeout)
 	e.plane.cycle(e.ctx)
 	e.plane.background.Wait()
 	if st := e.nodeStates()[other]; st != "waking" {
@@ -217,26 +223,165 @@ func TestAFailedSuspendLeavesTheNodeAwake(t *testing.T) {
 
 }
 
-func TestAWakeThatNeverComesIsGivenUp(t *testing.T) {
-	e, _ := parkingEnv(t, 1, ModeAutopilot, Parking{IdleAfter: 10 * time.Minute, WakeTimeout: 5 * time.Minute})
+func TestAWakeThatNeverComesParksTheNodeAgainAndWakesAnother(t *testing.T) {
+	e, rec := parkingEnv(t, 2, ModeAutopilot, Parking{IdleAfter: 10 * time.Minute, WakeTimeout: 5 * time.Minute})
 	e.plane.cycle(e.ctx)
 	e.clock.Advance(10 * time.Minute)
 	e.plane.cycle(e.ctx)
-	e.setNode("n0", cluster.NodeFailed) // it powers off
+	e.setNode("n0", cluster.NodeFailed) // both power off
+	e.setNode("n1", cluster.NodeFailed)
 	e.plane.cycle(e.ctx)
 	e.submit("a", spec(4, time.Hour))
 	e.plane.cycle(e.ctx)
-	if st := e.nodeStates()["n0"]; st != "waking" {
-		t.Fatalf("with a waiting: %s, want waking", st)
+	if st := e.nodeStates(); st["n0"] != "waking" || st["n1"] != "parked" {
+		t.Fatalf("with a waiting: %v, want n0 waking, n1 parked", st)
 	}
-	e.clock.Advance(5 * time.Minute)
+	e.clock.Advance(4 * time.Minute)
 	e.plane.cycle(e.ctx)
-	if st := e.nodeStates()["n0"]; st != "down" {
-		t.Errorf("5 minutes after the wake, not back: %s, want down (given up)", st)
+	if st := e.nodeStates(); st["n0"] != "waking" || st["n1"] != "parked" {
+		t.Fatalf("while n0 boots: %v, want n1 still parked (a is n0's)", st)
+	}
+	// n0 never comes: it is parked again, and n1 is woken for a.
+	e.clock.Advance(time.Minute)
+	e.plane.cycle(e.ctx)
+	if st := e.nodeStates(); st["n0"] != "parked" || st["n1"] != "waking" {
+		t.Fatalf("5 minutes after the wake, n0 not back: %v; want n0 parked again, n1 waking", st)
+	}
+	e.setNode("n1", cluster.NodeReady)
+	e.plane.cycle(e.ctx)
+	if on := e.placedOn("a"); on != "n1" {
+		t.Errorf("a placed on %q, want n1", on)
+	}
+	if got := rec.types(); !slices.Equal(got, []string{"node_parked", "node_parked", "submitted", "node_waking", "node_parked", "node_waking", "node_awake", "started"}) {
+		t.Errorf("events %v", got)
 	}
 	parked, err := e.store.ParkedNodes(e.ctx)
-	if err != nil || len(parked) != 0 {
-		t.Errorf("the store still holds %v (%v)", parked, err)
+	if err != nil || len(parked) != 1 || parked[0].Node.Name != "n0" || parked[0].State != "parked" {
+		t.Errorf("the store holds %+v (%v), want n0 parked", parked, err)
+	}
+}
+
+func TestAJobWaitingForABootingNodeOrAVictimsGPUsWakesNothingMore(t *testing.T) {
+	e, rec := parkingEnv(t, 3, ModeAutopilot, Parking{IdleAfter: 10 * time.Minute})
+	low := spec(4, 10*time.Hour)
+	low.Tier, low.Checkpointable = cluster.TierOpportunistic, true
+	e.submit("low", low)
+	e.plane.cycle(e.ctx)
+	on := e.placedOn("low")
+	e.clock.Advance(11 * time.Minute) // past the policy's shortest run before a preemption
+	e.plane.cycle(e.ctx)
+	for n, st := range e.nodeStates() {
+		if n != on && st != "parked" {
+			t.Fatalf("%s after 11 minutes empty: %s, want parked", n, st)
+		}
+		if n != on {
+			e.setNode(n, cluster.NodeFailed) // off
+		}
+	}
+	// A production job takes low's GPUs: low checkpoints and stops; no
+	// node is woken for it, in the cycle that preempts nor while the
+	// victim stops.
+	prod := spec(4, time.Hour)
+	prod.Tier = cluster.TierProduction
+	e.submit("prod", prod)
+	e.plane.cycle(e.ctx)
+	if pl, _ := e.store.GetPlacement(e.ctx, "low"); !pl.Stopping() {
+		t.Fatal("low was not asked to stop for prod")
+	}
+	e.plane.cycle(e.ctx)
+	for _, typ := range rec.types() {
+		if typ == "node_waking" {
+			t.Fatalf("a node was woken for a job that waits for a victim's GPUs: %v", rec.types())
+		}
+	}
+	// Another job wakes one node; while it boots, the same job wakes no
+	// other.
+	e.submit("more", spec(4, time.Hour))
+	e.plane.cycle(e.ctx)
+	e.clock.Advance(time.Minute)
+	e.plane.cycle(e.ctx)
+	e.plane.cycle(e.ctx)
+	waking := 0
+	for _, st := range e.nodeStates() {
+		if st == "waking" {
+			waking++
+		}
+	}
+	if waking != 1 {
+		t.Errorf("%d nodes waking for one job, want 1: %v", waking, e.nodeStates())
+	}
+}
+
+func TestAWokenNodeThatWasNotSeenDownIsNotAwakeWhileASuspendProgramPowersNodesDown(t *testing.T) {
+	dir := t.TempDir()
+	e, _ := parkingEnv(t, 1, ModeAutopilot, Parking{IdleAfter: 10 * time.Minute, WakeTimeout: 5 * time.Minute,
+		Suspend: powerScript(t, "suspend", filepath.Join(dir, "suspended"), false)})
+	e.plane.cycle(e.ctx)
+	e.clock.Advance(10 * time.Minute)
+	e.plane.cycle(e.ctx)
+	e.plane.background.Wait()
+	// The suspend program returned; the node is still shutting down (the
+	// fleet shows it ready) when a job wakes it.
+	e.submit("a", spec(4, time.Hour))
+	e.plane.cycle(e.ctx)
+	e.plane.cycle(e.ctx)
+	if st := e.nodeStates()["n0"]; st != "waking" {
+		t.Fatalf("woken while shutting down: %s, want waking (not awake before it was seen down)", st)
+	}
+	if on := e.placedOn("a"); on != "" {
+		t.Fatalf("a placed on %s while it shuts down", on)
+	}
+	e.setNode("n0", cluster.NodeFailed)
+	e.plane.cycle(e.ctx)
+	e.setNode("n0", cluster.NodeReady)
+	e.plane.cycle(e.ctx)
+	if on := e.placedOn("a"); on != "n0" {
+		t.Errorf("after the node went down and came back, a placed on %q, want n0", on)
+	}
+}
+
+func TestParkingOffForgetsParkedNodes(t *testing.T) {
+	e, _ := parkingEnv(t, 1, ModeAutopilot, Parking{IdleAfter: 10 * time.Minute})
+	e.plane.cycle(e.ctx)
+	e.clock.Advance(10 * time.Minute)
+	e.plane.cycle(e.ctx)
+	if st := e.nodeStates()["n0"]; st != "parked" {
+		t.Fatalf("%s, want parked", st)
+	}
+	e.mod = nil
+	e.restart()
+	e.submit("a", spec(4, time.Hour))
+	e.plane.cycle(e.ctx)
+	if on := e.placedOn("a"); on != "n0" {
+		t.Errorf("with parking off after a restart, a placed on %q, want n0", on)
+	}
+	if parked, err := e.store.ParkedNodes(e.ctx); err != nil || len(parked) != 0 {
+		t.Errorf("the store holds %v (%v)", parked, err)
+	}
+}
+
+func TestQueuedDemandLeavesOutWhatMoreNodesCannotServe(t *testing.T) {
+	f := fleetOf(2, 4)
+	f.Tenants = []cluster.Tenant{{Name: "t1", Weight: 1}, {Name: "capped", Weight: 1, QuotaGPUs: 4}}
+	e := newEnv(t, f, func(c *Config) { c.Parking = &Parking{IdleAfter: time.Hour} })
+	capped := spec(4, time.Hour)
+	capped.Tenant = "capped"
+	e.submit("capped-running", capped)
+	e.plane.cycle(e.ctx)
+	e.submit("capped-queued", capped)
+	h100 := spec(1, time.Hour)
+	h100.GPUModels = []string{"H100-SXM5-80GB"}
+	e.submit("h100", h100)
+	gang := spec(8, time.Hour)
+	gang.GangSize = 2
+	e.submit("gang", gang)
+	e.submit("fits", spec(2, time.Hour))
+	lv, err := e.plane.liveState(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := e.plane.queuedDemand(lv, lv.nodes); got != 10 {
+		t.Errorf("demand %g GPUs, want 10 (the 8-GPU gang across both nodes and the 2-GPU job; not the capped tenant's nor the H100 job)", got)
 	}
 }
 
@@ -280,6 +425,35 @@ func TestTheAdvisorRecommendsParksAndParksNothing(t *testing.T) {
 	}
 	if open != 1 {
 		t.Errorf("%d open park recommendations with a job recommended on a node; want 1", open)
+	}
+}
+
+func TestTheAdvisorRecommendsWakingParkedNodes(t *testing.T) {
+	e, _ := parkingEnv(t, 1, ModeAutopilot, Parking{IdleAfter: 10 * time.Minute})
+	e.plane.cycle(e.ctx)
+	e.clock.Advance(10 * time.Minute)
+	e.plane.cycle(e.ctx)
+	if err := e.plane.SetMode(e.ctx, ModeAdvisor); err != nil {
+		t.Fatal(err)
+	}
+	e.setNode("n0", cluster.NodeFailed)
+	e.submit("a", spec(4, time.Hour))
+	e.plane.cycle(e.ctx)
+	if st := e.nodeStates()["n0"]; st != "parked" {
+		t.Errorf("advisor: %s, want parked (nothing woken)", st)
+	}
+	recs, err := e.store.ListRecommendations(e.ctx, time.Time{}, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wakes []string
+	for _, r := range recs {
+		if r.Kind == recWake {
+			wakes = append(wakes, r.Reason)
+		}
+	}
+	if len(wakes) != 1 || !strings.Contains(wakes[0], "wake node n0: job a waits for it") {
+		t.Errorf("wake recommendations %q", wakes)
 	}
 }
 

@@ -104,13 +104,13 @@ type Plane struct {
 	lendReadAt     time.Time
 	lendForecastAt time.Time
 	// parked are the nodes parked or being woken (parking.go), by name,
-	// under mu; suspendFailed the nodes whose Suspend program failed since
-	// the last cycle, under mu; parking what the plan loop alone keeps;
-	// arrivals the GPUs of the jobs seen arriving, under mu (waitsNow).
-	parked        map[string]*parkedNode
-	suspendFailed []string
-	parking       parkingState
-	arrivals      arrivals
+	// under mu; powerRuns the power programs that ended since the last
+	// cycle, under mu; parking what the plan loop alone keeps; arrivals
+	// the GPUs of the jobs seen arriving, under mu (waitsNow).
+	parked    map[string]*parkedNode
+	powerRuns []powerRun
+	parking   parkingState
+	arrivals  arrivals
 }
 
 var _ Service = (*Plane)(nil)

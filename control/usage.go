@@ -51,9 +51,14 @@ func (p *Plane) restoreFairness(ctx context.Context, now time.Time) error {
 	p.usage, p.usageAt = usage, now
 	p.waits, p.waitsAt = waits, now
 	p.arrived = map[cluster.JobID]uint64{}
+	p.arrivals = arrivals{}
 	for i := range jobs {
-		if j := &jobs[i]; !j.SubmitTime.Before(waitsFrom) && !j.State.Terminal() {
+		j := &jobs[i]
+		if !j.SubmitTime.Before(waitsFrom) && !j.State.Terminal() {
 			p.arrived[j.ID] = p.waitsCycle // counted above; waitsNow must not count it again
+		}
+		if !j.SubmitTime.Before(from) && !j.SubmitTime.After(now) {
+			p.arrivals.add(now, j.SubmitTime, float64(j.Spec.MilliGPUs())/cluster.MilliGPU) // parking's arrival rate
 		}
 	}
 	p.mu.Unlock()

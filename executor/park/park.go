@@ -1,7 +1,9 @@
-// Package park decides, from the forecasts, whether a node that runs
-// nothing may power down at once and how many GPUs the awake nodes lack
-// for what is coming. The replay (executor/sim, Config.ParkForecast) and
-// the control plane (control.Parking) decide with it alike.
+// Package park weighs, from the forecasts, whether a node that runs
+// nothing may power down before its idle delay and how many GPUs the
+// awake nodes lack for what is coming. The replay (executor/sim,
+// Config.ParkForecast: when a node empties) and the control plane
+// (control.Parking: at each cycle, and before it wakes nodes ahead of
+// demand) both weigh with it.
 //
 // An Outlook weighs, over a lookahead, the GPUs that will be there — free
 // now on the nodes that are up, or freed by the running jobs, each with
