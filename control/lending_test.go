@@ -367,3 +367,83 @@ func TestThePoolIsForecastAsSoonAsItsNodesRegister(t *testing.T) {
 		t.Errorf("inf-1 a minute after it registered: %+v, want lent", l)
 	}
 }
+
+// servedModel serves one idle model, as the predictor does once one is
+// published.
+type servedModel struct{ m *idle.Model }
+
+func (s servedModel) Current() (*idle.Model, int) { return s.m, 1 }
+
+// twoHourModel is an idle model trained on 16 replicas idle for two
+// hours from midnight (UTC), busy for the next two, and so on, for four
+// days.
+func twoHourModel(t *testing.T) *idle.Model {
+	t.Helper()
+	start := time.Date(2026, 5, 20, 0, 0, 0, 0, time.UTC)
+	var grids []idle.Grid
+	for r := range 16 {
+		g := idle.Grid{ID: fmt.Sprintf("replica-%d", r), Start: start, Step: time.Minute, Idle: make([]float64, 4*24*60)}
+		for m := range g.Idle {
+			if !busyHour(start.Add(time.Duration(m) * time.Minute)) {
+				g.Idle[m] = 1
+			}
+		}
+		grids = append(grids, g)
+	}
+	cfg := idle.DefaultConfig()
+	cfg.Groupings, cfg.OriginEvery = 1, 10*time.Minute
+	m, err := idle.Fit(t.Context(), cfg, idle.PoolsFromGrids(grids, cfg.PoolSize, 1), grids, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// busyHour reports whether the two-hour pattern is busy at t: from 02:00
+// to 04:00, 06:00 to 08:00, ...
+func busyHour(t time.Time) bool { return t.Hour()/2%2 == 1 }
+
+// A served idle model decides the loans live: an inference pool idle
+// since 08:00 after two busy hours is lent a node at 08:35, and not at
+// 09:45, when the model has learnt that the demand comes back at 10:00;
+// the reactive rule alone would lend then too.
+func TestAServedIdleModelKeepsANodeFromALoanBeforeTheDemandItForesees(t *testing.T) {
+	model := twoHourModel(t)
+	lent := func(at time.Duration, m *idle.Model) []string {
+		t.Helper()
+		e, sink, _ := lendingEnv(t, ModeAutopilot)
+		if m != nil {
+			mod := e.mod
+			e.mod = func(c *Config) { mod(c); c.Idle = servedModel{m} }
+			e.restart()
+		}
+		now := t0.Truncate(24 * time.Hour).Add(at)
+		for from := now.Add(-4 * time.Hour); from.Before(now); from = from.Add(time.Minute) {
+			busy := 0
+			if busyHour(from) {
+				busy = 4
+			}
+			if err := sink.Write(e.ctx, inferenceSamples(e.fleet, from, from.Add(time.Minute), busy, busy)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		e.clock.Advance(now.Sub(e.clock.Now()))
+		e.lendCycle()
+		var out []string
+		for _, n := range []string{"inf-0", "inf-1"} {
+			if l := e.loan(n); l != nil && l.State == "lent" {
+				out = append(out, n)
+			}
+		}
+		return out
+	}
+	if got := lent(8*time.Hour+35*time.Minute, model); len(got) != 1 {
+		t.Errorf("the model at 08:35: lent %v, want one node (7 GPUs idle less the headroom)", got)
+	}
+	if got := lent(9*time.Hour+45*time.Minute, nil); len(got) != 1 {
+		t.Errorf("the reactive rule at 09:45: lent %v, want one node", got)
+	}
+	if got := lent(9*time.Hour+45*time.Minute, model); len(got) != 0 {
+		t.Errorf("the model at 09:45: lent %v, want none: it foresees the demand at 10:00", got)
+	}
+}
