@@ -267,9 +267,11 @@ func BenchmarkLoanDecision10kGPUs(b *testing.B) {
 }
 
 // BenchmarkParkingDecision10kGPUs is a cycle's parking decision on 1,250
-// nodes of 8 GPUs: 1,000 nodes run an 8-GPU job each, 200 are parked, 50
-// are awake and empty, and 500 8-GPU jobs wait. The plan is made again
-// with the parked nodes up (the planner over the whole queue), the 200
+// nodes of 8 GPUs at its costliest: 1,000 nodes run an 8-GPU job each, 100
+// of them being stopped, 200 nodes are parked and 20 more waking, 30 are
+// awake and empty, and 500 8-GPU jobs wait. The waiting jobs are planned
+// in all three stages (the GPUs being freed, the waking nodes, the parked
+// nodes: the planner three times over what is left of the queue), the
 // parked nodes are woken (recorded in the store) and the forecast's
 // outlook is weighed for the empty nodes. Each iteration starts from the
 // same parked nodes.
@@ -279,8 +281,12 @@ func BenchmarkParkingDecision10kGPUs(b *testing.B) {
 	now := t0.Add(6 * time.Hour)
 	lv := &live{now: now, nodes: slices.Clone(fleet.Nodes), placements: map[cluster.JobID]store.Placement{}}
 	parked := map[string]*parkedNode{}
-	for n := 1000; n < 1200; n++ {
-		parked[lv.nodes[n].Name] = &parkedNode{state: powerParked, since: now.Add(-time.Hour), node: fleet.Nodes[n], wentDown: true}
+	for n := 1000; n < 1220; n++ {
+		state := powerParked
+		if n >= 1200 {
+			state = powerWaking
+		}
+		parked[lv.nodes[n].Name] = &parkedNode{state: state, since: now.Add(-time.Minute), node: fleet.Nodes[n], wentDown: true}
 		lv.nodes[n].State = cluster.NodeFailed // off
 	}
 	lv.snap = cluster.NewSnapshot(&cluster.Fleet{Nodes: lv.nodes, Tenants: fleet.Tenants}, now)
@@ -304,7 +310,7 @@ func BenchmarkParkingDecision10kGPUs(b *testing.B) {
 		}
 		lv.placements[j.ID] = store.Placement{Job: j.ID, Attempt: 1, Allocations: allocs}
 		v.Progress = 30 * time.Minute
-		lv.in.Running = append(lv.in.Running, &executor.RunningJob{JobView: *v, Allocations: allocs, Started: j.StartTime})
+		lv.in.Running = append(lv.in.Running, &executor.RunningJob{JobView: *v, Allocations: allocs, Started: j.StartTime, Stopping: i < 100})
 	}
 	var ds []time.Duration
 	b.ReportAllocs()

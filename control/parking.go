@@ -34,26 +34,35 @@ import (
 // the GPUs of the jobs being stopped are free and the nodes already
 // waking are up, would be placed on it; with Forecast also ahead of need,
 // when the awake and waking nodes fall short of the outlook's demand, so
-// that the boot is over before the work comes. A woken node is awake once
-// the fleet reports it ready, and, when a Suspend program powers nodes
-// down, once it was seen down since it parked (a node still shutting down
-// is not awake). One not awake WakeTimeout after the wake (its Resume
-// failed, it did not boot) is parked again, an error in the log, and not
-// woken again for another WakeTimeout; other nodes are woken meanwhile.
+// that the boot is over before the work comes. An awake node that a
+// waiting job is planned on beside a node being woken is not parked. A
+// woken node is awake once the fleet reports it ready and, when a Suspend
+// program powers nodes down, once it was seen down since it parked (a
+// node still shutting down is not awake: when it goes down after its
+// wake, Resume runs once more); a woken node that is up WakeTimeout after
+// its wake is awake though never seen down. A parked node seen down that
+// comes back up (by hand) is awake. A woken node whose Resume fails, or
+// that is not up WakeTimeout after its wake, is parked again (an error in
+// the log) and not woken again for another WakeTimeout; other nodes are
+// woken meanwhile.
 //
 // In autopilot a park runs Suspend, and a wake Resume, with the node's
 // name as their argument (Slurm's SuspendProgram and ResumeProgram: IPMI,
-// Redfish, a cloud API); either may be empty when a power manager acts on
-// the webhooks node_parked, node_waking and node_awake or on GET
-// /v1/fleet instead. A node is not woken while its Suspend runs; a Suspend
-// that fails leaves the node awake, not parked again before another
-// IdleAfter. The parked nodes are kept in the store with their shape (a
-// node that is off has no agent to register it), so a restart forgets
-// none; after a restart that found parked nodes the plane neither parks
-// nor wakes for NodeSyncTimeout, while the agents register again. A
+// Redfish, a cloud API). A program should start the power change and
+// return: it is given a minute, then its process group is killed. Either
+// may be empty when a power manager acts on the webhooks node_parked,
+// node_waking and node_awake or on GET /v1/fleet instead. A node is not
+// woken while its Suspend runs; a Suspend that fails while the node is
+// still up leaves it awake, not parked again before another IdleAfter.
+// The parked nodes are kept in the store with their shape (a node that is
+// off has no agent to register it), so a restart forgets none; after a
+// restart that found parked nodes the plane only notes the programs that
+// end for NodeSyncTimeout, while the agents register again, and neither
+// parks, wakes nor takes an unregistered node for one that went down. A
 // restart forgets how long the other nodes had been empty. In advisor
 // mode the plane recommends parks and wakes (kinds "park" and "wake") and
-// changes nothing.
+// neither parks nor wakes; nodes parked before still become awake when
+// they come up.
 type Parking struct {
 	IdleAfter time.Duration
 	Forecast  bool
@@ -118,9 +127,12 @@ type parkedNode struct {
 	// parked.
 	wentDown bool
 	// suspending is set while its Suspend program runs; wakeAfter is when
-	// a node whose wake failed may be woken again.
-	suspending bool
-	wakeAfter  time.Time
+	// a node whose wake failed may be woken again; resumedAgain is set
+	// once Resume ran a second time for a node that went down after its
+	// wake.
+	suspending   bool
+	wakeAfter    time.Time
+	resumedAgain bool
 }
 
 // wakeable reports whether pn may be woken at now.
@@ -256,24 +268,36 @@ func (p *Plane) markParked(lv *live) {
 
 // settleParked, in the plan loop before the live state is read, notes the
 // parked nodes that went down and the power programs that ended, wakes
-// the nodes whose Suspend failed, makes awake the woken nodes that are
-// up, and parks again those that are not WakeTimeout after their wake.
+// the nodes whose Suspend failed while they were still up, makes awake
+// the woken nodes that are up (and the parked nodes that came back up),
+// runs Resume again for a node that was still up when woken and has gone
+// down since (it was shutting down), and parks again the woken nodes
+// whose Resume failed or that are not up WakeTimeout after their wake.
+// While the agents register again after a restart it only notes the
+// programs that ended.
 func (p *Plane) settleParked(ctx context.Context, now time.Time) {
 	if p.cfg.Parking == nil {
 		return
 	}
 	cfg := p.cfg.Parking
+	settling := now.Before(p.parking.from)
 	ready := map[string]bool{}
 	for _, n := range p.cfg.Nodes.Nodes() {
 		ready[n.Name] = n.State == "" || n.State == cluster.NodeReady
 	}
 	type change struct {
-		node cluster.Node
-		to   string // "" (awake) or powerParked
-		msg  string
-		err  bool
+		node   cluster.Node
+		to     string // "" (awake) or powerParked
+		msg    string
+		failed *powerRun // a Suspend that failed, noted again if the change is not recorded
 	}
-	var changes []change
+	var (
+		changes []change
+		resume  []powerRun
+	)
+	changed := func(name string) bool {
+		return slices.ContainsFunc(changes, func(c change) bool { return c.node.Name == name })
+	}
 	p.mu.Lock()
 	runs := p.powerRuns
 	p.powerRuns = nil
@@ -283,37 +307,45 @@ func (p *Plane) settleParked(ctx context.Context, now time.Time) {
 			continue // the node moved on since
 		}
 		switch {
-		case r.state == powerParked && r.err == nil:
-			pn.suspending = false
-		case r.err == nil: // a Resume that ran: the node boots
 		case r.state == powerParked:
 			pn.suspending = false
-			changes = append(changes, change{node: pn.node, msg: "the suspend program failed (" + r.err.Error() + "): the node stays awake"})
-			p.parking.hold[r.node] = now.Add(cfg.IdleAfter)
-		default:
-			changes = append(changes, change{node: pn.node, to: powerParked, err: true,
-				msg: fmt.Sprintf("the resume program failed (%s): the node is parked again, not woken before %s", r.err, cfg.WakeTimeout)})
+			if r.err != nil && ready[r.node] && !pn.wentDown && !settling {
+				changes = append(changes, change{node: pn.node, msg: "the suspend program failed (" + r.err.Error() + "): the node stays awake", failed: &r})
+			}
+		case r.err != nil:
+			changes = append(changes, change{node: pn.node, to: powerParked,
+				msg: fmt.Sprintf("the resume program failed (%s): the node is parked again, not woken for %s", r.err, cfg.WakeTimeout)})
 		}
 	}
 	for name, pn := range p.parked {
+		if settling || changed(name) {
+			continue
+		}
 		if !ready[name] {
+			if pn.state == powerWaking && !pn.wentDown && !pn.resumedAgain && cfg.Resume != "" {
+				pn.resumedAgain = true // up when woken, down now: it was shutting down
+				resume = append(resume, powerRun{node: name, state: powerWaking, since: pn.since})
+			}
 			pn.wentDown = true
 		}
 		up := ready[name] && (pn.wentDown || cfg.Suspend == "")
 		switch {
-		case slices.ContainsFunc(changes, func(c change) bool { return c.node.Name == name }):
 		case pn.state == powerWaking && up:
 			changes = append(changes, change{node: pn.node, msg: "node awake"})
 		case pn.state == powerParked && ready[name] && pn.wentDown:
 			changes = append(changes, change{node: pn.node, msg: "node awake: it came back up while parked"})
 		case pn.state == powerWaking && now.Sub(pn.since) >= cfg.WakeTimeout && ready[name]:
-			changes = append(changes, change{node: pn.node, msg: fmt.Sprintf("node awake: it is up %s after its wake, never seen down", cfg.WakeTimeout)})
+			changes = append(changes, change{node: pn.node, msg: fmt.Sprintf("node awake: it is up %s after its wake, though never seen down", cfg.WakeTimeout)})
 		case pn.state == powerWaking && now.Sub(pn.since) >= cfg.WakeTimeout:
-			changes = append(changes, change{node: pn.node, to: powerParked, err: true,
-				msg: fmt.Sprintf("the node is not up %s after its wake: it is parked again, not woken before %s", cfg.WakeTimeout, cfg.WakeTimeout)})
+			changes = append(changes, change{node: pn.node, to: powerParked,
+				msg: fmt.Sprintf("the node is not up %s after its wake: it is parked again, not woken for %s", cfg.WakeTimeout, cfg.WakeTimeout)})
 		}
 	}
 	p.mu.Unlock()
+	for _, r := range resume {
+		p.log.Warn("parking: a woken node went down after its wake (it was shutting down): its resume program runs again", "node", r.node)
+		p.runPowerProgram(ctx, cfg.Resume, r)
+	}
 	slices.SortFunc(changes, func(a, b change) int { return strings.Compare(a.node.Name, b.node.Name) })
 	for _, c := range changes {
 		if c.to == powerParked {
@@ -322,15 +354,23 @@ func (p *Plane) settleParked(ctx context.Context, now time.Time) {
 				p.parked[c.node.Name].wakeAfter = now.Add(cfg.WakeTimeout)
 				p.mu.Unlock()
 			}
-			continue
+			continue // else the next cycle sees the same again
 		}
 		if err := p.cfg.Store.DeleteParked(ctx, c.node.Name); err != nil {
 			p.log.Error("parking: not recorded", "node", c.node.Name, "error", err)
-			continue // the next cycle sees the same again
+			if c.failed != nil {
+				p.mu.Lock()
+				p.powerRuns = append(p.powerRuns, *c.failed) // the next cycle sees it again
+				p.mu.Unlock()
+			}
+			continue
 		}
 		p.mu.Lock()
 		delete(p.parked, c.node.Name)
 		p.mu.Unlock()
+		if c.failed != nil {
+			p.parking.hold[c.node.Name] = now.Add(cfg.IdleAfter)
+		}
 		p.changedState()
 		p.log.Info("parking: "+c.msg, "node", c.node.Name)
 		p.notifyNode(ctx, "node_awake", c.node.Name, "", now, c.msg)
@@ -347,12 +387,12 @@ func (p *Plane) parkNodes(ctx context.Context, lv *live, plan executor.Plan) {
 	}
 	cfg := p.cfg.Parking
 	autopilot := p.Mode() == ModeAutopilot
-	current := map[string]bool{}
-	defer p.dismissStale(ctx, current, func(kind string) bool { return kind == recPark || kind == recWake })
 	st := &p.parking
 	if lv.now.Before(st.from) {
 		return // after a restart, while the agents register again
 	}
+	current := map[string]bool{}
+	defer p.dismissStale(ctx, current, func(kind string) bool { return kind == recPark || kind == recWake })
 	busy := map[string]bool{}
 	for _, pl := range lv.placements {
 		for _, a := range pl.Allocations {
@@ -411,8 +451,10 @@ func (p *Plane) parkNodes(ctx context.Context, lv *live, plan executor.Plan) {
 		return cmp.Or(a.since.Compare(b.since), strings.Compare(a.node.Name, b.node.Name))
 	})
 
-	if len(wakeable) > 0 {
-		wake := p.parkedNeeded(ctx, lv, plan, waking, wakeable)
+	planned := map[string]bool{} // nodes the waiting jobs were planned on: not parked
+	if len(wakeable) > 0 || len(waking) > 0 {
+		var wake map[string]string
+		wake, planned = p.parkedNeeded(ctx, lv, plan, waking, wakeable)
 		for _, pn := range wakeable {
 			if wake[pn.node.Name] != "" {
 				o.Free(len(pn.node.GPUs))
@@ -442,6 +484,10 @@ func (p *Plane) parkNodes(ctx context.Context, lv *live, plan executor.Plan) {
 		return cmp.Or(st.emptySince[a.Name].Compare(st.emptySince[b.Name]), strings.Compare(a.Name, b.Name))
 	})
 	for _, n := range empty {
+		if planned[n.Name] {
+			st.emptySince[n.Name] = lv.now // a job that waits needs it with a node being woken
+			continue
+		}
 		if lv.now.Before(st.hold[n.Name]) {
 			continue
 		}
@@ -514,9 +560,11 @@ func (p *Plane) queuedDemand(lv *live, all []cluster.Node) float64 {
 				r.node, r.total = max(r.node, byModel[m].node), r.total+byModel[m].total
 			}
 		}
-		gang := spec.GangSize > 1 || spec.GPUs > r.node
-		if gang && spec.GPUs > r.total || !gang && spec.GPUs > r.node {
-			continue // no node, nor all of them, could hold it
+		switch {
+		case spec.GangSize > 1 && (spec.GPUs%spec.GangSize != 0 || spec.GPUs/spec.GangSize > r.node || spec.GPUs > r.total):
+			continue // as the placer: equal tasks, each on one node
+		case spec.GPUs > r.total:
+			continue // larger than the fleet: whole nodes and a remainder
 		}
 		if q := quota[spec.Tenant]; q > 0 && held[spec.Tenant]+spec.GPUs > q {
 			continue // its tenant's quota holds it back
@@ -528,37 +576,48 @@ func (p *Plane) queuedDemand(lv *live, all []cluster.Node) float64 {
 }
 
 // parkedNeeded says which of the wakeable nodes the jobs that wait need,
-// and why. It plans the jobs the plan left waiting in stages, each on top
-// of what the earlier placed: first on the awake nodes with the GPUs of
-// the jobs being stopped (and of this plan's victims) free, then with the
-// waking nodes up too, and last with the wakeable nodes up; a wakeable
-// node that the last stage places a job on is needed. So a job that waits
-// for a victim's GPUs, or for a node that is booting, wakes nothing.
-func (p *Plane) parkedNeeded(ctx context.Context, lv *live, plan executor.Plan, waking, wakeable []parkedNode) map[string]string {
-	wake := map[string]string{}
-	placed, victims := map[cluster.JobID]bool{}, map[cluster.JobID]bool{}
-	for _, pl := range plan.Placements {
-		placed[pl.Job] = true
+// and why, and on which nodes it planned them. It plans the jobs the
+// plan left waiting in stages, each on top of what the earlier placed
+// (as running, so that their tenants' quotas count them): first on the
+// awake nodes with the GPUs of the jobs being stopped (and of this plan's
+// victims) free, then with the waking nodes up too, and last with the
+// wakeable nodes up; a wakeable node that the last stage places a job on
+// is needed. So a job that waits for a victim's GPUs, or for a node that
+// is booting, wakes nothing more.
+func (p *Plane) parkedNeeded(ctx context.Context, lv *live, plan executor.Plan, waking, wakeable []parkedNode) (map[string]string, map[string]bool) {
+	wake, planned := map[string]string{}, map[string]bool{}
+	views := make(map[cluster.JobID]*executor.JobView, len(lv.in.Queue))
+	for _, v := range lv.in.Queue {
+		views[v.Job.ID] = v
 	}
+	victims := map[cluster.JobID]bool{}
 	for _, pr := range plan.Preemptions {
 		victims[pr.Job] = true
 	}
-	var queue []*executor.JobView
-	for _, v := range lv.in.Queue {
-		if !placed[v.Job.ID] {
-			queue = append(queue, v)
-		}
-	}
-	if len(queue) == 0 {
-		return wake // nothing waits
-	}
-	var running []*executor.RunningJob // those that keep their GPUs
+	var running []*executor.RunningJob // those that hold GPUs in the stages
+	stopping := false
 	for _, r := range lv.in.Running {
-		if !r.Stopping && !victims[r.Job.ID] {
-			running = append(running, r)
+		if r.Stopping || victims[r.Job.ID] {
+			stopping = true
+			continue
 		}
+		running = append(running, r)
 	}
-	placements := slices.Clone(plan.Placements)
+	queue := slices.Clone(lv.in.Queue)
+	placed := func(pls []executor.Placement) {
+		done := map[cluster.JobID]bool{}
+		for _, pl := range pls {
+			if v := views[pl.Job]; v != nil {
+				done[pl.Job] = true
+				running = append(running, &executor.RunningJob{JobView: *v, Allocations: pl.Allocations, Started: lv.now})
+			}
+		}
+		queue = slices.DeleteFunc(queue, func(v *executor.JobView) bool { return done[v.Job.ID] })
+	}
+	placed(plan.Placements)
+	if len(queue) == 0 {
+		return wake, planned // nothing waits
+	}
 	nodes := slices.Clone(lv.nodes)
 	at := map[string]int{}
 	for i := range nodes {
@@ -578,12 +637,7 @@ func (p *Plane) parkedNeeded(ctx context.Context, lv *live, plan executor.Plan, 
 		snap := cluster.NewSnapshot(&cluster.Fleet{Nodes: nodes, Tenants: p.cfg.Tenants}, lv.now)
 		for _, r := range running {
 			if err := snap.Allocate(r.Job.ID, r.Allocations); err != nil {
-				p.log.Debug("parking: a running job's GPUs are not in the fleet", "job", r.Job.ID, "error", err)
-			}
-		}
-		for _, pl := range placements {
-			if err := snap.Allocate(pl.Job, pl.Allocations); err != nil {
-				p.log.Debug("parking: a placement's GPUs are not in the fleet", "job", pl.Job, "error", err)
+				p.log.Debug("parking: a job's GPUs are not in the fleet", "job", r.Job.ID, "error", err)
 			}
 		}
 		in := lv.in
@@ -593,15 +647,15 @@ func (p *Plane) parkedNeeded(ctx context.Context, lv *live, plan executor.Plan, 
 			p.log.Error("parking: planning the jobs that wait failed", "stage", name, "error", err)
 			return nil
 		}
-		done := map[cluster.JobID]bool{}
+		placed(got.Placements)
 		for _, pl := range got.Placements {
-			done[pl.Job] = true
+			for _, a := range pl.Allocations {
+				planned[a.GPU.Node] = true
+			}
 		}
-		queue = slices.DeleteFunc(queue, func(v *executor.JobView) bool { return done[v.Job.ID] })
-		placements = append(placements, got.Placements...)
 		return got.Placements
 	}
-	if len(running) < len(lv.in.Running) {
+	if stopping {
 		stage("the GPUs being freed")
 	}
 	if len(queue) > 0 && len(waking) > 0 {
@@ -609,7 +663,7 @@ func (p *Plane) parkedNeeded(ctx context.Context, lv *live, plan executor.Plan, 
 		stage("the waking nodes")
 	}
 	if len(queue) == 0 {
-		return wake
+		return wake, planned
 	}
 	up(wakeable)
 	isWakeable := map[string]bool{}
@@ -623,7 +677,7 @@ func (p *Plane) parkedNeeded(ctx context.Context, lv *live, plan executor.Plan, 
 			}
 		}
 	}
-	return wake
+	return wake, planned
 }
 
 // setParked moves a node from parking state from ("": awake) to to at
@@ -678,6 +732,9 @@ func (p *Plane) runPowerProgram(ctx context.Context, program string, run powerRu
 		cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 		cmd.WaitDelay = powerProgramWait
 		out, err := cmd.CombinedOutput()
+		if errors.Is(err, exec.ErrWaitDelay) {
+			err = nil // it exited well; a child it left behind kept its output open
+		}
 		if err != nil {
 			run.err = err
 			p.log.Error("parking: the power program failed", "program", program, "node", run.node, "state", run.state,

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/prescient-sched/prescient/cluster"
+	"github.com/prescient-sched/prescient/executor"
 )
 
 // powerScript is a program that appends its argument, the node, to log;
@@ -51,6 +52,25 @@ func parkingEnv(t *testing.T, nodes int, mode Mode, cfg Parking) (e *env, rec *r
 	}
 	e.restart()
 	return e, rec
+}
+
+// recommendations are the reasons of the recommendations of kind, in the
+// order recorded, and how many of them are open.
+func (e *env) recommendations(kind string) (reasons []string, open int) {
+	e.t.Helper()
+	recs, err := e.store.ListRecommendations(e.ctx, time.Time{}, 100)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for _, r := range recs {
+		if r.Kind == kind {
+			reasons = append(reasons, r.Reason)
+			if r.Status == "open" {
+				open++
+			}
+		}
+	}
+	return reasons, open
 }
 
 // nodeStates is each node's state as GET /v1/fleet shows it.
@@ -376,12 +396,21 @@ func TestQueuedDemandLeavesOutWhatMoreNodesCannotServe(t *testing.T) {
 	gang.GangSize = 2
 	e.submit("gang", gang)
 	e.submit("fits", spec(2, time.Hour))
+	half := spec(1, time.Hour)
+	half.GPUMilli = cluster.MilliGPU / 2
+	e.submit("half", half)
 	lv, err := e.plane.liveState(e.ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := e.plane.queuedDemand(lv, lv.nodes); got != 10 {
-		t.Errorf("demand %g GPUs, want 10 (the 8-GPU gang across both nodes and the 2-GPU job; not the capped tenant's nor the H100 job)", got)
+	// A gang of 3 tasks of 8 GPUs cannot be split evenly: the placer
+	// refuses it, so is it left out (it cannot be submitted, so it is put
+	// in the queue here).
+	uneven := cluster.Job{ID: "uneven", Spec: spec(8, time.Hour)}
+	uneven.Spec.GangSize = 3
+	lv.in.Queue = append(lv.in.Queue, &executor.JobView{Job: &uneven})
+	if got := e.plane.queuedDemand(lv, lv.nodes); got != 10.5 {
+		t.Errorf("demand %g GPUs, want 10.5 (the 8-GPU gang across both nodes, the 2-GPU job and half a GPU; not the capped tenant's, the H100 job nor the uneven gang)", got)
 	}
 }
 
@@ -394,16 +423,7 @@ func TestTheAdvisorRecommendsParksAndParksNothing(t *testing.T) {
 	if st := e.nodeStates(); st["n0"] != "ready" || st["n1"] != "ready" {
 		t.Errorf("advisor: %v, want both ready", st)
 	}
-	recs, err := e.store.ListRecommendations(e.ctx, time.Time{}, 100)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var parks []string
-	for _, r := range recs {
-		if r.Kind == recPark {
-			parks = append(parks, r.Reason)
-		}
-	}
+	parks, _ := e.recommendations(recPark)
 	if len(parks) != 2 || !strings.Contains(parks[0], "park node n0: it ran nothing for 10m0s") {
 		t.Errorf("park recommendations %q; want one per node, once each", parks)
 	}
@@ -413,17 +433,7 @@ func TestTheAdvisorRecommendsParksAndParksNothing(t *testing.T) {
 	// A job on n0 makes its recommendation stale.
 	e.submit("a", spec(4, time.Hour))
 	e.plane.cycle(e.ctx)
-	recs, err = e.store.ListRecommendations(e.ctx, time.Time{}, 100)
-	if err != nil {
-		t.Fatal(err)
-	}
-	open := 0
-	for _, r := range recs {
-		if r.Kind == recPark && r.Status == "open" {
-			open++
-		}
-	}
-	if open != 1 {
+	if _, open := e.recommendations(recPark); open != 1 {
 		t.Errorf("%d open park recommendations with a job recommended on a node; want 1", open)
 	}
 }
@@ -442,18 +452,131 @@ func TestTheAdvisorRecommendsWakingParkedNodes(t *testing.T) {
 	if st := e.nodeStates()["n0"]; st != "parked" {
 		t.Errorf("advisor: %s, want parked (nothing woken)", st)
 	}
-	recs, err := e.store.ListRecommendations(e.ctx, time.Time{}, 100)
-	if err != nil {
-		t.Fatal(err)
+	if wakes, _ := e.recommendations(recWake); len(wakes) != 1 || !strings.Contains(wakes[0], "wake node n0: job a waits for it") {
+		t.Errorf("wake recommendations %q", wakes)
 	}
-	var wakes []string
-	for _, r := range recs {
-		if r.Kind == recWake {
-			wakes = append(wakes, r.Reason)
+}
+
+func TestAJobTheQuotaHoldsBackWakesNothing(t *testing.T) {
+	f := fleetOf(2, 4)
+	f.Tenants = []cluster.Tenant{{Name: "t1", Weight: 1, QuotaGPUs: 4}}
+	e := newEnv(t, f, nil)
+	rec := &recordingNotifier{}
+	e.mod = func(c *Config) { c.Parking, c.Notifier = &Parking{IdleAfter: 10 * time.Minute}, rec }
+	e.restart()
+	e.plane.cycle(e.ctx)
+	e.clock.Advance(10 * time.Minute)
+	e.plane.cycle(e.ctx) // both park
+	e.setNode("n0", cluster.NodeReady)
+	e.plane.mu.Lock()
+	delete(e.plane.parked, "n0") // n0 is up again, n1 parked
+	e.plane.mu.Unlock()
+	e.submit("x", spec(4, time.Hour))
+	e.submit("y", spec(4, time.Hour))
+	e.plane.cycle(e.ctx)
+	if on := e.placedOn("x"); on != "n0" {
+		t.Fatalf("x placed on %q, want n0", on)
+	}
+	if st := e.nodeStates()["n1"]; st != "parked" {
+		t.Errorf("n1 %s with y held by its tenant's quota, want parked", st)
+	}
+}
+
+func TestANodeAWaitingGangIsPlannedOnStaysUpWhileAnotherBoots(t *testing.T) {
+	e, _ := parkingEnv(t, 2, ModeAutopilot, Parking{IdleAfter: 10 * time.Minute, WakeTimeout: time.Hour})
+	e.submit("a", spec(4, 10*time.Hour))
+	e.plane.cycle(e.ctx)
+	on := e.placedOn("a")
+	other := map[string]string{"n0": "n1", "n1": "n0"}[on]
+	e.event(executor.JobEvent{Type: executor.JobStarted, Job: "a", Attempt: 1, Node: on})
+	e.clock.Advance(10 * time.Minute)
+	e.plane.cycle(e.ctx) // other parks
+	e.setNode(other, cluster.NodeFailed)
+	e.clock.Advance(2 * time.Minute)
+	e.event(executor.JobEvent{Type: executor.JobExited, Job: "a", Attempt: 1, Node: on})
+	e.plane.cycle(e.ctx) // on is empty from now
+	e.clock.Advance(9 * time.Minute)
+	gang := spec(8, time.Hour)
+	gang.GangSize = 2
+	e.submit("gang", gang)
+	e.plane.cycle(e.ctx)
+	if st := e.nodeStates(); st[other] != "waking" || st[on] != "ready" {
+		t.Fatalf("with the gang waiting: %v, want %s waking, %s ready", st, other, on)
+	}
+	// Past IdleAfter since on emptied, and again past it while other
+	// still boots: on is not parked, the gang needs it.
+	for range 2 {
+		e.clock.Advance(10 * time.Minute)
+		e.plane.cycle(e.ctx)
+		if st := e.nodeStates()[on]; st != "ready" {
+			t.Fatalf("%s: %s, want ready: the waiting gang is planned on it and on %s, booting", on, st, other)
 		}
 	}
-	if len(wakes) != 1 || !strings.Contains(wakes[0], "wake node n0: job a waits for it") {
-		t.Errorf("wake recommendations %q", wakes)
+}
+
+func TestARestartDoesNotTakeAnUnregisteredParkedNodeForOneThatWentDown(t *testing.T) {
+	e, rec := parkingEnv(t, 1, ModeAutopilot, Parking{IdleAfter: 10 * time.Minute})
+	e.plane.cycle(e.ctx)
+	e.clock.Advance(10 * time.Minute)
+	e.plane.cycle(e.ctx) // parked; no power program: it stays up
+	kept := e.fleet.Nodes
+	e.fleet.Nodes = nil // the agents register again after the restart
+	e.restart()
+	e.plane.cycle(e.ctx)
+	e.fleet.Nodes = kept
+	e.plane.cycle(e.ctx)
+	e.clock.Advance(DefaultNodeSyncTimeout)
+	e.plane.cycle(e.ctx)
+	if st := e.nodeStates()["n0"]; st != "parked" {
+		t.Errorf("%s, want still parked: its agent only had not registered yet", st)
+	}
+	if got := rec.types(); !slices.Equal(got, []string{"node_parked"}) {
+		t.Errorf("events %v", got)
+	}
+}
+
+func TestASuspendThatFailsOnceTheNodeIsDownLeavesItParked(t *testing.T) {
+	dir := t.TempDir()
+	e, _ := parkingEnv(t, 1, ModeAutopilot, Parking{IdleAfter: 10 * time.Minute,
+		Suspend: powerScript(t, "suspend", filepath.Join(dir, "suspended"), true)})
+	e.plane.cycle(e.ctx)
+	e.clock.Advance(10 * time.Minute)
+	e.plane.cycle(e.ctx)
+	e.setNode("n0", cluster.NodeFailed) // it went off, and the program still said it failed
+	e.plane.background.Wait()
+	e.plane.cycle(e.ctx)
+	if st := e.nodeStates()["n0"]; st != "parked" {
+		t.Errorf("%s, want parked: the node is off", st)
+	}
+}
+
+func TestAFailedResumeParksTheNodeAgain(t *testing.T) {
+	dir := t.TempDir()
+	e, rec := parkingEnv(t, 1, ModeAutopilot, Parking{IdleAfter: 10 * time.Minute, WakeTimeout: 5 * time.Minute,
+		Resume: powerScript(t, "resume", filepath.Join(dir, "resumed"), true)})
+	e.plane.cycle(e.ctx)
+	e.clock.Advance(10 * time.Minute)
+	e.plane.cycle(e.ctx)
+	e.setNode("n0", cluster.NodeFailed)
+	e.submit("a", spec(4, time.Hour))
+	e.plane.cycle(e.ctx)
+	e.plane.background.Wait()
+	e.plane.cycle(e.ctx)
+	if st := e.nodeStates()["n0"]; st != "parked" {
+		t.Fatalf("after its resume program failed: %s, want parked again", st)
+	}
+	e.clock.Advance(4 * time.Minute)
+	e.plane.cycle(e.ctx)
+	if st := e.nodeStates()["n0"]; st != "parked" {
+		t.Fatalf("4 minutes later: %s, want parked (not woken again before WakeTimeout)", st)
+	}
+	e.clock.Advance(time.Minute)
+	e.plane.cycle(e.ctx)
+	if st := e.nodeStates()["n0"]; st != "waking" {
+		t.Fatalf("WakeTimeout later: %s, want waking again", st)
+	}
+	if got := rec.types(); !slices.Equal(got, []string{"node_parked", "submitted", "node_waking", "node_parked", "node_waking"}) {
+		t.Errorf("events %v", got)
 	}
 }
 
