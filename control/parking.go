@@ -15,6 +15,7 @@ import (
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/executor"
 	"github.com/prescient-sched/prescient/executor/park"
+	"github.com/prescient-sched/prescient/executor/sim"
 	"github.com/prescient-sched/prescient/store"
 )
 
@@ -290,6 +291,7 @@ func (p *Plane) settleParked(ctx context.Context, now time.Time) {
 		to     string // "" (awake) or powerParked
 		msg    string
 		failed *powerRun // a Suspend that failed, noted again if the change is not recorded
+		booted time.Duration // a woken node's, from its wake until it was up
 	}
 	var (
 		changes []change
@@ -331,7 +333,7 @@ func (p *Plane) settleParked(ctx context.Context, now time.Time) {
 		up := ready[name] && (pn.wentDown || cfg.Suspend == "")
 		switch {
 		case pn.state == powerWaking && up:
-			changes = append(changes, change{node: pn.node, msg: "node awake"})
+			changes = append(changes, change{node: pn.node, msg: "node awake", booted: now.Sub(pn.since)})
 		case pn.state == powerParked && ready[name] && pn.wentDown:
 			changes = append(changes, change{node: pn.node, msg: "node awake: it came back up while parked"})
 		case pn.state == powerWaking && now.Sub(pn.since) >= cfg.WakeTimeout && ready[name]:
@@ -374,7 +376,21 @@ func (p *Plane) settleParked(ctx context.Context, now time.Time) {
 		p.changedState()
 		p.log.Info("parking: "+c.msg, "node", c.node.Name)
 		p.notifyNode(ctx, "node_awake", c.node.Name, "", now, c.msg)
+		if c.booted > 0 {
+			p.mu.Lock()
+			p.boot = cmp.Or(p.boot, c.booted) + (c.booted-cmp.Or(p.boot, c.booted))/4
+			p.mu.Unlock()
+		}
 	}
+}
+
+// bootTime is how long a woken node takes to be awake: the decayed mean
+// of the wakes seen (each weighs a quarter), sim.DefaultWakeTime before
+// the first.
+func (p *Plane) bootTime() time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return cmp.Or(p.boot, sim.DefaultWakeTime)
 }
 
 // parkNodes is the parking decision of a cycle, after the plan: it wakes

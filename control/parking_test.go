@@ -10,6 +10,7 @@ import (
 
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/executor"
+	"github.com/prescient-sched/prescient/executor/sim"
 )
 
 // powerScript is a program that appends its argument, the node, to log;
@@ -173,6 +174,9 @@ func TestAnEmptyNodeParksAndAJobThatWaitsWakesIt(t *testing.T) {
 	}
 	if got := e.placedOn("b"); got != other {
 		t.Errorf("b placed on %q, want %s", got, other)
+	}
+	if got := e.plane.bootTime(); got != 3*time.Minute {
+		t.Errorf("boot time %s, want the 3 minutes this wake took", got)
 	}
 	if got := rec.types(); !slices.Equal(got, []string{"submitted", "started", "node_parked", "submitted", "node_waking", "node_awake", "started"}) {
 		t.Errorf("events %v", got)
@@ -586,5 +590,33 @@ func TestParkingConfigIsChecked(t *testing.T) {
 		if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "parking") {
 			t.Errorf("%+v: %v, want an error naming parking", pk, err)
 		}
+	}
+}
+
+// The queue forecast (and what-if) counts the parked nodes as there to be
+// woken: a job that only a parked node can take is forecast to start now
+// and to end a boot later than its run.
+func TestTheQueueForecastWakesParkedNodes(t *testing.T) {
+	e, _ := parkingEnv(t, 2, ModeAutopilot, Parking{IdleAfter: 10 * time.Minute})
+	e.submit("a", spec(4, 10*time.Hour))
+	e.plane.cycle(e.ctx)
+	on := e.placedOn("a")
+	other := map[string]string{"n0": "n1", "n1": "n0"}[on]
+	e.event(executor.JobEvent{Type: executor.JobStarted, Job: "a", Attempt: 1, Node: on})
+	e.clock.Advance(10 * time.Minute)
+	e.plane.cycle(e.ctx)
+	e.setNode(other, cluster.NodeFailed) // off
+	if err := e.plane.SetMode(e.ctx, ModeAdvisor); err != nil {
+		t.Fatal(err)
+	}
+	e.submit("b", spec(4, 20*time.Hour))
+	e.plane.cycle(e.ctx)
+	if err := e.plane.refreshQueueAhead(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	now := e.clock.Now()
+	start, end, ok := e.plane.queuedAhead("b", now)
+	if want := now.Add(sim.DefaultWakeTime + 20*time.Hour); !ok || start.Sub(now) > time.Minute || end.Sub(want).Abs() > time.Minute {
+		t.Errorf("b forecast to start at %s and end at %s (%v); want now (%s) and a boot after its 20 hours (%s)", start, end, ok, now, want)
 	}
 }

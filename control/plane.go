@@ -109,6 +109,7 @@ type Plane struct {
 	// the GPUs of the jobs seen arriving, under mu (waitsNow).
 	parked    map[string]*parkedNode
 	powerRuns []powerRun
+	boot      time.Duration // the woken nodes' boot time (bootTime), under mu
 	parking   parkingState
 	arrivals  arrivals
 }

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"cmp"
+	"slices"
 	"time"
 
 	"github.com/prescient-sched/prescient/cluster"
@@ -121,6 +122,9 @@ func (p *parking) init(s *Simulator, a *accounting) {
 	p.open = make([]bool, len(s.snap.Nodes))
 	for i := range s.snap.Nodes {
 		p.startSpell(s, a, i)
+		if slices.Contains(s.cfg.ParkedAtStart, s.snap.Nodes[i].Name) {
+			p.afterOf[i], p.emptyAt[i] = 0, s.now.Add(-time.Nanosecond) // parked already
+		}
 	}
 }
 

@@ -3,6 +3,7 @@ package sim_test
 import (
 	"math"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -104,6 +105,28 @@ func TestParkingIdleNodes(t *testing.T) {
 				t.Errorf("avg JCT %.0fs, want 3750s: the woken job waits 5 minutes for the boot", r.AvgJCTS)
 			}
 		})
+	}
+}
+
+// A node parked when the replay starts (a live plane's parked node in a
+// what-if) makes a job placed on it wait for its boot; an awake one does
+// not.
+func TestANodeParkedAtTheStartMakesItsFirstJobWaitForTheBoot(t *testing.T) {
+	for _, tt := range []struct {
+		parked  []string
+		wantJCT float64
+	}{{nil, 3600}, {[]string{"n0"}, 3900}} {
+		fleet := clustertest.Fleet(clustertest.Node("n0").GPUs(1, "V100").Obj())
+		r := replay(t, "fifo", fleet, []cluster.Job{oneGPUJob("j1", 0, time.Hour)}, func(c *sim.Config) {
+			c.ParkIdleAfter, c.ParkedAtStart, c.CheckpointCost = 10*time.Minute, tt.parked, 0
+		})
+		if r.AvgJCTS != tt.wantJCT {
+			t.Errorf("parked at the start %v: JCT %.0f s, want %.0f", tt.parked, r.AvgJCTS, tt.wantJCT)
+		}
+	}
+	fleet := clustertest.Fleet(clustertest.Node("n0").GPUs(1, "V100").Obj())
+	if _, err := sim.Run(t.Context(), sim.Config{Fleet: fleet, ParkedAtStart: []string{"n0"}}); err == nil || !strings.Contains(err.Error(), "ParkIdleAfter") {
+		t.Errorf("nodes parked at the start without parking: %v, want an error naming ParkIdleAfter", err)
 	}
 }
 

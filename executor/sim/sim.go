@@ -71,6 +71,9 @@ type Config struct {
 	// lookahead and a node's worth more; otherwise after ParkIdleAfter.
 	ParkForecast  bool
 	ParkLookahead time.Duration
+	// ParkedAtStart are nodes already parked when the replay starts (with
+	// ParkIdleAfter): a job placed on one starts working WakeTime later.
+	ParkedAtStart []string
 	// DataCacheBytes is each node's local dataset cache: an attempt that
 	// starts on a node leaves a warm copy of its dataset (JobSpec.Data)
 	// there, the least recently used copies making room, and the queued
@@ -120,6 +123,9 @@ func (c *Config) Validate() error {
 	}
 	if c.NodeMTBF < 0 || c.NodeRepair < 0 || c.CheckpointCost < 0 || c.UsageHalfLife < 0 || c.WaitHalfLife < 0 || c.ParkIdleAfter < 0 || c.WakeTime < 0 || c.ParkLookahead < 0 {
 		errs = append(errs, errors.New("sim: negative duration"))
+	}
+	if len(c.ParkedAtStart) > 0 && c.ParkIdleAfter == 0 {
+		errs = append(errs, errors.New("sim: nodes parked at the start need ParkIdleAfter"))
 	}
 	if c.DataCacheBytes < 0 {
 		errs = append(errs, fmt.Errorf("sim: data cache of %d bytes is negative", c.DataCacheBytes))
