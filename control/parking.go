@@ -290,7 +290,7 @@ func (p *Plane) settleParked(ctx context.Context, now time.Time) {
 		node   cluster.Node
 		to     string // "" (awake) or powerParked
 		msg    string
-		failed *powerRun // a Suspend that failed, noted again if the change is not recorded
+		failed *powerRun     // a Suspend that failed, noted again if the change is not recorded
 		booted time.Duration // a woken node's, from its wake until it was up
 	}
 	var (
