@@ -35,8 +35,9 @@ import (
 // the GPUs of the jobs being stopped are free and the nodes already
 // waking are up, would be placed on it; with Forecast also ahead of need,
 // when the awake and waking nodes fall short of the outlook's demand, so
-// that the boot is over before the work comes. An awake node that a
-// waiting job is planned on beside a node being woken is not parked. A
+// that the boot is over before the work comes. While nodes are parked or
+// waking, an awake node that a waiting job is planned on at any stage (a
+// gang across it and a node being woken) is not parked. A
 // woken node is awake once the fleet reports it ready and, when a Suspend
 // program powers nodes down, once it was seen down since it parked (a
 // node still shutting down is not awake: when it goes down after its
@@ -206,7 +207,9 @@ func (p *Plane) restoreParked(ctx context.Context) error {
 			}
 			continue
 		}
-		parked[r.Node.Name] = &parkedNode{state: r.State, since: r.Since, node: r.Node}
+		// A node restored waking may be down and booting: its Resume is not
+		// run again when it is seen down.
+		parked[r.Node.Name] = &parkedNode{state: r.State, since: r.Since, node: r.Node, resumedAgain: r.State == powerWaking}
 	}
 	p.mu.Lock()
 	p.parked = parked
@@ -333,7 +336,11 @@ func (p *Plane) settleParked(ctx context.Context, now time.Time) {
 		up := ready[name] && (pn.wentDown || cfg.Suspend == "")
 		switch {
 		case pn.state == powerWaking && up:
-			changes = append(changes, change{node: pn.node, msg: "node awake", booted: now.Sub(pn.since)})
+			c := change{node: pn.node, msg: "node awake"}
+			if pn.wentDown {
+				c.booted = now.Sub(pn.since) // a boot seen: down, then up
+			}
+			changes = append(changes, c)
 		case pn.state == powerParked && ready[name] && pn.wentDown:
 			changes = append(changes, change{node: pn.node, msg: "node awake: it came back up while parked"})
 		case pn.state == powerWaking && now.Sub(pn.since) >= cfg.WakeTimeout && ready[name]:

@@ -32,11 +32,10 @@ type scenario struct {
 	hypo    map[cluster.JobID]bool
 	usage   map[string]time.Duration // tenants' decayed usage and waits now
 	waits   map[string]executor.TenantWaits
-	// parking is the plane's (nil for none), parked the nodes parked or
-	// waking now (up in nodes: a job placed there waits wake, their boot).
-	parking *Parking
-	parked  []string
-	wake    time.Duration
+	// parked are the nodes parked now (up in nodes: a job placed there
+	// starts working wake later, their boot).
+	parked []string
+	wake   time.Duration
 }
 
 // WhatIf implements Service: it simulates forward from the live state on a
@@ -175,15 +174,18 @@ func checkHorizon(h time.Duration) (time.Duration, error) {
 // baseScenario is the live state as a simulation's input.
 func (p *Plane) baseScenario(lv *live) *scenario {
 	sc := &scenario{nodes: lv.nodes, fc: map[cluster.JobID]executor.Forecast{}, policy: p.policy, planner: p.planner,
-		hypo: map[cluster.JobID]bool{}, usage: lv.in.UsageGPU, waits: lv.in.Waits, parking: p.cfg.Parking}
+		hypo: map[cluster.JobID]bool{}, usage: lv.in.UsageGPU, waits: lv.in.Waits}
 	if p.cfg.Parking != nil {
-		// The parked nodes are there to be woken, after a boot.
+		// The parked nodes are there to be woken, after a boot; the waking
+		// ones are taken as up.
 		nodes, states := p.fleetWithParked(lv.nodes)
 		sc.nodes = slices.Clone(nodes)
 		for i := range sc.nodes {
-			if states[sc.nodes[i].Name] != "" {
+			if st := states[sc.nodes[i].Name]; st != "" {
 				sc.nodes[i].State = cluster.NodeReady
-				sc.parked = append(sc.parked, sc.nodes[i].Name)
+				if st == powerParked {
+					sc.parked = append(sc.parked, sc.nodes[i].Name)
+				}
 			}
 		}
 		sc.wake = p.bootTime()
@@ -229,7 +231,7 @@ func (p *Plane) changed(ctx context.Context, lv *live, base *scenario, req WhatI
 		return nil, fmt.Errorf("add_jobs: %d jobs, at most %d: %w", len(req.AddJobs), MaxWhatIfJobs, ErrInvalid)
 	}
 	sc := &scenario{fc: maps.Clone(base.fc), policy: base.policy, planner: base.planner, hypo: map[cluster.JobID]bool{},
-		usage: base.usage, waits: base.waits, parking: base.parking, parked: base.parked, wake: base.wake}
+		usage: base.usage, waits: base.waits, parked: base.parked, wake: base.wake}
 	if req.Policy != "" && req.Policy != p.policy.Name {
 		pol, err := buildPolicy(req.Policy, &p.cfg)
 		if err != nil {
@@ -387,8 +389,10 @@ func simulate(ctx context.Context, now, until time.Time, sc *scenario, tenants [
 		Running: sc.running, Planner: sc.planner, Forecaster: known(sc.fc), Order: sc.policy.Order,
 		Preemptive: sc.policy.Preemptor != nil, Start: now, Until: until, Outcomes: true, Seed: 1, Usage: sc.usage, Waits: sc.waits,
 		Logger: slog.New(slog.DiscardHandler)}
-	if pk := sc.parking; pk != nil {
-		cfg.ParkIdleAfter, cfg.ParkForecast, cfg.ParkLookahead = pk.IdleAfter, pk.Forecast, pk.Lookahead
+	if len(sc.parked) > 0 {
+		// Only the nodes parked now: the simulation parks no more (its
+		// planner would take a parked node as it takes any; the live plane
+		// wakes one only when no awake node will do).
 		cfg.ParkedAtStart, cfg.WakeTime = sc.parked, sc.wake
 	}
 	r, err := sim.Run(ctx, cfg)

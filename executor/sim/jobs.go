@@ -72,7 +72,7 @@ func (s *Simulator) start(p executor.Placement) error {
 	}
 	s.dequeue(j)
 	if j.firstStart.IsZero() {
-		j.firstStart = s.now
+		j.firstStart, j.firstWork = s.now, s.now.Add(boot)
 	}
 	j.run = executor.RunningJob{JobView: j.view, Allocations: s.snap.Allocations(j.job.ID), Started: s.now}
 	j.seg = segment{start: s.now.Add(boot), saved: j.view.Progress, interval: p.CheckpointEvery, cost: j.job.Spec.CheckpointCost}

@@ -26,7 +26,8 @@ type Placed struct {
 	CheckpointEvery time.Duration
 }
 
-// JobOutcome is when one job of a replay first held GPUs and when it
+// JobOutcome is when one job of a replay first started working (a boot
+// after it first held GPUs, when its nodes were parked) and when it
 // finished; a zero time means it did not (before Config.Until).
 type JobOutcome struct {
 	Job   cluster.JobID
@@ -54,7 +55,7 @@ func (s *Simulator) placeOne(p *Placed) error {
 	if p.Started.After(s.now) {
 		return fmt.Errorf("started %s, after the replay's start %s", p.Started.Format(time.RFC3339), s.now.Format(time.RFC3339))
 	}
-	j := &simJob{truth: p.Job.Outcome.RunTime, gpus: p.Job.Spec.GPUs, qpos: -1, rpos: -1, preplaced: true, firstStart: p.Started}
+	j := &simJob{truth: p.Job.Outcome.RunTime, gpus: p.Job.Spec.GPUs, qpos: -1, rpos: -1, preplaced: true, firstStart: p.Started, firstWork: p.Started}
 	j.job = cluster.NewJob(p.Job.ID, p.Job.Clone().Spec, p.Job.SubmitTime)
 	if err := j.job.Transition(cluster.StateRunning, p.Started); err != nil {
 		return err
@@ -82,7 +83,7 @@ func (s *Simulator) placeOne(p *Placed) error {
 func (s *Simulator) outcomes() []JobOutcome {
 	out := make([]JobOutcome, len(s.jobs))
 	for i, j := range s.jobs {
-		out[i] = JobOutcome{Job: j.job.ID, Start: j.firstStart}
+		out[i] = JobOutcome{Job: j.job.ID, Start: j.firstWork}
 		if j.job.State == cluster.StateSucceeded {
 			out[i].End = j.job.EndTime
 		}

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"cmp"
+	"math"
 	"slices"
 	"time"
 
@@ -111,10 +112,13 @@ type parking struct {
 }
 
 func (p *parking) init(s *Simulator, a *accounting) {
-	if s.cfg.ParkIdleAfter <= 0 {
+	if s.cfg.ParkIdleAfter <= 0 && len(s.cfg.ParkedAtStart) == 0 {
 		return
 	}
 	p.active, p.after = true, s.cfg.ParkIdleAfter.Seconds()
+	if s.cfg.ParkIdleAfter <= 0 {
+		p.after = math.Inf(1) // the nodes parked at the start stay so until woken; no other parks
+	}
 	p.jobs = make([]int, len(s.snap.Nodes))
 	p.afterOf = make([]float64, len(s.snap.Nodes))
 	p.emptyAt = make([]time.Time, len(s.snap.Nodes))

@@ -3,7 +3,6 @@ package sim_test
 import (
 	"math"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -124,9 +123,25 @@ func TestANodeParkedAtTheStartMakesItsFirstJobWaitForTheBoot(t *testing.T) {
 			t.Errorf("parked at the start %v: JCT %.0f s, want %.0f", tt.parked, r.AvgJCTS, tt.wantJCT)
 		}
 	}
-	fleet := clustertest.Fleet(clustertest.Node("n0").GPUs(1, "V100").Obj())
-	if _, err := sim.Run(t.Context(), sim.Config{Fleet: fleet, ParkedAtStart: []string{"n0"}}); err == nil || !strings.Contains(err.Error(), "ParkIdleAfter") {
-		t.Errorf("nodes parked at the start without parking: %v, want an error naming ParkIdleAfter", err)
+	// Without ParkIdleAfter the node parked at the start is the only one
+	// parked: it waits to be woken, the other never parks.
+	fleet := clustertest.Fleet(clustertest.Node("n0").GPUs(1, "V100").Obj(), clustertest.Node("n1").GPUs(1, "V100").Obj())
+	jobs := []cluster.Job{oneGPUJob("j1", 0, time.Hour), oneGPUJob("j2", 0, time.Hour), oneGPUJob("j3", 5, time.Hour)}
+	r := replay(t, "fifo", fleet, jobs, func(c *sim.Config) { c.ParkedAtStart, c.CheckpointCost, c.Outcomes = []string{"n0"}, 0, true })
+	if r.AvgJCTS != (3900+3600+3600)/3.0 {
+		t.Errorf("avg JCT %.0f s, want one job a boot late (the first on n0) and the others on time", r.AvgJCTS)
+	}
+	if r.ParkedNodeS > 1e-6 {
+		t.Errorf("parked %g node-seconds, want none: n0 was woken at once, n1 never parked", r.ParkedNodeS)
+	}
+	var late int
+	for _, o := range r.Outcomes {
+		if d := o.Start.Sub(clustertest.Epoch); d == sim.DefaultWakeTime {
+			late++
+		}
+	}
+	if late != 1 {
+		t.Errorf("outcomes %+v: want one job starting to work a boot after its start", r.Outcomes)
 	}
 }
 

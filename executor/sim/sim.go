@@ -71,8 +71,9 @@ type Config struct {
 	// lookahead and a node's worth more; otherwise after ParkIdleAfter.
 	ParkForecast  bool
 	ParkLookahead time.Duration
-	// ParkedAtStart are nodes already parked when the replay starts (with
-	// ParkIdleAfter): a job placed on one starts working WakeTime later.
+	// ParkedAtStart are nodes already parked when the replay starts: a
+	// job placed on one starts working WakeTime later. Without
+	// ParkIdleAfter they are the only nodes ever parked.
 	ParkedAtStart []string
 	// DataCacheBytes is each node's local dataset cache: an attempt that
 	// starts on a node leaves a warm copy of its dataset (JobSpec.Data)
@@ -124,9 +125,6 @@ func (c *Config) Validate() error {
 	if c.NodeMTBF < 0 || c.NodeRepair < 0 || c.CheckpointCost < 0 || c.UsageHalfLife < 0 || c.WaitHalfLife < 0 || c.ParkIdleAfter < 0 || c.WakeTime < 0 || c.ParkLookahead < 0 {
 		errs = append(errs, errors.New("sim: negative duration"))
 	}
-	if len(c.ParkedAtStart) > 0 && c.ParkIdleAfter == 0 {
-		errs = append(errs, errors.New("sim: nodes parked at the start need ParkIdleAfter"))
-	}
 	if c.DataCacheBytes < 0 {
 		errs = append(errs, fmt.Errorf("sim: data cache of %d bytes is negative", c.DataCacheBytes))
 	}
@@ -163,6 +161,7 @@ type simJob struct {
 	unplaceable bool
 	preplaced   bool      // held GPUs at Config.Start; never arrives
 	firstStart  time.Time // when it first held GPUs
+	firstWork   time.Time // when it first worked: later when its nodes had to boot
 	capPower    float64   // busy draw over the uncapped one in this attempt (0: uncapped)
 }
 
