@@ -74,6 +74,23 @@ func (e *env) recommendations(kind string) (reasons []string, open int) {
 	return reasons, open
 }
 
+// cyclesApart plans now and again d later: a fleet with nothing to run
+// parks after d.
+func (e *env) cyclesApart(d time.Duration) {
+	e.plane.cycle(e.ctx)
+	e.clock.Advance(d)
+	e.plane.cycle(e.ctx)
+}
+
+// wantNode fails the test unless node shows state in GET /v1/fleet; when
+// says at what point, and why.
+func (e *env) wantNode(node, state, when string) {
+	e.t.Helper()
+	if st := e.nodeStates()[node]; st != state {
+		e.t.Fatalf("%s %s: %s, want %s", node, when, st, state)
+	}
+}
+
 // nodeStates is each node's state as GET /v1/fleet shows it.
 func (e *env) nodeStates() map[string]string {
 	e.t.Helper()
@@ -146,15 +163,11 @@ func TestAnEmptyNodeParksAndAJobThatWaitsWakesIt(t *testing.T) {
 	// restart; it starts once the node is back.
 	e.submit("b", spec(4, 20*time.Hour))
 	e.plane.cycle(e.ctx)
-	if st := e.nodeStates()[other]; st != "parked" {
-		t.Fatalf("right after the restart: %s, want parked (the agents register first)", st)
-	}
+	e.wantNode(other, "parked", "right after the restart (the agents register first)")
 	e.clock.Advance(DefaultNodeSyncTimeout)
 	e.plane.cycle(e.ctx)
 	e.plane.background.Wait()
-	if st := e.nodeStates()[other]; st != "waking" {
-		t.Fatalf("with b waiting: %s, want waking", st)
-	}
+	e.wantNode(other, "waking", "with b waiting")
 	if got := lines(t, resumed); !slices.Equal(got, []string{other}) {
 		t.Errorf("the resume program ran for %v, want [%s]", got, other)
 	}
@@ -163,15 +176,11 @@ func TestAnEmptyNodeParksAndAJobThatWaitsWakesIt(t *testing.T) {
 	}
 	e.clock.Advance(3 * time.Minute)
 	e.plane.cycle(e.ctx)
-	if st := e.nodeStates()[other]; st != "waking" {
-		t.Fatalf("still booting: %s, want waking", st)
-	}
+	e.wantNode(other, "waking", "still booting")
 	e.fleet.Nodes = kept
 	e.setNode(other, cluster.NodeReady)
 	e.plane.cycle(e.ctx)
-	if st := e.nodeStates()[other]; st != "ready" {
-		t.Fatalf("back: %s, want ready", st)
-	}
+	e.wantNode(other, "ready", "back")
 	if got := e.placedOn("b"); got != other {
 		t.Errorf("b placed on %q, want %s", got, other)
 	}
@@ -222,25 +231,17 @@ func TestAFailedSuspendLeavesTheNodeAwake(t *testing.T) {
 	dir := t.TempDir()
 	e, rec := parkingEnv(t, 1, ModeAutopilot, Parking{IdleAfter: 10 * time.Minute,
 		Suspend: powerScript(t, "suspend", filepath.Join(dir, "suspended"), true)})
-	e.plane.cycle(e.ctx)
-	e.clock.Advance(10 * time.Minute)
-	e.plane.cycle(e.ctx)
+	e.cyclesApart(10 * time.Minute)
 	e.plane.background.Wait()
 	e.plane.cycle(e.ctx)
-	if st := e.nodeStates()["n0"]; st != "ready" {
-		t.Fatalf("after the suspend program failed: %s, want ready", st)
-	}
+	e.wantNode("n0", "ready", "after the suspend program failed")
 	e.clock.Advance(9 * time.Minute)
 	e.plane.cycle(e.ctx)
-	if st := e.nodeStates()["n0"]; st != "ready" {
-		t.Fatalf("9 minutes after a failed suspend: %s, want ready (not parked again before IdleAfter)", st)
-	}
+	e.wantNode("n0", "ready", "9 minutes after a failed suspend (not parked again before IdleAfter)")
 	e.clock.Advance(time.Minute)
 	e.plane.cycle(e.ctx)
 	e.plane.background.Wait()
-	if st := e.nodeStates()["n0"]; st != "parked" {
-		t.Fatalf("IdleAfter after the failed suspend: %s, want parked again", st)
-	}
+	e.wantNode("n0", "parked", "IdleAfter after the failed suspend again")
 	if got := rec.types(); !slices.Equal(got, []string{"node_parked", "node_awake", "node_parked"}) {
 		t.Errorf("events %v", got)
 	}
@@ -249,9 +250,7 @@ func TestAFailedSuspendLeavesTheNodeAwake(t *testing.T) {
 
 func TestAWakeThatNeverComesParksTheNodeAgainAndWakesAnother(t *testing.T) {
 	e, rec := parkingEnv(t, 2, ModeAutopilot, Parking{IdleAfter: 10 * time.Minute, WakeTimeout: 5 * time.Minute})
-	e.plane.cycle(e.ctx)
-	e.clock.Advance(10 * time.Minute)
-	e.plane.cycle(e.ctx)
+	e.cyclesApart(10 * time.Minute)
 	e.setNode("n0", cluster.NodeFailed) // both power off
 	e.setNode("n1", cluster.NodeFailed)
 	e.plane.cycle(e.ctx)
@@ -340,18 +339,14 @@ func TestAWokenNodeThatWasNotSeenDownIsNotAwakeWhileASuspendProgramPowersNodesDo
 	dir := t.TempDir()
 	e, _ := parkingEnv(t, 1, ModeAutopilot, Parking{IdleAfter: 10 * time.Minute, WakeTimeout: 5 * time.Minute,
 		Suspend: powerScript(t, "suspend", filepath.Join(dir, "suspended"), false)})
-	e.plane.cycle(e.ctx)
-	e.clock.Advance(10 * time.Minute)
-	e.plane.cycle(e.ctx)
+	e.cyclesApart(10 * time.Minute)
 	e.plane.background.Wait()
 	// The suspend program returned; the node is still shutting down (the
 	// fleet shows it ready) when a job wakes it.
 	e.submit("a", spec(4, time.Hour))
 	e.plane.cycle(e.ctx)
 	e.plane.cycle(e.ctx)
-	if st := e.nodeStates()["n0"]; st != "waking" {
-		t.Fatalf("woken while shutting down: %s, want waking (not awake before it was seen down)", st)
-	}
+	e.wantNode("n0", "waking", "woken while shutting down (not awake before it was seen down)")
 	if on := e.placedOn("a"); on != "" {
 		t.Fatalf("a placed on %s while it shuts down", on)
 	}
@@ -366,9 +361,7 @@ func TestAWokenNodeThatWasNotSeenDownIsNotAwakeWhileASuspendProgramPowersNodesDo
 
 func TestParkingOffForgetsParkedNodes(t *testing.T) {
 	e, _ := parkingEnv(t, 1, ModeAutopilot, Parking{IdleAfter: 10 * time.Minute})
-	e.plane.cycle(e.ctx)
-	e.clock.Advance(10 * time.Minute)
-	e.plane.cycle(e.ctx)
+	e.cyclesApart(10 * time.Minute)
 	if st := e.nodeStates()["n0"]; st != "parked" {
 		t.Fatalf("%s, want parked", st)
 	}
@@ -420,9 +413,7 @@ func TestQueuedDemandLeavesOutWhatMoreNodesCannotServe(t *testing.T) {
 
 func TestTheAdvisorRecommendsParksAndParksNothing(t *testing.T) {
 	e, rec := parkingEnv(t, 2, ModeAdvisor, Parking{IdleAfter: 10 * time.Minute})
-	e.plane.cycle(e.ctx)
-	e.clock.Advance(10 * time.Minute)
-	e.plane.cycle(e.ctx)
+	e.cyclesApart(10 * time.Minute)
 	e.plane.cycle(e.ctx)
 	if st := e.nodeStates(); st["n0"] != "ready" || st["n1"] != "ready" {
 		t.Errorf("advisor: %v, want both ready", st)
@@ -444,18 +435,14 @@ func TestTheAdvisorRecommendsParksAndParksNothing(t *testing.T) {
 
 func TestTheAdvisorRecommendsWakingParkedNodes(t *testing.T) {
 	e, _ := parkingEnv(t, 1, ModeAutopilot, Parking{IdleAfter: 10 * time.Minute})
-	e.plane.cycle(e.ctx)
-	e.clock.Advance(10 * time.Minute)
-	e.plane.cycle(e.ctx)
+	e.cyclesApart(10 * time.Minute)
 	if err := e.plane.SetMode(e.ctx, ModeAdvisor); err != nil {
 		t.Fatal(err)
 	}
 	e.setNode("n0", cluster.NodeFailed)
 	e.submit("a", spec(4, time.Hour))
 	e.plane.cycle(e.ctx)
-	if st := e.nodeStates()["n0"]; st != "parked" {
-		t.Errorf("advisor: %s, want parked (nothing woken)", st)
-	}
+	e.wantNode("n0", "parked", "advisor (nothing woken)")
 	if wakes, _ := e.recommendations(recWake); len(wakes) != 1 || !strings.Contains(wakes[0], "wake node n0: job a waits for it") {
 		t.Errorf("wake recommendations %q", wakes)
 	}
@@ -543,9 +530,7 @@ func TestASuspendThatFailsOnceTheNodeIsDownLeavesItParked(t *testing.T) {
 	dir := t.TempDir()
 	e, _ := parkingEnv(t, 1, ModeAutopilot, Parking{IdleAfter: 10 * time.Minute,
 		Suspend: powerScript(t, "suspend", filepath.Join(dir, "suspended"), true)})
-	e.plane.cycle(e.ctx)
-	e.clock.Advance(10 * time.Minute)
-	e.plane.cycle(e.ctx)
+	e.cyclesApart(10 * time.Minute)
 	e.setNode("n0", cluster.NodeFailed) // it went off, and the program still said it failed
 	e.plane.background.Wait()
 	e.plane.cycle(e.ctx)
@@ -558,27 +543,19 @@ func TestAFailedResumeParksTheNodeAgain(t *testing.T) {
 	dir := t.TempDir()
 	e, rec := parkingEnv(t, 1, ModeAutopilot, Parking{IdleAfter: 10 * time.Minute, WakeTimeout: 5 * time.Minute,
 		Resume: powerScript(t, "resume", filepath.Join(dir, "resumed"), true)})
-	e.plane.cycle(e.ctx)
-	e.clock.Advance(10 * time.Minute)
-	e.plane.cycle(e.ctx)
+	e.cyclesApart(10 * time.Minute)
 	e.setNode("n0", cluster.NodeFailed)
 	e.submit("a", spec(4, time.Hour))
 	e.plane.cycle(e.ctx)
 	e.plane.background.Wait()
 	e.plane.cycle(e.ctx)
-	if st := e.nodeStates()["n0"]; st != "parked" {
-		t.Fatalf("after its resume program failed: %s, want parked again", st)
-	}
+	e.wantNode("n0", "parked", "after its resume program failed again")
 	e.clock.Advance(4 * time.Minute)
 	e.plane.cycle(e.ctx)
-	if st := e.nodeStates()["n0"]; st != "parked" {
-		t.Fatalf("4 minutes later: %s, want parked (not woken again before WakeTimeout)", st)
-	}
+	e.wantNode("n0", "parked", "4 minutes later (not woken again before WakeTimeout)")
 	e.clock.Advance(time.Minute)
 	e.plane.cycle(e.ctx)
-	if st := e.nodeStates()["n0"]; st != "waking" {
-		t.Fatalf("WakeTimeout later: %s, want waking again", st)
-	}
+	e.wantNode("n0", "waking", "WakeTimeout later again")
 	if got := rec.types(); !slices.Equal(got, []string{"node_parked", "submitted", "node_waking", "node_parked", "node_waking"}) {
 		t.Errorf("events %v", got)
 	}

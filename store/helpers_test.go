@@ -77,6 +77,21 @@ func openTest(t testing.TB, opts ...Option) (*Store, string) {
 	return s, path
 }
 
+// reopen closes s and opens the store at path again, as a restarted
+// process does; the new store is closed at the end of the test.
+func reopen(t testing.TB, s *Store, path string) *Store {
+	t.Helper()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
 // mustSubmit submits jobs and fails the test on an error.
 func mustSubmit(t testing.TB, s *Store, jobs ...cluster.Job) {
 	t.Helper()

@@ -36,13 +36,7 @@ func TestLoansOutliveTheStore(t *testing.T) {
 	if err := s.DeleteLoan(ctx, "never-lent"); err != nil {
 		t.Fatalf("ending a loan that is not there: %v", err)
 	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if s, err = Open(ctx, path); err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s = reopen(t, s, path)
 	got, err := s.Loans(ctx)
 	if err != nil {
 		t.Fatal(err)

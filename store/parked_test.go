@@ -47,13 +47,7 @@ func TestParkedNodesOutliveTheStore(t *testing.T) {
 	if err := s.DeleteParked(ctx, "never-parked"); err != nil {
 		t.Fatalf("waking a node that is not parked: %v", err)
 	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if s, err = Open(ctx, path); err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s = reopen(t, s, path)
 	got, err := s.ParkedNodes(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -31,14 +31,7 @@ func TestWebhookDeliveriesOutliveTheStoreInOrder(t *testing.T) {
 	if err := s.DeleteWebhookDelivery(ctx, "tracker", "never-added"); err != nil {
 		t.Fatalf("deleting a delivery that is not there: %v", err)
 	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	s, err = Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s = reopen(t, s, path)
 	got, err := s.WebhookDeliveries(ctx)
 	if err != nil {
 		t.Fatal(err)
