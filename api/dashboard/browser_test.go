@@ -222,6 +222,24 @@ func TestDashboardShowsTheFleetAndItsHistory(t *testing.T) {
 	}
 }
 
+// TestDashboardShowsParkedNodes checks that a parked and a waking node
+// show their state, dimmed.
+func TestDashboardShowsParkedNodes(t *testing.T) {
+	s := newStack(t)
+	s.fake.SetParking("dgx-1", "parked")
+	s.fake.SetParking("dgx-2", "waking")
+	b := browsertest.Start(t)
+	browsertest.Open(b, s.url)
+	browsertest.Login(b, adminToken)
+	for _, c := range []struct{ what, expr string }{
+		{"the parked node", `document.querySelector('#fleet .node.state-parked[data-node="dgx-1"] .badge').textContent === 'parked'`},
+		{"the waking node", `document.querySelector('#fleet .node.state-waking[data-node="dgx-2"] .badge').textContent === 'waking'`},
+		{"dimmed", `getComputedStyle(document.querySelector('#fleet [data-node="dgx-1"]')).opacity === '0.6'`},
+	} {
+		browsertest.Poll[bool](b, "wait for "+c.what, c.expr, browsertest.ScenarioTimeout)
+	}
+}
+
 func TestARevokedTokenEndsTheSession(t *testing.T) {
 	s := newStack(t)
 	b := browsertest.Start(t)

@@ -86,6 +86,7 @@ type Fake struct {
 	samples  []sample
 	gpuTel   map[cluster.GPURef]GPUTelemetry
 	loans    map[string]control.NodeLoan
+	power    map[string]string // nodes parked or waking (SetParking)
 	fail     map[string]error
 	retrains int
 	idleFor  map[cluster.GPURef]time.Duration
@@ -125,6 +126,7 @@ func New(opts ...Option) *Fake {
 		mode:     control.ModeAdvisor,
 		gpuTel:   map[cluster.GPURef]GPUTelemetry{},
 		loans:    map[string]control.NodeLoan{},
+		power:    map[string]string{},
 		fail:     map[string]error{},
 	}
 	for _, o := range opts {
@@ -422,6 +424,18 @@ func (f *Fake) SetLoan(node string, l control.NodeLoan) {
 	f.loans[node] = l
 }
 
+// SetParking shows node in the fleet view as parked or waking (state
+// "parked", "waking"), or as its fleet state again ("").
+func (f *Fake) SetParking(node, state string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if state == "" {
+		delete(f.power, node)
+		return
+	}
+	f.power[node] = state
+}
+
 // Retrains counts the calls of Retrain that succeeded.
 func (f *Fake) Retrains() int {
 	f.mu.Lock()
@@ -505,7 +519,7 @@ func (f *Fake) Fleet(context.Context) (control.FleetState, error) {
 	}
 	used := f.allocated()
 	for _, n := range f.nodes {
-		ns := control.NodeState{Name: n.Name, State: nodeState(n.State), GPUs: []control.GPUState{}}
+		ns := control.NodeState{Name: n.Name, State: cmp.Or(f.power[n.Name], nodeState(n.State)), GPUs: []control.GPUState{}}
 		if l, ok := f.loans[n.Name]; ok {
 			ns.Loan = &l
 		}
