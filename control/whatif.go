@@ -390,10 +390,9 @@ func simulate(ctx context.Context, now, until time.Time, sc *scenario, tenants [
 		Preemptive: sc.policy.Preemptor != nil, Start: now, Until: until, Outcomes: true, Seed: 1, Usage: sc.usage, Waits: sc.waits,
 		Logger: slog.New(slog.DiscardHandler)}
 	if len(sc.parked) > 0 {
-		// Only the nodes parked now: the simulation parks no more (its
-		// planner would take a parked node as it takes any; the live plane
-		// wakes one only when no awake node will do).
-		cfg.ParkedAtStart, cfg.WakeTime = sc.parked, sc.wake
+		// The nodes parked now, woken only for what the awake nodes leave
+		// waiting, as the plane wakes them; the simulation parks no more.
+		cfg.ParkedAtStart, cfg.WakeTime, cfg.WakeLast = sc.parked, sc.wake, true
 	}
 	r, err := sim.Run(ctx, cfg)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/prescient-sched/prescient/cluster"
@@ -172,6 +173,7 @@ func (s *Simulator) plan(ctx context.Context) error {
 	if s.cfg.Carbon != nil {
 		in.Carbon = s.cfg.Carbon // the interface stays nil without a series
 	}
+	parked := s.hideParked()
 	p, err := s.cfg.Planner.Plan(ctx, in)
 	if err != nil {
 		return fmt.Errorf("sim: plan at %s: %w", s.now.Format(time.RFC3339), err)
@@ -188,7 +190,14 @@ func (s *Simulator) plan(ctx context.Context) error {
 			return err
 		}
 	}
-	if len(p.Placements) > 0 {
+	placed := len(p.Placements)
+	if len(parked) > 0 {
+		s.showParked(parked)
+		if placed, err = s.planOnParked(ctx, in, p.Preemptions, placed); err != nil {
+			return err
+		}
+	}
+	if placed > 0 {
 		s.wakeLending()
 	}
 	if !p.NextReplan.IsZero() && !p.NextReplan.Equal(s.wakeAt) {
@@ -196,6 +205,65 @@ func (s *Simulator) plan(ctx context.Context) error {
 		s.ev.push(event{at: p.NextReplan, kind: evWake})
 	}
 	return nil
+}
+
+// hideParked, with Config.WakeLast, takes the parked nodes out of the
+// plan (as the control plane drains them) and returns them.
+func (s *Simulator) hideParked() []int {
+	if !s.cfg.WakeLast || !s.acct.park.active {
+		return nil
+	}
+	var parked []int
+	for i := range s.snap.Nodes {
+		if s.free.Ready(i) && s.acct.park.parked(s, i) {
+			parked = append(parked, i)
+			s.free.SetReady(i, false)
+			s.snap.Nodes[i].State = cluster.NodeDrained
+		}
+	}
+	return parked
+}
+
+// showParked gives the hidden parked nodes back to the plan.
+func (s *Simulator) showParked(parked []int) {
+	for _, i := range parked {
+		s.free.SetReady(i, true)
+		s.snap.Nodes[i].State = cluster.NodeReady
+	}
+}
+
+// planOnParked plans again, with the parked nodes back, for the jobs the
+// first plan left waiting but those its preemptions are for (they wait
+// for their victims' GPUs), and starts its placements (the jobs it
+// places on parked nodes wake them); its preemptions do not count: the
+// awake nodes' were the first plan's. It returns placed plus what it
+// placed.
+func (s *Simulator) planOnParked(ctx context.Context, in executor.PlanInput, preempted []executor.Preemption, placed int) (int, error) {
+	if s.queueLen() == 0 {
+		return placed, nil
+	}
+	s.refreshRunning()
+	in.Queue, in.Running, in.QueueSorted = s.queue, s.running, false
+	if s.sorted != nil {
+		in.Queue, in.QueueSorted = s.sorted.Jobs(), true
+	}
+	if len(preempted) > 0 {
+		waits := map[cluster.JobID]bool{}
+		for _, pr := range preempted {
+			waits[pr.For] = true
+		}
+		in.Queue = slices.DeleteFunc(slices.Clone(in.Queue), func(v *executor.JobView) bool { return waits[v.Job.ID] })
+	}
+	p, err := s.cfg.Planner.Plan(ctx, in)
+	if err != nil {
+		return placed, fmt.Errorf("sim: plan on the parked nodes at %s: %w", s.now.Format(time.RFC3339), err)
+	}
+	for _, pl := range p.Placements {
+		if err := s.start(pl); err != nil {
+			return placed, err
+		}
+	}
+	return placed + len(p.Placements), nil
 }
 
 // refreshRunning brings the running jobs' views up to now.

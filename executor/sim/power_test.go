@@ -145,6 +145,32 @@ func TestANodeParkedAtTheStartMakesItsFirstJobWaitForTheBoot(t *testing.T) {
 	}
 }
 
+// With WakeLast a parked node takes only what the awake ones leave
+// waiting, as the control plane wakes nodes.
+func TestWakeLastPlacesOnAParkedNodeOnlyWhatTheAwakeOnesCannotTake(t *testing.T) {
+	for _, tt := range []struct {
+		wakeLast bool
+		jobs     int
+		wantJCT  float64
+	}{
+		{false, 1, 3900}, // the placer takes the emptiest node first: the parked one
+		{true, 1, 3600},
+		{true, 2, (3600 + 3900) / 2.0}, // the second wakes it
+	} {
+		fleet := clustertest.Fleet(clustertest.Node("n0").GPUs(1, "V100").Obj(), clustertest.Node("n1").GPUs(1, "V100").Obj())
+		var jobs []cluster.Job
+		for i := range tt.jobs {
+			jobs = append(jobs, oneGPUJob("j"+strconv.Itoa(i), 0, time.Hour))
+		}
+		r := replay(t, "fifo", fleet, jobs, func(c *sim.Config) {
+			c.ParkedAtStart, c.WakeLast, c.CheckpointCost = []string{"n0"}, tt.wakeLast, 0
+		})
+		if r.AvgJCTS != tt.wantJCT {
+			t.Errorf("WakeLast %v, %d jobs: avg JCT %.0f s, want %.0f", tt.wakeLast, tt.jobs, r.AvgJCTS, tt.wantJCT)
+		}
+	}
+}
+
 func TestCarbonSeriesIntegral(t *testing.T) {
 	t0 := clustertest.Epoch
 	c, err := sim.NewCarbonSeries([]time.Time{t0, t0.Add(time.Hour)}, []float64{100, 400})

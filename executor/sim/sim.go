@@ -75,6 +75,11 @@ type Config struct {
 	// job placed on one starts working WakeTime later. Without
 	// ParkIdleAfter they are the only nodes ever parked.
 	ParkedAtStart []string
+	// WakeLast plans on the parked nodes only for the jobs the awake
+	// nodes leave waiting, as the control plane wakes them (a second plan,
+	// whose placements only count); otherwise the planner takes a parked
+	// node as it takes any.
+	WakeLast bool
 	// DataCacheBytes is each node's local dataset cache: an attempt that
 	// starts on a node leaves a warm copy of its dataset (JobSpec.Data)
 	// there, the least recently used copies making room, and the queued
