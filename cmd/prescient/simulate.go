@@ -37,6 +37,7 @@ type simulateOptions struct {
 	tune                  float64
 	parkIdleAfter         time.Duration
 	parkForecast          bool
+	parkWakeLast          bool
 	dataCache             string
 	datasets              string
 	powerModel            string
@@ -291,7 +292,7 @@ func (o *simulateOptions) replay(ctx context.Context, g *globals, name string, j
 	cfg := sim.Config{
 		Fleet: fleet, Jobs: jobs, Planner: planner, Forecaster: forecaster, Preemptive: pol.Preemptor != nil, Order: pol.Order,
 		NodeMTBF: o.nodeMTBF, NodeRepair: o.nodeRepair, CheckpointCost: o.checkpointCost, Seed: o.seed, Logger: g.logger,
-		ParkIdleAfter: o.parkIdleAfter, ParkForecast: o.parkForecast, Lending: o.lending,
+		ParkIdleAfter: o.parkIdleAfter, ParkForecast: o.parkForecast, WakeLast: o.parkWakeLast, Lending: o.lending,
 	}
 	if o.powerModel != "" {
 		pf, err := sim.ReadPowerFile(o.powerModel)
