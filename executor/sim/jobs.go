@@ -72,7 +72,10 @@ func (s *Simulator) start(p executor.Placement) error {
 	}
 	s.dequeue(j)
 	if j.firstStart.IsZero() {
-		j.firstStart, j.firstWork = s.now, s.now.Add(boot)
+		j.firstStart = s.now
+	}
+	if j.firstWork.IsZero() {
+		j.firstWork = s.now.Add(boot)
 	}
 	j.run = executor.RunningJob{JobView: j.view, Allocations: s.snap.Allocations(j.job.ID), Started: s.now}
 	j.seg = segment{start: s.now.Add(boot), saved: j.view.Progress, interval: p.CheckpointEvery, cost: j.job.Spec.CheckpointCost}
@@ -202,6 +205,9 @@ func (s *Simulator) interrupt(j *simJob) error {
 }
 
 func (s *Simulator) requeue(j *simJob, saved time.Duration) error {
+	if j.firstWork.After(s.now) {
+		j.firstWork = time.Time{} // stopped while its node booted: it has not worked yet
+	}
 	s.release(j)
 	if err := j.job.Transition(cluster.StateQueued, s.now); err != nil {
 		return fmt.Errorf("sim: %w", err)

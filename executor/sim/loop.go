@@ -190,33 +190,43 @@ func (s *Simulator) plan(ctx context.Context) error {
 			return err
 		}
 	}
-	placed := len(p.Placements)
+	placed, next := len(p.Placements), p.NextReplan
 	if len(parked) > 0 {
-		s.showParked(parked)
-		if placed, err = s.planOnParked(ctx, in, p.Preemptions, placed); err != nil {
+		var waits map[cluster.JobID]bool
+		if waits, err = s.waitingForStopping(ctx, in); err == nil {
+			s.showParked(parked)
+			var more executor.Plan
+			if more, err = s.planOnParked(ctx, in, waits); err == nil {
+				placed += len(more.Placements)
+				if next.IsZero() || !more.NextReplan.IsZero() && more.NextReplan.Before(next) {
+					next = more.NextReplan
+				}
+			}
+		}
+		if err != nil {
 			return err
 		}
 	}
 	if placed > 0 {
 		s.wakeLending()
 	}
-	if !p.NextReplan.IsZero() && !p.NextReplan.Equal(s.wakeAt) {
-		s.wakeAt = p.NextReplan
-		s.ev.push(event{at: p.NextReplan, kind: evWake})
+	if !next.IsZero() && !next.Equal(s.wakeAt) {
+		s.wakeAt = next
+		s.ev.push(event{at: next, kind: evWake})
 	}
 	return nil
 }
 
 // hideParked, with Config.WakeLast, takes the parked nodes out of the
 // plan (as the control plane drains them) and returns them.
-func (s *Simulator) hideParked() []int {
+func (s *Simulator) hideParked() []hiddenNode {
 	if !s.cfg.WakeLast || !s.acct.park.active {
 		return nil
 	}
-	var parked []int
+	var parked []hiddenNode
 	for i := range s.snap.Nodes {
 		if s.free.Ready(i) && s.acct.park.parked(s, i) {
-			parked = append(parked, i)
+			parked = append(parked, hiddenNode{i: i, state: s.snap.Nodes[i].State})
 			s.free.SetReady(i, false)
 			s.snap.Nodes[i].State = cluster.NodeDrained
 		}
@@ -224,46 +234,103 @@ func (s *Simulator) hideParked() []int {
 	return parked
 }
 
+// hiddenNode is a parked node hideParked took out of the plan, and its
+// state before.
+type hiddenNode struct {
+	i     int
+	state cluster.NodeState
+}
+
 // showParked gives the hidden parked nodes back to the plan.
-func (s *Simulator) showParked(parked []int) {
-	for _, i := range parked {
-		s.free.SetReady(i, true)
-		s.snap.Nodes[i].State = cluster.NodeReady
+func (s *Simulator) showParked(parked []hiddenNode) {
+	for _, h := range parked {
+		s.free.SetReady(h.i, true)
+		s.snap.Nodes[h.i].State = h.state
 	}
 }
 
-// planOnParked plans again, with the parked nodes back, for the jobs the
-// first plan left waiting but those its preemptions are for (they wait
-// for their victims' GPUs), and starts its placements (the jobs it
-// places on parked nodes wake them); its preemptions do not count: the
-// awake nodes' were the first plan's. It returns placed plus what it
-// placed.
-func (s *Simulator) planOnParked(ctx context.Context, in executor.PlanInput, preempted []executor.Preemption, placed int) (int, error) {
-	if s.queueLen() == 0 {
-		return placed, nil
+// waitingForStopping is the queued jobs that the GPUs of the jobs being
+// stopped will take, by a plan on the awake nodes with those GPUs free
+// (the control plane's first stage); its placements are not applied.
+func (s *Simulator) waitingForStopping(ctx context.Context, in executor.PlanInput) (waits map[cluster.JobID]bool, err error) {
+	type freed struct {
+		id     cluster.JobID
+		allocs []cluster.Allocation
 	}
+	var stopping []freed
+	var running []*executor.RunningJob
+	for _, r := range s.running {
+		if !r.Stopping {
+			running = append(running, r)
+			continue
+		}
+		allocs := s.snap.Release(r.Job.ID)
+		s.free.Release(allocs)
+		stopping = append(stopping, freed{r.Job.ID, allocs})
+	}
+	if len(stopping) == 0 {
+		return nil, nil
+	}
+	defer func() { // as they were
+		for _, f := range stopping {
+			if e := s.snap.Allocate(f.id, f.allocs); e != nil && err == nil {
+				err = fmt.Errorf("sim: restoring the GPUs of %s, being stopped: %w: %w", f.id, e, ErrInvariant)
+			}
+			if e := s.free.Allocate(f.allocs); e != nil && err == nil {
+				err = fmt.Errorf("sim: restoring the capacity of %s, being stopped: %w: %w", f.id, e, ErrInvariant)
+			}
+		}
+	}()
+	s.refreshRunning()
+	in.Queue, in.Running, in.QueueSorted = s.queue, running, false
+	if s.sorted != nil {
+		in.Queue, in.QueueSorted = s.sorted.Jobs(), true
+	}
+	if len(in.Queue) == 0 {
+		return nil, nil
+	}
+	p, err := s.cfg.Planner.Plan(ctx, in)
+	if err != nil {
+		return nil, fmt.Errorf("sim: plan on the GPUs being freed at %s: %w", s.now.Format(time.RFC3339), err)
+	}
+	s.acct.cycles++
+	waits = map[cluster.JobID]bool{}
+	for _, pl := range p.Placements {
+		waits[pl.Job] = true
+	}
+	return waits, nil
+}
+
+// planOnParked plans again, with the parked nodes back, for the jobs the
+// first plan left waiting but those waiting for the GPUs of jobs being
+// stopped, and starts its placements (the jobs it places on parked nodes
+// wake them); its preemptions do not count: the awake nodes' were the
+// first plan's.
+func (s *Simulator) planOnParked(ctx context.Context, in executor.PlanInput, waits map[cluster.JobID]bool) (executor.Plan, error) {
 	s.refreshRunning()
 	in.Queue, in.Running, in.QueueSorted = s.queue, s.running, false
 	if s.sorted != nil {
 		in.Queue, in.QueueSorted = s.sorted.Jobs(), true
 	}
-	if len(preempted) > 0 {
-		waits := map[cluster.JobID]bool{}
-		for _, pr := range preempted {
-			waits[pr.For] = true
-		}
+	if len(waits) > 0 {
 		in.Queue = slices.DeleteFunc(slices.Clone(in.Queue), func(v *executor.JobView) bool { return waits[v.Job.ID] })
 	}
+	if len(in.Queue) == 0 {
+		return executor.Plan{}, nil
+	}
+	s.caches.warmQueue(s, in.Queue)
 	p, err := s.cfg.Planner.Plan(ctx, in)
 	if err != nil {
-		return placed, fmt.Errorf("sim: plan on the parked nodes at %s: %w", s.now.Format(time.RFC3339), err)
+		return p, fmt.Errorf("sim: plan on the parked nodes at %s: %w", s.now.Format(time.RFC3339), err)
 	}
+	s.acct.cycles++
+	s.acct.decisions += len(p.Placements)
 	for _, pl := range p.Placements {
 		if err := s.start(pl); err != nil {
-			return placed, err
+			return p, err
 		}
 	}
-	return placed + len(p.Placements), nil
+	return p, nil
 }
 
 // refreshRunning brings the running jobs' views up to now.

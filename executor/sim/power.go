@@ -178,7 +178,7 @@ func (p *parking) startSpell(s *Simulator, a *accounting, i int) {
 // parking finds it spare, else after ParkIdleAfter.
 func (p *parking) decide(s *Simulator, i int) {
 	p.afterOf[i] = p.after
-	if s.cfg.ParkForecast && p.spare(s, i) {
+	if s.cfg.ParkForecast && !math.IsInf(p.after, 1) && p.spare(s, i) {
 		p.afterOf[i] = 0
 	}
 }

@@ -171,6 +171,31 @@ func TestWakeLastPlacesOnAParkedNodeOnlyWhatTheAwakeOnesCannotTake(t *testing.T)
 	}
 }
 
+// With WakeLast a job waiting for a preempted job's GPUs wakes no parked
+// node, though another arrival plans again while the victim checkpoints.
+func TestWakeLastWakesNothingForAJobWaitingForAVictimsGPUs(t *testing.T) {
+	at := func(d time.Duration) time.Time { return clustertest.Epoch.Add(d) }
+	job := func(id string, tier cluster.Tier, submit, run time.Duration) cluster.Job {
+		j := clustertest.Job(id).GPUs(1).Tier(tier).Submitted(at(submit)).Checkpointable(time.Minute).Obj()
+		j.Outcome.RunTime = run
+		return j
+	}
+	jobs := []cluster.Job{
+		job("victim", cluster.TierOpportunistic, 0, 10*time.Hour),
+		job("prod", cluster.TierProduction, time.Hour, time.Hour),
+		job("later", cluster.TierOpportunistic, time.Hour+10*time.Second, time.Hour),
+	}
+	fleet := clustertest.Fleet(clustertest.Node("n0").GPUs(1, "V100").Obj(), clustertest.Node("n1").GPUs(1, "V100").Obj())
+	r := replay(t, "prescient", fleet, jobs, func(c *sim.Config) {
+		c.ParkedAtStart, c.WakeLast, c.Outcomes, c.CheckpointCost = []string{"n1"}, true, true, time.Minute
+	})
+	for _, o := range r.Outcomes {
+		if o.Job == "prod" && (o.Start.Before(at(time.Hour)) || !o.Start.Before(at(time.Hour+sim.DefaultWakeTime))) {
+			t.Errorf("prod started to work at %s; want within the victim's checkpoint after %s, not a boot later", o.Start, at(time.Hour))
+		}
+	}
+}
+
 func TestCarbonSeriesIntegral(t *testing.T) {
 	t0 := clustertest.Epoch
 	c, err := sim.NewCarbonSeries([]time.Time{t0, t0.Add(time.Hour)}, []float64{100, 400})
