@@ -77,6 +77,9 @@ func recordMemory(t *testing.T, e *env, job, uuid string, from time.Time, n int,
 // once the refinement the live state started (if any) has finished.
 func runningMemory(t *testing.T, e *env, id cluster.JobID) int64 {
 	t.Helper()
+	// A refinement an earlier cycle started may still run on what was
+	// there then: let it end, so that the read below starts a fresh one.
+	e.waitWhile("an earlier refinement", &e.plane.refining)
 	if _, err := e.plane.liveState(e.ctx); err != nil {
 		t.Fatal(err)
 	}
