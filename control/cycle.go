@@ -160,7 +160,7 @@ func (p *Plane) waitsNow(lv *live) map[string]executor.TenantWaits {
 		if known {
 			return
 		}
-		p.arrivals.add(lv.now, j.SubmitTime, float64(j.Spec.MilliGPUs())/cluster.MilliGPU)
+		p.arrivals.Add(lv.now, j.SubmitTime, float64(j.Spec.MilliGPUs())/cluster.MilliGPU)
 		w := p.waits[j.Spec.Tenant]
 		w.Arrivals += math.Exp2(-max(lv.now.Sub(j.SubmitTime), 0).Seconds() / h.Seconds())
 		p.waits[j.Spec.Tenant] = w

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"os/exec"
 	"slices"
 	"strings"
@@ -157,36 +156,6 @@ type powerRun struct {
 	node, state string
 	since       time.Time
 	err         error
-}
-
-// arrivals are the GPUs of the jobs seen arriving, decayed with a time
-// constant of an hour (as the replay's), under the Plane's mu.
-type arrivals struct {
-	gpus float64
-	at   time.Time
-}
-
-const arrivalTau = time.Hour
-
-func (a *arrivals) decay(now time.Time) {
-	if !a.at.IsZero() && now.After(a.at) {
-		a.gpus *= math.Exp(-now.Sub(a.at).Seconds() / arrivalTau.Seconds())
-	}
-	if now.After(a.at) {
-		a.at = now
-	}
-}
-
-// add counts a job of gpus submitted at submit, seen first at now.
-func (a *arrivals) add(now, submit time.Time, gpus float64) {
-	a.decay(now)
-	a.gpus += gpus * math.Exp(-max(now.Sub(submit), 0).Seconds()/arrivalTau.Seconds())
-}
-
-// rate is the GPUs arriving per second lately.
-func (a *arrivals) rate(now time.Time) float64 {
-	a.decay(now)
-	return a.gpus / arrivalTau.Seconds()
 }
 
 // restoreParked reads the parked nodes from the store. With parking off
@@ -796,5 +765,5 @@ func wholeFree(snap *cluster.Snapshot, n *cluster.Node) int {
 func (p *Plane) arrivalRate(now time.Time) float64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.arrivals.rate(now)
+	return p.arrivals.Rate(now)
 }

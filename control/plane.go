@@ -13,6 +13,7 @@ import (
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/collector"
 	"github.com/prescient-sched/prescient/executor"
+	"github.com/prescient-sched/prescient/executor/park"
 	"github.com/prescient-sched/prescient/executor/plugins/placement"
 	"github.com/prescient-sched/prescient/executor/policies"
 	"github.com/prescient-sched/prescient/executor/sim"
@@ -111,7 +112,7 @@ type Plane struct {
 	powerRuns []powerRun
 	boot      time.Duration // the woken nodes' boot time (bootTime), under mu
 	parking   parkingState
-	arrivals  arrivals
+	arrivals  park.Arrivals
 }
 
 var _ Service = (*Plane)(nil)

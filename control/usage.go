@@ -8,6 +8,7 @@ import (
 
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/executor"
+	"github.com/prescient-sched/prescient/executor/park"
 	"github.com/prescient-sched/prescient/store"
 )
 
@@ -51,14 +52,14 @@ func (p *Plane) restoreFairness(ctx context.Context, now time.Time) error {
 	p.usage, p.usageAt = usage, now
 	p.waits, p.waitsAt = waits, now
 	p.arrived = map[cluster.JobID]uint64{}
-	p.arrivals = arrivals{}
+	p.arrivals = park.Arrivals{}
 	for i := range jobs {
 		j := &jobs[i]
 		if !j.SubmitTime.Before(waitsFrom) && !j.State.Terminal() {
 			p.arrived[j.ID] = p.waitsCycle // counted above; waitsNow must not count it again
 		}
 		if !j.SubmitTime.Before(from) && !j.SubmitTime.After(now) {
-			p.arrivals.add(now, j.SubmitTime, float64(j.Spec.MilliGPUs())/cluster.MilliGPU) // parking's arrival rate
+			p.arrivals.Add(now, j.SubmitTime, float64(j.Spec.MilliGPUs())/cluster.MilliGPU) // parking's arrival rate
 		}
 	}
 	p.mu.Unlock()

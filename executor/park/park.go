@@ -17,6 +17,7 @@
 package park
 
 import (
+	"math"
 	"time"
 
 	"github.com/prescient-sched/prescient/executor"
@@ -58,3 +59,37 @@ func (o *Outlook) Spare(nodeGPUs int) bool { return o.supply >= o.Demand()+float
 // Short is how many GPUs the supply lacks to cover the demand; zero when
 // it covers it.
 func (o *Outlook) Short() float64 { return max(o.Demand()-o.supply, 0) }
+
+// ArrivalTau is the time constant Arrivals decay with.
+const ArrivalTau = time.Hour
+
+// Arrivals are the GPUs of the jobs seen arriving, decayed with a time
+// constant of ArrivalTau: the recent arrivals an Outlook's Rate is. Its
+// zero value has seen none.
+type Arrivals struct {
+	gpus float64
+	at   time.Time
+}
+
+func (a *Arrivals) decay(now time.Time) {
+	if !a.at.IsZero() && now.After(a.at) {
+		a.gpus *= math.Exp(-now.Sub(a.at).Seconds() / ArrivalTau.Seconds())
+	}
+	if now.After(a.at) {
+		a.at = now
+	}
+}
+
+// Add counts a job of gpus GPUs submitted at submit and seen first at now
+// (the later, the less it weighs).
+func (a *Arrivals) Add(now, submit time.Time, gpus float64) {
+	a.decay(now)
+	a.gpus += gpus * math.Exp(-max(now.Sub(submit), 0).Seconds()/ArrivalTau.Seconds())
+}
+
+// Rate is the GPUs arriving per second lately: the decayed arrivals over
+// their time constant.
+func (a *Arrivals) Rate(now time.Time) float64 {
+	a.decay(now)
+	return a.gpus / ArrivalTau.Seconds()
+}

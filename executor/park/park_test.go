@@ -1,6 +1,7 @@
 package park
 
 import (
+	"math"
 	"testing"
 	"time"
 )
@@ -27,5 +28,25 @@ func TestOutlook(t *testing.T) {
 	}
 	if o := (Outlook{Look: time.Hour}); !o.Spare(0) || o.Spare(1) {
 		t.Error("an empty outlook: a node of no GPUs is spare, one of a GPU is not")
+	}
+}
+
+func TestArrivalsDecayOverAnHour(t *testing.T) {
+	t0 := time.Date(2026, 12, 4, 10, 0, 0, 0, time.UTC)
+	var a Arrivals
+	if r := a.Rate(t0); r != 0 {
+		t.Errorf("no arrivals: rate %g, want 0", r)
+	}
+	a.Add(t0, t0, 8)
+	a.Add(t0, t0.Add(-ArrivalTau), 8) // seen an hour after it came: weighs 1/e
+	want := (8 + 8/math.E) / ArrivalTau.Seconds()
+	if r := a.Rate(t0); math.Abs(r-want) > 1e-12 {
+		t.Errorf("rate %g, want %g", r, want)
+	}
+	if r := a.Rate(t0.Add(ArrivalTau)); math.Abs(r-want/math.E) > 1e-12 {
+		t.Errorf("an hour later: rate %g, want %g", r, want/math.E)
+	}
+	if r := a.Rate(t0); math.Abs(r-want/math.E) > 1e-12 {
+		t.Errorf("asked again for an earlier time: rate %g, want it left as it was (%g)", r, want/math.E)
 	}
 }

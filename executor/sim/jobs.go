@@ -2,7 +2,6 @@ package sim
 
 import (
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/prescient-sched/prescient/cluster"
@@ -285,25 +284,10 @@ func gpuWeight(j *simJob) time.Duration {
 	return time.Duration(j.gpus)
 }
 
-// arrivalTau is the time constant of the decayed arrivals.
-const arrivalTau = time.Hour
-
 // arrived counts a job's GPUs among the decayed arrivals.
 func (s *Simulator) arrived(j *simJob) {
-	s.decayArrivals()
-	s.arrivedGPUs += float64(j.job.Spec.MilliGPUs()) / cluster.MilliGPU
+	s.arrivals.Add(s.now, s.now, float64(j.job.Spec.MilliGPUs())/cluster.MilliGPU)
 }
 
-func (s *Simulator) decayArrivals() {
-	if !s.arrivedAt.IsZero() && s.now.After(s.arrivedAt) {
-		s.arrivedGPUs *= math.Exp(-s.now.Sub(s.arrivedAt).Seconds() / arrivalTau.Seconds())
-	}
-	s.arrivedAt = s.now
-}
-
-// arrivalRate is the GPUs arriving per second lately: the decayed
-// arrivals over their time constant.
-func (s *Simulator) arrivalRate() float64 {
-	s.decayArrivals()
-	return s.arrivedGPUs / arrivalTau.Seconds()
-}
+// arrivalRate is the GPUs arriving per second lately.
+func (s *Simulator) arrivalRate() float64 { return s.arrivals.Rate(s.now) }

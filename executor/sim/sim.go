@@ -12,6 +12,7 @@ import (
 
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/executor"
+	"github.com/prescient-sched/prescient/executor/park"
 )
 
 // Config is one replay.
@@ -191,16 +192,14 @@ type Simulator struct {
 	queuedN map[string]int                  // tenants' jobs in the queue
 	acct    accounting
 	caches  dataCaches
-	// queuedGPUs is the GPUs the queue asks for; arrivedGPUs the GPUs of
-	// the jobs that arrived, decayed with a time constant of an hour, as
-	// of arrivedAt (forecast parking's demand).
-	queuedGPUs  float64
-	arrivedGPUs float64
-	arrivedAt   time.Time
-	dirty       bool
-	wakeAt      time.Time
-	down        []bool
-	lend        *lending // nil without Config.Lending
+	// queuedGPUs is the GPUs the queue asks for and arrivals the jobs
+	// that arrived (forecast parking's demand).
+	queuedGPUs float64
+	arrivals   park.Arrivals
+	dirty      bool
+	wakeAt     time.Time
+	down       []bool
+	lend       *lending // nil without Config.Lending
 }
 
 // Run replays cfg.Jobs on cfg.Fleet and returns the metrics.
