@@ -325,7 +325,10 @@ func BenchmarkParkingDecision10kGPUs(b *testing.B) {
 		start := time.Now()
 		e.plane.parkNodes(e.ctx, lv, executor.Plan{})
 		ds = append(ds, time.Since(start))
-		if got := e.plane.powerOf("n1000"); got != powerWaking {
+		e.plane.mu.Lock()
+		got := e.plane.parked["n1000"].state
+		e.plane.mu.Unlock()
+		if got != powerWaking {
 			b.Fatalf("n1000 %q after the decision, want waking", got)
 		}
 	}

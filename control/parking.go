@@ -214,16 +214,6 @@ func (p *Plane) fleetWithParked(nodes []cluster.Node) ([]cluster.Node, map[strin
 	return append(slices.Clone(nodes), away...), states
 }
 
-// powerOf is node's parking state ("parked", "waking"), or "".
-func (p *Plane) powerOf(node string) string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if pn := p.parked[node]; pn != nil {
-		return pn.state
-	}
-	return ""
-}
-
 // markParked takes the parked and waking nodes out of the plan: drained.
 func (p *Plane) markParked(lv *live) {
 	p.mu.Lock()

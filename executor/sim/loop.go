@@ -160,15 +160,12 @@ func (s *Simulator) handle(e event) error {
 // plan asks the planner and applies its plan.
 func (s *Simulator) plan(ctx context.Context) error {
 	s.dirty = false
-	s.refreshRunning()
 	in := executor.PlanInput{
-		Now: s.now, Cluster: s.snap, Free: s.free, Queue: s.queue, Running: s.running,
+		Now: s.now, Cluster: s.snap, Free: s.free,
 		UsageGPU: s.usage, Waits: s.waits, NodeMTBF: s.cfg.NodeMTBF, PreemptionRate: s.acct.preemptionRate(),
 		Unexplained: true, // the replay reads decisions, not their reasons
 	}
-	if s.sorted != nil {
-		in.Queue, in.QueueSorted = s.sorted.Jobs(), true
-	}
+	s.jobsNow(&in)
 	s.caches.warmQueue(s, in.Queue)
 	if s.cfg.Carbon != nil {
 		in.Carbon = s.cfg.Carbon // the interface stays nil without a series
@@ -281,11 +278,8 @@ func (s *Simulator) waitingForStopping(ctx context.Context, in executor.PlanInpu
 			}
 		}
 	}()
-	s.refreshRunning()
-	in.Queue, in.Running, in.QueueSorted = s.queue, running, false
-	if s.sorted != nil {
-		in.Queue, in.QueueSorted = s.sorted.Jobs(), true
-	}
+	s.jobsNow(&in)
+	in.Running = running // those that keep their GPUs
 	if len(in.Queue) == 0 {
 		return nil, nil
 	}
@@ -307,11 +301,7 @@ func (s *Simulator) waitingForStopping(ctx context.Context, in executor.PlanInpu
 // wake them); its preemptions do not count: the awake nodes' were the
 // first plan's.
 func (s *Simulator) planOnParked(ctx context.Context, in executor.PlanInput, waits map[cluster.JobID]bool) (executor.Plan, error) {
-	s.refreshRunning()
-	in.Queue, in.Running, in.QueueSorted = s.queue, s.running, false
-	if s.sorted != nil {
-		in.Queue, in.QueueSorted = s.sorted.Jobs(), true
-	}
+	s.jobsNow(&in)
 	if len(waits) > 0 {
 		in.Queue = slices.DeleteFunc(slices.Clone(in.Queue), func(v *executor.JobView) bool { return waits[v.Job.ID] })
 	}
@@ -331,6 +321,17 @@ func (s *Simulator) planOnParked(ctx context.Context, in executor.PlanInput, wai
 		}
 	}
 	return p, nil
+}
+
+// jobsNow brings the running jobs' views up to now and gives in the
+// queue (in the policy's order when the simulator keeps it sorted) and
+// the running jobs as they are.
+func (s *Simulator) jobsNow(in *executor.PlanInput) {
+	s.refreshRunning()
+	in.Queue, in.Running, in.QueueSorted = s.queue, s.running, false
+	if s.sorted != nil {
+		in.Queue, in.QueueSorted = s.sorted.Jobs(), true
+	}
 }
 
 // refreshRunning brings the running jobs' views up to now.
