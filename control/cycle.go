@@ -50,8 +50,7 @@ func (p *Plane) liveState(ctx context.Context) (*live, error) {
 		p.log.Warn("forecasts missing; those jobs are planned on a default", "error", err)
 	}
 	p.refinePeaks(ctx, lv)
-	p.markLoans(lv)
-	p.markParked(lv)
+	p.drainOutOfPlan(lv)
 	lv.snap = cluster.NewSnapshot(&cluster.Fleet{Nodes: lv.nodes, Tenants: p.cfg.Tenants}, lv.now)
 	lv.in = executor.PlanInput{Now: lv.now, Cluster: lv.snap, UsageGPU: p.usageNow(lv), Waits: p.waitsNow(lv)}
 	waiter, _ := p.cfg.Backend.(executor.Waiter)
@@ -82,6 +81,22 @@ func (p *Plane) liveState(ctx context.Context) (*live, error) {
 			Started: j.StartTime, WorkSinceCheckpoint: j.WorkSinceCheckpoint(lv.now), Stopping: pl.Stopping()})
 	}
 	return lv, nil
+}
+
+// drainOutOfPlan takes out of the plan the nodes training may not use
+// now: the inference nodes not lent (forTraining) and the parked and
+// waking nodes. They are drained: what runs there stays until it is
+// stopped.
+func (p *Plane) drainOutOfPlan(lv *live) {
+	if p.cfg.Lending == nil && p.cfg.Parking == nil {
+		return
+	}
+	lv.nodes = slices.Clone(lv.nodes) // the node source's own, shared
+	for i := range lv.nodes {
+		if n := &lv.nodes[i]; n.State != cluster.NodeFailed && (!p.forTraining(n, lv.now) || p.parkedNow(n.Name)) {
+			n.State = cluster.NodeDrained
+		}
+	}
 }
 
 // defaultForecast stands in for a job the forecaster could not answer.

@@ -222,21 +222,6 @@ func (p *Plane) restoreLoans(ctx context.Context) error {
 	return nil
 }
 
-// markLoans takes the inference nodes that training may not use
-// (forTraining) out of the plan: drained, what runs there stays until it
-// is stopped.
-func (p *Plane) markLoans(lv *live) {
-	if p.cfg.Lending == nil {
-		return
-	}
-	lv.nodes = slices.Clone(lv.nodes) // the node source's own, shared
-	for i := range lv.nodes {
-		if n := &lv.nodes[i]; n.State != cluster.NodeFailed && !p.forTraining(n, lv.now) {
-			n.State = cluster.NodeDrained
-		}
-	}
-}
-
 // reclaim, in autopilot, tells the jobs on nodes being taken back to
 // checkpoint and stop by Notice after the take-back, and gives each node
 // whose jobs are gone back to inference.

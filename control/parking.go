@@ -214,19 +214,11 @@ func (p *Plane) fleetWithParked(nodes []cluster.Node) ([]cluster.Node, map[strin
 	return append(slices.Clone(nodes), away...), states
 }
 
-// markParked takes the parked and waking nodes out of the plan: drained.
-func (p *Plane) markParked(lv *live) {
+// parkedNow reports whether node is parked or waking.
+func (p *Plane) parkedNow(node string) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if len(p.parked) == 0 {
-		return
-	}
-	lv.nodes = slices.Clone(lv.nodes) // the node source's own, shared
-	for i := range lv.nodes {
-		if n := &lv.nodes[i]; n.State != cluster.NodeFailed && p.parked[n.Name] != nil {
-			n.State = cluster.NodeDrained
-		}
-	}
+	return p.parked[node] != nil
 }
 
 // settleParked, in the plan loop before the live state is read, notes the
