@@ -10,7 +10,7 @@
 // its chance of ending by then given how long it has run
 // (executor.DurationDist through its forecast's P50 and P90) — against the
 // GPUs that will be asked for: the queue's and the recent arrivals' at
-// their rate over the lookahead. A node is spare when the supply covers
+// their rate (Arrivals, decayed over an hour) over the lookahead. A node is spare when the supply covers
 // the demand and a whole node's GPUs more; the awake nodes are short by
 // what the demand exceeds the supply. The node's worth of slack between
 // the two keeps a node that was just woken from looking spare again.
