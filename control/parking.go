@@ -158,7 +158,8 @@ type powerRun struct {
 	err         error
 }
 
-// restoreParked reads the parked nodes from the store. With parking off
+// restoreParked reads the parked nodes from the store, each with when it
+// may be woken again, and learns the boots kept there. With parking off
 // they are forgotten, and so taken back into the plan: whatever powers
 // them up again (by hand) makes them usable.
 func (p *Plane) restoreParked(ctx context.Context) error {
@@ -178,7 +179,15 @@ func (p *Plane) restoreParked(ctx context.Context) error {
 		}
 		// A node restored waking may be down and booting: its Resume is not
 		// run again when it is seen down.
-		parked[r.Node.Name] = &parkedNode{state: r.State, since: r.Since, node: r.Node, resumedAgain: r.State == powerWaking}
+		parked[r.Node.Name] = &parkedNode{state: r.State, since: r.Since, node: r.Node, resumedAgain: r.State == powerWaking,
+			wakeAfter: r.WakeAfter}
+	}
+	boots, err := p.cfg.Store.Boots(ctx)
+	if err != nil {
+		return err
+	}
+	for _, b := range boots {
+		p.learnBoot(b.Boot)
 	}
 	p.mu.Lock()
 	p.parked = parked
@@ -309,12 +318,8 @@ func (p *Plane) settleParked(ctx context.Context, now time.Time) {
 	slices.SortFunc(changes, func(a, b change) int { return strings.Compare(a.node.Name, b.node.Name) })
 	for _, c := range changes {
 		if c.to == powerParked {
-			if p.setParked(ctx, c.node, powerWaking, powerParked, now, c.msg, "") {
-				p.mu.Lock()
-				p.parked[c.node.Name].wakeAfter = now.Add(cfg.WakeTimeout)
-				p.mu.Unlock()
-			}
-			continue // else the next cycle sees the same again
+			p.setParked(ctx, c.node, powerWaking, powerParked, now, c.msg, "")
+			continue // if not recorded, the next cycle sees the same again
 		}
 		if err := p.cfg.Store.DeleteParked(ctx, c.node.Name); err != nil {
 			p.log.Error("parking: not recorded", "node", c.node.Name, "error", err)
@@ -335,11 +340,19 @@ func (p *Plane) settleParked(ctx context.Context, now time.Time) {
 		p.log.Info("parking: "+c.msg, "node", c.node.Name)
 		p.notifyNode(ctx, "node_awake", c.node.Name, "", now, c.msg)
 		if c.booted > 0 {
-			p.mu.Lock()
-			p.boot = cmp.Or(p.boot, c.booted) + (c.booted-cmp.Or(p.boot, c.booted))/4
-			p.mu.Unlock()
+			p.learnBoot(c.booted)
+			if err := p.cfg.Store.AddBoot(ctx, store.NodeBoot{Node: c.node.Name, Awake: now, Boot: c.booted}); err != nil {
+				p.log.Warn("parking: the boot is not kept for a restart", "node", c.node.Name, "error", err)
+			}
 		}
 	}
+}
+
+// learnBoot adds a boot seen to the decayed mean bootTime returns.
+func (p *Plane) learnBoot(d time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.boot = cmp.Or(p.boot, d) + (d-cmp.Or(p.boot, d))/4
 }
 
 // bootTime is how long a woken node takes to be awake: the decayed mean
@@ -667,12 +680,16 @@ func (p *Plane) setParked(ctx context.Context, node cluster.Node, from, to strin
 	if state != from {
 		return false // it moved since the decision
 	}
-	if err := p.cfg.Store.PutParked(ctx, store.ParkedNode{State: to, Since: now, Node: node}); err != nil {
+	var wakeAfter time.Time
+	if from == powerWaking && to == powerParked {
+		wakeAfter = now.Add(p.cfg.Parking.WakeTimeout) // a failed wake: others are woken meanwhile
+	}
+	if err := p.cfg.Store.PutParked(ctx, store.ParkedNode{State: to, Since: now, Node: node, WakeAfter: wakeAfter}); err != nil {
 		p.log.Error("parking: not recorded", "node", node.Name, "state", to, "error", err)
 		return false
 	}
 	p.mu.Lock()
-	next := &parkedNode{state: to, since: now, node: node, suspending: to == powerParked && program != ""}
+	next := &parkedNode{state: to, since: now, node: node, suspending: to == powerParked && program != "", wakeAfter: wakeAfter}
 	if cur != nil {
 		next.wentDown = cur.wentDown
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"testing"
 	"time"
 
@@ -30,7 +31,7 @@ func TestParkedNodesOutliveTheStore(t *testing.T) {
 	}
 	for _, p := range []ParkedNode{
 		{State: "parked", Since: t0, Node: node("n1")},
-		{State: "parked", Since: t0, Node: node("n0")},
+		{State: "parked", Since: t0, Node: node("n0"), WakeAfter: t0.Add(10 * time.Minute)},
 		{State: "parked", Since: t0, Node: node("n2")},
 		{State: "waking", Since: t0.Add(time.Hour), Node: node("n1")},
 	} {
@@ -52,8 +53,39 @@ func TestParkedNodesOutliveTheStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []ParkedNode{{State: "parked", Since: t0, Node: node("n0")}, {State: "waking", Since: t0.Add(time.Hour), Node: node("n1")}}
+	want := []ParkedNode{{State: "parked", Since: t0, Node: node("n0"), WakeAfter: t0.Add(10 * time.Minute)}, {State: "waking", Since: t0.Add(time.Hour), Node: node("n1")}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("parked nodes\n%+v\nwant\n%+v", got, want)
+	}
+}
+
+func TestTheLatestBootsOutliveTheStore(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "prescient.db")
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 12, 4, 10, 0, 0, 0, time.UTC)
+	var want []NodeBoot
+	for i := range KeptBoots + 10 {
+		b := NodeBoot{Node: "n" + strconv.Itoa(i%3), Awake: t0.Add(time.Duration(i) * time.Minute), Boot: time.Duration(60+i) * time.Second}
+		if err := s.AddBoot(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+		if i >= 10 {
+			want = append(want, b)
+		}
+	}
+	if err := s.AddBoot(ctx, NodeBoot{Node: "n0", Awake: t0, Boot: 0}); err == nil {
+		t.Error("a boot of no time was stored")
+	}
+	s = reopen(t, s, path)
+	got, err := s.Boots(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("boots kept: %d from %+v, want %d from %+v", len(got), got[0], len(want), want[0])
 	}
 }
