@@ -14,6 +14,7 @@ import (
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/datasets"
 	"github.com/prescient-sched/prescient/executor"
+	"github.com/prescient-sched/prescient/executor/park"
 	"github.com/prescient-sched/prescient/executor/policies"
 	"github.com/prescient-sched/prescient/executor/sim"
 	"github.com/prescient-sched/prescient/predictor"
@@ -50,7 +51,8 @@ type simulateOptions struct {
 	inference, lend       string
 	inferenceNodes        int
 	lendRecent            time.Duration
-	lending               *sim.Lending // from --inference and --lend, built once for every policy
+	lending               *sim.Lending  // from --inference and --lend, built once for every policy
+	arrivals              park.Arrivals // the trace's before --from (loadReplay)
 }
 
 func newSimulateCmd(g *globals) *cobra.Command {
@@ -150,6 +152,20 @@ func (o *simulateOptions) validate() error {
 	return errors.Join(errs...)
 }
 
+// priorArrivals are the arrivals of the jobs submitted in the six hours
+// (six time constants) before from: forecast parking's arrival rate at the
+// start of a replay from the middle of a trace, as a control plane running
+// before then would have counted it.
+func priorArrivals(before []cluster.Job, from time.Time) park.Arrivals {
+	var a park.Arrivals
+	for _, j := range before {
+		if from.Sub(j.SubmitTime) <= 6*park.ArrivalTau {
+			a.Add(from, j.SubmitTime, float64(j.Spec.MilliGPUs())/cluster.MilliGPU)
+		}
+	}
+	return a
+}
+
 // loadReplay reads the trace and fleet and applies --from, --limit and
 // --deadlines.
 func (o *simulateOptions) loadReplay() ([]cluster.Job, map[cluster.JobID]cluster.Job, *cluster.Fleet, error) {
@@ -167,7 +183,9 @@ func (o *simulateOptions) loadReplay() ([]cluster.Job, map[cluster.JobID]cluster
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("--from: %w", err)
 		}
-		_, jobs = datasets.SplitByTime(jobs, from)
+		var before []cluster.Job
+		before, jobs = datasets.SplitByTime(jobs, from)
+		o.arrivals = priorArrivals(before, from)
 	}
 	if o.limit > 0 && len(jobs) > o.limit {
 		jobs = jobs[:o.limit]
@@ -292,7 +310,7 @@ func (o *simulateOptions) replay(ctx context.Context, g *globals, name string, j
 	cfg := sim.Config{
 		Fleet: fleet, Jobs: jobs, Planner: planner, Forecaster: forecaster, Preemptive: pol.Preemptor != nil, Order: pol.Order,
 		NodeMTBF: o.nodeMTBF, NodeRepair: o.nodeRepair, CheckpointCost: o.checkpointCost, Seed: o.seed, Logger: g.logger,
-		ParkIdleAfter: o.parkIdleAfter, ParkForecast: o.parkForecast, WakeLast: o.parkWakeLast, Lending: o.lending,
+		ParkIdleAfter: o.parkIdleAfter, ParkForecast: o.parkForecast, Arrivals: o.arrivals, WakeLast: o.parkWakeLast, Lending: o.lending,
 	}
 	if o.powerModel != "" {
 		pf, err := sim.ReadPowerFile(o.powerModel)

@@ -2,12 +2,16 @@ package main
 
 import (
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/prescient-sched/prescient/cluster"
+	"github.com/prescient-sched/prescient/executor/park"
 	"github.com/prescient-sched/prescient/internal/testenv"
 )
 
@@ -93,5 +97,20 @@ func TestSimulateRejectsBadSettings(t *testing.T) {
 		if _, err := run(t, args...); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: error %v, want one saying %q", tc.args, err, tc.want)
 		}
+	}
+}
+
+// TestPriorArrivalsCountTheSixHoursBeforeFrom checks the arrival rate a
+// replay --from a date starts with: the jobs of the six hours before it,
+// decayed, and none older.
+func TestPriorArrivalsCountTheSixHoursBeforeFrom(t *testing.T) {
+	from := time.Date(2017, 11, 10, 0, 0, 0, 0, time.UTC)
+	job := func(id string, before time.Duration, gpus int) cluster.Job {
+		return cluster.NewJob(cluster.JobID(id), cluster.JobSpec{GPUs: gpus, GPUMilli: cluster.MilliGPU}, from.Add(-before))
+	}
+	got := priorArrivals([]cluster.Job{job("old", 7*time.Hour, 64), job("a", 0, 4), job("b", time.Hour, 8)}, from)
+	want := (4 + 8*math.Exp(-1)) / park.ArrivalTau.Seconds()
+	if r := got.Rate(from); math.Abs(r-want) > 1e-12 {
+		t.Errorf("rate %g GPUs/s, want %g (a and b, not the 7-hour-old job)", r, want)
 	}
 }

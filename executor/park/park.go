@@ -1,7 +1,7 @@
 // Package park weighs, from the forecasts, whether a node that runs
 // nothing may power down before its idle delay and how many GPUs the
 // awake nodes lack for what is coming. The replay (executor/sim,
-// Config.ParkForecast: when a node empties) and the control plane
+// Config.ParkForecast: after each step) and the control plane
 // (control.Parking: at each cycle, and before it wakes nodes ahead of
 // demand) both weigh with it.
 //

@@ -27,9 +27,9 @@
 // busy GPU draws the Zeus-measured fraction of its board power limit, an
 // idle one IdleFraction of it, each up node its base power, a failed node
 // nothing; with Config.ParkIdleAfter a node that ran nothing that long is
-// parked (ParkedW) until a job wakes it (a boot's energy and delay), or at
-// once with Config.ParkForecast when the forecasts say it will not be
-// needed soon. With
+// parked (ParkedW) until a job wakes it (a boot's energy and delay), or
+// earlier with Config.ParkForecast, at the first step after which the
+// forecasts say it will not be needed soon. With
 // Config.Carbon every watt is weighed by the grid's carbon intensity
 // (carbon.go).
 //

@@ -18,7 +18,8 @@ import (
 //  2. queue the jobs submitted then, with their forecasts;
 //  3. handle the events due then (finishes, stops, failures, repairs);
 //  4. if anything changed that could start or displace a job, plan and
-//     apply the plan.
+//     apply the plan;
+//  5. with forecast parking, park the empty nodes the forecasts find spare.
 func (s *Simulator) loop(ctx context.Context) error {
 	next, total := 0, len(s.jobs)
 	s.scheduleFailure()
@@ -46,6 +47,7 @@ func (s *Simulator) loop(ctx context.Context) error {
 				return err
 			}
 		}
+		s.acct.park.review(s)
 		if err := s.stepDone(ctx, step); err != nil {
 			return err
 		}

@@ -170,31 +170,34 @@ func (p *parking) draw(s *Simulator, i int) float64 {
 
 func (p *parking) startSpell(s *Simulator, a *accounting, i int) {
 	a.idleW -= p.draw(s, i)
-	p.emptyAt[i], p.open[i] = s.now, true
-	p.decide(s, i)
+	p.emptyAt[i], p.open[i], p.afterOf[i] = s.now, true, p.after
 }
 
-// decide sets when node i, empty from now, parks: at once when forecast
-// parking finds it spare, else after ParkIdleAfter.
-func (p *parking) decide(s *Simulator, i int) {
-	p.afterOf[i] = p.after
-	if s.cfg.ParkForecast && !math.IsInf(p.after, 1) && p.spare(s, i) {
-		p.afterOf[i] = 0
+// review, with Config.ParkForecast, parks at once the empty nodes not
+// parked yet that the forecasts find spare over the next ParkLookahead, as
+// the control plane does at each cycle (park.Outlook.Spare): the other
+// nodes that are up and not parked have, free now or freed by then, at
+// least the GPUs the queue holds and the last hour's arrivals would bring
+// at their rate, and a whole node's GPUs to spare. The nodes are taken in
+// the order they emptied, each parked one no longer counted as room for the
+// next. It runs after every step of the replay; a node the forecasts keep
+// parks ParkIdleAfter after it emptied.
+func (p *parking) review(s *Simulator) {
+	if !p.active || !s.cfg.ParkForecast || math.IsInf(p.after, 1) {
+		return
 	}
-}
-
-// spare says whether node i, just emptied, is not expected to be needed
-// over the next ParkLookahead (Config.ParkForecast, park.Outlook.Spare):
-// the other nodes that are up and not parked have, free now or freed by
-// then, at least the GPUs the queue holds and the last hour's arrivals
-// would bring at their rate, and a whole node's GPUs to spare.
-func (p *parking) spare(s *Simulator, i int) bool {
+	var empty []int
+	for i := range s.snap.Nodes {
+		if p.open[i] && !s.down[i] && !p.parked(s, i) {
+			empty = append(empty, i)
+		}
+	}
+	if len(empty) == 0 {
+		return
+	}
 	o := park.Outlook{Look: cmp.Or(s.cfg.ParkLookahead, park.DefaultLookahead), Queued: s.queuedGPUs, Rate: s.arrivalRate()}
 	for k := range s.snap.Nodes {
-		// A node parked at this very instant (emptied at the same time,
-		// found spare) is not supply either.
-		parking := p.open[k] && p.afterOf[k] == 0 && !s.now.Before(p.emptyAt[k])
-		if k != i && !s.down[k] && !p.parked(s, k) && !parking {
+		if !s.down[k] && !p.parked(s, k) {
 			o.Free(s.free.WholeFree(k))
 		}
 	}
@@ -206,7 +209,17 @@ func (p *parking) spare(s *Simulator, i int) bool {
 		}
 		o.Running(float64(j.gpus), ran, r.Forecast.DurationP50, r.Forecast.DurationP90)
 	}
-	return o.Spare(s.free.MaxNodeGPUs())
+	slices.SortStableFunc(empty, func(a, b int) int { return p.emptyAt[a].Compare(p.emptyAt[b]) })
+	nodeGPUs := s.free.MaxNodeGPUs()
+	for _, i := range empty {
+		gpus := s.free.WholeFree(i)
+		o.Free(-gpus)
+		if !o.Spare(nodeGPUs) {
+			o.Free(gpus)
+			continue
+		}
+		p.afterOf[i] = s.now.Sub(p.emptyAt[i]).Seconds() // parked from now on
+	}
 }
 
 // endSpell adds the energy of node i's idle spell up to now: its draw
@@ -264,8 +277,7 @@ func (p *parking) nodeState(s *Simulator, a *accounting, i int, up bool) bool {
 		return true
 	}
 	if p.jobs[i] == 0 {
-		p.emptyAt[i], p.open[i] = s.now, true
-		p.decide(s, i)
+		p.emptyAt[i], p.open[i], p.afterOf[i] = s.now, true, p.after
 	} else {
 		a.idleW += p.draw(s, i)
 	}

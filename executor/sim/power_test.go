@@ -9,6 +9,7 @@ import (
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/cluster/clustertest"
 	"github.com/prescient-sched/prescient/executor"
+	"github.com/prescient-sched/prescient/executor/park"
 	"github.com/prescient-sched/prescient/executor/policies"
 	"github.com/prescient-sched/prescient/executor/sim"
 	"github.com/prescient-sched/prescient/internal/testenv"
@@ -470,22 +471,45 @@ func TestForecastParking(t *testing.T) {
 		}
 		return clustertest.Fleet(out...)
 	}
-	run := func(fleet *cluster.Fleet, jobs []cluster.Job, park time.Duration, forecast bool) *sim.Result {
+	run := func(fleet *cluster.Fleet, jobs []cluster.Job, park time.Duration, forecast bool, mod ...func(*sim.Config)) *sim.Result {
 		return replay(t, "fifo", fleet, jobs, func(c *sim.Config) {
 			c.ParkIdleAfter, c.ParkForecast, c.CheckpointCost = park, forecast, 0
+			for _, m := range mod {
+				m(c)
+			}
 		})
 	}
-	// One 2-hour job on three nodes: the two nodes nobody needs park at
-	// once instead of after 10 minutes.
+	// One 2-hour job on four nodes: the three empty ones park after 10
+	// minutes.
 	one := []cluster.Job{oneGPUJob("j1", 0, 2*time.Hour)}
-	if r := run(nodes(3), one, 10*time.Minute, false); r.ParkedNodeS != 2*6600 {
-		t.Errorf("fixed: parked %.0f node-s, want %d", r.ParkedNodeS, 2*6600)
+	if r := run(nodes(4), one, 10*time.Minute, false); r.ParkedNodeS != 3*6600 {
+		t.Errorf("fixed: parked %.0f node-s, want %d", r.ParkedNodeS, 3*6600)
 	}
-	// At the start every node is empty: two of the three park at once
-	// (each counting only the nodes still up as supply), the last keeps a
-	// node's worth of room and parks after 10 minutes as before.
-	if r := run(nodes(3), one, 10*time.Minute, true); r.ParkedNodeS != 7200+6600 || r.AvgJCTS != 7200 {
-		t.Errorf("forecast: parked %.0f node-s, avg JCT %.0f s; want %d, 7200 s", r.ParkedNodeS, r.AvgJCTS, 7200+6600)
+	// With the forecast, after the first job is placed: its arrival
+	// foresees half a GPU over the next 30 minutes, so the first empty
+	// node parks at once (the two others cover it and a node more); the
+	// other two, each the last room beside the other, park after 10
+	// minutes.
+	if r := run(nodes(4), one, 10*time.Minute, true); r.ParkedNodeS != 7200+2*6600 || r.AvgJCTS != 7200 {
+		t.Errorf("forecast: parked %.0f node-s, avg JCT %.0f s; want %d, 7200 s", r.ParkedNodeS, r.AvgJCTS, 7200+2*6600)
+	}
+	// Arrivals before the replay count: 4 GPUs submitted 10 minutes
+	// before it foresee 2.2 GPUs over the next 30 minutes, and no node
+	// parks at once.
+	var before park.Arrivals
+	before.Add(clustertest.Epoch, clustertest.Epoch.Add(-10*time.Minute), 4)
+	if r := run(nodes(4), one, 10*time.Minute, true, func(c *sim.Config) { c.Arrivals = before }); r.ParkedNodeS != 3*6600 {
+		t.Errorf("forecast after arrivals: parked %.0f node-s, want %d", r.ParkedNodeS, 3*6600)
+	}
+	// The forecast is taken again at every step, not only when a node
+	// empties. At the start a 30-minute and a 4-hour job leave two nodes
+	// empty that the forecast keeps (1 GPU foreseen over 30 minutes, 1.5
+	// there with the short job's likely end). When the short job ends the
+	// arrivals have decayed to 0.6 GPUs: the first node emptied parks
+	// then, the others after the 3 hours of ParkIdleAfter.
+	steps := []cluster.Job{oneGPUJob("short", 0, 30*time.Minute), oneGPUJob("long", 0, 4*time.Hour)}
+	if r := run(nodes(4), steps, 3*time.Hour, true); r.ParkedNodeS != 12600+3600+1800 {
+		t.Errorf("forecast at a later step: parked %.0f node-s, want %d", r.ParkedNodeS, 12600+3600+1800)
 	}
 	// A 15-minute job every 20 minutes on one node: by the arrival rate
 	// the node will be needed, so it is not parked early in the 5-minute

@@ -64,14 +64,19 @@ type Config struct {
 	// start working that much later, the node drawing its base power
 	// meanwhile (zero means DefaultWakeTime).
 	ParkIdleAfter, WakeTime time.Duration
-	// ParkForecast (with ParkIdleAfter) parks a node as soon as it runs
-	// nothing when, by the forecasts, it will not be needed over the next
-	// ParkLookahead (zero means park.DefaultLookahead): the other awake
-	// nodes' GPUs, free now or freed by then by the running jobs' expected
-	// ends, cover the queued GPUs, the last hour's arrival rate over the
-	// lookahead and a node's worth more; otherwise after ParkIdleAfter.
+	// ParkForecast (with ParkIdleAfter) parks a node that runs nothing
+	// before ParkIdleAfter, at the first step of the replay after which, by
+	// the forecasts, it will not be needed over the next ParkLookahead
+	// (zero means park.DefaultLookahead): the other awake nodes' GPUs, free
+	// now or freed by then by the running jobs' expected ends, cover the
+	// queued GPUs, the recent arrival rate over the lookahead and a node's
+	// worth more.
 	ParkForecast  bool
 	ParkLookahead time.Duration
+	// Arrivals are the jobs that arrived before the replay (the trace's
+	// before its start, or a live plane's), the arrival rate forecast
+	// parking starts from; the zero value has seen none.
+	Arrivals park.Arrivals
 	// ParkedAtStart are nodes already parked when the replay starts: a
 	// job placed on one starts working WakeTime later. Without
 	// ParkIdleAfter they are the only nodes ever parked.
@@ -241,7 +246,7 @@ func newSimulator(cfg Config) (*Simulator, error) {
 	fleet.Nodes = slices.Clone(cfg.Fleet.Nodes) // node states change here, not in the caller's fleet
 	s := &Simulator{cfg: cfg, log: cfg.Logger.With("component", "sim"), rng: rand.New(rand.NewPCG(cfg.Seed, 0x5eed)),
 		byID: make(map[cluster.JobID]*simJob, len(cfg.Jobs)), usage: map[string]time.Duration{}, held: map[string]int{},
-		waits: map[string]executor.TenantWaits{}, queuedN: map[string]int{}}
+		waits: map[string]executor.TenantWaits{}, queuedN: map[string]int{}, arrivals: cfg.Arrivals}
 	if cfg.Usage != nil {
 		s.usage = maps.Clone(cfg.Usage)
 	}
