@@ -155,6 +155,7 @@ func (s *Simulator) handle(e event) error {
 		s.dirty = true
 	case evLend:
 		return s.tick()
+	case evParkDue: // a step, after which the parking review runs
 	}
 	return nil
 }

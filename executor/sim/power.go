@@ -170,20 +170,36 @@ func (p *parking) draw(s *Simulator, i int) float64 {
 
 func (p *parking) startSpell(s *Simulator, a *accounting, i int) {
 	a.idleW -= p.draw(s, i)
-	p.emptyAt[i], p.open[i], p.afterOf[i] = s.now, true, p.after
+	p.beginSpell(s, i)
 }
 
-// review, with Config.ParkForecast, parks at once the empty nodes not
-// parked yet that the forecasts find spare over the next ParkLookahead, as
-// the control plane does at each cycle (park.Outlook.Spare): the other
+// beginSpell opens node i's idle spell now: it parks after ParkIdleAfter,
+// or, with forecast parking, at the step review finds it may (a step is
+// due when ParkIdleAfter has passed).
+func (p *parking) beginSpell(s *Simulator, i int) {
+	p.emptyAt[i], p.open[i], p.afterOf[i] = s.now, true, p.after
+	if p.forecast(s) {
+		p.afterOf[i] = math.Inf(1)
+		s.ev.push(event{at: s.now.Add(s.cfg.ParkIdleAfter), kind: evParkDue})
+	}
+}
+
+// forecast reports whether the forecasts decide when nodes park.
+func (p *parking) forecast(s *Simulator) bool {
+	return p.active && s.cfg.ParkForecast && !math.IsInf(p.after, 1)
+}
+
+// review, with Config.ParkForecast, parks the empty nodes not parked yet
+// as the control plane does at each cycle: at once when the forecasts find
+// one spare over the next ParkLookahead (park.Outlook.Spare: the other
 // nodes that are up and not parked have, free now or freed by then, at
-// least the GPUs the queue holds and the last hour's arrivals would bring
-// at their rate, and a whole node's GPUs to spare. The nodes are taken in
-// the order they emptied, each parked one no longer counted as room for the
-// next. It runs after every step of the replay; a node the forecasts keep
-// parks ParkIdleAfter after it emptied.
+// least the GPUs the queue holds and the recent arrivals would bring at
+// their rate, and a whole node's GPUs to spare), or once it has been empty
+// ParkIdleAfter if the others cover the demand without it. The nodes are
+// taken in the order they emptied, each parked one no longer counted as
+// room for the next. It runs after every step of the replay.
 func (p *parking) review(s *Simulator) {
-	if !p.active || !s.cfg.ParkForecast || math.IsInf(p.after, 1) {
+	if !p.forecast(s) {
 		return
 	}
 	var empty []int
@@ -214,11 +230,12 @@ func (p *parking) review(s *Simulator) {
 	for _, i := range empty {
 		gpus := s.free.WholeFree(i)
 		o.Free(-gpus)
-		if !o.Spare(nodeGPUs) {
-			o.Free(gpus)
+		idle := s.now.Sub(p.emptyAt[i])
+		if o.Spare(nodeGPUs) || idle >= s.cfg.ParkIdleAfter && o.Short() == 0 {
+			p.afterOf[i] = idle.Seconds() // parked from now on
 			continue
 		}
-		p.afterOf[i] = s.now.Sub(p.emptyAt[i]).Seconds() // parked from now on
+		o.Free(gpus)
 	}
 }
 
@@ -277,7 +294,7 @@ func (p *parking) nodeState(s *Simulator, a *accounting, i int, up bool) bool {
 		return true
 	}
 	if p.jobs[i] == 0 {
-		p.emptyAt[i], p.open[i], p.afterOf[i] = s.now, true, p.after
+		p.beginSpell(s, i)
 	} else {
 		a.idleW += p.draw(s, i)
 	}

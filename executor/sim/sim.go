@@ -70,7 +70,8 @@ type Config struct {
 	// (zero means park.DefaultLookahead): the other awake nodes' GPUs, free
 	// now or freed by then by the running jobs' expected ends, cover the
 	// queued GPUs, the recent arrival rate over the lookahead and a node's
-	// worth more.
+	// worth more; after ParkIdleAfter only if those nodes cover the demand
+	// without it (as the control plane parks).
 	ParkForecast  bool
 	ParkLookahead time.Duration
 	// Arrivals are the jobs that arrived before the replay (the trace's
