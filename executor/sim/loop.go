@@ -260,7 +260,9 @@ func (s *Simulator) waitingForStopping(ctx context.Context, in executor.PlanInpu
 	var stopping []freed
 	var running []*executor.RunningJob
 	for _, r := range s.running {
-		if !r.Stopping {
+		// A job stopping on a node out of the plan (an inference node
+		// being taken back) frees no GPUs that a waiting job could get.
+		if !r.Stopping || !s.onReadyNodes(s.snap.Allocations(r.Job.ID)) {
 			running = append(running, r)
 			continue
 		}
@@ -296,6 +298,17 @@ func (s *Simulator) waitingForStopping(ctx context.Context, in executor.PlanInpu
 		waits[pl.Job] = true
 	}
 	return waits, nil
+}
+
+// onReadyNodes reports whether every allocation is on a node the plan may
+// use.
+func (s *Simulator) onReadyNodes(allocs []cluster.Allocation) bool {
+	for _, a := range allocs {
+		if i, ok := s.free.NodeIndex(a.GPU.Node); !ok || !s.free.Ready(i) {
+			return false
+		}
+	}
+	return true
 }
 
 // planOnParked plans again, with the parked nodes back, for the jobs the

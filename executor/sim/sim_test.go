@@ -108,10 +108,11 @@ func TestReplayInvariants(t *testing.T) {
 		}
 		park := rapid.SampledFrom([]time.Duration{0, time.Minute, 10 * time.Minute}).Draw(rt, "park_idle_after")
 		parkForecast := park > 0 && rapid.Bool().Draw(rt, "park_forecast") // parked nodes boot before their jobs work
+		wakeLast := park > 0 && rapid.Bool().Draw(rt, "park_wake_last")    // a second plan on the parked nodes
 		lend := lendingDraw(rt, fleet, perNode)                            // an inference node lent and taken back
 		r := replayPolicy(rt, pol, fleet, jobs, func(c *sim.Config) {
 			c.Check, c.NodeMTBF, c.NodeRepair, c.Carbon = true, mtbf, 30*time.Minute, carbon
-			c.ParkIdleAfter, c.ParkForecast, c.DataCacheBytes = park, parkForecast, cache
+			c.ParkIdleAfter, c.ParkForecast, c.WakeLast, c.DataCacheBytes = park, parkForecast, wakeLast, cache
 			c.Lending = lend
 		})
 		if r.Finished != len(jobs) {
