@@ -33,7 +33,7 @@ func addPlacementFlags(f *pflag.FlagSet, o *simulateOptions) {
 	f.DurationVar(&o.parkIdleAfter, "park-idle-after", 0, "replay: park a node that ran nothing this long (0: never); see parked_node_s")
 	f.StringVar(&o.powerModel, "power-model", "", "replay: a power model measured on a fleet (train --target power --out FILE): its GPU models draw what was measured, the others the Zeus-seeded defaults")
 	f.StringVar(&o.dataCache, "data-cache", "", "replay: each node's local dataset cache (e.g. 2TB): a job's start leaves a warm copy of its data there, least recently used copies making room; empty: caches do not warm")
-	f.BoolVar(&o.parkWakeLast, "park-wake-last", false, "replay, with --park-idle-after: place on a parked node only the jobs the awake nodes leave waiting, as serve wakes them (a second plan)")
+	f.BoolVar(&o.parkWakeLast, "park-wake-last", true, "replay, with --park-idle-after: place on a parked node only the jobs the awake nodes leave waiting, as serve wakes them (a second plan); =false lets the planner take a parked node as any other")
 	f.BoolVar(&o.parkForecast, "park-forecast", false, "replay, with --park-idle-after: park an empty node before then, at the first step after which the running jobs' forecast ends and the other awake nodes' free GPUs cover the queue, the recent arrival rate and a node more over the next 30 minutes; after --park-idle-after only if they cover the demand without it")
 	f.Float64Var(&o.powerCapPrice, "power-cap-price", 0, "replay: cap GPU power per job where (GPUs × power + PRICE) × slowdown is least on the Zeus V100 curve, PRICE in uncapped busy GPUs a job's time is worth (0: no caps); deadline jobs keep their P90 end")
 	f.StringVar(&o.speeds, "speeds", "", "replay: gavel makes a job's run time depend on its GPU model (executor.GavelSpeeds, against the V100 the trace's durations are taken to be from); empty: every model alike")
@@ -89,9 +89,6 @@ func (o *simulateOptions) validatePlacement() []error {
 		if b, err := cluster.ParseBytes(o.dataCache); err != nil || b <= 0 {
 			errs = append(errs, fmt.Errorf("--data-cache %q: want a positive size such as 2TB or 500GiB", o.dataCache))
 		}
-	}
-	if o.parkWakeLast && o.parkIdleAfter == 0 {
-		errs = append(errs, errors.New("--park-wake-last needs --park-idle-after (nothing is parked without it)"))
 	}
 	if o.parkForecast && o.parkIdleAfter == 0 {
 		errs = append(errs, errors.New("--park-forecast needs --park-idle-after (the delay when the forecast says the node may be needed)"))

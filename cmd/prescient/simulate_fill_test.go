@@ -65,7 +65,6 @@ func TestSimulateFillRejectsBadFlags(t *testing.T) {
 		{"an unknown placement in a replay", []string{"--placement", "worst-fit", "--trace", "philly:x.csv", "--fleet", "uniform:1x8"}, "--placement"},
 		{"a negative power-cap price", []string{"--power-cap-price", "-1", "--trace", "philly:x.csv", "--fleet", "uniform:1x8"}, "--power-cap-price"},
 		{"a carbon wait without a series", []string{"--carbon-wait", "1h", "--trace", "philly:x.csv", "--fleet", "uniform:1x8"}, "--carbon-wait"},
-		{"waking last without parking", []string{"--park-wake-last", "--trace", "philly:x.csv", "--fleet", "uniform:1x8"}, "--park-wake-last needs --park-idle-after"},
 		{"forecast parking without parking", []string{"--park-forecast", "--trace", "philly:x.csv", "--fleet", "uniform:1x8"}, "--park-forecast needs --park-idle-after"},
 	}
 	for _, tt := range tests {
