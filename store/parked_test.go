@@ -86,6 +86,6 @@ func TestTheLatestBootsOutliveTheStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(got, want) {
-		t.Errorf("boots kept: %d from %+v, want %d from %+v", len(got), got[0], len(want), want[0])
+		t.Errorf("boots kept: %d, want %d\n%+v\nwant\n%+v", len(got), len(want), got, want)
 	}
 }

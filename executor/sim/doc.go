@@ -28,9 +28,9 @@
 // idle one IdleFraction of it, each up node its base power, a failed node
 // nothing; with Config.ParkIdleAfter a node that ran nothing that long is
 // parked (ParkedW) until a job wakes it (a boot's energy and delay), or
-// earlier with Config.ParkForecast, at the first step after which the
-// forecasts say it will not be needed soon. With
-// Config.Carbon every watt is weighed by the grid's carbon intensity
+// earlier with Config.ParkForecast, at the first look (each step, at least
+// every ParkReview) after which the forecasts say it will not be needed
+// soon. With Config.Carbon every watt is weighed by the grid's carbon intensity
 // (carbon.go).
 //
 // With Config.Lending (lending.go) some nodes are an inference pool whose

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/prescient-sched/prescient/cluster"
@@ -194,12 +195,18 @@ func (s *Simulator) tick() error {
 	done := s.acct.finished+s.acct.unplaceable >= len(s.jobs)
 	arrivals := s.acct.finished+s.acct.unplaceable+len(s.running)+s.queueLen() < len(s.jobs)
 	quiet := l.minute - l.quietSince
-	if !done && (arrivals || s.ev.len() > 0 || quiet <= len(l.busy)+int(l.cfg.Lookback/time.Minute)) {
+	others := s.ev.len() - s.acct.park.pending // the parking reviews' steps do not keep ticks going
+	if !done && (arrivals || others > 0 || quiet <= len(l.busy)+int(l.cfg.Lookback/time.Minute)) {
 		s.ev.push(event{at: l.start.Add(time.Duration(l.minute) * time.Minute), kind: evLend})
 	} else {
 		l.ticking = false
 	}
 	return nil
+}
+
+// inferenceNode reports whether node i is one of the inference pool's.
+func (s *Simulator) inferenceNode(i int) bool {
+	return s.lend != nil && slices.Contains(s.lend.nodes, i)
 }
 
 // wakeLending notes that jobs arrived or started, and restarts stopped

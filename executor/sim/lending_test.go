@@ -195,3 +195,23 @@ func TestLendingWakesAfterAQuietSpell(t *testing.T) {
 			lent.MakespanS, lent.Lending.LentGPUS, alone.MakespanS)
 	}
 }
+
+// A lent inference node that runs nothing is not parked: lending decides
+// it, as in the control plane (which parks no inference node).
+func TestALentInferenceNodeIsNotParked(t *testing.T) {
+	fleet := clustertest.Fleet(clustertest.Node("train-0").GPUs(8, "V100").Obj(),
+		clustertest.Node("inf-0").GPUs(8, "V100").Obj(), clustertest.Node("inf-1").GPUs(8, "V100").Obj())
+	jobs := eightGPUJobs(1, 16*time.Hour) // on train-0 from the start, before any loan
+	for _, forecast := range []bool{false, true} {
+		r := replay(t, "prescient", fleet, jobs, func(c *sim.Config) {
+			c.Check, c.ParkIdleAfter, c.ParkForecast = true, 10*time.Minute, forecast
+			c.Lending = &sim.Lending{Nodes: []string{"inf-0", "inf-1"}, Replicas: waves(16), Lender: lend.Oracle{}}
+		})
+		if r.Lending == nil || r.Lending.Loans == 0 {
+			t.Fatalf("forecast %v: no loans (%+v)", forecast, r.Lending)
+		}
+		if r.ParkedNodeS != 0 {
+			t.Errorf("forecast %v: %.0f node-s parked, want none (train-0 runs the job, the lent nodes are lending's)", forecast, r.ParkedNodeS)
+		}
+	}
+}

@@ -156,6 +156,7 @@ func (s *Simulator) handle(e event) error {
 	case evLend:
 		return s.tick()
 	case evParkDue: // a step, after which the parking review runs
+		s.acct.park.dueDone()
 	}
 	return nil
 }
@@ -261,7 +262,10 @@ func (s *Simulator) waitingForStopping(ctx context.Context, in executor.PlanInpu
 	var running []*executor.RunningJob
 	for _, r := range s.running {
 		// A job stopping on a node out of the plan (an inference node
-		// being taken back) frees no GPUs that a waiting job could get.
+		// being taken back) frees no GPUs that a waiting job could get
+		// there; one with GPUs on other nodes too (a gang) is taken as
+		// freeing none, which may wake a parked node for a job that would
+		// have waited for them.
 		if !r.Stopping || !s.onReadyNodes(s.snap.Allocations(r.Job.ID)) {
 			running = append(running, r)
 			continue

@@ -109,6 +109,10 @@ type parking struct {
 	open      []bool // node i is in an idle spell (empty and up)
 	parkedS   float64
 	wakes     int
+	// pending counts the steps due for review (evParkDue) not come yet;
+	// reviewAt is the latest review due to look again at nodes left up.
+	pending  int
+	reviewAt time.Time
 }
 
 func (p *parking) init(s *Simulator, a *accounting) {
@@ -175,14 +179,27 @@ func (p *parking) startSpell(s *Simulator, a *accounting, i int) {
 
 // beginSpell opens node i's idle spell now: it parks after ParkIdleAfter,
 // or, with forecast parking, at the step review finds it may (a step is
-// due when ParkIdleAfter has passed).
+// due when ParkIdleAfter has passed). A lent inference node never parks:
+// lending decides it, as in the control plane.
 func (p *parking) beginSpell(s *Simulator, i int) {
 	p.emptyAt[i], p.open[i], p.afterOf[i] = s.now, true, p.after
-	if p.forecast(s) {
+	switch {
+	case s.inferenceNode(i):
 		p.afterOf[i] = math.Inf(1)
-		s.ev.push(event{at: s.now.Add(s.cfg.ParkIdleAfter), kind: evParkDue})
+	case p.forecast(s):
+		p.afterOf[i] = math.Inf(1)
+		p.due(s, s.now.Add(s.cfg.ParkIdleAfter))
 	}
 }
+
+// due makes a step happen at t, after which review runs.
+func (p *parking) due(s *Simulator, t time.Time) {
+	p.pending++
+	s.ev.push(event{at: t, kind: evParkDue})
+}
+
+// dueDone notes that a step due for review came.
+func (p *parking) dueDone() { p.pending-- }
 
 // forecast reports whether the forecasts decide when nodes park.
 func (p *parking) forecast(s *Simulator) bool {
@@ -197,14 +214,21 @@ func (p *parking) forecast(s *Simulator) bool {
 // their rate, and a whole node's GPUs to spare), or once it has been empty
 // ParkIdleAfter if the others cover the demand without it. The nodes are
 // taken in the order they emptied, each parked one no longer counted as
-// room for the next. It runs after every step of the replay.
+// room for the next. It runs after every step of the replay, and while a
+// node it leaves up may still park (jobs run or are yet to arrive) it
+// makes a step happen within ParkReview, as the plane's cycles come.
+//
+// Unlike the plane it wakes no parked node ahead of the forecast demand
+// (only a job placed on a parked node wakes it), and its queued demand is
+// every queued GPU (the plane leaves out the jobs that no node more could
+// serve).
 func (p *parking) review(s *Simulator) {
 	if !p.forecast(s) {
 		return
 	}
 	var empty []int
 	for i := range s.snap.Nodes {
-		if p.open[i] && !s.down[i] && !p.parked(s, i) {
+		if p.open[i] && !s.down[i] && !p.parked(s, i) && !s.inferenceNode(i) {
 			empty = append(empty, i)
 		}
 	}
@@ -223,10 +247,11 @@ func (p *parking) review(s *Simulator) {
 		if s.now.After(j.seg.start) {
 			ran += s.now.Sub(j.seg.start)
 		}
-		o.Running(float64(j.gpus), ran, r.Forecast.DurationP50, r.Forecast.DurationP90)
+		o.Running(float64(j.job.Spec.MilliGPUs())/cluster.MilliGPU, ran, r.Forecast.DurationP50, r.Forecast.DurationP90)
 	}
 	slices.SortStableFunc(empty, func(a, b int) int { return p.emptyAt[a].Compare(p.emptyAt[b]) })
 	nodeGPUs := s.free.MaxNodeGPUs()
+	up := false
 	for _, i := range empty {
 		gpus := s.free.WholeFree(i)
 		o.Free(-gpus)
@@ -236,8 +261,18 @@ func (p *parking) review(s *Simulator) {
 			continue
 		}
 		o.Free(gpus)
+		up = true
+	}
+	more := len(s.running) > 0 || s.acct.finished+s.acct.unplaceable+s.queueLen() < len(s.jobs)
+	if up && more && !p.reviewAt.After(s.now) {
+		p.reviewAt = s.now.Add(ParkReview)
+		p.due(s, p.reviewAt)
 	}
 }
+
+// ParkReview is how soon, with forecast parking, the replay looks again
+// at the empty nodes it left up.
+const ParkReview = time.Minute
 
 // endSpell adds the energy of node i's idle spell up to now: its draw
 // until it parked, ParkedW after. A job that wakes it starts a boot of

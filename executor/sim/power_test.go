@@ -489,31 +489,32 @@ func TestForecastParking(t *testing.T) {
 	// foresees half a GPU over the next 30 minutes, so the first empty
 	// node parks at once (the two others cover it and a node more). After
 	// 10 minutes the second parks too, the third covering the demand (0.42
-	// GPUs by then) without it; the third, the last room, stays up.
-	if r := run(nodes(4), one, 10*time.Minute, true); r.ParkedNodeS != 7200+6600 || r.AvgJCTS != 7200 {
-		t.Errorf("forecast: parked %.0f node-s, avg JCT %.0f s; want %d, 7200 s", r.ParkedNodeS, r.AvgJCTS, 7200+6600)
+	// GPUs by then) without it. The replay looks again every minute: the
+	// third parks at 56 minutes, when the job's chance of ending within 30
+	// minutes (0.20) covers the decayed demand (0.197).
+	if r := run(nodes(4), one, 10*time.Minute, true); r.ParkedNodeS != 7200+6600+3840 || r.AvgJCTS != 7200 {
+		t.Errorf("forecast: parked %.0f node-s, avg JCT %.0f s; want %d, 7200 s", r.ParkedNodeS, r.AvgJCTS, 7200+6600+3840)
 	}
 	// Arrivals before the replay count: 4 GPUs submitted 10 minutes
 	// before it foresee 2.2 GPUs over the next 30 minutes, and no node
 	// parks at once; after 10 minutes (1.9 GPUs) one parks, two covering
-	// the demand without it, and the other two stay up.
+	// the demand without it; the others at 40 minutes and at 1h53m, as the
+	// demand decays and the job's end nears.
 	var before park.Arrivals
 	before.Add(clustertest.Epoch, clustertest.Epoch.Add(-10*time.Minute), 4)
-	if r := run(nodes(4), one, 10*time.Minute, true, func(c *sim.Config) { c.Arrivals = before }); r.ParkedNodeS != 6600 {
-		t.Errorf("forecast after arrivals: parked %.0f node-s, want %d", r.ParkedNodeS, 6600)
+	if r := run(nodes(4), one, 10*time.Minute, true, func(c *sim.Config) { c.Arrivals = before }); r.ParkedNodeS != 6600+4800+420 {
+		t.Errorf("forecast after arrivals: parked %.0f node-s, want %d", r.ParkedNodeS, 6600+4800+420)
 	}
-	// The forecast is taken again at every step, not only when a node
-	// empties. At the start a 30-minute and a 4-hour job leave two nodes
-	// empty that the forecast keeps (1 GPU foreseen over 30 minutes, 1.5
-	// there with the short job's likely end). When the short job ends the
-	// arrivals have decayed to 0.6 GPUs: the first node emptied parks
-	// then. At 3 hours (ParkIdleAfter) the demand is 0.05 GPUs: the second
-	// parks too, the short job's node covering it. At 3.5 hours that node
-	// parks as well: the long job's chance of ending within 30 minutes
-	// (0.17) covers the 0.03 GPUs foreseen by then.
+	// The forecast is taken again while nodes are left up, not only when
+	// a node empties: with a 30-minute and a 4-hour job and 3 hours of
+	// ParkIdleAfter, one empty node parks at 16 minutes, once the short
+	// job's likely end covers the demand and a node; the other at 2h12m,
+	// by the long job's; the short job's node, empty from 30 minutes, at
+	// 3h30m (ParkIdleAfter, the demand covered without it). Deciding only
+	// when a node empties, none would park before 3 hours.
 	steps := []cluster.Job{oneGPUJob("short", 0, 30*time.Minute), oneGPUJob("long", 0, 4*time.Hour)}
-	if r := run(nodes(4), steps, 3*time.Hour, true); r.ParkedNodeS != 12600+3600+1800 {
-		t.Errorf("forecast at a later step: parked %.0f node-s, want %d", r.ParkedNodeS, 12600+3600+1800)
+	if r := run(nodes(4), steps, 3*time.Hour, true); r.ParkedNodeS != 13440+6480+1800 {
+		t.Errorf("forecast at a later step: parked %.0f node-s, want %d", r.ParkedNodeS, 13440+6480+1800)
 	}
 	// A 15-minute job every 20 minutes on one node: by the arrival rate
 	// the node will be needed, so it is not parked early in the 5-minute

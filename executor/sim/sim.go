@@ -65,7 +65,8 @@ type Config struct {
 	// meanwhile (zero means DefaultWakeTime).
 	ParkIdleAfter, WakeTime time.Duration
 	// ParkForecast (with ParkIdleAfter) parks a node that runs nothing
-	// before ParkIdleAfter, at the first step of the replay after which, by
+	// before ParkIdleAfter, at the first look (each step of the replay, at
+	// least every ParkReview while one is left up) after which, by
 	// the forecasts, it will not be needed over the next ParkLookahead
 	// (zero means park.DefaultLookahead): the other awake nodes' GPUs, free
 	// now or freed by then by the running jobs' expected ends, cover the
