@@ -214,25 +214,31 @@ func (p *parking) forecast(s *Simulator) bool {
 // their rate, and a whole node's GPUs to spare), or once it has been empty
 // ParkIdleAfter if the others cover the demand without it. The nodes are
 // taken in the order they emptied, each parked one no longer counted as
-// room for the next. It runs after every step of the replay, and while a
-// node it leaves up may still park (jobs run or are yet to arrive) it
-// makes a step happen within ParkReview, as the plane's cycles come.
+// room for the next. Before that, when the nodes up (booting ones too)
+// fall short of the demand, it wakes parked nodes, the longest parked
+// first, until they cover it, as the plane wakes them ahead of demand; a
+// node booting is not parked again before it is up. It runs after every
+// step of the replay, and while a node it leaves up may still park (jobs
+// run or are yet to arrive) it makes a step happen within ParkReview, as
+// the plane's cycles come.
 //
-// Unlike the plane it wakes no parked node ahead of the forecast demand
-// (only a job placed on a parked node wakes it), and its queued demand is
-// every queued GPU (the plane leaves out the jobs that no node more could
-// serve).
+// Unlike the plane its queued demand is every queued GPU (the plane leaves
+// out the jobs that no node more could serve).
 func (p *parking) review(s *Simulator) {
 	if !p.forecast(s) {
 		return
 	}
-	var empty []int
+	var empty, parked []int
 	for i := range s.snap.Nodes {
-		if p.open[i] && !s.down[i] && !p.parked(s, i) && !s.inferenceNode(i) {
+		switch {
+		case !p.open[i] || s.down[i] || s.inferenceNode(i):
+		case p.parked(s, i):
+			parked = append(parked, i)
+		case !p.bootUntil[i].After(s.now):
 			empty = append(empty, i)
 		}
 	}
-	if len(empty) == 0 {
+	if len(empty) == 0 && len(parked) == 0 {
 		return
 	}
 	o := park.Outlook{Look: cmp.Or(s.cfg.ParkLookahead, park.DefaultLookahead), Queued: s.queuedGPUs, Rate: s.arrivalRate()}
@@ -248,6 +254,16 @@ func (p *parking) review(s *Simulator) {
 			ran += s.now.Sub(j.seg.start)
 		}
 		o.Running(float64(j.job.Spec.MilliGPUs())/cluster.MilliGPU, ran, r.Forecast.DurationP50, r.Forecast.DurationP90)
+	}
+	parkedAt := func(i int) time.Time { return p.emptyAt[i].Add(time.Duration(p.afterOf[i] * float64(time.Second))) }
+	slices.SortStableFunc(parked, func(a, b int) int { return parkedAt(a).Compare(parkedAt(b)) })
+	for _, i := range parked {
+		if o.Short() == 0 {
+			break
+		}
+		p.endSpell(s, &s.acct, i, true) // a boot of WakeTime from now
+		p.beginSpell(s, i)
+		o.Free(len(s.snap.Nodes[i].GPUs))
 	}
 	slices.SortStableFunc(empty, func(a, b int) int { return p.emptyAt[a].Compare(p.emptyAt[b]) })
 	nodeGPUs := s.free.MaxNodeGPUs()

@@ -516,6 +516,17 @@ func TestForecastParking(t *testing.T) {
 	if r := run(nodes(4), steps, 3*time.Hour, true); r.ParkedNodeS != 13440+6480+1800 {
 		t.Errorf("forecast at a later step: parked %.0f node-s, want %d", r.ParkedNodeS, 13440+6480+1800)
 	}
+	// Parked nodes are woken ahead of the demand. A 4-hour job leaves
+	// three nodes empty: one parks at once, one after 10 minutes, the last
+	// stays up. Another 4-hour job at 30 minutes takes it, and the
+	// arrivals (0.8 GPUs over the next 30 minutes) wake the node parked
+	// first, no job waiting for it; it parks again at 2h04m, the jobs'
+	// likely ends covering the decayed demand. The first job's node parks
+	// 10 minutes after it ends, 20 minutes before the replay does.
+	ahead := []cluster.Job{oneGPUJob("a", 0, 4*time.Hour), oneGPUJob("b", 0.5, 4*time.Hour)}
+	if r := run(nodes(4), ahead, 10*time.Minute, true); r.ParkedNodeS != 1800+8760+15600+1200 || r.AvgJCTS != 4*3600 {
+		t.Errorf("waking ahead: parked %.0f node-s, avg JCT %.0f s; want %d, %d s", r.ParkedNodeS, r.AvgJCTS, 1800+8760+15600+1200, 4*3600)
+	}
 	// A 15-minute job every 20 minutes on one node: by the arrival rate
 	// the node will be needed, so it is not parked early in the 5-minute
 	// gaps (nor after ParkIdleAfter, which they never reach): no job waits

@@ -72,7 +72,8 @@ type Config struct {
 	// now or freed by then by the running jobs' expected ends, cover the
 	// queued GPUs, the recent arrival rate over the lookahead and a node's
 	// worth more; after ParkIdleAfter only if those nodes cover the demand
-	// without it (as the control plane parks).
+	// without it. When the nodes up fall short of the demand, parked nodes
+	// are woken ahead of it (as the control plane parks and wakes).
 	ParkForecast  bool
 	ParkLookahead time.Duration
 	// Arrivals are the jobs that arrived before the replay (the trace's
