@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/prescient-sched/prescient/cluster"
@@ -308,7 +309,8 @@ func (p *Plane) gpuHolders(ctx context.Context, now time.Time) (map[cluster.GPUR
 type utilSeries struct {
 	first  int64
 	values []float64
-	last   int64 // the latest minute with a value
+	last   int64  // the latest minute with a value
+	node   string // the node its samples name
 }
 
 // minuteOf is t's minute since the Unix epoch.
@@ -424,6 +426,9 @@ func (p *Plane) readUtilization(ctx context.Context, now time.Time, threshold fl
 				us = &utilSeries{}
 				p.util[s.GPU] = us
 			}
+			if s.Node != "" {
+				us.node = s.Node
+			}
 			for _, pt := range s.Points {
 				us.set(minuteOf(pt.Time), pt.Value)
 			}
@@ -441,13 +446,32 @@ func (p *Plane) readUtilization(ctx context.Context, now time.Time, threshold fl
 			delete(p.util, id)
 		}
 	}
+	return p.util.grids(uuids, now, threshold), read
+}
+
+// grids is the idleness grids of the GPUs named that have recent samples.
+func (u utilization) grids(uuids []string, now time.Time, threshold float64) map[string]idle.Grid {
 	out := make(map[string]idle.Grid, len(uuids))
 	for _, id := range uuids {
-		if g, ok := p.util.grid(id, now, threshold); ok {
+		if g, ok := u.grid(id, now, threshold); ok {
 			out[id] = g
 		}
 	}
-	return out, read
+	return out
+}
+
+// byNode is the GPUs (UUIDs, sorted) whose samples name each node.
+func (u utilization) byNode() map[string][]string {
+	out := map[string][]string{}
+	for id, s := range u {
+		if s.node != "" {
+			out[s.node] = append(out[s.node], id)
+		}
+	}
+	for _, ids := range out {
+		slices.Sort(ids)
+	}
+	return out
 }
 
 // queryUtilization is the one reader's read of every GPU's per-minute

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"time"
@@ -388,6 +389,7 @@ func (p *Plane) watchLoans(ctx context.Context, lv *live) {
 		if !read {
 			return // the store did not answer: no decision this time
 		}
+		p.gpusByNode(pools, lv.now, threshold, grids)
 		var out []lendingDecision
 		for _, lp := range pools {
 			if d, ok := p.decideLoans(lv.now, model, lp, grids, forecast); ok {
@@ -404,6 +406,31 @@ func (p *Plane) watchLoans(ctx context.Context, lv *live) {
 			p.wake()
 		}
 	})
+}
+
+// gpusByNode gives each pool node whose GPUs carry no UUIDs (a Kubernetes
+// node's come from its labels) the GPUs the telemetry has seen on it, by
+// the node name its samples carry, with their grids, and counts it as
+// holding at least those: the GPUs that the inference servers, pods of
+// another scheduler, hold are off the node as the backend lists it, and
+// the service's demand is theirs.
+func (p *Plane) gpusByNode(pools []*loanPool, now time.Time, threshold float64, grids map[string]idle.Grid) {
+	p.utilMu.Lock()
+	defer p.utilMu.Unlock()
+	var on map[string][]string
+	for _, lp := range pools {
+		for k, name := range lp.nodes {
+			if len(lp.uuids[k]) > 0 {
+				continue
+			}
+			if on == nil {
+				on = p.util.byNode()
+			}
+			us := on[name]
+			lp.uuids[k], lp.gpus[k] = us, max(lp.gpus[k], len(us))
+			maps.Copy(grids, p.util.grids(us, now, threshold))
+		}
+	}
 }
 
 // utilReadUnderWay reports whether a read of the utilization runs.

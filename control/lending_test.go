@@ -54,7 +54,12 @@ func inferenceSamples(f *cluster.Fleet, from, to time.Time, busy0, busy1 int) []
 // (no idle model), reading a real InfluxDB, with the lifecycle events it
 // posts.
 func lendingEnv(t *testing.T, mode Mode) (*env, collector.Sink, *recordingNotifier) {
-	e := newEnv(t, lendingFleet(), nil)
+	return lendingEnvOf(t, mode, lendingFleet())
+}
+
+// lendingEnvOf is lendingEnv on fleet.
+func lendingEnvOf(t *testing.T, mode Mode, fleet *cluster.Fleet) (*env, collector.Sink, *recordingNotifier) {
+	e := newEnv(t, fleet, nil)
 	b := telemetryBackends(t, e.store)["influxdb"]
 	rec := &recordingNotifier{}
 	e.mod = func(c *Config) {
@@ -188,6 +193,42 @@ func TestAnIdleInferenceNodeIsLentAndTakenBackWhenTheDemandReturns(t *testing.T)
 	loans, err := e.store.Loans(e.ctx)
 	if want := []store.LoanSpan{{From: t0.Add(time.Hour), Until: now.Add(2*time.Minute + idle.MaxGap)}}; err != nil || len(loans) != 1 || loans[0].State != "serving" || fmt.Sprint(loans[0].Spans) != fmt.Sprint(want) {
 		t.Errorf("stored loans %+v (%v), want inf-1 serving, its loan from %s until 5 minutes after its return", loans, err, t0.Add(time.Hour))
+	}
+}
+
+// On Kubernetes the nodes' GPUs carry no UUIDs, and the GPUs the
+// inference servers (another scheduler's pods) hold are off the nodes as
+// the backend lists them: a pool node's GPUs are then those its telemetry
+// names it with.
+func TestAPoolNodeWithoutGPUUUIDsIsReadByTheNodeItsTelemetryNames(t *testing.T) {
+	withUUIDs := lendingFleet()
+	fleet := lendingFleet()
+	for i, listed := range map[int]int{1: 2, 2: 3} { // inf-0's servers hold 2 GPUs, inf-1's 1
+		n := &fleet.Nodes[i]
+		n.GPUs = n.GPUs[:listed]
+		for g := range n.GPUs {
+			n.GPUs[g].UUID = ""
+		}
+	}
+	e, sink, _ := lendingEnvOf(t, ModeAutopilot, fleet)
+	b := spec(4, 10*time.Hour)
+	b.Checkpointable = true
+	e.submit("a", spec(4, 10*time.Hour))
+	e.submit("b", b)
+	// An hour of telemetry of all 4 GPUs of each: inf-0 serves on 2,
+	// inf-1 idles. 6 of the pool's 8 GPUs idle less a GPU of headroom:
+	// inf-1, all 4 of its GPUs idle, may go.
+	now := t0.Add(time.Hour)
+	if err := sink.Write(e.ctx, inferenceSamples(withUUIDs, t0, now, 2, 0)); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(now.Sub(e.clock.Now()))
+	e.lendCycle()
+	if l := e.loan("inf-1"); l == nil || l.State != "lent" {
+		t.Fatalf("inf-1: %+v, want lent", l)
+	}
+	if l := e.loan("inf-0"); l == nil || l.State != "serving" {
+		t.Fatalf("inf-0: %+v, want serving: its GPUs are busy", l)
 	}
 }
 

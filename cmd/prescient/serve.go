@@ -194,9 +194,6 @@ func (o *serveOptions) validateLending() []error {
 	if slices.Contains(l.Pools, "") {
 		errs = append(errs, errors.New("--lend-pools: an empty pool name"))
 	}
-	if o.backend == "kubernetes" {
-		errs = append(errs, errors.New("--lend-pools: not with --backend kubernetes: the nodes' GPUs carry no UUIDs there (they come from labels) and the inference servers' GPUs come off the nodes, so the pools' utilization cannot be read and nothing would be lent"))
-	}
 	for _, f := range []struct {
 		flag string
 		d    time.Duration

@@ -92,9 +92,6 @@ func TestServeRefusesFlagsThatCannotWork(t *testing.T) {
 		{"forecast parking without a delay", func(o *serveOptions) { o.park.Forecast = true }, "--park-idle-after"},
 		{"a suspend program without parking", func(o *serveOptions) { o.park.Suspend = "/bin/true" }, "--park-idle-after"},
 		{"parking a negative time", func(o *serveOptions) { o.park = parkDefaults(); o.park.IdleAfter = -time.Minute }, "--park-idle-after"},
-		{"lending on Kubernetes", func(o *serveOptions) {
-			o.lend, o.backend = lendDefaults(), "kubernetes"
-		}, "--lend-pools: not with --backend kubernetes"},
 		{"parking on Kubernetes", func(o *serveOptions) {
 			o.park, o.backend = parkDefaults(), "kubernetes"
 		}, "not with --backend kubernetes"},

@@ -294,6 +294,13 @@ type prescient struct {
 
 func (c *testCluster) startPrescient(dbPath string, mode control.Mode) *prescient {
 	c.t.Helper()
+	return c.startPrescientWith(dbPath, mode, nil)
+}
+
+// startPrescientWith is startPrescient with mod changing the plane's
+// configuration (its store opened) first.
+func (c *testCluster) startPrescientWith(dbPath string, mode control.Mode, mod func(*control.Config)) *prescient {
+	c.t.Helper()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	st, err := store.Open(c.ctx, dbPath)
 	if err != nil {
@@ -307,6 +314,9 @@ func (c *testCluster) startPrescient(dbPath string, mode control.Mode) *prescien
 		Debounce: 20 * time.Millisecond, Logger: log, PolicyOptions: policies.Options{PreemptMinRun: time.Millisecond}}
 	if mode == control.ModeAdvisor {
 		cfg.Recommendations = b
+	}
+	if mod != nil {
+		mod(&cfg)
 	}
 	plane, err := control.New(cfg)
 	if err != nil {
