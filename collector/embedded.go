@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/prescient-sched/prescient/store"
 )
@@ -13,6 +14,7 @@ type EmbeddedStore interface {
 	WriteTelemetry(ctx context.Context, rows []store.TelemetryRow) error
 	QueryTelemetry(ctx context.Context, q store.TelemetryQuery) ([]store.TelemetrySeries, error)
 	QueryJobMemory(ctx context.Context, q store.JobMemoryQuery) ([]store.JobMemorySeries, error)
+	QueryJobGPUs(ctx context.Context, jobs []string, start, end time.Time) (map[string][]string, error)
 }
 
 // EmbeddedSink writes samples into the control plane's SQLite file and

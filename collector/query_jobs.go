@@ -164,3 +164,105 @@ func (q *InfluxQuery) JobMemory(ctx context.Context, jq JobMemoryQuery) ([]JobMe
 	slices.SortFunc(out, func(a, b JobMemorySeries) int { return strings.Compare(a.Job, b.Job) })
 	return out, nil
 }
+
+// JobGPUStore answers on which GPUs jobs' processes ran, from the
+// gpu_process measurement: the control plane finds by it the GPUs of a job
+// whose backend does not name them (on Kubernetes the device plugin, not
+// the scheduler, picks a pod's GPUs).
+type JobGPUStore interface {
+	JobGPUs(ctx context.Context, q JobGPUsQuery) (map[string][]string, error)
+}
+
+// JobGPUsQuery asks, for jobs, the GPUs (UUIDs) their processes were
+// sampled on over [Start, End).
+type JobGPUsQuery struct {
+	Jobs       []string // job IDs; none means every job a process was known to belong to
+	Start, End time.Time
+}
+
+// Validate checks the query.
+func (q JobGPUsQuery) Validate() error {
+	if !q.End.After(q.Start) {
+		return fmt.Errorf("range [%s, %s) is empty", q.Start.Format(time.RFC3339Nano), q.End.Format(time.RFC3339Nano))
+	}
+	for i, j := range q.Jobs {
+		if j == "" {
+			return fmt.Errorf("job %d: empty job ID", i)
+		}
+	}
+	return nil
+}
+
+var (
+	_ JobGPUStore = (*EmbeddedSink)(nil)
+	_ JobGPUStore = (*InfluxQuery)(nil)
+)
+
+// JobGPUs answers a job GPU query from the store: each job's GPUs, sorted.
+func (s *EmbeddedSink) JobGPUs(ctx context.Context, q JobGPUsQuery) (map[string][]string, error) {
+	if err := q.Validate(); err != nil {
+		return nil, fmt.Errorf("job GPU query: %w", err)
+	}
+	return s.st.QueryJobGPUs(ctx, q.Jobs, q.Start, q.End)
+}
+
+// JobGPUsFlux returns the Flux program that answers q: the last process
+// sample of each job and GPU.
+func (q *InfluxQuery) JobGPUsFlux(jq JobGPUsQuery) string {
+	end := jq.End.UTC().Format(time.RFC3339Nano)
+	var b strings.Builder
+	fmt.Fprintf(&b, "from(bucket: %s)\n", strconv.Quote(q.o.Bucket))
+	fmt.Fprintf(&b, "  |> range(start: %s, stop: %s)\n", jq.Start.UTC().Format(time.RFC3339Nano), end)
+	fmt.Fprintf(&b, "  |> filter(fn: (r) => r._measurement == %s and r._field == \"mem_used_bytes\" and r._time < %s and exists r.job_id)\n",
+		strconv.Quote(MeasurementProcess), end)
+	if len(jq.Jobs) > 0 && len(jq.Jobs) <= maxFluxJobFilter {
+		b.WriteString("  |> filter(fn: (r) => ")
+		for i, j := range jq.Jobs {
+			if i > 0 {
+				b.WriteString(" or ")
+			}
+			fmt.Fprintf(&b, "r.job_id == %s", strconv.Quote(j))
+		}
+		b.WriteString(")\n")
+	}
+	b.WriteString("  |> keep(columns: [\"_time\", \"_value\", \"job_id\", \"gpu_uuid\"])\n")
+	b.WriteString("  |> group(columns: [\"job_id\", \"gpu_uuid\"])\n")
+	b.WriteString("  |> last()\n")
+	return b.String()
+}
+
+// JobGPUs runs the Flux program and gathers each job's GPUs, sorted.
+func (q *InfluxQuery) JobGPUs(ctx context.Context, jq JobGPUsQuery) (map[string][]string, error) {
+	if err := jq.Validate(); err != nil {
+		return nil, fmt.Errorf("job GPU query: %w", err)
+	}
+	res, err := q.client.QueryAPI(q.o.Org).Query(ctx, q.JobGPUsFlux(jq))
+	if err != nil {
+		return nil, fmt.Errorf("job GPU query: influx %s: %w", q.o.URL, err)
+	}
+	defer res.Close()
+	var want map[string]bool
+	if len(jq.Jobs) > maxFluxJobFilter {
+		want = make(map[string]bool, len(jq.Jobs))
+		for _, j := range jq.Jobs {
+			want[j] = true
+		}
+	}
+	out := map[string][]string{}
+	for res.Next() {
+		r := res.Record()
+		job, _ := r.ValueByKey("job_id").(string)
+		gpu, _ := r.ValueByKey("gpu_uuid").(string)
+		if job == "" || gpu == "" || (want != nil && !want[job]) {
+			continue
+		}
+		out[job] = append(out[job], gpu)
+	}
+	if err := res.Err(); err != nil {
+		return nil, fmt.Errorf("job GPU query: influx %s: %w", q.o.URL, err)
+	}
+	for _, gpus := range out {
+		slices.Sort(gpus)
+	}
+	return out, nil
+}

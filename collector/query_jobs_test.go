@@ -124,6 +124,66 @@ func TestJobMemoryReadBackFromInfluxAndEmbedded(t *testing.T) {
 	}
 }
 
+// The GPUs each job's processes ran on, read back from InfluxDB and from
+// the embedded store alike: job-a's on both GPUs (on GPU-1 only in its
+// first 20 seconds), job-b's on GPU-1; processes without a job are left
+// out.
+func TestJobGPUsReadBackFromInfluxAndEmbedded(t *testing.T) {
+	srv := influxtest.Shared(t)
+	ctx := context.Background()
+	written := jobSamples()
+	o := collector.InfluxOptions{URL: srv.URL, Bucket: newBucket("jobgpus")}
+	sink, err := collector.NewInfluxSink(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sink.Close()
+	if err := sink.Write(ctx, written); err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "p.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	emb := collector.NewEmbeddedSink(st)
+	if err := emb.Write(ctx, written); err != nil {
+		t.Fatal(err)
+	}
+	iq, err := collector.NewInfluxQuery(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer iq.Close()
+	many := []string{"job-b"}
+	for i := range 30 {
+		many = append(many, fmt.Sprintf("job-y%02d", i))
+	}
+	for name, js := range map[string]collector.JobGPUStore{"influxdb": iq, "embedded": emb} {
+		t.Run(name, func(t *testing.T) {
+			for _, tc := range []struct {
+				what string
+				q    collector.JobGPUsQuery
+				want string
+			}{
+				{"every job, the whole minute", collector.JobGPUsQuery{Start: t0, End: t0.Add(time.Minute)}, "map[job-a:[GPU-0 GPU-1] job-b:[GPU-1]]"},
+				{"job-a after its GPU-1 process ended", collector.JobGPUsQuery{Jobs: []string{"job-a"}, Start: t0.Add(20 * time.Second), End: t0.Add(time.Minute)}, "map[job-a:[GPU-0]]"},
+				{"31 jobs, job-b among them", collector.JobGPUsQuery{Jobs: many, Start: t0, End: t0.Add(time.Minute)}, "map[job-b:[GPU-1]]"},
+				{"an unknown job", collector.JobGPUsQuery{Jobs: []string{"job-x"}, Start: t0, End: t0.Add(time.Minute)}, "map[]"},
+				{"End is exclusive", collector.JobGPUsQuery{Start: t0.Add(-time.Minute), End: t0}, "map[]"},
+			} {
+				got, err := js.JobGPUs(ctx, tc.q)
+				if err != nil || fmt.Sprint(got) != tc.want {
+					t.Errorf("%s: %v, %v; want %s", tc.what, got, err, tc.want)
+				}
+			}
+			if _, err := js.JobGPUs(ctx, collector.JobGPUsQuery{Start: t0, End: t0}); err == nil || !strings.Contains(err.Error(), "empty") {
+				t.Errorf("an empty range: %v, want an error saying so", err)
+			}
+		})
+	}
+}
+
 func TestJobMemoryQueryBadInputSaysWhatIsWrong(t *testing.T) {
 	ctx := context.Background()
 	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "p.db"))

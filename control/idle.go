@@ -1,11 +1,13 @@
 package control
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/prescient-sched/prescient/cluster"
@@ -195,9 +197,17 @@ func (p *Plane) IdleForecast(ctx context.Context, q IdleQuery) (IdleForecast, er
 	if err != nil {
 		return IdleForecast{}, fmt.Errorf("idle forecast: %w", err)
 	}
-	// Each GPU's recent utilization.
+	// Each GPU's recent utilization: by its UUID, or else (Kubernetes) by
+	// the UUIDs its job's processes ran on, its job's GPUs paired with
+	// them in order (which of them is which is not known, and a job's GPUs
+	// are alike to the forecast).
+	byProcess := p.uuidsByProcess(holders)
 	uuids := make([]string, 0, len(gpus))
-	for _, g := range gpus {
+	for i := range gpus {
+		g := &gpus[i]
+		if g.UUID == "" {
+			g.UUID = byProcess[refs[i]]
+		}
 		if g.UUID != "" {
 			uuids = append(uuids, g.UUID)
 		}
@@ -541,9 +551,14 @@ func (p *Plane) watchIdle(ctx context.Context, lv *live) {
 	type held struct {
 		id           cluster.JobID
 		uuids, names []string
+		attempt      int // of a job whose GPUs the backend does not name
 	}
 	var jobs []held
 	var uuids []string
+	var unnamed []string // jobs whose GPUs are read from their processes
+	p.mu.Lock()
+	known := p.procGPUs
+	p.procGPUs = map[cluster.JobID]attemptGPUs{}
 jobs:
 	for i := range lv.active {
 		id := lv.active[i].ID
@@ -553,17 +568,41 @@ jobs:
 		}
 		h := held{id: id}
 		for _, a := range pl.Allocations {
-			u := uuidOf[a.GPU]
-			if u == "" {
-				continue jobs // a GPU without telemetry may be busy
+			h.names = append(h.names, a.GPU.String())
+			h.uuids = append(h.uuids, uuidOf[a.GPU])
+		}
+		switch n := slices.Index(h.uuids, ""); {
+		case n < 0:
+		case slices.IndexFunc(h.uuids, func(u string) bool { return u != "" }) >= 0:
+			continue jobs // some GPUs named, some not: one without telemetry may be busy
+		default:
+			// No GPU named (Kubernetes): those its processes ran on.
+			h.uuids, h.attempt = nil, pl.Attempt
+			if k, ok := known[id]; ok && k.attempt == pl.Attempt {
+				h.uuids = k.uuids
+				p.procGPUs[id] = k
+			} else {
+				unnamed = append(unnamed, string(id))
 			}
-			h.uuids, h.names = append(h.uuids, u), append(h.names, a.GPU.String())
 		}
 		jobs = append(jobs, h)
 		uuids = append(uuids, h.uuids...)
 	}
+	p.mu.Unlock()
 	_, threshold := p.servedIdle()
 	p.beside(&p.idleReading, func() { // the plan loop's context
+		if found := p.gpusOfProcesses(ctx, lv.now, unnamed); len(found) > 0 {
+			p.mu.Lock()
+			for k := range jobs {
+				h := &jobs[k]
+				if us := found[string(h.id)]; h.attempt > 0 && h.uuids == nil && len(us) == len(h.names) {
+					h.uuids = us
+					p.procGPUs[h.id] = attemptGPUs{attempt: h.attempt, uuids: us}
+					uuids = append(uuids, us...)
+				}
+			}
+			p.mu.Unlock()
+		}
 		grids, read := p.readUtilization(ctx, lv.now, threshold, uuids)
 		p.mu.Lock()
 		before := p.idleJobs
@@ -574,6 +613,9 @@ jobs:
 		out := map[cluster.JobID]idleJob{}
 	next:
 		for _, h := range jobs {
+			if len(h.uuids) == 0 {
+				continue // its GPUs are not known: any may be busy
+			}
 			run := time.Duration(math.MaxInt64)
 			for _, u := range h.uuids {
 				g, ok := grids[u]
@@ -595,6 +637,65 @@ jobs:
 		p.idleJobs, p.idleThreshold = out, threshold
 		p.mu.Unlock()
 	})
+}
+
+// uuidsByProcess pairs the GPUs of each job whose GPUs were found by its
+// processes (watchIdle), in order, with those GPUs' UUIDs.
+func (p *Plane) uuidsByProcess(holders map[cluster.GPURef]holder) map[cluster.GPURef]string {
+	p.mu.Lock()
+	found := p.procGPUs
+	p.mu.Unlock()
+	if len(found) == 0 {
+		return nil
+	}
+	refs := map[cluster.JobID][]cluster.GPURef{}
+	for ref, h := range holders {
+		if _, ok := found[h.job]; ok {
+			refs[h.job] = append(refs[h.job], ref)
+		}
+	}
+	out := map[cluster.GPURef]string{}
+	for job, rs := range refs {
+		us := found[job].uuids
+		if len(rs) != len(us) {
+			continue
+		}
+		slices.SortFunc(rs, func(a, b cluster.GPURef) int { return cmp.Or(strings.Compare(a.Node, b.Node), a.Index-b.Index) })
+		for k, r := range rs {
+			out[r] = us[k]
+		}
+	}
+	return out
+}
+
+// attemptGPUs are the GPUs an attempt of a job ran its processes on.
+type attemptGPUs struct {
+	attempt int
+	uuids   []string
+}
+
+// procLookback is how far back the samples of a job's processes are read
+// to find its GPUs.
+const procLookback = 10 * time.Minute
+
+// gpusOfProcesses is, for the jobs named, the GPUs their processes were
+// sampled on over the last procLookback, when the telemetry store answers
+// that (collector.JobGPUStore).
+func (p *Plane) gpusOfProcesses(ctx context.Context, now time.Time, jobs []string) map[string][]string {
+	js, ok := p.cfg.Telemetry.(collector.JobGPUStore)
+	if !ok || len(jobs) == 0 {
+		return nil
+	}
+	qctx, cancel := context.WithTimeout(ctx, idleTimeout)
+	defer cancel()
+	found, err := js.JobGPUs(qctx, collector.JobGPUsQuery{Jobs: jobs, Start: now.Add(-procLookback), End: now.Add(time.Nanosecond)})
+	if err != nil {
+		if !errors.Is(err, context.Canceled) {
+			p.log.Warn("idle jobs: the GPUs of jobs' processes not read", "jobs", len(jobs), "error", err)
+		}
+		return nil
+	}
+	return found
 }
 
 // recommendIdle records, in either mode, an "idle" recommendation for each

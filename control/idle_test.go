@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -192,6 +193,67 @@ func TestAJobHoldingIdleGPUsIsRecommendedOnceAndDismissedWhenBusy(t *testing.T) 
 	idleCycles(t, e, 2)
 	if recs := idleRecs(); len(recs) != 1 || recs[0].Status != store.RecommendationDismissed {
 		t.Fatalf("after the job got busy: %+v, want it dismissed", recs)
+	}
+}
+
+// On Kubernetes the backend names no GPU (the device plugin picks a pod's
+// GPUs): a job's GPUs are those its processes were sampled on, and a job
+// holding idle GPUs is recommended as with the agent backend.
+func TestAJobWhoseGPUsTheBackendDoesNotNameIsFoundByItsProcesses(t *testing.T) {
+	for _, name := range []string{"embedded", "influxdb"} {
+		t.Run(name, func(t *testing.T) {
+			var b telemetryBackend
+			e := newEnv(t, fleetOf(1, 4), func(c *Config) {
+				b = telemetryBackends(t, c.Store)[name]
+				c.Telemetry = b.query
+			})
+			e.submit("busy", spec(1, 30*time.Minute))
+			e.submit("stuck", spec(1, 10*time.Hour))
+			e.plane.cycle(e.ctx)
+			for _, id := range []cluster.JobID{"busy", "stuck"} {
+				e.event(executor.JobEvent{Type: executor.JobStarted, Job: id, Attempt: 1, Node: "n0"})
+			}
+			// The GPUs' samples name them by UUID, whatever Prescient's
+			// indices: busy's process runs on GPU-d at 90%, stuck's on
+			// GPU-b, idle.
+			var samples []collector.Sample
+			for _, s := range utilSamples(t0, 20, "GPU-d") {
+				switch s.DeviceInfo.UUID {
+				case "GPU-d":
+					s.Processes = []collector.ProcessSample{{PID: 10, JobID: "busy", MemUsedBytes: 1 << 30}}
+				case "GPU-b":
+					s.Processes = []collector.ProcessSample{{PID: 20, JobID: "stuck", MemUsedBytes: 1 << 30}}
+				}
+				samples = append(samples, s)
+			}
+			if err := b.sink.Write(e.ctx, samples); err != nil {
+				t.Fatal(err)
+			}
+			e.clock.Advance(20 * time.Minute)
+			idleCycles(t, e, 3)
+			recs, err := e.store.ListRecommendations(e.ctx, time.Time{}, 100)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var idle []string
+			for _, r := range recs {
+				if r.Kind == recIdle {
+					idle = append(idle, string(r.JobID)+" "+string(r.Status))
+				}
+			}
+			if want := []string{"stuck open"}; !slices.Equal(idle, want) {
+				t.Errorf("idle recommendations %v, want %v", idle, want)
+			}
+			// The idle forecast reads the two jobs' GPUs by their
+			// processes' UUIDs too (the free ones stay unread).
+			f, err := e.plane.IdleForecast(e.ctx, IdleQuery{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f.TelemetryGPUs != 2 || len(f.IdleJobs) != 1 || f.IdleJobs[0].Job != "stuck" || f.IdleJobs[0].IdleForS < 15*60 {
+				t.Errorf("idle forecast: %d GPUs with telemetry, idle jobs %+v; want 2, and stuck idle for about 20 minutes", f.TelemetryGPUs, f.IdleJobs)
+			}
+		})
 	}
 }
 

@@ -76,8 +76,11 @@ type Plane struct {
 	// threshold idleThreshold; nil before the first read.
 	idleJobs      map[cluster.JobID]idleJob
 	idleThreshold float64
-	idleReading   bool
-	idleReadAt    time.Time
+	// procGPUs are the GPUs (UUIDs) of the running jobs whose backend
+	// does not name them, as their processes' samples did, per attempt.
+	procGPUs    map[cluster.JobID]attemptGPUs
+	idleReading bool
+	idleReadAt  time.Time
 	// util is each GPU's recent utilization by UUID, read from Telemetry
 	// up to utilUntil (readUtilization), under utilMu; utilReading is set
 	// while a read is under way (outside the lock).

@@ -88,3 +88,45 @@ func (s *Store) queryJobMemory(ctx context.Context, q JobMemoryQuery) ([]JobMemo
 	}
 	return out, rows.Err()
 }
+
+// QueryJobGPUs returns, for each job with process samples in [start, end),
+// the GPUs (UUIDs, sorted) they were sampled on; jobs names the jobs, none
+// every job a process was known to belong to.
+func (s *Store) QueryJobGPUs(ctx context.Context, jobs []string, start, end time.Time) (map[string][]string, error) {
+	if !end.After(start) {
+		return nil, fmt.Errorf("store: query job GPUs: range [%s, %s) is empty", start.Format(time.RFC3339Nano), end.Format(time.RFC3339Nano))
+	}
+	lo, err := unixNanos(start)
+	if err != nil {
+		return nil, fmt.Errorf("store: query job GPUs: %w", err)
+	}
+	hi, err := unixNanos(end)
+	if err != nil {
+		return nil, fmt.Errorf("store: query job GPUs: %w", err)
+	}
+	q := "SELECT DISTINCT job_id, gpu_uuid FROM gpu_processes WHERE job_id <> '' AND time_ns >= ? AND time_ns < ?"
+	args := []any{lo, hi}
+	if len(jobs) > 0 {
+		q += " AND job_id IN (" + strings.TrimSuffix(strings.Repeat("?,", len(jobs)), ",") + ")"
+		for _, j := range jobs {
+			args = append(args, j)
+		}
+	}
+	rows, err := s.r.QueryContext(ctx, q+" ORDER BY job_id, gpu_uuid", args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: query job GPUs: %w", err)
+	}
+	defer rows.Close()
+	out := map[string][]string{}
+	for rows.Next() {
+		var job, gpu string
+		if err := rows.Scan(&job, &gpu); err != nil {
+			return nil, fmt.Errorf("store: query job GPUs: %w", err)
+		}
+		out[job] = append(out[job], gpu)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: query job GPUs: %w", err)
+	}
+	return out, nil
+}
