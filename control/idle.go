@@ -578,10 +578,14 @@ jobs:
 		default:
 			// No GPU named (Kubernetes): those its processes ran on.
 			h.uuids, h.attempt = nil, pl.Attempt
-			if k, ok := known[id]; ok && k.attempt == pl.Attempt {
+			k, ok := known[id]
+			switch {
+			case ok && k.attempt == pl.Attempt && k.uuids != nil:
 				h.uuids = k.uuids
 				p.procGPUs[id] = k
-			} else {
+			case ok && k.attempt == pl.Attempt && lv.now.Sub(k.tried) < procLookback:
+				p.procGPUs[id] = k // not found lately: looked for again later
+			default:
 				unnamed = append(unnamed, string(id))
 			}
 		}
@@ -591,14 +595,19 @@ jobs:
 	p.mu.Unlock()
 	_, threshold := p.servedIdle()
 	p.beside(&p.idleReading, func() { // the plan loop's context
-		if found := p.gpusOfProcesses(ctx, lv.now, unnamed); len(found) > 0 {
+		if found, ok := p.gpusOfProcesses(ctx, lv.now, unnamed); ok {
 			p.mu.Lock()
 			for k := range jobs {
 				h := &jobs[k]
-				if us := found[string(h.id)]; h.attempt > 0 && h.uuids == nil && len(us) == len(h.names) {
+				if h.attempt == 0 || h.uuids != nil || !slices.Contains(unnamed, string(h.id)) {
+					continue
+				}
+				if us := found[string(h.id)]; len(us) == len(h.names) {
 					h.uuids = us
 					p.procGPUs[h.id] = attemptGPUs{attempt: h.attempt, uuids: us}
 					uuids = append(uuids, us...)
+				} else {
+					p.procGPUs[h.id] = attemptGPUs{attempt: h.attempt, tried: lv.now}
 				}
 			}
 			p.mu.Unlock()
@@ -668,23 +677,27 @@ func (p *Plane) uuidsByProcess(holders map[cluster.GPURef]holder) map[cluster.GP
 	return out
 }
 
-// attemptGPUs are the GPUs an attempt of a job ran its processes on.
+// attemptGPUs are the GPUs an attempt of a job ran its processes on;
+// without them, when they were last looked for and not found (as many as
+// the job holds).
 type attemptGPUs struct {
 	attempt int
 	uuids   []string
+	tried   time.Time
 }
 
 // procLookback is how far back the samples of a job's processes are read
-// to find its GPUs.
+// to find its GPUs, and how long a job whose GPUs were not found waits
+// before they are looked for again.
 const procLookback = 10 * time.Minute
 
 // gpusOfProcesses is, for the jobs named, the GPUs their processes were
-// sampled on over the last procLookback, when the telemetry store answers
-// that (collector.JobGPUStore).
-func (p *Plane) gpusOfProcesses(ctx context.Context, now time.Time, jobs []string) map[string][]string {
+// sampled on over the last procLookback, and whether it was read: the
+// telemetry store answers that (collector.JobGPUStore) and answered.
+func (p *Plane) gpusOfProcesses(ctx context.Context, now time.Time, jobs []string) (map[string][]string, bool) {
 	js, ok := p.cfg.Telemetry.(collector.JobGPUStore)
 	if !ok || len(jobs) == 0 {
-		return nil
+		return nil, false
 	}
 	qctx, cancel := context.WithTimeout(ctx, idleTimeout)
 	defer cancel()
@@ -693,9 +706,9 @@ func (p *Plane) gpusOfProcesses(ctx context.Context, now time.Time, jobs []strin
 		if !errors.Is(err, context.Canceled) {
 			p.log.Warn("idle jobs: the GPUs of jobs' processes not read", "jobs", len(jobs), "error", err)
 		}
-		return nil
+		return nil, false
 	}
-	return found
+	return found, true
 }
 
 // recommendIdle records, in either mode, an "idle" recommendation for each
