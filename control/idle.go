@@ -1,13 +1,12 @@
 package control
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/prescient-sched/prescient/cluster"
@@ -201,7 +200,7 @@ func (p *Plane) IdleForecast(ctx context.Context, q IdleQuery) (IdleForecast, er
 	// the UUIDs its job's processes ran on, its job's GPUs paired with
 	// them in order (which of them is which is not known, and a job's GPUs
 	// are alike to the forecast).
-	byProcess := p.uuidsByProcess(holders)
+	byProcess := p.uuidsByProcess()
 	uuids := make([]string, 0, len(gpus))
 	for i := range gpus {
 		g := &gpus[i]
@@ -470,11 +469,14 @@ func (u utilization) grids(uuids []string, now time.Time, threshold float64) map
 	return out
 }
 
-// byNode is the GPUs (UUIDs, sorted) whose samples name each node.
-func (u utilization) byNode() map[string][]string {
+// byNode is the GPUs (UUIDs, sorted) whose samples name each node, of
+// those sampled in the last idle.MaxGap before now (a GPU replaced, or
+// gone to another node, is left out).
+func (u utilization) byNode(now time.Time) map[string][]string {
 	out := map[string][]string{}
+	recent := minuteOf(now) - int64(idle.MaxGap/time.Minute)
 	for id, s := range u {
-		if s.node != "" {
+		if s.node != "" && s.last >= recent {
 			out[s.node] = append(out[s.node], id)
 		}
 	}
@@ -551,11 +553,15 @@ func (p *Plane) watchIdle(ctx context.Context, lv *live) {
 	type held struct {
 		id           cluster.JobID
 		uuids, names []string
-		attempt      int // of a job whose GPUs the backend does not name
+		// Of a job whose GPUs the backend does not name: its attempt, when
+		// it started, and its GPUs.
+		attempt int
+		started time.Time
+		refs    []cluster.GPURef
 	}
 	var jobs []held
 	var uuids []string
-	var unnamed []string // jobs whose GPUs are read from their processes
+	unnamed := map[cluster.JobID]time.Time{} // jobs whose GPUs are read from their processes, since when
 	p.mu.Lock()
 	known := p.procGPUs
 	p.procGPUs = map[cluster.JobID]attemptGPUs{}
@@ -570,6 +576,7 @@ jobs:
 		for _, a := range pl.Allocations {
 			h.names = append(h.names, a.GPU.String())
 			h.uuids = append(h.uuids, uuidOf[a.GPU])
+			h.refs = append(h.refs, a.GPU)
 		}
 		switch n := slices.Index(h.uuids, ""); {
 		case n < 0:
@@ -577,7 +584,7 @@ jobs:
 			continue jobs // some GPUs named, some not: one without telemetry may be busy
 		default:
 			// No GPU named (Kubernetes): those its processes ran on.
-			h.uuids, h.attempt = nil, pl.Attempt
+			h.uuids, h.attempt, h.started = nil, pl.Attempt, lv.active[i].StartTime
 			k, ok := known[id]
 			switch {
 			case ok && k.attempt == pl.Attempt && k.uuids != nil:
@@ -585,8 +592,9 @@ jobs:
 				p.procGPUs[id] = k
 			case ok && k.attempt == pl.Attempt && lv.now.Sub(k.tried) < procLookback:
 				p.procGPUs[id] = k // not found lately: looked for again later
-			default:
-				unnamed = append(unnamed, string(id))
+			case !h.started.IsZero():
+				// Only this attempt's samples: an earlier one ran elsewhere.
+				unnamed[id] = later(h.started, lv.now.Add(-procLookback))
 			}
 		}
 		jobs = append(jobs, h)
@@ -595,24 +603,29 @@ jobs:
 	p.mu.Unlock()
 	_, threshold := p.servedIdle()
 	p.beside(&p.idleReading, func() { // the plan loop's context
-		if found, ok := p.gpusOfProcesses(ctx, lv.now, unnamed); ok {
-			p.mu.Lock()
+		found, looked := p.gpusOfProcesses(ctx, lv.now, unnamed)
+		for _, us := range found {
+			uuids = append(uuids, us...) // read with the others
+		}
+		grids, read := p.readUtilization(ctx, lv.now, threshold, uuids)
+		if looked {
 			for k := range jobs {
 				h := &jobs[k]
-				if h.attempt == 0 || h.uuids != nil || !slices.Contains(unnamed, string(h.id)) {
+				if _, ok := unnamed[h.id]; !ok {
 					continue
 				}
-				if us := found[string(h.id)]; len(us) == len(h.names) {
+				us := found[string(h.id)]
+				byRef := p.pairByNode(h.refs, us)
+				p.mu.Lock()
+				if byRef != nil {
 					h.uuids = us
-					p.procGPUs[h.id] = attemptGPUs{attempt: h.attempt, uuids: us}
-					uuids = append(uuids, us...)
+					p.procGPUs[h.id] = attemptGPUs{attempt: h.attempt, uuids: us, byRef: byRef}
 				} else {
 					p.procGPUs[h.id] = attemptGPUs{attempt: h.attempt, tried: lv.now}
 				}
+				p.mu.Unlock()
 			}
-			p.mu.Unlock()
 		}
-		grids, read := p.readUtilization(ctx, lv.now, threshold, uuids)
 		p.mu.Lock()
 		before := p.idleJobs
 		p.mu.Unlock()
@@ -648,28 +661,50 @@ jobs:
 	})
 }
 
-// uuidsByProcess pairs the GPUs of each job whose GPUs were found by its
-// processes (watchIdle), in order, with those GPUs' UUIDs.
-func (p *Plane) uuidsByProcess(holders map[cluster.GPURef]holder) map[cluster.GPURef]string {
+// uuidsByProcess is the UUIDs of the GPUs of the jobs whose GPUs were
+// found by their processes (watchIdle), each of a job's GPUs paired with
+// one on its node.
+func (p *Plane) uuidsByProcess() map[cluster.GPURef]string {
 	p.mu.Lock()
-	found := p.procGPUs
-	p.mu.Unlock()
-	if len(found) == 0 {
+	defer p.mu.Unlock()
+	out := map[cluster.GPURef]string{}
+	for _, a := range p.procGPUs {
+		maps.Copy(out, a.byRef)
+	}
+	return out
+}
+
+// pairByNode pairs a job's GPUs with the UUIDs its processes ran on, node
+// by node (a UUID's node is what its utilization samples name), in order:
+// which of a node's is which is not known, and alike to the forecast.
+// Nil when the two do not match node for node.
+func (p *Plane) pairByNode(refs []cluster.GPURef, uuids []string) map[cluster.GPURef]string {
+	if len(refs) == 0 || len(refs) != len(uuids) {
 		return nil
 	}
-	refs := map[cluster.JobID][]cluster.GPURef{}
-	for ref, h := range holders {
-		if _, ok := found[h.job]; ok {
-			refs[h.job] = append(refs[h.job], ref)
+	p.utilMu.Lock()
+	onNode := map[string][]string{}
+	for _, u := range uuids {
+		s := p.util[u]
+		if s == nil || s.node == "" {
+			p.utilMu.Unlock()
+			return nil
 		}
+		onNode[s.node] = append(onNode[s.node], u)
 	}
-	out := map[cluster.GPURef]string{}
-	for job, rs := range refs {
-		us := found[job].uuids
-		if len(rs) != len(us) {
-			continue
+	p.utilMu.Unlock()
+	refsOn := map[string][]cluster.GPURef{}
+	for _, r := range refs {
+		refsOn[r.Node] = append(refsOn[r.Node], r)
+	}
+	out := make(map[cluster.GPURef]string, len(refs))
+	for node, rs := range refsOn {
+		us := onNode[node]
+		if len(us) != len(rs) {
+			return nil
 		}
-		slices.SortFunc(rs, func(a, b cluster.GPURef) int { return cmp.Or(strings.Compare(a.Node, b.Node), a.Index-b.Index) })
+		slices.SortFunc(rs, func(a, b cluster.GPURef) int { return a.Index - b.Index })
+		slices.Sort(us)
 		for k, r := range rs {
 			out[r] = us[k]
 		}
@@ -677,13 +712,22 @@ func (p *Plane) uuidsByProcess(holders map[cluster.GPURef]holder) map[cluster.GP
 	return out
 }
 
-// attemptGPUs are the GPUs an attempt of a job ran its processes on;
-// without them, when they were last looked for and not found (as many as
-// the job holds).
+// attemptGPUs are the GPUs an attempt of a job ran its processes on, and
+// which of its GPUs each stands for; without them, when they were last
+// looked for and not found (as many as the job holds, on its nodes).
 type attemptGPUs struct {
 	attempt int
 	uuids   []string
+	byRef   map[cluster.GPURef]string
 	tried   time.Time
+}
+
+// later is the later of a and b.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // procLookback is how far back the samples of a job's processes are read
@@ -692,23 +736,33 @@ type attemptGPUs struct {
 const procLookback = 10 * time.Minute
 
 // gpusOfProcesses is, for the jobs named, the GPUs their processes were
-// sampled on over the last procLookback, and whether it was read: the
-// telemetry store answers that (collector.JobGPUStore) and answered.
-func (p *Plane) gpusOfProcesses(ctx context.Context, now time.Time, jobs []string) (map[string][]string, bool) {
+// sampled on since each one's time (the attempt's start, at most
+// procLookback ago), and whether it was read: the telemetry store answers
+// that (collector.JobGPUStore) and answered. Jobs with the same time are
+// read together.
+func (p *Plane) gpusOfProcesses(ctx context.Context, now time.Time, jobs map[cluster.JobID]time.Time) (map[string][]string, bool) {
 	js, ok := p.cfg.Telemetry.(collector.JobGPUStore)
 	if !ok || len(jobs) == 0 {
 		return nil, false
 	}
-	qctx, cancel := context.WithTimeout(ctx, idleTimeout)
-	defer cancel()
-	found, err := js.JobGPUs(qctx, collector.JobGPUsQuery{Jobs: jobs, Start: now.Add(-procLookback), End: now.Add(time.Nanosecond)})
-	if err != nil {
-		if !errors.Is(err, context.Canceled) {
-			p.log.Warn("idle jobs: the GPUs of jobs' processes not read", "jobs", len(jobs), "error", err)
-		}
-		return nil, false
+	since := map[time.Time][]string{}
+	for id, t := range jobs {
+		since[t] = append(since[t], string(id))
 	}
-	return found, true
+	out := map[string][]string{}
+	for t, ids := range since {
+		qctx, cancel := context.WithTimeout(ctx, idleTimeout)
+		found, err := js.JobGPUs(qctx, collector.JobGPUsQuery{Jobs: ids, Start: t, End: now.Add(time.Nanosecond)})
+		cancel()
+		if err != nil {
+			if !errors.Is(err, context.Canceled) {
+				p.log.Warn("idle jobs: the GPUs of jobs' processes not read", "jobs", len(jobs), "error", err)
+			}
+			return nil, false
+		}
+		maps.Copy(out, found)
+	}
+	return out, true
 }
 
 // recommendIdle records, in either mode, an "idle" recommendation for each

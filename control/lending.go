@@ -424,7 +424,7 @@ func (p *Plane) gpusByNode(pools []*loanPool, now time.Time, threshold float64, 
 				continue
 			}
 			if on == nil {
-				on = p.util.byNode()
+				on = p.util.byNode(now)
 			}
 			us := on[name]
 			lp.uuids[k], lp.gpus[k] = us, max(lp.gpus[k], len(us))
