@@ -91,23 +91,8 @@ func (s *EmbeddedSink) JobMemory(ctx context.Context, q JobMemoryQuery) ([]JobMe
 // was 2 to 2.5 times faster on InfluxDB 1.8 at 1,000 running jobs, but is
 // only an upper bound when a job runs several processes on one GPU.)
 func (q *InfluxQuery) JobMemoryFlux(jq JobMemoryQuery) string {
-	end := jq.End.UTC().Format(time.RFC3339Nano)
 	var b strings.Builder
-	fmt.Fprintf(&b, "from(bucket: %s)\n", strconv.Quote(q.o.Bucket))
-	fmt.Fprintf(&b, "  |> range(start: %s, stop: %s)\n", jq.Start.UTC().Format(time.RFC3339Nano), end)
-	// InfluxDB 1.8 returns points at the stop time too: keep [Start, End).
-	fmt.Fprintf(&b, "  |> filter(fn: (r) => r._measurement == %s and r._field == \"mem_used_bytes\" and r._time < %s and exists r.job_id)\n",
-		strconv.Quote(MeasurementProcess), end)
-	if len(jq.Jobs) > 0 && len(jq.Jobs) <= maxFluxJobFilter {
-		b.WriteString("  |> filter(fn: (r) => ")
-		for i, j := range jq.Jobs {
-			if i > 0 {
-				b.WriteString(" or ")
-			}
-			fmt.Fprintf(&b, "r.job_id == %s", strconv.Quote(j))
-		}
-		b.WriteString(")\n")
-	}
+	q.processSamplesFlux(&b, jq.Jobs, jq.Start, jq.End)
 	b.WriteString("  |> toFloat()\n")
 	b.WriteString("  |> group(columns: [\"job_id\", \"gpu_uuid\", \"_time\", \"_start\", \"_stop\"])\n")
 	b.WriteString("  |> sum()\n")
@@ -115,6 +100,28 @@ func (q *InfluxQuery) JobMemoryFlux(jq JobMemoryQuery) string {
 	b.WriteString("  |> sort(columns: [\"_time\"])\n")
 	fmt.Fprintf(&b, "  |> aggregateWindow(every: %dns, fn: max, createEmpty: false, timeSrc: \"_start\")\n", jq.Step.Nanoseconds())
 	return b.String()
+}
+
+// processSamplesFlux writes the start of a Flux program that reads the
+// memory samples of jobs' processes over [start, end): of the jobs named
+// (filtered in Flux up to maxFluxJobFilter of them), or of every job.
+func (q *InfluxQuery) processSamplesFlux(b *strings.Builder, jobs []string, start, end time.Time) {
+	stop := end.UTC().Format(time.RFC3339Nano)
+	fmt.Fprintf(b, "from(bucket: %s)\n", strconv.Quote(q.o.Bucket))
+	fmt.Fprintf(b, "  |> range(start: %s, stop: %s)\n", start.UTC().Format(time.RFC3339Nano), stop)
+	// InfluxDB 1.8 returns points at the stop time too: keep [start, end).
+	fmt.Fprintf(b, "  |> filter(fn: (r) => r._measurement == %s and r._field == \"mem_used_bytes\" and r._time < %s and exists r.job_id)\n",
+		strconv.Quote(MeasurementProcess), stop)
+	if len(jobs) > 0 && len(jobs) <= maxFluxJobFilter {
+		b.WriteString("  |> filter(fn: (r) => ")
+		for i, j := range jobs {
+			if i > 0 {
+				b.WriteString(" or ")
+			}
+			fmt.Fprintf(b, "r.job_id == %s", strconv.Quote(j))
+		}
+		b.WriteString(")\n")
+	}
 }
 
 // maxFluxJobFilter is the most jobs the Flux program filters on: Flux
@@ -209,22 +216,8 @@ func (s *EmbeddedSink) JobGPUs(ctx context.Context, q JobGPUsQuery) (map[string]
 // JobGPUsFlux returns the Flux program that answers q: the last process
 // sample of each job and GPU.
 func (q *InfluxQuery) JobGPUsFlux(jq JobGPUsQuery) string {
-	end := jq.End.UTC().Format(time.RFC3339Nano)
 	var b strings.Builder
-	fmt.Fprintf(&b, "from(bucket: %s)\n", strconv.Quote(q.o.Bucket))
-	fmt.Fprintf(&b, "  |> range(start: %s, stop: %s)\n", jq.Start.UTC().Format(time.RFC3339Nano), end)
-	fmt.Fprintf(&b, "  |> filter(fn: (r) => r._measurement == %s and r._field == \"mem_used_bytes\" and r._time < %s and exists r.job_id)\n",
-		strconv.Quote(MeasurementProcess), end)
-	if len(jq.Jobs) > 0 && len(jq.Jobs) <= maxFluxJobFilter {
-		b.WriteString("  |> filter(fn: (r) => ")
-		for i, j := range jq.Jobs {
-			if i > 0 {
-				b.WriteString(" or ")
-			}
-			fmt.Fprintf(&b, "r.job_id == %s", strconv.Quote(j))
-		}
-		b.WriteString(")\n")
-	}
+	q.processSamplesFlux(&b, jq.Jobs, jq.Start, jq.End)
 	b.WriteString("  |> keep(columns: [\"_time\", \"_value\", \"job_id\", \"gpu_uuid\"])\n")
 	b.WriteString("  |> group(columns: [\"job_id\", \"gpu_uuid\"])\n")
 	b.WriteString("  |> last()\n")

@@ -44,19 +44,19 @@ func jobSamples() []collector.Sample {
 	return out
 }
 
-// The peak GPU memory of each job, read back from InfluxDB and from the
-// embedded store alike: processes of a job on one GPU add up, the GPU where
-// the job holds the most counts, and processes without a job are left out.
-func TestJobMemoryReadBackFromInfluxAndEmbedded(t *testing.T) {
+// jobStores are a real InfluxDB (a new bucket named from prefix) and an
+// embedded store, both holding jobSamples.
+func jobStores(t *testing.T, prefix string) (*collector.InfluxQuery, *collector.EmbeddedSink) {
+	t.Helper()
 	srv := influxtest.Shared(t)
 	ctx := context.Background()
 	written := jobSamples()
-	o := collector.InfluxOptions{URL: srv.URL, Bucket: newBucket("jobmem")}
+	o := collector.InfluxOptions{URL: srv.URL, Bucket: newBucket(prefix)}
 	sink, err := collector.NewInfluxSink(o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer sink.Close()
+	t.Cleanup(func() { _ = sink.Close() })
 	if err := sink.Write(ctx, written); err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func TestJobMemoryReadBackFromInfluxAndEmbedded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
+	t.Cleanup(func() { _ = st.Close() })
 	emb := collector.NewEmbeddedSink(st)
 	if err := emb.Write(ctx, written); err != nil {
 		t.Fatal(err)
@@ -73,7 +73,16 @@ func TestJobMemoryReadBackFromInfluxAndEmbedded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer iq.Close()
+	t.Cleanup(iq.Close)
+	return iq, emb
+}
+
+// The peak GPU memory of each job, read back from InfluxDB and from the
+// embedded store alike: processes of a job on one GPU add up, the GPU where
+// the job holds the most counts, and processes without a job are left out.
+func TestJobMemoryReadBackFromInfluxAndEmbedded(t *testing.T) {
+	ctx := context.Background()
+	iq, emb := jobStores(t, "jobmem")
 	const mib = 1 << 20
 	for name, js := range map[string]collector.JobMemoryStore{"influxdb": iq, "embedded": emb} {
 		t.Run(name, func(t *testing.T) {
@@ -129,32 +138,8 @@ func TestJobMemoryReadBackFromInfluxAndEmbedded(t *testing.T) {
 // first 20 seconds), job-b's on GPU-1; processes without a job are left
 // out.
 func TestJobGPUsReadBackFromInfluxAndEmbedded(t *testing.T) {
-	srv := influxtest.Shared(t)
 	ctx := context.Background()
-	written := jobSamples()
-	o := collector.InfluxOptions{URL: srv.URL, Bucket: newBucket("jobgpus")}
-	sink, err := collector.NewInfluxSink(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sink.Close()
-	if err := sink.Write(ctx, written); err != nil {
-		t.Fatal(err)
-	}
-	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "p.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	emb := collector.NewEmbeddedSink(st)
-	if err := emb.Write(ctx, written); err != nil {
-		t.Fatal(err)
-	}
-	iq, err := collector.NewInfluxQuery(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer iq.Close()
+	iq, emb := jobStores(t, "jobgpus")
 	many := []string{"job-b"}
 	for i := range 30 {
 		many = append(many, fmt.Sprintf("job-y%02d", i))
