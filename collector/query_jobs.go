@@ -130,6 +130,19 @@ func (q *InfluxQuery) processSamplesFlux(b *strings.Builder, jobs []string, star
 // are filtered here, after the read.
 const maxFluxJobFilter = 16
 
+// filterAfterRead is the jobs a Flux read did not filter on (more than
+// maxFluxJobFilter), to keep from what it returns; nil when it filtered.
+func filterAfterRead(jobs []string) map[string]bool {
+	if len(jobs) <= maxFluxJobFilter {
+		return nil
+	}
+	want := make(map[string]bool, len(jobs))
+	for _, j := range jobs {
+		want[j] = true
+	}
+	return want
+}
+
 // JobMemory runs the Flux program and gathers one series per job, ordered
 // by job ID.
 func (q *InfluxQuery) JobMemory(ctx context.Context, jq JobMemoryQuery) ([]JobMemorySeries, error) {
@@ -141,13 +154,7 @@ func (q *InfluxQuery) JobMemory(ctx context.Context, jq JobMemoryQuery) ([]JobMe
 		return nil, fmt.Errorf("job memory query: influx %s: %w", q.o.URL, err)
 	}
 	defer res.Close()
-	var want map[string]bool
-	if len(jq.Jobs) > maxFluxJobFilter {
-		want = make(map[string]bool, len(jq.Jobs))
-		for _, j := range jq.Jobs {
-			want[j] = true
-		}
-	}
+	want := filterAfterRead(jq.Jobs)
 	byJob := map[string]int{}
 	var out []JobMemorySeries
 	for res.Next() {
@@ -234,13 +241,7 @@ func (q *InfluxQuery) JobGPUs(ctx context.Context, jq JobGPUsQuery) (map[string]
 		return nil, fmt.Errorf("job GPU query: influx %s: %w", q.o.URL, err)
 	}
 	defer res.Close()
-	var want map[string]bool
-	if len(jq.Jobs) > maxFluxJobFilter {
-		want = make(map[string]bool, len(jq.Jobs))
-		for _, j := range jq.Jobs {
-			want[j] = true
-		}
-	}
+	want := filterAfterRead(jq.Jobs)
 	out := map[string][]string{}
 	for res.Next() {
 		r := res.Record()

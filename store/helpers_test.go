@@ -177,3 +177,15 @@ func seedJobs(t testing.TB, s *Store, n int, mk func(i int) cluster.Job) {
 		t.Fatalf("seed %d jobs: %v", n, err)
 	}
 }
+
+// openFile opens a store in a new file and returns it with the file's
+// path (for reopen).
+func openFile(t testing.TB) (*Store, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "prescient.db")
+	s, err := Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, path
+}

@@ -3,18 +3,13 @@ package store
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"testing"
 	"time"
 )
 
 func TestLoansOutliveTheStore(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "prescient.db")
-	s, err := Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, path := openFile(t)
 	t0 := time.Date(2026, 12, 4, 10, 0, 0, 0, time.UTC)
 	for _, l := range []Loan{
 		{Node: "inf-1", Pool: "inference", State: "lent", Since: t0, Spans: []LoanSpan{{From: t0}}},

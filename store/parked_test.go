@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"path/filepath"
 	"reflect"
 	"strconv"
 	"testing"
@@ -13,11 +12,7 @@ import (
 
 func TestParkedNodesOutliveTheStore(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "prescient.db")
-	s, err := Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, path := openFile(t)
 	t0 := time.Date(2026, 12, 4, 10, 0, 0, 0, time.UTC)
 	node := func(name string) cluster.Node {
 		n := cluster.Node{Name: name, CPUMilli: 64000, MemoryBytes: 1 << 40, State: cluster.NodeReady,
@@ -61,11 +56,7 @@ func TestParkedNodesOutliveTheStore(t *testing.T) {
 
 func TestTheLatestBootsOutliveTheStore(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "prescient.db")
-	s, err := Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, path := openFile(t)
 	t0 := time.Date(2026, 12, 4, 10, 0, 0, 0, time.UTC)
 	var want []NodeBoot
 	for i := range KeptBoots + 10 {
