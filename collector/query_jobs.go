@@ -35,10 +35,15 @@ func (q JobMemoryQuery) Validate() error {
 	if q.Step <= 0 {
 		return fmt.Errorf("step %s: want a positive duration", q.Step)
 	}
-	if !q.End.After(q.Start) {
-		return fmt.Errorf("range [%s, %s) is empty", q.Start.Format(time.RFC3339Nano), q.End.Format(time.RFC3339Nano))
+	return validJobsRange(q.Jobs, q.Start, q.End)
+}
+
+// validJobsRange checks a job query's jobs and range.
+func validJobsRange(jobs []string, start, end time.Time) error {
+	if !end.After(start) {
+		return fmt.Errorf("range [%s, %s) is empty", start.Format(time.RFC3339Nano), end.Format(time.RFC3339Nano))
 	}
-	for i, j := range q.Jobs {
+	for i, j := range jobs {
 		if j == "" {
 			return fmt.Errorf("job %d: empty job ID", i)
 		}
@@ -195,17 +200,7 @@ type JobGPUsQuery struct {
 }
 
 // Validate checks the query.
-func (q JobGPUsQuery) Validate() error {
-	if !q.End.After(q.Start) {
-		return fmt.Errorf("range [%s, %s) is empty", q.Start.Format(time.RFC3339Nano), q.End.Format(time.RFC3339Nano))
-	}
-	for i, j := range q.Jobs {
-		if j == "" {
-			return fmt.Errorf("job %d: empty job ID", i)
-		}
-	}
-	return nil
-}
+func (q JobGPUsQuery) Validate() error { return validJobsRange(q.Jobs, q.Start, q.End) }
 
 var (
 	_ JobGPUStore = (*EmbeddedSink)(nil)
