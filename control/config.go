@@ -87,6 +87,10 @@ type Config struct {
 	// Parking powers down the nodes that run nothing and wakes them when
 	// work needs them (parking.go); nil parks nothing.
 	Parking *Parking
+	// Cordoner keeps the nodes Parking parks out of other schedulers'
+	// reach where they share the fleet (the Kubernetes backend cordons
+	// them); nil where the plane alone places work (the node agents).
+	Cordoner Cordoner
 	// IdleJobAfter is how long every GPU of a running job must have been
 	// below the idle threshold, by Telemetry, before the plane records an
 	// "idle" recommendation about it (default DefaultIdleJobAfter;

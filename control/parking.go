@@ -77,6 +77,26 @@ type Parking struct {
 	WakeTimeout time.Duration
 }
 
+// Cordoner keeps a parked node from work the plane does not place. The
+// plane parks no node Unparkable names (other schedulers' pods run
+// there, or it is one host of several planner nodes), cordons a node
+// before it records it parked and its Suspend runs (a node it cannot
+// cordon is not parked), uncordons it when it is woken, and at every cycle
+// uncordons the nodes that bear its mark and are not parked (awake, a wake
+// whose uncordon failed, a record lost, parking turned off) but for those
+// that are down, which it takes as parked (settleCordons).
+type Cordoner interface {
+	// Unparkable says why node must not be powered down; "" when it may.
+	Unparkable(node string) string
+	// Cordon marks node as parked by Prescient and takes no new work of
+	// any scheduler there; Uncordon takes off what Cordon put on, and
+	// nothing from a node that bears no mark.
+	Cordon(ctx context.Context, node string) error
+	Uncordon(ctx context.Context, node string) error
+	// Cordoned names the nodes that bear Cordon's mark, as last seen.
+	Cordoned() []string
+}
+
 // DefaultWakeTimeout is how long a woken node may take to be ready unless
 // Parking says otherwise (Slurm's ResumeTimeout is 60 s; a GPU server's
 // firmware alone often takes minutes).
@@ -240,6 +260,7 @@ func (p *Plane) parkedNow(node string) bool {
 // While the agents register again after a restart it only notes the
 // programs that ended.
 func (p *Plane) settleParked(ctx context.Context, now time.Time) {
+	defer p.settleCordons(ctx, now)
 	if p.cfg.Parking == nil {
 		return
 	}
@@ -344,6 +365,43 @@ func (p *Plane) settleParked(ctx context.Context, now time.Time) {
 			if err := p.cfg.Store.AddBoot(ctx, store.NodeBoot{Node: c.node.Name, Awake: now, Boot: c.booted}); err != nil {
 				p.log.Warn("parking: the boot is not kept for a restart", "node", c.node.Name, "error", err)
 			}
+		}
+	}
+}
+
+// settleCordons uncordons the nodes that bear the Cordoner's mark and are
+// not parked: awake, waking, or forgotten (a record lost, parking off).
+// With Parking, a node that bears the mark, is down and is not known
+// parked or waking is taken as parked, not uncordoned: a replica that
+// takes over with a store of its own, or a restart that lost the record,
+// still wakes it when work needs it.
+func (p *Plane) settleCordons(ctx context.Context, now time.Time) {
+	if p.cfg.Cordoner == nil {
+		return
+	}
+	marked := p.cfg.Cordoner.Cordoned()
+	if len(marked) == 0 {
+		return
+	}
+	nodes := map[string]cluster.Node{}
+	for _, n := range p.cfg.Nodes.Nodes() {
+		nodes[n.Name] = n
+	}
+	for _, name := range marked {
+		p.mu.Lock()
+		pn := p.parked[name]
+		p.mu.Unlock()
+		if pn != nil && pn.state == powerParked {
+			continue
+		}
+		if n, listed := nodes[name]; pn == nil && p.cfg.Parking != nil && listed && n.State != "" && n.State != cluster.NodeReady {
+			n.State = cluster.NodeReady // its shape when up
+			if p.setParked(ctx, n, "", powerParked, now, "node parked: it is down and bears the parked mark (parked by another replica, or its record lost)", "") {
+				continue
+			}
+		}
+		if err := p.cfg.Cordoner.Uncordon(ctx, name); err != nil {
+			p.log.Warn("parking: a node that is not parked is not uncordoned yet", "node", name, "error", err)
 		}
 	}
 }
@@ -479,6 +537,12 @@ func (p *Plane) parkNodes(ctx context.Context, lv *live, plan executor.Plan) {
 			continue
 		}
 		delete(st.hold, n.Name)
+		if p.cfg.Cordoner != nil {
+			if why := p.cfg.Cordoner.Unparkable(n.Name); why != "" {
+				p.log.Debug("parking: the node is not parked", "node", n.Name, "why", why)
+				continue
+			}
+		}
 		gpus := wholeFree(lv.snap, n)
 		o.Free(-gpus) // the supply without it
 		idleFor := lv.now.Sub(st.emptySince[n.Name])
@@ -680,6 +744,12 @@ func (p *Plane) setParked(ctx context.Context, node cluster.Node, from, to strin
 	if state != from {
 		return false // it moved since the decision
 	}
+	if to == powerParked && p.cfg.Cordoner != nil {
+		if err := p.cfg.Cordoner.Cordon(ctx, node.Name); err != nil {
+			p.log.Error("parking: the node is not cordoned, so not parked", "node", node.Name, "error", err)
+			return false
+		}
+	}
 	var wakeAfter time.Time
 	if from == powerWaking && to == powerParked {
 		wakeAfter = now.Add(p.cfg.Parking.WakeTimeout) // a failed wake: others are woken meanwhile
@@ -700,6 +770,11 @@ func (p *Plane) setParked(ctx context.Context, node cluster.Node, from, to strin
 		p.log.Error("parking: "+msg, "node", node.Name)
 	} else {
 		p.log.Info("parking: "+msg, "node", node.Name)
+	}
+	if to == powerWaking && p.cfg.Cordoner != nil {
+		if err := p.cfg.Cordoner.Uncordon(ctx, node.Name); err != nil {
+			p.log.Warn("parking: the woken node is not uncordoned yet", "node", node.Name, "error", err)
+		}
 	}
 	p.notifyNode(ctx, "node_"+to, node.Name, "", now, msg)
 	if program != "" {

@@ -1,10 +1,14 @@
 package control
 
 import (
+	"context"
+	"errors"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -602,5 +606,135 @@ func TestTheQueueForecastWakesParkedNodes(t *testing.T) {
 	start, end, ok := e.plane.queuedAhead("b", now)
 	if boot := now.Add(sim.DefaultWakeTime); !ok || !start.Equal(boot) || !end.Equal(boot.Add(20*time.Hour)) {
 		t.Errorf("b forecast to start at %s and end at %s (%v); want a boot from now (%s) and 20 hours later", start, end, ok, boot)
+	}
+}
+
+// fakeCordoner records what the plane cordons and uncordons.
+type fakeCordoner struct {
+	mu         sync.Mutex
+	marks      map[string]bool
+	unparkable map[string]string
+	failCordon int // cordons that fail before one succeeds
+	calls      []string
+}
+
+func (f *fakeCordoner) Unparkable(node string) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.unparkable[node]
+}
+
+func (f *fakeCordoner) Cordon(_ context.Context, node string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, "cordon "+node)
+	if f.failCordon > 0 {
+		f.failCordon--
+		return errors.New("the API server is unreachable")
+	}
+	f.marks[node] = true
+	return nil
+}
+
+func (f *fakeCordoner) Uncordon(_ context.Context, node string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, "uncordon "+node)
+	delete(f.marks, node)
+	return nil
+}
+
+func (f *fakeCordoner) Cordoned() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Sorted(maps.Keys(f.marks))
+}
+
+// took is the calls made since the last took.
+func (f *fakeCordoner) took() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := f.calls
+	f.calls = nil
+	return out
+}
+
+// Where other schedulers share the fleet, a node is cordoned before it
+// parks and uncordoned when it is woken; a node that cannot be cordoned,
+// or that runs work the plane did not place, is not parked; a mark left
+// on a node that is not parked is taken off, with parking off too.
+func TestAParkedNodeIsCordonedUntilItIsWoken(t *testing.T) {
+	c := &fakeCordoner{marks: map[string]bool{}, unparkable: map[string]string{"n1": "2 pods of other schedulers run there"}, failCordon: 1}
+	e := newEnv(t, fleetOf(2, 4), nil)
+	e.mod = func(cfg *Config) {
+		cfg.Mode, cfg.Parking, cfg.Cordoner = ModeAutopilot, &Parking{IdleAfter: 10 * time.Minute}, c
+	}
+	e.restart()
+	e.cyclesApart(10 * time.Minute)
+	if st := e.nodeStates(); st["n0"] != "ready" || st["n1"] != "ready" {
+		t.Fatalf("with n0's cordon failed and n1 unparkable: %v, want both ready", st)
+	}
+	if got := c.took(); !slices.Equal(got, []string{"cordon n0"}) {
+		t.Fatalf("calls %v, want [cordon n0]: n1 is not a candidate", got)
+	}
+	e.plane.cycle(e.ctx)
+	e.wantNode("n0", "parked", "once its cordon holds")
+	if got := c.took(); !slices.Equal(got, []string{"cordon n0"}) || !c.marks["n0"] {
+		t.Fatalf("calls %v, marks %v; want n0 cordoned", got, c.marks)
+	}
+	e.plane.cycle(e.ctx)
+	if got := c.took(); len(got) != 0 {
+		t.Errorf("a cycle with n0 parked: calls %v, want none", got)
+	}
+
+	// Two jobs of a node's GPUs: the second wakes n0, which is uncordoned
+	// as it is woken.
+	e.submit("a", spec(4, 10*time.Hour))
+	e.submit("b", spec(4, 10*time.Hour))
+	e.plane.cycle(e.ctx)
+	e.wantNode("n0", "waking", "with b waiting")
+	if got := c.took(); !slices.Equal(got, []string{"uncordon n0"}) || len(c.marks) != 0 {
+		t.Fatalf("calls %v, marks %v; want n0 uncordoned", got, c.marks)
+	}
+
+	// A mark the plane did not make now (a record lost) is taken off,
+	// with parking off as well.
+	c.mu.Lock()
+	c.marks["n1"] = true
+	c.mu.Unlock()
+	e.mod = func(cfg *Config) { cfg.Mode, cfg.Cordoner = ModeAutopilot, c }
+	e.restart()
+	e.plane.cycle(e.ctx)
+	if got := c.took(); !slices.Equal(got, []string{"uncordon n1"}) || len(c.marks) != 0 {
+		t.Errorf("calls %v, marks %v; want n1 uncordoned", got, c.marks)
+	}
+}
+
+// A node that bears the parked mark and is down, though the store holds
+// no record of it (another replica parked it, with a store of its own),
+// is taken as parked and woken when a job needs it; one that is up is
+// uncordoned.
+func TestADownNodeThatBearsTheParkedMarkIsTakenAsParked(t *testing.T) {
+	c := &fakeCordoner{marks: map[string]bool{"n0": true, "n1": true}}
+	e := newEnv(t, fleetOf(2, 4), nil)
+	e.setNode("n0", cluster.NodeFailed) // off
+	e.mod = func(cfg *Config) {
+		cfg.Mode, cfg.Parking, cfg.Cordoner = ModeAutopilot, &Parking{IdleAfter: time.Hour}, c
+	}
+	e.restart()
+	e.plane.cycle(e.ctx)
+	e.wantNode("n0", "parked", "down with the mark")
+	if got := c.took(); !slices.Equal(got, []string{"cordon n0", "uncordon n1"}) || !slices.Equal(slices.Sorted(maps.Keys(c.marks)), []string{"n0"}) {
+		t.Fatalf("calls %v, marks %v; want n0 kept cordoned and n1, which is up, uncordoned", got, c.marks)
+	}
+	if parked, err := e.store.ParkedNodes(e.ctx); err != nil || len(parked) != 1 || parked[0].Node.Name != "n0" || len(parked[0].Node.GPUs) != 4 {
+		t.Fatalf("the store holds %+v (%v), want n0 with its 4 GPUs", parked, err)
+	}
+	e.submit("a", spec(4, 10*time.Hour))
+	e.submit("b", spec(4, 10*time.Hour))
+	e.plane.cycle(e.ctx)
+	e.wantNode("n0", "waking", "with b waiting")
+	if got := c.took(); !slices.Equal(got, []string{"uncordon n0"}) {
+		t.Errorf("calls %v, want n0 uncordoned as it is woken", got)
 	}
 }

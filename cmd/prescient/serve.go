@@ -167,9 +167,6 @@ func (o *serveOptions) validateParking() []error {
 	if pk.IdleAfter < 0 {
 		errs = append(errs, fmt.Errorf("--park-idle-after %s: want a positive duration, or 0 to park nothing", pk.IdleAfter))
 	}
-	if o.backend == "kubernetes" {
-		errs = append(errs, errors.New("--park-idle-after: not with --backend kubernetes: a parked node would have to be cordoned, and Prescient does not write Nodes (power down idle nodes with the cluster autoscaler there)"))
-	}
 	if pk.Lookahead <= 0 || pk.WakeTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--park-lookahead %s, --park-wake-timeout %s: want positive durations", pk.Lookahead, pk.WakeTimeout))
 	}
@@ -369,6 +366,7 @@ func runServe(ctx context.Context, g *globals, o serveOptions, stdout io.Writer)
 	}
 	if kube != nil {
 		cfg.Recommendations = kube // advisor: recommendations on the pods
+		cfg.Cordoner = kube        // a parked node is cordoned; one left cordoned is uncordoned
 	}
 	plane, err := control.New(cfg)
 	if err != nil {

@@ -92,9 +92,6 @@ func TestServeRefusesFlagsThatCannotWork(t *testing.T) {
 		{"forecast parking without a delay", func(o *serveOptions) { o.park.Forecast = true }, "--park-idle-after"},
 		{"a suspend program without parking", func(o *serveOptions) { o.park.Suspend = "/bin/true" }, "--park-idle-after"},
 		{"parking a negative time", func(o *serveOptions) { o.park = parkDefaults(); o.park.IdleAfter = -time.Minute }, "--park-idle-after"},
-		{"parking on Kubernetes", func(o *serveOptions) {
-			o.park, o.backend = parkDefaults(), "kubernetes"
-		}, "not with --backend kubernetes"},
 		{"parking with a suspend program that is not there", func(o *serveOptions) {
 			o.park = parkDefaults()
 			o.park.Suspend = "/nonexistent/ipmi-off"

@@ -22,6 +22,10 @@ var Files embed.FS
 // Manifests names the manifest files, in the order they apply.
 var Manifests = []string{"namespace.yaml", "rbac.yaml", "configmap.yaml", "control-plane.yaml", "agent.yaml"}
 
+// Optional names the manifests applied only where their feature is on:
+// parking.yaml, the right to cordon nodes, with --park-idle-after.
+var Optional = []string{"parking.yaml"}
+
 // strict decodes typed objects and refuses unknown or duplicate fields.
 var strict = serializer.NewCodecFactory(scheme.Scheme, serializer.EnableStrict).UniversalDeserializer()
 

@@ -18,7 +18,7 @@ import (
 
 func TestTheManifestsDecodeStrictly(t *testing.T) {
 	kinds := map[string]int{}
-	for _, name := range Manifests {
+	for _, name := range slices.Concat(Manifests, Optional) {
 		objs, err := Objects(name)
 		if err != nil {
 			t.Fatal(err)
@@ -43,18 +43,24 @@ func TestTheManifestsDecodeStrictly(t *testing.T) {
 }
 
 // Each role's rights are the least its user needs: no wildcard, no
-// secrets, no writes to nodes.
+// secrets, no writes to nodes but parking's cordon, in a file of its own.
 func TestTheRolesGrantOnlyWhatTheirUsersUse(t *testing.T) {
 	objs, err := Objects("rbac.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
+	parking, err := Objects("parking.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs = append(objs, parking...)
 	want := map[string]map[string][]string{
 		"prescient-scheduler": { // the backend
 			"nodes": {"list", "watch"}, "pods": {"delete", "list", "patch", "watch"},
 			"pods/binding": {"create"}, "pods/eviction": {"create"}, "events": {"create", "patch"}, "batch/jobs": {"list", "watch"},
 		},
 		"prescient-leader-election": {"coordination.k8s.io/leases": {"create", "get", "update"}},
+		"prescient-parking":         {"nodes": {"get", "patch"}},                                // the backend's Cordon and Uncordon
 		"prescient-agent":           {"pods": {"list", "patch", "watch"}, "events": {"create"}}, // the node agent
 	}
 	got := map[string]map[string][]string{}
@@ -286,7 +292,7 @@ func checkQuery(q string, written map[string]map[string]bool) error {
 
 // FuzzDecode: any bytes decode or fail with an error, never a panic.
 func FuzzDecode(f *testing.F) {
-	for _, name := range Manifests {
+	for _, name := range slices.Concat(Manifests, Optional) {
 		data, err := Files.ReadFile(name)
 		if err != nil {
 			f.Fatal(err)

@@ -82,6 +82,11 @@ type Backend struct {
 	// foreign are the bound, unfinished pods of other schedulers that hold
 	// GPUs, CPU or memory: what they hold is taken off their node in Nodes.
 	foreign map[types.NamespacedName]foreignPod
+	// foreignOn counts, by node, the foreign pods that are not a
+	// DaemonSet's or static (work that parking would power down);
+	// cordoned are the nodes that bear AnnotationParked.
+	foreignOn map[string]int
+	cordoned  map[string]bool
 	// ownMIG are Prescient's bound, unfinished pods on MIG instances: their
 	// host CPU and memory are taken off their node in Nodes.
 	ownMIG map[types.NamespacedName]foreignPod
@@ -108,6 +113,7 @@ type foreignPod struct {
 	memBytes int64
 	mig      string // the node of its MIG instances, if it holds some
 	migCount int64
+	daemon   bool // a DaemonSet's pod or a static pod: on every node, parked with it
 }
 
 // kubeJob is one job and its pods.
@@ -130,6 +136,7 @@ var (
 	_ executor.Waiter            = (*Backend)(nil)
 	_ control.NodeSource         = (*Backend)(nil)
 	_ control.RecommendationSink = (*Backend)(nil)
+	_ control.Cordoner           = (*Backend)(nil)
 )
 
 // New makes a backend; nothing is watched before Watch.
@@ -151,7 +158,7 @@ func New(cfg Config) (*Backend, error) {
 	}
 	return &Backend{cfg: cfg, log: cfg.Logger.With("component", "kubernetes"), nodes: map[string]cluster.Node{},
 		migNodes: map[string][]string{}, badNode: map[string]string{}, jobs: map[cluster.JobID]*kubeJob{}, byPod: map[types.NamespacedName]cluster.JobID{},
-		foreign: map[types.NamespacedName]foreignPod{}, ownMIG: map[types.NamespacedName]foreignPod{},
+		foreign: map[types.NamespacedName]foreignPod{}, foreignOn: map[string]int{}, cordoned: map[string]bool{}, ownMIG: map[types.NamespacedName]foreignPod{},
 		batchJobs: map[types.NamespacedName]*batchv1.Job{}, parked: map[types.NamespacedName]map[string]*corev1.Pod{},
 		failedJobs: map[types.UID]bool{}, gone: map[types.UID]time.Time{}, notify: make(chan struct{}, 1),
 		recs: make(chan control.Recommendation, 1024)}, nil
@@ -422,6 +429,11 @@ func (b *Backend) nodeChanged(o any) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.dropNodeLocked(kn.Name)
+	if kn.Annotations[AnnotationParked] != "" {
+		b.cordoned[kn.Name] = true
+	} else {
+		delete(b.cordoned, kn.Name)
+	}
 	if err != nil {
 		if b.badNode[kn.Name] != err.Error() {
 			b.badNode[kn.Name] = err.Error()
@@ -455,6 +467,7 @@ func (b *Backend) nodeDeleted(o any) {
 	defer b.mu.Unlock()
 	b.dropNodeLocked(kn.Name)
 	delete(b.badNode, kn.Name)
+	delete(b.cordoned, kn.Name)
 	// Its pods are gone with it: their deletions report the jobs.
 }
 
@@ -472,15 +485,33 @@ func (b *Backend) foreignChanged(o any) {
 	defer b.mu.Unlock()
 	if p.Spec.SchedulerName == SchedulerName || p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded ||
 		p.Status.Phase == corev1.PodFailed {
-		delete(b.foreign, key)
+		b.setForeignLocked(key, nil)
 		return
 	}
 	cpu, mem := podRequests(p)
-	f := foreignPod{node: p.Spec.NodeName, gpus: podGPUs(p), cpuMilli: cpu, memBytes: mem}
+	f := foreignPod{node: p.Spec.NodeName, gpus: podGPUs(p), cpuMilli: cpu, memBytes: mem, daemon: daemonPod(p)}
 	if prof, n, err := podMIG(p); err == nil && n > 0 {
 		f.mig, f.migCount = p.Spec.NodeName+MIGNodeSeparator+prof, n
 	}
-	b.foreign[key] = f
+	b.setForeignLocked(key, &f)
+}
+
+// setForeignLocked records what a foreign pod holds (nil: nothing, it is
+// gone) and keeps foreignOn counting it.
+func (b *Backend) setForeignLocked(key types.NamespacedName, f *foreignPod) {
+	if old, ok := b.foreign[key]; ok && !old.daemon {
+		if b.foreignOn[old.node]--; b.foreignOn[old.node] <= 0 {
+			delete(b.foreignOn, old.node)
+		}
+	}
+	delete(b.foreign, key)
+	if f == nil {
+		return
+	}
+	b.foreign[key] = *f
+	if !f.daemon {
+		b.foreignOn[f.node]++
+	}
 }
 
 func (b *Backend) foreignDeleted(o any) {
@@ -490,7 +521,7 @@ func (b *Backend) foreignDeleted(o any) {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	delete(b.foreign, types.NamespacedName{Namespace: p.Namespace, Name: p.Name})
+	b.setForeignLocked(types.NamespacedName{Namespace: p.Namespace, Name: p.Name}, nil)
 }
 
 // podChanged files a pod under its job, submits the job once all its

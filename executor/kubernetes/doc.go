@@ -22,4 +22,9 @@
 // once bound, and its GPUs are free once its object is gone. In advisor
 // mode it writes prescient.io/recommendation annotations and Events and
 // binds nothing.
+//
+// It is the control plane's Cordoner too: a node the plane parks is
+// cordoned and annotated prescient.io/parked until it is woken, and a
+// node where other schedulers' pods run, or a node of MIG instances, is
+// not parked (parking.go).
 package kubernetes

@@ -43,13 +43,18 @@ const (
 	AnnotationRecommendation      = "prescient.io/recommendation"
 	AnnotationJob                 = "prescient.io/job"
 	AnnotationAttempt             = "prescient.io/attempt"
+	// AnnotationParked marks a node Prescient cordoned to park it (its
+	// value the time, RFC 3339): see Backend.Cordon.
+	AnnotationParked = "prescient.io/parked"
 )
 
 // nodeFromKube turns a Node object into the domain's node. Its GPU count is
 // the allocatable nvidia.com/gpu (the label nvidia.com/gpu.count when the
 // device plugin has not reported yet); a node that is not Ready, or is
-// cordoned, takes nothing new (drained). Malformed labels are errors that
-// name the node and the label.
+// cordoned, takes nothing new (drained), except that a node Prescient
+// cordoned to park it is as its readiness says (the control plane keeps
+// it out of the plan while it is parked, and tells it is down by it).
+// Malformed labels are errors that name the node and the label.
 func nodeFromKube(n *corev1.Node) (cluster.Node, error) {
 	out := cluster.Node{Name: n.Name, State: cluster.NodeReady, Labels: maps.Clone(n.Labels),
 		Topology: cluster.Topology{Rack: n.Labels[LabelRack], Leaf: n.Labels[LabelLeaf]}}
@@ -94,7 +99,7 @@ func nodeFromKube(n *corev1.Node) (cluster.Node, error) {
 		g.NVLinkDomain = n.Labels[LabelNVLinkDomain]
 		out.GPUs = append(out.GPUs, g)
 	}
-	if n.Spec.Unschedulable || !nodeReady(n) {
+	if n.Spec.Unschedulable && n.Annotations[AnnotationParked] == "" || !nodeReady(n) {
 		out.State = cluster.NodeDrained
 	}
 	return out, nil
