@@ -530,11 +530,15 @@ type idleJob struct {
 // watchIdle starts, at most every idleReadEvery and one at a time, a read
 // of the running jobs' GPUs' utilization (readUtilization), and keeps
 // which jobs hold only idle GPUs for recommendIdle. It runs beside the
-// plan loop, so a slow telemetry store never delays a plan.
+// plan loop, so a slow telemetry store never delays a plan. With idle
+// recommendations off (IdleJobAfter negative) it still finds the GPUs of
+// the jobs the backend does not name by their processes, for the idle
+// forecast, and reads nothing else.
 func (p *Plane) watchIdle(ctx context.Context, lv *live) {
-	if p.cfg.Telemetry == nil || p.cfg.IdleJobAfter < 0 {
+	if p.cfg.Telemetry == nil {
 		return
 	}
+	lookupOnly := p.cfg.IdleJobAfter < 0
 	p.mu.Lock()
 	due := !p.idleReading && (p.idleReadAt.IsZero() || lv.now.Sub(p.idleReadAt) >= idleReadEvery)
 	if due {
@@ -580,6 +584,9 @@ jobs:
 		}
 		switch n := slices.Index(h.uuids, ""); {
 		case n < 0:
+			if lookupOnly {
+				continue jobs
+			}
 		case slices.IndexFunc(h.uuids, func(u string) bool { return u != "" }) >= 0:
 			continue jobs // some GPUs named, some not: one without telemetry may be busy
 		default:
@@ -590,6 +597,9 @@ jobs:
 			case ok && k.attempt == pl.Attempt && k.uuids != nil:
 				h.uuids = k.uuids
 				p.procGPUs[id] = k
+				if lookupOnly {
+					continue jobs // found: nothing more to read
+				}
 			case ok && k.attempt == pl.Attempt && lv.now.Sub(k.tried) < procLookback:
 				p.procGPUs[id] = k // not found lately: looked for again later
 			case !h.started.IsZero():
@@ -599,6 +609,11 @@ jobs:
 		}
 		jobs = append(jobs, h)
 		uuids = append(uuids, h.uuids...)
+	}
+	if lookupOnly && len(unnamed) == 0 {
+		p.idleReading = false // nothing to look up
+		p.mu.Unlock()
+		return
 	}
 	p.mu.Unlock()
 	_, threshold := p.servedIdle()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -198,14 +199,24 @@ func TestAJobHoldingIdleGPUsIsRecommendedOnceAndDismissedWhenBusy(t *testing.T) 
 
 // On Kubernetes the backend names no GPU (the device plugin picks a pod's
 // GPUs): a job's GPUs are those its processes were sampled on, and a job
-// holding idle GPUs is recommended as with the agent backend.
+// holding idle GPUs is recommended as with the agent backend. With idle
+// recommendations off the idle forecast still reads the jobs' GPUs.
 func TestAJobWhoseGPUsTheBackendDoesNotNameIsFoundByItsProcesses(t *testing.T) {
-	for _, name := range []string{"embedded", "influxdb"} {
-		t.Run(name, func(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		after    time.Duration
+		wantRecs []string
+	}{
+		{"embedded", 0, []string{"stuck open"}},
+		{"influxdb", 0, []string{"stuck open"}},
+		{"embedded, idle recommendations off", -1, nil},
+	} {
+		name, _, _ := strings.Cut(tc.name, ",")
+		t.Run(tc.name, func(t *testing.T) {
 			var b telemetryBackend
 			e := newEnv(t, fleetOf(1, 4), func(c *Config) {
 				b = telemetryBackends(t, c.Store)[name]
-				c.Telemetry = b.query
+				c.Telemetry, c.IdleJobAfter = b.query, tc.after
 			})
 			e.submit("busy", spec(1, 30*time.Minute))
 			e.submit("stuck", spec(1, 10*time.Hour))
@@ -241,8 +252,8 @@ func TestAJobWhoseGPUsTheBackendDoesNotNameIsFoundByItsProcesses(t *testing.T) {
 					idle = append(idle, string(r.JobID)+" "+string(r.Status))
 				}
 			}
-			if want := []string{"stuck open"}; !slices.Equal(idle, want) {
-				t.Errorf("idle recommendations %v, want %v", idle, want)
+			if !slices.Equal(idle, tc.wantRecs) {
+				t.Errorf("idle recommendations %v, want %v", idle, tc.wantRecs)
 			}
 			// The idle forecast reads the two jobs' GPUs by their
 			// processes' UUIDs too (the free ones stay unread).
