@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -387,5 +388,94 @@ func TestAnIdleForecastDoesNotWaitForASlowUtilizationRead(t *testing.T) {
 	f, err := e.plane.IdleForecast(e.ctx, IdleQuery{})
 	if err != nil || f.TelemetryGPUs != 4 {
 		t.Fatalf("after the read: %d GPUs with telemetry (%v), want 4", f.TelemetryGPUs, err)
+	}
+}
+
+// A job whose GPUs the backend does not name is read by the GPUs its
+// current attempt's processes ran on: once it is restarted elsewhere the
+// earlier attempt's GPUs, still in the lookback, are not taken for it.
+func TestAJobsGPUsByItsProcessesAreItsCurrentAttempts(t *testing.T) {
+	e := newEnv(t, fleetOf(1, 4), func(c *Config) { c.Telemetry = collector.NewEmbeddedSink(c.Store) })
+	start := e.clock.Now()
+	e.submit("j", spec(2, 10*time.Hour))
+	e.plane.cycle(e.ctx)
+	e.event(executor.JobEvent{Type: executor.JobStarted, Job: "j", Attempt: 1, Node: "n0"})
+	// Attempt 1's processes run on GPU-a and GPU-b for 27 minutes,
+	// attempt 2's on GPU-c and GPU-d from minute 28.
+	var samples []collector.Sample
+	for _, s := range utilSamples(start, 40, "") {
+		m := int(s.Time.Sub(start) / time.Minute)
+		switch u := s.DeviceInfo.UUID; {
+		case m < 28 && (u == "GPU-a" || u == "GPU-b"), m >= 28 && (u == "GPU-c" || u == "GPU-d"):
+			s.Processes = []collector.ProcessSample{{PID: 10, JobID: "j", MemUsedBytes: 1 << 30}}
+		}
+		samples = append(samples, s)
+	}
+	if err := collector.NewEmbeddedSink(e.store).Write(e.ctx, samples); err != nil {
+		t.Fatal(err)
+	}
+	found := func() []string {
+		var out []string
+		for _, u := range e.plane.uuidsByProcess() {
+			out = append(out, u)
+		}
+		slices.Sort(out)
+		return out
+	}
+	e.clock.Advance(start.Add(20 * time.Minute).Sub(e.clock.Now()))
+	idleCycles(t, e, 1)
+	if got := found(); !slices.Equal(got, []string{"GPU-a", "GPU-b"}) {
+		t.Fatalf("attempt 1's GPUs %v, want [GPU-a GPU-b]", got)
+	}
+	e.clock.Advance(start.Add(27*time.Minute + 30*time.Second).Sub(e.clock.Now()))
+	e.event(executor.JobEvent{Type: executor.JobLost, Job: "j", Attempt: 1, Node: "n0", Message: "pod evicted"})
+	e.plane.cycle(e.ctx)
+	e.clock.Advance(start.Add(28 * time.Minute).Sub(e.clock.Now()))
+	e.event(executor.JobEvent{Type: executor.JobStarted, Job: "j", Attempt: 2, Node: "n0"})
+	e.clock.Advance(start.Add(33 * time.Minute).Sub(e.clock.Now())) // attempt 1's last samples are 6 minutes old: in the lookback
+	idleCycles(t, e, 2)
+	if got := found(); !slices.Equal(got, []string{"GPU-c", "GPU-d"}) {
+		t.Errorf("attempt 2's GPUs %v, want [GPU-c GPU-d]: attempt 1's are not its", got)
+	}
+}
+
+// A gang's GPUs found by its processes are paired with its GPUs node by
+// node: which of a node's is which is not known, but not across nodes.
+func TestAGangsGPUsByItsProcessesArePairedNodeByNode(t *testing.T) {
+	e := newEnv(t, fleetOf(2, 4), func(c *Config) { c.Telemetry = collector.NewEmbeddedSink(c.Store) })
+	start := e.clock.Now()
+	g := spec(8, 10*time.Hour)
+	g.GangSize = 2
+	e.submit("g", g)
+	e.plane.cycle(e.ctx)
+	for _, n := range []string{"n0", "n1"} {
+		e.event(executor.JobEvent{Type: executor.JobStarted, Job: "g", Attempt: 1, Node: n})
+	}
+	// n1's UUIDs sort before n0's: a pairing in UUID order alone would
+	// cross the nodes.
+	onNode := map[string]string{"GPU-a": "n1", "GPU-b": "n1", "GPU-c": "n1", "GPU-d": "n1",
+		"GPU-w": "n0", "GPU-x": "n0", "GPU-y": "n0", "GPU-z": "n0"}
+	var samples []collector.Sample
+	for m := range 20 {
+		for i, u := range slices.Sorted(maps.Keys(onNode)) {
+			s := gpuSample(u, i%4, start.Add(time.Duration(m)*time.Minute+10*time.Second), 0, 100, 0)
+			s.Node = onNode[u]
+			s.Processes = []collector.ProcessSample{{PID: 10 + i, JobID: "g", MemUsedBytes: 1 << 30}}
+			samples = append(samples, s)
+		}
+	}
+	if err := collector.NewEmbeddedSink(e.store).Write(e.ctx, samples); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(20 * time.Minute)
+	idleCycles(t, e, 1)
+	byRef := e.plane.uuidsByProcess()
+	if len(byRef) != 8 {
+		t.Fatalf("the gang's GPUs paired: %v, want all 8", byRef)
+	}
+	for ref, u := range byRef {
+		if onNode[u] != ref.Node {
+			t.Errorf("GPU %s paired with %s, sampled on %s", ref, u, onNode[u])
+		}
 	}
 }
