@@ -341,6 +341,22 @@ func (c *testCluster) startPrescientWith(dbPath string, mode control.Mode, mod f
 	return p
 }
 
+// fleetNode is a node as p's GET /v1/fleet shows it; the zero NodeState
+// when it is not there.
+func (c *testCluster) fleetNode(p *prescient, name string) control.NodeState {
+	c.t.Helper()
+	fs, err := p.plane.Fleet(c.ctx)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	for _, n := range fs.Nodes {
+		if n.Name == name {
+			return n
+		}
+	}
+	return control.NodeState{}
+}
+
 // stop ends the control plane (giving the Lease up) and closes its store.
 func (p *prescient) stop() {
 	if p.cancel == nil {

@@ -72,14 +72,8 @@ func TestAnIdleInferenceNodeIsLentOnKubernetes(t *testing.T) {
 		t.Fatalf("pod hold bound to %s, want train: the inference nodes take no training unless lent", node)
 	}
 	loan := func(node string) string {
-		fs, err := p.plane.Fleet(c.ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, n := range fs.Nodes {
-			if n.Name == node && n.Loan != nil {
-				return n.Loan.State
-			}
+		if l := c.fleetNode(p, node).Loan; l != nil {
+			return l.State
 		}
 		return ""
 	}

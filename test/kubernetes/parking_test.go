@@ -45,18 +45,7 @@ func TestAnEmptyNodeIsCordonedWhileParkedAndUncordonedWhenWoken(t *testing.T) {
 	if empty == "" {
 		t.Fatalf("pod hold bound to %s, want a or b", busy)
 	}
-	state := func(node string) string {
-		fs, err := p.plane.Fleet(c.ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, n := range fs.Nodes {
-			if n.Name == node {
-				return n.State
-			}
-		}
-		return ""
-	}
+	state := func(node string) string { return c.fleetNode(p, node).State }
 	node := func(name string) *corev1.Node {
 		n, err := c.admin.CoreV1().Nodes().Get(c.ctx, name, metav1.GetOptions{})
 		if err != nil {
