@@ -81,10 +81,11 @@ type Parking struct {
 // plane parks no node Unparkable names (other schedulers' pods run
 // there, or it is one host of several planner nodes), cordons a node
 // before it records it parked and its Suspend runs (a node it cannot
-// cordon is not parked), uncordons it when it is woken, and at every cycle
-// uncordons the nodes that bear its mark and are not parked (awake, a wake
-// whose uncordon failed, a record lost, parking turned off) but for those
-// that are down, which it takes as parked (settleCordons).
+// cordon is not parked, nor tried again before IdleAfter), uncordons it
+// when it is woken, and at every cycle, on autopilot, uncordons the marked
+// nodes it woke or saw come back up (an uncordon that failed), or all of
+// them with parking off; a marked node it has no record of is taken as
+// parked (settleCordons).
 type Cordoner interface {
 	// Unparkable says why node must not be powered down; "" when it may.
 	Unparkable(node string) string
@@ -164,7 +165,11 @@ func (pn *parkedNode) wakeable(now time.Time) bool {
 // parkingState is what the plan loop alone keeps of parking.
 type parkingState struct {
 	emptySince map[string]time.Time // the awake nodes that run nothing, since when
-	hold       map[string]time.Time // nodes whose Suspend failed: not parked before
+	hold       map[string]time.Time // nodes whose Suspend or Cordon failed: not parked before
+	// woken are the nodes this plane woke, or found awake, that may still
+	// bear the Cordoner's mark: settleCordons uncordons them, and takes
+	// no other marked node that is not recorded for awake.
+	woken map[string]bool
 	// from is when parking decides again after a restart that found
 	// parked nodes.
 	from time.Time
@@ -354,6 +359,7 @@ func (p *Plane) settleParked(ctx context.Context, now time.Time) {
 		p.mu.Lock()
 		delete(p.parked, c.node.Name)
 		p.mu.Unlock()
+		p.parking.woken[c.node.Name] = true // a node awake while parked bears the mark still
 		if c.failed != nil {
 			p.parking.hold[c.node.Name] = now.Add(cfg.IdleAfter)
 		}
@@ -369,17 +375,25 @@ func (p *Plane) settleParked(ctx context.Context, now time.Time) {
 	}
 }
 
-// settleCordons uncordons the nodes that bear the Cordoner's mark and are
-// not parked: awake, waking, or forgotten (a record lost, parking off).
-// With Parking, a node that bears the mark, is down and is not known
-// parked or waking is taken as parked, not uncordoned: a replica that
-// takes over with a store of its own, or a restart that lost the record,
-// still wakes it when work needs it.
+// settleCordons, on autopilot, uncordons the nodes that bear the
+// Cordoner's mark and are not parked: waking, woken or found awake by
+// this plane, or any with parking off. With Parking, a node that bears
+// the mark and that the plane neither knows parked nor woke is taken as
+// parked, down or up, not uncordoned: another replica parked it (with a
+// store of its own, and it may still be shutting down), or a restart lost
+// its record; so it is still woken when work needs it. The advisor
+// changes no mark.
 func (p *Plane) settleCordons(ctx context.Context, now time.Time) {
-	if p.cfg.Cordoner == nil {
+	if p.cfg.Cordoner == nil || p.Mode() != ModeAutopilot {
 		return
 	}
 	marked := p.cfg.Cordoner.Cordoned()
+	st := &p.parking
+	for name := range st.woken {
+		if !slices.Contains(marked, name) {
+			delete(st.woken, name) // its mark is off
+		}
+	}
 	if len(marked) == 0 {
 		return
 	}
@@ -394,11 +408,10 @@ func (p *Plane) settleCordons(ctx context.Context, now time.Time) {
 		if pn != nil && pn.state == powerParked {
 			continue
 		}
-		if n, listed := nodes[name]; pn == nil && p.cfg.Parking != nil && listed && n.State != "" && n.State != cluster.NodeReady {
+		if n, listed := nodes[name]; pn == nil && p.cfg.Parking != nil && listed && !st.woken[name] {
 			n.State = cluster.NodeReady // its shape when up
-			if p.setParked(ctx, n, "", powerParked, now, "node parked: it is down and bears the parked mark (parked by another replica, or its record lost)", "") {
-				continue
-			}
+			p.setParked(ctx, n, "", powerParked, now, "node parked: it bears the parked mark, with no record here (parked by another replica, or its record lost)", "")
+			continue // if not recorded, the next cycle tries again: the node may be down
 		}
 		if err := p.cfg.Cordoner.Uncordon(ctx, name); err != nil {
 			p.log.Warn("parking: a node that is not parked is not uncordoned yet", "node", name, "error", err)
@@ -466,8 +479,8 @@ func (p *Plane) parkNodes(ctx context.Context, lv *live, plan executor.Plan) {
 			continue // failed, drained, parked
 		}
 		o.Free(wholeFree(lv.snap, n))
-		if _, inference := p.inferencePool(n); inference || busy[n.Name] {
-			continue
+		if _, inference := p.inferencePool(n); inference || busy[n.Name] || len(n.GPUs) == 0 {
+			continue // a node without GPUs (a control-plane or CPU node) is not the plane's to park
 		}
 		seen[n.Name] = true
 		if _, ok := st.emptySince[n.Name]; !ok {
@@ -744,10 +757,20 @@ func (p *Plane) setParked(ctx context.Context, node cluster.Node, from, to strin
 	if state != from {
 		return false // it moved since the decision
 	}
+	cordoned := false // by this call: taken off again if the record fails
 	if to == powerParked && p.cfg.Cordoner != nil {
-		if err := p.cfg.Cordoner.Cordon(ctx, node.Name); err != nil {
-			p.log.Error("parking: the node is not cordoned, so not parked", "node", node.Name, "error", err)
+		marked := slices.Contains(p.cfg.Cordoner.Cordoned(), node.Name)
+		switch err := p.cfg.Cordoner.Cordon(ctx, node.Name); {
+		case err != nil && from == powerWaking:
+			// A node whose wake failed is down, cordoned or not.
+			p.log.Warn("parking: the node whose wake failed is not cordoned", "node", node.Name, "error", err)
+		case err != nil:
+			p.log.Error("parking: the node is not cordoned, so not parked; it is tried again later", "node", node.Name,
+				"after", p.cfg.Parking.IdleAfter, "error", err)
+			p.parking.hold[node.Name] = now.Add(p.cfg.Parking.IdleAfter)
 			return false
+		default:
+			cordoned = !marked
 		}
 	}
 	var wakeAfter time.Time
@@ -756,6 +779,11 @@ func (p *Plane) setParked(ctx context.Context, node cluster.Node, from, to strin
 	}
 	if err := p.cfg.Store.PutParked(ctx, store.ParkedNode{State: to, Since: now, Node: node, WakeAfter: wakeAfter}); err != nil {
 		p.log.Error("parking: not recorded", "node", node.Name, "state", to, "error", err)
+		if cordoned {
+			if err := p.cfg.Cordoner.Uncordon(ctx, node.Name); err != nil {
+				p.log.Warn("parking: the node not parked is not uncordoned yet", "node", node.Name, "error", err)
+			}
+		}
 		return false
 	}
 	p.mu.Lock()
@@ -765,6 +793,11 @@ func (p *Plane) setParked(ctx context.Context, node cluster.Node, from, to strin
 	}
 	p.parked[node.Name] = next
 	p.mu.Unlock()
+	if to == powerParked {
+		delete(p.parking.woken, node.Name)
+	} else {
+		p.parking.woken[node.Name] = true
+	}
 	p.changedState()
 	if from == powerWaking {
 		p.log.Error("parking: "+msg, "node", node.Name)

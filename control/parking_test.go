@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/prescient-sched/prescient/cluster"
+	"github.com/prescient-sched/prescient/cluster/clustertest"
 	"github.com/prescient-sched/prescient/executor"
 	"github.com/prescient-sched/prescient/executor/sim"
 )
@@ -611,11 +612,12 @@ func TestTheQueueForecastWakesParkedNodes(t *testing.T) {
 
 // fakeCordoner records what the plane cordons and uncordons.
 type fakeCordoner struct {
-	mu         sync.Mutex
-	marks      map[string]bool
-	unparkable map[string]string
-	failCordon int // cordons that fail before one succeeds
-	calls      []string
+	mu           sync.Mutex
+	marks        map[string]bool
+	unparkable   map[string]string
+	failCordon   int // cordons that fail before one succeeds
+	failUncordon int // uncordons that fail before one succeeds
+	calls        []string
 }
 
 func (f *fakeCordoner) Unparkable(node string) string {
@@ -640,6 +642,10 @@ func (f *fakeCordoner) Uncordon(_ context.Context, node string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls = append(f.calls, "uncordon "+node)
+	if f.failUncordon > 0 {
+		f.failUncordon--
+		return errors.New("the API server is unreachable")
+	}
 	delete(f.marks, node)
 	return nil
 }
@@ -659,10 +665,21 @@ func (f *fakeCordoner) took() []string {
 	return out
 }
 
+// mark puts the parked mark on nodes, as another replica would.
+func (f *fakeCordoner) mark(nodes ...string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, n := range nodes {
+		f.marks[n] = true
+	}
+}
+
 // Where other schedulers share the fleet, a node is cordoned before it
-// parks and uncordoned when it is woken; a node that cannot be cordoned,
-// or that runs work the plane did not place, is not parked; a mark left
-// on a node that is not parked is taken off, with parking off too.
+// parks and uncordoned when it is woken; a node that cannot be cordoned
+// is not parked, and tried again only after IdleAfter; a node that runs
+// work the plane did not place is not parked; a mark left on a node that
+// is not parked is taken off with parking off, and left alone by the
+// advisor.
 func TestAParkedNodeIsCordonedUntilItIsWoken(t *testing.T) {
 	c := &fakeCordoner{marks: map[string]bool{}, unparkable: map[string]string{"n1": "2 pods of other schedulers run there"}, failCordon: 1}
 	e := newEnv(t, fleetOf(2, 4), nil)
@@ -677,6 +694,12 @@ func TestAParkedNodeIsCordonedUntilItIsWoken(t *testing.T) {
 	if got := c.took(); !slices.Equal(got, []string{"cordon n0"}) {
 		t.Fatalf("calls %v, want [cordon n0]: n1 is not a candidate", got)
 	}
+	e.clock.Advance(9 * time.Minute)
+	e.plane.cycle(e.ctx)
+	if got := c.took(); len(got) != 0 {
+		t.Fatalf("9 minutes after n0's cordon failed: calls %v, want none before IdleAfter", got)
+	}
+	e.clock.Advance(time.Minute)
 	e.plane.cycle(e.ctx)
 	e.wantNode("n0", "parked", "once its cordon holds")
 	if got := c.took(); !slices.Equal(got, []string{"cordon n0"}) || !c.marks["n0"] {
@@ -697,11 +720,15 @@ func TestAParkedNodeIsCordonedUntilItIsWoken(t *testing.T) {
 		t.Fatalf("calls %v, marks %v; want n0 uncordoned", got, c.marks)
 	}
 
-	// A mark the plane did not make now (a record lost) is taken off,
-	// with parking off as well.
-	c.mu.Lock()
-	c.marks["n1"] = true
-	c.mu.Unlock()
+	// A mark the plane did not make now (a record lost) is left alone by
+	// the advisor and taken off with parking off.
+	c.mark("n1")
+	e.mod = func(cfg *Config) { cfg.Mode, cfg.Cordoner = ModeAdvisor, c }
+	e.restart()
+	e.plane.cycle(e.ctx)
+	if got := c.took(); len(got) != 0 {
+		t.Errorf("the advisor: calls %v, want none", got)
+	}
 	e.mod = func(cfg *Config) { cfg.Mode, cfg.Cordoner = ModeAutopilot, c }
 	e.restart()
 	e.plane.cycle(e.ctx)
@@ -710,13 +737,13 @@ func TestAParkedNodeIsCordonedUntilItIsWoken(t *testing.T) {
 	}
 }
 
-// A node that bears the parked mark and is down, though the store holds
-// no record of it (another replica parked it, with a store of its own),
-// is taken as parked and woken when a job needs it; one that is up is
-// uncordoned.
-func TestADownNodeThatBearsTheParkedMarkIsTakenAsParked(t *testing.T) {
+// A node that bears the parked mark, though the store holds no record of
+// it (another replica parked it, with a store of its own), is taken as
+// parked, down or up (still shutting down), and woken when a job needs
+// it.
+func TestANodeThatBearsTheParkedMarkIsTakenAsParked(t *testing.T) {
 	c := &fakeCordoner{marks: map[string]bool{"n0": true, "n1": true}}
-	e := newEnv(t, fleetOf(2, 4), nil)
+	e := newEnv(t, fleetOf(3, 4), nil)
 	e.setNode("n0", cluster.NodeFailed) // off
 	e.mod = func(cfg *Config) {
 		cfg.Mode, cfg.Parking, cfg.Cordoner = ModeAutopilot, &Parking{IdleAfter: time.Hour}, c
@@ -724,17 +751,93 @@ func TestADownNodeThatBearsTheParkedMarkIsTakenAsParked(t *testing.T) {
 	e.restart()
 	e.plane.cycle(e.ctx)
 	e.wantNode("n0", "parked", "down with the mark")
-	if got := c.took(); !slices.Equal(got, []string{"cordon n0", "uncordon n1"}) || !slices.Equal(slices.Sorted(maps.Keys(c.marks)), []string{"n0"}) {
-		t.Fatalf("calls %v, marks %v; want n0 kept cordoned and n1, which is up, uncordoned", got, c.marks)
+	e.wantNode("n1", "parked", "up with the mark")
+	e.wantNode("n2", "ready", "without the mark")
+	if got := c.took(); !slices.Equal(got, []string{"cordon n0", "cordon n1"}) || !slices.Equal(slices.Sorted(maps.Keys(c.marks)), []string{"n0", "n1"}) {
+		t.Fatalf("calls %v, marks %v; want n0 and n1 kept cordoned", got, c.marks)
 	}
-	if parked, err := e.store.ParkedNodes(e.ctx); err != nil || len(parked) != 1 || parked[0].Node.Name != "n0" || len(parked[0].Node.GPUs) != 4 {
-		t.Fatalf("the store holds %+v (%v), want n0 with its 4 GPUs", parked, err)
+	if parked, err := e.store.ParkedNodes(e.ctx); err != nil || len(parked) != 2 || parked[0].Node.Name != "n0" || len(parked[0].Node.GPUs) != 4 {
+		t.Fatalf("the store holds %+v (%v), want n0 with its 4 GPUs, and n1", parked, err)
 	}
-	e.submit("a", spec(4, 10*time.Hour))
-	e.submit("b", spec(4, 10*time.Hour))
+	for _, j := range []string{"a", "b", "c"} {
+		e.submit(j, spec(4, 10*time.Hour))
+	}
 	e.plane.cycle(e.ctx)
-	e.wantNode("n0", "waking", "with b waiting")
-	if got := c.took(); !slices.Equal(got, []string{"uncordon n0"}) {
-		t.Errorf("calls %v, want n0 uncordoned as it is woken", got)
+	if got := c.took(); !slices.Equal(got, []string{"uncordon n0", "uncordon n1"}) {
+		t.Errorf("calls %v, want n0 and n1 uncordoned as they are woken", got)
 	}
+}
+
+// A node the plane woke whose mark could not be taken off then is
+// uncordoned once it is awake, not taken as parked; so is a node that
+// came back up while parked.
+func TestAWokenNodeStillMarkedIsUncordonedNotTakenAsParked(t *testing.T) {
+	c := &fakeCordoner{marks: map[string]bool{}}
+	e := newEnv(t, fleetOf(2, 4), nil)
+	e.mod = func(cfg *Config) {
+		cfg.Mode, cfg.Parking, cfg.Cordoner = ModeAutopilot, &Parking{IdleAfter: 10 * time.Minute}, c
+	}
+	e.restart()
+	e.cyclesApart(10 * time.Minute)
+	e.wantNode("n0", "parked", "idle 10 minutes")
+	e.wantNode("n1", "parked", "idle 10 minutes")
+	c.took()
+
+	c.failUncordon = 1
+	e.submit("a", spec(4, 10*time.Hour))
+	e.plane.cycle(e.ctx) // n0 woken; its uncordon fails
+	e.wantNode("n0", "waking", "with a waiting")
+	e.plane.cycle(e.ctx) // n0 awake (it has no suspend program); uncordoned
+	if st := e.nodeStates()["n0"]; st == "parked" {
+		t.Fatalf("n0, woken, with its mark still on: %s, want it not parked again", st)
+	}
+	if c.marks["n0"] {
+		t.Fatalf("marks %v: want n0's taken off", c.marks)
+	}
+
+	// n1 goes down and comes back up while parked: awake, and uncordoned.
+	e.setNode("n1", cluster.NodeFailed)
+	e.plane.cycle(e.ctx)
+	e.setNode("n1", cluster.NodeReady)
+	e.plane.cycle(e.ctx)
+	e.plane.cycle(e.ctx)
+	if st := e.nodeStates()["n1"]; st == "parked" || c.marks["n1"] {
+		t.Errorf("n1, back up while parked: %s, marks %v; want it awake and uncordoned", st, c.marks)
+	}
+}
+
+// A woken node that is not up WakeTimeout later is parked again even
+// where it cannot be cordoned (an operator cordoned it meanwhile): it
+// stays no longer waking, and another node is woken for the work.
+func TestAFailedWakeParksTheNodeAgainThoughItsCordonFails(t *testing.T) {
+	c := &fakeCordoner{marks: map[string]bool{}}
+	e := newEnv(t, fleetOf(1, 4), nil)
+	e.mod = func(cfg *Config) {
+		cfg.Mode, cfg.Parking, cfg.Cordoner = ModeAutopilot, &Parking{IdleAfter: 10 * time.Minute, WakeTimeout: 10 * time.Minute}, c
+	}
+	e.restart()
+	e.cyclesApart(10 * time.Minute)
+	e.wantNode("n0", "parked", "idle 10 minutes")
+	e.setNode("n0", cluster.NodeFailed)
+	e.plane.cycle(e.ctx)
+	e.submit("a", spec(4, time.Hour))
+	e.plane.cycle(e.ctx)
+	e.wantNode("n0", "waking", "with a waiting")
+	c.failCordon = 1
+	e.clock.Advance(10 * time.Minute)
+	e.plane.cycle(e.ctx)
+	e.wantNode("n0", "parked", "down 10 minutes after its wake, its cordon failing")
+}
+
+// A node without GPUs (a control-plane or CPU node in the fleet) is never
+// parked: it is not the plane's to power down.
+func TestANodeWithoutGPUsIsNotParked(t *testing.T) {
+	fleet := fleetOf(1, 4)
+	fleet.Nodes = append(fleet.Nodes, clustertest.Node("control-plane").Obj())
+	e := newEnv(t, fleet, func(cfg *Config) {
+		cfg.Mode, cfg.Parking = ModeAutopilot, &Parking{IdleAfter: 10 * time.Minute}
+	})
+	e.cyclesApart(time.Hour)
+	e.wantNode("n0", "parked", "idle an hour")
+	e.wantNode("control-plane", "ready", "idle an hour, without GPUs")
 }

@@ -489,10 +489,11 @@ func (b *Backend) foreignChanged(o any) {
 		return
 	}
 	cpu, mem := podRequests(p)
-	f := foreignPod{node: p.Spec.NodeName, gpus: podGPUs(p), cpuMilli: cpu, memBytes: mem, daemon: daemonPod(p)}
+	f := foreignPod{node: p.Spec.NodeName, gpus: podGPUs(p), cpuMilli: cpu, memBytes: mem}
 	if prof, n, err := podMIG(p); err == nil && n > 0 {
 		f.mig, f.migCount = p.Spec.NodeName+MIGNodeSeparator+prof, n
 	}
+	f.daemon = daemonPod(p) && f.gpus == 0 && f.migCount == 0 // one that holds GPUs is work, not the node's service
 	b.setForeignLocked(key, &f)
 }
 

@@ -25,8 +25,8 @@ import (
 // need get and patch on nodes (deploy/kubernetes/parking.yaml).
 
 // Unparkable implements control.Cordoner: a node where pods of other
-// schedulers run (but for DaemonSets' and static pods, which every node
-// runs) is not powered down, nor a node whose GPUs are partitioned into
+// schedulers run (but for DaemonSets' and static pods that hold no GPUs,
+// which every node runs) is not powered down, nor a node whose GPUs are partitioned into
 // MIG instances (the planner sees the instances as a node of their own,
 // which may be busy while the node is empty).
 func (b *Backend) Unparkable(node string) string {

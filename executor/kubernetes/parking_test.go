@@ -105,8 +105,8 @@ func TestCordonAndUncordonTouchOnlyPrescientsMark(t *testing.T) {
 }
 
 // Parking would power down what runs on a node: another scheduler's pod
-// keeps it up, a DaemonSet's or a static pod does not, and a node of MIG
-// instances is never parked.
+// keeps it up, a DaemonSet's or a static pod does not unless it holds
+// GPUs, and a node of MIG instances is never parked.
 func TestANodeWhereOtherWorkRunsIsUnparkable(t *testing.T) {
 	yes := true
 	foreign := func(name, node string) *corev1.Pod {
@@ -118,9 +118,15 @@ func TestANodeWhereOtherWorkRunsIsUnparkable(t *testing.T) {
 	daemon.OwnerReferences = []metav1.OwnerReference{{APIVersion: appsv1.SchemeGroupVersion.String(), Kind: "DaemonSet", Name: "exporter", UID: "ds", Controller: &yes}}
 	static := foreign("etcd-b", "b")
 	static.Annotations = map[string]string{corev1.MirrorPodAnnotationKey: "x"}
-	e := newFakeEnv(t, gpuNode("a", 8, nil), gpuNode("b", 8, nil), migNodeOf("m", 4, map[string]int64{"1g.10gb": 7}),
-		foreign("notebook", "a"), foreign("cache", "a"), daemon, static)
+	gpuDaemon := gpuPod("infra", "burn-in-c", 1, nil)
+	gpuDaemon.Spec.SchedulerName, gpuDaemon.Spec.NodeName, gpuDaemon.Status.Phase = "default-scheduler", "c", corev1.PodRunning
+	gpuDaemon.OwnerReferences = daemon.OwnerReferences
+	e := newFakeEnv(t, gpuNode("a", 8, nil), gpuNode("b", 8, nil), gpuNode("c", 8, nil), migNodeOf("m", 4, map[string]int64{"1g.10gb": 7}),
+		foreign("notebook", "a"), foreign("cache", "a"), daemon, static, gpuDaemon)
 	e.watch()
+	if why := e.backend.Unparkable("c"); why != "pods of other schedulers run there (1)" {
+		t.Errorf("node c, where a DaemonSet's pod holds a GPU: %q, want unparkable", why)
+	}
 	if why := e.backend.Unparkable("a"); why != "pods of other schedulers run there (2)" {
 		t.Errorf("node a, where two pods of other schedulers run: %q", why)
 	}
