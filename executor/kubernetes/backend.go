@@ -113,7 +113,7 @@ type foreignPod struct {
 	memBytes int64
 	mig      string // the node of its MIG instances, if it holds some
 	migCount int64
-	daemon   bool // a DaemonSet's pod or a static pod: on every node, parked with it
+	daemon   bool // a service of its node (nodeService): on every node, parked with it
 }
 
 // kubeJob is one job and its pods.
@@ -493,7 +493,7 @@ func (b *Backend) foreignChanged(o any) {
 	if prof, n, err := podMIG(p); err == nil && n > 0 {
 		f.mig, f.migCount = p.Spec.NodeName+MIGNodeSeparator+prof, n
 	}
-	f.daemon = daemonPod(p) && f.gpus == 0 && f.migCount == 0 // one that holds GPUs is work, not the node's service
+	f.daemon = nodeService(p)
 	b.setForeignLocked(key, &f)
 }
 

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -52,10 +53,13 @@ func (b *Backend) Cordoned() []string {
 
 // Cordon implements control.Cordoner. It reads the node from the API
 // server and patches it on that version only (a node changed meanwhile
-// is an error, and the plane tries again at a later cycle); a node
-// already cordoned by someone else is refused. A node whose object is
-// gone (a cloud's node controller deletes the Node of a stopped machine)
-// takes no pod: there is nothing to cordon.
+// is an error, and the plane tries again later); a node already cordoned
+// by someone else is refused. Once cordoned, the node's pods are listed
+// from the API server, not the informer: a pod another scheduler bound
+// there before the cordon (after the plane found the node empty) takes
+// the cordon off again, and the node is not parked. A node whose object
+// is gone (a cloud's node controller deletes the Node of a stopped
+// machine) takes no pod: there is nothing to cordon.
 func (b *Backend) Cordon(ctx context.Context, node string) error {
 	kn, err := b.cfg.Client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
@@ -71,11 +75,46 @@ func (b *Backend) Cordon(ctx context.Context, node string) error {
 		return fmt.Errorf("kubernetes backend: node %s is cordoned already, not by Prescient: it is not parked", node)
 	}
 	at := b.cfg.Clock().UTC().Format(time.RFC3339)
-	if err := b.patchNode(ctx, kn, at, true); err != nil {
+	kn, err = b.patchNode(ctx, kn, at, true)
+	if err != nil {
 		return fmt.Errorf("kubernetes backend: cordoning node %s: %w", node, err)
 	}
-	b.log.Info("node cordoned to be parked", "node", node)
-	return nil
+	landed, err := b.podOfOthersOn(ctx, node)
+	if err == nil && landed == "" {
+		b.log.Info("node cordoned to be parked", "node", node)
+		return nil
+	}
+	why := fmt.Errorf("kubernetes backend: cordoning node %s: listing its pods: %w", node, err)
+	if err == nil {
+		why = fmt.Errorf("kubernetes backend: node %s: pod %s of another scheduler runs there: it is not parked", node, landed)
+	}
+	if _, err := b.patchNode(ctx, kn, "", false); err != nil {
+		return fmt.Errorf("%w; taking its cordon off again: %w", why, err) // the plane uncordons it at a later cycle
+	}
+	return why
+}
+
+// podOfOthersOn names a pod of another scheduler that runs on node and
+// is neither a DaemonSet's nor a static pod (or is one that holds GPUs),
+// as the API server lists them now; "" when there is none.
+func (b *Backend) podOfOthersOn(ctx context.Context, node string) (string, error) {
+	pods, err := b.cfg.Client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{
+		FieldSelector: fields.OneTermEqualSelector("spec.nodeName", node).String()})
+	if err != nil {
+		return "", err
+	}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if p.Spec.NodeName != node || p.Spec.SchedulerName == SchedulerName || p.Status.Phase == corev1.PodSucceeded ||
+			p.Status.Phase == corev1.PodFailed {
+			continue // the selector repeated, for clients that ignore it
+		}
+		if nodeService(p) {
+			continue
+		}
+		return p.Namespace + "/" + p.Name, nil
+	}
+	return "", nil
 }
 
 // Uncordon implements control.Cordoner: it takes AnnotationParked and the
@@ -92,7 +131,7 @@ func (b *Backend) Uncordon(ctx context.Context, node string) error {
 	if _, ok := kn.Annotations[AnnotationParked]; !ok {
 		return nil
 	}
-	if err := b.patchNode(ctx, kn, "", false); err != nil {
+	if _, err := b.patchNode(ctx, kn, "", false); err != nil {
 		return fmt.Errorf("kubernetes backend: uncordoning node %s: %w", node, err)
 	}
 	b.log.Info("node uncordoned: no longer parked", "node", node)
@@ -100,8 +139,9 @@ func (b *Backend) Uncordon(ctx context.Context, node string) error {
 }
 
 // patchNode sets a node's cordon and AnnotationParked (at; "" removes it)
-// with a merge patch that holds only on the version read.
-func (b *Backend) patchNode(ctx context.Context, kn *corev1.Node, at string, cordon bool) error {
+// with a merge patch that holds only on the version read, and returns the
+// node patched.
+func (b *Backend) patchNode(ctx context.Context, kn *corev1.Node, at string, cordon bool) (*corev1.Node, error) {
 	var ann any = at
 	if at == "" {
 		ann = nil // a merge patch's null deletes the key
@@ -111,15 +151,21 @@ func (b *Backend) patchNode(ctx context.Context, kn *corev1.Node, at string, cor
 		"spec":     map[string]any{"unschedulable": cordon},
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	_, err = b.cfg.Client.CoreV1().Nodes().Patch(ctx, kn.Name, types.MergePatchType, patch, metav1.PatchOptions{})
-	return err
+	return b.cfg.Client.CoreV1().Nodes().Patch(ctx, kn.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+}
+
+// nodeService reports whether a pod is a service of its node, which
+// parking powers down with it: a DaemonSet's or a static pod that holds
+// no GPUs (one that does is work).
+func nodeService(p *corev1.Pod) bool {
+	_, mig, _ := podMIG(p)
+	return daemonPod(p) && podGPUs(p) == 0 && mig == 0
 }
 
 // daemonPod reports whether a pod is a DaemonSet's or a static pod (the
-// kubelet's mirror of it): pods every node runs, which parking powers
-// down with their node.
+// kubelet's mirror of it): pods every node runs.
 func daemonPod(p *corev1.Pod) bool {
 	if _, ok := p.Annotations[corev1.MirrorPodAnnotationKey]; ok {
 		return true

@@ -104,6 +104,45 @@ func TestCordonAndUncordonTouchOnlyPrescientsMark(t *testing.T) {
 	}
 }
 
+// A pod another scheduler bound to the node after the plane found it
+// empty (before the informer showed it) is found by Cordon, which takes
+// its cordon off again and refuses; a DaemonSet's pod is no such pod.
+func TestACordonFindsAPodThatLandedFirst(t *testing.T) {
+	yes := true
+	e := newFakeEnv(t, gpuNode("a", 8, nil), gpuNode("b", 8, nil))
+	e.watch()
+	ctx := context.Background()
+	bound := func(name, node string) *corev1.Pod {
+		p := gpuPod("infra", name, 0, nil)
+		p.Spec.SchedulerName, p.Spec.NodeName, p.Status.Phase = "default-scheduler", node, corev1.PodRunning
+		return p
+	}
+	exporter := bound("exporter-b", "b")
+	exporter.OwnerReferences = []metav1.OwnerReference{{APIVersion: appsv1.SchemeGroupVersion.String(), Kind: "DaemonSet", Name: "exporter", UID: "ds", Controller: &yes}}
+	for _, p := range []*corev1.Pod{bound("notebook", "a"), bound("done", "b"), exporter} {
+		if p.Name == "done" {
+			p.Status.Phase = corev1.PodSucceeded
+		}
+		if _, err := e.client.CoreV1().Pods("infra").Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err := e.backend.Cordon(ctx, "a")
+	if err == nil || !strings.Contains(err.Error(), "infra/notebook") || !strings.Contains(err.Error(), "node a") {
+		t.Errorf("Cordon of a node where a pod landed: %v, want an error naming the node and the pod", err)
+	}
+	a, err := e.client.CoreV1().Nodes().Get(ctx, "a", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Spec.Unschedulable || a.Annotations[AnnotationParked] != "" {
+		t.Errorf("node a after the refused Cordon: unschedulable %v, annotations %v; want its cordon off", a.Spec.Unschedulable, a.Annotations)
+	}
+	if err := e.backend.Cordon(ctx, "b"); err != nil {
+		t.Errorf("Cordon of a node with a DaemonSet's pod and a finished pod: %v", err)
+	}
+}
+
 // Parking would power down what runs on a node: another scheduler's pod
 // keeps it up, a DaemonSet's or a static pod does not unless it holds
 // GPUs, and a node of MIG instances is never parked.
