@@ -162,6 +162,10 @@ func (pn *parkedNode) wakeable(now time.Time) bool {
 	return pn.state == powerParked && !pn.suspending && !now.Before(pn.wakeAfter)
 }
 
+// markSeen is how long after a park the Cordoner's view must show the
+// node's mark: a parked node that is up without it since is awake.
+const markSeen = time.Minute
+
 // parkingState is what the plan loop alone keeps of parking.
 type parkingState struct {
 	emptySince map[string]time.Time // the awake nodes that run nothing, since when
@@ -258,7 +262,8 @@ func (p *Plane) parkedNow(node string) bool {
 // settleParked, in the plan loop before the live state is read, notes the
 // parked nodes that went down and the power programs that ended, wakes
 // the nodes whose Suspend failed while they were still up, makes awake
-// the woken nodes that are up (and the parked nodes that came back up),
+// the woken nodes that are up (and the parked nodes that came back up, or
+// that are up without the Cordoner's mark: another replica woke them),
 // runs Resume again for a node that was still up when woken and has gone
 // down since (it was shutting down), and parks again the woken nodes
 // whose Resume failed or that are not up WakeTimeout after their wake.
@@ -274,6 +279,13 @@ func (p *Plane) settleParked(ctx context.Context, now time.Time) {
 	ready := map[string]bool{}
 	for _, n := range p.cfg.Nodes.Nodes() {
 		ready[n.Name] = n.State == "" || n.State == cluster.NodeReady
+	}
+	var marked map[string]bool // with a Cordoner: the nodes that bear its mark
+	if p.cfg.Cordoner != nil {
+		marked = map[string]bool{}
+		for _, n := range p.cfg.Cordoner.Cordoned() {
+			marked[n] = true
+		}
 	}
 	type change struct {
 		node   cluster.Node
@@ -329,6 +341,8 @@ func (p *Plane) settleParked(ctx context.Context, now time.Time) {
 			changes = append(changes, c)
 		case pn.state == powerParked && ready[name] && pn.wentDown:
 			changes = append(changes, change{node: pn.node, msg: "node awake: it came back up while parked"})
+		case pn.state == powerParked && ready[name] && marked != nil && !marked[name] && now.Sub(pn.since) >= markSeen:
+			changes = append(changes, change{node: pn.node, msg: "node awake: it is up and bears no parked mark (another replica woke it, or its mark was taken off)"})
 		case pn.state == powerWaking && now.Sub(pn.since) >= cfg.WakeTimeout && ready[name]:
 			changes = append(changes, change{node: pn.node, msg: fmt.Sprintf("node awake: it is up %s after its wake, though never seen down", cfg.WakeTimeout)})
 		case pn.state == powerWaking && now.Sub(pn.since) >= cfg.WakeTimeout:

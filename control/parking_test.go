@@ -841,3 +841,29 @@ func TestANodeWithoutGPUsIsNotParked(t *testing.T) {
 	e.wantNode("n0", "parked", "idle an hour")
 	e.wantNode("control-plane", "ready", "idle an hour, without GPUs")
 }
+
+// A parked node that is up and no longer bears the mark (a replica that
+// led meanwhile, with a store of its own, woke it) is awake, once the
+// mark has had time to show after the park.
+func TestAParkedNodeUpWithoutItsMarkIsAwake(t *testing.T) {
+	c := &fakeCordoner{marks: map[string]bool{}}
+	e := newEnv(t, fleetOf(2, 4), nil)
+	e.mod = func(cfg *Config) {
+		cfg.Mode, cfg.Parking, cfg.Cordoner = ModeAutopilot, &Parking{IdleAfter: 10 * time.Minute}, c
+	}
+	e.restart()
+	e.cyclesApart(10 * time.Minute)
+	e.wantNode("n0", "parked", "idle 10 minutes")
+	c.mu.Lock()
+	delete(c.marks, "n0") // the other replica woke it
+	c.mu.Unlock()
+	e.plane.cycle(e.ctx)
+	e.wantNode("n0", "parked", "without its mark less than a minute after its park")
+	e.clock.Advance(markSeen)
+	e.plane.cycle(e.ctx)
+	e.wantNode("n0", "ready", "up without its mark")
+	e.wantNode("n1", "parked", "with its mark")
+	if parked, err := e.store.ParkedNodes(e.ctx); err != nil || len(parked) != 1 || parked[0].Node.Name != "n1" {
+		t.Errorf("the store holds %+v (%v), want n1 alone", parked, err)
+	}
+}
