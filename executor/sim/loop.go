@@ -261,12 +261,11 @@ func (s *Simulator) waitingForStopping(ctx context.Context, in executor.PlanInpu
 	var stopping []freed
 	var running []*executor.RunningJob
 	for _, r := range s.running {
-		// A job stopping on a node out of the plan (an inference node
-		// being taken back) frees no GPUs that a waiting job could get
-		// there; one with GPUs on other nodes too (a gang) is taken as
-		// freeing none, which may wake a parked node for a job that would
-		// have waited for them.
-		if !r.Stopping || !s.onReadyNodes(s.snap.Allocations(r.Job.ID)) {
+		// A job stopping frees all its GPUs, as in the control plane;
+		// those on a node out of the plan (an inference node being taken
+		// back) go to no waiting job, and those of a gang on the other
+		// nodes do.
+		if !r.Stopping {
 			running = append(running, r)
 			continue
 		}
@@ -279,12 +278,14 @@ func (s *Simulator) waitingForStopping(ctx context.Context, in executor.PlanInpu
 	}
 	defer func() { // as they were
 		for _, f := range stopping {
+			out := s.readyFor(f.allocs) // both refuse GPUs on nodes out of the plan
 			if e := s.snap.Allocate(f.id, f.allocs); e != nil && err == nil {
 				err = fmt.Errorf("sim: restoring the GPUs of %s, being stopped: %w: %w", f.id, e, ErrInvariant)
 			}
 			if e := s.free.Allocate(f.allocs); e != nil && err == nil {
 				err = fmt.Errorf("sim: restoring the capacity of %s, being stopped: %w: %w", f.id, e, ErrInvariant)
 			}
+			out()
 		}
 	}()
 	s.jobsNow(&in)
@@ -304,15 +305,26 @@ func (s *Simulator) waitingForStopping(ctx context.Context, in executor.PlanInpu
 	return waits, nil
 }
 
-// onReadyNodes reports whether every allocation is on a node the plan may
-// use.
-func (s *Simulator) onReadyNodes(allocs []cluster.Allocation) bool {
+// readyFor takes the nodes of allocs that are out of the plan into it,
+// so that their GPUs may be given back, and returns what takes them out
+// again.
+func (s *Simulator) readyFor(allocs []cluster.Allocation) (out func()) {
+	var back []hiddenNode
 	for _, a := range allocs {
-		if i, ok := s.free.NodeIndex(a.GPU.Node); !ok || !s.free.Ready(i) {
-			return false
+		i, ok := s.free.NodeIndex(a.GPU.Node)
+		if !ok || s.free.Ready(i) || slices.ContainsFunc(back, func(h hiddenNode) bool { return h.i == i }) {
+			continue
+		}
+		back = append(back, hiddenNode{i: i, state: s.snap.Nodes[i].State})
+		s.free.SetReady(i, true)
+		s.snap.Nodes[i].State = cluster.NodeReady
+	}
+	return func() {
+		for _, h := range back {
+			s.free.SetReady(h.i, false)
+			s.snap.Nodes[h.i].State = h.state
 		}
 	}
-	return true
 }
 
 // planOnParked plans again, with the parked nodes back, for the jobs the
