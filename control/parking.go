@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os/exec"
 	"slices"
 	"strings"
@@ -81,21 +82,30 @@ type Parking struct {
 // plane parks no node Unparkable names (other schedulers' pods run
 // there, or it is one host of several planner nodes), cordons a node
 // before it records it parked and its Suspend runs (a node it cannot
-// cordon is not parked, nor tried again before IdleAfter), uncordons it
-// when it is woken, and at every cycle, on autopilot, uncordons the marked
-// nodes it woke or saw come back up (an uncordon that failed), or all of
-// them with parking off; a marked node it has no record of is taken as
-// parked (settleCordons).
+// cordon is not parked, nor tried again before IdleAfter), and uncordons
+// it when it is woken. The mark is what replicas with stores of their own
+// share: on autopilot the plane takes a marked node it has no record of
+// as parked (unless its own jobs run there or Unparkable names it), a
+// node it is waking that was marked again since as parked, and a node it
+// recorded parked that is up and, read live, bears no mark as awake; it
+// uncordons the marked nodes it woke, found awake or failed to record
+// (an uncordon that failed) unless marked again since, and all of them
+// with parking off (settleParked, settleCordons).
 type Cordoner interface {
 	// Unparkable says why node must not be powered down; "" when it may.
 	Unparkable(node string) string
 	// Cordon marks node as parked by Prescient and takes no new work of
-	// any scheduler there; Uncordon takes off what Cordon put on, and
+	// any scheduler there; placed reports whether this call put the mark
+	// on (false: it was on). Uncordon takes off what Cordon put on, and
 	// nothing from a node that bears no mark.
-	Cordon(ctx context.Context, node string) error
+	Cordon(ctx context.Context, node string) (placed bool, err error)
 	Uncordon(ctx context.Context, node string) error
-	// Cordoned names the nodes that bear Cordon's mark, as last seen.
-	Cordoned() []string
+	// Cordoned is the nodes that bear Cordon's mark, as last seen, with
+	// when each was marked (zero where that is not known).
+	Cordoned() map[string]time.Time
+	// Marked reads whether node bears the mark now from the source, not
+	// a cache; an error when it cannot tell (the node is gone too).
+	Marked(ctx context.Context, node string) (bool, error)
 }
 
 // DefaultWakeTimeout is how long a woken node may take to be ready unless
@@ -162,18 +172,19 @@ func (pn *parkedNode) wakeable(now time.Time) bool {
 	return pn.state == powerParked && !pn.suspending && !now.Before(pn.wakeAfter)
 }
 
-// markSeen is how long after a park the Cordoner's view must show the
-// node's mark: a parked node that is up without it since is awake.
-const markSeen = time.Minute
+// markWait is how long after a park the Cordoner's view may lag before
+// a parked node that is up without the mark is read live (and, without
+// it there too, is awake).
+const markWait = time.Minute
 
 // parkingState is what the plan loop alone keeps of parking.
 type parkingState struct {
 	emptySince map[string]time.Time // the awake nodes that run nothing, since when
 	hold       map[string]time.Time // nodes whose Suspend or Cordon failed: not parked before
-	// woken are the nodes this plane woke, or found awake, that may still
-	// bear the Cordoner's mark: settleCordons uncordons them, and takes
-	// no other marked node that is not recorded for awake.
-	woken map[string]bool
+	// notParked are the nodes this plane woke, found awake or failed to
+	// record parked, and since when: a Cordoner's mark on one from before
+	// then is this plane's, and settleCordons takes it off.
+	notParked map[string]time.Time
 	// from is when parking decides again after a restart that found
 	// parked nodes.
 	from time.Time
@@ -280,12 +291,9 @@ func (p *Plane) settleParked(ctx context.Context, now time.Time) {
 	for _, n := range p.cfg.Nodes.Nodes() {
 		ready[n.Name] = n.State == "" || n.State == cluster.NodeReady
 	}
-	var marked map[string]bool // with a Cordoner: the nodes that bear its mark
+	var marked map[string]time.Time // with a Cordoner: the nodes that bear its mark, since when
 	if p.cfg.Cordoner != nil {
-		marked = map[string]bool{}
-		for _, n := range p.cfg.Cordoner.Cordoned() {
-			marked[n] = true
-		}
+		marked = p.cfg.Cordoner.Cordoned()
 	}
 	type change struct {
 		node   cluster.Node
@@ -295,8 +303,9 @@ func (p *Plane) settleParked(ctx context.Context, now time.Time) {
 		booted time.Duration // a woken node's, from its wake until it was up
 	}
 	var (
-		changes []change
-		resume  []powerRun
+		changes  []change
+		resume   []powerRun
+		unmarked []cluster.Node // parked, up and without the mark: read live
 	)
 	changed := func(name string) bool {
 		return slices.ContainsFunc(changes, func(c change) bool { return c.node.Name == name })
@@ -332,7 +341,10 @@ func (p *Plane) settleParked(ctx context.Context, now time.Time) {
 			pn.wentDown = true
 		}
 		up := ready[name] && (pn.wentDown || cfg.Suspend == "")
+		markedAt, isMarked := marked[name]
 		switch {
+		case pn.state == powerWaking && isMarked && markedAt.After(pn.since):
+			changes = append(changes, change{node: pn.node, to: powerParked, msg: "it was marked parked after its wake (another replica parked it again)"})
 		case pn.state == powerWaking && up:
 			c := change{node: pn.node, msg: "node awake"}
 			if pn.wentDown {
@@ -341,8 +353,8 @@ func (p *Plane) settleParked(ctx context.Context, now time.Time) {
 			changes = append(changes, c)
 		case pn.state == powerParked && ready[name] && pn.wentDown:
 			changes = append(changes, change{node: pn.node, msg: "node awake: it came back up while parked"})
-		case pn.state == powerParked && ready[name] && marked != nil && !marked[name] && now.Sub(pn.since) >= markSeen:
-			changes = append(changes, change{node: pn.node, msg: "node awake: it is up and bears no parked mark (another replica woke it, or its mark was taken off)"})
+		case pn.state == powerParked && ready[name] && marked != nil && !isMarked && now.Sub(pn.since) >= markWait:
+			unmarked = append(unmarked, pn.node)
 		case pn.state == powerWaking && now.Sub(pn.since) >= cfg.WakeTimeout && ready[name]:
 			changes = append(changes, change{node: pn.node, msg: fmt.Sprintf("node awake: it is up %s after its wake, though never seen down", cfg.WakeTimeout)})
 		case pn.state == powerWaking && now.Sub(pn.since) >= cfg.WakeTimeout:
@@ -351,6 +363,13 @@ func (p *Plane) settleParked(ctx context.Context, now time.Time) {
 		}
 	}
 	p.mu.Unlock()
+	for _, n := range unmarked {
+		if on, err := p.cfg.Cordoner.Marked(ctx, n.Name); err != nil {
+			p.log.Warn("parking: a parked node that is up shows no parked mark, and reading it failed", "node", n.Name, "error", err)
+		} else if !on {
+			changes = append(changes, change{node: n, msg: "node awake: it is up and bears no parked mark (another replica woke it, or its mark was taken off)"})
+		}
+	}
 	for _, r := range resume {
 		p.log.Warn("parking: a woken node went down after its wake (it was shutting down): its resume program runs again", "node", r.node)
 		p.runPowerProgram(ctx, cfg.Resume, r)
@@ -373,7 +392,7 @@ func (p *Plane) settleParked(ctx context.Context, now time.Time) {
 		p.mu.Lock()
 		delete(p.parked, c.node.Name)
 		p.mu.Unlock()
-		p.parking.woken[c.node.Name] = true // a node awake while parked bears the mark still
+		p.parking.notParked[c.node.Name] = now // a node awake while parked bears the mark still
 		if c.failed != nil {
 			p.parking.hold[c.node.Name] = now.Add(cfg.IdleAfter)
 		}
@@ -389,48 +408,78 @@ func (p *Plane) settleParked(ctx context.Context, now time.Time) {
 	}
 }
 
-// settleCordons, on autopilot, uncordons the nodes that bear the
-// Cordoner's mark and are not parked: waking, woken or found awake by
-// this plane, or any with parking off. With Parking, a node that bears
-// the mark and that the plane neither knows parked nor woke is taken as
-// parked, down or up, not uncordoned: another replica parked it (with a
-// store of its own, and it may still be shutting down), or a restart lost
-// its record; so it is still woken when work needs it. The advisor
-// changes no mark.
+// settleCordons, on autopilot, deals with the nodes that bear the
+// Cordoner's mark and are not parked here. With parking off, each is
+// uncordoned. A node this plane is waking, or knows is not parked since
+// before it was marked, is uncordoned too: the mark is this plane's, left
+// by an uncordon that failed. Any other is taken as parked, down or up:
+// another replica parked it (with a store of its own, and it may still be
+// shutting down), or a restart lost its record; so it is still woken when
+// work needs it. But a node where this plane's jobs run, or that
+// Unparkable names, is uncordoned instead. The advisor changes no mark.
 func (p *Plane) settleCordons(ctx context.Context, now time.Time) {
 	if p.cfg.Cordoner == nil || p.Mode() != ModeAutopilot {
 		return
 	}
 	marked := p.cfg.Cordoner.Cordoned()
-	st := &p.parking
-	for name := range st.woken {
-		if !slices.Contains(marked, name) {
-			delete(st.woken, name) // its mark is off
-		}
-	}
 	if len(marked) == 0 {
 		return
 	}
+	st := &p.parking
 	nodes := map[string]cluster.Node{}
 	for _, n := range p.cfg.Nodes.Nodes() {
 		nodes[n.Name] = n
 	}
-	for _, name := range marked {
+	var busy map[string]bool // read once, when a node may be taken as parked
+	for _, name := range slices.Sorted(maps.Keys(marked)) {
 		p.mu.Lock()
 		pn := p.parked[name]
 		p.mu.Unlock()
 		if pn != nil && pn.state == powerParked {
 			continue
 		}
-		if n, listed := nodes[name]; pn == nil && p.cfg.Parking != nil && listed && !st.woken[name] {
-			n.State = cluster.NodeReady // its shape when up
-			p.setParked(ctx, n, "", powerParked, now, "node parked: it bears the parked mark, with no record here (parked by another replica, or its record lost)", "")
-			continue // if not recorded, the next cycle tries again: the node may be down
+		since, known := st.notParked[name]
+		ours := pn != nil || known && !marked[name].After(since)
+		if n, listed := nodes[name]; !ours && p.cfg.Parking != nil && listed {
+			if busy == nil {
+				var err error
+				if busy, err = p.nodesWithJobs(ctx); err != nil {
+					p.log.Error("parking: a node bears the parked mark with no record here; reading the jobs' nodes failed", "node", name, "error", err)
+					return // the next cycle tries again
+				}
+			}
+			why := p.cfg.Cordoner.Unparkable(name)
+			if busy[name] {
+				why = "jobs of this plane run there"
+			}
+			if why == "" {
+				n.State = cluster.NodeReady // its shape when up
+				p.setParked(ctx, n, "", powerParked, now, "node parked: it bears the parked mark, with no record here (parked by another replica, or its record lost)", "")
+				continue // if not recorded, the next cycle tries again: the node may be down
+			}
+			p.log.Warn("parking: a node bears the parked mark with no record here and is not taken as parked: it is uncordoned", "node", name, "why", why)
 		}
 		if err := p.cfg.Cordoner.Uncordon(ctx, name); err != nil {
 			p.log.Warn("parking: a node that is not parked is not uncordoned yet", "node", name, "error", err)
+			continue
+		}
+		delete(st.notParked, name)
+	}
+}
+
+// nodesWithJobs is the nodes where the store's placements hold GPUs.
+func (p *Plane) nodesWithJobs(ctx context.Context) (map[string]bool, error) {
+	pls, err := p.cfg.Store.Placements(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	for _, pl := range pls {
+		for _, a := range pl.Allocations {
+			out[a.GPU.Node] = true
 		}
 	}
+	return out, nil
 }
 
 // learnBoot adds a boot seen to the decayed mean bootTime returns.
@@ -773,8 +822,8 @@ func (p *Plane) setParked(ctx context.Context, node cluster.Node, from, to strin
 	}
 	cordoned := false // by this call: taken off again if the record fails
 	if to == powerParked && p.cfg.Cordoner != nil {
-		marked := slices.Contains(p.cfg.Cordoner.Cordoned(), node.Name)
-		switch err := p.cfg.Cordoner.Cordon(ctx, node.Name); {
+		placed, err := p.cfg.Cordoner.Cordon(ctx, node.Name)
+		switch {
 		case err != nil && from == powerWaking:
 			// A node whose wake failed is down, cordoned or not.
 			p.log.Warn("parking: the node whose wake failed is not cordoned", "node", node.Name, "error", err)
@@ -783,9 +832,8 @@ func (p *Plane) setParked(ctx context.Context, node cluster.Node, from, to strin
 				"after", p.cfg.Parking.IdleAfter, "error", err)
 			p.parking.hold[node.Name] = now.Add(p.cfg.Parking.IdleAfter)
 			return false
-		default:
-			cordoned = !marked
 		}
+		cordoned = placed
 	}
 	var wakeAfter time.Time
 	if from == powerWaking && to == powerParked {
@@ -795,6 +843,7 @@ func (p *Plane) setParked(ctx context.Context, node cluster.Node, from, to strin
 		p.log.Error("parking: not recorded", "node", node.Name, "state", to, "error", err)
 		if cordoned {
 			if err := p.cfg.Cordoner.Uncordon(ctx, node.Name); err != nil {
+				p.parking.notParked[node.Name] = now // its mark is this plane's: settleCordons takes it off
 				p.log.Warn("parking: the node not parked is not uncordoned yet", "node", node.Name, "error", err)
 			}
 		}
@@ -808,9 +857,9 @@ func (p *Plane) setParked(ctx context.Context, node cluster.Node, from, to strin
 	p.parked[node.Name] = next
 	p.mu.Unlock()
 	if to == powerParked {
-		delete(p.parking.woken, node.Name)
+		delete(p.parking.notParked, node.Name)
 	} else {
-		p.parking.woken[node.Name] = true
+		p.parking.notParked[node.Name] = now
 	}
 	p.changedState()
 	if from == powerWaking {

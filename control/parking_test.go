@@ -613,11 +613,20 @@ func TestTheQueueForecastWakesParkedNodes(t *testing.T) {
 // fakeCordoner records what the plane cordons and uncordons.
 type fakeCordoner struct {
 	mu           sync.Mutex
-	marks        map[string]bool
+	now          func() time.Time
+	marks        map[string]time.Time // on the nodes, and when they were put on
+	stale        map[string]time.Time // what Cordoned shows while set (an informer behind); nil: the marks
 	unparkable   map[string]string
 	failCordon   int // cordons that fail before one succeeds
 	failUncordon int // uncordons that fail before one succeeds
 	calls        []string
+}
+
+// newFakeCordoner is a fakeCordoner on clock now with marks on nodes.
+func newFakeCordoner(now func() time.Time, nodes ...string) *fakeCordoner {
+	f := &fakeCordoner{now: now, marks: map[string]time.Time{}, unparkable: map[string]string{}}
+	f.mark(nodes...)
+	return f
 }
 
 func (f *fakeCordoner) Unparkable(node string) string {
@@ -626,16 +635,19 @@ func (f *fakeCordoner) Unparkable(node string) string {
 	return f.unparkable[node]
 }
 
-func (f *fakeCordoner) Cordon(_ context.Context, node string) error {
+func (f *fakeCordoner) Cordon(_ context.Context, node string) (bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls = append(f.calls, "cordon "+node)
 	if f.failCordon > 0 {
 		f.failCordon--
-		return errors.New("the API server is unreachable")
+		return false, errors.New("the API server is unreachable")
 	}
-	f.marks[node] = true
-	return nil
+	if _, on := f.marks[node]; on {
+		return false, nil
+	}
+	f.marks[node] = f.now()
+	return true, nil
 }
 
 func (f *fakeCordoner) Uncordon(_ context.Context, node string) error {
@@ -650,10 +662,20 @@ func (f *fakeCordoner) Uncordon(_ context.Context, node string) error {
 	return nil
 }
 
-func (f *fakeCordoner) Cordoned() []string {
+func (f *fakeCordoner) Cordoned() map[string]time.Time {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return slices.Sorted(maps.Keys(f.marks))
+	if f.stale != nil {
+		return maps.Clone(f.stale)
+	}
+	return maps.Clone(f.marks)
+}
+
+func (f *fakeCordoner) Marked(_ context.Context, node string) (bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	_, on := f.marks[node]
+	return on, nil
 }
 
 // took is the calls made since the last took.
@@ -665,13 +687,20 @@ func (f *fakeCordoner) took() []string {
 	return out
 }
 
-// mark puts the parked mark on nodes, as another replica would.
+// mark puts the parked mark on nodes now, as another replica would.
 func (f *fakeCordoner) mark(nodes ...string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, n := range nodes {
-		f.marks[n] = true
+		f.marks[n] = f.now()
 	}
+}
+
+// marked is the nodes that bear the mark.
+func (f *fakeCordoner) marked() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Sorted(maps.Keys(f.marks))
 }
 
 // Where other schedulers share the fleet, a node is cordoned before it
@@ -681,8 +710,9 @@ func (f *fakeCordoner) mark(nodes ...string) {
 // is not parked is taken off with parking off, and left alone by the
 // advisor.
 func TestAParkedNodeIsCordonedUntilItIsWoken(t *testing.T) {
-	c := &fakeCordoner{marks: map[string]bool{}, unparkable: map[string]string{"n1": "2 pods of other schedulers run there"}, failCordon: 1}
 	e := newEnv(t, fleetOf(2, 4), nil)
+	c := newFakeCordoner(e.clock.Now)
+	c.unparkable["n1"], c.failCordon = "2 pods of other schedulers run there", 1
 	e.mod = func(cfg *Config) {
 		cfg.Mode, cfg.Parking, cfg.Cordoner = ModeAutopilot, &Parking{IdleAfter: 10 * time.Minute}, c
 	}
@@ -702,8 +732,8 @@ func TestAParkedNodeIsCordonedUntilItIsWoken(t *testing.T) {
 	e.clock.Advance(time.Minute)
 	e.plane.cycle(e.ctx)
 	e.wantNode("n0", "parked", "once its cordon holds")
-	if got := c.took(); !slices.Equal(got, []string{"cordon n0"}) || !c.marks["n0"] {
-		t.Fatalf("calls %v, marks %v; want n0 cordoned", got, c.marks)
+	if got := c.took(); !slices.Equal(got, []string{"cordon n0"}) || !slices.Equal(c.marked(), []string{"n0"}) {
+		t.Fatalf("calls %v, marks %v; want n0 cordoned", got, c.marked())
 	}
 	e.plane.cycle(e.ctx)
 	if got := c.took(); len(got) != 0 {
@@ -716,8 +746,8 @@ func TestAParkedNodeIsCordonedUntilItIsWoken(t *testing.T) {
 	e.submit("b", spec(4, 10*time.Hour))
 	e.plane.cycle(e.ctx)
 	e.wantNode("n0", "waking", "with b waiting")
-	if got := c.took(); !slices.Equal(got, []string{"uncordon n0"}) || len(c.marks) != 0 {
-		t.Fatalf("calls %v, marks %v; want n0 uncordoned", got, c.marks)
+	if got := c.took(); !slices.Equal(got, []string{"uncordon n0"}) || len(c.marked()) != 0 {
+		t.Fatalf("calls %v, marks %v; want n0 uncordoned", got, c.marked())
 	}
 
 	// A mark the plane did not make now (a record lost) is left alone by
@@ -732,48 +762,74 @@ func TestAParkedNodeIsCordonedUntilItIsWoken(t *testing.T) {
 	e.mod = func(cfg *Config) { cfg.Mode, cfg.Cordoner = ModeAutopilot, c }
 	e.restart()
 	e.plane.cycle(e.ctx)
-	if got := c.took(); !slices.Equal(got, []string{"uncordon n1"}) || len(c.marks) != 0 {
-		t.Errorf("calls %v, marks %v; want n1 uncordoned", got, c.marks)
+	if got := c.took(); !slices.Equal(got, []string{"uncordon n1"}) || len(c.marked()) != 0 {
+		t.Errorf("calls %v, marks %v; want n1 uncordoned", got, c.marked())
 	}
 }
 
 // A node that bears the parked mark, though the store holds no record of
 // it (another replica parked it, with a store of its own), is taken as
 // parked, down or up (still shutting down), and woken when a job needs
-// it.
+// it; but a marked node where a job of the plane runs, or that the
+// Cordoner names unparkable, is uncordoned instead.
 func TestANodeThatBearsTheParkedMarkIsTakenAsParked(t *testing.T) {
-	c := &fakeCordoner{marks: map[string]bool{"n0": true, "n1": true}}
-	e := newEnv(t, fleetOf(3, 4), nil)
-	e.setNode("n0", cluster.NodeFailed) // off
+	e := newEnv(t, fleetOf(5, 4), nil)
+	c := newFakeCordoner(e.clock.Now)
 	e.mod = func(cfg *Config) {
 		cfg.Mode, cfg.Parking, cfg.Cordoner = ModeAutopilot, &Parking{IdleAfter: time.Hour}, c
 	}
 	e.restart()
+	e.submit("r", spec(4, 10*time.Hour))
 	e.plane.cycle(e.ctx)
-	e.wantNode("n0", "parked", "down with the mark")
-	e.wantNode("n1", "parked", "up with the mark")
-	e.wantNode("n2", "ready", "without the mark")
-	if got := c.took(); !slices.Equal(got, []string{"cordon n0", "cordon n1"}) || !slices.Equal(slices.Sorted(maps.Keys(c.marks)), []string{"n0", "n1"}) {
-		t.Fatalf("calls %v, marks %v; want n0 and n1 kept cordoned", got, c.marks)
+	pls, err := e.store.Placements(e.ctx)
+	if err != nil || len(pls) != 1 {
+		t.Fatalf("placements %+v (%v), want r's", pls, err)
 	}
-	if parked, err := e.store.ParkedNodes(e.ctx); err != nil || len(parked) != 2 || parked[0].Node.Name != "n0" || len(parked[0].Node.GPUs) != 4 {
-		t.Fatalf("the store holds %+v (%v), want n0 with its 4 GPUs, and n1", parked, err)
+	running := pls[0].Allocations[0].GPU.Node
+	var others []string
+	for _, n := range []string{"n0", "n1", "n2", "n3", "n4"} {
+		if n != running {
+			others = append(others, n)
+		}
 	}
-	for _, j := range []string{"a", "b", "c"} {
+	down, up, unparkable := others[0], others[1], others[2]
+	e.setNode(down, cluster.NodeFailed) // off
+	c.unparkable[unparkable] = "a pod of another scheduler runs there"
+	c.mark(down, up, unparkable, running)
+	c.took()
+	e.plane.cycle(e.ctx)
+	e.wantNode(down, "parked", "down with the mark")
+	e.wantNode(up, "parked", "up with the mark")
+	e.wantNode(running, "ready", "with the mark and r running")
+	e.wantNode(unparkable, "ready", "with the mark and unparkable")
+	want := []string{"cordon " + down, "cordon " + up, "uncordon " + running, "uncordon " + unparkable}
+	got := c.took()
+	slices.Sort(want)
+	slices.Sort(got)
+	if !slices.Equal(got, want) || !slices.Equal(c.marked(), slices.Sorted(slices.Values([]string{down, up}))) {
+		t.Fatalf("calls %v, marks %v; want %v", got, c.marked(), want)
+	}
+	if parked, err := e.store.ParkedNodes(e.ctx); err != nil || len(parked) != 2 || len(parked[0].Node.GPUs) != 4 {
+		t.Fatalf("the store holds %+v (%v), want the two taken as parked with their 4 GPUs", parked, err)
+	}
+	for _, j := range []string{"a", "b", "c", "d"} {
 		e.submit(j, spec(4, 10*time.Hour))
 	}
 	e.plane.cycle(e.ctx)
-	if got := c.took(); !slices.Equal(got, []string{"uncordon n0", "uncordon n1"}) {
-		t.Errorf("calls %v, want n0 and n1 uncordoned as they are woken", got)
+	got = c.took()
+	slices.Sort(got)
+	if want := slices.Sorted(slices.Values([]string{"uncordon " + down, "uncordon " + up})); !slices.Equal(got, want) {
+		t.Errorf("calls %v, want %v: both woken", got, want)
 	}
 }
 
 // A node the plane woke whose mark could not be taken off then is
 // uncordoned once it is awake, not taken as parked; so is a node that
-// came back up while parked.
+// came back up while parked. A mark put on after that is another
+// replica's park.
 func TestAWokenNodeStillMarkedIsUncordonedNotTakenAsParked(t *testing.T) {
-	c := &fakeCordoner{marks: map[string]bool{}}
 	e := newEnv(t, fleetOf(2, 4), nil)
+	c := newFakeCordoner(e.clock.Now)
 	e.mod = func(cfg *Config) {
 		cfg.Mode, cfg.Parking, cfg.Cordoner = ModeAutopilot, &Parking{IdleAfter: 10 * time.Minute}, c
 	}
@@ -791,8 +847,8 @@ func TestAWokenNodeStillMarkedIsUncordonedNotTakenAsParked(t *testing.T) {
 	if st := e.nodeStates()["n0"]; st == "parked" {
 		t.Fatalf("n0, woken, with its mark still on: %s, want it not parked again", st)
 	}
-	if c.marks["n0"] {
-		t.Fatalf("marks %v: want n0's taken off", c.marks)
+	if slices.Contains(c.marked(), "n0") {
+		t.Fatalf("marks %v: want n0's taken off", c.marked())
 	}
 
 	// n1 goes down and comes back up while parked: awake, and uncordoned.
@@ -801,8 +857,41 @@ func TestAWokenNodeStillMarkedIsUncordonedNotTakenAsParked(t *testing.T) {
 	e.setNode("n1", cluster.NodeReady)
 	e.plane.cycle(e.ctx)
 	e.plane.cycle(e.ctx)
-	if st := e.nodeStates()["n1"]; st == "parked" || c.marks["n1"] {
-		t.Errorf("n1, back up while parked: %s, marks %v; want it awake and uncordoned", st, c.marks)
+	if st := e.nodeStates()["n1"]; st == "parked" || slices.Contains(c.marked(), "n1") {
+		t.Fatalf("n1, back up while parked: %s, marks %v; want it awake and uncordoned", st, c.marked())
+	}
+
+	// Another replica parks n1 later: its mark is not this plane's.
+	e.clock.Advance(time.Minute)
+	c.mark("n1")
+	e.plane.cycle(e.ctx)
+	e.wantNode("n1", "parked", "marked after it was found awake")
+}
+
+// A node this plane is waking that is marked parked after its wake
+// (another replica, leading meanwhile, parked it again) is parked again,
+// not taken for awake and uncordoned while it shuts down.
+func TestAWakingNodeMarkedSinceIsParkedAgain(t *testing.T) {
+	e := newEnv(t, fleetOf(1, 4), nil)
+	c := newFakeCordoner(e.clock.Now)
+	e.mod = func(cfg *Config) {
+		cfg.Mode, cfg.Parking, cfg.Cordoner = ModeAutopilot, &Parking{IdleAfter: 10 * time.Minute, Suspend: "true"}, c
+	}
+	e.restart()
+	e.cyclesApart(10 * time.Minute)
+	e.wantNode("n0", "parked", "idle 10 minutes")
+	e.plane.background.Wait() // its suspend program ran; the node is still up, shutting down
+	e.plane.cycle(e.ctx)
+	e.submit("a", spec(4, time.Hour))
+	e.plane.cycle(e.ctx)
+	e.wantNode("n0", "waking", "with a waiting")
+	e.clock.Advance(time.Minute)
+	c.mark("n0")
+	c.took()
+	e.plane.cycle(e.ctx)
+	e.wantNode("n0", "parked", "marked after its wake")
+	if got := c.took(); slices.Contains(got, "uncordon n0") {
+		t.Errorf("calls %v: want n0's new mark kept", got)
 	}
 }
 
@@ -810,8 +899,8 @@ func TestAWokenNodeStillMarkedIsUncordonedNotTakenAsParked(t *testing.T) {
 // where it cannot be cordoned (an operator cordoned it meanwhile): it
 // stays no longer waking, and another node is woken for the work.
 func TestAFailedWakeParksTheNodeAgainThoughItsCordonFails(t *testing.T) {
-	c := &fakeCordoner{marks: map[string]bool{}}
 	e := newEnv(t, fleetOf(1, 4), nil)
+	c := newFakeCordoner(e.clock.Now)
 	e.mod = func(cfg *Config) {
 		cfg.Mode, cfg.Parking, cfg.Cordoner = ModeAutopilot, &Parking{IdleAfter: 10 * time.Minute, WakeTimeout: 10 * time.Minute}, c
 	}
@@ -843,11 +932,11 @@ func TestANodeWithoutGPUsIsNotParked(t *testing.T) {
 }
 
 // A parked node that is up and no longer bears the mark (a replica that
-// led meanwhile, with a store of its own, woke it) is awake, once the
-// mark has had time to show after the park.
+// led meanwhile, with a store of its own, woke it) is awake; but not
+// while the node, read live, still bears it (the Cordoner's view lags).
 func TestAParkedNodeUpWithoutItsMarkIsAwake(t *testing.T) {
-	c := &fakeCordoner{marks: map[string]bool{}}
 	e := newEnv(t, fleetOf(2, 4), nil)
+	c := newFakeCordoner(e.clock.Now)
 	e.mod = func(cfg *Config) {
 		cfg.Mode, cfg.Parking, cfg.Cordoner = ModeAutopilot, &Parking{IdleAfter: 10 * time.Minute}, c
 	}
@@ -855,11 +944,16 @@ func TestAParkedNodeUpWithoutItsMarkIsAwake(t *testing.T) {
 	e.cyclesApart(10 * time.Minute)
 	e.wantNode("n0", "parked", "idle 10 minutes")
 	c.mu.Lock()
+	c.stale = map[string]time.Time{"n1": c.marks["n1"]} // n0's mark not seen yet
+	c.mu.Unlock()
+	e.clock.Advance(markWait)
+	e.plane.cycle(e.ctx)
+	e.wantNode("n0", "parked", "its mark on, though not seen")
+
+	c.mu.Lock()
+	c.stale = nil
 	delete(c.marks, "n0") // the other replica woke it
 	c.mu.Unlock()
-	e.plane.cycle(e.ctx)
-	e.wantNode("n0", "parked", "without its mark less than a minute after its park")
-	e.clock.Advance(markSeen)
 	e.plane.cycle(e.ctx)
 	e.wantNode("n0", "ready", "up without its mark")
 	e.wantNode("n1", "parked", "with its mark")

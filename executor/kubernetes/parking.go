@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"slices"
 	"strings"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 )
 
 // The Backend is the control plane's Cordoner: a node the plane parks is
@@ -44,11 +44,31 @@ func (b *Backend) Unparkable(node string) string {
 }
 
 // Cordoned implements control.Cordoner: the nodes the informer last saw
-// with AnnotationParked.
-func (b *Backend) Cordoned() []string {
+// with AnnotationParked, and its time.
+func (b *Backend) Cordoned() map[string]time.Time {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return slices.Sorted(maps.Keys(b.cordoned))
+	return maps.Clone(b.cordoned)
+}
+
+// parkedAt reads AnnotationParked's time; zero when it is not one.
+func parkedAt(v string) time.Time {
+	t, err := time.Parse(time.RFC3339, v)
+	if err != nil {
+		return time.Time{}
+	}
+	return t
+}
+
+// Marked implements control.Cordoner: whether the API server's node
+// bears AnnotationParked now; a node that is gone is an error.
+func (b *Backend) Marked(ctx context.Context, node string) (bool, error) {
+	kn, err := b.cfg.Client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	if err != nil {
+		return false, fmt.Errorf("kubernetes backend: reading node %s: %w", node, err)
+	}
+	_, ok := kn.Annotations[AnnotationParked]
+	return ok, nil
 }
 
 // Cordon implements control.Cordoner. It reads the node from the API
@@ -57,41 +77,41 @@ func (b *Backend) Cordoned() []string {
 // by someone else is refused. Once cordoned, the node's pods are listed
 // from the API server, not the informer: a pod another scheduler bound
 // there before the cordon (after the plane found the node empty) takes
-// the cordon off again, and the node is not parked. A node whose object
-// is gone (a cloud's node controller deletes the Node of a stopped
-// machine) takes no pod: there is nothing to cordon.
-func (b *Backend) Cordon(ctx context.Context, node string) error {
+// the cordon off again (read afresh, as the node lifecycle controller
+// taints a cordoned node meanwhile), and the node is not parked. A node
+// whose object is gone (a cloud's node controller deletes the Node of a
+// stopped machine) takes no pod: there is nothing to cordon.
+func (b *Backend) Cordon(ctx context.Context, node string) (placed bool, err error) {
 	kn, err := b.cfg.Client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return nil
+		return false, nil
 	}
 	if err != nil {
-		return fmt.Errorf("kubernetes backend: cordoning node %s: %w", node, err)
+		return false, fmt.Errorf("kubernetes backend: cordoning node %s: %w", node, err)
 	}
 	if kn.Annotations[AnnotationParked] != "" && kn.Spec.Unschedulable {
-		return nil
+		return false, nil
 	}
 	if kn.Spec.Unschedulable {
-		return fmt.Errorf("kubernetes backend: node %s is cordoned already, not by Prescient: it is not parked", node)
+		return false, fmt.Errorf("kubernetes backend: node %s is cordoned already, not by Prescient: it is not parked", node)
 	}
 	at := b.cfg.Clock().UTC().Format(time.RFC3339)
-	kn, err = b.patchNode(ctx, kn, at, true)
-	if err != nil {
-		return fmt.Errorf("kubernetes backend: cordoning node %s: %w", node, err)
+	if _, err := b.patchNode(ctx, kn, at, true); err != nil {
+		return false, fmt.Errorf("kubernetes backend: cordoning node %s: %w", node, err)
 	}
 	landed, err := b.podOfOthersOn(ctx, node)
 	if err == nil && landed == "" {
 		b.log.Info("node cordoned to be parked", "node", node)
-		return nil
+		return true, nil
 	}
 	why := fmt.Errorf("kubernetes backend: cordoning node %s: listing its pods: %w", node, err)
 	if err == nil {
 		why = fmt.Errorf("kubernetes backend: node %s: pod %s of another scheduler runs there: it is not parked", node, landed)
 	}
-	if _, err := b.patchNode(ctx, kn, "", false); err != nil {
-		return fmt.Errorf("%w; taking its cordon off again: %w", why, err) // the plane uncordons it at a later cycle
+	if err := b.unmark(ctx, node); err != nil {
+		return true, fmt.Errorf("%w; taking its cordon off again: %w", why, err)
 	}
-	return why
+	return false, why
 }
 
 // podOfOthersOn names a pod of another scheduler that runs on node and
@@ -121,21 +141,32 @@ func (b *Backend) podOfOthersOn(ctx context.Context, node string) (string, error
 // cordon off a node that bears the annotation; a node without it, or
 // gone, is left alone.
 func (b *Backend) Uncordon(ctx context.Context, node string) error {
-	kn, err := b.cfg.Client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
+	if err := b.unmark(ctx, node); err != nil {
 		return fmt.Errorf("kubernetes backend: uncordoning node %s: %w", node, err)
 	}
-	if _, ok := kn.Annotations[AnnotationParked]; !ok {
-		return nil
-	}
-	if _, err := b.patchNode(ctx, kn, "", false); err != nil {
-		return fmt.Errorf("kubernetes backend: uncordoning node %s: %w", node, err)
-	}
-	b.log.Info("node uncordoned: no longer parked", "node", node)
 	return nil
+}
+
+// unmark takes AnnotationParked and the cordon off node, reading it afresh
+// and trying again while its version changes under the patch.
+func (b *Backend) unmark(ctx context.Context, node string) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		kn, err := b.cfg.Client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if _, ok := kn.Annotations[AnnotationParked]; !ok {
+			return nil
+		}
+		if _, err := b.patchNode(ctx, kn, "", false); err != nil {
+			return err
+		}
+		b.log.Info("node uncordoned: no longer parked", "node", node)
+		return nil
+	})
 }
 
 // patchNode sets a node's cordon and AnnotationParked (at; "" removes it)
@@ -160,8 +191,8 @@ func (b *Backend) patchNode(ctx context.Context, kn *corev1.Node, at string, cor
 // parking powers down with it: a DaemonSet's or a static pod that holds
 // no GPUs (one that does is work).
 func nodeService(p *corev1.Pod) bool {
-	_, mig, _ := podMIG(p)
-	return daemonPod(p) && podGPUs(p) == 0 && mig == 0
+	_, mig, err := podMIG(p)
+	return daemonPod(p) && podGPUs(p) == 0 && mig == 0 && err == nil
 }
 
 // daemonPod reports whether a pod is a DaemonSet's or a static pod (the

@@ -3,12 +3,13 @@ package kubernetes
 import (
 	"context"
 	"errors"
-	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	k8stesting "k8s.io/client-go/testing"
@@ -58,21 +59,31 @@ func TestCordonAndUncordonTouchOnlyPrescientsMark(t *testing.T) {
 		return n
 	}
 
-	if err := e.backend.Cordon(ctx, "a"); err != nil {
-		t.Fatal(err)
+	before := time.Now()
+	if placed, err := e.backend.Cordon(ctx, "a"); err != nil || !placed {
+		t.Fatalf("Cordon of an empty node: placed %v, %v", placed, err)
 	}
 	if a := node("a"); !a.Spec.Unschedulable || a.Annotations[AnnotationParked] == "" {
 		t.Fatalf("node a after Cordon: unschedulable %v, annotations %v", a.Spec.Unschedulable, a.Annotations)
 	}
-	eventually(t, "the informer sees a's mark", func() bool { return slices.Equal(e.backend.Cordoned(), []string{"a"}) })
+	eventually(t, "the informer sees a's mark", func() bool { return len(e.backend.Cordoned()) == 1 })
+	if at, ok := e.backend.Cordoned()["a"]; !ok || at.Before(before.Truncate(time.Second)) || at.After(time.Now()) {
+		t.Errorf("a marked at %s (%v), want the time of its Cordon, %s", at, ok, before)
+	}
+	if on, err := e.backend.Marked(ctx, "a"); err != nil || !on {
+		t.Errorf("Marked(a): %v, %v; want true", on, err)
+	}
+	if on, err := e.backend.Marked(ctx, "gone"); err == nil {
+		t.Errorf("Marked of a node that is not there: %v, want an error", on)
+	}
 	if n := e.backend.Nodes()[0]; n.Name != "a" || n.State != cluster.NodeReady {
 		t.Errorf("node a cordoned to park and Ready: %s %s, want ready", n.Name, n.State)
 	}
-	if err := e.backend.Cordon(ctx, "a"); err != nil {
-		t.Errorf("a second Cordon: %v", err)
+	if placed, err := e.backend.Cordon(ctx, "a"); err != nil || placed {
+		t.Errorf("a second Cordon: placed %v, %v; want the mark found on", placed, err)
 	}
 
-	err := e.backend.Cordon(ctx, "b")
+	_, err := e.backend.Cordon(ctx, "b")
 	if err == nil || !strings.Contains(err.Error(), "node b") || !strings.Contains(err.Error(), "not by Prescient") {
 		t.Errorf("Cordon of a node cordoned by hand: %v, want an error naming it", err)
 	}
@@ -93,23 +104,25 @@ func TestCordonAndUncordonTouchOnlyPrescientsMark(t *testing.T) {
 	if err := e.backend.Uncordon(ctx, "gone"); err != nil {
 		t.Errorf("Uncordon of a node that is not there: %v, want nil", err)
 	}
-	if err := e.backend.Cordon(ctx, "gone"); err != nil {
+	if _, err := e.backend.Cordon(ctx, "gone"); err != nil {
 		t.Errorf("Cordon of a node whose object is gone (a stopped cloud machine): %v, want nil: no pod goes there", err)
 	}
 	e.client.PrependReactor("get", "nodes", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, errors.New("connection refused")
 	})
-	if err := e.backend.Cordon(ctx, "a"); err == nil || !strings.Contains(err.Error(), "node a") {
+	if _, err := e.backend.Cordon(ctx, "a"); err == nil || !strings.Contains(err.Error(), "node a") {
 		t.Errorf("Cordon with the API server unreachable: %v, want an error naming the node", err)
 	}
 }
 
 // A pod another scheduler bound to the node after the plane found it
 // empty (before the informer showed it) is found by Cordon, which takes
-// its cordon off again and refuses; a DaemonSet's pod is no such pod.
+// its cordon off again, read afresh (the node lifecycle controller taints
+// a cordoned node meanwhile), and refuses; a DaemonSet's pod is no such
+// pod unless it holds GPUs.
 func TestACordonFindsAPodThatLandedFirst(t *testing.T) {
 	yes := true
-	e := newFakeEnv(t, gpuNode("a", 8, nil), gpuNode("b", 8, nil))
+	e := newFakeEnv(t, gpuNode("a", 8, nil), gpuNode("b", 8, nil), gpuNode("c", 8, nil))
 	e.watch()
 	ctx := context.Background()
 	bound := func(name, node string) *corev1.Pod {
@@ -119,7 +132,10 @@ func TestACordonFindsAPodThatLandedFirst(t *testing.T) {
 	}
 	exporter := bound("exporter-b", "b")
 	exporter.OwnerReferences = []metav1.OwnerReference{{APIVersion: appsv1.SchemeGroupVersion.String(), Kind: "DaemonSet", Name: "exporter", UID: "ds", Controller: &yes}}
-	for _, p := range []*corev1.Pod{bound("notebook", "a"), bound("done", "b"), exporter} {
+	burnIn := gpuPod("infra", "burn-in-c", 1, nil)
+	burnIn.Spec.SchedulerName, burnIn.Spec.NodeName, burnIn.Status.Phase = "default-scheduler", "c", corev1.PodRunning
+	burnIn.OwnerReferences = exporter.OwnerReferences
+	for _, p := range []*corev1.Pod{bound("notebook", "a"), bound("done", "b"), exporter, burnIn} {
 		if p.Name == "done" {
 			p.Status.Phase = corev1.PodSucceeded
 		}
@@ -127,9 +143,16 @@ func TestACordonFindsAPodThatLandedFirst(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	err := e.backend.Cordon(ctx, "a")
-	if err == nil || !strings.Contains(err.Error(), "infra/notebook") || !strings.Contains(err.Error(), "node a") {
-		t.Errorf("Cordon of a node where a pod landed: %v, want an error naming the node and the pod", err)
+	patches := 0
+	e.client.PrependReactor("patch", "nodes", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if patches++; patches == 2 { // the revert's first try: the node changed since the cordon
+			return true, nil, apierrors.NewConflict(corev1.Resource("nodes"), "a", errors.New("the object has been modified"))
+		}
+		return false, nil, nil
+	})
+	placed, err := e.backend.Cordon(ctx, "a")
+	if err == nil || placed || !strings.Contains(err.Error(), "infra/notebook") || !strings.Contains(err.Error(), "node a") {
+		t.Errorf("Cordon of a node where a pod landed: placed %v, %v; want an error naming the node and the pod", placed, err)
 	}
 	a, err := e.client.CoreV1().Nodes().Get(ctx, "a", metav1.GetOptions{})
 	if err != nil {
@@ -138,8 +161,14 @@ func TestACordonFindsAPodThatLandedFirst(t *testing.T) {
 	if a.Spec.Unschedulable || a.Annotations[AnnotationParked] != "" {
 		t.Errorf("node a after the refused Cordon: unschedulable %v, annotations %v; want its cordon off", a.Spec.Unschedulable, a.Annotations)
 	}
-	if err := e.backend.Cordon(ctx, "b"); err != nil {
+	if patches != 3 {
+		t.Errorf("%d patches, want 3: the cordon, a revert refused for a conflict, the revert", patches)
+	}
+	if _, err := e.backend.Cordon(ctx, "b"); err != nil {
 		t.Errorf("Cordon of a node with a DaemonSet's pod and a finished pod: %v", err)
+	}
+	if _, err := e.backend.Cordon(ctx, "c"); err == nil || !strings.Contains(err.Error(), "infra/burn-in-c") {
+		t.Errorf("Cordon of a node where a DaemonSet's pod holds a GPU: %v, want it refused", err)
 	}
 }
 
