@@ -703,6 +703,16 @@ func (f *fakeCordoner) marked() []string {
 	return slices.Sorted(maps.Keys(f.marks))
 }
 
+// cordonedEnv is an env on fleet with Parking park on autopilot and a
+// fakeCordoner with no marks yet, restarted with them.
+func cordonedEnv(t *testing.T, fleet *cluster.Fleet, park Parking) (*env, *fakeCordoner) {
+	e := newEnv(t, fleet, nil)
+	c := newFakeCordoner(e.clock.Now)
+	e.mod = func(cfg *Config) { cfg.Mode, cfg.Parking, cfg.Cordoner = ModeAutopilot, &park, c }
+	e.restart()
+	return e, c
+}
+
 // Where other schedulers share the fleet, a node is cordoned before it
 // parks and uncordoned when it is woken; a node that cannot be cordoned
 // is not parked, and tried again only after IdleAfter; a node that runs
@@ -710,13 +720,8 @@ func (f *fakeCordoner) marked() []string {
 // is not parked is taken off with parking off, and left alone by the
 // advisor.
 func TestAParkedNodeIsCordonedUntilItIsWoken(t *testing.T) {
-	e := newEnv(t, fleetOf(2, 4), nil)
-	c := newFakeCordoner(e.clock.Now)
+	e, c := cordonedEnv(t, fleetOf(2, 4), Parking{IdleAfter: 10 * time.Minute})
 	c.unparkable["n1"], c.failCordon = "2 pods of other schedulers run there", 1
-	e.mod = func(cfg *Config) {
-		cfg.Mode, cfg.Parking, cfg.Cordoner = ModeAutopilot, &Parking{IdleAfter: 10 * time.Minute}, c
-	}
-	e.restart()
 	e.cyclesApart(10 * time.Minute)
 	if st := e.nodeStates(); st["n0"] != "ready" || st["n1"] != "ready" {
 		t.Fatalf("with n0's cordon failed and n1 unparkable: %v, want both ready", st)
@@ -773,12 +778,7 @@ func TestAParkedNodeIsCordonedUntilItIsWoken(t *testing.T) {
 // it; but a marked node where a job of the plane runs, or that the
 // Cordoner names unparkable, is uncordoned instead.
 func TestANodeThatBearsTheParkedMarkIsTakenAsParked(t *testing.T) {
-	e := newEnv(t, fleetOf(5, 4), nil)
-	c := newFakeCordoner(e.clock.Now)
-	e.mod = func(cfg *Config) {
-		cfg.Mode, cfg.Parking, cfg.Cordoner = ModeAutopilot, &Parking{IdleAfter: time.Hour}, c
-	}
-	e.restart()
+	e, c := cordonedEnv(t, fleetOf(5, 4), Parking{IdleAfter: time.Hour})
 	e.submit("r", spec(4, 10*time.Hour))
 	e.plane.cycle(e.ctx)
 	pls, err := e.store.Placements(e.ctx)
@@ -828,12 +828,7 @@ func TestANodeThatBearsTheParkedMarkIsTakenAsParked(t *testing.T) {
 // came back up while parked. A mark put on after that is another
 // replica's park.
 func TestAWokenNodeStillMarkedIsUncordonedNotTakenAsParked(t *testing.T) {
-	e := newEnv(t, fleetOf(2, 4), nil)
-	c := newFakeCordoner(e.clock.Now)
-	e.mod = func(cfg *Config) {
-		cfg.Mode, cfg.Parking, cfg.Cordoner = ModeAutopilot, &Parking{IdleAfter: 10 * time.Minute}, c
-	}
-	e.restart()
+	e, c := cordonedEnv(t, fleetOf(2, 4), Parking{IdleAfter: 10 * time.Minute})
 	e.cyclesApart(10 * time.Minute)
 	e.wantNode("n0", "parked", "idle 10 minutes")
 	e.wantNode("n1", "parked", "idle 10 minutes")
@@ -872,12 +867,7 @@ func TestAWokenNodeStillMarkedIsUncordonedNotTakenAsParked(t *testing.T) {
 // (another replica, leading meanwhile, parked it again) is parked again,
 // not taken for awake and uncordoned while it shuts down.
 func TestAWakingNodeMarkedSinceIsParkedAgain(t *testing.T) {
-	e := newEnv(t, fleetOf(1, 4), nil)
-	c := newFakeCordoner(e.clock.Now)
-	e.mod = func(cfg *Config) {
-		cfg.Mode, cfg.Parking, cfg.Cordoner = ModeAutopilot, &Parking{IdleAfter: 10 * time.Minute, Suspend: "true"}, c
-	}
-	e.restart()
+	e, c := cordonedEnv(t, fleetOf(1, 4), Parking{IdleAfter: 10 * time.Minute, Suspend: "true"})
 	e.cyclesApart(10 * time.Minute)
 	e.wantNode("n0", "parked", "idle 10 minutes")
 	e.plane.background.Wait() // its suspend program ran; the node is still up, shutting down
@@ -899,12 +889,7 @@ func TestAWakingNodeMarkedSinceIsParkedAgain(t *testing.T) {
 // where it cannot be cordoned (an operator cordoned it meanwhile): it
 // stays no longer waking, and another node is woken for the work.
 func TestAFailedWakeParksTheNodeAgainThoughItsCordonFails(t *testing.T) {
-	e := newEnv(t, fleetOf(1, 4), nil)
-	c := newFakeCordoner(e.clock.Now)
-	e.mod = func(cfg *Config) {
-		cfg.Mode, cfg.Parking, cfg.Cordoner = ModeAutopilot, &Parking{IdleAfter: 10 * time.Minute, WakeTimeout: 10 * time.Minute}, c
-	}
-	e.restart()
+	e, c := cordonedEnv(t, fleetOf(1, 4), Parking{IdleAfter: 10 * time.Minute, WakeTimeout: 10 * time.Minute})
 	e.cyclesApart(10 * time.Minute)
 	e.wantNode("n0", "parked", "idle 10 minutes")
 	e.setNode("n0", cluster.NodeFailed)
@@ -935,12 +920,7 @@ func TestANodeWithoutGPUsIsNotParked(t *testing.T) {
 // led meanwhile, with a store of its own, woke it) is awake; but not
 // while the node, read live, still bears it (the Cordoner's view lags).
 func TestAParkedNodeUpWithoutItsMarkIsAwake(t *testing.T) {
-	e := newEnv(t, fleetOf(2, 4), nil)
-	c := newFakeCordoner(e.clock.Now)
-	e.mod = func(cfg *Config) {
-		cfg.Mode, cfg.Parking, cfg.Cordoner = ModeAutopilot, &Parking{IdleAfter: 10 * time.Minute}, c
-	}
-	e.restart()
+	e, c := cordonedEnv(t, fleetOf(2, 4), Parking{IdleAfter: 10 * time.Minute})
 	e.cyclesApart(10 * time.Minute)
 	e.wantNode("n0", "parked", "idle 10 minutes")
 	c.mu.Lock()

@@ -121,21 +121,11 @@ func TestCordonAndUncordonTouchOnlyPrescientsMark(t *testing.T) {
 // a cordoned node meanwhile), and refuses; a DaemonSet's pod is no such
 // pod unless it holds GPUs.
 func TestACordonFindsAPodThatLandedFirst(t *testing.T) {
-	yes := true
 	e := newFakeEnv(t, gpuNode("a", 8, nil), gpuNode("b", 8, nil), gpuNode("c", 8, nil))
 	e.watch()
 	ctx := context.Background()
-	bound := func(name, node string) *corev1.Pod {
-		p := gpuPod("infra", name, 0, nil)
-		p.Spec.SchedulerName, p.Spec.NodeName, p.Status.Phase = "default-scheduler", node, corev1.PodRunning
-		return p
-	}
-	exporter := bound("exporter-b", "b")
-	exporter.OwnerReferences = []metav1.OwnerReference{{APIVersion: appsv1.SchemeGroupVersion.String(), Kind: "DaemonSet", Name: "exporter", UID: "ds", Controller: &yes}}
-	burnIn := gpuPod("infra", "burn-in-c", 1, nil)
-	burnIn.Spec.SchedulerName, burnIn.Spec.NodeName, burnIn.Status.Phase = "default-scheduler", "c", corev1.PodRunning
-	burnIn.OwnerReferences = exporter.OwnerReferences
-	for _, p := range []*corev1.Pod{bound("notebook", "a"), bound("done", "b"), exporter, burnIn} {
+	exporter, burnIn := ofDaemonSet(othersPod("exporter-b", "b", 0)), ofDaemonSet(othersPod("burn-in-c", "c", 1))
+	for _, p := range []*corev1.Pod{othersPod("notebook", "a", 0), othersPod("done", "b", 0), exporter, burnIn} {
 		if p.Name == "done" {
 			p.Status.Phase = corev1.PodSucceeded
 		}
@@ -176,19 +166,11 @@ func TestACordonFindsAPodThatLandedFirst(t *testing.T) {
 // keeps it up, a DaemonSet's or a static pod does not unless it holds
 // GPUs, and a node of MIG instances is never parked.
 func TestANodeWhereOtherWorkRunsIsUnparkable(t *testing.T) {
-	yes := true
-	foreign := func(name, node string) *corev1.Pod {
-		p := gpuPod("infra", name, 0, nil)
-		p.Spec.SchedulerName, p.Spec.NodeName, p.Status.Phase = "default-scheduler", node, corev1.PodRunning
-		return p
-	}
-	daemon := foreign("exporter-x", "b")
-	daemon.OwnerReferences = []metav1.OwnerReference{{APIVersion: appsv1.SchemeGroupVersion.String(), Kind: "DaemonSet", Name: "exporter", UID: "ds", Controller: &yes}}
+	foreign := func(name, node string) *corev1.Pod { return othersPod(name, node, 0) }
+	daemon := ofDaemonSet(foreign("exporter-x", "b"))
 	static := foreign("etcd-b", "b")
 	static.Annotations = map[string]string{corev1.MirrorPodAnnotationKey: "x"}
-	gpuDaemon := gpuPod("infra", "burn-in-c", 1, nil)
-	gpuDaemon.Spec.SchedulerName, gpuDaemon.Spec.NodeName, gpuDaemon.Status.Phase = "default-scheduler", "c", corev1.PodRunning
-	gpuDaemon.OwnerReferences = daemon.OwnerReferences
+	gpuDaemon := ofDaemonSet(othersPod("burn-in-c", "c", 1))
 	e := newFakeEnv(t, gpuNode("a", 8, nil), gpuNode("b", 8, nil), gpuNode("c", 8, nil), migNodeOf("m", 4, map[string]int64{"1g.10gb": 7}),
 		foreign("notebook", "a"), foreign("cache", "a"), daemon, static, gpuDaemon)
 	e.watch()
@@ -222,4 +204,19 @@ func TestANodeWhereOtherWorkRunsIsUnparkable(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "node a parkable once its pods ended", func() bool { return e.backend.Unparkable("a") == "" })
+}
+
+// othersPod is a running pod of the default scheduler on node, asking for
+// gpus.
+func othersPod(name, node string, gpus int) *corev1.Pod {
+	p := gpuPod("infra", name, gpus, nil)
+	p.Spec.SchedulerName, p.Spec.NodeName, p.Status.Phase = "default-scheduler", node, corev1.PodRunning
+	return p
+}
+
+// ofDaemonSet makes p a DaemonSet's pod.
+func ofDaemonSet(p *corev1.Pod) *corev1.Pod {
+	yes := true
+	p.OwnerReferences = []metav1.OwnerReference{{APIVersion: appsv1.SchemeGroupVersion.String(), Kind: "DaemonSet", Name: "exporter", UID: "ds", Controller: &yes}}
+	return p
 }
