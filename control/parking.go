@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"os/exec"
 	"slices"
 	"strings"
@@ -84,25 +83,28 @@ type Parking struct {
 // before it records it parked and its Suspend runs (a node it cannot
 // cordon is not parked, nor tried again before IdleAfter), and uncordons
 // it when it is woken. The mark is what replicas with stores of their own
-// share: on autopilot the plane takes a marked node it has no record of
-// as parked (unless its own jobs run there or Unparkable names it), a
-// node it is waking that was marked again since as parked, and a node it
-// recorded parked that is up and, read live, bears no mark as awake; it
-// uncordons the marked nodes it woke, found awake or failed to record
-// (an uncordon that failed) unless marked again since, and all of them
-// with parking off (settleParked, settleCordons).
+// share (settleParked, settleCordons): once a restarted plane's
+// placements and the Cordoner's view have synced (NodeSyncTimeout), it
+// takes a node restored waking that bears the mark as parked, and one
+// restored parked that is up and, read live, bears none as awake; and on
+// autopilot it takes a marked node it has no record of as parked when
+// the node is down, or up with none of its jobs there and Unparkable
+// silent, and uncordons it otherwise. It uncordons the marked nodes it
+// woke, found awake or failed to record (an uncordon that failed), and
+// all of them with parking off.
 type Cordoner interface {
 	// Unparkable says why node must not be powered down; "" when it may.
 	Unparkable(node string) string
 	// Cordon marks node as parked by Prescient and takes no new work of
-	// any scheduler there; placed reports whether this call put the mark
-	// on (false: it was on). Uncordon takes off what Cordon put on, and
-	// nothing from a node that bears no mark.
+	// any scheduler there. placed reports whether the mark is on because
+	// of this call (false: it was on, or the node is gone); with an error
+	// and placed, the call failed after putting it on and could not take
+	// it off. Uncordon takes off what Cordon put on, and nothing from a
+	// node that bears no mark.
 	Cordon(ctx context.Context, node string) (placed bool, err error)
 	Uncordon(ctx context.Context, node string) error
-	// Cordoned is the nodes that bear Cordon's mark, as last seen, with
-	// when each was marked (zero where that is not known).
-	Cordoned() map[string]time.Time
+	// Cordoned names the nodes that bear Cordon's mark, as last seen.
+	Cordoned() []string
 	// Marked reads whether node bears the mark now from the source, not
 	// a cache; an error when it cannot tell (the node is gone too).
 	Marked(ctx context.Context, node string) (bool, error)
@@ -172,19 +174,20 @@ func (pn *parkedNode) wakeable(now time.Time) bool {
 	return pn.state == powerParked && !pn.suspending && !now.Before(pn.wakeAfter)
 }
 
-// markWait is how long after a park the Cordoner's view may lag before
-// a parked node that is up without the mark is read live (and, without
-// it there too, is awake).
-const markWait = time.Minute
-
 // parkingState is what the plan loop alone keeps of parking.
 type parkingState struct {
 	emptySince map[string]time.Time // the awake nodes that run nothing, since when
 	hold       map[string]time.Time // nodes whose Suspend or Cordon failed: not parked before
 	// notParked are the nodes this plane woke, found awake or failed to
-	// record parked, and since when: a Cordoner's mark on one from before
-	// then is this plane's, and settleCordons takes it off.
-	notParked map[string]time.Time
+	// record parked: a Cordoner's mark on one is this plane's, and
+	// settleCordons takes it off.
+	notParked map[string]bool
+	// marksFrom is when the plane, started, deals with the Cordoner's
+	// marks (its placements and the Cordoner's view synced by then), and
+	// reconciled whether it has compared the parked nodes it restored
+	// with them.
+	marksFrom  time.Time
+	reconciled bool
 	// from is when parking decides again after a restart that found
 	// parked nodes.
 	from time.Time
@@ -232,6 +235,7 @@ func (p *Plane) restoreParked(ctx context.Context) error {
 	p.mu.Lock()
 	p.parked = parked
 	p.mu.Unlock()
+	p.parking.marksFrom = p.cfg.Clock().UTC().Add(p.cfg.NodeSyncTimeout)
 	if len(parked) > 0 {
 		p.parking.from = p.cfg.Clock().UTC().Add(p.cfg.NodeSyncTimeout)
 	}
@@ -273,13 +277,14 @@ func (p *Plane) parkedNow(node string) bool {
 // settleParked, in the plan loop before the live state is read, notes the
 // parked nodes that went down and the power programs that ended, wakes
 // the nodes whose Suspend failed while they were still up, makes awake
-// the woken nodes that are up (and the parked nodes that came back up, or
-// that are up without the Cordoner's mark: another replica woke them),
+// the woken nodes that are up (and the parked nodes that came back up),
 // runs Resume again for a node that was still up when woken and has gone
 // down since (it was shutting down), and parks again the woken nodes
 // whose Resume failed or that are not up WakeTimeout after their wake.
 // While the agents register again after a restart it only notes the
-// programs that ended.
+// programs that ended; once they have (and the Cordoner's view has
+// synced), it first compares what it restored with the marks
+// (reconcileMarks).
 func (p *Plane) settleParked(ctx context.Context, now time.Time) {
 	defer p.settleCordons(ctx, now)
 	if p.cfg.Parking == nil {
@@ -291,9 +296,8 @@ func (p *Plane) settleParked(ctx context.Context, now time.Time) {
 	for _, n := range p.cfg.Nodes.Nodes() {
 		ready[n.Name] = n.State == "" || n.State == cluster.NodeReady
 	}
-	var marked map[string]time.Time // with a Cordoner: the nodes that bear its mark, since when
-	if p.cfg.Cordoner != nil {
-		marked = p.cfg.Cordoner.Cordoned()
+	if p.cfg.Cordoner != nil && !p.parking.reconciled && !now.Before(p.parking.marksFrom) {
+		p.reconcileMarks(ctx, now, ready)
 	}
 	type change struct {
 		node   cluster.Node
@@ -303,9 +307,8 @@ func (p *Plane) settleParked(ctx context.Context, now time.Time) {
 		booted time.Duration // a woken node's, from its wake until it was up
 	}
 	var (
-		changes  []change
-		resume   []powerRun
-		unmarked []cluster.Node // parked, up and without the mark: read live
+		changes []change
+		resume  []powerRun
 	)
 	changed := func(name string) bool {
 		return slices.ContainsFunc(changes, func(c change) bool { return c.node.Name == name })
@@ -341,10 +344,7 @@ func (p *Plane) settleParked(ctx context.Context, now time.Time) {
 			pn.wentDown = true
 		}
 		up := ready[name] && (pn.wentDown || cfg.Suspend == "")
-		markedAt, isMarked := marked[name]
 		switch {
-		case pn.state == powerWaking && isMarked && markedAt.After(pn.since):
-			changes = append(changes, change{node: pn.node, to: powerParked, msg: "it was marked parked after its wake (another replica parked it again)"})
 		case pn.state == powerWaking && up:
 			c := change{node: pn.node, msg: "node awake"}
 			if pn.wentDown {
@@ -353,8 +353,6 @@ func (p *Plane) settleParked(ctx context.Context, now time.Time) {
 			changes = append(changes, c)
 		case pn.state == powerParked && ready[name] && pn.wentDown:
 			changes = append(changes, change{node: pn.node, msg: "node awake: it came back up while parked"})
-		case pn.state == powerParked && ready[name] && marked != nil && !isMarked && now.Sub(pn.since) >= markWait:
-			unmarked = append(unmarked, pn.node)
 		case pn.state == powerWaking && now.Sub(pn.since) >= cfg.WakeTimeout && ready[name]:
 			changes = append(changes, change{node: pn.node, msg: fmt.Sprintf("node awake: it is up %s after its wake, though never seen down", cfg.WakeTimeout)})
 		case pn.state == powerWaking && now.Sub(pn.since) >= cfg.WakeTimeout:
@@ -363,13 +361,6 @@ func (p *Plane) settleParked(ctx context.Context, now time.Time) {
 		}
 	}
 	p.mu.Unlock()
-	for _, n := range unmarked {
-		if on, err := p.cfg.Cordoner.Marked(ctx, n.Name); err != nil {
-			p.log.Warn("parking: a parked node that is up shows no parked mark, and reading it failed", "node", n.Name, "error", err)
-		} else if !on {
-			changes = append(changes, change{node: n, msg: "node awake: it is up and bears no parked mark (another replica woke it, or its mark was taken off)"})
-		}
-	}
 	for _, r := range resume {
 		p.log.Warn("parking: a woken node went down after its wake (it was shutting down): its resume program runs again", "node", r.node)
 		p.runPowerProgram(ctx, cfg.Resume, r)
@@ -392,7 +383,7 @@ func (p *Plane) settleParked(ctx context.Context, now time.Time) {
 		p.mu.Lock()
 		delete(p.parked, c.node.Name)
 		p.mu.Unlock()
-		p.parking.notParked[c.node.Name] = now // a node awake while parked bears the mark still
+		p.parking.notParked[c.node.Name] = true // a node awake while parked bears the mark still
 		if c.failed != nil {
 			p.parking.hold[c.node.Name] = now.Add(cfg.IdleAfter)
 		}
@@ -408,54 +399,110 @@ func (p *Plane) settleParked(ctx context.Context, now time.Time) {
 	}
 }
 
-// settleCordons, on autopilot, deals with the nodes that bear the
-// Cordoner's mark and are not parked here. With parking off, each is
-// uncordoned. A node this plane is waking, or knows is not parked since
-// before it was marked, is uncordoned too: the mark is this plane's, left
-// by an uncordon that failed. Any other is taken as parked, down or up:
-// another replica parked it (with a store of its own, and it may still be
-// shutting down), or a restart lost its record; so it is still woken when
-// work needs it. But a node where this plane's jobs run, or that
-// Unparkable names, is uncordoned instead. The advisor changes no mark.
+// reconcileMarks compares the parked nodes a restart restored with the
+// Cordoner's marks, once they have synced: the store may be older than
+// the marks when another replica, with a store of its own, led
+// meanwhile. A node restored waking that bears the mark was parked again
+// (or its uncordon failed before the restart: it is woken again when work
+// needs it); one restored parked that is up and, read live, bears no mark
+// was woken. It runs before settleParked's own changes, with ready the
+// nodes that are up.
+func (p *Plane) reconcileMarks(ctx context.Context, now time.Time, ready map[string]bool) {
+	p.parking.reconciled = true
+	if p.cfg.Parking == nil {
+		return
+	}
+	marked := map[string]bool{}
+	for _, n := range p.cfg.Cordoner.Cordoned() {
+		marked[n] = true
+	}
+	p.mu.Lock()
+	var waking, unmarked []cluster.Node
+	for _, pn := range p.parked {
+		switch {
+		case pn.state == powerWaking && marked[pn.node.Name]:
+			waking = append(waking, pn.node)
+		case pn.state == powerParked && !marked[pn.node.Name] && ready[pn.node.Name]:
+			unmarked = append(unmarked, pn.node)
+		}
+	}
+	p.mu.Unlock()
+	for _, n := range waking {
+		p.setParked(ctx, n, powerWaking, powerParked, now, "a node restored waking bears the parked mark: another replica parked it again", "")
+	}
+	for _, n := range unmarked {
+		on, err := p.cfg.Cordoner.Marked(ctx, n.Name)
+		if err != nil || on {
+			if err != nil {
+				p.log.Warn("parking: a node restored parked is up and shows no parked mark; reading it failed", "node", n.Name, "error", err)
+			}
+			continue
+		}
+		if err := p.cfg.Store.DeleteParked(ctx, n.Name); err != nil {
+			p.log.Error("parking: not recorded", "node", n.Name, "error", err)
+			continue
+		}
+		p.mu.Lock()
+		delete(p.parked, n.Name)
+		p.mu.Unlock()
+		p.changedState()
+		msg := "node awake: restored parked, it is up and bears no parked mark (another replica woke it)"
+		p.log.Info("parking: "+msg, "node", n.Name)
+		p.notifyNode(ctx, "node_awake", n.Name, "", now, msg)
+	}
+}
+
+// settleCordons, on autopilot and once the plane's placements and the
+// Cordoner's view have synced after its start, deals with the nodes that
+// bear the Cordoner's mark and are not parked here. With parking off,
+// each is uncordoned; so is one this plane is waking, or knows is not
+// parked (notParked): the mark is this plane's, left by an uncordon that
+// failed. Any other was parked by another replica (with a store of its
+// own), or its record was lost: it is taken as parked when it is down
+// (its jobs are gone), or up (still shutting down) with none of this
+// plane's jobs there and nothing Unparkable names, so it is still woken
+// when work needs it; otherwise it is uncordoned. The advisor changes no
+// mark.
 func (p *Plane) settleCordons(ctx context.Context, now time.Time) {
-	if p.cfg.Cordoner == nil || p.Mode() != ModeAutopilot {
+	st := &p.parking
+	if p.cfg.Cordoner == nil || p.Mode() != ModeAutopilot || now.Before(st.marksFrom) {
 		return
 	}
 	marked := p.cfg.Cordoner.Cordoned()
 	if len(marked) == 0 {
 		return
 	}
-	st := &p.parking
 	nodes := map[string]cluster.Node{}
 	for _, n := range p.cfg.Nodes.Nodes() {
 		nodes[n.Name] = n
 	}
-	var busy map[string]bool // read once, when a node may be taken as parked
-	for _, name := range slices.Sorted(maps.Keys(marked)) {
+	var busy map[string]bool // read once, when an up node may be taken as parked
+	for _, name := range marked {
 		p.mu.Lock()
 		pn := p.parked[name]
 		p.mu.Unlock()
 		if pn != nil && pn.state == powerParked {
 			continue
 		}
-		since, known := st.notParked[name]
-		ours := pn != nil || known && !marked[name].After(since)
-		if n, listed := nodes[name]; !ours && p.cfg.Parking != nil && listed {
-			if busy == nil {
-				var err error
-				if busy, err = p.nodesWithJobs(ctx); err != nil {
-					p.log.Error("parking: a node bears the parked mark with no record here; reading the jobs' nodes failed", "node", name, "error", err)
-					return // the next cycle tries again
+		if n, listed := nodes[name]; pn == nil && !st.notParked[name] && p.cfg.Parking != nil && listed {
+			why := ""
+			if n.State == "" || n.State == cluster.NodeReady {
+				if busy == nil {
+					var err error
+					if busy, err = p.nodesWithJobs(ctx); err != nil {
+						p.log.Error("parking: a node bears the parked mark with no record here; reading the jobs' nodes failed", "node", name, "error", err)
+						continue // the next cycle tries again
+					}
 				}
-			}
-			why := p.cfg.Cordoner.Unparkable(name)
-			if busy[name] {
-				why = "jobs of this plane run there"
+				why = p.cfg.Cordoner.Unparkable(name)
+				if busy[name] {
+					why = "jobs of this plane run there"
+				}
 			}
 			if why == "" {
 				n.State = cluster.NodeReady // its shape when up
 				p.setParked(ctx, n, "", powerParked, now, "node parked: it bears the parked mark, with no record here (parked by another replica, or its record lost)", "")
-				continue // if not recorded, the next cycle tries again: the node may be down
+				continue // if not recorded, the next cycle tries again
 			}
 			p.log.Warn("parking: a node bears the parked mark with no record here and is not taken as parked: it is uncordoned", "node", name, "why", why)
 		}
@@ -823,6 +870,9 @@ func (p *Plane) setParked(ctx context.Context, node cluster.Node, from, to strin
 	cordoned := false // by this call: taken off again if the record fails
 	if to == powerParked && p.cfg.Cordoner != nil {
 		placed, err := p.cfg.Cordoner.Cordon(ctx, node.Name)
+		if err != nil && placed {
+			p.parking.notParked[node.Name] = true // a mark left on: settleCordons takes it off
+		}
 		switch {
 		case err != nil && from == powerWaking:
 			// A node whose wake failed is down, cordoned or not.
@@ -843,7 +893,7 @@ func (p *Plane) setParked(ctx context.Context, node cluster.Node, from, to strin
 		p.log.Error("parking: not recorded", "node", node.Name, "state", to, "error", err)
 		if cordoned {
 			if err := p.cfg.Cordoner.Uncordon(ctx, node.Name); err != nil {
-				p.parking.notParked[node.Name] = now // its mark is this plane's: settleCordons takes it off
+				p.parking.notParked[node.Name] = true // its mark is this plane's: settleCordons takes it off
 				p.log.Warn("parking: the node not parked is not uncordoned yet", "node", node.Name, "error", err)
 			}
 		}
@@ -859,7 +909,7 @@ func (p *Plane) setParked(ctx context.Context, node cluster.Node, from, to strin
 	if to == powerParked {
 		delete(p.parking.notParked, node.Name)
 	} else {
-		p.parking.notParked[node.Name] = now
+		p.parking.notParked[node.Name] = true
 	}
 	p.changedState()
 	if from == powerWaking {

@@ -613,18 +613,18 @@ func TestTheQueueForecastWakesParkedNodes(t *testing.T) {
 // fakeCordoner records what the plane cordons and uncordons.
 type fakeCordoner struct {
 	mu           sync.Mutex
-	now          func() time.Time
-	marks        map[string]time.Time // on the nodes, and when they were put on
-	stale        map[string]time.Time // what Cordoned shows while set (an informer behind); nil: the marks
+	marks        map[string]bool // on the nodes
+	stale        []string        // what Cordoned shows while set (an informer behind); nil: the marks
 	unparkable   map[string]string
 	failCordon   int // cordons that fail before one succeeds
+	failRevert   int // cordons that fail and leave the mark on
 	failUncordon int // uncordons that fail before one succeeds
 	calls        []string
 }
 
-// newFakeCordoner is a fakeCordoner on clock now with marks on nodes.
-func newFakeCordoner(now func() time.Time, nodes ...string) *fakeCordoner {
-	f := &fakeCordoner{now: now, marks: map[string]time.Time{}, unparkable: map[string]string{}}
+// newFakeCordoner is a fakeCordoner with marks on nodes.
+func newFakeCordoner(nodes ...string) *fakeCordoner {
+	f := &fakeCordoner{marks: map[string]bool{}, unparkable: map[string]string{}}
 	f.mark(nodes...)
 	return f
 }
@@ -639,14 +639,18 @@ func (f *fakeCordoner) Cordon(_ context.Context, node string) (bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls = append(f.calls, "cordon "+node)
-	if f.failCordon > 0 {
+	switch {
+	case f.failCordon > 0:
 		f.failCordon--
 		return false, errors.New("the API server is unreachable")
-	}
-	if _, on := f.marks[node]; on {
+	case f.failRevert > 0:
+		f.failRevert--
+		f.marks[node] = true
+		return true, errors.New("a pod landed; taking its cordon off again: the API server is unreachable")
+	case f.marks[node]:
 		return false, nil
 	}
-	f.marks[node] = f.now()
+	f.marks[node] = true
 	return true, nil
 }
 
@@ -662,20 +666,19 @@ func (f *fakeCordoner) Uncordon(_ context.Context, node string) error {
 	return nil
 }
 
-func (f *fakeCordoner) Cordoned() map[string]time.Time {
+func (f *fakeCordoner) Cordoned() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.stale != nil {
-		return maps.Clone(f.stale)
+		return slices.Clone(f.stale)
 	}
-	return maps.Clone(f.marks)
+	return slices.Sorted(maps.Keys(f.marks))
 }
 
 func (f *fakeCordoner) Marked(_ context.Context, node string) (bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	_, on := f.marks[node]
-	return on, nil
+	return f.marks[node], nil
 }
 
 // took is the calls made since the last took.
@@ -687,12 +690,12 @@ func (f *fakeCordoner) took() []string {
 	return out
 }
 
-// mark puts the parked mark on nodes now, as another replica would.
+// mark puts the parked mark on nodes, as another replica would.
 func (f *fakeCordoner) mark(nodes ...string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, n := range nodes {
-		f.marks[n] = f.now()
+		f.marks[n] = true
 	}
 }
 
@@ -707,11 +710,15 @@ func (f *fakeCordoner) marked() []string {
 // fakeCordoner with no marks yet, restarted with them.
 func cordonedEnv(t *testing.T, fleet *cluster.Fleet, park Parking) (*env, *fakeCordoner) {
 	e := newEnv(t, fleet, nil)
-	c := newFakeCordoner(e.clock.Now)
+	c := newFakeCordoner()
 	e.mod = func(cfg *Config) { cfg.Mode, cfg.Parking, cfg.Cordoner = ModeAutopilot, &park, c }
 	e.restart()
 	return e, c
 }
+
+// synced lets the time pass after a restart until the plane deals with
+// the Cordoner's marks (its placements and the marks synced).
+func (e *env) synced() { e.clock.Advance(DefaultNodeSyncTimeout) }
 
 // Where other schedulers share the fleet, a node is cordoned before it
 // parks and uncordoned when it is woken; a node that cannot be cordoned
@@ -756,16 +763,22 @@ func TestAParkedNodeIsCordonedUntilItIsWoken(t *testing.T) {
 	}
 
 	// A mark the plane did not make now (a record lost) is left alone by
-	// the advisor and taken off with parking off.
+	// the advisor and, with parking off, taken off once the marks synced.
 	c.mark("n1")
 	e.mod = func(cfg *Config) { cfg.Mode, cfg.Cordoner = ModeAdvisor, c }
 	e.restart()
+	e.synced()
 	e.plane.cycle(e.ctx)
 	if got := c.took(); len(got) != 0 {
 		t.Errorf("the advisor: calls %v, want none", got)
 	}
 	e.mod = func(cfg *Config) { cfg.Mode, cfg.Cordoner = ModeAutopilot, c }
 	e.restart()
+	e.plane.cycle(e.ctx)
+	if got := c.took(); len(got) != 0 {
+		t.Errorf("before the marks synced: calls %v, want none", got)
+	}
+	e.synced()
 	e.plane.cycle(e.ctx)
 	if got := c.took(); !slices.Equal(got, []string{"uncordon n1"}) || len(c.marked()) != 0 {
 		t.Errorf("calls %v, marks %v; want n1 uncordoned", got, c.marked())
@@ -774,59 +787,71 @@ func TestAParkedNodeIsCordonedUntilItIsWoken(t *testing.T) {
 
 // A node that bears the parked mark, though the store holds no record of
 // it (another replica parked it, with a store of its own), is taken as
-// parked, down or up (still shutting down), and woken when a job needs
-// it; but a marked node where a job of the plane runs, or that the
-// Cordoner names unparkable, is uncordoned instead.
+// parked, down (where the store may still list a job: the job is gone
+// with the node) or up (still shutting down), and woken when a job needs
+// it; but a marked node that is up where a job of the plane runs, or that
+// the Cordoner names unparkable, is uncordoned instead.
 func TestANodeThatBearsTheParkedMarkIsTakenAsParked(t *testing.T) {
-	e, c := cordonedEnv(t, fleetOf(5, 4), Parking{IdleAfter: time.Hour})
+	e, c := cordonedEnv(t, fleetOf(6, 4), Parking{IdleAfter: time.Hour})
 	e.submit("r", spec(4, 10*time.Hour))
+	e.submit("s", spec(4, 10*time.Hour))
 	e.plane.cycle(e.ctx)
 	pls, err := e.store.Placements(e.ctx)
-	if err != nil || len(pls) != 1 {
-		t.Fatalf("placements %+v (%v), want r's", pls, err)
+	if err != nil || len(pls) != 2 {
+		t.Fatalf("placements %+v (%v), want r's and s's", pls, err)
 	}
-	running := pls[0].Allocations[0].GPU.Node
+	running, lost := pls[0].Allocations[0].GPU.Node, pls[1].Allocations[0].GPU.Node
 	var others []string
-	for _, n := range []string{"n0", "n1", "n2", "n3", "n4"} {
-		if n != running {
+	for _, n := range []string{"n0", "n1", "n2", "n3", "n4", "n5"} {
+		if n != running && n != lost {
 			others = append(others, n)
 		}
 	}
 	down, up, unparkable := others[0], others[1], others[2]
 	e.setNode(down, cluster.NodeFailed) // off
+	e.setNode(lost, cluster.NodeFailed) // off, its job gone with it
 	c.unparkable[unparkable] = "a pod of another scheduler runs there"
-	c.mark(down, up, unparkable, running)
+	c.mark(down, up, unparkable, running, lost)
 	c.took()
+	e.synced()
 	e.plane.cycle(e.ctx)
 	e.wantNode(down, "parked", "down with the mark")
+	e.wantNode(lost, "parked", "down with the mark, a job listed there")
 	e.wantNode(up, "parked", "up with the mark")
 	e.wantNode(running, "ready", "with the mark and r running")
 	e.wantNode(unparkable, "ready", "with the mark and unparkable")
-	want := []string{"cordon " + down, "cordon " + up, "uncordon " + running, "uncordon " + unparkable}
+	want := []string{"cordon " + down, "cordon " + lost, "cordon " + up, "uncordon " + running, "uncordon " + unparkable}
 	got := c.took()
 	slices.Sort(want)
 	slices.Sort(got)
-	if !slices.Equal(got, want) || !slices.Equal(c.marked(), slices.Sorted(slices.Values([]string{down, up}))) {
+	if !slices.Equal(got, want) || !slices.Equal(c.marked(), slices.Sorted(slices.Values([]string{down, lost, up}))) {
 		t.Fatalf("calls %v, marks %v; want %v", got, c.marked(), want)
 	}
-	if parked, err := e.store.ParkedNodes(e.ctx); err != nil || len(parked) != 2 || len(parked[0].Node.GPUs) != 4 {
-		t.Fatalf("the store holds %+v (%v), want the two taken as parked with their 4 GPUs", parked, err)
+	if parked, err := e.store.ParkedNodes(e.ctx); err != nil || len(parked) != 3 || len(parked[0].Node.GPUs) != 4 {
+		t.Fatalf("the store holds %+v (%v), want the three taken as parked with their 4 GPUs", parked, err)
 	}
 	for _, j := range []string{"a", "b", "c", "d"} {
 		e.submit(j, spec(4, 10*time.Hour))
 	}
 	e.plane.cycle(e.ctx)
 	got = c.took()
-	slices.Sort(got)
-	if want := slices.Sorted(slices.Values([]string{"uncordon " + down, "uncordon " + up})); !slices.Equal(got, want) {
-		t.Errorf("calls %v, want %v: both woken", got, want)
+	woken := 0
+	for _, n := range []string{down, lost, up} {
+		if e.nodeStates()[n] == "waking" {
+			woken++
+			if !slices.Contains(got, "uncordon "+n) {
+				t.Errorf("calls %v: want %s, woken, uncordoned", got, n)
+			}
+		}
+	}
+	if woken == 0 || len(got) != woken {
+		t.Errorf("calls %v with %d of the nodes taken as parked woken; want one uncordon each, and some woken", got, woken)
 	}
 }
 
 // A node the plane woke whose mark could not be taken off then is
 // uncordoned once it is awake, not taken as parked; so is a node that
-// came back up while parked. A mark put on after that is another
-// replica's park.
+// came back up while parked.
 func TestAWokenNodeStillMarkedIsUncordonedNotTakenAsParked(t *testing.T) {
 	e, c := cordonedEnv(t, fleetOf(2, 4), Parking{IdleAfter: 10 * time.Minute})
 	e.cyclesApart(10 * time.Minute)
@@ -853,20 +878,29 @@ func TestAWokenNodeStillMarkedIsUncordonedNotTakenAsParked(t *testing.T) {
 	e.plane.cycle(e.ctx)
 	e.plane.cycle(e.ctx)
 	if st := e.nodeStates()["n1"]; st == "parked" || slices.Contains(c.marked(), "n1") {
-		t.Fatalf("n1, back up while parked: %s, marks %v; want it awake and uncordoned", st, c.marked())
+		t.Errorf("n1, back up while parked: %s, marks %v; want it awake and uncordoned", st, c.marked())
 	}
-
-	// Another replica parks n1 later: its mark is not this plane's.
-	e.clock.Advance(time.Minute)
-	c.mark("n1")
-	e.plane.cycle(e.ctx)
-	e.wantNode("n1", "parked", "marked after it was found awake")
 }
 
-// A node this plane is waking that is marked parked after its wake
-// (another replica, leading meanwhile, parked it again) is parked again,
-// not taken for awake and uncordoned while it shuts down.
-func TestAWakingNodeMarkedSinceIsParkedAgain(t *testing.T) {
+// A cordon that failed after putting the mark on (its revert failed) is
+// taken off at the next cycle, not taken for another replica's park.
+func TestACordonLeftOnIsTakenOff(t *testing.T) {
+	e, c := cordonedEnv(t, fleetOf(1, 4), Parking{IdleAfter: 10 * time.Minute})
+	c.failRevert = 1
+	e.cyclesApart(10 * time.Minute)
+	e.wantNode("n0", "ready", "its cordon failed")
+	e.plane.cycle(e.ctx)
+	e.wantNode("n0", "ready", "the next cycle")
+	if got := c.took(); !slices.Equal(got, []string{"cordon n0", "uncordon n0"}) || len(c.marked()) != 0 {
+		t.Errorf("calls %v, marks %v; want n0's mark taken off", got, c.marked())
+	}
+}
+
+// A node restored waking after a restart that bears the parked mark
+// (another replica, leading meanwhile, parked it again) is parked once
+// the marks have synced, not taken for awake and uncordoned while it shuts
+// down.
+func TestARestoredWakingNodeThatBearsTheMarkIsParked(t *testing.T) {
 	e, c := cordonedEnv(t, fleetOf(1, 4), Parking{IdleAfter: 10 * time.Minute, Suspend: "true"})
 	e.cyclesApart(10 * time.Minute)
 	e.wantNode("n0", "parked", "idle 10 minutes")
@@ -875,13 +909,40 @@ func TestAWakingNodeMarkedSinceIsParkedAgain(t *testing.T) {
 	e.submit("a", spec(4, time.Hour))
 	e.plane.cycle(e.ctx)
 	e.wantNode("n0", "waking", "with a waiting")
-	e.clock.Advance(time.Minute)
 	c.mark("n0")
+	e.restart()
 	c.took()
 	e.plane.cycle(e.ctx)
-	e.wantNode("n0", "parked", "marked after its wake")
-	if got := c.took(); slices.Contains(got, "uncordon n0") {
-		t.Errorf("calls %v: want n0's new mark kept", got)
+	e.wantNode("n0", "waking", "restored, before the marks synced")
+	e.synced()
+	e.plane.cycle(e.ctx)
+	e.wantNode("n0", "parked", "restored waking with the mark")
+	if got := c.took(); slices.Contains(got, "uncordon n0") || !c.marks["n0"] {
+		t.Errorf("calls %v: want n0's mark kept", got)
+	}
+}
+
+// A node restored parked after a restart that is up and, read live, no
+// longer bears the mark (a replica that led meanwhile woke it) is awake;
+// but not one that still bears it though the Cordoner's view lags.
+func TestARestoredParkedNodeUpWithoutItsMarkIsAwake(t *testing.T) {
+	e, c := cordonedEnv(t, fleetOf(2, 4), Parking{IdleAfter: 10 * time.Minute})
+	e.cyclesApart(10 * time.Minute)
+	e.wantNode("n0", "parked", "idle 10 minutes")
+	e.wantNode("n1", "parked", "idle 10 minutes")
+	c.mu.Lock()
+	delete(c.marks, "n0") // the other replica woke it
+	c.stale = []string{}  // the view shows no mark yet
+	c.mu.Unlock()
+	e.restart()
+	e.plane.cycle(e.ctx)
+	e.wantNode("n0", "parked", "restored, before the marks synced")
+	e.synced()
+	e.plane.cycle(e.ctx)
+	e.wantNode("n0", "ready", "up without its mark")
+	e.wantNode("n1", "parked", "its mark on, though not seen")
+	if parked, err := e.store.ParkedNodes(e.ctx); err != nil || len(parked) != 1 || parked[0].Node.Name != "n1" {
+		t.Errorf("the store holds %+v (%v), want n1 alone", parked, err)
 	}
 }
 
@@ -914,30 +975,4 @@ func TestANodeWithoutGPUsIsNotParked(t *testing.T) {
 	e.cyclesApart(time.Hour)
 	e.wantNode("n0", "parked", "idle an hour")
 	e.wantNode("control-plane", "ready", "idle an hour, without GPUs")
-}
-
-// A parked node that is up and no longer bears the mark (a replica that
-// led meanwhile, with a store of its own, woke it) is awake; but not
-// while the node, read live, still bears it (the Cordoner's view lags).
-func TestAParkedNodeUpWithoutItsMarkIsAwake(t *testing.T) {
-	e, c := cordonedEnv(t, fleetOf(2, 4), Parking{IdleAfter: 10 * time.Minute})
-	e.cyclesApart(10 * time.Minute)
-	e.wantNode("n0", "parked", "idle 10 minutes")
-	c.mu.Lock()
-	c.stale = map[string]time.Time{"n1": c.marks["n1"]} // n0's mark not seen yet
-	c.mu.Unlock()
-	e.clock.Advance(markWait)
-	e.plane.cycle(e.ctx)
-	e.wantNode("n0", "parked", "its mark on, though not seen")
-
-	c.mu.Lock()
-	c.stale = nil
-	delete(c.marks, "n0") // the other replica woke it
-	c.mu.Unlock()
-	e.plane.cycle(e.ctx)
-	e.wantNode("n0", "ready", "up without its mark")
-	e.wantNode("n1", "parked", "with its mark")
-	if parked, err := e.store.ParkedNodes(e.ctx); err != nil || len(parked) != 1 || parked[0].Node.Name != "n1" {
-		t.Errorf("the store holds %+v (%v), want n1 alone", parked, err)
-	}
 }

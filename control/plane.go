@@ -199,7 +199,7 @@ func New(cfg Config) (*Plane, error) {
 		deadlines: map[cluster.JobID]executor.DeadlineReport{}, openRecs: map[string]int64{}, loans: map[string]*nodeLoan{}, loanGen: map[string]uint64{}, usage: map[string]time.Duration{},
 		waits:  map[string]executor.TenantWaits{},
 		unsent: map[cluster.JobID]time.Time{}, silent: map[string]time.Time{}, parked: map[string]*parkedNode{},
-		parking: parkingState{emptySince: map[string]time.Time{}, hold: map[string]time.Time{}, notParked: map[string]time.Time{}}}
+		parking: parkingState{emptySince: map[string]time.Time{}, hold: map[string]time.Time{}, notParked: map[string]bool{}}}
 	p.jobMemory, _ = cfg.Telemetry.(collector.JobMemoryStore)
 	p.grace = cfg.Grace
 	if p.grace == 0 {

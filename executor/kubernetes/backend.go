@@ -84,9 +84,9 @@ type Backend struct {
 	foreign map[types.NamespacedName]foreignPod
 	// foreignOn counts, by node, the foreign pods that are not a
 	// DaemonSet's or static (work that parking would power down);
-	// cordoned are the nodes that bear AnnotationParked, with its time.
+	// cordoned are the nodes that bear AnnotationParked.
 	foreignOn map[string]int
-	cordoned  map[string]time.Time
+	cordoned  map[string]bool
 	// ownMIG are Prescient's bound, unfinished pods on MIG instances: their
 	// host CPU and memory are taken off their node in Nodes.
 	ownMIG map[types.NamespacedName]foreignPod
@@ -158,7 +158,7 @@ func New(cfg Config) (*Backend, error) {
 	}
 	return &Backend{cfg: cfg, log: cfg.Logger.With("component", "kubernetes"), nodes: map[string]cluster.Node{},
 		migNodes: map[string][]string{}, badNode: map[string]string{}, jobs: map[cluster.JobID]*kubeJob{}, byPod: map[types.NamespacedName]cluster.JobID{},
-		foreign: map[types.NamespacedName]foreignPod{}, foreignOn: map[string]int{}, cordoned: map[string]time.Time{}, ownMIG: map[types.NamespacedName]foreignPod{},
+		foreign: map[types.NamespacedName]foreignPod{}, foreignOn: map[string]int{}, cordoned: map[string]bool{}, ownMIG: map[types.NamespacedName]foreignPod{},
 		batchJobs: map[types.NamespacedName]*batchv1.Job{}, parked: map[types.NamespacedName]map[string]*corev1.Pod{},
 		failedJobs: map[types.UID]bool{}, gone: map[types.UID]time.Time{}, notify: make(chan struct{}, 1),
 		recs: make(chan control.Recommendation, 1024)}, nil
@@ -429,8 +429,8 @@ func (b *Backend) nodeChanged(o any) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.dropNodeLocked(kn.Name)
-	if at, ok := kn.Annotations[AnnotationParked]; ok {
-		b.cordoned[kn.Name] = parkedAt(at)
+	if parkedMark(kn) {
+		b.cordoned[kn.Name] = true
 	} else {
 		delete(b.cordoned, kn.Name)
 	}

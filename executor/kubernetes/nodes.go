@@ -99,7 +99,7 @@ func nodeFromKube(n *corev1.Node) (cluster.Node, error) {
 		g.NVLinkDomain = n.Labels[LabelNVLinkDomain]
 		out.GPUs = append(out.GPUs, g)
 	}
-	if n.Spec.Unschedulable && n.Annotations[AnnotationParked] == "" || !nodeReady(n) {
+	if n.Spec.Unschedulable && !parkedMark(n) || !nodeReady(n) {
 		out.State = cluster.NodeDrained
 	}
 	return out, nil

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -44,20 +45,18 @@ func (b *Backend) Unparkable(node string) string {
 }
 
 // Cordoned implements control.Cordoner: the nodes the informer last saw
-// with AnnotationParked, and its time.
-func (b *Backend) Cordoned() map[string]time.Time {
+// with AnnotationParked.
+func (b *Backend) Cordoned() []string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return maps.Clone(b.cordoned)
+	return slices.Sorted(maps.Keys(b.cordoned))
 }
 
-// parkedAt reads AnnotationParked's time; zero when it is not one.
-func parkedAt(v string) time.Time {
-	t, err := time.Parse(time.RFC3339, v)
-	if err != nil {
-		return time.Time{}
-	}
-	return t
+// parkedMark reports whether a node bears AnnotationParked, whatever its
+// value (the time it was put on).
+func parkedMark(kn *corev1.Node) bool {
+	_, ok := kn.Annotations[AnnotationParked]
+	return ok
 }
 
 // Marked implements control.Cordoner: whether the API server's node
@@ -67,8 +66,7 @@ func (b *Backend) Marked(ctx context.Context, node string) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("kubernetes backend: reading node %s: %w", node, err)
 	}
-	_, ok := kn.Annotations[AnnotationParked]
-	return ok, nil
+	return parkedMark(kn), nil
 }
 
 // Cordon implements control.Cordoner. It reads the node from the API
@@ -80,7 +78,9 @@ func (b *Backend) Marked(ctx context.Context, node string) (bool, error) {
 // the cordon off again (read afresh, as the node lifecycle controller
 // taints a cordoned node meanwhile), and the node is not parked. A node
 // whose object is gone (a cloud's node controller deletes the Node of a
-// stopped machine) takes no pod: there is nothing to cordon.
+// stopped machine) takes no pod: there is nothing to cordon (placed is
+// false). If the cordon cannot be taken off again, the error comes with
+// placed true: the mark is on.
 func (b *Backend) Cordon(ctx context.Context, node string) (placed bool, err error) {
 	kn, err := b.cfg.Client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
@@ -89,7 +89,7 @@ func (b *Backend) Cordon(ctx context.Context, node string) (placed bool, err err
 	if err != nil {
 		return false, fmt.Errorf("kubernetes backend: cordoning node %s: %w", node, err)
 	}
-	if kn.Annotations[AnnotationParked] != "" && kn.Spec.Unschedulable {
+	if parkedMark(kn) && kn.Spec.Unschedulable {
 		return false, nil
 	}
 	if kn.Spec.Unschedulable {
@@ -158,7 +158,7 @@ func (b *Backend) unmark(ctx context.Context, node string) error {
 		if err != nil {
 			return err
 		}
-		if _, ok := kn.Annotations[AnnotationParked]; !ok {
+		if !parkedMark(kn) {
 			return nil
 		}
 		if _, err := b.patchNode(ctx, kn, "", false); err != nil {
