@@ -720,6 +720,17 @@ func cordonedEnv(t *testing.T, fleet *cluster.Fleet, park Parking) (*env, *fakeC
 // the Cordoner's marks (its placements and the marks synced).
 func (e *env) synced() { e.clock.Advance(DefaultNodeSyncTimeout) }
 
+// restartUntilSynced restarts the plane and runs a cycle, which must leave
+// node as it was restored (state), and another once the marks synced.
+func (e *env) restartUntilSynced(node, state string) {
+	e.t.Helper()
+	e.restart()
+	e.plane.cycle(e.ctx)
+	e.wantNode(node, state, "restored, before the marks synced")
+	e.synced()
+	e.plane.cycle(e.ctx)
+}
+
 // Where other schedulers share the fleet, a node is cordoned before it
 // parks and uncordoned when it is woken; a node that cannot be cordoned
 // is not parked, and tried again only after IdleAfter; a node that runs
@@ -910,12 +921,8 @@ func TestARestoredWakingNodeThatBearsTheMarkIsParked(t *testing.T) {
 	e.plane.cycle(e.ctx)
 	e.wantNode("n0", "waking", "with a waiting")
 	c.mark("n0")
-	e.restart()
 	c.took()
-	e.plane.cycle(e.ctx)
-	e.wantNode("n0", "waking", "restored, before the marks synced")
-	e.synced()
-	e.plane.cycle(e.ctx)
+	e.restartUntilSynced("n0", "waking")
 	e.wantNode("n0", "parked", "restored waking with the mark")
 	if got := c.took(); slices.Contains(got, "uncordon n0") || !c.marks["n0"] {
 		t.Errorf("calls %v: want n0's mark kept", got)
@@ -934,11 +941,7 @@ func TestARestoredParkedNodeUpWithoutItsMarkIsAwake(t *testing.T) {
 	delete(c.marks, "n0") // the other replica woke it
 	c.stale = []string{}  // the view shows no mark yet
 	c.mu.Unlock()
-	e.restart()
-	e.plane.cycle(e.ctx)
-	e.wantNode("n0", "parked", "restored, before the marks synced")
-	e.synced()
-	e.plane.cycle(e.ctx)
+	e.restartUntilSynced("n0", "parked")
 	e.wantNode("n0", "ready", "up without its mark")
 	e.wantNode("n1", "parked", "its mark on, though not seen")
 	if parked, err := e.store.ParkedNodes(e.ctx); err != nil || len(parked) != 1 || parked[0].Node.Name != "n1" {
