@@ -87,9 +87,9 @@ type Parking struct {
 // placements and the Cordoner's view have synced (NodeSyncTimeout), it
 // takes a node restored waking that bears the mark as parked, and one
 // restored parked that is up and, read live, bears none as awake; and on
-// autopilot it takes a marked node it has no record of as parked when
-// the node is down, or up with none of its jobs there and Unparkable
-// silent, and uncordons it otherwise. It uncordons the marked nodes it
+// autopilot it takes a marked node it has no record of (the mark read
+// live again) as parked when the node is down, or up with none of its
+// jobs there and Unparkable silent, and uncordons it otherwise. It uncordons the marked nodes it
 // woke, found awake or failed to record (an uncordon that failed), and
 // all of them with parking off.
 type Cordoner interface {
@@ -406,12 +406,14 @@ func (p *Plane) settleParked(ctx context.Context, now time.Time) {
 // (or its uncordon failed before the restart: it is woken again when work
 // needs it); one restored parked that is up and, read live, bears no mark
 // was woken. It runs before settleParked's own changes, with ready the
-// nodes that are up.
+// nodes that are up, until every such node has been dealt with (a failed
+// read or record is tried again at the next cycle).
 func (p *Plane) reconcileMarks(ctx context.Context, now time.Time, ready map[string]bool) {
-	p.parking.reconciled = true
 	if p.cfg.Parking == nil {
+		p.parking.reconciled = true
 		return
 	}
+	done := true // false: a node is left to compare at the next cycle
 	marked := map[string]bool{}
 	for _, n := range p.cfg.Cordoner.Cordoned() {
 		marked[n] = true
@@ -428,18 +430,23 @@ func (p *Plane) reconcileMarks(ctx context.Context, now time.Time, ready map[str
 	}
 	p.mu.Unlock()
 	for _, n := range waking {
-		p.setParked(ctx, n, powerWaking, powerParked, now, "a node restored waking bears the parked mark: another replica parked it again", "")
+		if !p.setParked(ctx, n, powerWaking, powerParked, now, "a node restored waking bears the parked mark: another replica parked it again", "") {
+			done = false
+		}
 	}
 	for _, n := range unmarked {
 		on, err := p.cfg.Cordoner.Marked(ctx, n.Name)
-		if err != nil || on {
-			if err != nil {
-				p.log.Warn("parking: a node restored parked is up and shows no parked mark; reading it failed", "node", n.Name, "error", err)
-			}
+		if err != nil {
+			p.log.Warn("parking: a node restored parked is up and shows no parked mark; reading it failed", "node", n.Name, "error", err)
+			done = false
+			continue
+		}
+		if on {
 			continue
 		}
 		if err := p.cfg.Store.DeleteParked(ctx, n.Name); err != nil {
 			p.log.Error("parking: not recorded", "node", n.Name, "error", err)
+			done = false
 			continue
 		}
 		p.mu.Lock()
@@ -450,6 +457,7 @@ func (p *Plane) reconcileMarks(ctx context.Context, now time.Time, ready map[str
 		p.log.Info("parking: "+msg, "node", n.Name)
 		p.notifyNode(ctx, "node_awake", n.Name, "", now, msg)
 	}
+	p.parking.reconciled = done
 }
 
 // settleCordons, on autopilot and once the plane's placements and the
@@ -465,7 +473,7 @@ func (p *Plane) reconcileMarks(ctx context.Context, now time.Time, ready map[str
 // mark.
 func (p *Plane) settleCordons(ctx context.Context, now time.Time) {
 	st := &p.parking
-	if p.cfg.Cordoner == nil || p.Mode() != ModeAutopilot || now.Before(st.marksFrom) {
+	if p.cfg.Cordoner == nil || p.Mode() != ModeAutopilot || now.Before(st.marksFrom) || p.cfg.Parking != nil && !st.reconciled {
 		return
 	}
 	marked := p.cfg.Cordoner.Cordoned()
@@ -500,8 +508,16 @@ func (p *Plane) settleCordons(ctx context.Context, now time.Time) {
 				}
 			}
 			if why == "" {
+				if on, err := p.cfg.Cordoner.Marked(ctx, name); err != nil || !on {
+					continue // the view is behind (a mark taken off since), or the node unreadable: the next cycle sees
+				}
+				down := n.State != "" && n.State != cluster.NodeReady
 				n.State = cluster.NodeReady // its shape when up
-				p.setParked(ctx, n, "", powerParked, now, "node parked: it bears the parked mark, with no record here (parked by another replica, or its record lost)", "")
+				if p.setParked(ctx, n, "", powerParked, now, "node parked: it bears the parked mark, with no record here (parked by another replica, or its record lost)", "") && down {
+					p.mu.Lock()
+					p.parked[name].wentDown = true // seen down since its park: awake once it is up
+					p.mu.Unlock()
+				}
 				continue // if not recorded, the next cycle tries again
 			}
 			p.log.Warn("parking: a node bears the parked mark with no record here and is not taken as parked: it is uncordoned", "node", name, "why", why)
@@ -867,8 +883,10 @@ func (p *Plane) setParked(ctx context.Context, node cluster.Node, from, to strin
 	if state != from {
 		return false // it moved since the decision
 	}
-	cordoned := false // by this call: taken off again if the record fails
-	if to == powerParked && p.cfg.Cordoner != nil {
+	// A cordon this call puts on is taken off again if the record fails;
+	// the advisor changes no mark.
+	cordoned := false
+	if to == powerParked && p.cfg.Cordoner != nil && p.Mode() == ModeAutopilot {
 		placed, err := p.cfg.Cordoner.Cordon(ctx, node.Name)
 		if err != nil && placed {
 			p.parking.notParked[node.Name] = true // a mark left on: settleCordons takes it off

@@ -619,6 +619,7 @@ type fakeCordoner struct {
 	failCordon   int // cordons that fail before one succeeds
 	failRevert   int // cordons that fail and leave the mark on
 	failUncordon int // uncordons that fail before one succeeds
+	failMarked   int // live reads that fail before one succeeds
 	calls        []string
 }
 
@@ -678,6 +679,10 @@ func (f *fakeCordoner) Cordoned() []string {
 func (f *fakeCordoner) Marked(_ context.Context, node string) (bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.failMarked > 0 {
+		f.failMarked--
+		return false, errors.New("the API server is unreachable")
+	}
 	return f.marks[node], nil
 }
 
@@ -861,8 +866,9 @@ func TestANodeThatBearsTheParkedMarkIsTakenAsParked(t *testing.T) {
 }
 
 // A node the plane woke whose mark could not be taken off then is
-// uncordoned once it is awake, not taken as parked; so is a node that
-// came back up while parked.
+// uncordoned once it is awake, not taken as parked, nor later while the
+// Cordoner's view still shows the mark; a node that came back up while
+// parked is uncordoned too.
 func TestAWokenNodeStillMarkedIsUncordonedNotTakenAsParked(t *testing.T) {
 	e, c := cordonedEnv(t, fleetOf(2, 4), Parking{IdleAfter: 10 * time.Minute})
 	e.cyclesApart(10 * time.Minute)
@@ -889,7 +895,15 @@ func TestAWokenNodeStillMarkedIsUncordonedNotTakenAsParked(t *testing.T) {
 	e.plane.cycle(e.ctx)
 	e.plane.cycle(e.ctx)
 	if st := e.nodeStates()["n1"]; st == "parked" || slices.Contains(c.marked(), "n1") {
-		t.Errorf("n1, back up while parked: %s, marks %v; want it awake and uncordoned", st, c.marked())
+		t.Fatalf("n1, back up while parked: %s, marks %v; want it awake and uncordoned", st, c.marked())
+	}
+	c.mu.Lock()
+	c.stale = []string{"n1"} // the view still shows n1's mark
+	c.mu.Unlock()
+	c.took()
+	e.plane.cycle(e.ctx)
+	if got := c.took(); slices.Contains(got, "cordon n1") || e.nodeStates()["n1"] == "parked" {
+		t.Errorf("n1 uncordoned, its mark still in the view: calls %v, state %s; want it left alone", got, e.nodeStates()["n1"])
 	}
 }
 
@@ -930,8 +944,9 @@ func TestARestoredWakingNodeThatBearsTheMarkIsParked(t *testing.T) {
 }
 
 // A node restored parked after a restart that is up and, read live, no
-// longer bears the mark (a replica that led meanwhile woke it) is awake;
-// but not one that still bears it though the Cordoner's view lags.
+// longer bears the mark (a replica that led meanwhile woke it) is awake,
+// once the live read succeeds; but not one that still bears it though
+// the Cordoner's view lags.
 func TestARestoredParkedNodeUpWithoutItsMarkIsAwake(t *testing.T) {
 	e, c := cordonedEnv(t, fleetOf(2, 4), Parking{IdleAfter: 10 * time.Minute})
 	e.cyclesApart(10 * time.Minute)
@@ -940,8 +955,11 @@ func TestARestoredParkedNodeUpWithoutItsMarkIsAwake(t *testing.T) {
 	c.mu.Lock()
 	delete(c.marks, "n0") // the other replica woke it
 	c.stale = []string{}  // the view shows no mark yet
+	c.failMarked = 1
 	c.mu.Unlock()
 	e.restartUntilSynced("n0", "parked")
+	e.wantNode("n0", "parked", "its live read failed")
+	e.plane.cycle(e.ctx)
 	e.wantNode("n0", "ready", "up without its mark")
 	e.wantNode("n1", "parked", "its mark on, though not seen")
 	if parked, err := e.store.ParkedNodes(e.ctx); err != nil || len(parked) != 1 || parked[0].Node.Name != "n1" {

@@ -25,7 +25,7 @@ func TestANodeCordonedToParkIsAsItsReadinessSays(t *testing.T) {
 		n := gpuNode("p", 8, nil)
 		n.Spec.Unschedulable = true
 		n.Annotations = map[string]string{AnnotationParked: "2026-12-05T04:00:00Z"}
-		if !ready {
+		if ready {
 			n.Annotations[AnnotationParked] = "" // the mark is the key, whatever its value
 		}
 		if !ready {
