@@ -89,9 +89,9 @@ type Parking struct {
 // restored parked that is up and, read live, bears none as awake; and on
 // autopilot it takes a marked node it has no record of (the mark read
 // live again) as parked when the node is down, or up with none of its
-// jobs there and Unparkable silent, and uncordons it otherwise. It uncordons the marked nodes it
-// woke, found awake or failed to record (an uncordon that failed), and
-// all of them with parking off.
+// jobs there and Unparkable silent, and uncordons it otherwise. It
+// uncordons the marked nodes it woke, found awake or failed to record (an
+// uncordon that failed), and all of them with parking off.
 type Cordoner interface {
 	// Unparkable says why node must not be powered down; "" when it may.
 	Unparkable(node string) string
@@ -237,7 +237,7 @@ func (p *Plane) restoreParked(ctx context.Context) error {
 	p.mu.Unlock()
 	p.parking.marksFrom = p.cfg.Clock().UTC().Add(p.cfg.NodeSyncTimeout)
 	if len(parked) > 0 {
-		p.parking.from = p.cfg.Clock().UTC().Add(p.cfg.NodeSyncTimeout)
+		p.parking.from = p.parking.marksFrom
 	}
 	return nil
 }
@@ -371,8 +371,7 @@ func (p *Plane) settleParked(ctx context.Context, now time.Time) {
 			p.setParked(ctx, c.node, powerWaking, powerParked, now, c.msg, "")
 			continue // if not recorded, the next cycle sees the same again
 		}
-		if err := p.cfg.Store.DeleteParked(ctx, c.node.Name); err != nil {
-			p.log.Error("parking: not recorded", "node", c.node.Name, "error", err)
+		if !p.setAwake(ctx, c.node.Name, now, c.msg) {
 			if c.failed != nil {
 				p.mu.Lock()
 				p.powerRuns = append(p.powerRuns, *c.failed) // the next cycle sees it again
@@ -380,16 +379,10 @@ func (p *Plane) settleParked(ctx context.Context, now time.Time) {
 			}
 			continue
 		}
-		p.mu.Lock()
-		delete(p.parked, c.node.Name)
-		p.mu.Unlock()
 		p.parking.notParked[c.node.Name] = true // a node awake while parked bears the mark still
 		if c.failed != nil {
 			p.parking.hold[c.node.Name] = now.Add(cfg.IdleAfter)
 		}
-		p.changedState()
-		p.log.Info("parking: "+c.msg, "node", c.node.Name)
-		p.notifyNode(ctx, "node_awake", c.node.Name, "", now, c.msg)
 		if c.booted > 0 {
 			p.learnBoot(c.booted)
 			if err := p.cfg.Store.AddBoot(ctx, store.NodeBoot{Node: c.node.Name, Awake: now, Boot: c.booted}); err != nil {
@@ -444,18 +437,9 @@ func (p *Plane) reconcileMarks(ctx context.Context, now time.Time, ready map[str
 		if on {
 			continue
 		}
-		if err := p.cfg.Store.DeleteParked(ctx, n.Name); err != nil {
-			p.log.Error("parking: not recorded", "node", n.Name, "error", err)
+		if !p.setAwake(ctx, n.Name, now, "node awake: restored parked, it is up and bears no parked mark (another replica woke it)") {
 			done = false
-			continue
 		}
-		p.mu.Lock()
-		delete(p.parked, n.Name)
-		p.mu.Unlock()
-		p.changedState()
-		msg := "node awake: restored parked, it is up and bears no parked mark (another replica woke it)"
-		p.log.Info("parking: "+msg, "node", n.Name)
-		p.notifyNode(ctx, "node_awake", n.Name, "", now, msg)
 	}
 	p.parking.reconciled = done
 }
@@ -543,6 +527,22 @@ func (p *Plane) nodesWithJobs(ctx context.Context) (map[string]bool, error) {
 		}
 	}
 	return out, nil
+}
+
+// setAwake forgets a parked or waking node, in the store first, and tells
+// the log and the webhooks why (msg); false when the store failed.
+func (p *Plane) setAwake(ctx context.Context, node string, now time.Time, msg string) bool {
+	if err := p.cfg.Store.DeleteParked(ctx, node); err != nil {
+		p.log.Error("parking: not recorded", "node", node, "error", err)
+		return false
+	}
+	p.mu.Lock()
+	delete(p.parked, node)
+	p.mu.Unlock()
+	p.changedState()
+	p.log.Info("parking: "+msg, "node", node)
+	p.notifyNode(ctx, "node_awake", node, "", now, msg)
+	return true
 }
 
 // learnBoot adds a boot seen to the decayed mean bootTime returns.

@@ -483,8 +483,7 @@ func (b *Backend) foreignChanged(o any) {
 	key := types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if p.Spec.SchedulerName == SchedulerName || p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded ||
-		p.Status.Phase == corev1.PodFailed {
+	if !othersBound(p) {
 		b.setForeignLocked(key, nil)
 		return
 	}

@@ -28,9 +28,9 @@ import (
 
 // Unparkable implements control.Cordoner: a node where pods of other
 // schedulers run (but for DaemonSets' and static pods that hold no GPUs,
-// which every node runs) is not powered down, nor a node whose GPUs are partitioned into
-// MIG instances (the planner sees the instances as a node of their own,
-// which may be busy while the node is empty).
+// which every node runs) is not powered down, nor a node whose GPUs are
+// partitioned into MIG instances (the planner sees the instances as a
+// node of their own, which may be busy while the node is empty).
 func (b *Backend) Unparkable(node string) string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -99,14 +99,15 @@ func (b *Backend) Cordon(ctx context.Context, node string) (placed bool, err err
 	if _, err := b.patchNode(ctx, kn, at, true); err != nil {
 		return false, fmt.Errorf("kubernetes backend: cordoning node %s: %w", node, err)
 	}
-	landed, err := b.podOfOthersOn(ctx, node)
-	if err == nil && landed == "" {
+	var why error
+	switch landed, err := b.podOfOthersOn(ctx, node); {
+	case err != nil:
+		why = fmt.Errorf("kubernetes backend: cordoning node %s: listing its pods: %w", node, err)
+	case landed != "":
+		why = fmt.Errorf("kubernetes backend: node %s: pod %s of another scheduler runs there: it is not parked", node, landed)
+	default:
 		b.log.Info("node cordoned to be parked", "node", node)
 		return true, nil
-	}
-	why := fmt.Errorf("kubernetes backend: cordoning node %s: listing its pods: %w", node, err)
-	if err == nil {
-		why = fmt.Errorf("kubernetes backend: node %s: pod %s of another scheduler runs there: it is not parked", node, landed)
 	}
 	if err := b.unmark(ctx, node); err != nil {
 		return true, fmt.Errorf("%w; taking its cordon off again: %w", why, err)
@@ -125,14 +126,9 @@ func (b *Backend) podOfOthersOn(ctx context.Context, node string) (string, error
 	}
 	for i := range pods.Items {
 		p := &pods.Items[i]
-		if p.Spec.NodeName != node || p.Spec.SchedulerName == SchedulerName || p.Status.Phase == corev1.PodSucceeded ||
-			p.Status.Phase == corev1.PodFailed {
-			continue // the selector repeated, for clients that ignore it
+		if p.Spec.NodeName == node && othersBound(p) && !nodeService(p) { // the selector repeated, for clients that ignore it
+			return p.Namespace + "/" + p.Name, nil
 		}
-		if nodeService(p) {
-			continue
-		}
-		return p.Namespace + "/" + p.Name, nil
 	}
 	return "", nil
 }
@@ -185,6 +181,13 @@ func (b *Backend) patchNode(ctx context.Context, kn *corev1.Node, at string, cor
 		return nil, err
 	}
 	return b.cfg.Client.CoreV1().Nodes().Patch(ctx, kn.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+}
+
+// othersBound reports whether a pod of another scheduler is bound to a
+// node and holds its resources there: not finished.
+func othersBound(p *corev1.Pod) bool {
+	return p.Spec.SchedulerName != SchedulerName && p.Spec.NodeName != "" &&
+		p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
 }
 
 // nodeService reports whether a pod is a service of its node, which

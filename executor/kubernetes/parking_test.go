@@ -27,8 +27,7 @@ func TestANodeCordonedToParkIsAsItsReadinessSays(t *testing.T) {
 		n.Annotations = map[string]string{AnnotationParked: "2026-12-05T04:00:00Z"}
 		if ready {
 			n.Annotations[AnnotationParked] = "" // the mark is the key, whatever its value
-		}
-		if !ready {
+		} else {
 			n.Status.Conditions[0].Status = corev1.ConditionUnknown
 		}
 		return n
