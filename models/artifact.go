@@ -1,10 +1,6 @@
 package models
 
 import (
-	"bytes"
-	"crypto/sha256"
-	"encoding/binary"
-	"encoding/gob"
 	"errors"
 	"fmt"
 	"io"
@@ -17,8 +13,8 @@ import (
 // whenever Artifact or a model's encoding changes incompatibly.
 const ArtifactFormat = 1
 
-// artifactMagic starts every encoded artifact.
-const artifactMagic = "PRESCIENT-MODEL\n"
+// artifactEnvelope is how Encode writes an Artifact.
+var artifactEnvelope = Envelope{Magic: "PRESCIENT-MODEL\n", Format: ArtifactFormat, Kind: "model"}
 
 // MaxArtifactBytes bounds the payload a decoder accepts.
 const MaxArtifactBytes = 1 << 30
@@ -60,59 +56,16 @@ type Artifact struct {
 	Importance, Center, Scale []float64
 }
 
-// Encode writes the artifact: magic, format, payload length, gob payload,
-// SHA-256 of the payload.
-func Encode(w io.Writer, a *Artifact) error {
-	var payload bytes.Buffer
-	if err := gob.NewEncoder(&payload).Encode(a); err != nil {
-		return fmt.Errorf("encode artifact: %w", err)
-	}
-	var head [len(artifactMagic) + 12]byte
-	copy(head[:], artifactMagic)
-	binary.BigEndian.PutUint32(head[len(artifactMagic):], uint32(a.Format))
-	binary.BigEndian.PutUint64(head[len(artifactMagic)+4:], uint64(payload.Len()))
-	sum := sha256.Sum256(payload.Bytes())
-	for _, b := range [][]byte{head[:], payload.Bytes(), sum[:]} {
-		if _, err := w.Write(b); err != nil {
-			return fmt.Errorf("write artifact: %w", err)
-		}
-	}
-	return nil
-}
+// Encode writes the artifact in its Envelope.
+func Encode(w io.Writer, a *Artifact) error { return artifactEnvelope.Encode(w, a.Format, a) }
 
 // Decode reads an artifact written by Encode; name (a file) appears in
 // errors. A damaged artifact is ErrCorruptArtifact, one of another format
 // ErrIncompatibleArtifact; every model in it is decoded and checked.
 func Decode(r io.Reader, name string) (*Artifact, error) {
-	var head [len(artifactMagic) + 12]byte
-	if _, err := io.ReadFull(r, head[:]); err != nil {
-		return nil, fmt.Errorf("%s: %w: short header: %v", name, ErrCorruptArtifact, err)
-	}
-	if string(head[:len(artifactMagic)]) != artifactMagic {
-		return nil, fmt.Errorf("%s: %w: not a Prescient model artifact", name, ErrCorruptArtifact)
-	}
-	if f := binary.BigEndian.Uint32(head[len(artifactMagic):]); f != ArtifactFormat {
-		return nil, fmt.Errorf("%s: %w: format %d, this build reads format %d", name, ErrIncompatibleArtifact, f, ArtifactFormat)
-	}
-	n := binary.BigEndian.Uint64(head[len(artifactMagic)+4:])
-	if n > MaxArtifactBytes {
-		return nil, fmt.Errorf("%s: %w: payload of %d bytes is too large", name, ErrCorruptArtifact, n)
-	}
-	// Read what is there rather than allocate what the header claims: a
-	// damaged length must not cost a gigabyte.
-	payload, err := io.ReadAll(io.LimitReader(r, int64(n)+sha256.Size))
-	if err != nil {
-		return nil, fmt.Errorf("%s: read: %w", name, err)
-	}
-	if uint64(len(payload)) != n+sha256.Size {
-		return nil, fmt.Errorf("%s: %w: truncated: %d of %d bytes", name, ErrCorruptArtifact, len(payload), n+sha256.Size)
-	}
-	if sum := sha256.Sum256(payload[:n]); !bytes.Equal(sum[:], payload[n:]) {
-		return nil, fmt.Errorf("%s: %w: checksum mismatch", name, ErrCorruptArtifact)
-	}
 	var a Artifact
-	if err := gob.NewDecoder(bytes.NewReader(payload[:n])).Decode(&a); err != nil {
-		return nil, fmt.Errorf("%s: %w: %v", name, ErrCorruptArtifact, err)
+	if err := artifactEnvelope.Decode(r, name, &a); err != nil {
+		return nil, err
 	}
 	if err := a.validate(); err != nil {
 		return nil, fmt.Errorf("%s: %w: %v", name, ErrCorruptArtifact, err)

@@ -1,10 +1,6 @@
 package models
 
 import (
-	"bytes"
-	"crypto/sha256"
-	"encoding/binary"
-	"encoding/gob"
 	"errors"
 	"fmt"
 	"io"
@@ -22,8 +18,8 @@ const TargetPeak Target = "peak"
 // it when PeakArtifact or PeakFeatures change incompatibly.
 const PeakArtifactFormat = 1
 
-// peakMagic starts every encoded peak artifact.
-const peakMagic = "PRESCIENT-PEAK\n"
+// peakEnvelope is how EncodePeak writes a PeakArtifact.
+var peakEnvelope = Envelope{Magic: "PRESCIENT-PEAK\n", Format: PeakArtifactFormat, Kind: "peak-refinement"}
 
 // ErrTooLittleSeen is returned when a series is too short (or all zero) to
 // refine: less than the window's Observe, or too few samples in it.
@@ -110,57 +106,16 @@ func span(times []time.Time) time.Duration {
 	return times[len(times)-1].Sub(times[0])
 }
 
-// EncodePeak writes the artifact: magic, format, payload length, gob
-// payload, SHA-256 of the payload.
-func EncodePeak(w io.Writer, a *PeakArtifact) error {
-	var payload bytes.Buffer
-	if err := gob.NewEncoder(&payload).Encode(a); err != nil {
-		return fmt.Errorf("encode peak artifact: %w", err)
-	}
-	var head [len(peakMagic) + 12]byte
-	copy(head[:], peakMagic)
-	binary.BigEndian.PutUint32(head[len(peakMagic):], uint32(a.Format))
-	binary.BigEndian.PutUint64(head[len(peakMagic)+4:], uint64(payload.Len()))
-	sum := sha256.Sum256(payload.Bytes())
-	for _, b := range [][]byte{head[:], payload.Bytes(), sum[:]} {
-		if _, err := w.Write(b); err != nil {
-			return fmt.Errorf("write peak artifact: %w", err)
-		}
-	}
-	return nil
-}
+// EncodePeak writes the artifact in its Envelope.
+func EncodePeak(w io.Writer, a *PeakArtifact) error { return peakEnvelope.Encode(w, a.Format, a) }
 
 // DecodePeak reads an artifact written by EncodePeak and decodes its
 // model; name (a file) appears in errors. A damaged artifact is
 // ErrCorruptArtifact, one of another format ErrIncompatibleArtifact.
 func DecodePeak(r io.Reader, name string) (*PeakArtifact, error) {
-	var head [len(peakMagic) + 12]byte
-	if _, err := io.ReadFull(r, head[:]); err != nil {
-		return nil, fmt.Errorf("%s: %w: short header: %v", name, ErrCorruptArtifact, err)
-	}
-	if string(head[:len(peakMagic)]) != peakMagic {
-		return nil, fmt.Errorf("%s: %w: not a Prescient peak-refinement artifact", name, ErrCorruptArtifact)
-	}
-	if f := binary.BigEndian.Uint32(head[len(peakMagic):]); f != PeakArtifactFormat {
-		return nil, fmt.Errorf("%s: %w: format %d, this build reads format %d", name, ErrIncompatibleArtifact, f, PeakArtifactFormat)
-	}
-	n := binary.BigEndian.Uint64(head[len(peakMagic)+4:])
-	if n > MaxArtifactBytes {
-		return nil, fmt.Errorf("%s: %w: payload of %d bytes is too large", name, ErrCorruptArtifact, n)
-	}
-	payload, err := io.ReadAll(io.LimitReader(r, int64(n)+sha256.Size))
-	if err != nil {
-		return nil, fmt.Errorf("%s: read: %w", name, err)
-	}
-	if uint64(len(payload)) != n+sha256.Size {
-		return nil, fmt.Errorf("%s: %w: truncated: %d of %d bytes", name, ErrCorruptArtifact, len(payload), n+sha256.Size)
-	}
-	if sum := sha256.Sum256(payload[:n]); !bytes.Equal(sum[:], payload[n:]) {
-		return nil, fmt.Errorf("%s: %w: checksum mismatch", name, ErrCorruptArtifact)
-	}
 	var a PeakArtifact
-	if err := gob.NewDecoder(bytes.NewReader(payload[:n])).Decode(&a); err != nil {
-		return nil, fmt.Errorf("%s: %w: %v", name, ErrCorruptArtifact, err)
+	if err := peakEnvelope.Decode(r, name, &a); err != nil {
+		return nil, err
 	}
 	if err := a.restore(); err != nil {
 		return nil, fmt.Errorf("%s: %w: %v", name, ErrCorruptArtifact, err)
