@@ -134,7 +134,7 @@ func newLoadStack(b *testing.B) *loadStack {
 	}
 	plane, err := control.New(control.Config{
 		Store: st, Nodes: control.StaticFleet{Fleet: fleet}, Backend: backend, Policy: loadPolicy,
-		BackfillDepth: loadBackfillDepth, Forecaster: control.PredictorForecaster{P: loadPredictor(b)},
+		BackfillDepth: loadBackfillDepth, Forecaster: predictor.Adapter{P: loadPredictor(b)},
 		Mode: control.ModeAutopilot, Logger: log,
 	})
 	if err != nil {

@@ -105,7 +105,7 @@ func BenchmarkPredict(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	e := newEnv(b, fleetOf(4, 8), func(c *Config) { c.Forecaster = PredictorForecaster{P: pred} })
+	e := newEnv(b, fleetOf(4, 8), func(c *Config) { c.Forecaster = predictor.Adapter{P: pred} })
 	specs := []cluster.JobSpec{{Tenant: philly[0].Spec.Tenant, Tier: cluster.TierStandard, GPUs: 4, GPUMilli: cluster.MilliGPU}}
 	var ds []time.Duration
 	b.ResetTimer()
@@ -122,8 +122,6 @@ func BenchmarkPredict(b *testing.B) {
 	}
 	reportLatency(b, ds)
 }
-
-var _ executor.Forecaster = PredictorForecaster{}
 
 // BenchmarkPlanCycle is one cycle of the live loop (read the state from
 // the store, plan, record what changed) with 1,000 jobs queued on four

@@ -92,8 +92,8 @@ func (f *liveForecaster) current() *predictor.Predictor {
 // Forecast implements executor.Forecaster.
 func (f *liveForecaster) Forecast(ctx context.Context, jobs []*cluster.Job) ([]executor.Forecast, error) {
 	if p := f.current(); p != nil {
-		fc, err := control.PredictorForecaster{P: p}.Forecast(ctx, jobs)
-		if !errors.Is(err, control.ErrNoDurationModel) {
+		fc, err := predictor.Adapter{P: p}.Forecast(ctx, jobs)
+		if !errors.Is(err, predictor.ErrNoDurationModel) {
 			return fc, err
 		}
 	}

@@ -356,7 +356,7 @@ func (o *simulateOptions) forecaster(g *globals, pol *executor.Policy, truth rep
 		if err != nil {
 			return nil, fmt.Errorf("--models: %w", err)
 		}
-		return modelForecaster{p: p, orig: truth.orig}, nil
+		return predictor.Adapter{P: p, Trace: truth.orig}, nil
 	}
 	return executor.NewOracle(truth.durations, o.oracleNoise, o.seed)
 }

@@ -1,4 +1,4 @@
-package main
+package predictor_test
 
 import (
 	"context"
@@ -34,13 +34,13 @@ func (f *fakeLearned) Observe(j cluster.Job) { f.observed = append(f.observed, j
 
 // The replay's synthetic deadlines are a multiple of the true duration and
 // its jobs are made checkpointable: neither may reach the model.
-func TestModelForecasterSeesJobsAsTheTraceRecordedThem(t *testing.T) {
+func TestAdapterSeesReplayedJobsAsTheTraceRecordedThem(t *testing.T) {
 	orig := clustertest.Job("j1").GPUs(2).Obj()
 	replayed := orig.Clone()
 	replayed.Spec.Deadline = orig.SubmitTime.Add(4 * time.Hour)
 	replayed.Spec.Checkpointable, replayed.Spec.CheckpointCost = true, time.Minute
 	fake := &fakeLearned{}
-	m := modelForecaster{p: fake, orig: map[cluster.JobID]cluster.Job{orig.ID: orig}}
+	m := predictor.Adapter{P: fake, Trace: map[cluster.JobID]cluster.Job{orig.ID: orig}}
 	fc, err := m.Forecast(t.Context(), []*cluster.Job{&replayed})
 	if err != nil {
 		t.Fatal(err)
@@ -62,10 +62,10 @@ func TestModelForecasterSeesJobsAsTheTraceRecordedThem(t *testing.T) {
 
 // The memory model's P90 reaches the planner, which lets jobs share a GPU
 // only when their footprints fit.
-func TestModelForecasterCarriesTheMemoryP90(t *testing.T) {
+func TestAdapterCarriesTheMemoryP90(t *testing.T) {
 	j := clustertest.Job("j1").Obj()
 	for _, mem := range []float64{0, 12 << 30} {
-		m := modelForecaster{p: &fakeLearned{memP90: mem}, orig: map[cluster.JobID]cluster.Job{j.ID: j}}
+		m := predictor.Adapter{P: &fakeLearned{memP90: mem}, Trace: map[cluster.JobID]cluster.Job{j.ID: j}}
 		fc, err := m.Forecast(t.Context(), []*cluster.Job{&j})
 		if err != nil {
 			t.Fatal(err)
