@@ -23,6 +23,6 @@
 // planning cycle near O(queue + nodes). Forecaster is what the simulator
 // asks for forecasts (Observer, if it also learns from finished jobs);
 // Oracle gives true durations, optionally noised; learned forecasts come
-// from the predictor through an adapter in cmd/prescient.
+// from the predictor through predictor.Adapter.
 // Actuators and backends (advisor, autopilot) are not built yet.
 package executor
