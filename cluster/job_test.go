@@ -2,6 +2,7 @@ package cluster_test
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -177,5 +178,28 @@ func TestDataSourceCloneAndWarmOn(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), field+": ") {
 			t.Errorf("a nameless dataset of negative size with nameless places: %v, want %s named", err, field)
 		}
+	}
+}
+
+func TestTasksSplitAJobIntoPerNodeTasks(t *testing.T) {
+	for _, tc := range []struct {
+		name            string
+		gpus, gang, per int
+		want            []int
+		ok              bool
+	}{
+		{"a job that fits a node is one task", 4, 0, 8, []int{4}, true},
+		{"a job larger than a node takes whole nodes and a remainder", 20, 0, 8, []int{8, 8, 4}, true},
+		{"a gang is GangSize equal tasks", 12, 3, 8, []int{4, 4, 4}, true},
+		{"a gang of unequal tasks does not split", 10, 3, 8, nil, false},
+		{"a gang whose task is larger than a node does not split", 18, 2, 8, nil, false},
+		{"no node has GPUs", 1, 0, 0, nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := cluster.JobSpec{GPUs: tc.gpus, GangSize: tc.gang}.Tasks(tc.per)
+			if ok != tc.ok || !slices.Equal(got, tc.want) {
+				t.Errorf("Tasks(%d) = %v, %v; want %v, %v", tc.per, got, ok, tc.want, tc.ok)
+			}
+		})
 	}
 }

@@ -36,7 +36,7 @@ func (*FirstFit) Place(job *cluster.Job, c *executor.Capacity) ([]cluster.Alloca
 	if c.FreeGPUs() < spec.GPUs {
 		return nil, false, "not enough GPUs free"
 	}
-	tasks, ok := Tasks(spec, c.MaxNodeGPUs())
+	tasks, ok := spec.Tasks(c.MaxNodeGPUs())
 	if !ok {
 		return nil, false, "gang cannot be split evenly onto nodes"
 	}
@@ -51,30 +51,6 @@ func (*FirstFit) Place(job *cluster.Job, c *executor.Capacity) ([]cluster.Alloca
 		took.add(i, size)
 	}
 	return allocs, true, fmt.Sprintf("first fit on the least-loaded node(s), %d task(s)", len(tasks))
-}
-
-// Tasks splits a job's GPUs into per-node tasks: a gang into GangSize equal
-// tasks, another job larger than a node into whole nodes and a remainder.
-func Tasks(spec *cluster.JobSpec, perNode int) ([]int, bool) {
-	g := spec.GPUs
-	if spec.GangSize > 1 {
-		if g%spec.GangSize != 0 || g/spec.GangSize > perNode {
-			return nil, false
-		}
-		tasks := make([]int, spec.GangSize)
-		for i := range tasks {
-			tasks[i] = g / spec.GangSize
-		}
-		return tasks, true
-	}
-	if perNode <= 0 {
-		return nil, false
-	}
-	var tasks []int
-	for ; g > perNode; g -= perNode {
-		tasks = append(tasks, perNode)
-	}
-	return append(tasks, g), true
 }
 
 // leastLoaded finds the ready node with the most free GPUs, at least size

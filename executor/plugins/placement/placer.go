@@ -265,7 +265,7 @@ func (cp *cyclePlacer) Place(job *cluster.Job, c *executor.Capacity) ([]cluster.
 	case c.FreeGPUs() < spec.GPUs:
 		return nil, false, "not enough GPUs free"
 	}
-	tasks, ok := tasksOf(spec, c.MaxNodeGPUs())
+	tasks, ok := spec.Tasks(c.MaxNodeGPUs())
 	if !ok {
 		return nil, false, "gang cannot be split evenly onto nodes"
 	}
@@ -280,31 +280,6 @@ func (cp *cyclePlacer) Place(job *cluster.Job, c *executor.Capacity) ([]cluster.
 		cp.placed(job, allocs)
 	}
 	return allocs, ok, why
-}
-
-// tasksOf splits a job's GPUs into per-node tasks: a gang into GangSize
-// equal tasks, another job larger than a node into whole nodes and a
-// remainder.
-func tasksOf(spec *cluster.JobSpec, perNode int) ([]int, bool) {
-	g := spec.GPUs
-	if spec.GangSize > 1 {
-		if g%spec.GangSize != 0 || g/spec.GangSize > perNode {
-			return nil, false
-		}
-		tasks := make([]int, spec.GangSize)
-		for i := range tasks {
-			tasks[i] = g / spec.GangSize
-		}
-		return tasks, true
-	}
-	if perNode <= 0 {
-		return nil, false
-	}
-	var tasks []int
-	for ; g > perNode; g -= perNode {
-		tasks = append(tasks, perNode)
-	}
-	return append(tasks, g), true
 }
 
 // fillView loads node i's free GPUs into the scratch view; mask, when set,
