@@ -247,7 +247,7 @@ func BenchmarkLoanDecision10kGPUs(b *testing.B) {
 	}
 	e := newEnv(b, fleet, func(c *Config) {
 		c.Telemetry = collector.NewEmbeddedSink(c.Store)
-		c.Lending = &Lending{Pools: []string{"inference"}}
+		c.Lending = &Lending{Pools: []string{"inference"}, Recent: lend.DefaultRecent}
 	})
 	now := t0.Add(6 * time.Hour)
 	for n := 1000; n < 1250; n++ {

@@ -187,7 +187,7 @@ func (c *Config) Validate() error {
 		errs = append(errs, errors.New("control: config: Tick, Debounce, Grace, UsageHalfLife, WaitHalfLife, NodeSyncTimeout and NodeLostAfter must not be negative"))
 	}
 	if c.Lending != nil {
-		if err := c.Lending.validate(); err != nil {
+		if err := c.Lending.withDefaults().Validate("control: config: lending: "); err != nil {
 			errs = append(errs, err)
 		}
 		if c.Telemetry == nil {

@@ -42,9 +42,10 @@ type Lending struct {
 	Pools                  []string
 	Every, MinLoan, Notice time.Duration
 	// Level is the quantile of the idle model's forecast lent on (default
-	// DefaultLendLevel); Recent caps the model by what was idle throughout
-	// the last Recent, and is the rule without a model (default
-	// DefaultLendRecent).
+	// lend.DefaultLevel); Recent caps the model by what was idle throughout
+	// the last Recent, and is the rule without a model. Zero Recent is the
+	// model alone, as in simulate: without a published idle model nothing
+	// is lent then.
 	Level  float64
 	Recent time.Duration
 	// Handover is how long a lent node waits before training is placed
@@ -59,22 +60,19 @@ type Lending struct {
 
 // The defaults of Lending.
 const (
-	DefaultLendLevel    = 0.1
-	DefaultLendRecent   = 30 * time.Minute
 	DefaultLendHandover = time.Minute
 	DefaultLendHeadroom = 1
-	// MaxLendRecent is the longest Recent: the utilization the plane
-	// keeps.
-	MaxLendRecent = idleHistory - idleStep
 )
 
+// Check that the utilization the plane keeps covers the longest Recent.
+const _ = uint(idleHistory - idleStep - lend.MaxRecent)
+
 // withDefaults is l with its zero values at their defaults (New sets
-// them).
+// them); a zero Recent stays the model alone.
 func (l Lending) withDefaults() Lending {
 	pol := l.policy()
 	l.Every, l.MinLoan, l.Notice = pol.Every, pol.MinLoan, pol.Notice
-	l.Level = cmp.Or(l.Level, DefaultLendLevel)
-	l.Recent = cmp.Or(l.Recent, DefaultLendRecent)
+	l.Level = cmp.Or(l.Level, lend.DefaultLevel)
 	l.Handover = cmp.Or(l.Handover, DefaultLendHandover)
 	l.Headroom = cmp.Or(l.Headroom, DefaultLendHeadroom)
 	return l
@@ -84,28 +82,25 @@ func (l Lending) policy() lend.Policy {
 	return lend.Policy{Every: l.Every, MinLoan: l.MinLoan, Notice: l.Notice, Headroom: l.Headroom}.WithDefaults()
 }
 
-func (l *Lending) validate() error {
+// Validate checks l as it is, without defaults: lend.Settings.Validate,
+// the pools, and what the live plane needs beside (a handover, a GPU of
+// headroom). Each error names its field after prefix, a flag's
+// ("--lend-") or a config's.
+func (l Lending) Validate(prefix string) error {
 	var errs []error
 	if len(l.Pools) == 0 {
-		errs = append(errs, errors.New("control: config: lending: no inference pools"))
+		errs = append(errs, fmt.Errorf("%spools: no inference pools", prefix))
 	}
 	if slices.Contains(l.Pools, "") {
-		errs = append(errs, errors.New("control: config: lending: an empty pool name"))
+		errs = append(errs, fmt.Errorf("%spools: an empty pool name", prefix))
 	}
-	if l.Every < 0 || l.MinLoan < 0 || l.Notice < 0 || l.Recent < 0 || l.Handover < 0 {
-		errs = append(errs, errors.New("control: config: lending: every, min loan, notice, recent and handover must not be negative"))
+	pol := lend.Policy{Every: l.Every, MinLoan: l.MinLoan, Notice: l.Notice, Headroom: l.Headroom}
+	errs = append(errs, lend.Settings{Policy: pol, Level: l.Level, Recent: l.Recent}.Validate(prefix))
+	if l.Handover <= 0 {
+		errs = append(errs, fmt.Errorf("%shandover %s: want a positive duration", prefix, l.Handover))
 	}
-	if l.Headroom < 0 {
-		errs = append(errs, fmt.Errorf("control: config: lending: headroom %d GPUs is negative", l.Headroom))
-	}
-	if l.Every%time.Minute != 0 {
-		errs = append(errs, fmt.Errorf("control: config: lending: every %s is not whole minutes", l.Every))
-	}
-	if l.Recent > MaxLendRecent {
-		errs = append(errs, fmt.Errorf("control: config: lending: recent %s is longer than the %s of utilization kept", l.Recent, MaxLendRecent))
-	}
-	if l.Level != 0 && !(l.Level > 0 && l.Level < 1) {
-		errs = append(errs, fmt.Errorf("control: config: lending: level %g is not a quantile in (0, 1)", l.Level))
+	if l.Headroom < 1 {
+		errs = append(errs, fmt.Errorf("%sheadroom %d: at least 1 (a loan leaves the service an idle GPU, so that every GPU busy says the demand grew)", prefix, l.Headroom))
 	}
 	return errors.Join(errs...)
 }
@@ -530,9 +525,15 @@ func (p *Plane) decideLoans(now time.Time, model *idle.Model, lp *loanPool, grid
 		hist[m] = float64(upGPUs) - busy[m]
 	}
 	pol := cfg.policy()
-	var lender lend.Lender = lend.Recent{Window: cfg.Recent}
-	if model != nil {
+	var lender lend.Lender
+	switch {
+	case model != nil:
 		lender = lend.Model{Model: model, Level: cfg.Level, Recent: cfg.Recent}
+	case cfg.Recent > 0:
+		lender = lend.Recent{Window: cfg.Recent}
+	default:
+		p.log.Warn("lending: no idle model is published and Recent is 0 (the model alone): nothing lent this time", "pool", lp.name)
+		return d, len(d.takeBack) > 0
 	}
 	ahead, err := lender.IdleAhead(lend.Query{Now: now, GPUs: upGPUs, History: hist, Replicas: reps, Step: pol.Every, Leads: pol.Leads()})
 	if err != nil || len(ahead) < pol.Leads() {

@@ -64,7 +64,7 @@ func lendingEnvOf(t *testing.T, mode Mode, fleet *cluster.Fleet) (*env, collecto
 	rec := &recordingNotifier{}
 	e.mod = func(c *Config) {
 		c.Mode, c.Telemetry, c.Notifier = mode, b.query, rec
-		c.Lending = &Lending{Pools: []string{"inference"}}
+		c.Lending = &Lending{Pools: []string{"inference"}, Recent: lend.DefaultRecent}
 	}
 	e.restart()
 	return e, b.sink, rec
@@ -103,6 +103,29 @@ func (e *env) placedOn(id string) string {
 		return ""
 	}
 	return pl.Allocations[0].GPU.Node
+}
+
+// Recent 0 is the idle model alone, as simulate's --lend-recent 0: with
+// no model published, nothing is lent, however idle the pool.
+func TestWithRecentZeroAndNoIdleModelNothingIsLent(t *testing.T) {
+	e, sink, _ := lendingEnv(t, ModeAutopilot)
+	mod := e.mod
+	e.mod = func(c *Config) {
+		mod(c)
+		c.Lending.Recent = 0
+	}
+	e.restart()
+	now := t0.Add(time.Hour)
+	if err := sink.Write(e.ctx, inferenceSamples(e.fleet, t0, now, 0, 0)); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(now.Sub(e.clock.Now()))
+	e.lendCycle()
+	for _, n := range []string{"inf-0", "inf-1"} {
+		if l := e.loan(n); l == nil || l.State != "serving" {
+			t.Errorf("%s: %+v, want serving: no model, and Recent 0 is the model alone", n, l)
+		}
+	}
 }
 
 func TestAnIdleInferenceNodeIsLentAndTakenBackWhenTheDemandReturns(t *testing.T) {
@@ -267,7 +290,7 @@ func TestTheAdvisorRecommendsLoansAndLendsNothing(t *testing.T) {
 func decideEnv(t *testing.T) (*env, *loanPool) {
 	e := newEnv(t, lendingFleet(), func(c *Config) {
 		c.Telemetry = collector.NewEmbeddedSink(c.Store)
-		c.Lending = &Lending{Pools: []string{"inference"}}
+		c.Lending = &Lending{Pools: []string{"inference"}, Recent: lend.DefaultRecent}
 	})
 	lp := &loanPool{name: "inference"}
 	for _, n := range e.fleet.Nodes[1:] {

@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"os/exec"
-	"slices"
 	"strings"
 	"time"
 
@@ -139,8 +138,8 @@ token printed for the dashboard and the API.`,
 	f.DurationVar(&o.lend.Every, "lend-every", lend.DefaultEvery, "how often loans are decided, on a forecast of the pools' idle GPUs in steps this long")
 	f.DurationVar(&o.lend.MinLoan, "lend-min-loan", lend.DefaultMinLoan, "lend a node only while the forecast keeps it idle this long")
 	f.DurationVar(&o.lend.Notice, "lend-notice", lend.DefaultNotice, "how long the jobs on a node taken back have to checkpoint and stop")
-	f.Float64Var(&o.lend.Level, "lend-level", control.DefaultLendLevel, "the quantile of the idle model's forecast of idle GPUs lent on")
-	f.DurationVar(&o.lend.Recent, "lend-recent", control.DefaultLendRecent, "lend no more than was idle throughout this last stretch (the rule itself without an idle model)")
+	f.Float64Var(&o.lend.Level, "lend-level", lend.DefaultLevel, "the quantile of the idle model's forecast of idle GPUs lent on")
+	f.DurationVar(&o.lend.Recent, "lend-recent", lend.DefaultRecent, "lend no more than was idle throughout this last stretch (the rule itself without an idle model); 0: the idle model alone, and nothing lent until one is published (as simulate's --lend-recent 0)")
 	f.IntVar(&o.lend.Headroom, "lend-headroom", control.DefaultLendHeadroom, "GPUs of an inference pool kept idle beyond the forecast (at least 1: a pool whose every GPU is busy gets a node back at once)")
 	f.DurationVar(&o.lend.Handover, "lend-handover", control.DefaultLendHandover, "how long a lent node waits for the inference service to move off before training is placed on it")
 	f.DurationVar(&o.park.IdleAfter, "park-idle-after", 0, "park (power down) a node that ran nothing this long, and wake it when work needs it (0: never); see --park-suspend-program")
@@ -181,37 +180,17 @@ func (o *serveOptions) validateParking() []error {
 	return errs
 }
 
-// validateLending checks the --lend-* flags when --lend-pools is given.
+// validateLending checks the --lend-* flags when --lend-pools is given,
+// with control.Lending.Validate (lend.Settings.Validate, which simulate's
+// flags go through too).
 func (o *serveOptions) validateLending() []error {
-	l := &o.lend
-	if len(l.Pools) == 0 {
+	if len(o.lend.Pools) == 0 {
 		return nil
 	}
-	var errs []error
-	if slices.Contains(l.Pools, "") {
-		errs = append(errs, errors.New("--lend-pools: an empty pool name"))
+	if err := o.lend.Validate("--lend-"); err != nil {
+		return []error{err}
 	}
-	for _, f := range []struct {
-		flag string
-		d    time.Duration
-	}{{"--lend-every", l.Every}, {"--lend-min-loan", l.MinLoan}, {"--lend-notice", l.Notice}, {"--lend-handover", l.Handover}} {
-		if f.d <= 0 {
-			errs = append(errs, fmt.Errorf("%s %s: want a positive duration", f.flag, f.d))
-		}
-	}
-	if l.Recent < time.Minute || l.Recent > control.MaxLendRecent {
-		errs = append(errs, fmt.Errorf("--lend-recent %s: want 1m to %s (the utilization the plane keeps)", l.Recent, control.MaxLendRecent))
-	}
-	if l.Every%time.Minute != 0 {
-		errs = append(errs, fmt.Errorf("--lend-every %s: want whole minutes", l.Every))
-	}
-	if !(l.Level > 0 && l.Level < 1) {
-		errs = append(errs, fmt.Errorf("--lend-level %g: want a quantile in (0, 1)", l.Level))
-	}
-	if l.Headroom < 1 {
-		errs = append(errs, fmt.Errorf("--lend-headroom %d: at least 1 (a loan leaves the service an idle GPU, so that every GPU busy says the demand grew)", l.Headroom))
-	}
-	return errs
+	return nil
 }
 
 // validate checks the flags that need no I/O; errors name the flag.

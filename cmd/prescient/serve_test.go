@@ -13,6 +13,7 @@ import (
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/cluster/clustertest"
 	"github.com/prescient-sched/prescient/control"
+	"github.com/prescient-sched/prescient/executor/lend"
 	"github.com/prescient-sched/prescient/executor/park"
 	"github.com/prescient-sched/prescient/training"
 )
@@ -130,7 +131,7 @@ func parkDefaults() control.Parking {
 // lendDefaults are the --lend-* flags' defaults with --lend-pools inference.
 func lendDefaults() control.Lending {
 	return control.Lending{Pools: []string{"inference"}, Every: 5 * time.Minute, MinLoan: 30 * time.Minute, Notice: 2 * time.Minute,
-		Level: control.DefaultLendLevel, Recent: control.DefaultLendRecent, Handover: control.DefaultLendHandover, Headroom: control.DefaultLendHeadroom}
+		Level: lend.DefaultLevel, Recent: lend.DefaultRecent, Handover: control.DefaultLendHandover, Headroom: control.DefaultLendHeadroom}
 }
 
 // Before any duration model is published the control plane still plans,

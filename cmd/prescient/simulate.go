@@ -14,6 +14,7 @@ import (
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/datasets"
 	"github.com/prescient-sched/prescient/executor"
+	"github.com/prescient-sched/prescient/executor/lend"
 	"github.com/prescient-sched/prescient/executor/park"
 	"github.com/prescient-sched/prescient/executor/policies"
 	"github.com/prescient-sched/prescient/executor/sim"
@@ -99,7 +100,7 @@ noise).`,
 	f.StringVar(&o.inference, "inference", "", "FORMAT:PATH: an inference pool beside the fleet, one replica per device of a utilization series (genai, influx), busy at 5% or more; its nodes run training only while --lend lends them")
 	f.IntVar(&o.inferenceNodes, "inference-nodes", 0, "with --inference: how many 8-GPU inference nodes to add (0: enough for the replicas)")
 	f.StringVar(&o.lend, "lend", "none", "with --inference: none, oracle, recent:DURATION (what was idle that long) or model:DIR[@LEVEL] (the idle model's LEVEL quantile, default 0.1): lend idle inference nodes to training for at least 30m and take them back before the forecast demand returns (a directory with an @ needs the @LEVEL)")
-	f.DurationVar(&o.lendRecent, "lend-recent", 30*time.Minute, "with --lend model:DIR: lend no more than was idle throughout this last stretch as well (0: the model alone)")
+	f.DurationVar(&o.lendRecent, "lend-recent", lend.DefaultRecent, "with --lend model:DIR: lend no more than was idle throughout this last stretch as well (0: the model alone, as serve's --lend-recent 0)")
 	addPlacementFlags(f, &o)
 	return cmd
 }
@@ -135,11 +136,10 @@ func (o *simulateOptions) validate() error {
 	if o.inference == "" && (o.lend != "none" || o.inferenceNodes != 0) {
 		errs = append(errs, errors.New("--lend and --inference-nodes need --inference"))
 	}
-	if _, err := parseLendSpec(o.lend); err != nil {
+	if spec, err := parseLendSpec(o.lend); err != nil {
 		errs = append(errs, fmt.Errorf("--lend: %w", err))
-	}
-	if o.lendRecent < 0 {
-		errs = append(errs, fmt.Errorf("--lend-recent: %s is negative", o.lendRecent))
+	} else if err := o.lendSettings(spec).Validate("--lend-"); err != nil {
+		errs = append(errs, err)
 	}
 	errs = append(errs, o.validatePlacement()...)
 	for _, p := range strings.Split(o.policy, ",") {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -24,10 +25,6 @@ type lendSpec struct {
 	level  float64       // model: the quantile lent on
 }
 
-// defaultLendLevel is the quantile of the idle forecast --lend model:DIR
-// lends on: the pool's idle GPUs are at least that many 90% of the time.
-const defaultLendLevel = 0.1
-
 // parseLendSpec reads none, oracle, recent:DURATION or model:DIR[@LEVEL].
 func parseLendSpec(s string) (lendSpec, error) {
 	kind, arg, hasArg := strings.Cut(s, ":")
@@ -39,8 +36,8 @@ func parseLendSpec(s string) (lendSpec, error) {
 		return lendSpec{kind: kind}, nil
 	case "recent":
 		d, err := time.ParseDuration(arg)
-		if err != nil || d < time.Minute || d > 24*time.Hour {
-			return lendSpec{}, fmt.Errorf("lend %q: window %q is not a duration from 1m to 24h", s, arg)
+		if err != nil || d < time.Minute || d > lend.MaxRecent {
+			return lendSpec{}, fmt.Errorf("lend %q: window %q is not a duration from 1m to %s", s, arg, lend.MaxRecent)
 		}
 		return lendSpec{kind: kind, window: d}, nil
 	case "model":
@@ -48,7 +45,7 @@ func parseLendSpec(s string) (lendSpec, error) {
 		if at := strings.LastIndex(arg, "@"); at >= 0 { // a directory may hold an @; the level may not
 			dir, lv, hasLevel = arg[:at], arg[at+1:], true
 		}
-		sp := lendSpec{kind: kind, dir: dir, level: defaultLendLevel}
+		sp := lendSpec{kind: kind, dir: dir, level: lend.DefaultLevel}
 		if dir == "" {
 			return lendSpec{}, fmt.Errorf("lend %q: want model:DIR, the idle model's registry", s)
 		}
@@ -62,6 +59,13 @@ func parseLendSpec(s string) (lendSpec, error) {
 		return sp, nil
 	}
 	return lendSpec{}, fmt.Errorf("lend %q: want none, oracle, recent:DURATION or model:DIR[@LEVEL]", s)
+}
+
+// lendSettings are the replay's lending settings, checked as serve's are
+// (lend.Settings.Validate): the policy's defaults (simulate has no flags
+// for them), the model's level and --lend-recent.
+func (o *simulateOptions) lendSettings(spec lendSpec) lend.Settings {
+	return lend.Settings{Policy: lend.Policy{}.WithDefaults(), Level: cmp.Or(spec.level, lend.DefaultLevel), Recent: o.lendRecent}
 }
 
 // inferenceLending builds the replay's lending from --inference,

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prescient-sched/prescient/executor/lend"
 	"github.com/prescient-sched/prescient/internal/testenv"
 )
 
@@ -15,7 +16,7 @@ func TestParseLendSpec(t *testing.T) {
 		"none":            {kind: "none"},
 		"oracle":          {kind: "oracle"},
 		"recent:30m":      {kind: "recent", window: 30 * time.Minute},
-		"model:/m":        {kind: "model", dir: "/m", level: defaultLendLevel},
+		"model:/m":        {kind: "model", dir: "/m", level: lend.DefaultLevel},
 		"model:/m@0.25":   {kind: "model", dir: "/m", level: 0.25},
 		"model:C:\\m@0.2": {kind: "model", dir: "C:\\m", level: 0.2},
 		"model:/a@b@0.3":  {kind: "model", dir: "/a@b", level: 0.3},

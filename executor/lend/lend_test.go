@@ -3,6 +3,7 @@ package lend_test
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -122,5 +123,38 @@ func TestTakeBackTheLeastLoadedNodesThatAreUp(t *testing.T) {
 	}
 	if got := lend.TakeBack(ns, 100); !slices.Equal(got, []int{1, 4, 0}) {
 		t.Errorf("%v, want every lent node up", got)
+	}
+}
+
+func TestSettingsValidateNamesTheField(t *testing.T) {
+	good := lend.Settings{Policy: lend.Policy{}.WithDefaults(), Level: lend.DefaultLevel, Recent: lend.DefaultRecent}
+	if err := good.Validate("--lend-"); err != nil {
+		t.Fatalf("the defaults: %v", err)
+	}
+	model := good
+	model.Recent = 0
+	if err := model.Validate("--lend-"); err != nil {
+		t.Fatalf("recent 0 (the model alone): %v", err)
+	}
+	for _, tc := range []struct {
+		name string
+		edit func(*lend.Settings)
+		want string
+	}{
+		{"every 90 seconds", func(s *lend.Settings) { s.Every = 90 * time.Second }, "--lend-every 1m30s: want whole minutes"},
+		{"no notice", func(s *lend.Settings) { s.Notice = 0 }, "--lend-notice 0s"},
+		{"a negative minimum loan", func(s *lend.Settings) { s.MinLoan = -time.Minute }, "--lend-min-loan -1m0s"},
+		{"a level of 1", func(s *lend.Settings) { s.Level = 1 }, "--lend-level 1"},
+		{"a negative headroom", func(s *lend.Settings) { s.Headroom = -1 }, "--lend-headroom -1"},
+		{"a negative recent", func(s *lend.Settings) { s.Recent = -time.Minute }, "--lend-recent -1m0s"},
+		{"more history than is kept", func(s *lend.Settings) { s.Recent = 5 * time.Hour }, "--lend-recent 5h0m0s"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := good
+			tc.edit(&s)
+			if err := s.Validate("--lend-"); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Validate() = %v, want an error with %q", err, tc.want)
+			}
+		})
 	}
 }

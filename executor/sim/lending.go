@@ -86,14 +86,13 @@ func (c *Lending) validate(f *cluster.Fleet, running []Placed) error {
 	if c.Lender == nil {
 		errs = append(errs, errors.New("sim: lending: no lender"))
 	}
-	if c.Every < 0 || c.MinLoan < 0 || c.Notice < 0 || c.Lookback < 0 {
+	if c.Every < 0 || c.MinLoan < 0 || c.Notice < 0 {
 		errs = append(errs, errors.New("sim: lending: negative duration"))
+	} else if err := c.policy().Validate("sim: lending: "); err != nil {
+		errs = append(errs, err)
 	}
-	if c.Lookback != 0 && c.Lookback < time.Minute {
+	if c.Lookback < 0 || c.Lookback != 0 && c.Lookback < time.Minute {
 		errs = append(errs, fmt.Errorf("sim: lending: lookback %s is under a minute", c.Lookback))
-	}
-	if c.Every%time.Minute != 0 {
-		errs = append(errs, fmt.Errorf("sim: lending: decision interval %s is not whole minutes", c.Every))
 	}
 	inFleet := map[string]int{}
 	for _, n := range f.Nodes {
@@ -117,11 +116,16 @@ func (c *Lending) validate(f *cluster.Fleet, running []Placed) error {
 	return errors.Join(errs...)
 }
 
+// policy is the lending policy, its zero durations at their defaults.
+func (c *Lending) policy() lend.Policy {
+	return lend.Policy{Every: c.Every, MinLoan: c.MinLoan, Notice: c.Notice}.WithDefaults()
+}
+
 // initLending hands the inference nodes to the service and schedules the
 // first tick.
 func (s *Simulator) initLending() {
 	c := *s.cfg.Lending
-	pol := lend.Policy{Every: c.Every, MinLoan: c.MinLoan, Notice: c.Notice}.WithDefaults()
+	pol := c.policy()
 	c.Every, c.MinLoan, c.Notice = pol.Every, pol.MinLoan, pol.Notice
 	c.Lookback = cmp.Or(c.Lookback, lend.DefaultLookback)
 	l := &lending{cfg: c, start: s.now}

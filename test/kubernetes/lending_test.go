@@ -13,6 +13,7 @@ import (
 	"github.com/prescient-sched/prescient/collector/nvml"
 	"github.com/prescient-sched/prescient/control"
 	kubebackend "github.com/prescient-sched/prescient/executor/kubernetes"
+	"github.com/prescient-sched/prescient/executor/lend"
 )
 
 // An inference pool on Kubernetes: the inference servers are pods of the
@@ -65,7 +66,7 @@ func TestAnIdleInferenceNodeIsLentOnKubernetes(t *testing.T) {
 			t.Fatal(err)
 		}
 		cfg.Telemetry = telemetry
-		cfg.Lending = &control.Lending{Pools: []string{"inference"}, Handover: time.Second}
+		cfg.Lending = &control.Lending{Pools: []string{"inference"}, Recent: lend.DefaultRecent, Handover: time.Second}
 	})
 	c.createPod("hold", podOpts{gpus: 8}) // takes the training node
 	if node := c.bound("hold"); node != "train" {
