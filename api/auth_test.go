@@ -9,7 +9,7 @@ import (
 
 	"github.com/prescient-sched/prescient/api"
 	"github.com/prescient-sched/prescient/cluster"
-	"github.com/prescient-sched/prescient/control"
+	"github.com/prescient-sched/prescient/service"
 )
 
 // routeClass is who a route is for.
@@ -191,14 +191,14 @@ func TestTenantsSeeOnlyTheirOwnJobs(t *testing.T) {
 			t.Fatalf("submitter of a for b = %d %s", rec.Code, rec.Body)
 		}
 		rec := e.do("POST", "/v1/jobs", tokAdmin, `{"tenant":"b","gpus":1}`)
-		var st control.JobStatus
+		var st service.JobStatus
 		decode(t, rec, &st)
 		if rec.Code != 201 || st.Tenant != "b" {
 			t.Fatalf("admin for b = %d %s", rec.Code, rec.Body)
 		}
 	})
 	t.Run("the fleet shows a viewer only its tenant's job IDs", func(t *testing.T) {
-		var fs control.FleetState
+		var fs service.FleetState
 		decode(t, e.do("GET", "/v1/fleet", tokViewerA, ""), &fs)
 		var seen []string
 		for _, g := range fs.Nodes[0].GPUs {
@@ -220,7 +220,7 @@ func TestTenantsSeeOnlyTheirOwnJobs(t *testing.T) {
 		if rec := e.do("POST", "/v1/whatif", tokViewerA, `{"remove_jobs":["jb1"]}`); rec.Code != 403 {
 			t.Fatalf("removing b's job as a = %d %s", rec.Code, rec.Body)
 		}
-		var res control.WhatIfResult
+		var res service.WhatIfResult
 		decode(t, e.do("POST", "/v1/whatif", tokViewerA, `{"remove_jobs":["ja2"],"add_jobs":[{"gpus":1}]}`), &res)
 		var seen []string
 		for _, j := range res.Jobs {
@@ -289,11 +289,11 @@ func TestStatsAndRecommendationsShowATenantOnlyItsOwn(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	e.fake.AddRecommendation(control.Recommendation{Job: "ja", Kind: "start", Reason: "r"})
-	e.fake.AddRecommendation(control.Recommendation{Job: "jb", Kind: "start", Reason: "r"})
-	e.fake.AddRecommendation(control.Recommendation{Kind: "park", Reason: "r"})
+	e.fake.AddRecommendation(service.Recommendation{Job: "ja", Kind: "start", Reason: "r"})
+	e.fake.AddRecommendation(service.Recommendation{Job: "jb", Kind: "start", Reason: "r"})
+	e.fake.AddRecommendation(service.Recommendation{Kind: "park", Reason: "r"})
 
-	var st control.Stats
+	var st service.Stats
 	decode(t, e.do("GET", "/v1/stats", tokViewerA, ""), &st)
 	if len(st.WaitByTenant) != 1 || st.WaitByTenant[0].Key != "a" || len(st.Cost) != 1 || st.Cost[0].Workload != "a" ||
 		len(st.Forecasts) != 1 || st.Forecasts[0].Job != "ja" || st.Completed != 2 {

@@ -8,14 +8,14 @@ import (
 	"testing"
 
 	"github.com/prescient-sched/prescient/api"
-	"github.com/prescient-sched/prescient/control"
+	"github.com/prescient-sched/prescient/service"
 )
 
 // benchEnv is a server whose fake holds n queued jobs of tenant a.
 func benchEnv(b *testing.B, n int) *env {
 	e := newEnv(b)
 	for i := range n {
-		if _, err := e.fake.Submit(b.Context(), control.SubmitRequest{Spec: specOf("a", 1+i%8)}); err != nil {
+		if _, err := e.fake.Submit(b.Context(), service.SubmitRequest{Spec: specOf("a", 1+i%8)}); err != nil {
 			b.Fatal(err)
 		}
 	}

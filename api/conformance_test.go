@@ -16,8 +16,8 @@ import (
 
 	"github.com/prescient-sched/prescient/api"
 	"github.com/prescient-sched/prescient/cluster"
-	"github.com/prescient-sched/prescient/control"
 	"github.com/prescient-sched/prescient/control/controltest"
+	"github.com/prescient-sched/prescient/service"
 )
 
 // TestResponsesConformToTheOpenAPIDocument sends requests of every route,
@@ -154,7 +154,7 @@ func populate(t *testing.T, e *env) {
 	if err := e.fake.Finish("fail-a", 1, "CUDA out of memory"); err != nil {
 		t.Fatal(err)
 	}
-	e.fake.AddRecommendation(control.Recommendation{Job: "queued-a", Kind: "start", Reason: "fits n1 GPUs 4-7", Details: map[string]any{"node": "n1"}})
-	e.fake.AddRecommendation(control.Recommendation{Job: "run-b", Kind: "preempt", Reason: "lowest tier"})
-	e.fake.AddRecommendation(control.Recommendation{Kind: "power_cap", Reason: "idle node n1 can park"})
+	e.fake.AddRecommendation(service.Recommendation{Job: "queued-a", Kind: "start", Reason: "fits n1 GPUs 4-7", Details: map[string]any{"node": "n1"}})
+	e.fake.AddRecommendation(service.Recommendation{Job: "run-b", Kind: "preempt", Reason: "lowest tier"})
+	e.fake.AddRecommendation(service.Recommendation{Kind: "power_cap", Reason: "idle node n1 can park"})
 }

@@ -12,7 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/prescient-sched/prescient/cluster"
-	"github.com/prescient-sched/prescient/control"
+	"github.com/prescient-sched/prescient/service"
 )
 
 // Limits on what one request may hold.
@@ -102,7 +102,7 @@ type PredictRequest struct {
 
 // PredictResponse answers POST /v1/predict: one forecast per job, in order.
 type PredictResponse struct {
-	Forecasts []control.Forecast `json:"forecasts"`
+	Forecasts []service.Forecast `json:"forecasts"`
 }
 
 // NodeRequest is a hypothetical node of a what-if question.
@@ -130,7 +130,7 @@ type WhatIfRequest struct {
 
 // ModeBody is the body of PUT /v1/mode and the answer of both mode routes.
 type ModeBody struct {
-	Mode control.Mode `json:"mode"`
+	Mode service.Mode `json:"mode"`
 }
 
 // RollbackRequest is the optional body of POST /v1/models/{target}/rollback.
@@ -269,8 +269,8 @@ func unjoin(err error) []error {
 	return []error{err}
 }
 
-// toSubmit checks a submission and turns it into a control.SubmitRequest.
-func (r SubmitRequest) toSubmit(prefix, tenant string) (control.SubmitRequest, error) {
+// toSubmit checks a submission and turns it into a service.SubmitRequest.
+func (r SubmitRequest) toSubmit(prefix, tenant string) (service.SubmitRequest, error) {
 	fe := &fieldErrs{prefix: prefix}
 	if r.ID != "" && !jobIDPattern.MatchString(r.ID) {
 		fe.add("id", "%q: want 1 to 128 letters, digits, '.', '_' or '-', starting with a letter or digit", r.ID)
@@ -302,9 +302,9 @@ func (r SubmitRequest) toSubmit(prefix, tenant string) (control.SubmitRequest, e
 		fe.errs = append(fe.errs, unjoin(err)...)
 	}
 	if err := fe.err(); err != nil {
-		return control.SubmitRequest{}, err
+		return service.SubmitRequest{}, err
 	}
-	return control.SubmitRequest{ID: cluster.JobID(r.ID), Spec: spec, Command: r.Command, Env: r.Env}, nil
+	return service.SubmitRequest{ID: cluster.JobID(r.ID), Spec: spec, Command: r.Command, Env: r.Env}, nil
 }
 
 func containsFold(list []string, s string) bool {

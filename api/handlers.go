@@ -15,31 +15,31 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/prescient-sched/prescient/cluster"
-	"github.com/prescient-sched/prescient/control"
+	"github.com/prescient-sched/prescient/service"
 )
 
-// handlers serve the /v1 routes over a control.Service. Authorization by
+// handlers serve the /v1 routes over a service.Service. Authorization by
 // role has happened before a handler runs; tenancy is checked here:
 // everyone but an admin sees and changes only their own tenant's jobs.
 type handlers struct {
-	svc     control.Service
+	svc     service.Service
 	log     *slog.Logger
 	maxBody int64
 }
 
 // JobList answers GET /v1/jobs.
 type JobList struct {
-	Jobs []control.JobStatus `json:"jobs"`
+	Jobs []service.JobStatus `json:"jobs"`
 }
 
 // RecommendationList answers GET /v1/recommendations.
 type RecommendationList struct {
-	Recommendations []control.Recommendation `json:"recommendations"`
+	Recommendations []service.Recommendation `json:"recommendations"`
 }
 
 // ModelList answers GET /v1/models.
 type ModelList struct {
-	Models []control.ModelVersion `json:"models"`
+	Models []service.ModelVersion `json:"models"`
 }
 
 // StatusBody answers requests that start something.
@@ -121,31 +121,31 @@ func (h *handlers) listJobs(c *gin.Context) {
 		return
 	}
 	if jobs == nil {
-		jobs = []control.JobStatus{}
+		jobs = []service.JobStatus{}
 	}
 	writeJSON(c, http.StatusOK, JobList{Jobs: jobs})
 }
 
-func (h *handlers) jobQuery(c *gin.Context) (control.JobQuery, bool) {
+func (h *handlers) jobQuery(c *gin.Context) (service.JobQuery, bool) {
 	params := c.Request.URL.Query()
 	if e := onlyParams(params, "tenant", "state", "label", "limit"); e != nil {
 		abortRequest(c, e)
-		return control.JobQuery{}, false
+		return service.JobQuery{}, false
 	}
 	tenant, ok := tenantFor(c, params.Get("tenant"), "tenant")
 	if !ok {
-		return control.JobQuery{}, false
+		return service.JobQuery{}, false
 	}
 	if principal(c).Role == RoleAdmin && params.Get("tenant") == "" {
 		tenant = "" // an admin without a tenant lists every tenant's jobs
 	}
-	q := control.JobQuery{Tenant: tenant}
+	q := service.JobQuery{Tenant: tenant}
 	for _, v := range params["state"] {
 		for _, s := range strings.Split(v, ",") {
 			st, err := cluster.ParseJobState(strings.TrimSpace(s))
 			if err != nil {
 				abortRequest(c, badRequest("state: %v", err))
-				return control.JobQuery{}, false
+				return service.JobQuery{}, false
 			}
 			q.States = append(q.States, st)
 		}
@@ -154,7 +154,7 @@ func (h *handlers) jobQuery(c *gin.Context) (control.JobQuery, bool) {
 		k, val, ok := strings.Cut(v, "=")
 		if !ok || !labelKeyPattern.MatchString(k) {
 			abortRequest(c, badRequest("label: want key=value, got %q", v))
-			return control.JobQuery{}, false
+			return service.JobQuery{}, false
 		}
 		if q.Labels == nil {
 			q.Labels = map[string]string{}
@@ -164,22 +164,22 @@ func (h *handlers) jobQuery(c *gin.Context) (control.JobQuery, bool) {
 	var e *requestError
 	if q.Limit, e = intParam(params, "limit", 1, maxListLimit); e != nil {
 		abortRequest(c, e)
-		return control.JobQuery{}, false
+		return service.JobQuery{}, false
 	}
 	return q, true
 }
 
 // job fetches the job of the :id parameter and checks the tenant.
-func (h *handlers) job(c *gin.Context) (control.JobStatus, bool) {
+func (h *handlers) job(c *gin.Context) (service.JobStatus, bool) {
 	id := cluster.JobID(c.Param("id"))
 	st, err := h.svc.Job(c.Request.Context(), id)
 	if err != nil {
 		serviceError(c, h.log, err)
-		return control.JobStatus{}, false
+		return service.JobStatus{}, false
 	}
 	if p := principal(c); !mayTouch(p, st.Tenant) {
 		writeError(c, http.StatusForbidden, "forbidden", fmt.Sprintf("job %s belongs to another tenant than %s", id, p.Tenant))
-		return control.JobStatus{}, false
+		return service.JobStatus{}, false
 	}
 	return st, true
 }
@@ -229,7 +229,7 @@ func (h *handlers) fleet(c *gin.Context) {
 
 // ownJobs is the set of the tenant's jobs in the given states.
 func (h *handlers) ownJobs(c *gin.Context, tenant string, states ...cluster.JobState) (map[cluster.JobID]bool, bool) {
-	jobs, err := h.svc.Jobs(c.Request.Context(), control.JobQuery{Tenant: tenant, States: states, Limit: ownedJobsLimit})
+	jobs, err := h.svc.Jobs(c.Request.Context(), service.JobQuery{Tenant: tenant, States: states, Limit: ownedJobsLimit})
 	if err != nil {
 		serviceError(c, h.log, err)
 		return nil, false
@@ -325,10 +325,10 @@ func (h *handlers) recommendations(c *gin.Context) {
 	}
 	if p := principal(c); p.Role != RoleAdmin {
 		tenantOf := h.tenantsOf(c)
-		recs = slices.DeleteFunc(recs, func(r control.Recommendation) bool { return r.Job != "" && tenantOf(r.Job) != p.Tenant })
+		recs = slices.DeleteFunc(recs, func(r service.Recommendation) bool { return r.Job != "" && tenantOf(r.Job) != p.Tenant })
 	}
 	if recs == nil {
-		recs = []control.Recommendation{}
+		recs = []service.Recommendation{}
 	}
 	writeJSON(c, http.StatusOK, RecommendationList{Recommendations: recs})
 }
@@ -365,12 +365,12 @@ func (h *handlers) whatIf(c *gin.Context) {
 		return
 	}
 	if own != nil {
-		res.Jobs = slices.DeleteFunc(res.Jobs, func(j control.WhatIfJob) bool { return !j.Hypothetical && !own[j.Job] })
+		res.Jobs = slices.DeleteFunc(res.Jobs, func(j service.WhatIfJob) bool { return !j.Hypothetical && !own[j.Job] })
 	}
 	writeJSON(c, http.StatusOK, res)
 }
 
-func (h *handlers) whatIfRequest(c *gin.Context, body WhatIfRequest) (control.WhatIfRequest, bool) {
+func (h *handlers) whatIfRequest(c *gin.Context, body WhatIfRequest) (service.WhatIfRequest, bool) {
 	fe := &fieldErrs{}
 	if len(body.AddJobs) > maxSpecsPerCall {
 		fe.add("add_jobs", "%d jobs; at most %d", len(body.AddJobs), maxSpecsPerCall)
@@ -386,14 +386,14 @@ func (h *handlers) whatIfRequest(c *gin.Context, body WhatIfRequest) (control.Wh
 	}
 	if err := fe.err(); err != nil {
 		abortRequest(c, badRequest("%s", err))
-		return control.WhatIfRequest{}, false
+		return service.WhatIfRequest{}, false
 	}
-	req := control.WhatIfRequest{Policy: body.Policy, Horizon: seconds(fe, "horizon_s", body.HorizonS, maxHorizon)}
+	req := service.WhatIfRequest{Policy: body.Policy, Horizon: seconds(fe, "horizon_s", body.HorizonS, maxHorizon)}
 	for i, a := range body.AddJobs {
 		field := fmt.Sprintf("add_jobs[%d].", i)
 		tenant, ok := tenantFor(c, a.Tenant, field+"tenant")
 		if !ok {
-			return control.WhatIfRequest{}, false
+			return service.WhatIfRequest{}, false
 		}
 		sub, err := a.toSubmit(field, tenant)
 		if err != nil {
@@ -422,7 +422,7 @@ func (h *handlers) whatIfRequest(c *gin.Context, body WhatIfRequest) (control.Wh
 	req.RemoveNodes = body.RemoveNodes
 	if err := fe.err(); err != nil {
 		abortRequest(c, badRequest("%s", err))
-		return control.WhatIfRequest{}, false
+		return service.WhatIfRequest{}, false
 	}
 	return req, true
 }
@@ -436,7 +436,7 @@ func (h *handlers) stats(c *gin.Context) {
 		return
 	}
 	fe := &fieldErrs{}
-	q := control.StatsQuery{
+	q := service.StatsQuery{
 		Window: seconds(fe, "window_s", floatParam(fe, params, "window_s"), maxStatsWindow),
 		Step:   seconds(fe, "step_s", floatParam(fe, params, "step_s"), maxStatsWindow),
 	}
@@ -453,12 +453,12 @@ func (h *handlers) stats(c *gin.Context) {
 		return
 	}
 	if p := principal(c); p.Role != RoleAdmin {
-		st.WaitByTenant = slices.DeleteFunc(st.WaitByTenant, func(w control.WaitStat) bool { return w.Key != p.Tenant })
-		st.Cost = slices.DeleteFunc(st.Cost, func(cs control.CostStat) bool {
+		st.WaitByTenant = slices.DeleteFunc(st.WaitByTenant, func(w service.WaitStat) bool { return w.Key != p.Tenant })
+		st.Cost = slices.DeleteFunc(st.Cost, func(cs service.CostStat) bool {
 			return cs.Workload != p.Tenant && !strings.HasPrefix(cs.Workload, p.Tenant+"/")
 		})
 		tenantOf := h.tenantsOf(c)
-		st.Forecasts = slices.DeleteFunc(st.Forecasts, func(f control.ForecastCheck) bool { return tenantOf(f.Job) != p.Tenant })
+		st.Forecasts = slices.DeleteFunc(st.Forecasts, func(f service.ForecastCheck) bool { return tenantOf(f.Job) != p.Tenant })
 	}
 	writeJSON(c, http.StatusOK, st)
 }
@@ -483,27 +483,27 @@ func (h *handlers) idleForecast(c *gin.Context) {
 	}
 	if p := principal(c); p.Role != RoleAdmin {
 		tenantOf := h.tenantsOf(c)
-		f.IdleJobs = slices.DeleteFunc(f.IdleJobs, func(j control.IdleJob) bool { return tenantOf(j.Job) != p.Tenant })
+		f.IdleJobs = slices.DeleteFunc(f.IdleJobs, func(j service.IdleJob) bool { return tenantOf(j.Job) != p.Tenant })
 	}
 	writeJSON(c, http.StatusOK, f)
 }
 
 // idleQuery reads an idle forecast's query parameters; the errors name
 // the parameter.
-func idleQuery(params url.Values) (control.IdleQuery, *requestError) {
+func idleQuery(params url.Values) (service.IdleQuery, *requestError) {
 	fe := &fieldErrs{}
-	q := control.IdleQuery{
-		Horizon:   seconds(fe, "horizon_s", floatParam(fe, params, "horizon_s"), control.MaxIdleHorizon),
-		Step:      seconds(fe, "step_s", floatParam(fe, params, "step_s"), control.MaxIdleHorizon),
-		MinWindow: seconds(fe, "min_window_s", floatParam(fe, params, "min_window_s"), control.MaxIdleHorizon),
+	q := service.IdleQuery{
+		Horizon:   seconds(fe, "horizon_s", floatParam(fe, params, "horizon_s"), service.MaxIdleHorizon),
+		Step:      seconds(fe, "step_s", floatParam(fe, params, "step_s"), service.MaxIdleHorizon),
+		MinWindow: seconds(fe, "min_window_s", floatParam(fe, params, "min_window_s"), service.MaxIdleHorizon),
 		Pool:      params.Get("pool"),
 		Node:      params.Get("node"),
 	}
 	if q.Step > 0 && q.Step < time.Minute {
 		fe.add("step_s", "%g: want at least 60", q.Step.Seconds())
 	}
-	if q.Horizon > 0 && q.Step > 0 && q.Horizon/q.Step > control.MaxIdleSteps {
-		fe.add("step_s", "horizon_s over step_s is more than %d steps", control.MaxIdleSteps)
+	if q.Horizon > 0 && q.Step > 0 && q.Horizon/q.Step > service.MaxIdleSteps {
+		fe.add("step_s", "horizon_s over step_s is more than %d steps", service.MaxIdleSteps)
 	}
 	if p := floatParam(fe, params, "min_probability"); p < 0 || p > 1 || math.IsNaN(p) {
 		fe.add("min_probability", "%g: want a chance in (0, 1]", p)
@@ -529,7 +529,7 @@ func (h *handlers) models(c *gin.Context) {
 		return
 	}
 	if ms == nil {
-		ms = []control.ModelVersion{}
+		ms = []service.ModelVersion{}
 	}
 	writeJSON(c, http.StatusOK, ModelList{Models: ms})
 }
@@ -580,7 +580,7 @@ func (h *handlers) setMode(c *gin.Context) {
 		abortRequest(c, e)
 		return
 	}
-	if req.Mode != control.ModeAdvisor && req.Mode != control.ModeAutopilot {
+	if req.Mode != service.ModeAdvisor && req.Mode != service.ModeAutopilot {
 		abortRequest(c, badRequest("mode: %q is not advisor or autopilot", req.Mode))
 		return
 	}

@@ -17,8 +17,8 @@ import (
 	"github.com/prescient-sched/prescient/api"
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/cluster/clustertest"
-	"github.com/prescient-sched/prescient/control"
 	"github.com/prescient-sched/prescient/control/controltest"
+	"github.com/prescient-sched/prescient/service"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
@@ -61,8 +61,8 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 		controltest.WithClock(func() time.Time { return e.now }),
 		controltest.WithNodes(clustertest.Node("n1").GPUs(8, "A100-SXM4-80GB").Obj()),
 		controltest.WithModels(
-			control.ModelVersion{Target: "duration", Version: 1, CreatedAt: clustertest.Epoch, Selected: "forest", Metrics: map[string]map[string]float64{"test": {"mae_s": 610}}},
-			control.ModelVersion{Target: "duration", Version: 2, Current: true, CreatedAt: clustertest.Epoch, Selected: "ensemble", Metrics: map[string]map[string]float64{"test": {"mae_s": 540}}},
+			service.ModelVersion{Target: "duration", Version: 1, CreatedAt: clustertest.Epoch, Selected: "forest", Metrics: map[string]map[string]float64{"test": {"mae_s": 610}}},
+			service.ModelVersion{Target: "duration", Version: 2, Current: true, CreatedAt: clustertest.Epoch, Selected: "ensemble", Metrics: map[string]map[string]float64{"test": {"mae_s": 540}}},
 		),
 	)
 	cfg := api.Config{
@@ -98,13 +98,13 @@ func (e *env) do(method, path, token, body string) *httptest.ResponseRecorder {
 }
 
 // submit submits a one-GPU job with the ID as the token's tenant.
-func (e *env) submit(token, id string) control.JobStatus {
+func (e *env) submit(token, id string) service.JobStatus {
 	e.t.Helper()
 	rec := e.do(http.MethodPost, "/v1/jobs", token, `{"id":"`+id+`","gpus":1,"labels":{"experiment":"e1"}}`)
 	if rec.Code != http.StatusCreated {
 		e.t.Fatalf("submit %s: %d %s", id, rec.Code, rec.Body)
 	}
-	var st control.JobStatus
+	var st service.JobStatus
 	decode(e.t, rec, &st)
 	return st
 }

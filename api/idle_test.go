@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/prescient-sched/prescient/cluster"
-	"github.com/prescient-sched/prescient/control"
+	"github.com/prescient-sched/prescient/service"
 )
 
 func TestIdleForecastRouteShowsATenantOnlyItsOwnIdleJobs(t *testing.T) {
@@ -23,7 +23,7 @@ func TestIdleForecastRouteShowsATenantOnlyItsOwnIdleJobs(t *testing.T) {
 	e.fake.SetGPUIdleFor(cluster.GPURef{Node: "n1", Index: 1}, time.Hour)
 	e.now = e.now.Add(10 * time.Minute)
 
-	var f control.IdleForecast
+	var f service.IdleForecast
 	rec := e.do(http.MethodGet, "/v1/forecasts/idle?horizon_s=3600&step_s=600&min_window_s=1200", tokAdmin, "")
 	if rec.Code != http.StatusOK {
 		t.Fatalf("admin: %d %s", rec.Code, rec.Body)

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/prescient-sched/prescient/api"
-	"github.com/prescient-sched/prescient/control"
+	"github.com/prescient-sched/prescient/service"
 )
 
 // loadClients are the load tests' numbers of concurrent clients over
@@ -59,7 +59,7 @@ func BenchmarkLoadWhatIf(b *testing.B) {
 	if err != nil || code != http.StatusOK {
 		b.Fatalf("POST /v1/whatif = %d, %v: %.500s", code, err, out)
 	}
-	var res control.WhatIfResult
+	var res service.WhatIfResult
 	if err := json.Unmarshal(out, &res); err != nil {
 		b.Fatalf("what-if answer: %v: %.500s", err, out)
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/prescient-sched/prescient/datasets"
 	"github.com/prescient-sched/prescient/models"
 	"github.com/prescient-sched/prescient/predictor"
+	"github.com/prescient-sched/prescient/service"
 	"github.com/prescient-sched/prescient/store"
 	"github.com/prescient-sched/prescient/training"
 )
@@ -133,9 +134,9 @@ func newLoadStack(b *testing.B) *loadStack {
 		b.Fatal(err)
 	}
 	plane, err := control.New(control.Config{
-		Store: st, Nodes: control.StaticFleet{Fleet: fleet}, Backend: backend, Policy: loadPolicy,
+		Store: st, Nodes: service.StaticFleet{Fleet: fleet}, Backend: backend, Policy: loadPolicy,
 		BackfillDepth: loadBackfillDepth, Forecaster: predictor.Adapter{P: loadPredictor(b)},
-		Mode: control.ModeAutopilot, Logger: log,
+		Mode: service.ModeAutopilot, Logger: log,
 	})
 	if err != nil {
 		b.Fatal(err)
@@ -158,12 +159,12 @@ func newLoadStack(b *testing.B) *loadStack {
 	for i := range loadRunning {
 		spec := cluster.JobSpec{Tenant: loadTenant, Tier: cluster.TierStandard, GPUs: 8, GPUMilli: cluster.MilliGPU,
 			Checkpointable: true, CheckpointCost: time.Minute, Labels: map[string]string{"duration_s": "36000"}}
-		if _, err := plane.Submit(ctx, control.SubmitRequest{ID: cluster.JobID(fmt.Sprintf("run-%d", i)), Spec: spec}); err != nil {
+		if _, err := plane.Submit(ctx, service.SubmitRequest{ID: cluster.JobID(fmt.Sprintf("run-%d", i)), Spec: spec}); err != nil {
 			b.Fatal(err)
 		}
 	}
 	waitRunning(b, plane, loadRunning)
-	if err := plane.SetMode(ctx, control.ModeAdvisor); err != nil {
+	if err := plane.SetMode(ctx, service.ModeAdvisor); err != nil {
 		b.Fatal(err)
 	}
 
@@ -181,7 +182,7 @@ func newLoadStack(b *testing.B) *loadStack {
 		if spec.HasDeadline() {
 			spec.Deadline = time.Now().UTC().Add(j.Spec.Deadline.Sub(j.SubmitTime))
 		}
-		if _, err := plane.Submit(ctx, control.SubmitRequest{ID: cluster.JobID(fmt.Sprintf("q%04d", i)), Spec: spec}); err != nil {
+		if _, err := plane.Submit(ctx, service.SubmitRequest{ID: cluster.JobID(fmt.Sprintf("q%04d", i)), Spec: spec}); err != nil {
 			b.Fatalf("submitting queued job %d: %v", i, err)
 		}
 	}
@@ -220,7 +221,7 @@ func waitRunning(b *testing.B, plane *control.Plane, n int) {
 	b.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		js, err := plane.Jobs(context.Background(), control.JobQuery{States: []cluster.JobState{cluster.StateRunning}})
+		js, err := plane.Jobs(context.Background(), service.JobQuery{States: []cluster.JobState{cluster.StateRunning}})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -10,7 +10,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/prescient-sched/prescient/control"
+	"github.com/prescient-sched/prescient/service"
 )
 
 // routeKey overrides the route label of a request that no route matched
@@ -23,7 +23,7 @@ type metrics struct {
 	duration *prometheus.HistogramVec
 }
 
-func newMetrics(reg *prometheus.Registry, svc control.Service, log *slog.Logger) *metrics {
+func newMetrics(reg *prometheus.Registry, svc service.Service, log *slog.Logger) *metrics {
 	m := &metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "prescient_api_requests_total",
@@ -81,7 +81,7 @@ func (m *metrics) middleware(c *gin.Context) {
 // serviceCollector reports what the control plane knows cheaply, read at
 // each scrape: the mode and the fleet's counts.
 type serviceCollector struct {
-	svc     control.Service
+	svc     service.Service
 	log     *slog.Logger
 	timeout time.Duration
 }
@@ -102,7 +102,7 @@ func (sc *serviceCollector) Describe(ch chan<- *prometheus.Desc) {
 
 func (sc *serviceCollector) Collect(ch chan<- prometheus.Metric) {
 	mode := sc.svc.Mode()
-	for _, m := range []control.Mode{control.ModeAdvisor, control.ModeAutopilot} {
+	for _, m := range []service.Mode{service.ModeAdvisor, service.ModeAutopilot} {
 		ch <- prometheus.MustNewConstMetric(descMode, prometheus.GaugeValue, boolFloat(m == mode), string(m))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), sc.timeout)

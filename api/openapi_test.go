@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/prescient-sched/prescient/control"
 	"github.com/prescient-sched/prescient/control/controltest"
+	"github.com/prescient-sched/prescient/service"
 )
 
 type openAPIDoc struct {
@@ -81,13 +81,13 @@ func TestOpenAPISchemasMatchTheGoTypes(t *testing.T) {
 		"PredictRequest": PredictRequest{}, "PredictResponse": PredictResponse{}, "NodeRequest": NodeRequest{},
 		"WhatIfRequest": WhatIfRequest{}, "ModeBody": ModeBody{}, "RollbackRequest": RollbackRequest{},
 		"JobList": JobList{}, "RecommendationList": RecommendationList{}, "ModelList": ModelList{}, "StatusBody": StatusBody{},
-		"JobStatus": control.JobStatus{}, "Forecast": control.Forecast{}, "FleetState": control.FleetState{},
-		"NodeState": control.NodeState{}, "NodeLoan": control.NodeLoan{}, "GPUState": control.GPUState{}, "Recommendation": control.Recommendation{},
-		"WhatIfResult": control.WhatIfResult{}, "WhatIfJob": control.WhatIfJob{}, "WhatIfSummary": control.WhatIfSummary{},
-		"Stats": control.Stats{}, "StatsPoint": control.StatsPoint{}, "WaitStat": control.WaitStat{},
-		"FailureReason": control.FailureReason{}, "CostStat": control.CostStat{}, "ForecastCheck": control.ForecastCheck{},
-		"ModelVersion": control.ModelVersion{}, "IdleForecast": control.IdleForecast{}, "IdleGPU": control.IdleGPU{},
-		"IdleWindow": control.IdleWindow{}, "IdleCount": control.IdleCount{}, "IdleJob": control.IdleJob{}, "Health": struct {
+		"JobStatus": service.JobStatus{}, "Forecast": service.Forecast{}, "FleetState": service.FleetState{},
+		"NodeState": service.NodeState{}, "NodeLoan": service.NodeLoan{}, "GPUState": service.GPUState{}, "Recommendation": service.Recommendation{},
+		"WhatIfResult": service.WhatIfResult{}, "WhatIfJob": service.WhatIfJob{}, "WhatIfSummary": service.WhatIfSummary{},
+		"Stats": service.Stats{}, "StatsPoint": service.StatsPoint{}, "WaitStat": service.WaitStat{},
+		"FailureReason": service.FailureReason{}, "CostStat": service.CostStat{}, "ForecastCheck": service.ForecastCheck{},
+		"ModelVersion": service.ModelVersion{}, "IdleForecast": service.IdleForecast{}, "IdleGPU": service.IdleGPU{},
+		"IdleWindow": service.IdleWindow{}, "IdleCount": service.IdleCount{}, "IdleJob": service.IdleJob{}, "Health": struct {
 			Status  string `json:"status"`
 			Version string `json:"version"`
 		}{}, "Ready": struct {

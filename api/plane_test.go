@@ -14,6 +14,7 @@ import (
 	"github.com/prescient-sched/prescient/control"
 	"github.com/prescient-sched/prescient/control/simbackend"
 	"github.com/prescient-sched/prescient/executor"
+	"github.com/prescient-sched/prescient/service"
 	"github.com/prescient-sched/prescient/store"
 )
 
@@ -46,8 +47,8 @@ func TestTheRealPlaneAnswersAsDocumented(t *testing.T) {
 	}
 	fleet := clustertest.Fleet(clustertest.Node("n1").GPUs(8, "A100-SXM4-80GB").Obj(), clustertest.Node("n2").GPUs(8, "A100-SXM4-80GB").Obj())
 	plane, err := control.New(control.Config{
-		Store: st, Nodes: control.StaticFleet{Fleet: fleet}, Backend: backend, Forecaster: hourForecaster{},
-		Mode: control.ModeAdvisor, Logger: log, Tick: 50 * time.Millisecond, Debounce: time.Millisecond,
+		Store: st, Nodes: service.StaticFleet{Fleet: fleet}, Backend: backend, Forecaster: hourForecaster{},
+		Mode: service.ModeAdvisor, Logger: log, Tick: 50 * time.Millisecond, Debounce: time.Millisecond,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -14,8 +14,8 @@ import (
 
 	"github.com/prescient-sched/prescient/api"
 	"github.com/prescient-sched/prescient/cluster"
-	"github.com/prescient-sched/prescient/control"
 	"github.com/prescient-sched/prescient/control/controltest"
+	"github.com/prescient-sched/prescient/service"
 )
 
 // TestBadRequestsAre400WithAClearMessage covers malformed, oversized and
@@ -103,7 +103,7 @@ func TestServiceErrorsMapToStatuses(t *testing.T) {
 	if rec.Code != 500 || errorOf(t, rec).Code != "internal" || strings.Contains(rec.Body.String(), "sqlite") {
 		t.Fatalf("a broken control plane = %d %s; want 500 that does not show the cause", rec.Code, rec.Body)
 	}
-	e.fake.FailWith("Submit", fmt.Errorf("wrapped: %w", control.ErrInvalid))
+	e.fake.FailWith("Submit", fmt.Errorf("wrapped: %w", service.ErrInvalid))
 	if rec := e.do("POST", "/v1/jobs", tokAdmin, `{"gpus":1}`); rec.Code != 400 {
 		t.Fatalf("ErrInvalid from the Service = %d", rec.Code)
 	}
@@ -175,8 +175,8 @@ var wallS = regexp.MustCompile(`"wall_s":[0-9.e+-]+`)
 func TestAnAnswerThatDoesNotEncodeIs500(t *testing.T) {
 	e := newEnv(t)
 	e.srv = api.New(api.Config{
-		Service: controltest.New(controltest.WithForecaster(func(cluster.JobSpec) control.Forecast {
-			return control.Forecast{DurationP50S: math.NaN(), Source: "broken"}
+		Service: controltest.New(controltest.WithForecaster(func(cluster.JobSpec) service.Forecast {
+			return service.Forecast{DurationP50S: math.NaN(), Source: "broken"}
 		})),
 		Tokens: testTokens(),
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),

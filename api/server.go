@@ -15,7 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/prescient-sched/prescient/control"
+	"github.com/prescient-sched/prescient/service"
 )
 
 // ReadyCheck is one dependency the server needs before it takes traffic:
@@ -40,7 +40,7 @@ type Config struct {
 	// Service is the control plane the /v1 routes serve. Without it the
 	// server answers only the probes, /metrics, the OpenAPI document and
 	// the mounted handlers.
-	Service control.Service
+	Service service.Service
 	// Tokens are the bearer tokens /v1 accepts. With none, every /v1
 	// request is refused: auth is never off.
 	Tokens Tokens
@@ -298,11 +298,11 @@ func writeJSON(c *gin.Context, status int, v any) {
 // whose cause goes to the log, not to the client.
 func serviceError(c *gin.Context, log *slog.Logger, err error) {
 	switch {
-	case errors.Is(err, control.ErrInvalid):
+	case errors.Is(err, service.ErrInvalid):
 		writeError(c, http.StatusBadRequest, "invalid_request", err.Error())
-	case errors.Is(err, control.ErrNotFound):
+	case errors.Is(err, service.ErrNotFound):
 		writeError(c, http.StatusNotFound, "not_found", err.Error())
-	case errors.Is(err, control.ErrConflict):
+	case errors.Is(err, service.ErrConflict):
 		writeError(c, http.StatusConflict, "conflict", err.Error())
 	case c.Request.Context().Err() != nil:
 		log.Debug("request ended before the control plane answered", "path", c.Request.URL.Path, "err", err)

@@ -44,6 +44,11 @@ type Topology struct {
 	Leaf string // network leaf (top-of-rack or leaf switch group)
 }
 
+// PoolLabel is the node label naming its pool: a virtual cluster whose
+// GPUs an idle forecast counts together, or an inference pool that may
+// lend its nodes to training. A node without it is a pool of its own.
+const PoolLabel = "prescient.io/pool"
+
 // Node is a host with GPUs.
 type Node struct {
 	Name        string

@@ -16,6 +16,7 @@ import (
 	"github.com/prescient-sched/prescient/executor/lend"
 	"github.com/prescient-sched/prescient/models"
 	"github.com/prescient-sched/prescient/predictor"
+	"github.com/prescient-sched/prescient/service"
 	"github.com/prescient-sched/prescient/store"
 	"github.com/prescient-sched/prescient/training"
 )
@@ -69,11 +70,11 @@ func benchWhatIf(b *testing.B, depth int) {
 		s := spec(1<<rng.IntN(4), time.Duration(300+rng.Float64()*8*3600)*time.Second)
 		s.Tenant = fmt.Sprintf("t%d", i%4)
 		s.Tier = cluster.Tier(1 + rng.IntN(3))
-		if _, err := e.plane.Submit(e.ctx, SubmitRequest{ID: cluster.JobID(fmt.Sprintf("q%04d", i)), Spec: s}); err != nil {
+		if _, err := e.plane.Submit(e.ctx, service.SubmitRequest{ID: cluster.JobID(fmt.Sprintf("q%04d", i)), Spec: s}); err != nil {
 			b.Fatal(err)
 		}
 	}
-	req := WhatIfRequest{AddJobs: []SubmitRequest{{ID: "new", Spec: spec(8, 2*time.Hour)}}}
+	req := service.WhatIfRequest{AddJobs: []service.SubmitRequest{{ID: "new", Spec: spec(8, 2*time.Hour)}}}
 	var ds []time.Duration
 	b.ResetTimer()
 	cpu0 := cpuTime(b)
@@ -132,14 +133,14 @@ func BenchmarkPlanCycle(b *testing.B) {
 		e.submit(fmt.Sprintf("run%d", i), spec(8, 3*time.Hour))
 	}
 	e.plane.cycle(e.ctx)
-	if err := e.plane.SetMode(e.ctx, ModeAdvisor); err != nil {
+	if err := e.plane.SetMode(e.ctx, service.ModeAdvisor); err != nil {
 		b.Fatal(err)
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i := range 1000 {
 		s := spec(1<<rng.IntN(4), time.Duration(300+rng.Float64()*8*3600)*time.Second)
 		s.Tenant = fmt.Sprintf("t%d", i%4)
-		if _, err := e.plane.Submit(e.ctx, SubmitRequest{ID: cluster.JobID(fmt.Sprintf("q%04d", i)), Spec: s}); err != nil {
+		if _, err := e.plane.Submit(e.ctx, service.SubmitRequest{ID: cluster.JobID(fmt.Sprintf("q%04d", i)), Spec: s}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -206,14 +207,14 @@ func BenchmarkIdleForecast10kGPUs(b *testing.B) {
 		e.submit(fmt.Sprintf("q%04d", i), spec(8, time.Hour))
 	}
 	e.clock.Advance(30 * time.Minute)
-	if _, err := e.plane.IdleForecast(e.ctx, IdleQuery{}); err != nil { // the first read: 4 hours
+	if _, err := e.plane.IdleForecast(e.ctx, service.IdleQuery{}); err != nil { // the first read: 4 hours
 		b.Fatal(err)
 	}
 	var ds []time.Duration
 	for b.Loop() {
 		e.clock.Advance(time.Minute)
 		start := time.Now()
-		f, err := e.plane.IdleForecast(e.ctx, IdleQuery{})
+		f, err := e.plane.IdleForecast(e.ctx, service.IdleQuery{})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -236,7 +237,7 @@ func BenchmarkLoanDecision10kGPUs(b *testing.B) {
 	lp := &loanPool{name: "inference"}
 	for n := range fleet.Nodes {
 		node := &fleet.Nodes[n]
-		node.Labels = map[string]string{PoolLabel: "inference"}
+		node.Labels = map[string]string{cluster.PoolLabel: "inference"}
 		var us []string
 		for g := range node.GPUs {
 			node.GPUs[g].UUID = fmt.Sprintf("GPU-%d-%d", n, g)

@@ -12,21 +12,10 @@ import (
 	"github.com/prescient-sched/prescient/collector"
 	"github.com/prescient-sched/prescient/executor"
 	"github.com/prescient-sched/prescient/executor/policies"
+	"github.com/prescient-sched/prescient/service"
 	"github.com/prescient-sched/prescient/store"
 	"github.com/prescient-sched/prescient/training"
 )
-
-// NodeSource says which nodes the fleet has now: a static fleet file, or
-// the nodes whose agents registered (the agent backend).
-type NodeSource interface {
-	Nodes() []cluster.Node
-}
-
-// StaticFleet is a NodeSource over a fleet that does not change.
-type StaticFleet struct{ Fleet *cluster.Fleet }
-
-// Nodes implements NodeSource.
-func (s StaticFleet) Nodes() []cluster.Node { return s.Fleet.Nodes }
 
 // RetrainFunc runs one retraining (training.Retrain over the job store,
 // with the serve command's learners); the Plane runs it in the background.
@@ -42,7 +31,7 @@ type Prices struct {
 // Config is what a Plane is built from.
 type Config struct {
 	Store   *store.Store
-	Nodes   NodeSource
+	Nodes   service.NodeSource
 	Tenants []cluster.Tenant
 	Backend executor.Backend
 	// Policy names the queue policy (executor/policies); Placement the
@@ -90,7 +79,7 @@ type Config struct {
 	// Cordoner keeps the nodes Parking parks out of other schedulers'
 	// reach where they share the fleet (the Kubernetes backend cordons
 	// them); nil where the plane alone places work (the node agents).
-	Cordoner Cordoner
+	Cordoner service.Cordoner
 	// IdleJobAfter is how long every GPU of a running job must have been
 	// below the idle threshold, by Telemetry, before the plane records an
 	// "idle" recommendation about it (default DefaultIdleJobAfter;
@@ -110,12 +99,12 @@ type Config struct {
 	QueueForecastEvery time.Duration
 	// Notifier hears every job lifecycle event; nil for none. Notify must
 	// not block.
-	Notifier Notifier
+	Notifier service.Notifier
 	// Recommendations hears each recommendation the advisor records (the
 	// Kubernetes backend writes it on the pods); nil for none. Recommended
 	// must not block.
-	Recommendations RecommendationSink
-	Mode            Mode
+	Recommendations service.RecommendationSink
+	Mode            service.Mode
 	// Tick is how often the plane plans when nothing happens (default
 	// DefaultTick); Debounce how long it waits after an event before it
 	// plans, so that a burst plans once (default DefaultDebounce).
@@ -171,8 +160,8 @@ func (c *Config) Validate() error {
 	if c.Forecaster == nil {
 		errs = append(errs, errors.New("control: config: Forecaster is required"))
 	}
-	if c.Mode != ModeAdvisor && c.Mode != ModeAutopilot {
-		errs = append(errs, fmt.Errorf("control: config: mode %q: want %s or %s", c.Mode, ModeAdvisor, ModeAutopilot))
+	if c.Mode != service.ModeAdvisor && c.Mode != service.ModeAutopilot {
+		errs = append(errs, fmt.Errorf("control: config: mode %q: want %s or %s", c.Mode, service.ModeAdvisor, service.ModeAutopilot))
 	}
 	if !(c.PowerCapPrice >= 0) || math.IsInf(c.PowerCapPrice, 0) {
 		errs = append(errs, fmt.Errorf("control: config: power cap price %g: want a finite number ≥ 0", c.PowerCapPrice))
@@ -203,34 +192,4 @@ func (c *Config) Validate() error {
 		errs = append(errs, errors.New("control: config: prices must not be negative"))
 	}
 	return errors.Join(errs...)
-}
-
-// LifecycleEvent is one thing that happened to a job, as webhooks post it,
-// or to a node: an inference node's loan (Type node_lent, node_returning
-// or node_serving, with Node and Pool, and no job) or its parking
-// (node_parked, node_waking or node_awake, with Node).
-type LifecycleEvent struct {
-	Type     string            `json:"type"` // the store's event type: submitted, started, checkpointed, preempted, requeued, finished, failed, cancelled, ...; or node_lent, node_returning, node_serving, node_parked, node_waking, node_awake
-	Time     time.Time         `json:"time"`
-	Node     string            `json:"node,omitempty"`
-	Pool     string            `json:"pool,omitempty"`
-	Job      cluster.JobID     `json:"job"`
-	Tenant   string            `json:"tenant"`
-	State    cluster.JobState  `json:"state,omitempty"` // a job event's
-	Attempt  int               `json:"attempt"`
-	Message  string            `json:"message,omitempty"`
-	Labels   map[string]string `json:"labels,omitempty"`
-	ExitCode *int              `json:"exit_code,omitempty"`
-}
-
-// Notifier hears job lifecycle events (webhooks). Notify must return at
-// once: delivery and retries are the notifier's business.
-type Notifier interface {
-	Notify(ctx context.Context, e LifecycleEvent)
-}
-
-// RecommendationSink hears the recommendations the advisor records, once
-// each, with the ID the store gave them. Recommended must return at once.
-type RecommendationSink interface {
-	Recommended(ctx context.Context, r Recommendation)
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/executor"
+	"github.com/prescient-sched/prescient/service"
 	"github.com/prescient-sched/prescient/store"
 )
 
@@ -242,7 +243,7 @@ func (p *Plane) cycle(ctx context.Context) {
 	}
 	p.remember(lv, plan)
 	mode := p.Mode()
-	if mode == ModeAutopilot {
+	if mode == service.ModeAutopilot {
 		p.act(ctx, lv, plan)
 	} else {
 		p.recommend(ctx, lv, plan)
@@ -432,7 +433,7 @@ func (p *Plane) addRecommendation(ctx context.Context, now time.Time, current ma
 	p.openRecs[key] = id
 	p.mu.Unlock()
 	if p.cfg.Recommendations != nil {
-		r := Recommendation{ID: id, Time: now, Job: job, Kind: kind, Reason: reason, Status: string(store.RecommendationOpen)}
+		r := service.Recommendation{ID: id, Time: now, Job: job, Kind: kind, Reason: reason, Status: string(store.RecommendationOpen)}
 		_ = json.Unmarshal(details, &r.Details) // marshalled above from recDetails
 		p.cfg.Recommendations.Recommended(ctx, r)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/collector"
+	"github.com/prescient-sched/prescient/service"
 )
 
 // AgentStatus is implemented by node sources that know whether a node's
@@ -21,12 +22,12 @@ type AgentStatus interface {
 const telemetryFresh = 5 * time.Minute
 
 // Fleet implements Service.
-func (p *Plane) Fleet(ctx context.Context) (FleetState, error) {
+func (p *Plane) Fleet(ctx context.Context) (service.FleetState, error) {
 	now := p.cfg.Clock().UTC()
 	nodes, parked := p.fleetWithParked(p.cfg.Nodes.Nodes())
 	pls, err := p.cfg.Store.Placements(ctx)
 	if err != nil {
-		return FleetState{}, fmt.Errorf("fleet: %w", err)
+		return service.FleetState{}, fmt.Errorf("fleet: %w", err)
 	}
 	type held struct {
 		milli int
@@ -45,16 +46,16 @@ func (p *Plane) Fleet(ctx context.Context) (FleetState, error) {
 		}
 	}
 	latest := p.latestTelemetry(ctx, now)
-	fs := FleetState{Time: now, Mode: p.Mode()}
+	fs := service.FleetState{Time: now, Mode: p.Mode()}
 	agents, _ := p.cfg.Nodes.(AgentStatus)
 	for i := range nodes {
 		n := &nodes[i]
-		ns := NodeState{Name: n.Name, State: cmp.Or(parked[n.Name], nodeState(n.State)), Loan: p.loanOf(n)}
+		ns := service.NodeState{Name: n.Name, State: cmp.Or(parked[n.Name], nodeState(n.State)), Loan: p.loanOf(n)}
 		if agents != nil {
 			ns.Agent = agents.Connected(n.Name)
 		}
 		for _, g := range n.GPUs {
-			gs := GPUState{Index: g.Index, Model: g.Model, MemoryBytes: g.MemoryBytes}
+			gs := service.GPUState{Index: g.Index, Model: g.Model, MemoryBytes: g.MemoryBytes}
 			if h := byGPU[cluster.GPURef{Node: n.Name, Index: g.Index}]; h != nil {
 				gs.AllocatedMilli, gs.Jobs = h.milli, h.jobs
 				fs.GPUsBusy += float64(h.milli) / cluster.MilliGPU
@@ -68,10 +69,10 @@ func (p *Plane) Fleet(ctx context.Context) (FleetState, error) {
 		fs.Nodes = append(fs.Nodes, ns)
 	}
 	if fs.Queued, err = p.count(ctx, cluster.StateQueued); err != nil {
-		return FleetState{}, fmt.Errorf("fleet: %w", err)
+		return service.FleetState{}, fmt.Errorf("fleet: %w", err)
 	}
 	if fs.Running, err = p.count(ctx, cluster.StateRunning, cluster.StateCheckpointing); err != nil {
-		return FleetState{}, fmt.Errorf("fleet: %w", err)
+		return service.FleetState{}, fmt.Errorf("fleet: %w", err)
 	}
 	return fs, nil
 }
@@ -138,12 +139,12 @@ const MaxPredictSpecs = 10000
 
 // Predict implements Service: forecasts for job specs that are not
 // submitted.
-func (p *Plane) Predict(ctx context.Context, specs []cluster.JobSpec) ([]Forecast, error) {
+func (p *Plane) Predict(ctx context.Context, specs []cluster.JobSpec) ([]service.Forecast, error) {
 	if len(specs) == 0 {
-		return nil, fmt.Errorf("no specs: %w", ErrInvalid)
+		return nil, fmt.Errorf("no specs: %w", service.ErrInvalid)
 	}
 	if len(specs) > MaxPredictSpecs {
-		return nil, fmt.Errorf("%d specs, at most %d: %w", len(specs), MaxPredictSpecs, ErrInvalid)
+		return nil, fmt.Errorf("%d specs, at most %d: %w", len(specs), MaxPredictSpecs, service.ErrInvalid)
 	}
 	now := p.cfg.Clock().UTC()
 	jobs := make([]cluster.Job, len(specs))
@@ -160,26 +161,26 @@ func (p *Plane) Predict(ctx context.Context, specs []cluster.JobSpec) ([]Forecas
 	if err != nil {
 		return nil, fmt.Errorf("predict: %w", err)
 	}
-	out := make([]Forecast, len(fc))
+	out := make([]service.Forecast, len(fc))
 	for i, f := range fc {
-		out[i] = Forecast{DurationP50S: f.DurationP50.Seconds(), DurationP90S: f.DurationP90.Seconds(),
+		out[i] = service.Forecast{DurationP50S: f.DurationP50.Seconds(), DurationP90S: f.DurationP90.Seconds(),
 			MemoryP90Bytes: f.MemoryP90Bytes, Source: f.Source}
 	}
 	return out, nil
 }
 
 // Recommendations implements Service.
-func (p *Plane) Recommendations(ctx context.Context, since time.Time, limit int) ([]Recommendation, error) {
+func (p *Plane) Recommendations(ctx context.Context, since time.Time, limit int) ([]service.Recommendation, error) {
 	if limit < 0 {
-		return nil, fmt.Errorf("limit %d is negative: %w", limit, ErrInvalid)
+		return nil, fmt.Errorf("limit %d is negative: %w", limit, service.ErrInvalid)
 	}
 	recs, err := p.cfg.Store.ListRecommendations(ctx, since, limit)
 	if err != nil {
 		return nil, fmt.Errorf("recommendations: %w", err)
 	}
-	out := make([]Recommendation, len(recs))
+	out := make([]service.Recommendation, len(recs))
 	for i, r := range recs {
-		out[i] = Recommendation{ID: r.ID, Time: r.Time, Job: r.JobID, Kind: r.Kind, Reason: r.Reason, Status: string(r.Status)}
+		out[i] = service.Recommendation{ID: r.ID, Time: r.Time, Job: r.JobID, Kind: r.Kind, Reason: r.Reason, Status: string(r.Status)}
 		if len(r.Details) > 0 {
 			if err := json.Unmarshal(r.Details, &out[i].Details); err != nil {
 				return nil, fmt.Errorf("recommendation %d: details: %w", r.ID, err)

@@ -13,6 +13,7 @@ import (
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/cluster/clustertest"
 	"github.com/prescient-sched/prescient/executor"
+	"github.com/prescient-sched/prescient/service"
 	"github.com/prescient-sched/prescient/store"
 )
 
@@ -151,8 +152,8 @@ func (e *env) open() {
 	}
 	e.store = st
 	e.t.Cleanup(func() { _ = st.Close() })
-	cfg := Config{Store: st, Nodes: StaticFleet{Fleet: e.fleet}, Tenants: e.fleet.Tenants, Backend: e.backend,
-		Forecaster: labelForecaster{}, Mode: ModeAutopilot, Policy: "prescient", Clock: e.clock.Now}
+	cfg := Config{Store: st, Nodes: service.StaticFleet{Fleet: e.fleet}, Tenants: e.fleet.Tenants, Backend: e.backend,
+		Forecaster: labelForecaster{}, Mode: service.ModeAutopilot, Policy: "prescient", Clock: e.clock.Now}
 	if e.mod != nil {
 		e.mod(&cfg)
 	}
@@ -190,9 +191,9 @@ func (e *env) waitWhile(what string, flag *bool) {
 	}
 }
 
-func (e *env) submit(id string, spec cluster.JobSpec) JobStatus {
+func (e *env) submit(id string, spec cluster.JobSpec) service.JobStatus {
 	e.t.Helper()
-	st, err := e.plane.Submit(e.ctx, SubmitRequest{ID: cluster.JobID(id), Spec: spec})
+	st, err := e.plane.Submit(e.ctx, service.SubmitRequest{ID: cluster.JobID(id), Spec: spec})
 	if err != nil {
 		e.t.Fatalf("Submit(%s): %v", id, err)
 	}
@@ -255,10 +256,10 @@ func fleetOf(n, g int) *cluster.Fleet {
 // recordingNotifier keeps the lifecycle events it hears.
 type recordingNotifier struct {
 	mu     sync.Mutex
-	events []LifecycleEvent
+	events []service.LifecycleEvent
 }
 
-func (n *recordingNotifier) Notify(_ context.Context, e LifecycleEvent) {
+func (n *recordingNotifier) Notify(_ context.Context, e service.LifecycleEvent) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.events = append(n.events, e)

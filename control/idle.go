@@ -12,20 +12,11 @@ import (
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/collector"
 	"github.com/prescient-sched/prescient/models/idle"
+	"github.com/prescient-sched/prescient/service"
 )
 
-// PoolLabel is the node label naming the pool (a virtual cluster) whose
-// GPUs an idle forecast counts together; a node without it is a pool of
-// its own.
-const PoolLabel = "prescient.io/pool"
-
 const (
-	// MaxIdleHorizon bounds an idle forecast's horizon; the idle model
-	// answers up to its own (2 h by default), later steps come from the
-	// running jobs' forecasts alone.
-	MaxIdleHorizon = 24 * time.Hour
-	// MaxIdleSteps bounds the steps of one forecast.
-	MaxIdleSteps = 288
+
 	// DefaultIdleJobAfter is how long every GPU of a running job must have
 	// been below the idle threshold before the plane recommends looking at
 	// it (an "idle" recommendation).
@@ -73,69 +64,6 @@ func thresholdOf(m *idle.Model) float64 {
 	return idle.DefaultConfig().ThresholdPct
 }
 
-// IdleQuery asks for an idle forecast of the fleet, or of one pool or node
-// of it. Zero values take the defaults of idle.DefaultInput.
-type IdleQuery struct {
-	Horizon, Step, MinWindow time.Duration
-	MinProbability           float64
-	Pool, Node               string
-}
-
-// The parts of an idle forecast, as the API names them.
-type (
-	IdleJob    = idle.IdleJob
-	IdleGPU    = idle.GPUForecast
-	IdleWindow = idle.Window
-	IdleCount  = idle.CountForecast
-)
-
-// Input is the forecaster's input for the query at now: the defaults of
-// idle.DefaultInput where the query leaves a value zero, within the
-// bounds the API serves (errors wrap ErrInvalid).
-func (q IdleQuery) Input(now time.Time) (idle.Input, error) {
-	in := idle.DefaultInput(now)
-	if q.Horizon > 0 {
-		in.Horizon = q.Horizon
-	}
-	if q.Step > 0 {
-		in.Step = q.Step
-	}
-	if q.MinWindow > 0 {
-		in.MinWindow = q.MinWindow
-	}
-	if q.MinProbability > 0 {
-		in.MinProbability = q.MinProbability
-	}
-	switch {
-	case in.Horizon > MaxIdleHorizon:
-		return in, fmt.Errorf("horizon %s: at most %s: %w", in.Horizon, MaxIdleHorizon, ErrInvalid)
-	case in.Step < time.Minute || in.Horizon < in.Step:
-		return in, fmt.Errorf("step %s, horizon %s: want 1m <= step <= horizon: %w", in.Step, in.Horizon, ErrInvalid)
-	case in.Horizon/in.Step > MaxIdleSteps:
-		return in, fmt.Errorf("horizon %s in steps of %s is %d steps, at most %d: %w", in.Horizon, in.Step, in.Horizon/in.Step, MaxIdleSteps, ErrInvalid)
-	case in.MinProbability > 1:
-		return in, fmt.Errorf("min probability %g: want (0, 1]: %w", in.MinProbability, ErrInvalid)
-	}
-	return in, nil
-}
-
-// IdleForecast is the fleet's idle forecast (idle.Forecast) with what it
-// was made from.
-type IdleForecast struct {
-	idle.Forecast
-	// ModelVersion is the idle model's version, 0 when the forecast comes
-	// from the running jobs and the queue alone.
-	ModelVersion int `json:"model_version"`
-	// ThresholdPct is the utilization below which a GPU counts as idle.
-	ThresholdPct float64 `json:"threshold_pct"`
-	// TelemetryGPUs is how many of the GPUs have a recent utilization
-	// series; the others are idle only when no job holds them.
-	TelemetryGPUs int `json:"telemetry_gpus"`
-	// QueuedGPUs is the queued demand the forecast expects to take idle
-	// GPUs, shared among the pools by their size.
-	QueuedGPUs float64 `json:"queued_gpus"`
-}
-
 // IdleForecast implements Service: for each GPU of the fleet (or of
 // q.Pool or q.Node), its chance of being idle at each step, its idle
 // windows, the expected idle count of each pool and node, and the running
@@ -143,11 +71,11 @@ type IdleForecast struct {
 // combines the running jobs' remaining duration forecasts (given how long
 // they have run), the queued demand, and each GPU's recent utilization
 // from the telemetry store through the idle model.
-func (p *Plane) IdleForecast(ctx context.Context, q IdleQuery) (IdleForecast, error) {
+func (p *Plane) IdleForecast(ctx context.Context, q service.IdleQuery) (service.IdleForecast, error) {
 	now := p.cfg.Clock().UTC()
 	in, err := q.Input(now)
 	if err != nil {
-		return IdleForecast{}, err
+		return service.IdleForecast{}, err
 	}
 	var model *idle.Model
 	version := 0
@@ -163,7 +91,7 @@ func (p *Plane) IdleForecast(ctx context.Context, q IdleQuery) (IdleForecast, er
 	fleetGPUs := 0
 	for i := range nodes {
 		n := &nodes[i]
-		pool := n.Labels[PoolLabel]
+		pool := n.Labels[cluster.PoolLabel]
 		if pool == "" {
 			pool = n.Name
 		}
@@ -186,15 +114,15 @@ func (p *Plane) IdleForecast(ctx context.Context, q IdleQuery) (IdleForecast, er
 		case q.Node != "":
 			what = fmt.Sprintf("node %q has no GPUs up or is not in the fleet", q.Node)
 		case q.Pool != "":
-			what = fmt.Sprintf("pool %q has no GPUs up (nodes are pooled by their %s label, or each node is a pool)", q.Pool, PoolLabel)
+			what = fmt.Sprintf("pool %q has no GPUs up (nodes are pooled by their %s label, or each node is a pool)", q.Pool, cluster.PoolLabel)
 		}
-		return IdleForecast{}, fmt.Errorf("%s: %w", what, ErrNotFound)
+		return service.IdleForecast{}, fmt.Errorf("%s: %w", what, service.ErrNotFound)
 	}
 
 	// What holds each GPU, and for how much longer.
 	holders, err := p.gpuHolders(ctx, now)
 	if err != nil {
-		return IdleForecast{}, fmt.Errorf("idle forecast: %w", err)
+		return service.IdleForecast{}, fmt.Errorf("idle forecast: %w", err)
 	}
 	// Each GPU's recent utilization: by its UUID, or else (Kubernetes) by
 	// the UUIDs its job's processes ran on, its job's GPUs paired with
@@ -212,7 +140,7 @@ func (p *Plane) IdleForecast(ctx context.Context, q IdleQuery) (IdleForecast, er
 		}
 	}
 	util, _ := p.readUtilization(ctx, now, threshold, uuids)
-	out := IdleForecast{ModelVersion: version, ThresholdPct: threshold}
+	out := service.IdleForecast{ModelVersion: version, ThresholdPct: threshold}
 	in.GPUs = make([]idle.GPUState, len(gpus))
 	grids := make(map[string][]idle.Grid)
 	for i, g := range gpus {
@@ -231,7 +159,7 @@ func (p *Plane) IdleForecast(ctx context.Context, q IdleQuery) (IdleForecast, er
 	// utilization history.
 	queued, err := p.listJobs(ctx, cluster.StateQueued)
 	if err != nil {
-		return IdleForecast{}, fmt.Errorf("idle forecast: %w", err)
+		return service.IdleForecast{}, fmt.Errorf("idle forecast: %w", err)
 	}
 	for i := range queued {
 		out.QueuedGPUs += float64(queued[i].Spec.MilliGPUs()) / cluster.MilliGPU
@@ -252,11 +180,11 @@ func (p *Plane) IdleForecast(ctx context.Context, q IdleQuery) (IdleForecast, er
 		in.Pools = append(in.Pools, ps)
 	}
 	if err := ctx.Err(); err != nil {
-		return IdleForecast{}, err
+		return service.IdleForecast{}, err
 	}
 	f, err := idle.Forecaster{Model: model}.Forecast(in)
 	if err != nil {
-		return IdleForecast{}, fmt.Errorf("idle forecast: %w", err)
+		return service.IdleForecast{}, fmt.Errorf("idle forecast: %w", err)
 	}
 	out.Forecast = f
 	if out.IdleJobs == nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/collector"
 	"github.com/prescient-sched/prescient/executor"
+	"github.com/prescient-sched/prescient/service"
 	"github.com/prescient-sched/prescient/store"
 )
 
@@ -72,7 +73,7 @@ func TestIdleForecastCombinesJobsQueueAndTelemetry(t *testing.T) {
 			}
 			e.plane.cfg.Telemetry = b.query
 			e.plane.util, e.plane.utilUntil = nil, time.Time{}
-			f, err := e.plane.IdleForecast(e.ctx, IdleQuery{})
+			f, err := e.plane.IdleForecast(e.ctx, service.IdleQuery{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -110,7 +111,7 @@ func TestIdleForecastCombinesJobsQueueAndTelemetry(t *testing.T) {
 	}
 	// Queued demand takes the free GPUs.
 	e.submit("next", spec(2, time.Hour))
-	f, err := e.plane.IdleForecast(e.ctx, IdleQuery{Horizon: time.Hour, Step: 10 * time.Minute, Node: "n0"})
+	f, err := e.plane.IdleForecast(e.ctx, service.IdleQuery{Horizon: time.Hour, Step: 10 * time.Minute, Node: "n0"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,11 +121,11 @@ func TestIdleForecastCombinesJobsQueueAndTelemetry(t *testing.T) {
 		t.Errorf("with 2 GPUs queued: queued %g, expected idle %v; want the two free GPUs taken, one left by the end", f.QueuedGPUs, c)
 	}
 	// A pool or node that is not there, and bad queries.
-	if _, err := e.plane.IdleForecast(e.ctx, IdleQuery{Pool: "nope"}); !errors.Is(err, ErrNotFound) {
+	if _, err := e.plane.IdleForecast(e.ctx, service.IdleQuery{Pool: "nope"}); !errors.Is(err, service.ErrNotFound) {
 		t.Errorf("unknown pool: %v, want ErrNotFound", err)
 	}
-	for _, q := range []IdleQuery{{Step: time.Second}, {Horizon: 48 * time.Hour}, {Horizon: 24 * time.Hour, Step: time.Minute}, {MinProbability: 2}} {
-		if _, err := e.plane.IdleForecast(e.ctx, q); !errors.Is(err, ErrInvalid) {
+	for _, q := range []service.IdleQuery{{Step: time.Second}, {Horizon: 48 * time.Hour}, {Horizon: 24 * time.Hour, Step: time.Minute}, {MinProbability: 2}} {
+		if _, err := e.plane.IdleForecast(e.ctx, q); !errors.Is(err, service.ErrInvalid) {
 			t.Errorf("%+v: %v, want ErrInvalid", q, err)
 		}
 	}
@@ -258,7 +259,7 @@ func TestAJobWhoseGPUsTheBackendDoesNotNameIsFoundByItsProcesses(t *testing.T) {
 			}
 			// The idle forecast reads the two jobs' GPUs by their
 			// processes' UUIDs too (the free ones stay unread).
-			f, err := e.plane.IdleForecast(e.ctx, IdleQuery{})
+			f, err := e.plane.IdleForecast(e.ctx, service.IdleQuery{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -296,8 +297,8 @@ func TestPowerCapsReachTheBackendAndSurviveARestart(t *testing.T) {
 	if last := starts[len(starts)-1]; last.job != "wide" || last.a.PowerLimitFraction != f {
 		t.Errorf("resent start %+v, want wide with the cap %g", last, f)
 	}
-	if _, err := New(Config{Store: e.store, Nodes: StaticFleet{Fleet: e.fleet}, Backend: e.backend, Forecaster: labelForecaster{},
-		Mode: ModeAutopilot, PowerCapPrice: -1}); err == nil {
+	if _, err := New(Config{Store: e.store, Nodes: service.StaticFleet{Fleet: e.fleet}, Backend: e.backend, Forecaster: labelForecaster{},
+		Mode: service.ModeAutopilot, PowerCapPrice: -1}); err == nil {
 		t.Error("a negative power cap price was accepted")
 	}
 }
@@ -365,9 +366,9 @@ func TestAnIdleForecastDoesNotWaitForASlowUtilizationRead(t *testing.T) {
 		done <- read
 	}()
 	<-slow.entered
-	answered := make(chan IdleForecast)
+	answered := make(chan service.IdleForecast)
 	go func() {
-		f, err := e.plane.IdleForecast(e.ctx, IdleQuery{})
+		f, err := e.plane.IdleForecast(e.ctx, service.IdleQuery{})
 		if err != nil {
 			t.Error(err)
 		}
@@ -385,7 +386,7 @@ func TestAnIdleForecastDoesNotWaitForASlowUtilizationRead(t *testing.T) {
 	if !<-done {
 		t.Fatal("the slow read failed")
 	}
-	f, err := e.plane.IdleForecast(e.ctx, IdleQuery{})
+	f, err := e.plane.IdleForecast(e.ctx, service.IdleQuery{})
 	if err != nil || f.TelemetryGPUs != 4 {
 		t.Fatalf("after the read: %d GPUs with telemetry (%v), want 4", f.TelemetryGPUs, err)
 	}

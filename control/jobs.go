@@ -14,6 +14,7 @@ import (
 
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/executor"
+	"github.com/prescient-sched/prescient/service"
 	"github.com/prescient-sched/prescient/store"
 )
 
@@ -21,10 +22,10 @@ import (
 const DefaultJobsLimit = 100
 
 // Submit implements Service.
-func (p *Plane) Submit(ctx context.Context, req SubmitRequest) (JobStatus, error) {
+func (p *Plane) Submit(ctx context.Context, req service.SubmitRequest) (service.JobStatus, error) {
 	spec, err := p.checkSpec(req.Spec, "spec")
 	if err != nil {
-		return JobStatus{}, err
+		return service.JobStatus{}, err
 	}
 	id := req.ID
 	if id == "" {
@@ -36,7 +37,7 @@ func (p *Plane) Submit(ctx context.Context, req SubmitRequest) (JobStatus, error
 		return p.resubmitted(ctx, job, req)
 	}
 	if err != nil {
-		return JobStatus{}, fmt.Errorf("submit %s: %w", id, err)
+		return service.JobStatus{}, fmt.Errorf("submit %s: %w", id, err)
 	}
 	p.notify(ctx, store.EventSubmitted, job, "")
 	if _, err := p.forecastsFor(ctx, []cluster.Job{job}); err != nil {
@@ -48,17 +49,17 @@ func (p *Plane) Submit(ctx context.Context, req SubmitRequest) (JobStatus, error
 
 // resubmitted answers a submission whose ID is stored: the stored job when
 // it is the same, ErrConflict when not.
-func (p *Plane) resubmitted(ctx context.Context, job cluster.Job, req SubmitRequest) (JobStatus, error) {
+func (p *Plane) resubmitted(ctx context.Context, job cluster.Job, req service.SubmitRequest) (service.JobStatus, error) {
 	stored, err := p.cfg.Store.GetJob(ctx, job.ID)
 	if err != nil {
-		return JobStatus{}, fmt.Errorf("submit %s: %w", job.ID, err)
+		return service.JobStatus{}, fmt.Errorf("submit %s: %w", job.ID, err)
 	}
 	run, err := p.cfg.Store.GetRun(ctx, job.ID)
 	if err != nil {
-		return JobStatus{}, fmt.Errorf("submit %s: %w", job.ID, err)
+		return service.JobStatus{}, fmt.Errorf("submit %s: %w", job.ID, err)
 	}
 	if !sameSpec(stored.Spec, job.Spec) || !slices.Equal(run.Command, req.Command) || !maps.Equal(run.Env, req.Env) {
-		return JobStatus{}, fmt.Errorf("job %s exists with another spec: %w", job.ID, ErrConflict)
+		return service.JobStatus{}, fmt.Errorf("job %s exists with another spec: %w", job.ID, service.ErrConflict)
 	}
 	return p.status(ctx, stored)
 }
@@ -113,7 +114,7 @@ func (p *Plane) checkSpec(s cluster.JobSpec, prefix string) (cluster.JobSpec, er
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
-		return s, fmt.Errorf("%w: %w", ErrInvalid, err)
+		return s, fmt.Errorf("%w: %w", service.ErrInvalid, err)
 	}
 	return s, nil
 }
@@ -138,13 +139,13 @@ func newJobID() cluster.JobID {
 }
 
 // Jobs implements Service.
-func (p *Plane) Jobs(ctx context.Context, q JobQuery) ([]JobStatus, error) {
+func (p *Plane) Jobs(ctx context.Context, q service.JobQuery) ([]service.JobStatus, error) {
 	if q.Limit < 0 {
-		return nil, fmt.Errorf("limit %d is negative: %w", q.Limit, ErrInvalid)
+		return nil, fmt.Errorf("limit %d is negative: %w", q.Limit, service.ErrInvalid)
 	}
 	for _, st := range q.States {
 		if !st.Valid() {
-			return nil, fmt.Errorf("state %q is not a job state: %w", st, ErrInvalid)
+			return nil, fmt.Errorf("state %q is not a job state: %w", st, service.ErrInvalid)
 		}
 	}
 	limit := q.Limit
@@ -152,7 +153,7 @@ func (p *Plane) Jobs(ctx context.Context, q JobQuery) ([]JobStatus, error) {
 		limit = DefaultJobsLimit
 	}
 	f := store.JobFilter{Tenant: q.Tenant, States: q.States, Limit: store.DefaultLimit}
-	var out []JobStatus
+	var out []service.JobStatus
 	for {
 		page, err := p.cfg.Store.ListJobs(ctx, f)
 		if err != nil {
@@ -187,10 +188,10 @@ func hasLabels(have, want map[string]string) bool {
 }
 
 // Job implements Service.
-func (p *Plane) Job(ctx context.Context, id cluster.JobID) (JobStatus, error) {
+func (p *Plane) Job(ctx context.Context, id cluster.JobID) (service.JobStatus, error) {
 	j, err := p.getJob(ctx, id)
 	if err != nil {
-		return JobStatus{}, err
+		return service.JobStatus{}, err
 	}
 	return p.status(ctx, j)
 }
@@ -198,21 +199,21 @@ func (p *Plane) Job(ctx context.Context, id cluster.JobID) (JobStatus, error) {
 func (p *Plane) getJob(ctx context.Context, id cluster.JobID) (cluster.Job, error) {
 	j, err := p.cfg.Store.GetJob(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
-		return cluster.Job{}, fmt.Errorf("job %s: %w", id, ErrNotFound)
+		return cluster.Job{}, fmt.Errorf("job %s: %w", id, service.ErrNotFound)
 	}
 	return j, err
 }
 
 // Cancel implements Service: a queued job is cancelled at once; a running
 // one is stopped and is cancelled when it has exited.
-func (p *Plane) Cancel(ctx context.Context, id cluster.JobID) (JobStatus, error) {
+func (p *Plane) Cancel(ctx context.Context, id cluster.JobID) (service.JobStatus, error) {
 	j, err := p.getJob(ctx, id)
 	if err != nil {
-		return JobStatus{}, err
+		return service.JobStatus{}, err
 	}
 	switch {
 	case j.State.Terminal():
-		return JobStatus{}, fmt.Errorf("job %s is %s already: %w", id, j.State, ErrConflict)
+		return service.JobStatus{}, fmt.Errorf("job %s is %s already: %w", id, j.State, service.ErrConflict)
 	case j.State == cluster.StateQueued:
 		j, err = p.cfg.Store.UpdateJob(ctx, id, func(j *cluster.Job) (store.EventType, string, error) {
 			return store.EventCancelled, "cancelled by request", j.Transition(cluster.StateCancelled, p.cfg.Clock())
@@ -221,7 +222,7 @@ func (p *Plane) Cancel(ctx context.Context, id cluster.JobID) (JobStatus, error)
 			return p.Cancel(ctx, id)
 		}
 		if err != nil {
-			return JobStatus{}, fmt.Errorf("cancel %s: %w", id, err)
+			return service.JobStatus{}, fmt.Errorf("cancel %s: %w", id, err)
 		}
 		p.forget(id)
 		p.notify(ctx, store.EventCancelled, j, "cancelled by request")
@@ -229,18 +230,18 @@ func (p *Plane) Cancel(ctx context.Context, id cluster.JobID) (JobStatus, error)
 		return p.status(ctx, j)
 	}
 	if _, err := p.cfg.Store.RequestStop(ctx, id, p.cfg.Clock(), stopCancel+"cancelled by request", false); err != nil {
-		return JobStatus{}, fmt.Errorf("cancel %s: %w", id, err)
+		return service.JobStatus{}, fmt.Errorf("cancel %s: %w", id, err)
 	}
 	p.changedState()
 	if err := p.cfg.Backend.Stop(ctx, id, p.grace); err != nil {
-		return JobStatus{}, fmt.Errorf("cancel %s: stop: %w", id, err)
+		return service.JobStatus{}, fmt.Errorf("cancel %s: stop: %w", id, err)
 	}
 	return p.Job(ctx, id)
 }
 
 // status is a job as the API shows it, with what the plane knows of it.
-func (p *Plane) status(ctx context.Context, j cluster.Job) (JobStatus, error) {
-	st := JobStatus{ID: j.ID, Name: j.Spec.Name, Tenant: j.Spec.Tenant, User: j.Spec.User, Tier: j.Spec.Tier.String(),
+func (p *Plane) status(ctx context.Context, j cluster.Job) (service.JobStatus, error) {
+	st := service.JobStatus{ID: j.ID, Name: j.Spec.Name, Tenant: j.Spec.Tenant, User: j.Spec.User, Tier: j.Spec.Tier.String(),
 		GPUs: j.Spec.GPUs, GPUMilli: j.Spec.GPUMilli, Labels: j.Spec.Labels, State: j.State, Attempts: j.Attempts,
 		SubmitTime: j.SubmitTime}
 	st.StartTime, st.EndTime, st.Deadline = timePtr(j.StartTime), timePtr(j.EndTime), timePtr(j.Spec.Deadline)
@@ -255,7 +256,7 @@ func (p *Plane) status(ctx context.Context, j cluster.Job) (JobStatus, error) {
 	if j.State.Active() {
 		pl, err := p.cfg.Store.GetPlacement(ctx, j.ID)
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
-			return JobStatus{}, err
+			return service.JobStatus{}, err
 		}
 		st.Placement = gpuNames(pl.Allocations)
 		if pl.Stopping() {
@@ -264,7 +265,7 @@ func (p *Plane) status(ctx context.Context, j cluster.Job) (JobStatus, error) {
 	}
 	f, ok := p.knownForecast(ctx, j.ID)
 	if ok {
-		st.Forecast = &Forecast{Job: j.ID, DurationP50S: f.DurationP50.Seconds(), DurationP90S: f.DurationP90.Seconds(),
+		st.Forecast = &service.Forecast{Job: j.ID, DurationP50S: f.DurationP50.Seconds(), DurationP90S: f.DurationP90.Seconds(),
 			MemoryP90Bytes: f.MemoryP90Bytes, Source: f.Source}
 		if m, ok := p.refinedMemory(j.ID); ok && j.State.Active() {
 			st.Forecast.MemoryP90RefinedBytes = m

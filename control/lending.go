@@ -14,13 +14,14 @@ import (
 	"github.com/prescient-sched/prescient/executor"
 	"github.com/prescient-sched/prescient/executor/lend"
 	"github.com/prescient-sched/prescient/models/idle"
+	"github.com/prescient-sched/prescient/service"
 	"github.com/prescient-sched/prescient/store"
 )
 
 // Lending lends the idle nodes of inference pools to training and takes
 // them back before the inference demand returns (lend.Policy).
 //
-// An inference pool is the nodes whose PoolLabel is one of Pools. They
+// An inference pool is the nodes whose cluster.PoolLabel is one of Pools. They
 // serve inference and take no training unless lent. Each minute the
 // plane reads the utilization of the pool's serving GPUs (the demand: a
 // GPU at or above the idle threshold, or not seen, is busy); every Every
@@ -163,7 +164,7 @@ func (p *Plane) inferencePool(n *cluster.Node) (string, bool) {
 	if p.cfg.Lending == nil {
 		return "", false
 	}
-	pool := n.Labels[PoolLabel]
+	pool := n.Labels[cluster.PoolLabel]
 	return pool, pool != "" && slices.Contains(p.cfg.Lending.Pools, pool)
 }
 
@@ -222,7 +223,7 @@ func (p *Plane) restoreLoans(ctx context.Context) error {
 // checkpoint and stop by Notice after the take-back, and gives each node
 // whose jobs are gone back to inference.
 func (p *Plane) reclaim(ctx context.Context, lv *live) {
-	if p.cfg.Lending == nil || p.Mode() != ModeAutopilot {
+	if p.cfg.Lending == nil || p.Mode() != service.ModeAutopilot {
 		return
 	}
 	notice := p.cfg.Lending.Notice
@@ -573,7 +574,7 @@ func (p *Plane) applyLoans(ctx context.Context, now time.Time) {
 		}
 	}
 	pending = stand
-	if p.Mode() != ModeAutopilot {
+	if p.Mode() != service.ModeAutopilot {
 		current, decided := map[string]bool{}, false
 		for _, d := range pending {
 			if d.forecast {
@@ -619,23 +620,13 @@ func (p *Plane) recommendLoans(ctx context.Context, now time.Time, d lendingDeci
 	}
 }
 
-// NodeLoan is an inference node's loan state, as GET /v1/fleet shows it.
-type NodeLoan struct {
-	Pool  string    `json:"pool"`
-	State string    `json:"state"` // serving, lent, returning
-	Since time.Time `json:"since,omitzero"`
-	// Usable is when training may be placed on a lent node (Handover
-	// after the loan).
-	Usable time.Time `json:"usable,omitzero"`
-}
-
 // loanOf is node n's loan state; nil when it is not an inference node.
-func (p *Plane) loanOf(n *cluster.Node) *NodeLoan {
+func (p *Plane) loanOf(n *cluster.Node) *service.NodeLoan {
 	pool, ok := p.inferencePool(n)
 	if !ok {
 		return nil
 	}
-	out := &NodeLoan{Pool: pool, State: lend.Serving.String()}
+	out := &service.NodeLoan{Pool: pool, State: lend.Serving.String()}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if l := p.loans[n.Name]; l != nil {

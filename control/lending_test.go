@@ -11,6 +11,7 @@ import (
 	"github.com/prescient-sched/prescient/executor"
 	"github.com/prescient-sched/prescient/executor/lend"
 	"github.com/prescient-sched/prescient/models/idle"
+	"github.com/prescient-sched/prescient/service"
 	"github.com/prescient-sched/prescient/store"
 )
 
@@ -21,7 +22,7 @@ func lendingFleet() *cluster.Fleet {
 	for i := 1; i < 3; i++ {
 		n := &f.Nodes[i]
 		n.Name = fmt.Sprintf("inf-%d", i-1)
-		n.Labels = map[string]string{PoolLabel: "inference"}
+		n.Labels = map[string]string{cluster.PoolLabel: "inference"}
 		for g := range n.GPUs {
 			n.GPUs[g].UUID = fmt.Sprintf("GPU-%s-%d", n.Name, g)
 		}
@@ -53,12 +54,12 @@ func inferenceSamples(f *cluster.Fleet, from, to time.Time, busy0, busy1 int) []
 // lendingEnv is an env whose inference pool lends on the reactive rule
 // (no idle model), reading a real InfluxDB, with the lifecycle events it
 // posts.
-func lendingEnv(t *testing.T, mode Mode) (*env, collector.Sink, *recordingNotifier) {
+func lendingEnv(t *testing.T, mode service.Mode) (*env, collector.Sink, *recordingNotifier) {
 	return lendingEnvOf(t, mode, lendingFleet())
 }
 
 // lendingEnvOf is lendingEnv on fleet.
-func lendingEnvOf(t *testing.T, mode Mode, fleet *cluster.Fleet) (*env, collector.Sink, *recordingNotifier) {
+func lendingEnvOf(t *testing.T, mode service.Mode, fleet *cluster.Fleet) (*env, collector.Sink, *recordingNotifier) {
 	e := newEnv(t, fleet, nil)
 	b := telemetryBackends(t, e.store)["influxdb"]
 	rec := &recordingNotifier{}
@@ -81,7 +82,7 @@ func (e *env) lendCycle() {
 	e.plane.cycle(e.ctx)
 }
 
-func (e *env) loan(node string) *NodeLoan {
+func (e *env) loan(node string) *service.NodeLoan {
 	e.t.Helper()
 	fs, err := e.plane.Fleet(e.ctx)
 	if err != nil {
@@ -108,7 +109,7 @@ func (e *env) placedOn(id string) string {
 // Recent 0 is the idle model alone, as simulate's --lend-recent 0: with
 // no model published, nothing is lent, however idle the pool.
 func TestWithRecentZeroAndNoIdleModelNothingIsLent(t *testing.T) {
-	e, sink, _ := lendingEnv(t, ModeAutopilot)
+	e, sink, _ := lendingEnv(t, service.ModeAutopilot)
 	mod := e.mod
 	e.mod = func(c *Config) {
 		mod(c)
@@ -129,7 +130,7 @@ func TestWithRecentZeroAndNoIdleModelNothingIsLent(t *testing.T) {
 }
 
 func TestAnIdleInferenceNodeIsLentAndTakenBackWhenTheDemandReturns(t *testing.T) {
-	e, sink, rec := lendingEnv(t, ModeAutopilot)
+	e, sink, rec := lendingEnv(t, service.ModeAutopilot)
 	e.submit("a", spec(4, 10*time.Hour))
 	e.plane.cycle(e.ctx)
 	if on := e.placedOn("a"); on != "n0" {
@@ -233,7 +234,7 @@ func TestAPoolNodeWithoutGPUUUIDsIsReadByTheNodeItsTelemetryNames(t *testing.T) 
 			n.GPUs[g].UUID = ""
 		}
 	}
-	e, sink, _ := lendingEnvOf(t, ModeAutopilot, fleet)
+	e, sink, _ := lendingEnvOf(t, service.ModeAutopilot, fleet)
 	b := spec(4, 10*time.Hour)
 	b.Checkpointable = true
 	e.submit("a", spec(4, 10*time.Hour))
@@ -256,7 +257,7 @@ func TestAPoolNodeWithoutGPUUUIDsIsReadByTheNodeItsTelemetryNames(t *testing.T) 
 }
 
 func TestTheAdvisorRecommendsLoansAndLendsNothing(t *testing.T) {
-	e, sink, _ := lendingEnv(t, ModeAdvisor)
+	e, sink, _ := lendingEnv(t, service.ModeAdvisor)
 	now := t0.Add(time.Hour)
 	if err := sink.Write(e.ctx, inferenceSamples(e.fleet, t0, now, 0, 0)); err != nil {
 		t.Fatal(err)
@@ -411,7 +412,7 @@ func TestAFailedLentNodeDoesNotTakeAnotherBack(t *testing.T) {
 // plane starts) does not spend the forecast's slot: the pool is forecast
 // as soon as its nodes are there.
 func TestThePoolIsForecastAsSoonAsItsNodesRegister(t *testing.T) {
-	e, sink, _ := lendingEnv(t, ModeAutopilot)
+	e, sink, _ := lendingEnv(t, service.ModeAutopilot)
 	all := e.fleet.Nodes
 	e.fleet.Nodes = all[:1] // only the training node so far
 	now := t0.Add(time.Hour)
@@ -475,7 +476,7 @@ func TestAServedIdleModelKeepsANodeFromALoanBeforeTheDemandItForesees(t *testing
 	model := twoHourModel(t)
 	lent := func(at time.Duration, m *idle.Model) []string {
 		t.Helper()
-		e, sink, _ := lendingEnv(t, ModeAutopilot)
+		e, sink, _ := lendingEnv(t, service.ModeAutopilot)
 		if m != nil {
 			mod := e.mod
 			e.mod = func(c *Config) { mod(c); c.Idle = servedModel{m} }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/prescient-sched/prescient/models"
 	"github.com/prescient-sched/prescient/models/idle"
+	"github.com/prescient-sched/prescient/service"
 	"github.com/prescient-sched/prescient/training"
 )
 
@@ -16,11 +17,11 @@ var modelTargets = []models.Target{models.TargetDuration, models.TargetMemory, m
 
 // Models implements Service: every published version of every target,
 // newest first within a target.
-func (p *Plane) Models(_ context.Context) ([]ModelVersion, error) {
+func (p *Plane) Models(_ context.Context) ([]service.ModelVersion, error) {
 	if p.cfg.Registry.Dir == "" {
 		return nil, nil
 	}
-	var out []ModelVersion
+	var out []service.ModelVersion
 	for _, t := range modelTargets {
 		ms, err := p.cfg.Registry.List(t)
 		if err != nil {
@@ -33,8 +34,8 @@ func (p *Plane) Models(_ context.Context) ([]ModelVersion, error) {
 	return out, nil
 }
 
-func modelVersion(m training.Manifest) ModelVersion {
-	return ModelVersion{Target: string(m.Target), Version: m.Version, Current: m.Current, CreatedAt: m.CreatedAt,
+func modelVersion(m training.Manifest) service.ModelVersion {
+	return service.ModelVersion{Target: string(m.Target), Version: m.Version, Current: m.Current, CreatedAt: m.CreatedAt,
 		Selected: m.Selected, Metrics: m.Metrics, DataFrom: m.DataFrom, DataUntil: m.DataUntil}
 }
 
@@ -42,12 +43,12 @@ func modelVersion(m training.Manifest) ModelVersion {
 // run already going gives ErrConflict.
 func (p *Plane) Retrain(ctx context.Context) error {
 	if p.cfg.Retrain == nil {
-		return fmt.Errorf("retraining is not configured: %w", ErrInvalid)
+		return fmt.Errorf("retraining is not configured: %w", service.ErrInvalid)
 	}
 	p.mu.Lock()
 	if p.retraining {
 		p.mu.Unlock()
-		return fmt.Errorf("a retraining run is going: %w", ErrConflict)
+		return fmt.Errorf("a retraining run is going: %w", service.ErrConflict)
 	}
 	p.retraining = true
 	p.mu.Unlock()
@@ -68,36 +69,36 @@ func (p *Plane) Retrain(ctx context.Context) error {
 }
 
 // Rollback implements Service.
-func (p *Plane) Rollback(_ context.Context, target string, to int) (ModelVersion, error) {
+func (p *Plane) Rollback(_ context.Context, target string, to int) (service.ModelVersion, error) {
 	t := models.Target(target)
 	if !slices.Contains(modelTargets, t) {
-		return ModelVersion{}, fmt.Errorf("target %q: want one of duration, memory, peak, idle: %w", target, ErrInvalid)
+		return service.ModelVersion{}, fmt.Errorf("target %q: want one of duration, memory, peak, idle: %w", target, service.ErrInvalid)
 	}
 	if to < 0 {
-		return ModelVersion{}, fmt.Errorf("version %d is negative: %w", to, ErrInvalid)
+		return service.ModelVersion{}, fmt.Errorf("version %d is negative: %w", to, service.ErrInvalid)
 	}
 	if p.cfg.Registry.Dir == "" {
-		return ModelVersion{}, fmt.Errorf("no model registry: %w", ErrNotFound)
+		return service.ModelVersion{}, fmt.Errorf("no model registry: %w", service.ErrNotFound)
 	}
 	if to > 0 {
 		vs, err := p.cfg.Registry.Versions(t)
 		if err != nil {
-			return ModelVersion{}, fmt.Errorf("rollback: %w", err)
+			return service.ModelVersion{}, fmt.Errorf("rollback: %w", err)
 		}
 		if !slices.Contains(vs, to) {
-			return ModelVersion{}, fmt.Errorf("%s version %d is not published: %w", t, to, ErrNotFound)
+			return service.ModelVersion{}, fmt.Errorf("%s version %d is not published: %w", t, to, service.ErrNotFound)
 		}
 	}
 	v, err := p.cfg.Registry.Rollback(t, to)
 	if errors.Is(err, training.ErrNoModel) {
-		return ModelVersion{}, fmt.Errorf("rollback %s: %w: %w", t, ErrNotFound, err)
+		return service.ModelVersion{}, fmt.Errorf("rollback %s: %w: %w", t, service.ErrNotFound, err)
 	}
 	if err != nil {
-		return ModelVersion{}, fmt.Errorf("rollback %s: %w: %w", t, ErrConflict, err)
+		return service.ModelVersion{}, fmt.Errorf("rollback %s: %w: %w", t, service.ErrConflict, err)
 	}
 	ms, err := p.cfg.Registry.List(t)
 	if err != nil {
-		return ModelVersion{}, fmt.Errorf("rollback: %w", err)
+		return service.ModelVersion{}, fmt.Errorf("rollback: %w", err)
 	}
 	for _, m := range ms {
 		if m.Version == v {
@@ -105,5 +106,5 @@ func (p *Plane) Rollback(_ context.Context, target string, to int) (ModelVersion
 			return modelVersion(m), nil
 		}
 	}
-	return ModelVersion{}, fmt.Errorf("rollback %s: version %d vanished", t, v)
+	return service.ModelVersion{}, fmt.Errorf("rollback %s: version %d vanished", t, v)
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/prescient-sched/prescient/datasets/datasetstest"
 	"github.com/prescient-sched/prescient/models"
+	"github.com/prescient-sched/prescient/service"
 	"github.com/prescient-sched/prescient/training"
 )
 
@@ -38,13 +39,13 @@ func TestModelsRetrainAndRollback(t *testing.T) {
 	if err != nil || back.Version != 1 || !back.Current {
 		t.Fatalf("Rollback = %+v, %v; want version 1 current", back, err)
 	}
-	if _, err := e.plane.Rollback(e.ctx, "duration", 9); !errors.Is(err, ErrNotFound) {
+	if _, err := e.plane.Rollback(e.ctx, "duration", 9); !errors.Is(err, service.ErrNotFound) {
 		t.Errorf("rollback to a missing version: %v, want ErrNotFound", err)
 	}
-	if _, err := e.plane.Rollback(e.ctx, "memory", 0); !errors.Is(err, ErrNotFound) {
+	if _, err := e.plane.Rollback(e.ctx, "memory", 0); !errors.Is(err, service.ErrNotFound) {
 		t.Errorf("rollback of a target without models: %v, want ErrNotFound", err)
 	}
-	if _, err := e.plane.Rollback(e.ctx, "vibes", 0); !errors.Is(err, ErrInvalid) {
+	if _, err := e.plane.Rollback(e.ctx, "vibes", 0); !errors.Is(err, service.ErrInvalid) {
 		t.Errorf("rollback of an unknown target: %v, want ErrInvalid", err)
 	}
 	if err := e.plane.Retrain(e.ctx); err != nil {
@@ -55,7 +56,7 @@ func TestModelsRetrainAndRollback(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("retraining did not start")
 	}
-	if err := e.plane.Retrain(e.ctx); !errors.Is(err, ErrConflict) {
+	if err := e.plane.Retrain(e.ctx); !errors.Is(err, service.ErrConflict) {
 		t.Errorf("a second retraining while one runs: %v, want ErrConflict", err)
 	}
 	close(release)
@@ -63,7 +64,7 @@ func TestModelsRetrainAndRollback(t *testing.T) {
 	if ms, err := none.plane.Models(none.ctx); err != nil || len(ms) != 0 {
 		t.Errorf("no registry: %+v, %v", ms, err)
 	}
-	if err := none.plane.Retrain(none.ctx); !errors.Is(err, ErrInvalid) {
+	if err := none.plane.Retrain(none.ctx); !errors.Is(err, service.ErrInvalid) {
 		t.Errorf("retrain without a retrain function: %v, want ErrInvalid", err)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/prescient-sched/prescient/executor"
 	"github.com/prescient-sched/prescient/executor/park"
 	"github.com/prescient-sched/prescient/executor/sim"
+	"github.com/prescient-sched/prescient/service"
 	"github.com/prescient-sched/prescient/store"
 )
 
@@ -75,39 +76,6 @@ type Parking struct {
 	// WakeTimeout is how long a woken node may take to be awake (default
 	// DefaultWakeTimeout).
 	WakeTimeout time.Duration
-}
-
-// Cordoner keeps a parked node from work the plane does not place. The
-// plane parks no node Unparkable names (other schedulers' pods run
-// there, or it is one host of several planner nodes), cordons a node
-// before it records it parked and its Suspend runs (a node it cannot
-// cordon is not parked, nor tried again before IdleAfter), and uncordons
-// it when it is woken. The mark is what replicas with stores of their own
-// share (settleParked, settleCordons): once a restarted plane's
-// placements and the Cordoner's view have synced (NodeSyncTimeout), it
-// takes a node restored waking that bears the mark as parked, and one
-// restored parked that is up and, read live, bears none as awake; and on
-// autopilot it takes a marked node it has no record of (the mark read
-// live again) as parked when the node is down, or up with none of its
-// jobs there and Unparkable silent, and uncordons it otherwise. It
-// uncordons the marked nodes it woke, found awake or failed to record (an
-// uncordon that failed), and all of them with parking off.
-type Cordoner interface {
-	// Unparkable says why node must not be powered down; "" when it may.
-	Unparkable(node string) string
-	// Cordon marks node as parked by Prescient and takes no new work of
-	// any scheduler there. placed reports whether the mark is on because
-	// of this call (false: it was on, or the node is gone); with an error
-	// and placed, the call failed after putting it on and could not take
-	// it off. Uncordon takes off what Cordon put on, and nothing from a
-	// node that bears no mark.
-	Cordon(ctx context.Context, node string) (placed bool, err error)
-	Uncordon(ctx context.Context, node string) error
-	// Cordoned names the nodes that bear Cordon's mark, as last seen.
-	Cordoned() []string
-	// Marked reads whether node bears the mark now from the source, not
-	// a cache; an error when it cannot tell (the node is gone too).
-	Marked(ctx context.Context, node string) (bool, error)
 }
 
 // DefaultWakeTimeout is how long a woken node may take to be ready unless
@@ -457,7 +425,7 @@ func (p *Plane) reconcileMarks(ctx context.Context, now time.Time, ready map[str
 // mark.
 func (p *Plane) settleCordons(ctx context.Context, now time.Time) {
 	st := &p.parking
-	if p.cfg.Cordoner == nil || p.Mode() != ModeAutopilot || now.Before(st.marksFrom) || p.cfg.Parking != nil && !st.reconciled {
+	if p.cfg.Cordoner == nil || p.Mode() != service.ModeAutopilot || now.Before(st.marksFrom) || p.cfg.Parking != nil && !st.reconciled {
 		return
 	}
 	marked := p.cfg.Cordoner.Cordoned()
@@ -570,7 +538,7 @@ func (p *Plane) parkNodes(ctx context.Context, lv *live, plan executor.Plan) {
 		return
 	}
 	cfg := p.cfg.Parking
-	autopilot := p.Mode() == ModeAutopilot
+	autopilot := p.Mode() == service.ModeAutopilot
 	st := &p.parking
 	if lv.now.Before(st.from) {
 		return // after a restart, while the agents register again
@@ -886,7 +854,7 @@ func (p *Plane) setParked(ctx context.Context, node cluster.Node, from, to strin
 	// A cordon this call puts on is taken off again if the record fails;
 	// the advisor changes no mark.
 	cordoned := false
-	if to == powerParked && p.cfg.Cordoner != nil && p.Mode() == ModeAutopilot {
+	if to == powerParked && p.cfg.Cordoner != nil && p.Mode() == service.ModeAutopilot {
 		placed, err := p.cfg.Cordoner.Cordon(ctx, node.Name)
 		if err != nil && placed {
 			p.parking.notParked[node.Name] = true // a mark left on: settleCordons takes it off
@@ -983,7 +951,7 @@ func (p *Plane) runPowerProgram(ctx context.Context, program string, run powerRu
 // pool) or parking's.
 func (p *Plane) notifyNode(ctx context.Context, typ, node, pool string, now time.Time, msg string) {
 	if p.cfg.Notifier != nil {
-		p.cfg.Notifier.Notify(ctx, LifecycleEvent{Type: typ, Time: now, Node: node, Pool: pool, Message: msg})
+		p.cfg.Notifier.Notify(ctx, service.LifecycleEvent{Type: typ, Time: now, Node: node, Pool: pool, Message: msg})
 	}
 }
 

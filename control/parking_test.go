@@ -16,6 +16,7 @@ import (
 	"github.com/prescient-sched/prescient/cluster/clustertest"
 	"github.com/prescient-sched/prescient/executor"
 	"github.com/prescient-sched/prescient/executor/sim"
+	"github.com/prescient-sched/prescient/service"
 )
 
 // powerScript is a program that appends its argument, the node, to log;
@@ -49,7 +50,7 @@ func lines(t *testing.T, path string) []string {
 // parkingEnv is an env of nodes×4 GPUs that parks with cfg, its power
 // programs logging to suspended and resumed, with the lifecycle events
 // it posts.
-func parkingEnv(t *testing.T, nodes int, mode Mode, cfg Parking) (e *env, rec *recordingNotifier) {
+func parkingEnv(t *testing.T, nodes int, mode service.Mode, cfg Parking) (e *env, rec *recordingNotifier) {
 	e = newEnv(t, fleetOf(nodes, 4), nil)
 	rec = &recordingNotifier{}
 	e.mod = func(c *Config) {
@@ -125,7 +126,7 @@ func (e *env) setNode(name string, st cluster.NodeState) {
 func TestAnEmptyNodeParksAndAJobThatWaitsWakesIt(t *testing.T) {
 	dir := t.TempDir()
 	suspended, resumed := filepath.Join(dir, "suspended"), filepath.Join(dir, "resumed")
-	e, rec := parkingEnv(t, 2, ModeAutopilot, Parking{IdleAfter: 10 * time.Minute,
+	e, rec := parkingEnv(t, 2, service.ModeAutopilot, Parking{IdleAfter: 10 * time.Minute,
 		Suspend: powerScript(t, "suspend", suspended, false), Resume: powerScript(t, "resume", resumed, false)})
 	e.submit("a", spec(4, 10*time.Hour))
 	e.plane.cycle(e.ctx)
@@ -208,7 +209,7 @@ func TestAnEmptyNodeParksAndAJobThatWaitsWakesIt(t *testing.T) {
 }
 
 func TestTheForecastParksSpareNodesAtOnceAndWakesOneAheadOfDemand(t *testing.T) {
-	e, rec := parkingEnv(t, 3, ModeAutopilot, Parking{IdleAfter: time.Hour, Forecast: true})
+	e, rec := parkingEnv(t, 3, service.ModeAutopilot, Parking{IdleAfter: time.Hour, Forecast: true})
 	// Nothing queued, nothing coming: two nodes are spare, the third is
 	// the node's worth kept for what may come.
 	e.plane.cycle(e.ctx)
@@ -240,7 +241,7 @@ func TestTheForecastParksSpareNodesAtOnceAndWakesOneAheadOfDemand(t *testing.T) 
 
 func TestAFailedSuspendLeavesTheNodeAwake(t *testing.T) {
 	dir := t.TempDir()
-	e, rec := parkingEnv(t, 1, ModeAutopilot, Parking{IdleAfter: 10 * time.Minute,
+	e, rec := parkingEnv(t, 1, service.ModeAutopilot, Parking{IdleAfter: 10 * time.Minute,
 		Suspend: powerScript(t, "suspend", filepath.Join(dir, "suspended"), true)})
 	e.cyclesApart(10 * time.Minute)
 	e.plane.background.Wait()
@@ -260,7 +261,7 @@ func TestAFailedSuspendLeavesTheNodeAwake(t *testing.T) {
 }
 
 func TestAWakeThatNeverComesParksTheNodeAgainAndWakesAnother(t *testing.T) {
-	e, rec := parkingEnv(t, 2, ModeAutopilot, Parking{IdleAfter: 10 * time.Minute, WakeTimeout: 5 * time.Minute})
+	e, rec := parkingEnv(t, 2, service.ModeAutopilot, Parking{IdleAfter: 10 * time.Minute, WakeTimeout: 5 * time.Minute})
 	e.cyclesApart(10 * time.Minute)
 	e.setNode("n0", cluster.NodeFailed) // both power off
 	e.setNode("n1", cluster.NodeFailed)
@@ -296,7 +297,7 @@ func TestAWakeThatNeverComesParksTheNodeAgainAndWakesAnother(t *testing.T) {
 }
 
 func TestAJobWaitingForABootingNodeOrAVictimsGPUsWakesNothingMore(t *testing.T) {
-	e, rec := parkingEnv(t, 3, ModeAutopilot, Parking{IdleAfter: 10 * time.Minute})
+	e, rec := parkingEnv(t, 3, service.ModeAutopilot, Parking{IdleAfter: 10 * time.Minute})
 	low := spec(4, 10*time.Hour)
 	low.Tier, low.Checkpointable = cluster.TierOpportunistic, true
 	e.submit("low", low)
@@ -348,7 +349,7 @@ func TestAJobWaitingForABootingNodeOrAVictimsGPUsWakesNothingMore(t *testing.T) 
 
 func TestAWokenNodeThatWasNotSeenDownIsNotAwakeWhileASuspendProgramPowersNodesDown(t *testing.T) {
 	dir := t.TempDir()
-	e, _ := parkingEnv(t, 1, ModeAutopilot, Parking{IdleAfter: 10 * time.Minute, WakeTimeout: 5 * time.Minute,
+	e, _ := parkingEnv(t, 1, service.ModeAutopilot, Parking{IdleAfter: 10 * time.Minute, WakeTimeout: 5 * time.Minute,
 		Suspend: powerScript(t, "suspend", filepath.Join(dir, "suspended"), false)})
 	e.cyclesApart(10 * time.Minute)
 	e.plane.background.Wait()
@@ -371,7 +372,7 @@ func TestAWokenNodeThatWasNotSeenDownIsNotAwakeWhileASuspendProgramPowersNodesDo
 }
 
 func TestParkingOffForgetsParkedNodes(t *testing.T) {
-	e, _ := parkingEnv(t, 1, ModeAutopilot, Parking{IdleAfter: 10 * time.Minute})
+	e, _ := parkingEnv(t, 1, service.ModeAutopilot, Parking{IdleAfter: 10 * time.Minute})
 	e.cyclesApart(10 * time.Minute)
 	if st := e.nodeStates()["n0"]; st != "parked" {
 		t.Fatalf("%s, want parked", st)
@@ -423,7 +424,7 @@ func TestQueuedDemandLeavesOutWhatMoreNodesCannotServe(t *testing.T) {
 }
 
 func TestTheAdvisorRecommendsParksAndParksNothing(t *testing.T) {
-	e, rec := parkingEnv(t, 2, ModeAdvisor, Parking{IdleAfter: 10 * time.Minute})
+	e, rec := parkingEnv(t, 2, service.ModeAdvisor, Parking{IdleAfter: 10 * time.Minute})
 	e.cyclesApart(10 * time.Minute)
 	e.plane.cycle(e.ctx)
 	if st := e.nodeStates(); st["n0"] != "ready" || st["n1"] != "ready" {
@@ -445,9 +446,9 @@ func TestTheAdvisorRecommendsParksAndParksNothing(t *testing.T) {
 }
 
 func TestTheAdvisorRecommendsWakingParkedNodes(t *testing.T) {
-	e, _ := parkingEnv(t, 1, ModeAutopilot, Parking{IdleAfter: 10 * time.Minute})
+	e, _ := parkingEnv(t, 1, service.ModeAutopilot, Parking{IdleAfter: 10 * time.Minute})
 	e.cyclesApart(10 * time.Minute)
-	if err := e.plane.SetMode(e.ctx, ModeAdvisor); err != nil {
+	if err := e.plane.SetMode(e.ctx, service.ModeAdvisor); err != nil {
 		t.Fatal(err)
 	}
 	e.setNode("n0", cluster.NodeFailed)
@@ -485,7 +486,7 @@ func TestAJobTheQuotaHoldsBackWakesNothing(t *testing.T) {
 }
 
 func TestANodeAWaitingGangIsPlannedOnStaysUpWhileAnotherBoots(t *testing.T) {
-	e, _ := parkingEnv(t, 2, ModeAutopilot, Parking{IdleAfter: 10 * time.Minute, WakeTimeout: time.Hour})
+	e, _ := parkingEnv(t, 2, service.ModeAutopilot, Parking{IdleAfter: 10 * time.Minute, WakeTimeout: time.Hour})
 	e.submit("a", spec(4, 10*time.Hour))
 	e.plane.cycle(e.ctx)
 	on := e.placedOn("a")
@@ -517,7 +518,7 @@ func TestANodeAWaitingGangIsPlannedOnStaysUpWhileAnotherBoots(t *testing.T) {
 }
 
 func TestARestartDoesNotTakeAnUnregisteredParkedNodeForOneThatWentDown(t *testing.T) {
-	e, rec := parkingEnv(t, 1, ModeAutopilot, Parking{IdleAfter: 10 * time.Minute})
+	e, rec := parkingEnv(t, 1, service.ModeAutopilot, Parking{IdleAfter: 10 * time.Minute})
 	e.plane.cycle(e.ctx)
 	e.clock.Advance(10 * time.Minute)
 	e.plane.cycle(e.ctx) // parked; no power program: it stays up
@@ -539,7 +540,7 @@ func TestARestartDoesNotTakeAnUnregisteredParkedNodeForOneThatWentDown(t *testin
 
 func TestASuspendThatFailsOnceTheNodeIsDownLeavesItParked(t *testing.T) {
 	dir := t.TempDir()
-	e, _ := parkingEnv(t, 1, ModeAutopilot, Parking{IdleAfter: 10 * time.Minute,
+	e, _ := parkingEnv(t, 1, service.ModeAutopilot, Parking{IdleAfter: 10 * time.Minute,
 		Suspend: powerScript(t, "suspend", filepath.Join(dir, "suspended"), true)})
 	e.cyclesApart(10 * time.Minute)
 	e.setNode("n0", cluster.NodeFailed) // it went off, and the program still said it failed
@@ -552,7 +553,7 @@ func TestASuspendThatFailsOnceTheNodeIsDownLeavesItParked(t *testing.T) {
 
 func TestAFailedResumeParksTheNodeAgain(t *testing.T) {
 	dir := t.TempDir()
-	e, rec := parkingEnv(t, 1, ModeAutopilot, Parking{IdleAfter: 10 * time.Minute, WakeTimeout: 5 * time.Minute,
+	e, rec := parkingEnv(t, 1, service.ModeAutopilot, Parking{IdleAfter: 10 * time.Minute, WakeTimeout: 5 * time.Minute,
 		Resume: powerScript(t, "resume", filepath.Join(dir, "resumed"), true)})
 	e.cyclesApart(10 * time.Minute)
 	e.setNode("n0", cluster.NodeFailed)
@@ -586,7 +587,7 @@ func TestParkingConfigIsChecked(t *testing.T) {
 // woken: a job that only a parked node can take is forecast to start a
 // boot from now.
 func TestTheQueueForecastWakesParkedNodes(t *testing.T) {
-	e, _ := parkingEnv(t, 2, ModeAutopilot, Parking{IdleAfter: 10 * time.Minute})
+	e, _ := parkingEnv(t, 2, service.ModeAutopilot, Parking{IdleAfter: 10 * time.Minute})
 	e.submit("a", spec(4, 10*time.Hour))
 	e.plane.cycle(e.ctx)
 	on := e.placedOn("a")
@@ -595,7 +596,7 @@ func TestTheQueueForecastWakesParkedNodes(t *testing.T) {
 	e.clock.Advance(10 * time.Minute)
 	e.plane.cycle(e.ctx)
 	e.setNode(other, cluster.NodeFailed) // off
-	if err := e.plane.SetMode(e.ctx, ModeAdvisor); err != nil {
+	if err := e.plane.SetMode(e.ctx, service.ModeAdvisor); err != nil {
 		t.Fatal(err)
 	}
 	e.submit("b", spec(4, 20*time.Hour))
@@ -716,7 +717,7 @@ func (f *fakeCordoner) marked() []string {
 func cordonedEnv(t *testing.T, fleet *cluster.Fleet, park Parking) (*env, *fakeCordoner) {
 	e := newEnv(t, fleet, nil)
 	c := newFakeCordoner()
-	e.mod = func(cfg *Config) { cfg.Mode, cfg.Parking, cfg.Cordoner = ModeAutopilot, &park, c }
+	e.mod = func(cfg *Config) { cfg.Mode, cfg.Parking, cfg.Cordoner = service.ModeAutopilot, &park, c }
 	e.restart()
 	return e, c
 }
@@ -781,14 +782,14 @@ func TestAParkedNodeIsCordonedUntilItIsWoken(t *testing.T) {
 	// A mark the plane did not make now (a record lost) is left alone by
 	// the advisor and, with parking off, taken off once the marks synced.
 	c.mark("n1")
-	e.mod = func(cfg *Config) { cfg.Mode, cfg.Cordoner = ModeAdvisor, c }
+	e.mod = func(cfg *Config) { cfg.Mode, cfg.Cordoner = service.ModeAdvisor, c }
 	e.restart()
 	e.synced()
 	e.plane.cycle(e.ctx)
 	if got := c.took(); len(got) != 0 {
 		t.Errorf("the advisor: calls %v, want none", got)
 	}
-	e.mod = func(cfg *Config) { cfg.Mode, cfg.Cordoner = ModeAutopilot, c }
+	e.mod = func(cfg *Config) { cfg.Mode, cfg.Cordoner = service.ModeAutopilot, c }
 	e.restart()
 	e.plane.cycle(e.ctx)
 	if got := c.took(); len(got) != 0 {
@@ -991,7 +992,7 @@ func TestANodeWithoutGPUsIsNotParked(t *testing.T) {
 	fleet := fleetOf(1, 4)
 	fleet.Nodes = append(fleet.Nodes, clustertest.Node("control-plane").Obj())
 	e := newEnv(t, fleet, func(cfg *Config) {
-		cfg.Mode, cfg.Parking = ModeAutopilot, &Parking{IdleAfter: 10 * time.Minute}
+		cfg.Mode, cfg.Parking = service.ModeAutopilot, &Parking{IdleAfter: 10 * time.Minute}
 	})
 	e.cyclesApart(time.Hour)
 	e.wantNode("n0", "parked", "idle an hour")

@@ -17,6 +17,7 @@ import (
 	"github.com/prescient-sched/prescient/executor/plugins/placement"
 	"github.com/prescient-sched/prescient/executor/policies"
 	"github.com/prescient-sched/prescient/executor/sim"
+	"github.com/prescient-sched/prescient/service"
 	"github.com/prescient-sched/prescient/store"
 )
 
@@ -50,7 +51,7 @@ type Plane struct {
 	syncHoldings map[executor.RunningAttempt][]cluster.Allocation
 
 	mu         sync.Mutex
-	mode       Mode
+	mode       service.Mode
 	forecasts  map[cluster.JobID]executor.Forecast
 	reasons    map[cluster.JobID]string
 	deadlines  map[cluster.JobID]executor.DeadlineReport
@@ -118,7 +119,7 @@ type Plane struct {
 	arrivals  park.Arrivals
 }
 
-var _ Service = (*Plane)(nil)
+var _ service.Service = (*Plane)(nil)
 
 // beside runs fn beside the plan loop (Run waits for it on the way out)
 // and clears *flag, under mu, once fn returns: a task of which one runs
@@ -182,7 +183,7 @@ func New(cfg Config) (*Plane, error) {
 		pk := cfg.Parking.withDefaults()
 		cfg.Parking = &pk
 	}
-	if sf, ok := cfg.Nodes.(StaticFleet); ok && sf.Fleet != nil && sf.Fleet.AllowCrossTenantSharing {
+	if sf, ok := cfg.Nodes.(service.StaticFleet); ok && sf.Fleet != nil && sf.Fleet.AllowCrossTenantSharing {
 		cfg.AllowCrossTenantSharing = true
 	}
 	pol, err := buildPolicy(cfg.Policy, &cfg)
@@ -516,16 +517,16 @@ func (p *Plane) forecastsFor(ctx context.Context, jobs []cluster.Job) (map[clust
 }
 
 // Mode implements Service.
-func (p *Plane) Mode() Mode {
+func (p *Plane) Mode() service.Mode {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.mode
 }
 
 // SetMode implements Service.
-func (p *Plane) SetMode(_ context.Context, m Mode) error {
-	if m != ModeAdvisor && m != ModeAutopilot {
-		return fmt.Errorf("mode %q: want %s or %s: %w", m, ModeAdvisor, ModeAutopilot, ErrInvalid)
+func (p *Plane) SetMode(_ context.Context, m service.Mode) error {
+	if m != service.ModeAdvisor && m != service.ModeAutopilot {
+		return fmt.Errorf("mode %q: want %s or %s: %w", m, service.ModeAdvisor, service.ModeAutopilot, service.ErrInvalid)
 	}
 	p.mu.Lock()
 	old := p.mode
@@ -543,7 +544,7 @@ func (p *Plane) notify(ctx context.Context, typ store.EventType, j cluster.Job, 
 	if p.cfg.Notifier == nil {
 		return
 	}
-	e := LifecycleEvent{Type: string(typ), Time: p.cfg.Clock().UTC(), Job: j.ID, Tenant: j.Spec.Tenant, State: j.State,
+	e := service.LifecycleEvent{Type: string(typ), Time: p.cfg.Clock().UTC(), Job: j.ID, Tenant: j.Spec.Tenant, State: j.State,
 		Attempt: j.Attempts, Message: msg, Labels: j.Spec.Labels}
 	if typ == store.EventFinished || typ == store.EventFailed {
 		code := j.Outcome.ExitCode

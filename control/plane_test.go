@@ -10,6 +10,7 @@ import (
 
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/executor"
+	"github.com/prescient-sched/prescient/service"
 	"github.com/prescient-sched/prescient/store"
 )
 
@@ -80,7 +81,7 @@ func TestAFailedExitRecordsTheCodeAndReason(t *testing.T) {
 }
 
 func TestTheAdvisorRecordsRecommendationsAndStartsNothing(t *testing.T) {
-	e := newEnv(t, fleetOf(1, 8), func(c *Config) { c.Mode = ModeAdvisor })
+	e := newEnv(t, fleetOf(1, 8), func(c *Config) { c.Mode = service.ModeAdvisor })
 	e.submit("a", spec(4, time.Hour))
 	e.submit("b", spec(4, time.Hour))
 	e.submit("c", spec(4, time.Hour)) // does not fit beside a and b
@@ -131,14 +132,14 @@ func TestTheAdvisorRecordsRecommendationsAndStartsNothing(t *testing.T) {
 		t.Errorf("recommendations after a's cancellation: %+v; want a's dismissed, one open each for b and c", recs)
 	}
 	// Switched to autopilot, the plan is carried out.
-	if err := e.plane.SetMode(e.ctx, ModeAutopilot); err != nil {
+	if err := e.plane.SetMode(e.ctx, service.ModeAutopilot); err != nil {
 		t.Fatal(err)
 	}
 	e.plane.cycle(e.ctx)
 	if n := len(e.backend.of("start")); n != 2 {
 		t.Errorf("%d starts in autopilot, want 2", n)
 	}
-	if err := e.plane.SetMode(e.ctx, "yolo"); !errors.Is(err, ErrInvalid) {
+	if err := e.plane.SetMode(e.ctx, "yolo"); !errors.Is(err, service.ErrInvalid) {
 		t.Errorf("SetMode(yolo) = %v, want ErrInvalid", err)
 	}
 }
@@ -366,10 +367,10 @@ func TestCancel(t *testing.T) {
 	if j := e.job(running); j.State != cluster.StateCancelled {
 		t.Errorf("%s is %s after its exit, want cancelled", running, j.State)
 	}
-	if _, err := e.plane.Cancel(e.ctx, cluster.JobID(running)); !errors.Is(err, ErrConflict) {
+	if _, err := e.plane.Cancel(e.ctx, cluster.JobID(running)); !errors.Is(err, service.ErrConflict) {
 		t.Errorf("second cancel: %v, want ErrConflict", err)
 	}
-	if _, err := e.plane.Cancel(e.ctx, "nope"); !errors.Is(err, ErrNotFound) {
+	if _, err := e.plane.Cancel(e.ctx, "nope"); !errors.Is(err, service.ErrNotFound) {
 		t.Errorf("cancel of a missing job: %v, want ErrNotFound", err)
 	}
 }
@@ -378,26 +379,26 @@ func TestSubmitValidatesAndIsIdempotent(t *testing.T) {
 	e := newEnv(t, fleetOf(1, 8), nil)
 	bad := spec(1, time.Hour)
 	bad.Tenant = ""
-	if _, err := e.plane.Submit(e.ctx, SubmitRequest{Spec: bad}); !errors.Is(err, ErrInvalid) {
+	if _, err := e.plane.Submit(e.ctx, service.SubmitRequest{Spec: bad}); !errors.Is(err, service.ErrInvalid) {
 		t.Errorf("no tenant: %v, want ErrInvalid", err)
 	}
-	if _, err := e.plane.Submit(e.ctx, SubmitRequest{Spec: spec(9, time.Hour)}); !errors.Is(err, ErrInvalid) {
+	if _, err := e.plane.Submit(e.ctx, service.SubmitRequest{Spec: spec(9, time.Hour)}); !errors.Is(err, service.ErrInvalid) {
 		t.Errorf("9 GPUs on an 8-GPU fleet: %v, want ErrInvalid", err)
 	}
 	s := spec(2, time.Hour)
 	s.GPUMilli = 0 // filled in
-	first, err := e.plane.Submit(e.ctx, SubmitRequest{ID: "j1", Spec: s, Command: []string{"train.py"}})
+	first, err := e.plane.Submit(e.ctx, service.SubmitRequest{ID: "j1", Spec: s, Command: []string{"train.py"}})
 	if err != nil || first.GPUMilli != cluster.MilliGPU {
 		t.Fatalf("Submit: %+v, %v", first, err)
 	}
-	again, err := e.plane.Submit(e.ctx, SubmitRequest{ID: "j1", Spec: s, Command: []string{"train.py"}})
+	again, err := e.plane.Submit(e.ctx, service.SubmitRequest{ID: "j1", Spec: s, Command: []string{"train.py"}})
 	if err != nil || again.ID != "j1" || !again.SubmitTime.Equal(first.SubmitTime) {
 		t.Errorf("same submission again: %+v, %v; want the stored job", again, err)
 	}
-	if _, err := e.plane.Submit(e.ctx, SubmitRequest{ID: "j1", Spec: spec(3, time.Hour)}); !errors.Is(err, ErrConflict) {
+	if _, err := e.plane.Submit(e.ctx, service.SubmitRequest{ID: "j1", Spec: spec(3, time.Hour)}); !errors.Is(err, service.ErrConflict) {
 		t.Errorf("another spec under the same ID: %v, want ErrConflict", err)
 	}
-	anon, err := e.plane.Submit(e.ctx, SubmitRequest{Spec: spec(1, time.Hour)})
+	anon, err := e.plane.Submit(e.ctx, service.SubmitRequest{Spec: spec(1, time.Hour)})
 	if err != nil || anon.ID == "" {
 		t.Errorf("submission without an ID: %+v, %v", anon, err)
 	}
@@ -441,19 +442,19 @@ func TestJobsFiltersByTenantStateAndLabels(t *testing.T) {
 	b.Tenant = "t2"
 	e.submit("b", b)
 	e.submit("c", spec(1, time.Hour))
-	got, err := e.plane.Jobs(e.ctx, JobQuery{Labels: map[string]string{"experiment": "e1"}})
+	got, err := e.plane.Jobs(e.ctx, service.JobQuery{Labels: map[string]string{"experiment": "e1"}})
 	if err != nil || len(got) != 1 || got[0].ID != "a" {
 		t.Errorf("by label: %+v, %v", got, err)
 	}
-	got, _ = e.plane.Jobs(e.ctx, JobQuery{Tenant: "t2"})
+	got, _ = e.plane.Jobs(e.ctx, service.JobQuery{Tenant: "t2"})
 	if len(got) != 1 || got[0].ID != "b" {
 		t.Errorf("by tenant: %+v", got)
 	}
-	got, _ = e.plane.Jobs(e.ctx, JobQuery{Limit: 2, States: []cluster.JobState{cluster.StateQueued}})
+	got, _ = e.plane.Jobs(e.ctx, service.JobQuery{Limit: 2, States: []cluster.JobState{cluster.StateQueued}})
 	if len(got) != 2 {
 		t.Errorf("limit 2: %d jobs", len(got))
 	}
-	if _, err := e.plane.Jobs(e.ctx, JobQuery{States: []cluster.JobState{"sleeping"}}); !errors.Is(err, ErrInvalid) {
+	if _, err := e.plane.Jobs(e.ctx, service.JobQuery{States: []cluster.JobState{"sleeping"}}); !errors.Is(err, service.ErrInvalid) {
 		t.Errorf("unknown state: %v, want ErrInvalid", err)
 	}
 }

@@ -7,15 +7,16 @@ import (
 	"time"
 
 	"github.com/prescient-sched/prescient/cluster"
+	"github.com/prescient-sched/prescient/service"
 )
 
 // recordingSink is a RecommendationSink that keeps what it hears.
 type recordingSink struct {
 	mu   sync.Mutex
-	recs []Recommendation
+	recs []service.Recommendation
 }
 
-func (s *recordingSink) Recommended(_ context.Context, r Recommendation) {
+func (s *recordingSink) Recommended(_ context.Context, r service.Recommendation) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.recs = append(s.recs, r)
@@ -23,7 +24,7 @@ func (s *recordingSink) Recommended(_ context.Context, r Recommendation) {
 
 func TestTheRecommendationSinkHearsEachRecordedRecommendationOnce(t *testing.T) {
 	sink := &recordingSink{}
-	e := newEnv(t, fleetOf(1, 8), func(c *Config) { c.Mode = ModeAdvisor; c.Recommendations = sink })
+	e := newEnv(t, fleetOf(1, 8), func(c *Config) { c.Mode = service.ModeAdvisor; c.Recommendations = sink })
 	e.submit("a", spec(4, time.Hour))
 	e.submit("b", spec(8, time.Hour)) // waits for a
 	for range 3 {
@@ -39,7 +40,7 @@ func TestTheRecommendationSinkHearsEachRecordedRecommendationOnce(t *testing.T) 
 	if len(sink.recs) == 0 || len(sink.recs) != len(stored) {
 		t.Fatalf("the sink heard %d recommendations, the store holds %d: want each once", len(sink.recs), len(stored))
 	}
-	byID := map[int64]Recommendation{}
+	byID := map[int64]service.Recommendation{}
 	for _, r := range stored {
 		byID[r.ID] = r
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/control/simbackend"
 	"github.com/prescient-sched/prescient/executor"
+	"github.com/prescient-sched/prescient/service"
 	"github.com/prescient-sched/prescient/store"
 )
 
@@ -21,8 +22,8 @@ func runPlane(t *testing.T, path string, b *simbackend.Backend, fleet *cluster.F
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := New(Config{Store: st, Nodes: StaticFleet{Fleet: fleet}, Tenants: fleet.Tenants, Backend: b,
-		Forecaster: labelForecaster{}, Mode: ModeAutopilot, Policy: "fifo", Tick: 20 * time.Millisecond, Debounce: time.Millisecond})
+	p, err := New(Config{Store: st, Nodes: service.StaticFleet{Fleet: fleet}, Tenants: fleet.Tenants, Backend: b,
+		Forecaster: labelForecaster{}, Mode: service.ModeAutopilot, Policy: "fifo", Tick: 20 * time.Millisecond, Debounce: time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +73,7 @@ func TestRunWithTheSimulatedBackendSurvivesARestart(t *testing.T) {
 	p, st, stop := runPlane(t, path, b, fleet)
 	ids := []cluster.JobID{"j0", "j1", "j2", "j3", "j4", "j5"}
 	for i, id := range ids {
-		if _, err := p.Submit(context.Background(), SubmitRequest{ID: id, Spec: spec(1, time.Duration(150+20*i)*time.Second)}); err != nil {
+		if _, err := p.Submit(context.Background(), service.SubmitRequest{ID: id, Spec: spec(1, time.Duration(150+20*i)*time.Second)}); err != nil {
 			t.Fatal(err)
 		}
 	}

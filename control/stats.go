@@ -10,6 +10,7 @@ import (
 
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/collector"
+	"github.com/prescient-sched/prescient/service"
 	"github.com/prescient-sched/prescient/store"
 )
 
@@ -34,32 +35,32 @@ type interval struct {
 // give the busy GPUs and the queue length of every step, the waits of the
 // attempts that started, the completions and failures, and the GPU-hours
 // of each workload; telemetry gives utilization and power.
-func (p *Plane) Stats(ctx context.Context, q StatsQuery) (Stats, error) {
+func (p *Plane) Stats(ctx context.Context, q service.StatsQuery) (service.Stats, error) {
 	window, step, err := statsSteps(q)
 	if err != nil {
-		return Stats{}, err
+		return service.Stats{}, err
 	}
 	until := p.cfg.Clock().UTC()
 	from := until.Add(-window)
 	jobs, err := p.cfg.Store.JobsLiveIn(ctx, from, until)
 	if err != nil {
-		return Stats{}, fmt.Errorf("stats: %w", err)
+		return service.Stats{}, fmt.Errorf("stats: %w", err)
 	}
 	events, err := p.cfg.Store.EventsIn(ctx, from, until)
 	if err != nil {
-		return Stats{}, fmt.Errorf("stats: %w", err)
+		return service.Stats{}, fmt.Errorf("stats: %w", err)
 	}
 	byJob := map[cluster.JobID][]store.Event{}
 	for _, e := range events {
 		byJob[e.JobID] = append(byJob[e.JobID], e)
 	}
-	st := Stats{From: from, Until: until, WaitByTier: []WaitStat{}, WaitByTenant: []WaitStat{}, Failures: []FailureReason{},
-		Cost: []CostStat{}, Forecasts: []ForecastCheck{}}
+	st := service.Stats{From: from, Until: until, WaitByTier: []service.WaitStat{}, WaitByTenant: []service.WaitStat{}, Failures: []service.FailureReason{},
+		Cost: []service.CostStat{}, Forecasts: []service.ForecastCheck{}}
 	n := int(window / step)
 	if window%step != 0 {
 		n++
 	}
-	st.Series = make([]StatsPoint, n)
+	st.Series = make([]service.StatsPoint, n)
 	for i := range st.Series {
 		st.Series[i].Time = from.Add(time.Duration(i) * step)
 	}
@@ -74,10 +75,10 @@ func (p *Plane) Stats(ctx context.Context, q StatsQuery) (Stats, error) {
 		for _, iv := range timeline(j, evs, from, until) {
 			switch {
 			case iv.state.Active():
-				addOver(st.Series, from, step, iv, func(pt *StatsPoint, frac float64) { pt.GPUsBusy += weight * frac })
+				addOver(st.Series, from, step, iv, func(pt *service.StatsPoint, frac float64) { pt.GPUsBusy += weight * frac })
 				gpuHours[workloadOf(j)] += weight * iv.until.Sub(iv.from).Hours()
 			case iv.state == cluster.StateQueued:
-				addOver(st.Series, from, step, iv, func(pt *StatsPoint, frac float64) {
+				addOver(st.Series, from, step, iv, func(pt *service.StatsPoint, frac float64) {
 					if frac > 0.5 {
 						pt.Queued++
 					}
@@ -105,19 +106,19 @@ func (p *Plane) Stats(ctx context.Context, q StatsQuery) (Stats, error) {
 	}
 	st.WaitByTier, st.WaitByTenant = waitStats(tierWaits), waitStats(tenantWaits)
 	for reason, count := range failures {
-		st.Failures = append(st.Failures, FailureReason{Reason: reason, Count: count})
+		st.Failures = append(st.Failures, service.FailureReason{Reason: reason, Count: count})
 	}
-	slices.SortFunc(st.Failures, func(a, b FailureReason) int { return cmp.Or(b.Count-a.Count, cmp.Compare(a.Reason, b.Reason)) })
+	slices.SortFunc(st.Failures, func(a, b service.FailureReason) int { return cmp.Or(b.Count-a.Count, cmp.Compare(a.Reason, b.Reason)) })
 	meanPowerW := p.telemetrySeries(ctx, st.Series, from, until, step)
 	st.Cost = p.costs(gpuHours, meanPowerW)
 	if st.Forecasts, err = p.forecastChecks(ctx, jobs, finished); err != nil {
-		return Stats{}, fmt.Errorf("stats: %w", err)
+		return service.Stats{}, fmt.Errorf("stats: %w", err)
 	}
 	return st, nil
 }
 
 // statsSteps checks a query and applies the defaults.
-func statsSteps(q StatsQuery) (window, step time.Duration, err error) {
+func statsSteps(q service.StatsQuery) (window, step time.Duration, err error) {
 	window, step = q.Window, q.Step
 	if window == 0 {
 		window = DefaultStatsWindow
@@ -127,13 +128,13 @@ func statsSteps(q StatsQuery) (window, step time.Duration, err error) {
 	}
 	switch {
 	case window < 0 || window > MaxStatsWindow:
-		return 0, 0, fmt.Errorf("window %s: want up to %s: %w", window, MaxStatsWindow, ErrInvalid)
+		return 0, 0, fmt.Errorf("window %s: want up to %s: %w", window, MaxStatsWindow, service.ErrInvalid)
 	case step < time.Second:
-		return 0, 0, fmt.Errorf("step %s: want at least 1s: %w", step, ErrInvalid)
+		return 0, 0, fmt.Errorf("step %s: want at least 1s: %w", step, service.ErrInvalid)
 	case step > window:
-		return 0, 0, fmt.Errorf("step %s is longer than the window %s: %w", step, window, ErrInvalid)
+		return 0, 0, fmt.Errorf("step %s is longer than the window %s: %w", step, window, service.ErrInvalid)
 	case window/step > MaxStatsPoints:
-		return 0, 0, fmt.Errorf("window %s in steps of %s is over %d points: %w", window, step, MaxStatsPoints, ErrInvalid)
+		return 0, 0, fmt.Errorf("window %s in steps of %s is over %d points: %w", window, step, MaxStatsPoints, service.ErrInvalid)
 	}
 	return window, step, nil
 }
@@ -161,7 +162,7 @@ func timeline(j *cluster.Job, evs []store.Event, from, until time.Time) []interv
 
 // addOver calls add for each step the interval overlaps, with the fraction
 // of the step it covers.
-func addOver(series []StatsPoint, from time.Time, step time.Duration, iv interval, add func(*StatsPoint, float64)) {
+func addOver(series []service.StatsPoint, from time.Time, step time.Duration, iv interval, add func(*service.StatsPoint, float64)) {
 	first := max(int(iv.from.Sub(from)/step), 0)
 	for k := first; k < len(series); k++ {
 		s := from.Add(time.Duration(k) * step)
@@ -197,8 +198,8 @@ func workloadOf(j *cluster.Job) string {
 	return j.Spec.Tenant
 }
 
-func waitStats(m map[string][]float64) []WaitStat {
-	out := []WaitStat{}
+func waitStats(m map[string][]float64) []service.WaitStat {
+	out := []service.WaitStat{}
 	for k, ws := range m {
 		slices.Sort(ws)
 		sum := 0.0
@@ -206,16 +207,16 @@ func waitStats(m map[string][]float64) []WaitStat {
 			sum += w
 		}
 		i := max(int(math.Ceil(0.9*float64(len(ws))))-1, 0)
-		out = append(out, WaitStat{Key: k, Jobs: len(ws), MeanS: sum / float64(len(ws)), P90S: ws[i]})
+		out = append(out, service.WaitStat{Key: k, Jobs: len(ws), MeanS: sum / float64(len(ws)), P90S: ws[i]})
 	}
-	slices.SortFunc(out, func(a, b WaitStat) int { return cmp.Compare(a.Key, b.Key) })
+	slices.SortFunc(out, func(a, b service.WaitStat) int { return cmp.Compare(a.Key, b.Key) })
 	return out
 }
 
 // telemetrySeries fills utilization and power into the series from the
 // telemetry (windows aligned as the store aligns them) and returns the
 // mean power of one GPU over the window (0 without telemetry).
-func (p *Plane) telemetrySeries(ctx context.Context, series []StatsPoint, from, until time.Time, step time.Duration) float64 {
+func (p *Plane) telemetrySeries(ctx context.Context, series []service.StatsPoint, from, until time.Time, step time.Duration) float64 {
 	if p.cfg.Telemetry == nil {
 		return 0
 	}
@@ -261,21 +262,21 @@ func (p *Plane) telemetrySeries(ctx context.Context, series []StatsPoint, from, 
 
 // costs prices each workload's GPU-hours and their energy, estimated at
 // the fleet's mean GPU power from telemetry.
-func (p *Plane) costs(gpuHours map[string]float64, meanPowerW float64) []CostStat {
-	out := []CostStat{}
+func (p *Plane) costs(gpuHours map[string]float64, meanPowerW float64) []service.CostStat {
+	out := []service.CostStat{}
 	for w, h := range gpuHours {
 		kwh := h * meanPowerW / 1000
-		out = append(out, CostStat{Workload: w, GPUHours: h, EnergyKWh: kwh,
+		out = append(out, service.CostStat{Workload: w, GPUHours: h, EnergyKWh: kwh,
 			Cost: h*p.cfg.Prices.PerGPUHour + kwh*p.cfg.Prices.PerKWh, Currency: p.cfg.Prices.Currency})
 	}
-	slices.SortFunc(out, func(a, b CostStat) int { return cmp.Compare(a.Workload, b.Workload) })
+	slices.SortFunc(out, func(a, b service.CostStat) int { return cmp.Compare(a.Workload, b.Workload) })
 	return out
 }
 
 // forecastChecks pairs the finished jobs' stored forecasts with their run
 // times.
-func (p *Plane) forecastChecks(ctx context.Context, jobs []cluster.Job, finished []cluster.JobID) ([]ForecastCheck, error) {
-	out := []ForecastCheck{}
+func (p *Plane) forecastChecks(ctx context.Context, jobs []cluster.Job, finished []cluster.JobID) ([]service.ForecastCheck, error) {
+	out := []service.ForecastCheck{}
 	if len(finished) == 0 {
 		return out, nil
 	}
@@ -288,7 +289,7 @@ func (p *Plane) forecastChecks(ctx context.Context, jobs []cluster.Job, finished
 		if !ok || jobs[i].State != cluster.StateSucceeded {
 			continue
 		}
-		out = append(out, ForecastCheck{Job: jobs[i].ID, DurationP50S: f.DurationP50.Seconds(), DurationP90S: f.DurationP90.Seconds(),
+		out = append(out, service.ForecastCheck{Job: jobs[i].ID, DurationP50S: f.DurationP50.Seconds(), DurationP90S: f.DurationP90.Seconds(),
 			ActualS: jobs[i].Outcome.RunTime.Seconds()})
 	}
 	return out, nil

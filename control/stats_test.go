@@ -13,6 +13,7 @@ import (
 	"github.com/prescient-sched/prescient/collector/nvml"
 	"github.com/prescient-sched/prescient/executor"
 	"github.com/prescient-sched/prescient/internal/influxtest"
+	"github.com/prescient-sched/prescient/service"
 	"github.com/prescient-sched/prescient/store"
 )
 
@@ -90,7 +91,7 @@ func TestStatsFromHistoryAndTelemetry(t *testing.T) {
 }
 
 func checkStats(t *testing.T, e *env) {
-	st, err := e.plane.Stats(e.ctx, StatsQuery{Window: 2 * time.Hour, Step: 30 * time.Minute})
+	st, err := e.plane.Stats(e.ctx, service.StatsQuery{Window: 2 * time.Hour, Step: 30 * time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,8 +127,8 @@ func checkStats(t *testing.T, e *env) {
 	if len(st.Forecasts) != 1 || st.Forecasts[0].Job != "a" || st.Forecasts[0].DurationP50S != 3000 || st.Forecasts[0].ActualS != 3600 {
 		t.Errorf("forecast checks %+v, want a: 3000s forecast against 3600s", st.Forecasts)
 	}
-	for _, q := range []StatsQuery{{Window: -time.Hour}, {Step: time.Millisecond}, {Window: time.Hour, Step: 2 * time.Hour}, {Window: 24 * time.Hour, Step: time.Second}} {
-		if _, err := e.plane.Stats(e.ctx, q); !errors.Is(err, ErrInvalid) {
+	for _, q := range []service.StatsQuery{{Window: -time.Hour}, {Step: time.Millisecond}, {Window: time.Hour, Step: 2 * time.Hour}, {Window: 24 * time.Hour, Step: time.Second}} {
+		if _, err := e.plane.Stats(e.ctx, q); !errors.Is(err, service.ErrInvalid) {
 			t.Errorf("Stats(%+v) = %v, want ErrInvalid", q, err)
 		}
 	}
@@ -155,7 +156,7 @@ func checkFleet(t *testing.T, e *env) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fs.GPUs != 4 || fs.GPUsBusy != 2 || fs.Running != 1 || fs.Queued != 1 || fs.Mode != ModeAutopilot || len(fs.Nodes) != 1 {
+	if fs.GPUs != 4 || fs.GPUsBusy != 2 || fs.Running != 1 || fs.Queued != 1 || fs.Mode != service.ModeAutopilot || len(fs.Nodes) != 1 {
 		t.Fatalf("fleet %+v", fs)
 	}
 	busy := 0

@@ -12,6 +12,7 @@ import (
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/executor"
 	"github.com/prescient-sched/prescient/executor/sim"
+	"github.com/prescient-sched/prescient/service"
 )
 
 // What-if limits.
@@ -45,30 +46,30 @@ type scenario struct {
 // have done; running jobs keep their GPUs and progress; jobs on removed
 // nodes go back to the queue with the work since their last checkpoint
 // lost.
-func (p *Plane) WhatIf(ctx context.Context, req WhatIfRequest) (WhatIfResult, error) {
+func (p *Plane) WhatIf(ctx context.Context, req service.WhatIfRequest) (service.WhatIfResult, error) {
 	began := time.Now()
 	horizon, err := checkHorizon(req.Horizon)
 	if err != nil {
-		return WhatIfResult{}, err
+		return service.WhatIfResult{}, err
 	}
 	b, err := p.whatIfBaseline(ctx, horizon)
 	if err != nil {
-		return WhatIfResult{}, fmt.Errorf("what-if: %w", err)
+		return service.WhatIfResult{}, fmt.Errorf("what-if: %w", err)
 	}
 	defer p.releaseBaseline(b)
 	lv := b.lv
 	scen, err := p.changed(ctx, lv, b.scen, req)
 	if err != nil {
-		return WhatIfResult{}, err
+		return service.WhatIfResult{}, err
 	}
 	scenOut, scenErr := simulate(ctx, lv.now, lv.now.Add(horizon), scen, p.cfg.Tenants)
 	select {
 	case <-b.done:
 	case <-ctx.Done():
-		return WhatIfResult{}, fmt.Errorf("what-if: %w", context.Cause(ctx))
+		return service.WhatIfResult{}, fmt.Errorf("what-if: %w", context.Cause(ctx))
 	}
 	if err := errors.Join(b.err, scenErr); err != nil {
-		return WhatIfResult{}, fmt.Errorf("what-if: %w", err)
+		return service.WhatIfResult{}, fmt.Errorf("what-if: %w", err)
 	}
 	res := compare(lv.now, scen, b.out, scenOut)
 	res.Policy = scen.policy.Name
@@ -164,7 +165,7 @@ func (p *Plane) changedState() { p.version.Add(1) }
 func checkHorizon(h time.Duration) (time.Duration, error) {
 	switch {
 	case h < 0 || h > MaxWhatIfHorizon:
-		return 0, fmt.Errorf("horizon %s: want up to %s: %w", h, MaxWhatIfHorizon, ErrInvalid)
+		return 0, fmt.Errorf("horizon %s: want up to %s: %w", h, MaxWhatIfHorizon, service.ErrInvalid)
 	case h == 0:
 		return DefaultWhatIfHorizon, nil
 	}
@@ -226,20 +227,20 @@ func (sc *scenario) addQueued(v *executor.JobView) {
 }
 
 // changed applies a request's changes to a copy of the baseline.
-func (p *Plane) changed(ctx context.Context, lv *live, base *scenario, req WhatIfRequest) (*scenario, error) {
+func (p *Plane) changed(ctx context.Context, lv *live, base *scenario, req service.WhatIfRequest) (*scenario, error) {
 	if len(req.AddJobs) > MaxWhatIfJobs {
-		return nil, fmt.Errorf("add_jobs: %d jobs, at most %d: %w", len(req.AddJobs), MaxWhatIfJobs, ErrInvalid)
+		return nil, fmt.Errorf("add_jobs: %d jobs, at most %d: %w", len(req.AddJobs), MaxWhatIfJobs, service.ErrInvalid)
 	}
 	sc := &scenario{fc: maps.Clone(base.fc), policy: base.policy, planner: base.planner, hypo: map[cluster.JobID]bool{},
 		usage: base.usage, waits: base.waits, parked: base.parked, wake: base.wake}
 	if req.Policy != "" && req.Policy != p.policy.Name {
 		pol, err := buildPolicy(req.Policy, &p.cfg)
 		if err != nil {
-			return nil, fmt.Errorf("policy: %w: %w", ErrInvalid, err)
+			return nil, fmt.Errorf("policy: %w: %w", service.ErrInvalid, err)
 		}
 		planner, err := newPlanner(pol, p.cfg.BackfillDepth, slog.New(slog.DiscardHandler))
 		if err != nil {
-			return nil, fmt.Errorf("policy: %w: %w", ErrInvalid, err)
+			return nil, fmt.Errorf("policy: %w: %w", service.ErrInvalid, err)
 		}
 		sc.policy, sc.planner = pol, planner
 	}
@@ -280,7 +281,7 @@ func (sc *scenario) setNodes(base, add []cluster.Node, remove []string) error {
 	gone := map[string]bool{}
 	for i, name := range remove {
 		if !names[name] {
-			return fmt.Errorf("remove_nodes[%d]: no node %q: %w", i, name, ErrInvalid)
+			return fmt.Errorf("remove_nodes[%d]: no node %q: %w", i, name, service.ErrInvalid)
 		}
 		gone[name] = true
 	}
@@ -291,16 +292,16 @@ func (sc *scenario) setNodes(base, add []cluster.Node, remove []string) error {
 	}
 	for i, n := range add {
 		if names[n.Name] && !gone[n.Name] {
-			return fmt.Errorf("add_nodes[%d]: node %q exists: %w", i, n.Name, ErrInvalid)
+			return fmt.Errorf("add_nodes[%d]: node %q exists: %w", i, n.Name, service.ErrInvalid)
 		}
 		sc.nodes = append(sc.nodes, n)
 	}
 	fleet := cluster.Fleet{Nodes: sc.nodes}
 	if err := fleet.Validate(); err != nil {
-		return fmt.Errorf("add_nodes: %w: %w", ErrInvalid, err)
+		return fmt.Errorf("add_nodes: %w: %w", service.ErrInvalid, err)
 	}
 	if len(sc.nodes) == 0 {
-		return fmt.Errorf("remove_nodes: no node would be left: %w", ErrInvalid)
+		return fmt.Errorf("remove_nodes: no node would be left: %w", service.ErrInvalid)
 	}
 	return nil
 }
@@ -317,7 +318,7 @@ func jobSet(lv *live, ids []cluster.JobID) (map[cluster.JobID]bool, error) {
 	out := map[cluster.JobID]bool{}
 	for i, id := range ids {
 		if !known[id] {
-			return nil, fmt.Errorf("remove_jobs[%d]: %s is not queued or running: %w", i, id, ErrInvalid)
+			return nil, fmt.Errorf("remove_jobs[%d]: %s is not queued or running: %w", i, id, service.ErrInvalid)
 		}
 		out[id] = true
 	}
@@ -336,7 +337,7 @@ func allOn(allocs []cluster.Allocation, nodes []cluster.Node) bool {
 }
 
 // addHypothetical forecasts the hypothetical jobs, submitted now.
-func (p *Plane) addHypothetical(ctx context.Context, lv *live, sc *scenario, reqs []SubmitRequest) error {
+func (p *Plane) addHypothetical(ctx context.Context, lv *live, sc *scenario, reqs []service.SubmitRequest) error {
 	if len(reqs) == 0 {
 		return nil
 	}
@@ -359,7 +360,7 @@ func (p *Plane) addHypothetical(ctx context.Context, lv *live, sc *scenario, req
 			id = cluster.JobID(fmt.Sprintf("whatif-%d", i))
 		}
 		if taken[id] {
-			return fmt.Errorf("add_jobs[%d].id: %s is taken: %w", i, id, ErrInvalid)
+			return fmt.Errorf("add_jobs[%d].id: %s is taken: %w", i, id, service.ErrInvalid)
 		}
 		taken[id] = true
 		jobs[i] = cluster.NewJob(id, spec, lv.now)
@@ -417,7 +418,7 @@ func (k known) Forecast(_ context.Context, jobs []*cluster.Job) ([]executor.Fore
 }
 
 // compare lines up the scenario's outcomes against the baseline's.
-func compare(now time.Time, sc *scenario, base, scen []sim.JobOutcome) WhatIfResult {
+func compare(now time.Time, sc *scenario, base, scen []sim.JobOutcome) service.WhatIfResult {
 	byID := make(map[cluster.JobID]sim.JobOutcome, len(base))
 	for _, o := range base {
 		byID[o.Job] = o
@@ -429,9 +430,9 @@ func compare(now time.Time, sc *scenario, base, scen []sim.JobOutcome) WhatIfRes
 	for i := range sc.running {
 		jobs[sc.running[i].Job.ID] = &sc.running[i].Job
 	}
-	res := WhatIfResult{Jobs: make([]WhatIfJob, 0, len(scen))}
+	res := service.WhatIfResult{Jobs: make([]service.WhatIfJob, 0, len(scen))}
 	for _, o := range scen {
-		wj := WhatIfJob{Job: o.Job, Hypothetical: sc.hypo[o.Job], Start: timePtr(o.Start), End: timePtr(o.End)}
+		wj := service.WhatIfJob{Job: o.Job, Hypothetical: sc.hypo[o.Job], Start: timePtr(o.Start), End: timePtr(o.End)}
 		if b, ok := byID[o.Job]; ok {
 			wj.BaselineStart, wj.BaselineEnd = timePtr(b.Start), timePtr(b.End)
 			if !o.End.IsZero() && !b.End.IsZero() {
@@ -453,8 +454,8 @@ func compare(now time.Time, sc *scenario, base, scen []sim.JobOutcome) WhatIfRes
 // summarize sums up one simulation: the mean wait from now (or from
 // submission, for later jobs) of the jobs that start in it, the time until
 // the last job ends, and the deadlines met.
-func summarize(now time.Time, outs []sim.JobOutcome, jobs map[cluster.JobID]*cluster.Job) WhatIfSummary {
-	var s WhatIfSummary
+func summarize(now time.Time, outs []sim.JobOutcome, jobs map[cluster.JobID]*cluster.Job) service.WhatIfSummary {
+	var s service.WhatIfSummary
 	var waitSum float64
 	waits := 0
 	last := now

@@ -8,6 +8,7 @@ import (
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/cluster/clustertest"
 	"github.com/prescient-sched/prescient/executor"
+	"github.com/prescient-sched/prescient/service"
 )
 
 // whatIfEnv runs two 8-GPU jobs (1h each) for 20 minutes on two 8-GPU
@@ -24,8 +25,8 @@ func whatIfEnv(t *testing.T, policy string) *env {
 	return e
 }
 
-func byJob(res WhatIfResult) map[cluster.JobID]WhatIfJob {
-	out := map[cluster.JobID]WhatIfJob{}
+func byJob(res service.WhatIfResult) map[cluster.JobID]service.WhatIfJob {
+	out := map[cluster.JobID]service.WhatIfJob{}
 	for _, j := range res.Jobs {
 		out[j.Job] = j
 	}
@@ -34,7 +35,7 @@ func byJob(res WhatIfResult) map[cluster.JobID]WhatIfJob {
 
 func TestWhatIfBaselineFollowsTheLiveState(t *testing.T) {
 	e := whatIfEnv(t, "fifo")
-	res, err := e.plane.WhatIf(e.ctx, WhatIfRequest{})
+	res, err := e.plane.WhatIf(e.ctx, service.WhatIfRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +67,7 @@ func TestWhatIfBaselineFollowsTheLiveState(t *testing.T) {
 
 func TestWhatIfARemovedNodeDelaysAndAnAddedOneSpeedsUp(t *testing.T) {
 	e := whatIfEnv(t, "fifo")
-	removed, err := e.plane.WhatIf(e.ctx, WhatIfRequest{RemoveNodes: []string{"n1"}})
+	removed, err := e.plane.WhatIf(e.ctx, service.WhatIfRequest{RemoveNodes: []string{"n1"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +88,7 @@ func TestWhatIfARemovedNodeDelaysAndAnAddedOneSpeedsUp(t *testing.T) {
 			removed.Baseline.MakespanS, removed.Scenario.MakespanS)
 	}
 	extra := clustertest.Node("n9").GPUs(8, "A100-80GB").Obj()
-	added, err := e.plane.WhatIf(e.ctx, WhatIfRequest{AddNodes: []cluster.Node{extra}})
+	added, err := e.plane.WhatIf(e.ctx, service.WhatIfRequest{AddNodes: []cluster.Node{extra}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +103,7 @@ func TestWhatIfAnAddedUrgentJobGoesFirstAndDelaysOthers(t *testing.T) {
 	urgent := spec(8, 20*time.Minute)
 	urgent.Tier = cluster.TierProduction
 	urgent.Deadline = e.clock.Now().Add(2 * time.Hour)
-	res, err := e.plane.WhatIf(e.ctx, WhatIfRequest{AddJobs: []SubmitRequest{{ID: "urgent", Spec: urgent}}})
+	res, err := e.plane.WhatIf(e.ctx, service.WhatIfRequest{AddJobs: []service.SubmitRequest{{ID: "urgent", Spec: urgent}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +131,7 @@ func TestWhatIfAnAddedUrgentJobGoesFirstAndDelaysOthers(t *testing.T) {
 		t.Errorf("deadlines: scenario %+v baseline %+v", res.Scenario, res.Baseline)
 	}
 	// Removing the queued jobs takes them out of the scenario.
-	res, err = e.plane.WhatIf(e.ctx, WhatIfRequest{RemoveJobs: []cluster.JobID{"q0", "q1"}, Policy: "fifo"})
+	res, err = e.plane.WhatIf(e.ctx, service.WhatIfRequest{RemoveJobs: []cluster.JobID{"q0", "q1"}, Policy: "fifo"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,17 +142,17 @@ func TestWhatIfAnAddedUrgentJobGoesFirstAndDelaysOthers(t *testing.T) {
 
 func TestWhatIfRejectsBadRequests(t *testing.T) {
 	e := whatIfEnv(t, "fifo")
-	for name, req := range map[string]WhatIfRequest{
+	for name, req := range map[string]service.WhatIfRequest{
 		"unknown node":   {RemoveNodes: []string{"n7"}},
 		"duplicate node": {AddNodes: []cluster.Node{clustertest.Node("n0").GPUs(1, "A100").Obj()}},
 		"unknown job":    {RemoveJobs: []cluster.JobID{"zz"}},
 		"bad policy":     {Policy: "coin-flip"},
-		"bad spec":       {AddJobs: []SubmitRequest{{Spec: cluster.JobSpec{GPUs: 1}}}},
-		"taken id":       {AddJobs: []SubmitRequest{{ID: "q0", Spec: spec(1, time.Minute)}}},
+		"bad spec":       {AddJobs: []service.SubmitRequest{{Spec: cluster.JobSpec{GPUs: 1}}}},
+		"taken id":       {AddJobs: []service.SubmitRequest{{ID: "q0", Spec: spec(1, time.Minute)}}},
 		"long horizon":   {Horizon: 365 * 24 * time.Hour},
 		"no nodes left":  {RemoveNodes: []string{"n0", "n1"}},
 	} {
-		if _, err := e.plane.WhatIf(e.ctx, req); !errors.Is(err, ErrInvalid) {
+		if _, err := e.plane.WhatIf(e.ctx, req); !errors.Is(err, service.ErrInvalid) {
 			t.Errorf("%s: %v, want ErrInvalid", name, err)
 		}
 	}
@@ -161,7 +162,7 @@ var _ executor.Forecaster = known(nil)
 
 func TestWhatIfTreatsAJobBeingPreemptedAsRequeued(t *testing.T) {
 	e := preemptionEnv(t) // low is checkpointing to make room for high
-	res, err := e.plane.WhatIf(e.ctx, WhatIfRequest{})
+	res, err := e.plane.WhatIf(e.ctx, service.WhatIfRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +184,7 @@ func TestWhatIfReusesTheBaselineUntilTheStateChanges(t *testing.T) {
 	e := whatIfEnv(t, "fifo")
 	base := func() *whatIfBase {
 		t.Helper()
-		if _, err := e.plane.WhatIf(e.ctx, WhatIfRequest{}); err != nil {
+		if _, err := e.plane.WhatIf(e.ctx, service.WhatIfRequest{}); err != nil {
 			t.Fatal(err)
 		}
 		e.plane.whatIfMu.Lock()
@@ -199,7 +200,7 @@ func TestWhatIfReusesTheBaselineUntilTheStateChanges(t *testing.T) {
 	if afterSubmit == first {
 		t.Fatal("the baseline was reused after a submission")
 	}
-	res, err := e.plane.WhatIf(e.ctx, WhatIfRequest{})
+	res, err := e.plane.WhatIf(e.ctx, service.WhatIfRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}

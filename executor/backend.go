@@ -22,7 +22,7 @@ type Assignment struct {
 	// Resume is the checkpoint the attempt resumes from; nil starts afresh.
 	Resume *cluster.Checkpoint
 	// Command is the argv a node agent runs and Env what it adds to the
-	// process's environment (control.SubmitRequest's); backends whose
+	// process's environment (service.SubmitRequest's); backends whose
 	// workloads say what they run (simulator, Kubernetes) ignore them.
 	Command []string
 	Env     map[string]string

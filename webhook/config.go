@@ -13,7 +13,7 @@ import (
 )
 
 // EventTypes are the lifecycle events a hook can take: the store's event
-// types, as control.LifecycleEvent.Type carries them, an inference node's
+// types, as service.LifecycleEvent.Type carries them, an inference node's
 // loan changes and a node's parking.
 var eventTypes = []string{
 	"submitted", "started", "checkpoint_requested", "checkpointed", "checkpoint_abandoned",

@@ -5,7 +5,7 @@
 // is "sha256=" and the hex HMAC-SHA256 of the body under the hook's secret
 // (Sign, Verify).
 //
-// Notifier implements control.Notifier. Notify never blocks the control
+// Notifier implements service.Notifier. Notify never blocks the control
 // plane: each hook has a bounded queue and its own sender, which delivers
 // in order and retries network errors, 429s and 5xx answers with jittered
 // exponential backoff. An event that finds a hook's queue full is dropped,

@@ -18,7 +18,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/prescient-sched/prescient/control"
+	"github.com/prescient-sched/prescient/service"
 	"github.com/prescient-sched/prescient/store"
 )
 
@@ -26,7 +26,7 @@ import (
 // the same across retries, so that a receiver can drop duplicates.
 type Payload struct {
 	ID string `json:"id"`
-	control.LifecycleEvent
+	service.LifecycleEvent
 }
 
 // Options tune a Notifier; zero fields take the defaults.
@@ -69,7 +69,7 @@ type Stats struct {
 }
 
 // Notifier delivers lifecycle events to the hooks. It implements
-// control.Notifier.
+// service.Notifier.
 type Notifier struct {
 	opts    Options
 	log     *slog.Logger
@@ -87,7 +87,7 @@ type Notifier struct {
 	metrics *prometheus.CounterVec
 }
 
-var _ control.Notifier = (*Notifier)(nil)
+var _ service.Notifier = (*Notifier)(nil)
 
 // item is one event for one hook; body is set for a delivery read back
 // from the outbox (already stored, sent as it was first encoded).
@@ -186,7 +186,7 @@ func New(cfg Config, opts Options) (*Notifier, error) {
 
 // Notify queues the event for every hook that takes it. It never blocks:
 // an event that finds a hook's queue full is dropped and counted.
-func (n *Notifier) Notify(_ context.Context, e control.LifecycleEvent) {
+func (n *Notifier) Notify(_ context.Context, e service.LifecycleEvent) {
 	n.mu.RLock()
 	defer n.mu.RUnlock()
 	if n.closed {
@@ -207,7 +207,7 @@ func (n *Notifier) Notify(_ context.Context, e control.LifecycleEvent) {
 	}
 }
 
-func (s *sender) takes(e control.LifecycleEvent) bool {
+func (s *sender) takes(e service.LifecycleEvent) bool {
 	return (len(s.hook.Events) == 0 || slices.Contains(s.hook.Events, e.Type)) &&
 		(len(s.hook.Tenants) == 0 || slices.Contains(s.hook.Tenants, e.Tenant))
 }

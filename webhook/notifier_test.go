@@ -16,7 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/prescient-sched/prescient/cluster"
-	"github.com/prescient-sched/prescient/control"
+	"github.com/prescient-sched/prescient/service"
 	"github.com/prescient-sched/prescient/webhook"
 )
 
@@ -84,9 +84,9 @@ func hook(name, url string) webhook.Hook {
 	return webhook.Hook{Name: name, URL: url, Secret: []byte(secret)}
 }
 
-func event(typ, job, tenant string) control.LifecycleEvent {
+func event(typ, job, tenant string) service.LifecycleEvent {
 	code := 0
-	return control.LifecycleEvent{
+	return service.LifecycleEvent{
 		Type: typ, Time: time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC), Job: cluster.JobID(job), Tenant: tenant,
 		State: cluster.StateSucceeded, Attempt: 1, Labels: map[string]string{"experiment": "e1", "run": "7"}, ExitCode: &code,
 	}
@@ -232,7 +232,7 @@ func TestAServingControllerHearsTheLoansOfItsNodes(t *testing.T) {
 	ctx := context.Background()
 	n.Notify(ctx, event("started", "j1", "ml"))
 	for _, typ := range []string{"node_lent", "node_returning", "node_serving"} {
-		n.Notify(ctx, control.LifecycleEvent{Type: typ, Time: time.Now(), Node: "inf-3", Pool: "inference", Message: typ})
+		n.Notify(ctx, service.LifecycleEvent{Type: typ, Time: time.Now(), Node: "inf-3", Pool: "inference", Message: typ})
 	}
 	closeAll(t, n)
 	if s, m := len(serving.deliveries()), len(mine.deliveries()); s != 3 || m != 1 {

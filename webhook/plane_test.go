@@ -14,6 +14,7 @@ import (
 	"github.com/prescient-sched/prescient/control"
 	"github.com/prescient-sched/prescient/control/simbackend"
 	"github.com/prescient-sched/prescient/executor"
+	"github.com/prescient-sched/prescient/service"
 	"github.com/prescient-sched/prescient/store"
 	"github.com/prescient-sched/prescient/webhook"
 )
@@ -46,14 +47,14 @@ func TestTheControlPlanesEventsArriveSigned(t *testing.T) {
 	r := newReceiver(t)
 	n := newNotifier(t, []webhook.Hook{hook("tracker", r.srv.URL)}, webhook.Options{})
 	plane, err := control.New(control.Config{
-		Store: st, Nodes: control.StaticFleet{Fleet: clustertest.Fleet(clustertest.Node("n1").GPUs(8, "A100-SXM4-80GB").Obj())},
-		Backend: backend, Forecaster: hourForecaster{}, Mode: control.ModeAdvisor, Logger: log, Notifier: n,
+		Store: st, Nodes: service.StaticFleet{Fleet: clustertest.Fleet(clustertest.Node("n1").GPUs(8, "A100-SXM4-80GB").Obj())},
+		Backend: backend, Forecaster: hourForecaster{}, Mode: service.ModeAdvisor, Logger: log, Notifier: n,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	spec := cluster.JobSpec{Tenant: "ml", Tier: cluster.TierStandard, GPUs: 1, GPUMilli: cluster.MilliGPU, Labels: map[string]string{"experiment": "e1"}}
-	if _, err := plane.Submit(ctx, control.SubmitRequest{ID: "bert-7", Spec: spec}); err != nil {
+	if _, err := plane.Submit(ctx, service.SubmitRequest{ID: "bert-7", Spec: spec}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := plane.Cancel(ctx, "bert-7"); err != nil {

@@ -9,8 +9,8 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/prescient-sched/prescient/cluster"
-	"github.com/prescient-sched/prescient/control"
 	"github.com/prescient-sched/prescient/internal/browsertest"
+	"github.com/prescient-sched/prescient/service"
 )
 
 // BenchmarkDashboardRefresh measures one refresh of the page in headless
@@ -24,7 +24,7 @@ func BenchmarkDashboardRefresh(b *testing.B) {
 			addUtilization(s.fake, time.Now())
 			tiers := cluster.Tiers()
 			for i := range jobs {
-				_, err := s.fake.Submit(context.Background(), control.SubmitRequest{Spec: cluster.JobSpec{
+				_, err := s.fake.Submit(context.Background(), service.SubmitRequest{Spec: cluster.JobSpec{
 					Name: fmt.Sprintf("job-%d", i), Tenant: "ml", Tier: tiers[i%len(tiers)], GPUs: 1 + i%8, GPUMilli: cluster.MilliGPU,
 					Labels: map[string]string{"workload": fmt.Sprintf("w%d", i%5)}}})
 				if err != nil {

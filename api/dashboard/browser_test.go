@@ -16,9 +16,9 @@ import (
 	"github.com/prescient-sched/prescient/api/dashboard"
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/cluster/clustertest"
-	"github.com/prescient-sched/prescient/control"
 	"github.com/prescient-sched/prescient/control/controltest"
 	"github.com/prescient-sched/prescient/internal/browsertest"
+	"github.com/prescient-sched/prescient/service"
 )
 
 // The tokens of the tests; the API keeps only their hashes.
@@ -123,7 +123,7 @@ func TestViewerSeesThe403WhenSubmitting(t *testing.T) {
 	if !strings.Contains(msg, "403 forbidden") {
 		t.Fatalf("a viewer's submission shows %q; want 403 forbidden with the API's reason", msg)
 	}
-	if jobs, _ := s.fake.Jobs(context.Background(), control.JobQuery{}); len(jobs) != 0 {
+	if jobs, _ := s.fake.Jobs(context.Background(), service.JobQuery{}); len(jobs) != 0 {
 		t.Errorf("the control plane holds %d jobs after a refused submission, want none", len(jobs))
 	}
 }
@@ -168,8 +168,8 @@ func TestDashboardShowsTheFleetAndItsHistory(t *testing.T) {
 		controltest.WithPrices(controltest.Prices{PerGPUHour: 2.5, PerKWh: 0.2, Currency: "USD", GPUPowerW: 400}))
 	ctx, f := context.Background(), s.fake
 	addUtilization(f, now)
-	spec := func(name string, tier cluster.Tier, gpus int, labels map[string]string) control.SubmitRequest {
-		return control.SubmitRequest{Spec: cluster.JobSpec{Name: name, Tenant: "ml", Tier: tier, GPUs: gpus, GPUMilli: cluster.MilliGPU, Labels: labels}}
+	spec := func(name string, tier cluster.Tier, gpus int, labels map[string]string) service.SubmitRequest {
+		return service.SubmitRequest{Spec: cluster.JobSpec{Name: name, Tenant: "ml", Tier: tier, GPUs: gpus, GPUMilli: cluster.MilliGPU, Labels: labels}}
 	}
 	// 50 minutes ago three jobs were submitted; they started 5 minutes
 	// later; 40 minutes after that one finished and one failed.
@@ -188,10 +188,10 @@ func TestDashboardShowsTheFleetAndItsHistory(t *testing.T) {
 	must(t, f.Finish(done.ID, 0, ""))
 	clock.set(now)
 	f.SetGPUTelemetry(cluster.GPURef{Node: "dgx-1", Index: 0}, controltest.GPUTelemetry{UtilizationPct: 87, MemoryUsedBytes: 30 << 30, PowerW: 350})
-	f.AddRecommendation(control.Recommendation{Job: running.ID, Kind: "preempt", Reason: "a production job waits for these GPUs"})
+	f.AddRecommendation(service.Recommendation{Job: running.ID, Kind: "preempt", Reason: "a production job waits for these GPUs"})
 	f.SetGPUIdleFor(cluster.GPURef{Node: "dgx-1", Index: 0}, time.Hour)
 	f.SetGPUIdleFor(cluster.GPURef{Node: "dgx-1", Index: 1}, time.Hour)
-	f.SetLoan("dgx-2", control.NodeLoan{Pool: "inference", State: "lent", Since: now})
+	f.SetLoan("dgx-2", service.NodeLoan{Pool: "inference", State: "lent", Since: now})
 
 	b := browsertest.Start(t)
 	browsertest.Open(b, s.url)
@@ -259,7 +259,7 @@ func TestARevokedTokenEndsTheSession(t *testing.T) {
 
 func TestCancelFromTheJobList(t *testing.T) {
 	s := newStack(t)
-	st, err := s.fake.Submit(context.Background(), control.SubmitRequest{Spec: cluster.JobSpec{
+	st, err := s.fake.Submit(context.Background(), service.SubmitRequest{Spec: cluster.JobSpec{
 		Name: "to-cancel", Tenant: "ml", Tier: cluster.TierStandard, GPUs: 1, GPUMilli: cluster.MilliGPU}})
 	must(t, err)
 	b := browsertest.Start(t)

@@ -13,7 +13,7 @@ import (
 
 	"github.com/prescient-sched/prescient/api"
 	"github.com/prescient-sched/prescient/cluster"
-	"github.com/prescient-sched/prescient/control"
+	"github.com/prescient-sched/prescient/service"
 )
 
 // TestEndToEndParking parks and wakes real agents: serve (autopilot, agent
@@ -46,12 +46,12 @@ func TestEndToEndParking(t *testing.T) {
 		}
 		return strings.Fields(string(b))
 	}
-	fleet := func() map[string]control.NodeState {
-		var f control.FleetState
+	fleet := func() map[string]service.NodeState {
+		var f service.FleetState
 		if code := c.do(http.MethodGet, "/v1/fleet", e2eAdminToken, nil, &f); code != http.StatusOK {
 			t.Fatalf("GET /v1/fleet: %d", code)
 		}
-		out := map[string]control.NodeState{}
+		out := map[string]service.NodeState{}
 		for _, n := range f.Nodes {
 			out[n.Name] = n
 		}

@@ -29,7 +29,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prescient-sched/prescient/control"
+	"github.com/prescient-sched/prescient/service"
 )
 
 // The end-to-end cluster's bearer tokens (the tokens file wants 16
@@ -287,9 +287,9 @@ func (c *e2eCluster) do(method, path, token string, body, out any) int {
 }
 
 // job reads a job through the API.
-func (c *e2eCluster) job(id string) control.JobStatus {
+func (c *e2eCluster) job(id string) service.JobStatus {
 	c.t.Helper()
-	var js control.JobStatus
+	var js service.JobStatus
 	if code := c.do(http.MethodGet, "/v1/jobs/"+id, e2eAdminToken, nil, &js); code != http.StatusOK {
 		c.t.Fatalf("GET /v1/jobs/%s: %d", id, code)
 	}

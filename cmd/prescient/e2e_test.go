@@ -16,8 +16,8 @@ import (
 
 	"github.com/prescient-sched/prescient/api"
 	"github.com/prescient-sched/prescient/cluster"
-	"github.com/prescient-sched/prescient/control"
 	"github.com/prescient-sched/prescient/internal/browsertest"
+	"github.com/prescient-sched/prescient/service"
 	"github.com/prescient-sched/prescient/store"
 )
 
@@ -46,7 +46,7 @@ func TestEndToEnd(t *testing.T) {
 		t.Helper()
 		req := api.SubmitRequest{ID: id, JobSpecRequest: api.JobSpecRequest{Name: id, Tier: tier, GPUs: gpus, Checkpointable: true},
 			Command: workload(steps)}
-		var js control.JobStatus
+		var js service.JobStatus
 		if code := c.do(http.MethodPost, "/v1/jobs", e2eSubmitToken, req, &js); code != http.StatusCreated {
 			t.Fatalf("POST /v1/jobs %s: %d, want 201", id, code)
 		}
@@ -65,7 +65,7 @@ func TestEndToEnd(t *testing.T) {
 		c.startAgent(n)
 	}
 	c.waitFor("both agents to register 4 GPUs each", 30*time.Second, func() (bool, string) {
-		var f control.FleetState
+		var f service.FleetState
 		c.do(http.MethodGet, "/v1/fleet", e2eAdminToken, nil, &f)
 		ok := 0
 		for _, n := range f.Nodes {
@@ -129,7 +129,7 @@ func TestEndToEnd(t *testing.T) {
 	// is there.
 	c.startServe()
 	for _, id := range accepted {
-		var js control.JobStatus
+		var js service.JobStatus
 		if code := c.do(http.MethodGet, "/v1/jobs/"+id, e2eAdminToken, nil, &js); code != http.StatusOK {
 			t.Fatalf("after the restart GET /v1/jobs/%s = %d: an accepted job was lost", id, code)
 		}
@@ -144,7 +144,7 @@ func TestEndToEnd(t *testing.T) {
 	// running jobs, sampled by the agents' collectors into the control
 	// plane's SQLite file, must show in it as utilization.
 	c.waitFor("GPU utilization from the agents' collectors in /v1/stats", 30*time.Second, func() (bool, string) {
-		var st control.Stats
+		var st service.Stats
 		c.do(http.MethodGet, "/v1/stats?window_s=600", e2eAdminToken, nil, &st)
 		best := 0.0
 		for _, p := range st.Series {
@@ -205,7 +205,7 @@ func e2eKey(job string, attempt int) string { return fmt.Sprintf("%s#%d", job, a
 
 // observe records the placement of a running job and, once its process
 // printed its start line, checks it.
-func (o *e2eObserver) observe(js control.JobStatus) bool {
+func (o *e2eObserver) observe(js service.JobStatus) bool {
 	t := o.c.t
 	t.Helper()
 	if js.State != cluster.StateRunning || len(js.Placement) == 0 {
@@ -232,7 +232,7 @@ func (o *e2eObserver) observe(js control.JobStatus) bool {
 }
 
 // record keeps the placement of a running job's attempt and returns it.
-func (o *e2eObserver) record(js control.JobStatus) []string {
+func (o *e2eObserver) record(js service.JobStatus) []string {
 	key := e2eKey(string(js.ID), js.Attempts)
 	pl := slices.Sorted(slices.Values(js.Placement))
 	o.mu.Lock()
@@ -265,7 +265,7 @@ func (o *e2eObserver) poll() (stop func()) {
 				continue
 			}
 			var list struct {
-				Jobs []control.JobStatus `json:"jobs"`
+				Jobs []service.JobStatus `json:"jobs"`
 			}
 			err = json.NewDecoder(res.Body).Decode(&list)
 			res.Body.Close()

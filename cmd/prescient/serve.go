@@ -27,6 +27,7 @@ import (
 	"github.com/prescient-sched/prescient/executor/lend"
 	"github.com/prescient-sched/prescient/executor/park"
 	"github.com/prescient-sched/prescient/executor/policies"
+	"github.com/prescient-sched/prescient/service"
 	"github.com/prescient-sched/prescient/store"
 	"github.com/prescient-sched/prescient/training"
 	"github.com/prescient-sched/prescient/webhook"
@@ -111,7 +112,7 @@ token printed for the dashboard and the API.`,
 	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long in-flight requests may take to finish on SIGTERM")
 	f.DurationVar(&o.retrainEvery, "retrain-every", 0, "retrain the forecasting models from the job store on this schedule (e.g. 6h); 0 never")
 	f.StringVar(&o.models, "models", "", "model registry directory: forecasts come from it, retraining publishes to it")
-	f.StringVar(&o.mode, "mode", string(control.ModeAdvisor), "advisor (recommend, change nothing) or autopilot (act through the backend)")
+	f.StringVar(&o.mode, "mode", string(service.ModeAdvisor), "advisor (recommend, change nothing) or autopilot (act through the backend)")
 	f.StringVar(&o.backend, "backend", "agent", "how autopilot reaches the fleet: agent, sim or kubernetes")
 	f.StringVar(&o.fleet, "fleet", "", "the fleet for --backend sim (FORMAT:SPEC, e.g. uniform:4x8:A100-SXM4-80GB)")
 	f.StringVar(&o.policy, "policy", "prescient", "queue policy: "+joinNames(policies.Names()))
@@ -197,9 +198,9 @@ func (o *serveOptions) validateLending() []error {
 func (o *serveOptions) validate() error {
 	var errs []error
 	if o.demo.enabled {
-		o.mode, o.backend = string(control.ModeAutopilot), "agent"
+		o.mode, o.backend = string(service.ModeAutopilot), "agent"
 	}
-	if o.mode != string(control.ModeAdvisor) && o.mode != string(control.ModeAutopilot) {
+	if o.mode != string(service.ModeAdvisor) && o.mode != string(service.ModeAutopilot) {
 		errs = append(errs, fmt.Errorf("--mode %q: want advisor or autopilot", o.mode))
 	}
 	switch o.backend {
@@ -293,7 +294,7 @@ func runServe(ctx context.Context, g *globals, o serveOptions, stdout io.Writer)
 	forecaster := newLiveForecaster(reg, g.logger)
 	retrain := func(ctx context.Context) error {
 		if o.models == "" {
-			return fmt.Errorf("%w: serve was started without --models", control.ErrInvalid)
+			return fmt.Errorf("%w: serve was started without --models", service.ErrInvalid)
 		}
 		err := training.Retrain(ctx, st, jobMemory, reg, training.Config{Seed: 1, Logger: g.logger})
 		forecaster.reload() // what one target published serves even when another failed
@@ -323,7 +324,7 @@ func runServe(ctx context.Context, g *globals, o serveOptions, stdout io.Writer)
 	cfg := control.Config{
 		Store: st, Nodes: nodes, Backend: backend, Policy: o.policy, Placement: o.placement,
 		BackfillDepth: o.backfillDepth, Forecaster: forecaster, PeakRefiner: forecaster, Registry: reg, Retrain: retrain,
-		Telemetry: telemetry, Mode: control.Mode(o.mode), Tick: o.tick, Grace: o.grace, Logger: g.logger,
+		Telemetry: telemetry, Mode: service.Mode(o.mode), Tick: o.tick, Grace: o.grace, Logger: g.logger,
 		PolicyOptions: policies.Options{PreemptMinRun: o.preemptMinRun},
 		Prices:        control.Prices{PerGPUHour: o.pricePerGPUH, PerKWh: o.pricePerKWh, Currency: o.currency},
 		IdleJobAfter:  o.idleJobAfter, PowerCapPrice: o.powerCapPrice, AllowCrossTenantSharing: o.crossTenant,
@@ -428,7 +429,7 @@ func serveTokens(o serveOptions) (api.Tokens, error) {
 
 // serveBackend builds the backend of --backend and the source of nodes.
 // hub is non-nil for the agent backend, whose routes the API mounts.
-func serveBackend(o serveOptions, g *globals) (executor.Backend, control.NodeSource, *agent.Hub, error) {
+func serveBackend(o serveOptions, g *globals) (executor.Backend, service.NodeSource, *agent.Hub, error) {
 	switch o.backend {
 	case "kubernetes":
 		b, client, err := newKubeBackend(o.kube, g)
@@ -446,7 +447,7 @@ func serveBackend(o serveOptions, g *globals) (executor.Backend, control.NodeSou
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		return b, control.StaticFleet{Fleet: fleet}, nil, nil
+		return b, service.StaticFleet{Fleet: fleet}, nil, nil
 	default:
 		hub := agent.NewHub(agent.HubOptions{SilentAfter: o.agentSilent, Logger: g.logger, BoundNode: tokenNode})
 		return hub, hubNodes{hub}, hub, nil
@@ -472,7 +473,7 @@ func labelledDuration(j *cluster.Job) time.Duration {
 // hubNodes is the fleet the agents registered.
 type hubNodes struct{ hub *agent.Hub }
 
-// Nodes implements control.NodeSource. A node whose agent is not
+// Nodes implements service.NodeSource. A node whose agent is not
 // connected is drained: it keeps what runs there and takes nothing new
 // until its agent is back.
 func (h hubNodes) Nodes() []cluster.Node {

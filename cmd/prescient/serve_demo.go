@@ -19,9 +19,9 @@ import (
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/collector"
 	"github.com/prescient-sched/prescient/collector/nvml"
-	"github.com/prescient-sched/prescient/control"
 	"github.com/prescient-sched/prescient/datasets"
 	"github.com/prescient-sched/prescient/models"
+	"github.com/prescient-sched/prescient/service"
 	"github.com/prescient-sched/prescient/store"
 	"github.com/prescient-sched/prescient/training"
 )
@@ -166,7 +166,7 @@ func (d *demoSetup) scaled(t time.Duration) time.Duration {
 
 // start runs the agents, the collector and the job stream until ctx ends,
 // and prints where to look.
-func (d *demoSetup) start(ctx context.Context, server string, plane control.Service, stdout io.Writer) error {
+func (d *demoSetup) start(ctx context.Context, server string, plane service.Service, stdout io.Writer) error {
 	var hosts []collector.HostSource
 	var regs collector.JobRegistries
 	for _, n := range d.fleet.Nodes {
@@ -224,7 +224,7 @@ func (d *demoSetup) wait() { d.wg.Wait() }
 
 // stream submits synthetic jobs, drawn from the same generator as the
 // models' history, at random (Poisson) times until ctx ends.
-func (d *demoSetup) stream(ctx context.Context, plane control.Service) {
+func (d *demoSetup) stream(ctx context.Context, plane service.Service) {
 	if d.o.jobsPerMinute == 0 {
 		return
 	}
@@ -256,7 +256,7 @@ func (d *demoSetup) stream(ctx context.Context, plane control.Service) {
 
 // request turns a synthetic job into a submission that runs prescient
 // workload for the job's scaled duration.
-func (d *demoSetup) request(j cluster.Job) control.SubmitRequest {
+func (d *demoSetup) request(j cluster.Job) service.SubmitRequest {
 	spec := j.Clone().Spec
 	spec.GPUs = min(spec.GPUs, 8) // one node of the demo's fleet
 	spec.GangSize = 0
@@ -267,6 +267,6 @@ func (d *demoSetup) request(j cluster.Job) control.SubmitRequest {
 	spec.Checkpointable, spec.CheckpointCost = true, time.Second
 	dur := d.scaled(j.Outcome.RunTime)
 	steps := max(int(dur/time.Second), 1)
-	return control.SubmitRequest{Spec: spec, Command: []string{d.workload, "workload",
+	return service.SubmitRequest{Spec: spec, Command: []string{d.workload, "workload",
 		"--steps", strconv.Itoa(steps), "--step-time", "1s", "--checkpoint-every", "15"}}
 }

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/prescient-sched/prescient/cluster"
-	"github.com/prescient-sched/prescient/control"
 	"github.com/prescient-sched/prescient/datasets"
 	"github.com/prescient-sched/prescient/executor/lend"
 	"github.com/prescient-sched/prescient/executor/sim"
@@ -155,7 +154,7 @@ func addInferenceNodes(fleet *cluster.Fleet, n, replicas int) ([]string, error) 
 	var names []string
 	for k := range n {
 		node := cluster.Node{Name: fmt.Sprintf("inference-%02d", k), State: cluster.NodeReady, CPUMilli: like.CPUMilli, MemoryBytes: like.MemoryBytes,
-			Labels: map[string]string{control.PoolLabel: "inference"}, Topology: cluster.Topology{Rack: "inference", Leaf: "inference"}}
+			Labels: map[string]string{cluster.PoolLabel: "inference"}, Topology: cluster.Topology{Rack: "inference", Leaf: "inference"}}
 		for g := range inferenceGPUsPerNode {
 			node.GPUs = append(node.GPUs, cluster.NewGPU(g, model))
 		}

@@ -1,4 +1,4 @@
-// Package controltest has Fake, an in-memory control.Service with behaviour
+// Package controltest has Fake, an in-memory service.Service with behaviour
 // for the tests of the HTTP API and the dashboard: it keeps submitted jobs,
 // filters them by tenant, state and labels, cancels them, answers Predict
 // from the spec by a documented rule, simulates what-if questions with a
@@ -8,6 +8,6 @@
 // FailWith.
 //
 //	f := controltest.New(controltest.WithNodes(clustertest.Node("n1").GPUs(8, "A100-SXM4-80GB").Obj()))
-//	st, _ := f.Submit(ctx, control.SubmitRequest{Spec: spec})
+//	st, _ := f.Submit(ctx, service.SubmitRequest{Spec: spec})
 //	_ = f.Start(st.ID, "n1", 0, 1)
 package controltest

@@ -11,13 +11,13 @@ import (
 	"time"
 
 	"github.com/prescient-sched/prescient/cluster"
-	"github.com/prescient-sched/prescient/control"
 	"github.com/prescient-sched/prescient/models/idle"
+	"github.com/prescient-sched/prescient/service"
 )
 
 // Forecaster answers a forecast for a spec; Fake uses it for Predict, for
 // the forecast of every submitted job and for what-if durations.
-type Forecaster func(cluster.JobSpec) control.Forecast
+type Forecaster func(cluster.JobSpec) service.Forecast
 
 // Source is the Source of the forecasts DefaultForecast makes.
 const Source = "controltest"
@@ -25,9 +25,9 @@ const Source = "controltest"
 // DefaultForecast is the rule Fake forecasts by unless told otherwise:
 // P50 is 30 minutes per GPU (30 minutes for a job without GPUs), P90 twice
 // that, and no memory forecast. It is a rule for tests, not a model.
-func DefaultForecast(s cluster.JobSpec) control.Forecast {
+func DefaultForecast(s cluster.JobSpec) service.Forecast {
 	p50 := 30 * time.Minute * time.Duration(max(1, s.GPUs))
-	return control.Forecast{DurationP50S: p50.Seconds(), DurationP90S: 2 * p50.Seconds(), Source: Source}
+	return service.Forecast{DurationP50S: p50.Seconds(), DurationP90S: 2 * p50.Seconds(), Source: Source}
 }
 
 // Prices are what Stats charges for a GPU-hour and a kWh; GPUPowerW is the
@@ -64,14 +64,14 @@ func WithForecaster(fc Forecaster) Option { return func(f *Fake) { f.forecast = 
 func WithPrices(p Prices) Option { return func(f *Fake) { f.prices = p } }
 
 // WithModels sets the published model versions.
-func WithModels(ms ...control.ModelVersion) Option {
+func WithModels(ms ...service.ModelVersion) Option {
 	return func(f *Fake) { f.models = slices.Clone(ms) }
 }
 
 // WithMode sets the starting mode (default advisor).
-func WithMode(m control.Mode) Option { return func(f *Fake) { f.mode = m } }
+func WithMode(m service.Mode) Option { return func(f *Fake) { f.mode = m } }
 
-// Fake is an in-memory control.Service. It is safe for concurrent use.
+// Fake is an in-memory service.Service. It is safe for concurrent use.
 type Fake struct {
 	mu       sync.Mutex
 	now      func() time.Time
@@ -80,19 +80,19 @@ type Fake struct {
 	nodes    []cluster.Node
 	jobs     map[cluster.JobID]*entry
 	seq      int
-	mode     control.Mode
-	recs     []control.Recommendation
-	models   []control.ModelVersion
+	mode     service.Mode
+	recs     []service.Recommendation
+	models   []service.ModelVersion
 	samples  []sample
 	gpuTel   map[cluster.GPURef]GPUTelemetry
-	loans    map[string]control.NodeLoan
+	loans    map[string]service.NodeLoan
 	power    map[string]string // nodes parked or waking (SetParking)
 	fail     map[string]error
 	retrains int
 	idleFor  map[cluster.GPURef]time.Duration
 }
 
-var _ control.Service = (*Fake)(nil)
+var _ service.Service = (*Fake)(nil)
 
 // entry is one job and what the fake knows of it beyond cluster.Job.
 type entry struct {
@@ -100,7 +100,7 @@ type entry struct {
 	command    []string
 	env        map[string]string
 	placement  []cluster.GPURef
-	forecast   control.Forecast
+	forecast   service.Forecast
 	reason     string
 	failure    string
 	exitCode   *int
@@ -123,9 +123,9 @@ func New(opts ...Option) *Fake {
 		forecast: DefaultForecast,
 		prices:   Prices{Currency: "USD"},
 		jobs:     map[cluster.JobID]*entry{},
-		mode:     control.ModeAdvisor,
+		mode:     service.ModeAdvisor,
 		gpuTel:   map[cluster.GPURef]GPUTelemetry{},
-		loans:    map[string]control.NodeLoan{},
+		loans:    map[string]service.NodeLoan{},
 		power:    map[string]string{},
 		fail:     map[string]error{},
 	}
@@ -157,21 +157,21 @@ func (f *Fake) failure(method string) error {
 func (f *Fake) clock() time.Time { return f.now().UTC() }
 
 // Submit stores the job as queued with its forecast and deadline feasibility.
-func (f *Fake) Submit(_ context.Context, req control.SubmitRequest) (control.JobStatus, error) {
+func (f *Fake) Submit(_ context.Context, req service.SubmitRequest) (service.JobStatus, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.failure("Submit"); err != nil {
-		return control.JobStatus{}, err
+		return service.JobStatus{}, err
 	}
 	if req.Spec.Tenant == "" {
-		return control.JobStatus{}, fmt.Errorf("tenant: empty: %w", control.ErrInvalid)
+		return service.JobStatus{}, fmt.Errorf("tenant: empty: %w", service.ErrInvalid)
 	}
 	if err := req.Spec.Validate(); err != nil {
-		return control.JobStatus{}, fmt.Errorf("%w: %w", control.ErrInvalid, err)
+		return service.JobStatus{}, fmt.Errorf("%w: %w", service.ErrInvalid, err)
 	}
 	if e, ok := f.jobs[req.ID]; ok && req.ID != "" {
 		if !reflect.DeepEqual(e.job.Spec, req.Spec) || !slices.Equal(e.command, req.Command) || !maps.Equal(e.env, req.Env) {
-			return f.status(e), fmt.Errorf("job %s exists with another spec: %w", req.ID, control.ErrConflict)
+			return f.status(e), fmt.Errorf("job %s exists with another spec: %w", req.ID, service.ErrConflict)
 		}
 		return f.status(e), nil
 	}
@@ -197,14 +197,14 @@ func (f *Fake) Submit(_ context.Context, req control.SubmitRequest) (control.Job
 }
 
 // Jobs lists the jobs that match q, newest submission first.
-func (f *Fake) Jobs(_ context.Context, q control.JobQuery) ([]control.JobStatus, error) {
+func (f *Fake) Jobs(_ context.Context, q service.JobQuery) ([]service.JobStatus, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.failure("Jobs"); err != nil {
 		return nil, err
 	}
 	if q.Limit < 0 {
-		return nil, fmt.Errorf("limit: %d is negative: %w", q.Limit, control.ErrInvalid)
+		return nil, fmt.Errorf("limit: %d is negative: %w", q.Limit, service.ErrInvalid)
 	}
 	limit := cmp.Or(q.Limit, 100)
 	var out []*entry
@@ -216,14 +216,14 @@ func (f *Fake) Jobs(_ context.Context, q control.JobQuery) ([]control.JobStatus,
 	slices.SortFunc(out, func(a, b *entry) int {
 		return cmp.Or(b.job.SubmitTime.Compare(a.job.SubmitTime), cmp.Compare(b.seq, a.seq))
 	})
-	res := make([]control.JobStatus, 0, min(limit, len(out)))
+	res := make([]service.JobStatus, 0, min(limit, len(out)))
 	for _, e := range out[:min(limit, len(out))] {
 		res = append(res, f.status(e))
 	}
 	return res, nil
 }
 
-func matches(e *entry, q control.JobQuery) bool {
+func matches(e *entry, q service.JobQuery) bool {
 	if q.Tenant != "" && e.job.Spec.Tenant != q.Tenant {
 		return false
 	}
@@ -239,35 +239,35 @@ func matches(e *entry, q control.JobQuery) bool {
 }
 
 // Job answers one job or ErrNotFound.
-func (f *Fake) Job(_ context.Context, id cluster.JobID) (control.JobStatus, error) {
+func (f *Fake) Job(_ context.Context, id cluster.JobID) (service.JobStatus, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.failure("Job"); err != nil {
-		return control.JobStatus{}, err
+		return service.JobStatus{}, err
 	}
 	e, err := f.get(id)
 	if err != nil {
-		return control.JobStatus{}, err
+		return service.JobStatus{}, err
 	}
 	return f.status(e), nil
 }
 
 // Cancel cancels a queued or running job; a finished one is ErrConflict.
-func (f *Fake) Cancel(_ context.Context, id cluster.JobID) (control.JobStatus, error) {
+func (f *Fake) Cancel(_ context.Context, id cluster.JobID) (service.JobStatus, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.failure("Cancel"); err != nil {
-		return control.JobStatus{}, err
+		return service.JobStatus{}, err
 	}
 	e, err := f.get(id)
 	if err != nil {
-		return control.JobStatus{}, err
+		return service.JobStatus{}, err
 	}
 	if e.job.State.Terminal() {
-		return f.status(e), fmt.Errorf("job %s is already %s: %w", id, e.job.State, control.ErrConflict)
+		return f.status(e), fmt.Errorf("job %s is already %s: %w", id, e.job.State, service.ErrConflict)
 	}
 	if err := f.transition(e, cluster.StateCancelled); err != nil {
-		return control.JobStatus{}, err
+		return service.JobStatus{}, err
 	}
 	e.reason = "cancelled"
 	return f.status(e), nil
@@ -276,7 +276,7 @@ func (f *Fake) Cancel(_ context.Context, id cluster.JobID) (control.JobStatus, e
 func (f *Fake) get(id cluster.JobID) (*entry, error) {
 	e, ok := f.jobs[id]
 	if !ok {
-		return nil, fmt.Errorf("job %s: %w", id, control.ErrNotFound)
+		return nil, fmt.Errorf("job %s: %w", id, service.ErrNotFound)
 	}
 	return e, nil
 }
@@ -389,7 +389,7 @@ func (f *Fake) Finish(id cluster.JobID, exitCode int, reason string) error {
 
 // AddRecommendation records r, giving it the next ID and, when it has none,
 // the time now and status "open". It returns the stored recommendation.
-func (f *Fake) AddRecommendation(r control.Recommendation) control.Recommendation {
+func (f *Fake) AddRecommendation(r service.Recommendation) service.Recommendation {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	r.ID = int64(len(f.recs) + 1)
@@ -418,7 +418,7 @@ func (f *Fake) SetGPUTelemetry(ref cluster.GPURef, t GPUTelemetry) {
 
 // SetLoan makes node an inference node with loan state l in the fleet
 // view.
-func (f *Fake) SetLoan(node string, l control.NodeLoan) {
+func (f *Fake) SetLoan(node string, l service.NodeLoan) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.loans[node] = l
@@ -464,10 +464,10 @@ func (f *Fake) allocated() map[cluster.GPURef]int {
 }
 
 // status is the API's view of e.
-func (f *Fake) status(e *entry) control.JobStatus {
+func (f *Fake) status(e *entry) service.JobStatus {
 	j := e.job
 	fc := e.forecast
-	st := control.JobStatus{
+	st := service.JobStatus{
 		ID: j.ID, Name: j.Spec.Name, Tenant: j.Spec.Tenant, User: j.Spec.User, Tier: j.Spec.Tier.String(),
 		GPUs: j.Spec.GPUs, GPUMilli: j.Spec.GPUMilli, Labels: maps.Clone(j.Spec.Labels),
 		State: j.State, Attempts: j.Attempts, SubmitTime: j.SubmitTime,
@@ -498,14 +498,14 @@ func timePtr(t time.Time) *time.Time {
 }
 
 // Fleet is the nodes with what running jobs hold and the GPUs' telemetry.
-func (f *Fake) Fleet(context.Context) (control.FleetState, error) {
+func (f *Fake) Fleet(context.Context) (service.FleetState, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.failure("Fleet"); err != nil {
-		return control.FleetState{}, err
+		return service.FleetState{}, err
 	}
 	holders := map[cluster.GPURef][]cluster.JobID{}
-	fs := control.FleetState{Time: f.clock(), Mode: f.mode, Nodes: []control.NodeState{}}
+	fs := service.FleetState{Time: f.clock(), Mode: f.mode, Nodes: []service.NodeState{}}
 	for _, e := range f.jobs {
 		switch {
 		case e.job.State == cluster.StateQueued:
@@ -519,7 +519,7 @@ func (f *Fake) Fleet(context.Context) (control.FleetState, error) {
 	}
 	used := f.allocated()
 	for _, n := range f.nodes {
-		ns := control.NodeState{Name: n.Name, State: cmp.Or(f.power[n.Name], nodeState(n.State)), GPUs: []control.GPUState{}}
+		ns := service.NodeState{Name: n.Name, State: cmp.Or(f.power[n.Name], nodeState(n.State)), GPUs: []service.GPUState{}}
 		if l, ok := f.loans[n.Name]; ok {
 			ns.Loan = &l
 		}
@@ -527,7 +527,7 @@ func (f *Fake) Fleet(context.Context) (control.FleetState, error) {
 			ref := cluster.GPURef{Node: n.Name, Index: g.Index}
 			jobs := holders[ref]
 			slices.Sort(jobs)
-			gs := control.GPUState{Index: g.Index, Model: g.Model, MemoryBytes: g.MemoryBytes, AllocatedMilli: used[ref], Jobs: jobs}
+			gs := service.GPUState{Index: g.Index, Model: g.Model, MemoryBytes: g.MemoryBytes, AllocatedMilli: used[ref], Jobs: jobs}
 			if t, ok := f.gpuTel[ref]; ok {
 				gs.UtilizationPct, gs.MemoryUsedBytes, gs.PowerW = &t.UtilizationPct, &t.MemoryUsedBytes, &t.PowerW
 			}
@@ -551,16 +551,16 @@ func nodeState(s cluster.NodeState) string {
 }
 
 // Predict forecasts each spec; an invalid spec is ErrInvalid naming its index.
-func (f *Fake) Predict(_ context.Context, specs []cluster.JobSpec) ([]control.Forecast, error) {
+func (f *Fake) Predict(_ context.Context, specs []cluster.JobSpec) ([]service.Forecast, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.failure("Predict"); err != nil {
 		return nil, err
 	}
-	out := make([]control.Forecast, len(specs))
+	out := make([]service.Forecast, len(specs))
 	for i, s := range specs {
 		if err := s.Validate(); err != nil {
-			return nil, fmt.Errorf("specs[%d]: %w: %w", i, control.ErrInvalid, err)
+			return nil, fmt.Errorf("specs[%d]: %w: %w", i, service.ErrInvalid, err)
 		}
 		out[i] = f.forecast(s)
 	}
@@ -568,17 +568,17 @@ func (f *Fake) Predict(_ context.Context, specs []cluster.JobSpec) ([]control.Fo
 }
 
 // Recommendations answers those at or after since, newest first.
-func (f *Fake) Recommendations(_ context.Context, since time.Time, limit int) ([]control.Recommendation, error) {
+func (f *Fake) Recommendations(_ context.Context, since time.Time, limit int) ([]service.Recommendation, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.failure("Recommendations"); err != nil {
 		return nil, err
 	}
 	if limit < 0 {
-		return nil, fmt.Errorf("limit: %d is negative: %w", limit, control.ErrInvalid)
+		return nil, fmt.Errorf("limit: %d is negative: %w", limit, service.ErrInvalid)
 	}
 	limit = cmp.Or(limit, 100)
-	out := []control.Recommendation{}
+	out := []service.Recommendation{}
 	for i := len(f.recs) - 1; i >= 0 && len(out) < limit; i-- {
 		if !f.recs[i].Time.Before(since) {
 			out = append(out, f.recs[i])
@@ -588,14 +588,14 @@ func (f *Fake) Recommendations(_ context.Context, since time.Time, limit int) ([
 }
 
 // Models lists the versions by target, newest first.
-func (f *Fake) Models(context.Context) ([]control.ModelVersion, error) {
+func (f *Fake) Models(context.Context) ([]service.ModelVersion, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.failure("Models"); err != nil {
 		return nil, err
 	}
 	out := slices.Clone(f.models)
-	slices.SortFunc(out, func(a, b control.ModelVersion) int {
+	slices.SortFunc(out, func(a, b service.ModelVersion) int {
 		return cmp.Or(cmp.Compare(a.Target, b.Target), cmp.Compare(b.Version, a.Version))
 	})
 	return out, nil
@@ -628,18 +628,18 @@ func (f *Fake) Retrain(context.Context) error {
 
 // Rollback makes version to of target current; to 0 is the version below
 // the current one.
-func (f *Fake) Rollback(_ context.Context, target string, to int) (control.ModelVersion, error) {
+func (f *Fake) Rollback(_ context.Context, target string, to int) (service.ModelVersion, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.failure("Rollback"); err != nil {
-		return control.ModelVersion{}, err
+		return service.ModelVersion{}, err
 	}
 	if to < 0 {
-		return control.ModelVersion{}, fmt.Errorf("to: %d is negative: %w", to, control.ErrInvalid)
+		return service.ModelVersion{}, fmt.Errorf("to: %d is negative: %w", to, service.ErrInvalid)
 	}
 	cur, ok := f.current(target)
 	if !ok {
-		return control.ModelVersion{}, fmt.Errorf("model target %q: %w", target, control.ErrNotFound)
+		return service.ModelVersion{}, fmt.Errorf("model target %q: %w", target, service.ErrNotFound)
 	}
 	want := -1
 	for i, m := range f.models {
@@ -652,9 +652,9 @@ func (f *Fake) Rollback(_ context.Context, target string, to int) (control.Model
 	}
 	switch {
 	case want < 0 && to == 0:
-		return control.ModelVersion{}, fmt.Errorf("model %s: no version before %d: %w", target, f.models[cur].Version, control.ErrConflict)
+		return service.ModelVersion{}, fmt.Errorf("model %s: no version before %d: %w", target, f.models[cur].Version, service.ErrConflict)
 	case want < 0:
-		return control.ModelVersion{}, fmt.Errorf("model %s version %d: %w", target, to, control.ErrNotFound)
+		return service.ModelVersion{}, fmt.Errorf("model %s version %d: %w", target, to, service.ErrNotFound)
 	}
 	f.models[cur].Current = false
 	f.models[want].Current = true
@@ -691,21 +691,21 @@ func (f *Fake) latest(target string) int {
 }
 
 // Mode is the current mode.
-func (f *Fake) Mode() control.Mode {
+func (f *Fake) Mode() service.Mode {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.mode
 }
 
 // SetMode changes the mode; an unknown mode is ErrInvalid.
-func (f *Fake) SetMode(_ context.Context, m control.Mode) error {
+func (f *Fake) SetMode(_ context.Context, m service.Mode) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.failure("SetMode"); err != nil {
 		return err
 	}
-	if m != control.ModeAdvisor && m != control.ModeAutopilot {
-		return fmt.Errorf("mode: %q is not advisor or autopilot: %w", m, control.ErrInvalid)
+	if m != service.ModeAdvisor && m != service.ModeAutopilot {
+		return fmt.Errorf("mode: %q is not advisor or autopilot: %w", m, service.ErrInvalid)
 	}
 	f.mode = m
 	return nil
@@ -722,21 +722,21 @@ func (f *Fake) SetGPUIdleFor(ref cluster.GPURef, d time.Duration) {
 	f.idleFor[ref] = d
 }
 
-// IdleForecast implements control.Service with the running jobs' forecasts
+// IdleForecast implements service.Service with the running jobs' forecasts
 // and the queue alone (no idle model, no telemetry history): each node is
 // a pool.
-func (f *Fake) IdleForecast(_ context.Context, q control.IdleQuery) (control.IdleForecast, error) {
+func (f *Fake) IdleForecast(_ context.Context, q service.IdleQuery) (service.IdleForecast, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.failure("IdleForecast"); err != nil {
-		return control.IdleForecast{}, err
+		return service.IdleForecast{}, err
 	}
 	now := f.clock()
 	in, err := q.Input(now)
 	if err != nil {
-		return control.IdleForecast{}, err
+		return service.IdleForecast{}, err
 	}
-	out := control.IdleForecast{ThresholdPct: idle.DefaultConfig().ThresholdPct}
+	out := service.IdleForecast{ThresholdPct: idle.DefaultConfig().ThresholdPct}
 	holder := map[cluster.GPURef]*entry{}
 	for _, e := range f.jobs {
 		switch {
@@ -770,15 +770,15 @@ func (f *Fake) IdleForecast(_ context.Context, q control.IdleQuery) (control.Idl
 		}
 	}
 	if len(in.GPUs) == 0 {
-		return control.IdleForecast{}, fmt.Errorf("controltest: no GPUs to forecast: %w", control.ErrNotFound)
+		return service.IdleForecast{}, fmt.Errorf("controltest: no GPUs to forecast: %w", service.ErrNotFound)
 	}
 	fc, err := idle.Forecaster{}.Forecast(in)
 	if err != nil {
-		return control.IdleForecast{}, fmt.Errorf("controltest: %w: %w", err, control.ErrInvalid)
+		return service.IdleForecast{}, fmt.Errorf("controltest: %w: %w", err, service.ErrInvalid)
 	}
 	out.Forecast = fc
 	if out.IdleJobs == nil {
-		out.IdleJobs = []control.IdleJob{}
+		out.IdleJobs = []service.IdleJob{}
 	}
 	return out, nil
 }

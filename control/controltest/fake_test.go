@@ -8,8 +8,8 @@ import (
 
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/cluster/clustertest"
-	"github.com/prescient-sched/prescient/control"
 	"github.com/prescient-sched/prescient/control/controltest"
+	"github.com/prescient-sched/prescient/service"
 )
 
 // clock is a settable test clock.
@@ -30,21 +30,21 @@ func newFake(c *clock) *controltest.Fake {
 func TestSubmitIsIdempotentByIDAndConflictsOnAnotherSpec(t *testing.T) {
 	ctx := context.Background()
 	f := newFake(newClock())
-	first, err := f.Submit(ctx, control.SubmitRequest{ID: "a", Spec: spec("t1", 1)})
+	first, err := f.Submit(ctx, service.SubmitRequest{ID: "a", Spec: spec("t1", 1)})
 	if err != nil || first.ID != "a" || first.State != cluster.StateQueued {
 		t.Fatalf("Submit a = %+v, %v; want queued job a", first, err)
 	}
-	again, err := f.Submit(ctx, control.SubmitRequest{ID: "a", Spec: spec("t1", 1)})
+	again, err := f.Submit(ctx, service.SubmitRequest{ID: "a", Spec: spec("t1", 1)})
 	if err != nil || again.SubmitTime != first.SubmitTime {
 		t.Fatalf("the same submission again = %+v, %v; want the stored job and no error", again, err)
 	}
-	if _, err := f.Submit(ctx, control.SubmitRequest{ID: "a", Spec: spec("t1", 2)}); !errors.Is(err, control.ErrConflict) {
+	if _, err := f.Submit(ctx, service.SubmitRequest{ID: "a", Spec: spec("t1", 2)}); !errors.Is(err, service.ErrConflict) {
 		t.Fatalf("a with another spec: err %v, want ErrConflict", err)
 	}
-	if _, err := f.Submit(ctx, control.SubmitRequest{Spec: spec("t1", -1)}); !errors.Is(err, control.ErrInvalid) {
+	if _, err := f.Submit(ctx, service.SubmitRequest{Spec: spec("t1", -1)}); !errors.Is(err, service.ErrInvalid) {
 		t.Fatalf("negative GPUs: err %v, want ErrInvalid", err)
 	}
-	if _, err := f.Submit(ctx, control.SubmitRequest{Spec: spec("", 1)}); !errors.Is(err, control.ErrInvalid) {
+	if _, err := f.Submit(ctx, service.SubmitRequest{Spec: spec("", 1)}); !errors.Is(err, service.ErrInvalid) {
 		t.Fatalf("no tenant: err %v, want ErrInvalid", err)
 	}
 }
@@ -58,7 +58,7 @@ func TestJobsFilterByTenantStateAndLabelsNewestFirst(t *testing.T) {
 		if i%2 == 0 {
 			s.Labels = map[string]string{"experiment": "e1"}
 		}
-		if _, err := f.Submit(ctx, control.SubmitRequest{ID: cluster.JobID([]string{"a", "b", "c", "d"}[i]), Spec: s}); err != nil {
+		if _, err := f.Submit(ctx, service.SubmitRequest{ID: cluster.JobID([]string{"a", "b", "c", "d"}[i]), Spec: s}); err != nil {
 			t.Fatal(err)
 		}
 		c.advance(time.Minute)
@@ -68,15 +68,15 @@ func TestJobsFilterByTenantStateAndLabelsNewestFirst(t *testing.T) {
 	}
 	tests := []struct {
 		name string
-		q    control.JobQuery
+		q    service.JobQuery
 		want []cluster.JobID
 	}{
-		{"all, newest first", control.JobQuery{}, []cluster.JobID{"d", "c", "b", "a"}},
-		{"one tenant", control.JobQuery{Tenant: "t1"}, []cluster.JobID{"d", "c", "a"}},
-		{"running only", control.JobQuery{States: []cluster.JobState{cluster.StateRunning}}, []cluster.JobID{"c"}},
-		{"by label", control.JobQuery{Labels: map[string]string{"experiment": "e1"}}, []cluster.JobID{"c", "a"}},
-		{"label with another value", control.JobQuery{Labels: map[string]string{"experiment": "e2"}}, nil},
-		{"limit", control.JobQuery{Limit: 1}, []cluster.JobID{"d"}},
+		{"all, newest first", service.JobQuery{}, []cluster.JobID{"d", "c", "b", "a"}},
+		{"one tenant", service.JobQuery{Tenant: "t1"}, []cluster.JobID{"d", "c", "a"}},
+		{"running only", service.JobQuery{States: []cluster.JobState{cluster.StateRunning}}, []cluster.JobID{"c"}},
+		{"by label", service.JobQuery{Labels: map[string]string{"experiment": "e1"}}, []cluster.JobID{"c", "a"}},
+		{"label with another value", service.JobQuery{Labels: map[string]string{"experiment": "e2"}}, nil},
+		{"limit", service.JobQuery{Limit: 1}, []cluster.JobID{"d"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -103,7 +103,7 @@ func TestJobsFilterByTenantStateAndLabelsNewestFirst(t *testing.T) {
 func TestCancelReleasesGPUsAndRefusesFinishedJobs(t *testing.T) {
 	ctx := context.Background()
 	f := newFake(newClock())
-	if _, err := f.Submit(ctx, control.SubmitRequest{ID: "a", Spec: spec("t1", 2)}); err != nil {
+	if _, err := f.Submit(ctx, service.SubmitRequest{ID: "a", Spec: spec("t1", 2)}); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.Start("a", "n1", 0, 1); err != nil {
@@ -119,10 +119,10 @@ func TestCancelReleasesGPUsAndRefusesFinishedJobs(t *testing.T) {
 	if fs, _ := f.Fleet(ctx); fs.GPUsBusy != 0 {
 		t.Fatalf("GPUs busy after cancel: %g", fs.GPUsBusy)
 	}
-	if _, err := f.Cancel(ctx, "a"); !errors.Is(err, control.ErrConflict) {
+	if _, err := f.Cancel(ctx, "a"); !errors.Is(err, service.ErrConflict) {
 		t.Fatalf("cancel twice: %v, want ErrConflict", err)
 	}
-	if _, err := f.Cancel(ctx, "nope"); !errors.Is(err, control.ErrNotFound) {
+	if _, err := f.Cancel(ctx, "nope"); !errors.Is(err, service.ErrNotFound) {
 		t.Fatalf("cancel unknown: %v, want ErrNotFound", err)
 	}
 }
@@ -131,7 +131,7 @@ func TestStartRefusesAGPUWithoutRoom(t *testing.T) {
 	ctx := context.Background()
 	f := newFake(newClock())
 	for _, id := range []cluster.JobID{"a", "b"} {
-		if _, err := f.Submit(ctx, control.SubmitRequest{ID: id, Spec: spec("t1", 1)}); err != nil {
+		if _, err := f.Submit(ctx, service.SubmitRequest{ID: id, Spec: spec("t1", 1)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -153,7 +153,7 @@ func TestDeadlineFeasibilityFollowsTheForecast(t *testing.T) {
 	// DefaultForecast: one GPU, P90 one hour.
 	s := spec("t1", 1)
 	s.Deadline = c.t.Add(90 * time.Minute)
-	st, err := f.Submit(ctx, control.SubmitRequest{ID: "a", Spec: s})
+	st, err := f.Submit(ctx, service.SubmitRequest{ID: "a", Spec: s})
 	if err != nil || st.DeadlineFeasible == nil || !*st.DeadlineFeasible || !st.LatestStart.Equal(c.t.Add(30*time.Minute)) {
 		t.Fatalf("Submit = %+v, %v; want feasible with latest start in 30 min", st, err)
 	}
@@ -168,17 +168,17 @@ func TestWhatIfAddedJobDelaysTheQueueAndAddedNodeHelps(t *testing.T) {
 	c := newClock()
 	f := newFake(c) // 4 GPUs
 	for _, id := range []cluster.JobID{"a", "b"} {
-		if _, err := f.Submit(ctx, control.SubmitRequest{ID: id, Spec: spec("t1", 4)}); err != nil {
+		if _, err := f.Submit(ctx, service.SubmitRequest{ID: id, Spec: spec("t1", 4)}); err != nil {
 			t.Fatal(err)
 		}
 		c.advance(time.Second)
 	}
 	// Baseline: a from now for 2 h (P50 30 min × 4 GPUs), b after it.
-	res, err := f.WhatIf(ctx, control.WhatIfRequest{AddJobs: []control.SubmitRequest{{Spec: spec("t1", 2)}}})
+	res, err := f.WhatIf(ctx, service.WhatIfRequest{AddJobs: []service.SubmitRequest{{Spec: spec("t1", 2)}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := map[cluster.JobID]control.WhatIfJob{}
+	got := map[cluster.JobID]service.WhatIfJob{}
 	for _, j := range res.Jobs {
 		got[j.Job] = j
 	}
@@ -188,7 +188,7 @@ func TestWhatIfAddedJobDelaysTheQueueAndAddedNodeHelps(t *testing.T) {
 	if d := got["b"].DeltaEndS; d == nil || *d != 0 {
 		t.Fatalf("b's end moved by %v under FIFO; want 0", d)
 	}
-	res, err = f.WhatIf(ctx, control.WhatIfRequest{AddNodes: []cluster.Node{clustertest.Node("n2").GPUs(4, "A100-SXM4-80GB").Obj()}})
+	res, err = f.WhatIf(ctx, service.WhatIfRequest{AddNodes: []cluster.Node{clustertest.Node("n2").GPUs(4, "A100-SXM4-80GB").Obj()}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,10 +200,10 @@ func TestWhatIfAddedJobDelaysTheQueueAndAddedNodeHelps(t *testing.T) {
 	if res.Scenario.MakespanS >= res.Baseline.MakespanS {
 		t.Fatalf("makespan %g with a node more, %g without", res.Scenario.MakespanS, res.Baseline.MakespanS)
 	}
-	if _, err := f.WhatIf(ctx, control.WhatIfRequest{RemoveNodes: []string{"n9"}}); !errors.Is(err, control.ErrInvalid) {
+	if _, err := f.WhatIf(ctx, service.WhatIfRequest{RemoveNodes: []string{"n9"}}); !errors.Is(err, service.ErrInvalid) {
 		t.Fatalf("removing an unknown node: %v, want ErrInvalid", err)
 	}
-	if _, err := f.WhatIf(ctx, control.WhatIfRequest{Policy: "lottery"}); !errors.Is(err, control.ErrInvalid) {
+	if _, err := f.WhatIf(ctx, service.WhatIfRequest{Policy: "lottery"}); !errors.Is(err, service.ErrInvalid) {
 		t.Fatalf("unknown policy: %v, want ErrInvalid", err)
 	}
 }
@@ -217,7 +217,7 @@ func TestStatsCountOutcomesWaitsAndCost(t *testing.T) {
 	s := spec("t1", 2)
 	s.Labels = map[string]string{"workload": "llm"}
 	for _, id := range []cluster.JobID{"ok", "bad"} {
-		if _, err := f.Submit(ctx, control.SubmitRequest{ID: id, Spec: s}); err != nil {
+		if _, err := f.Submit(ctx, service.SubmitRequest{ID: id, Spec: s}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -236,7 +236,7 @@ func TestStatsCountOutcomesWaitsAndCost(t *testing.T) {
 	if err := f.Finish("bad", 137, "out of memory"); err != nil {
 		t.Fatal(err)
 	}
-	st, err := f.Stats(ctx, control.StatsQuery{Window: 2 * time.Hour, Step: 10 * time.Minute})
+	st, err := f.Stats(ctx, service.StatsQuery{Window: 2 * time.Hour, Step: 10 * time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,8 +267,8 @@ func TestStatsCountOutcomesWaitsAndCost(t *testing.T) {
 func TestRetrainAndRollback(t *testing.T) {
 	ctx := context.Background()
 	f := controltest.New(controltest.WithModels(
-		control.ModelVersion{Target: "duration", Version: 1},
-		control.ModelVersion{Target: "duration", Version: 2, Current: true, Selected: "forest"},
+		service.ModelVersion{Target: "duration", Version: 1},
+		service.ModelVersion{Target: "duration", Version: 2, Current: true, Selected: "forest"},
 	))
 	if err := f.Retrain(ctx); err != nil || f.Retrains() != 1 {
 		t.Fatalf("Retrain: %v (%d runs)", err, f.Retrains())
@@ -281,16 +281,16 @@ func TestRetrainAndRollback(t *testing.T) {
 	if err != nil || mv.Version != 2 || !mv.Current {
 		t.Fatalf("Rollback to the previous = %+v, %v; want version 2", mv, err)
 	}
-	if _, err := f.Rollback(ctx, "duration", 9); !errors.Is(err, control.ErrNotFound) {
+	if _, err := f.Rollback(ctx, "duration", 9); !errors.Is(err, service.ErrNotFound) {
 		t.Fatalf("rollback to a missing version: %v", err)
 	}
-	if _, err := f.Rollback(ctx, "memory", 0); !errors.Is(err, control.ErrNotFound) {
+	if _, err := f.Rollback(ctx, "memory", 0); !errors.Is(err, service.ErrNotFound) {
 		t.Fatalf("rollback of an unknown target: %v", err)
 	}
 	if _, err := f.Rollback(ctx, "duration", 1); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.Rollback(ctx, "duration", 0); !errors.Is(err, control.ErrConflict) {
+	if _, err := f.Rollback(ctx, "duration", 0); !errors.Is(err, service.ErrConflict) {
 		t.Fatalf("rollback below the first version: %v, want ErrConflict", err)
 	}
 }
@@ -307,10 +307,10 @@ func TestFailWithAndSetMode(t *testing.T) {
 	if _, err := f.Fleet(ctx); err != nil {
 		t.Fatalf("Fleet after FailWith(nil): %v", err)
 	}
-	if err := f.SetMode(ctx, "yolo"); !errors.Is(err, control.ErrInvalid) {
+	if err := f.SetMode(ctx, "yolo"); !errors.Is(err, service.ErrInvalid) {
 		t.Fatalf("SetMode yolo: %v", err)
 	}
-	if err := f.SetMode(ctx, control.ModeAutopilot); err != nil || f.Mode() != control.ModeAutopilot {
+	if err := f.SetMode(ctx, service.ModeAutopilot); err != nil || f.Mode() != service.ModeAutopilot {
 		t.Fatalf("SetMode autopilot: %v, mode %s", err, f.Mode())
 	}
 }

@@ -10,32 +10,32 @@ import (
 	"time"
 
 	"github.com/prescient-sched/prescient/cluster"
-	"github.com/prescient-sched/prescient/control"
+	"github.com/prescient-sched/prescient/service"
 )
 
 // Stats computes the dashboard's figures from the fake's jobs and samples:
 // GPUs busy and queue length at each step from the jobs' run intervals,
 // utilization and power from the latest sample at or before each step, and
 // costs from the GPU-hours run in the window at the configured prices.
-func (f *Fake) Stats(_ context.Context, q control.StatsQuery) (control.Stats, error) {
+func (f *Fake) Stats(_ context.Context, q service.StatsQuery) (service.Stats, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.failure("Stats"); err != nil {
-		return control.Stats{}, err
+		return service.Stats{}, err
 	}
 	if q.Window < 0 || q.Step < 0 {
-		return control.Stats{}, fmt.Errorf("window %s, step %s: negative: %w", q.Window, q.Step, control.ErrInvalid)
+		return service.Stats{}, fmt.Errorf("window %s, step %s: negative: %w", q.Window, q.Step, service.ErrInvalid)
 	}
 	window := cmp.Or(q.Window, 24*time.Hour)
 	step := cmp.Or(q.Step, window/96)
 	if window/step > 10_000 {
-		return control.Stats{}, fmt.Errorf("step: %s gives more than 10000 points over %s: %w", step, window, control.ErrInvalid)
+		return service.Stats{}, fmt.Errorf("step: %s gives more than 10000 points over %s: %w", step, window, service.ErrInvalid)
 	}
 	now := f.clock()
-	st := control.Stats{
+	st := service.Stats{
 		From: now.Add(-window), Until: now,
-		Series: []control.StatsPoint{}, WaitByTier: []control.WaitStat{}, WaitByTenant: []control.WaitStat{},
-		Failures: []control.FailureReason{}, Cost: []control.CostStat{}, Forecasts: []control.ForecastCheck{},
+		Series: []service.StatsPoint{}, WaitByTier: []service.WaitStat{}, WaitByTenant: []service.WaitStat{},
+		Failures: []service.FailureReason{}, Cost: []service.CostStat{}, Forecasts: []service.ForecastCheck{},
 	}
 	for t := st.From; !t.After(now); t = t.Add(step) {
 		st.Series = append(st.Series, f.point(t, now))
@@ -46,8 +46,8 @@ func (f *Fake) Stats(_ context.Context, q control.StatsQuery) (control.Stats, er
 	return st, nil
 }
 
-func (f *Fake) point(t, now time.Time) control.StatsPoint {
-	p := control.StatsPoint{Time: t}
+func (f *Fake) point(t, now time.Time) service.StatsPoint {
+	p := service.StatsPoint{Time: t}
 	for _, e := range f.jobs {
 		if !e.job.SubmitTime.After(t) && (e.firstStart.IsZero() || e.firstStart.After(t)) && (e.job.EndTime.IsZero() || e.job.EndTime.After(t)) {
 			p.Queued++
@@ -66,7 +66,7 @@ func (f *Fake) point(t, now time.Time) control.StatsPoint {
 }
 
 // waits is the queue wait of jobs that first started in the window.
-func (f *Fake) waits(st *control.Stats) {
+func (f *Fake) waits(st *service.Stats) {
 	byTier, byTenant := map[string][]float64{}, map[string][]float64{}
 	for _, e := range f.jobs {
 		if e.firstStart.IsZero() || e.firstStart.Before(st.From) {
@@ -79,8 +79,8 @@ func (f *Fake) waits(st *control.Stats) {
 	st.WaitByTier, st.WaitByTenant = waitStats(byTier), waitStats(byTenant)
 }
 
-func waitStats(groups map[string][]float64) []control.WaitStat {
-	out := []control.WaitStat{}
+func waitStats(groups map[string][]float64) []service.WaitStat {
+	out := []service.WaitStat{}
 	for k, ws := range groups {
 		slices.Sort(ws)
 		sum := 0.0
@@ -88,15 +88,15 @@ func waitStats(groups map[string][]float64) []control.WaitStat {
 			sum += w
 		}
 		p90 := ws[int(math.Ceil(0.9*float64(len(ws))))-1] // nearest rank
-		out = append(out, control.WaitStat{Key: k, Jobs: len(ws), MeanS: sum / float64(len(ws)), P90S: p90})
+		out = append(out, service.WaitStat{Key: k, Jobs: len(ws), MeanS: sum / float64(len(ws)), P90S: p90})
 	}
-	slices.SortFunc(out, func(a, b control.WaitStat) int { return cmp.Compare(a.Key, b.Key) })
+	slices.SortFunc(out, func(a, b service.WaitStat) int { return cmp.Compare(a.Key, b.Key) })
 	return out
 }
 
 // outcomes counts completions and failures that ended in the window and
 // compares finished jobs' forecasts with their run time.
-func (f *Fake) outcomes(st *control.Stats) {
+func (f *Fake) outcomes(st *service.Stats) {
 	reasons := map[string]int{}
 	for _, e := range f.jobs {
 		if e.job.EndTime.IsZero() || e.job.EndTime.Before(st.From) {
@@ -105,7 +105,7 @@ func (f *Fake) outcomes(st *control.Stats) {
 		switch e.job.State {
 		case cluster.StateSucceeded:
 			st.Completed++
-			st.Forecasts = append(st.Forecasts, control.ForecastCheck{
+			st.Forecasts = append(st.Forecasts, service.ForecastCheck{
 				Job: e.job.ID, DurationP50S: e.forecast.DurationP50S, DurationP90S: e.forecast.DurationP90S,
 				ActualS: e.job.Outcome.RunTime.Seconds(),
 			})
@@ -115,17 +115,17 @@ func (f *Fake) outcomes(st *control.Stats) {
 		}
 	}
 	for r, n := range reasons {
-		st.Failures = append(st.Failures, control.FailureReason{Reason: r, Count: n})
+		st.Failures = append(st.Failures, service.FailureReason{Reason: r, Count: n})
 	}
-	slices.SortFunc(st.Failures, func(a, b control.FailureReason) int {
+	slices.SortFunc(st.Failures, func(a, b service.FailureReason) int {
 		return cmp.Or(cmp.Compare(b.Count, a.Count), cmp.Compare(a.Reason, b.Reason))
 	})
-	slices.SortFunc(st.Forecasts, func(a, b control.ForecastCheck) int { return cmp.Compare(a.Job, b.Job) })
+	slices.SortFunc(st.Forecasts, func(a, b service.ForecastCheck) int { return cmp.Compare(a.Job, b.Job) })
 }
 
 // costs sums the GPU-hours each workload ran in the window: the tenant, or
 // "tenant/workload" when the job has the label "workload".
-func (f *Fake) costs(st *control.Stats, now time.Time) {
+func (f *Fake) costs(st *service.Stats, now time.Time) {
 	hours := map[string]float64{}
 	for _, e := range f.jobs {
 		key := e.job.Spec.Tenant
@@ -141,10 +141,10 @@ func (f *Fake) costs(st *control.Stats, now time.Time) {
 	}
 	for k, h := range hours {
 		kwh := h * f.prices.GPUPowerW / 1000
-		st.Cost = append(st.Cost, control.CostStat{
+		st.Cost = append(st.Cost, service.CostStat{
 			Workload: k, GPUHours: h, EnergyKWh: kwh,
 			Cost: h*f.prices.PerGPUHour + kwh*f.prices.PerKWh, Currency: f.prices.Currency,
 		})
 	}
-	slices.SortFunc(st.Cost, func(a, b control.CostStat) int { return cmp.Compare(a.Workload, b.Workload) })
+	slices.SortFunc(st.Cost, func(a, b service.CostStat) int { return cmp.Compare(a.Workload, b.Workload) })
 }

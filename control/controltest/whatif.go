@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/prescient-sched/prescient/cluster"
-	"github.com/prescient-sched/prescient/control"
+	"github.com/prescient-sched/prescient/service"
 )
 
 // The what-if policies the fake knows.
@@ -36,19 +36,19 @@ type simResult struct{ start, end *time.Time }
 // onto single GPUs): running jobs end at their P50, queued jobs start in
 // policy order, each at the first moment enough capacity is free and not
 // before the one ahead of it.
-func (f *Fake) WhatIf(_ context.Context, req control.WhatIfRequest) (control.WhatIfResult, error) {
+func (f *Fake) WhatIf(_ context.Context, req service.WhatIfRequest) (service.WhatIfResult, error) {
 	began := time.Now()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.failure("WhatIf"); err != nil {
-		return control.WhatIfResult{}, err
+		return service.WhatIfResult{}, err
 	}
 	policy := cmp.Or(req.Policy, PolicyFIFO)
 	if policy != PolicyFIFO && policy != PolicySJF {
-		return control.WhatIfResult{}, fmt.Errorf("policy: %q is not %s or %s: %w", req.Policy, PolicyFIFO, PolicySJF, control.ErrInvalid)
+		return service.WhatIfResult{}, fmt.Errorf("policy: %q is not %s or %s: %w", req.Policy, PolicyFIFO, PolicySJF, service.ErrInvalid)
 	}
 	if req.Horizon < 0 {
-		return control.WhatIfResult{}, fmt.Errorf("horizon: %s is negative: %w", req.Horizon, control.ErrInvalid)
+		return service.WhatIfResult{}, fmt.Errorf("horizon: %s is negative: %w", req.Horizon, service.ErrInvalid)
 	}
 	now := f.clock()
 	until := now.Add(cmp.Or(req.Horizon, 7*24*time.Hour))
@@ -60,22 +60,22 @@ func (f *Fake) WhatIf(_ context.Context, req control.WhatIfRequest) (control.Wha
 	// 2. The scenario: the fleet and the queue changed as asked.
 	nodes, removed, err := f.scenarioNodes(req)
 	if err != nil {
-		return control.WhatIfResult{}, err
+		return service.WhatIfResult{}, err
 	}
 	scen, err := f.scenarioJobs(req, removed, now)
 	if err != nil {
-		return control.WhatIfResult{}, err
+		return service.WhatIfResult{}, err
 	}
 	scenRes := simulate(now, until, capacity(nodes), scen, policy)
 
 	// 3. Each job in both plans, and the summaries.
-	res := control.WhatIfResult{
-		Policy: policy, Jobs: []control.WhatIfJob{},
+	res := service.WhatIfResult{
+		Policy: policy, Jobs: []service.WhatIfJob{},
 		Baseline: summarize(now, base, baseRes), Scenario: summarize(now, scen, scenRes),
 	}
 	for _, j := range scen {
 		r, b := scenRes[j.id], baseRes[j.id]
-		wj := control.WhatIfJob{Job: j.id, Hypothetical: j.hypothetical, Start: r.start, End: r.end, BaselineStart: b.start, BaselineEnd: b.end}
+		wj := service.WhatIfJob{Job: j.id, Hypothetical: j.hypothetical, Start: r.start, End: r.end, BaselineStart: b.start, BaselineEnd: b.end}
 		if r.end != nil && b.end != nil {
 			d := r.end.Sub(*b.end).Seconds()
 			wj.DeltaEndS = &d
@@ -120,7 +120,7 @@ func onAny(refs []cluster.GPURef, nodes map[string]bool) bool {
 	return false
 }
 
-func (f *Fake) scenarioNodes(req control.WhatIfRequest) ([]cluster.Node, map[string]bool, error) {
+func (f *Fake) scenarioNodes(req service.WhatIfRequest) ([]cluster.Node, map[string]bool, error) {
 	removed := map[string]bool{}
 	var errs []error
 	for i, name := range req.RemoveNodes {
@@ -145,12 +145,12 @@ func (f *Fake) scenarioNodes(req control.WhatIfRequest) ([]cluster.Node, map[str
 		nodes = append(nodes, n)
 	}
 	if err := errors.Join(errs...); err != nil {
-		return nil, nil, fmt.Errorf("%w: %w", control.ErrInvalid, err)
+		return nil, nil, fmt.Errorf("%w: %w", service.ErrInvalid, err)
 	}
 	return nodes, removed, nil
 }
 
-func (f *Fake) scenarioJobs(req control.WhatIfRequest, removedNodes map[string]bool, now time.Time) ([]simJob, error) {
+func (f *Fake) scenarioJobs(req service.WhatIfRequest, removedNodes map[string]bool, now time.Time) ([]simJob, error) {
 	drop := map[cluster.JobID]bool{}
 	var errs []error
 	for i, id := range req.RemoveJobs {
@@ -181,7 +181,7 @@ func (f *Fake) scenarioJobs(req control.WhatIfRequest, removedNodes map[string]b
 		})
 	}
 	if err := errors.Join(errs...); err != nil {
-		return nil, fmt.Errorf("%w: %w", control.ErrInvalid, err)
+		return nil, fmt.Errorf("%w: %w", service.ErrInvalid, err)
 	}
 	return jobs, nil
 }
@@ -268,8 +268,8 @@ func endsAfter(holds []hold, t time.Time) []time.Time {
 	return out
 }
 
-func summarize(now time.Time, jobs []simJob, res map[cluster.JobID]simResult) control.WhatIfSummary {
-	var s control.WhatIfSummary
+func summarize(now time.Time, jobs []simJob, res map[cluster.JobID]simResult) service.WhatIfSummary {
+	var s service.WhatIfSummary
 	var waitSum float64
 	waited := 0
 	for _, j := range jobs {

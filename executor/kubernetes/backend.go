@@ -25,8 +25,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/prescient-sched/prescient/cluster"
-	"github.com/prescient-sched/prescient/control"
 	"github.com/prescient-sched/prescient/executor"
+	"github.com/prescient-sched/prescient/service"
 )
 
 // Errors of the backend's methods, for errors.Is.
@@ -43,8 +43,8 @@ var (
 // Service is what the backend asks of the control plane: it submits the
 // pods' jobs and cancels those whose pods are gone. control.Plane is one.
 type Service interface {
-	Submit(ctx context.Context, req control.SubmitRequest) (control.JobStatus, error)
-	Cancel(ctx context.Context, id cluster.JobID) (control.JobStatus, error)
+	Submit(ctx context.Context, req service.SubmitRequest) (service.JobStatus, error)
+	Cancel(ctx context.Context, id cluster.JobID) (service.JobStatus, error)
 }
 
 // Config configures a Backend.
@@ -61,7 +61,7 @@ type Config struct {
 	Clock  func() time.Time
 }
 
-// Backend is the Kubernetes executor.Backend and control.NodeSource. Bind
+// Backend is the Kubernetes executor.Backend and service.NodeSource. Bind
 // it to the control plane with SetService before the plane runs.
 type Backend struct {
 	cfg Config
@@ -78,7 +78,7 @@ type Backend struct {
 	events   []executor.JobEvent
 	notify   chan struct{}
 	watched  bool
-	recs     chan control.Recommendation
+	recs     chan service.Recommendation
 	// foreign are the bound, unfinished pods of other schedulers that hold
 	// GPUs, CPU or memory: what they hold is taken off their node in Nodes.
 	foreign map[types.NamespacedName]foreignPod
@@ -134,9 +134,9 @@ var (
 	_ executor.Backend           = (*Backend)(nil)
 	_ executor.InitialSyncer     = (*Backend)(nil)
 	_ executor.Waiter            = (*Backend)(nil)
-	_ control.NodeSource         = (*Backend)(nil)
-	_ control.RecommendationSink = (*Backend)(nil)
-	_ control.Cordoner           = (*Backend)(nil)
+	_ service.NodeSource         = (*Backend)(nil)
+	_ service.RecommendationSink = (*Backend)(nil)
+	_ service.Cordoner           = (*Backend)(nil)
 )
 
 // New makes a backend; nothing is watched before Watch.
@@ -161,7 +161,7 @@ func New(cfg Config) (*Backend, error) {
 		foreign: map[types.NamespacedName]foreignPod{}, foreignOn: map[string]int{}, cordoned: map[string]bool{}, ownMIG: map[types.NamespacedName]foreignPod{},
 		batchJobs: map[types.NamespacedName]*batchv1.Job{}, parked: map[types.NamespacedName]map[string]*corev1.Pod{},
 		failedJobs: map[types.UID]bool{}, gone: map[types.UID]time.Time{}, notify: make(chan struct{}, 1),
-		recs: make(chan control.Recommendation, 1024)}, nil
+		recs: make(chan service.Recommendation, 1024)}, nil
 }
 
 // SetService attaches the control plane the pods' jobs are submitted to.
@@ -171,7 +171,7 @@ func (b *Backend) SetService(s Service) {
 	b.svc = s
 }
 
-// Nodes implements control.NodeSource: the nodes the informer last saw,
+// Nodes implements service.NodeSource: the nodes the informer last saw,
 // by name, less what other schedulers' pods hold there. Those pods' GPUs
 // come off the top of the node's GPU list (the device plugin, not the
 // scheduler, picks a pod's GPUs: Prescient's indices are bookkeeping), and
@@ -566,7 +566,7 @@ func (b *Backend) podChanged(ctx context.Context, o any) {
 	}
 	b.checkpointedLocked(j, p)
 	b.finishedLocked(j)
-	var submit *control.SubmitRequest
+	var submit *service.SubmitRequest
 	var members []*corev1.Pod
 	if j.submitted != "ok" && len(j.pods) >= pj.Size {
 		members = specMembers(j.pods, pj.Size)
@@ -580,7 +580,7 @@ func (b *Backend) podChanged(ctx context.Context, o any) {
 				return
 			}
 		} else {
-			submit = &control.SubmitRequest{ID: pj.ID, Spec: spec}
+			submit = &service.SubmitRequest{ID: pj.ID, Spec: spec}
 		}
 	}
 	svc := b.svc
@@ -591,7 +591,7 @@ func (b *Backend) podChanged(ctx context.Context, o any) {
 	st, err := svc.Submit(ctx, *submit)
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if errors.Is(err, control.ErrConflict) {
+	if errors.Is(err, service.ErrConflict) {
 		// The store has the job already, from another spec (another
 		// replica's view of its pods): it is the same job.
 		b.log.Info("job known already", "job", pj.ID, "note", err)
@@ -995,9 +995,9 @@ func (b *Backend) members(id cluster.JobID, what string) ([]*corev1.Pod, error) 
 	return out, nil
 }
 
-// Recommended implements control.RecommendationSink: the recommendation is
+// Recommended implements service.RecommendationSink: the recommendation is
 // written on the job's pods (annotation and Event) in the background.
-func (b *Backend) Recommended(_ context.Context, r control.Recommendation) {
+func (b *Backend) Recommended(_ context.Context, r service.Recommendation) {
 	select {
 	case b.recs <- r:
 	default:
@@ -1029,7 +1029,7 @@ func (b *Backend) annotate(ctx context.Context) {
 	}
 }
 
-func (b *Backend) writeRecommendation(ctx context.Context, r control.Recommendation) error {
+func (b *Backend) writeRecommendation(ctx context.Context, r service.Recommendation) error {
 	if r.Job == "" {
 		return nil
 	}
@@ -1213,7 +1213,7 @@ func (b *Backend) jobsOfLocked(uid types.UID, idle bool) []cluster.JobID {
 // ended already (ErrConflict) is no error.
 func (b *Backend) cancelJobs(ctx context.Context, svc Service, ids []cluster.JobID, why string) {
 	for _, id := range ids {
-		if _, err := svc.Cancel(ctx, id); err != nil && !errors.Is(err, control.ErrConflict) {
+		if _, err := svc.Cancel(ctx, id); err != nil && !errors.Is(err, service.ErrConflict) {
 			b.log.Warn("job not cancelled", "job", id, "why", why, "error", err)
 			continue
 		}

@@ -14,8 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/prescient-sched/prescient/cluster"
-	"github.com/prescient-sched/prescient/control"
 	"github.com/prescient-sched/prescient/executor"
+	"github.com/prescient-sched/prescient/service"
 )
 
 func TestNodesComeFromGPULabelsAndAllocatable(t *testing.T) {
@@ -256,7 +256,7 @@ func TestRecommendationsAreWrittenOnThePods(t *testing.T) {
 	e.watch()
 	pj, _ := jobOfPod(e.pod("ml", "solo"), noJobs)
 	eventually(t, "submitted", func() bool { _, ok := e.svc.request(pj.ID); return ok })
-	e.backend.Recommended(e.ctx, control.Recommendation{ID: 7, Job: pj.ID, Kind: "start", Reason: "fits on a",
+	e.backend.Recommended(e.ctx, service.Recommendation{ID: 7, Job: pj.ID, Kind: "start", Reason: "fits on a",
 		Details: map[string]any{"placement": []any{"a/gpu0", "a/gpu1"}}})
 	eventually(t, "annotation written", func() bool {
 		return e.pod("ml", "solo").Annotations[AnnotationRecommendation] != ""

@@ -19,8 +19,8 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/prescient-sched/prescient/cluster"
-	"github.com/prescient-sched/prescient/control"
 	"github.com/prescient-sched/prescient/executor"
+	"github.com/prescient-sched/prescient/service"
 )
 
 // gpuNode is a Ready node with n allocatable GPUs of GPU feature
@@ -51,29 +51,29 @@ func gang(name string, size int) map[string]string {
 // fakeService records submissions and cancellations.
 type fakeService struct {
 	mu        sync.Mutex
-	submitted map[cluster.JobID]control.SubmitRequest
+	submitted map[cluster.JobID]service.SubmitRequest
 	cancelled []cluster.JobID
 }
 
 func newFakeService() *fakeService {
-	return &fakeService{submitted: map[cluster.JobID]control.SubmitRequest{}}
+	return &fakeService{submitted: map[cluster.JobID]service.SubmitRequest{}}
 }
 
-func (s *fakeService) Submit(_ context.Context, r control.SubmitRequest) (control.JobStatus, error) {
+func (s *fakeService) Submit(_ context.Context, r service.SubmitRequest) (service.JobStatus, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.submitted[r.ID] = r
-	return control.JobStatus{ID: r.ID, State: cluster.StateQueued}, nil
+	return service.JobStatus{ID: r.ID, State: cluster.StateQueued}, nil
 }
 
-func (s *fakeService) Cancel(_ context.Context, id cluster.JobID) (control.JobStatus, error) {
+func (s *fakeService) Cancel(_ context.Context, id cluster.JobID) (service.JobStatus, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.cancelled = append(s.cancelled, id)
-	return control.JobStatus{ID: id, State: cluster.StateCancelled}, nil
+	return service.JobStatus{ID: id, State: cluster.StateCancelled}, nil
 }
 
-func (s *fakeService) request(id cluster.JobID) (control.SubmitRequest, bool) {
+func (s *fakeService) request(id cluster.JobID) (service.SubmitRequest, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, ok := s.submitted[id]

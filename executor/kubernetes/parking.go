@@ -26,7 +26,7 @@ import (
 // parked is taken off with Prescient's when the node is woken. The writes
 // need get and patch on nodes (deploy/kubernetes/parking.yaml).
 
-// Unparkable implements control.Cordoner: a node where pods of other
+// Unparkable implements service.Cordoner: a node where pods of other
 // schedulers run (but for DaemonSets' and static pods that hold no GPUs,
 // which every node runs) is not powered down, nor a node whose GPUs are
 // partitioned into MIG instances (the planner sees the instances as a
@@ -44,7 +44,7 @@ func (b *Backend) Unparkable(node string) string {
 	return ""
 }
 
-// Cordoned implements control.Cordoner: the nodes the informer last saw
+// Cordoned implements service.Cordoner: the nodes the informer last saw
 // with AnnotationParked.
 func (b *Backend) Cordoned() []string {
 	b.mu.Lock()
@@ -59,7 +59,7 @@ func parkedMark(kn *corev1.Node) bool {
 	return ok
 }
 
-// Marked implements control.Cordoner: whether the API server's node
+// Marked implements service.Cordoner: whether the API server's node
 // bears AnnotationParked now; a node that is gone is an error.
 func (b *Backend) Marked(ctx context.Context, node string) (bool, error) {
 	kn, err := b.cfg.Client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
@@ -69,7 +69,7 @@ func (b *Backend) Marked(ctx context.Context, node string) (bool, error) {
 	return parkedMark(kn), nil
 }
 
-// Cordon implements control.Cordoner. It reads the node from the API
+// Cordon implements service.Cordoner. It reads the node from the API
 // server and patches it on that version only (a node changed meanwhile
 // is an error, and the plane tries again later); a node already cordoned
 // by someone else is refused. Once cordoned, the node's pods are listed
@@ -133,7 +133,7 @@ func (b *Backend) podOfOthersOn(ctx context.Context, node string) (string, error
 	return "", nil
 }
 
-// Uncordon implements control.Cordoner: it takes AnnotationParked and the
+// Uncordon implements service.Cordoner: it takes AnnotationParked and the
 // cordon off a node that bears the annotation; a node without it, or
 // gone, is left alone.
 func (b *Backend) Uncordon(ctx context.Context, node string) error {

@@ -19,8 +19,8 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/prescient-sched/prescient/agent"
-	"github.com/prescient-sched/prescient/control"
 	kubebackend "github.com/prescient-sched/prescient/executor/kubernetes"
+	"github.com/prescient-sched/prescient/service"
 )
 
 // agentServiceAccount is the node agent's user: agent.yaml's ServiceAccount.
@@ -55,7 +55,7 @@ func (p podProcesses) Of(uid types.UID) ([]kubebackend.PodProcess, error) { retu
 func TestTheNodeAgentRelaysTheCheckpointAndThenThePodIsEvicted(t *testing.T) {
 	c := newTestCluster(t)
 	c.addNode("a", 4, "r1")
-	c.startPrescient(tempDB(t), control.ModeAutopilot)
+	c.startPrescient(tempDB(t), service.ModeAutopilot)
 	c.createPod("batch", podOpts{gpus: 4, tier: "batch", checkpointable: true})
 	c.bound("batch")
 

@@ -28,6 +28,7 @@ import (
 	"github.com/prescient-sched/prescient/executor"
 	kubebackend "github.com/prescient-sched/prescient/executor/kubernetes"
 	"github.com/prescient-sched/prescient/executor/policies"
+	"github.com/prescient-sched/prescient/service"
 	"github.com/prescient-sched/prescient/store"
 )
 
@@ -292,14 +293,14 @@ type prescient struct {
 	done    chan error
 }
 
-func (c *testCluster) startPrescient(dbPath string, mode control.Mode) *prescient {
+func (c *testCluster) startPrescient(dbPath string, mode service.Mode) *prescient {
 	c.t.Helper()
 	return c.startPrescientWith(dbPath, mode, nil)
 }
 
 // startPrescientWith is startPrescient with mod changing the plane's
 // configuration (its store opened) first.
-func (c *testCluster) startPrescientWith(dbPath string, mode control.Mode, mod func(*control.Config)) *prescient {
+func (c *testCluster) startPrescientWith(dbPath string, mode service.Mode, mod func(*control.Config)) *prescient {
 	c.t.Helper()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	st, err := store.Open(c.ctx, dbPath)
@@ -312,7 +313,7 @@ func (c *testCluster) startPrescientWith(dbPath string, mode control.Mode, mod f
 	}
 	cfg := control.Config{Store: st, Nodes: b, Backend: b, Forecaster: tenHours{}, Mode: mode, Tick: 200 * time.Millisecond,
 		Debounce: 20 * time.Millisecond, Logger: log, PolicyOptions: policies.Options{PreemptMinRun: time.Millisecond}}
-	if mode == control.ModeAdvisor {
+	if mode == service.ModeAdvisor {
 		cfg.Recommendations = b
 	}
 	if mod != nil {
@@ -343,7 +344,7 @@ func (c *testCluster) startPrescientWith(dbPath string, mode control.Mode, mod f
 
 // fleetNode is a node as p's GET /v1/fleet shows it; the zero NodeState
 // when it is not there.
-func (c *testCluster) fleetNode(p *prescient, name string) control.NodeState {
+func (c *testCluster) fleetNode(p *prescient, name string) service.NodeState {
 	c.t.Helper()
 	fs, err := p.plane.Fleet(c.ctx)
 	if err != nil {
@@ -354,7 +355,7 @@ func (c *testCluster) fleetNode(p *prescient, name string) control.NodeState {
 			return n
 		}
 	}
-	return control.NodeState{}
+	return service.NodeState{}
 }
 
 // stop ends the control plane (giving the Lease up) and closes its store.
@@ -370,11 +371,11 @@ func (p *prescient) stop() {
 
 // jobOf is the job of the pod (or gang) named by the k8s_pod (k8s_gang)
 // label the backend gives it.
-func (c *testCluster) jobOf(p *prescient, key, name string) control.JobStatus {
+func (c *testCluster) jobOf(p *prescient, key, name string) service.JobStatus {
 	c.t.Helper()
-	var st control.JobStatus
+	var st service.JobStatus
 	eventually(c.t, "job of "+key+"="+name, func() bool {
-		jobs, err := p.plane.Jobs(c.ctx, control.JobQuery{Labels: map[string]string{key: name}})
+		jobs, err := p.plane.Jobs(c.ctx, service.JobQuery{Labels: map[string]string{key: name}})
 		if err != nil || len(jobs) != 1 {
 			return false
 		}

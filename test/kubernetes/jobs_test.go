@@ -12,8 +12,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/prescient-sched/prescient/cluster"
-	"github.com/prescient-sched/prescient/control"
 	kubebackend "github.com/prescient-sched/prescient/executor/kubernetes"
+	"github.com/prescient-sched/prescient/service"
 )
 
 // createJobPod creates, as the Job controller would (none runs here), a
@@ -31,7 +31,7 @@ func (c *testCluster) createJobPod(j *batchv1.Job, name string) {
 func TestAJobsReplacementPodIsTheSameJobsNextAttempt(t *testing.T) {
 	c := newTestCluster(t)
 	c.addNode("a", 8, "r1")
-	p := c.startPrescient(tempDB(t), control.ModeAutopilot)
+	p := c.startPrescient(tempDB(t), service.ModeAutopilot)
 	j := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "train", Namespace: "ml"},
 		Spec: batchv1.JobSpec{Completions: ptr.To[int32](1), ActiveDeadlineSeconds: ptr.To[int64](7200),
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{kubebackend.LabelTenant: "ml"}},
@@ -67,7 +67,7 @@ func TestAJobsReplacementPodIsTheSameJobsNextAttempt(t *testing.T) {
 	if node := c.bound("train-2"); node != "a" {
 		t.Fatalf("train-2 bound to %s", node)
 	}
-	var again control.JobStatus
+	var again service.JobStatus
 	eventually(t, "attempt 2 of the same job running", func() bool {
 		again, err = p.plane.Job(c.ctx, st.ID)
 		return err == nil && again.State == cluster.StateRunning && again.Attempts == 2

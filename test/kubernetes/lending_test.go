@@ -9,11 +9,13 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/collector"
 	"github.com/prescient-sched/prescient/collector/nvml"
 	"github.com/prescient-sched/prescient/control"
 	kubebackend "github.com/prescient-sched/prescient/executor/kubernetes"
 	"github.com/prescient-sched/prescient/executor/lend"
+	"github.com/prescient-sched/prescient/service"
 )
 
 // An inference pool on Kubernetes: the inference servers are pods of the
@@ -29,7 +31,7 @@ func TestAnIdleInferenceNodeIsLentOnKubernetes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		node.Labels[control.PoolLabel] = "inference"
+		node.Labels[cluster.PoolLabel] = "inference"
 		if _, err := c.admin.CoreV1().Nodes().Update(c.ctx, node, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -60,7 +62,7 @@ func TestAnIdleInferenceNodeIsLentOnKubernetes(t *testing.T) {
 			}
 		}
 	}
-	p := c.startPrescientWith(tempDB(t), control.ModeAutopilot, func(cfg *control.Config) {
+	p := c.startPrescientWith(tempDB(t), service.ModeAutopilot, func(cfg *control.Config) {
 		telemetry := collector.NewEmbeddedSink(cfg.Store)
 		if err := telemetry.Write(c.ctx, samples); err != nil {
 			t.Fatal(err)

@@ -8,8 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/prescient-sched/prescient/control"
 	kubebackend "github.com/prescient-sched/prescient/executor/kubernetes"
+	"github.com/prescient-sched/prescient/service"
 )
 
 // addMIGNode creates a Ready A100 node whose GPUs are all partitioned into
@@ -52,7 +52,7 @@ func TestMIGPodsAreBoundToNodesWithInstancesOfTheirProfile(t *testing.T) {
 	c := newTestCluster(t)
 	c.addNode("a", 8, "r1")
 	c.addMIGNode("m", map[string]int64{"1g.10gb": 2, "3g.40gb": 1})
-	p := c.startPrescient(tempDB(t), control.ModeAutopilot)
+	p := c.startPrescient(tempDB(t), service.ModeAutopilot)
 	c.createPod("train", podOpts{gpus: 8})
 	c.createMIGPod("nb-0", "1g.10gb")
 	c.createMIGPod("nb-1", "1g.10gb")

@@ -11,6 +11,7 @@ import (
 	"github.com/prescient-sched/prescient/control"
 	manifests "github.com/prescient-sched/prescient/deploy/kubernetes"
 	kubebackend "github.com/prescient-sched/prescient/executor/kubernetes"
+	"github.com/prescient-sched/prescient/service"
 )
 
 // Parking on Kubernetes, under the rights of rbac.yaml and parking.yaml:
@@ -36,7 +37,7 @@ func TestAnEmptyNodeIsCordonedWhileParkedAndUncordonedWhenWoken(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.createPod("hold", podOpts{gpus: 8}) // bound at the first cycle, before a node has been empty a second
-	p := c.startPrescientWith(tempDB(t), control.ModeAutopilot, func(cfg *control.Config) {
+	p := c.startPrescientWith(tempDB(t), service.ModeAutopilot, func(cfg *control.Config) {
 		cfg.Parking = &control.Parking{IdleAfter: time.Second}
 		cfg.Cordoner = cfg.Backend.(*kubebackend.Backend)
 	})

@@ -10,8 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/prescient-sched/prescient/cluster"
-	"github.com/prescient-sched/prescient/control"
 	kubebackend "github.com/prescient-sched/prescient/executor/kubernetes"
+	"github.com/prescient-sched/prescient/service"
 )
 
 // bound waits until the pod is bound and returns its node.
@@ -26,9 +26,9 @@ func (c *testCluster) bound(name string) string {
 }
 
 // waitRunning waits until the job runs and returns its status.
-func (c *testCluster) waitRunning(p *prescient, id cluster.JobID) control.JobStatus {
+func (c *testCluster) waitRunning(p *prescient, id cluster.JobID) service.JobStatus {
 	c.t.Helper()
-	var st control.JobStatus
+	var st service.JobStatus
 	eventually(c.t, "job "+string(id)+" running", func() bool {
 		var err error
 		st, err = p.plane.Job(c.ctx, id)
@@ -41,7 +41,7 @@ func TestPodsAreBoundToTheNodesThePlannerChose(t *testing.T) {
 	c := newTestCluster(t)
 	c.addNode("a", 8, "r1")
 	c.addNode("b", 4, "r1")
-	p := c.startPrescient(tempDB(t), control.ModeAutopilot)
+	p := c.startPrescient(tempDB(t), service.ModeAutopilot)
 	c.createPod("big", podOpts{gpus: 8})
 	c.createPod("small", podOpts{gpus: 4})
 	for _, name := range []string{"big", "small"} {
@@ -66,7 +66,7 @@ func TestAGangIsBoundTogetherOrNotAtAll(t *testing.T) {
 	for _, n := range []string{"a", "b", "c"} {
 		c.addNode(n, 4, "r1")
 	}
-	p := c.startPrescient(tempDB(t), control.ModeAutopilot)
+	p := c.startPrescient(tempDB(t), service.ModeAutopilot)
 	c.createPod("g-0", podOpts{gpus: 4, gang: "g", gangSize: 3})
 	c.createPod("g-1", podOpts{gpus: 4, gang: "g", gangSize: 3})
 	// Two of three members: nothing is bound while the third is missing.
@@ -100,7 +100,7 @@ func TestPreemptionEvictsTheLowestTierAfterItsCheckpoint(t *testing.T) {
 	c := newTestCluster(t)
 	c.addNode("a", 4, "r1")
 	c.addNode("b", 4, "r1")
-	p := c.startPrescient(tempDB(t), control.ModeAutopilot)
+	p := c.startPrescient(tempDB(t), service.ModeAutopilot)
 	c.createPod("batch", podOpts{gpus: 4, tier: "batch", checkpointable: true})
 	c.createPod("standard", podOpts{gpus: 4, tier: "standard", checkpointable: true})
 	batchNode := c.bound("batch")
@@ -150,7 +150,7 @@ func TestARestartResumesFromTheAPIServerWithoutBindingTwice(t *testing.T) {
 	c.addNode("a", 4, "r1")
 	c.addNode("b", 4, "r1")
 	db := tempDB(t)
-	p := c.startPrescient(db, control.ModeAutopilot)
+	p := c.startPrescient(db, service.ModeAutopilot)
 	c.createPod("first", podOpts{gpus: 4})
 	first := c.bound("first")
 	id := c.jobOf(p, "k8s_pod", "first").ID
@@ -160,7 +160,7 @@ func TestARestartResumesFromTheAPIServerWithoutBindingTwice(t *testing.T) {
 	// Meanwhile a pod arrives; the new leader must see that "first" holds
 	// its node's GPUs.
 	c.createPod("second", podOpts{gpus: 4})
-	p = c.startPrescient(db, control.ModeAutopilot)
+	p = c.startPrescient(db, service.ModeAutopilot)
 	second := c.bound("second")
 	if second == first {
 		t.Fatalf("second bound to %s, where first runs", second)
@@ -182,7 +182,7 @@ func TestARestartResumesFromTheAPIServerWithoutBindingTwice(t *testing.T) {
 func TestTheAdvisorAnnotatesAndBindsNothing(t *testing.T) {
 	c := newTestCluster(t)
 	c.addNode("a", 8, "r1")
-	c.startPrescient(tempDB(t), control.ModeAdvisor)
+	c.startPrescient(tempDB(t), service.ModeAdvisor)
 	c.createPod("solo", podOpts{gpus: 2})
 	var note struct {
 		Kind   string `json:"kind"`
@@ -223,7 +223,7 @@ func TestOtherSchedulersPodsHoldTheirGPUs(t *testing.T) {
 	if _, err := c.admin.CoreV1().Pods("ml").Create(c.ctx, other, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	c.startPrescient(tempDB(t), control.ModeAutopilot)
+	c.startPrescient(tempDB(t), service.ModeAutopilot)
 	c.createPod("one", podOpts{gpus: 4})
 	c.createPod("two", podOpts{gpus: 4})
 	for _, name := range []string{"one", "two"} {
@@ -253,7 +253,7 @@ func TestOtherSchedulersPodsHoldTheirGPUs(t *testing.T) {
 func TestATakeoverWithAnotherStoreAdoptsWhatRuns(t *testing.T) {
 	c := newTestCluster(t)
 	c.addNode("a", 8, "r1")
-	p := c.startPrescient(tempDB(t), control.ModeAutopilot)
+	p := c.startPrescient(tempDB(t), service.ModeAutopilot)
 	c.createPod("first", podOpts{gpus: 4})
 	c.createPod("gang-0", podOpts{gpus: 2, gang: "g", gangSize: 2})
 	c.createPod("gang-1", podOpts{gpus: 2, gang: "g", gangSize: 2})
@@ -265,8 +265,8 @@ func TestATakeoverWithAnotherStoreAdoptsWhatRuns(t *testing.T) {
 	p.stop()
 
 	c.createPod("second", podOpts{gpus: 4})
-	p = c.startPrescient(tempDB(t), control.ModeAutopilot)
-	for _, want := range []control.JobStatus{first, gang} {
+	p = c.startPrescient(tempDB(t), service.ModeAutopilot)
+	for _, want := range []service.JobStatus{first, gang} {
 		eventually(t, "job "+string(want.ID)+" adopted", func() bool {
 			st, err := p.plane.Job(c.ctx, want.ID)
 			return err == nil && st.State == cluster.StateRunning && st.Attempts == want.Attempts
