@@ -20,6 +20,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prescient-sched/prescient/agent/protocol"
 	"github.com/prescient-sched/prescient/collector"
 	"github.com/prescient-sched/prescient/collector/nvml"
 )
@@ -31,7 +32,7 @@ type Config struct {
 	// Token is the agent token sent as "Authorization: Bearer <token>".
 	Token string
 	// Node is the host the agent registers.
-	Node NodeInfo
+	Node protocol.NodeInfo
 	// WorkDir holds the state file and, under jobs/, each job's working
 	// directories, logs and checkpoints.
 	WorkDir string
@@ -112,9 +113,9 @@ func (c *Config) defaults() error {
 		c.AckPoll = 200 * time.Millisecond
 	}
 	if c.MaxEvents <= 0 {
-		c.MaxEvents = maxEvents
+		c.MaxEvents = protocol.MaxEventsPerRequest
 	}
-	c.MaxEvents = min(c.MaxEvents, maxEvents)
+	c.MaxEvents = min(c.MaxEvents, protocol.MaxEventsPerRequest)
 	if c.Env == nil {
 		for _, kv := range os.Environ() {
 			if !strings.HasPrefix(kv, envPrefix) {
@@ -258,26 +259,26 @@ func (a *Agent) setConnected(ok bool, err error) {
 }
 
 // register sends the node, the running list and the undelivered events.
-func (a *Agent) register(ctx context.Context) (RegisterResponse, error) {
+func (a *Agent) register(ctx context.Context) (protocol.RegisterResponse, error) {
 	a.sendMu.Lock()
 	defer a.sendMu.Unlock()
 	// One snapshot of the queued events and the running list: an attempt
 	// that ended is either still listed or its exit is queued (ended
 	// queues it under a.mu).
 	a.mu.Lock()
-	events := a.out.pending(maxEvents)
+	events := a.out.pending(protocol.MaxEventsPerRequest)
 	running := a.runningLocked()
 	a.mu.Unlock()
-	req := RegisterRequest{Node: a.cfg.Node, Instance: a.instance, Running: running, Events: events}
-	var resp RegisterResponse
-	if err := a.do(ctx, http.MethodPost, PathRegister, req, &resp, 30*time.Second); err != nil {
-		return RegisterResponse{}, err
+	req := protocol.RegisterRequest{Node: a.cfg.Node, Instance: a.instance, Running: running, Events: events}
+	var resp protocol.RegisterResponse
+	if err := a.do(ctx, http.MethodPost, protocol.PathRegister, req, &resp, 30*time.Second); err != nil {
+		return protocol.RegisterResponse{}, err
 	}
 	if len(events) > 0 {
 		a.out.delivered(events[len(events)-1].Seq)
 	}
 	if resp.Session == "" {
-		return RegisterResponse{}, errors.New("register: the answer has no session")
+		return protocol.RegisterResponse{}, errors.New("register: the answer has no session")
 	}
 	return resp, nil
 }
@@ -285,11 +286,11 @@ func (a *Agent) register(ctx context.Context) (RegisterResponse, error) {
 var errSessionExpired = errors.New("session expired")
 
 // poll waits for commands.
-func (a *Agent) poll(ctx context.Context, session string, after int64, wait time.Duration) ([]Command, error) {
+func (a *Agent) poll(ctx context.Context, session string, after int64, wait time.Duration) ([]protocol.Command, error) {
 	q := url.Values{"session": {session}, "after": {strconv.FormatInt(after, 10)},
 		"wait_s": {strconv.FormatFloat(wait.Seconds(), 'f', -1, 64)}}
-	path := fmt.Sprintf(pathCommands, url.PathEscape(a.cfg.Node.Name)) + "?" + q.Encode()
-	var resp CommandsResponse
+	path := fmt.Sprintf(protocol.PathCommands, url.PathEscape(a.cfg.Node.Name)) + "?" + q.Encode()
+	var resp protocol.CommandsResponse
 	err := a.do(ctx, http.MethodGet, path, nil, &resp, wait+15*time.Second)
 	var se *statusError
 	if errors.As(err, &se) && se.status == http.StatusConflict {
@@ -332,9 +333,9 @@ func (a *Agent) sendEvents(ctx context.Context) error {
 	if len(events) == 0 {
 		return nil
 	}
-	path := fmt.Sprintf(pathEvents, url.PathEscape(a.cfg.Node.Name))
-	var resp EventsResponse
-	if err := a.do(ctx, http.MethodPost, path, EventsRequest{Instance: a.instance, Events: events}, &resp, 30*time.Second); err != nil {
+	path := fmt.Sprintf(protocol.PathEvents, url.PathEscape(a.cfg.Node.Name))
+	var resp protocol.EventsResponse
+	if err := a.do(ctx, http.MethodPost, path, protocol.EventsRequest{Instance: a.instance, Events: events}, &resp, 30*time.Second); err != nil {
 		return err
 	}
 	a.out.delivered(events[len(events)-1].Seq)
@@ -342,7 +343,7 @@ func (a *Agent) sendEvents(ctx context.Context) error {
 }
 
 // emit queues an event for the control plane.
-func (a *Agent) emit(e Event) {
+func (a *Agent) emit(e protocol.Event) {
 	if e.Time.IsZero() {
 		e.Time = time.Now().UTC()
 	}
@@ -387,16 +388,16 @@ func (a *Agent) do(ctx context.Context, method, path string, body, out any, time
 		return err
 	}
 	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, maxBodyBytes+1))
+	b, err := io.ReadAll(io.LimitReader(resp.Body, protocol.MaxBodyBytes+1))
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", method, path, err)
 	}
-	if len(b) > maxBodyBytes {
-		return fmt.Errorf("%s %s: answer over %d bytes", method, path, maxBodyBytes)
+	if len(b) > protocol.MaxBodyBytes {
+		return fmt.Errorf("%s %s: answer over %d bytes", method, path, protocol.MaxBodyBytes)
 	}
 	if resp.StatusCode/100 != 2 {
-		se := &statusError{status: resp.StatusCode, message: truncate(strings.TrimSpace(string(b)), 200)}
-		var eb errorBody
+		se := &statusError{status: resp.StatusCode, message: protocol.Truncate(strings.TrimSpace(string(b)), 200)}
+		var eb protocol.ErrorBody
 		if json.Unmarshal(b, &eb) == nil && eb.Error.Code != "" {
 			se.code, se.message = eb.Error.Code, eb.Error.Message
 		}
@@ -405,7 +406,7 @@ func (a *Agent) do(ctx context.Context, method, path string, body, out any, time
 		}
 		return se
 	}
-	if err := decodeStrict(bytes.NewReader(b), out); err != nil {
+	if err := protocol.DecodeStrict(bytes.NewReader(b), out); err != nil {
 		return fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	return nil

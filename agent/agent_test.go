@@ -10,13 +10,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prescient-sched/prescient/agent/protocol"
+	"github.com/prescient-sched/prescient/backend/agenthub"
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/collector"
 	"github.com/prescient-sched/prescient/executor"
 )
 
 func TestJobRunsOnItsGPUs(t *testing.T) {
-	p := newPlane(t, HubOptions{})
+	p := newPlane(t, agenthub.HubOptions{})
 	dir := t.TempDir()
 	a, _ := runAgent(t, p.url(), "n1", dir)
 	if e := p.next(executor.NodeSynced, ""); e.Node != "n1" || len(e.Running) != 0 {
@@ -49,7 +51,7 @@ func TestJobRunsOnItsGPUs(t *testing.T) {
 }
 
 func TestCheckpointRequestIsAcknowledged(t *testing.T) {
-	p := newPlane(t, HubOptions{})
+	p := newPlane(t, agenthub.HubOptions{})
 	dir := t.TempDir()
 	runAgent(t, p.url(), "n1", dir)
 	p.next(executor.NodeSynced, "")
@@ -73,12 +75,12 @@ func TestCheckpointRequestIsAcknowledged(t *testing.T) {
 		t.Errorf("the acknowledged checkpoint is not there: %v", err)
 	}
 	if err := p.hub.Checkpoint(context.Background(), "nope"); err == nil {
-		t.Error("checkpoint of an unknown job: want ErrUnknownJob")
+		t.Error("checkpoint of an unknown job: want agenthub.ErrUnknownJob")
 	}
 }
 
 func TestStopSendsSIGTERMAndReportsTheExit(t *testing.T) {
-	p := newPlane(t, HubOptions{})
+	p := newPlane(t, agenthub.HubOptions{})
 	dir := t.TempDir()
 	runAgent(t, p.url(), "n1", dir)
 	p.next(executor.NodeSynced, "")
@@ -103,7 +105,7 @@ func TestStopSendsSIGTERMAndReportsTheExit(t *testing.T) {
 }
 
 func TestJobIgnoringSIGTERMIsKilledAfterTheGrace(t *testing.T) {
-	p := newPlane(t, HubOptions{})
+	p := newPlane(t, agenthub.HubOptions{})
 	dir := t.TempDir()
 	runAgent(t, p.url(), "n1", dir)
 	p.next(executor.NodeSynced, "")
@@ -125,7 +127,7 @@ func TestJobIgnoringSIGTERMIsKilledAfterTheGrace(t *testing.T) {
 }
 
 func TestTheSameStartRunsOnce(t *testing.T) {
-	p := newPlane(t, HubOptions{})
+	p := newPlane(t, agenthub.HubOptions{})
 	dir := t.TempDir()
 	a, stop := runAgent(t, p.url(), "n1", dir)
 	p.next(executor.NodeSynced, "")
@@ -138,7 +140,7 @@ func TestTheSameStartRunsOnce(t *testing.T) {
 	p.next(executor.JobStarted, "j1")
 	// The hub sends it once; an agent asked again (a command delivered twice)
 	// starts nothing either.
-	cmd := Command{Seq: 99, Type: CommandStart, Job: "j1", Attempt: 1, Start: &StartSpec{GPUs: []int{0}, Command: as.Command, Env: as.Env, WorldSize: 1}}
+	cmd := protocol.Command{Seq: 99, Type: protocol.CommandStart, Job: "j1", Attempt: 1, Start: &protocol.StartSpec{GPUs: []int{0}, Command: as.Command, Env: as.Env, WorldSize: 1}}
 	a.handle(cmd)
 	if jobs := a.Jobs(); len(jobs) != 1 {
 		t.Fatalf("jobs after the start was repeated: %+v, want one", jobs)
@@ -150,7 +152,7 @@ func TestTheSameStartRunsOnce(t *testing.T) {
 	// nothing.
 	stop()
 	p.down()
-	hub2 := NewHub(HubOptions{PollWait: 2 * time.Second})
+	hub2 := agenthub.NewHub(agenthub.HubOptions{PollWait: 2 * time.Second})
 	p.up(hub2)
 	b, _ := runAgent(t, p.url(), "n1", dir)
 	sync := p.next(executor.NodeSynced, "")
@@ -182,7 +184,7 @@ func TestTheSameStartRunsOnce(t *testing.T) {
 }
 
 func TestControlPlaneAway(t *testing.T) {
-	p := newPlane(t, HubOptions{SilentAfter: 300 * time.Millisecond})
+	p := newPlane(t, agenthub.HubOptions{SilentAfter: 300 * time.Millisecond})
 	a, _ := runAgent(t, p.url(), "n1", t.TempDir())
 	p.next(executor.NodeSynced, "")
 	p.hub.Start(context.Background(), assignment("short", 1, gpusOf("n1", 0), "--steps=40", "--step-time=10ms"))
@@ -201,9 +203,9 @@ func TestControlPlaneAway(t *testing.T) {
 		t.Error("the hub shows the silent node connected")
 	}
 	waitFor(t, "short to end while the control plane is away", func() bool {
-		return !slices.ContainsFunc(a.Running(), func(r RunningAttempt) bool { return r.Job == "short" })
+		return !slices.ContainsFunc(a.Running(), func(r protocol.RunningAttempt) bool { return r.Job == "short" })
 	})
-	if !slices.ContainsFunc(a.Running(), func(r RunningAttempt) bool { return r.Job == "long" }) {
+	if !slices.ContainsFunc(a.Running(), func(r protocol.RunningAttempt) bool { return r.Job == "long" }) {
 		t.Fatal("long stopped while the control plane was away")
 	}
 
@@ -228,7 +230,7 @@ func TestControlPlaneAway(t *testing.T) {
 }
 
 func TestWorkloadResumesFromItsCheckpointAfterAStop(t *testing.T) {
-	p := newPlane(t, HubOptions{})
+	p := newPlane(t, agenthub.HubOptions{})
 	dir := t.TempDir()
 	runAgent(t, p.url(), "n1", dir)
 	p.next(executor.NodeSynced, "")
@@ -258,7 +260,7 @@ func TestWorkloadResumesFromItsCheckpointAfterAStop(t *testing.T) {
 }
 
 func TestJobAcrossNodesRunsOneProcessPerNode(t *testing.T) {
-	p := newPlane(t, HubOptions{})
+	p := newPlane(t, agenthub.HubOptions{})
 	d1, d2 := t.TempDir(), t.TempDir()
 	runAgent(t, p.url(), "n1", d1)
 	runAgent(t, p.url(), "n2", d2)
@@ -290,7 +292,7 @@ func TestJobAcrossNodesRunsOneProcessPerNode(t *testing.T) {
 }
 
 func TestFailingRankStopsTheOthers(t *testing.T) {
-	p := newPlane(t, HubOptions{FailStopGrace: 2 * time.Second})
+	p := newPlane(t, agenthub.HubOptions{FailStopGrace: 2 * time.Second})
 	runAgent(t, p.url(), "n1", t.TempDir())
 	b, _ := runAgent(t, p.url(), "n2", t.TempDir())
 	p.next(executor.NodeSynced, "")
@@ -312,26 +314,26 @@ func TestFailingRankStopsTheOthers(t *testing.T) {
 }
 
 func TestStartRefusesWhatNoAgentCanRun(t *testing.T) {
-	p := newPlane(t, HubOptions{})
+	p := newPlane(t, agenthub.HubOptions{})
 	runAgent(t, p.url(), "n1", t.TempDir())
 	p.next(executor.NodeSynced, "")
 	for name, tc := range map[string]struct {
 		a    executor.Assignment
 		want error
 	}{
-		"unknown node": {assignment("j", 1, gpusOf("n9", 0)), ErrUnknownNode},
-		"no GPUs":      {assignment("j", 1, nil), ErrInvalidAssignment},
-		"no command":   {executor.Assignment{Job: cluster.Job{ID: "j"}, Attempt: 1, Allocations: []cluster.Allocation{{GPU: cluster.GPURef{Node: "n1"}}}}, ErrInvalidAssignment},
+		"unknown node": {assignment("j", 1, gpusOf("n9", 0)), agenthub.ErrUnknownNode},
+		"no GPUs":      {assignment("j", 1, nil), agenthub.ErrInvalidAssignment},
+		"no command":   {executor.Assignment{Job: cluster.Job{ID: "j"}, Attempt: 1, Allocations: []cluster.Allocation{{GPU: cluster.GPURef{Node: "n1"}}}}, agenthub.ErrInvalidAssignment},
 		"reserved env": {func() executor.Assignment {
 			a := assignment("j", 1, gpusOf("n1", 0))
 			a.Env = map[string]string{"CUDA_VISIBLE_DEVICES": "7"}
 			return a
-		}(), ErrInvalidAssignment},
+		}(), agenthub.ErrInvalidAssignment},
 		"bad signal": {func() executor.Assignment {
 			a := assignment("j", 1, gpusOf("n1", 0))
 			a.CheckpointSignal = "SIGKILL"
 			return a
-		}(), ErrInvalidAssignment},
+		}(), agenthub.ErrInvalidAssignment},
 	} {
 		if err := p.hub.Start(context.Background(), tc.a); !errorsIs(err, tc.want) {
 			t.Errorf("%s: Start = %v, want %v", name, err, tc.want)
@@ -341,7 +343,7 @@ func TestStartRefusesWhatNoAgentCanRun(t *testing.T) {
 
 func TestAgentEnvironmentHidesItsSettings(t *testing.T) {
 	t.Setenv("PRESCIENT_TOKEN", "do-not-leak")
-	a, err := New(Config{Server: "http://127.0.0.1:1", Token: "x", WorkDir: t.TempDir(), Node: NodeInfo{Name: "n1"}})
+	a, err := New(Config{Server: "http://127.0.0.1:1", Token: "x", WorkDir: t.TempDir(), Node: protocol.NodeInfo{Name: "n1"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -353,7 +355,7 @@ func TestAgentEnvironmentHidesItsSettings(t *testing.T) {
 }
 
 func TestACommandThatCannotStartIsReportedAsExit127(t *testing.T) {
-	p := newPlane(t, HubOptions{})
+	p := newPlane(t, agenthub.HubOptions{})
 	runAgent(t, p.url(), "n1", t.TempDir())
 	p.next(executor.NodeSynced, "")
 	as := assignment("j1", 1, gpusOf("n1", 0))
@@ -370,7 +372,7 @@ func TestACommandThatCannotStartIsReportedAsExit127(t *testing.T) {
 func TestOutboxKeepsTheNewestInOrder(t *testing.T) {
 	o := newOutbox(3)
 	for i := range 5 {
-		o.add(Event{Job: "j", Attempt: i})
+		o.add(protocol.Event{Job: "j", Attempt: i})
 	}
 	got := o.pending(10)
 	if len(got) != 3 || got[0].Attempt != 2 || got[2].Attempt != 4 || got[0].Seq != 3 || o.dropped != 2 {
@@ -382,25 +384,11 @@ func TestOutboxKeepsTheNewestInOrder(t *testing.T) {
 	}
 }
 
-func TestHubDropsEventsItHasSeen(t *testing.T) {
-	h := NewHub(HubOptions{})
-	ev := Event{Seq: 1, Type: EventStarted, Time: time.Now(), Job: "j", Attempt: 1, WorldSize: 1}
-	h.register(RegisterRequest{Node: NodeInfo{Name: "n1"}, Instance: "a"})
-	h.mu.Lock()
-	first := h.eventsLocked("n1", "a", []Event{ev})
-	again := h.eventsLocked("n1", "a", []Event{ev})
-	restarted := h.eventsLocked("n1", "b", []Event{ev}) // a new agent instance numbers afresh
-	h.mu.Unlock()
-	if first != 1 || again != 0 || restarted != 1 {
-		t.Errorf("accepted %d, %d, %d; want 1, 0 (a retried post), 1 (a new instance)", first, again, restarted)
-	}
-}
-
 // An agent started with a relative --work-dir gives its jobs absolute
 // paths: the job runs in its own directory, where the relative ones would
 // point elsewhere (the demo's first run failed every job this way).
 func TestRelativeWorkDirStillAcknowledgesCheckpoints(t *testing.T) {
-	p := newPlane(t, HubOptions{})
+	p := newPlane(t, agenthub.HubOptions{})
 	base := t.TempDir()
 	t.Chdir(base)
 	runAgent(t, p.url(), "n1", "agentdir")
@@ -422,7 +410,7 @@ func TestRelativeWorkDirStillAcknowledgesCheckpoints(t *testing.T) {
 // The agent knows each job's labels for the collector, which writes them
 // with the job's GPU processes.
 func TestAgentKnowsTheLabelsOfItsJobs(t *testing.T) {
-	p := newPlane(t, HubOptions{})
+	p := newPlane(t, agenthub.HubOptions{})
 	a, _ := runAgent(t, p.url(), "n1", t.TempDir())
 	p.next(executor.NodeSynced, "")
 	as := assignment("j1", 1, gpusOf("n1", 0), "--steps=100000", "--step-time=5ms")

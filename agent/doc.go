@@ -1,18 +1,14 @@
-// Package agent is the node agent and its protocol with the control plane
-// (DESIGN.md section 6).
+// Package agent is the node agent (DESIGN.md section 6); what it says to
+// the control plane is agent/protocol.
 //
-// An Agent runs on each GPU host. It registers the host's GPUs and topology
-// with the control plane's Hub, long-polls its commands (start, checkpoint,
-// stop), runs each job as a child process in its own process group with
-// CUDA_VISIBLE_DEVICES set to its GPUs, and posts what happens to them as
-// events. It starts each (job, attempt) at most once, also across its own
-// restarts (a state file in its work directory), keeps jobs running and
-// events queued while the control plane is away, and re-registers with its
-// running jobs when it is back. It is a collector.JobRegistry, so a
-// collector in the same process names the job of every GPU process.
-//
-// The Hub is the control plane's side: an executor.Backend whose Start,
-// Checkpoint and Stop become commands for the agents, and an http.Handler
-// for the agent routes under /v1/agents/. Authentication is the API's, in
-// front of it.
+// An Agent runs on each GPU host. It registers the host's GPUs and
+// topology with the control plane's hub (backend/agenthub), long-polls its
+// commands (start, checkpoint, stop), runs each job as a child process in
+// its own process group with CUDA_VISIBLE_DEVICES set to its GPUs, and
+// posts what happens to them as events. It starts each (job, attempt) at
+// most once, also across its own restarts (a state file in its work
+// directory), keeps jobs running and events queued while the control plane
+// is away, and re-registers with its running jobs when it is back. It is a
+// collector.JobRegistry, so a collector in the same process names the job
+// of every GPU process.
 package agent

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prescient-sched/prescient/agent/protocol"
+	"github.com/prescient-sched/prescient/backend/agenthub"
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/executor"
 )
@@ -26,7 +28,7 @@ const testToken = "agent-secret"
 func authOnly(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Authorization") != "Bearer "+testToken {
-			writeError(w, http.StatusUnauthorized, "unauthorized", "want the agent token")
+			protocol.WriteError(w, http.StatusUnauthorized, "unauthorized", "want the agent token")
 			return
 		}
 		h.ServeHTTP(w, r)
@@ -37,14 +39,14 @@ func authOnly(h http.Handler) http.Handler {
 // the same address, and the events it has seen.
 type plane struct {
 	t      *testing.T
-	hub    *Hub
+	hub    *agenthub.Hub
 	srv    *httptest.Server
 	addr   string
 	events chan executor.JobEvent
 	cancel context.CancelFunc
 }
 
-func newPlane(t *testing.T, o HubOptions) *plane {
+func newPlane(t *testing.T, o agenthub.HubOptions) *plane {
 	t.Helper()
 	if o.PollWait == 0 {
 		o.PollWait = 2 * time.Second
@@ -52,7 +54,7 @@ func newPlane(t *testing.T, o HubOptions) *plane {
 	if o.SilentAfter == 0 {
 		o.SilentAfter = 5 * time.Second
 	}
-	p := &plane{t: t, hub: NewHub(o)}
+	p := &plane{t: t, hub: agenthub.NewHub(o)}
 	ctx, cancel := context.WithCancel(context.Background())
 	p.cancel = cancel
 	ch, err := p.hub.Watch(ctx)
@@ -81,7 +83,7 @@ func (p *plane) down() {
 
 // up serves hub (the same one, or a new one: a restarted control plane) on
 // the old address again.
-func (p *plane) up(hub *Hub) {
+func (p *plane) up(hub *agenthub.Hub) {
 	p.t.Helper()
 	var ln net.Listener
 	var err error
@@ -140,7 +142,7 @@ func runAgent(t *testing.T, server, node, dir string) (*Agent, context.CancelFun
 	t.Helper()
 	a, err := New(Config{
 		Server: server, Token: testToken, WorkDir: dir,
-		Node: NodeInfo{Name: node, Rack: "r1", GPUs: []GPUInfo{
+		Node: protocol.NodeInfo{Name: node, Rack: "r1", GPUs: []protocol.GPUInfo{
 			{Index: 0, Model: "A100-SXM4-40GB", MemoryBytes: 40 << 30}, {Index: 1, Model: "A100-SXM4-40GB", MemoryBytes: 40 << 30},
 			{Index: 2, Model: "A100-SXM4-40GB", MemoryBytes: 40 << 30}, {Index: 3, Model: "A100-SXM4-40GB", MemoryBytes: 40 << 30},
 		}},

@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prescient-sched/prescient/agent/protocol"
 	"github.com/prescient-sched/prescient/collector/nvml"
 )
 
@@ -41,7 +42,7 @@ type attempt struct {
 	stopping bool
 	kill     *time.Timer
 	// lastAck is the acknowledgement last reported.
-	lastAck Ack
+	lastAck protocol.Ack
 }
 
 // JobInfo is an attempt as Jobs lists it.
@@ -72,21 +73,21 @@ func (a *Agent) Jobs() []JobInfo {
 }
 
 // Running lists the attempts whose processes run.
-func (a *Agent) Running() []RunningAttempt {
+func (a *Agent) Running() []protocol.RunningAttempt {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.runningLocked()
 }
 
 // runningLocked is Running; a.mu is held.
-func (a *Agent) runningLocked() []RunningAttempt {
-	var out []RunningAttempt
+func (a *Agent) runningLocked() []protocol.RunningAttempt {
+	var out []protocol.RunningAttempt
 	for _, p := range a.attempts {
 		if !p.rec.Ended {
-			out = append(out, RunningAttempt{Job: p.rec.Job, Attempt: p.rec.Attempt, Rank: p.rec.Rank, WorldSize: p.rec.WorldSize})
+			out = append(out, protocol.RunningAttempt{Job: p.rec.Job, Attempt: p.rec.Attempt, Rank: p.rec.Rank, WorldSize: p.rec.WorldSize})
 		}
 	}
-	slices.SortFunc(out, func(x, y RunningAttempt) int {
+	slices.SortFunc(out, func(x, y protocol.RunningAttempt) int {
 		return strings.Compare(x.Job+"\x00"+strconv.Itoa(x.Attempt), y.Job+"\x00"+strconv.Itoa(y.Attempt))
 	})
 	return out
@@ -137,12 +138,12 @@ func (a *Agent) LabelsOfJob(job string) map[string]string {
 }
 
 // handle carries out one command.
-func (a *Agent) handle(c Command) {
+func (a *Agent) handle(c protocol.Command) {
 	log := a.log.With("job", c.Job, "attempt", c.Attempt, "seq", c.Seq)
 	switch c.Type {
-	case CommandStart:
+	case protocol.CommandStart:
 		a.start(c)
-	case CommandCheckpoint:
+	case protocol.CommandCheckpoint:
 		p := a.find(c.Job, c.Attempt)
 		if p == nil {
 			log.Warn("checkpoint asked for an attempt that does not run here")
@@ -153,7 +154,7 @@ func (a *Agent) handle(c Command) {
 			return
 		}
 		log.Info("checkpoint requested", "signal", p.sig.String())
-	case CommandStop:
+	case protocol.CommandStop:
 		p := a.find(c.Job, c.Attempt)
 		if p == nil {
 			log.Info("stop asked for an attempt that does not run here")
@@ -177,11 +178,11 @@ func (a *Agent) find(job string, att int) *attempt {
 
 // start starts the attempt unless it was started before (by this agent or
 // one before it on the same work directory).
-func (a *Agent) start(c Command) {
+func (a *Agent) start(c protocol.Command) {
 	s := c.Start
 	key := attemptKey{c.Job, c.Attempt}
 	log := a.log.With("job", c.Job, "attempt", c.Attempt, "rank", s.Rank)
-	sig, err := ParseSignal(s.CheckpointSignal)
+	sig, err := protocol.ParseSignal(s.CheckpointSignal)
 	if err != nil { // Validate checked it already
 		log.Error("start refused", "error", err)
 		return
@@ -251,13 +252,13 @@ func (a *Agent) start(c Command) {
 	a.mu.Unlock()
 	log.Info("started", "pid", p.rec.PID, "gpus", s.GPUs, "dir", dir)
 	a.assignLoad(p)
-	a.emit(a.event(p, EventStarted))
+	a.emit(a.event(p, protocol.EventStarted))
 	a.watch(p)
 }
 
 // jobEnv is the job's environment: the base, the job's own, then what the
 // agent sets.
-func (a *Agent) jobEnv(c Command, ckptDir, ackPath string) []string {
+func (a *Agent) jobEnv(c protocol.Command, ckptDir, ackPath string) []string {
 	s := c.Start
 	env := slices.Clone(a.cfg.Env)
 	keys := make([]string, 0, len(s.Env))
@@ -295,7 +296,7 @@ func (a *Agent) fail(p *attempt, code int, msg string) {
 	if err := a.saveLocked(); err != nil {
 		a.log.Error("state file not written", "error", err)
 	}
-	e := a.event(p, EventExited)
+	e := a.event(p, protocol.EventExited)
 	e.ExitCode, e.Message = code, msg
 	a.emit(e) // under a.mu, as in ended
 	a.mu.Unlock()
@@ -350,7 +351,7 @@ func (a *Agent) watch(p *attempt) {
 
 // checkAck reports the acknowledgement file when it says something new.
 func (a *Agent) checkAck(p *attempt) {
-	ack, ok, err := readAck(p.rec.AckPath)
+	ack, ok, err := protocol.ReadAck(p.rec.AckPath)
 	if err != nil {
 		a.log.Warn("checkpoint acknowledgement unreadable", "job", p.rec.Job, "error", err)
 		return
@@ -363,9 +364,9 @@ func (a *Agent) checkAck(p *attempt) {
 	if fi, err := os.Stat(p.rec.AckPath); err == nil {
 		at = fi.ModTime().UTC()
 	}
-	e := a.event(p, EventCheckpointed)
+	e := a.event(p, protocol.EventCheckpointed)
 	e.Time = at
-	e.Checkpoint = &CheckpointInfo{Time: at, Step: ack.Step, Path: ack.Path}
+	e.Checkpoint = &protocol.CheckpointInfo{Time: at, Step: ack.Step, Path: ack.Path}
 	a.log.Info("checkpointed", "job", p.rec.Job, "attempt", p.rec.Attempt, "step", ack.Step, "path", ack.Path)
 	a.emit(e)
 }
@@ -386,7 +387,7 @@ func (a *Agent) ended(p *attempt, code int) {
 	}
 	// The exit is queued while a.mu is held, so that a registration sees
 	// either the attempt running or its exit queued, never neither.
-	e := a.event(p, EventExited)
+	e := a.event(p, protocol.EventExited)
 	e.ExitCode, e.Stopped = code, p.rec.Stopped
 	if p.child == nil {
 		e.Message = "exit status unknown: the process was started by an earlier agent"
@@ -443,7 +444,7 @@ func (a *Agent) signal(p *attempt, sig syscall.Signal, group bool) error {
 // returned, to be watched once every record is adopted (New), one that
 // ended while no agent watched is reported.
 func (a *Agent) adopt(r record) *attempt {
-	sig, err := ParseSignal(r.CheckpointSignal)
+	sig, err := protocol.ParseSignal(r.CheckpointSignal)
 	if err != nil {
 		sig = syscall.SIGUSR1
 	}
@@ -454,21 +455,21 @@ func (a *Agent) adopt(r record) *attempt {
 	}
 	if r.PID > 0 && alive(a.cfg.ProcRoot, r.PID, r.StartTicks) {
 		a.byPID[r.PID] = p
-		p.lastAck, _, _ = readAck(r.AckPath)
+		p.lastAck, _, _ = protocol.ReadAck(r.AckPath)
 		a.log.Info("took over a running job", "job", r.Job, "attempt", r.Attempt, "pid", r.PID)
 		a.assignLoad(p)
 		return p
 	}
 	p.rec.Ended, p.rec.EndedAt, p.rec.ExitCode = true, time.Now().UTC(), -1
-	e := a.event(p, EventExited)
+	e := a.event(p, protocol.EventExited)
 	e.ExitCode = -1
 	e.Message = "ended while no agent watched it; exit status unknown"
 	a.emit(e)
 	return nil
 }
 
-func (a *Agent) event(p *attempt, t EventType) Event {
-	return Event{Type: t, Time: time.Now().UTC(), Job: p.rec.Job, Attempt: p.rec.Attempt, Rank: p.rec.Rank, WorldSize: p.rec.WorldSize}
+func (a *Agent) event(p *attempt, t protocol.EventType) protocol.Event {
+	return protocol.Event{Type: t, Time: time.Now().UTC(), Job: p.rec.Job, Attempt: p.rec.Attempt, Rank: p.rec.Rank, WorldSize: p.rec.WorldSize}
 }
 
 func (a *Agent) statePath() string { return filepath.Join(a.cfg.WorkDir, stateFileName) }
@@ -606,8 +607,8 @@ func (a *Agent) releaseLoad(p *attempt) {
 }
 
 // gpusOf are the node's GPUs of those indices that have a UUID.
-func (a *Agent) gpusOf(idxs []int) []GPUInfo {
-	var out []GPUInfo
+func (a *Agent) gpusOf(idxs []int) []protocol.GPUInfo {
+	var out []protocol.GPUInfo
 	for _, idx := range idxs {
 		if g, ok := a.gpu(idx); ok && g.UUID != "" {
 			out = append(out, g)
@@ -616,11 +617,11 @@ func (a *Agent) gpusOf(idxs []int) []GPUInfo {
 	return out
 }
 
-func (a *Agent) gpu(index int) (GPUInfo, bool) {
+func (a *Agent) gpu(index int) (protocol.GPUInfo, bool) {
 	for _, g := range a.cfg.Node.GPUs {
 		if g.Index == index {
 			return g, true
 		}
 	}
-	return GPUInfo{}, false
+	return protocol.GPUInfo{}, false
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prescient-sched/prescient/agent/protocol"
 	"github.com/prescient-sched/prescient/workload"
 )
 
@@ -38,7 +39,7 @@ func runWorkloadChild(args []string) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	s, err := ParseSignal(*sig)
+	s, err := protocol.ParseSignal(*sig)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2

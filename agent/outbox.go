@@ -1,12 +1,16 @@
 package agent
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/prescient-sched/prescient/agent/protocol"
+)
 
 // outbox holds the events not yet delivered, in order, numbered. It is
 // bounded: when full, the oldest event is dropped and counted.
 type outbox struct {
 	mu      sync.Mutex
-	events  []Event
+	events  []protocol.Event
 	nextSeq int64
 	max     int
 	dropped int64
@@ -18,7 +22,7 @@ func newOutbox(max int) *outbox {
 }
 
 // add numbers e and queues it; it reports whether an old event was dropped.
-func (o *outbox) add(e Event) (dropped bool) {
+func (o *outbox) add(e protocol.Event) (dropped bool) {
 	o.mu.Lock()
 	e.Seq = o.nextSeq
 	o.nextSeq++
@@ -37,10 +41,10 @@ func (o *outbox) add(e Event) (dropped bool) {
 }
 
 // pending returns up to n of the oldest events.
-func (o *outbox) pending(n int) []Event {
+func (o *outbox) pending(n int) []protocol.Event {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return append([]Event(nil), o.events[:min(n, len(o.events))]...)
+	return append([]protocol.Event(nil), o.events[:min(n, len(o.events))]...)
 }
 
 // delivered removes the events numbered up to seq.

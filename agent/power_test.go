@@ -8,22 +8,24 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prescient-sched/prescient/agent/protocol"
+	"github.com/prescient-sched/prescient/backend/agenthub"
 	"github.com/prescient-sched/prescient/collector/nvml"
 	"github.com/prescient-sched/prescient/executor"
 )
 
 // simHost is a simulated NVML host of A100s and the agent's view of its
 // first n GPUs; it closes when the test ends.
-func simHost(t *testing.T, seed uint64, n int) (*nvml.Sim, []GPUInfo) {
+func simHost(t *testing.T, seed uint64, n int) (*nvml.Sim, []protocol.GPUInfo) {
 	t.Helper()
 	host, err := nvml.NewSim(nvml.SimOptions{Seed: seed})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { host.Close() })
-	var gpus []GPUInfo
+	var gpus []protocol.GPUInfo
 	for i, u := range host.UUIDs()[:n] {
-		gpus = append(gpus, GPUInfo{Index: i, UUID: u, Model: "A100-SXM4-40GB", MemoryBytes: 40 << 30})
+		gpus = append(gpus, protocol.GPUInfo{Index: i, UUID: u, Model: "A100-SXM4-40GB", MemoryBytes: 40 << 30})
 	}
 	return host, gpus
 }
@@ -33,9 +35,9 @@ func simHost(t *testing.T, seed uint64, n int) (*nvml.Sim, []GPUInfo) {
 // back when it ends; the other GPUs keep theirs.
 func TestAJobsPowerCapIsSetOnItsGPUsAndLifted(t *testing.T) {
 	host, gpus := simHost(t, 9, 4)
-	p := newPlane(t, HubOptions{})
+	p := newPlane(t, agenthub.HubOptions{})
 	a, err := New(Config{
-		Server: p.url(), Token: testToken, WorkDir: t.TempDir(), Node: NodeInfo{Name: "n1", Rack: "r1", GPUs: gpus},
+		Server: p.url(), Token: testToken, WorkDir: t.TempDir(), Node: protocol.NodeInfo{Name: "n1", Rack: "r1", GPUs: gpus},
 		PollWait: 2 * time.Second, BackoffMin: 20 * time.Millisecond, BackoffMax: 200 * time.Millisecond, AckPoll: 20 * time.Millisecond,
 		Env: []string{"PATH=" + os.Getenv("PATH")}, Load: host, Power: host,
 	})
@@ -111,7 +113,7 @@ func TestANewAgentSettlesTheCapsItFinds(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	a, err := New(Config{Server: "http://127.0.0.1:1", Token: testToken, WorkDir: dir, Node: NodeInfo{Name: "n1", GPUs: gpus}, Power: host})
+	a, err := New(Config{Server: "http://127.0.0.1:1", Token: testToken, WorkDir: dir, Node: protocol.NodeInfo{Name: "n1", GPUs: gpus}, Power: host})
 	if err != nil {
 		t.Fatal(err)
 	}

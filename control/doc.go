@@ -16,6 +16,6 @@
 // inference nodes to training (Config.Lending) and parking.go powers down
 // nodes that run nothing and wakes them for work (Config.Parking), both
 // deciding as the replay does (executor/lend, executor/park).
-// control/simbackend is a Backend without processes for tests and
+// backend/simbackend is a Backend without processes for tests and
 // `serve --backend sim`.
 package control

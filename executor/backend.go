@@ -126,18 +126,3 @@ type Backend interface {
 	// called once.
 	Watch(ctx context.Context) (<-chan JobEvent, error)
 }
-
-// ApplyResult says what an actuator did with a plan.
-type ApplyResult struct {
-	Started     []cluster.JobID
-	Preempted   []cluster.JobID
-	Recommended int // recommendations recorded (advisor)
-	// Failed lists decisions that could not be carried out, with why.
-	Failed []Decision
-}
-
-// Actuator does something with a plan: the advisor records it as
-// recommendations, autopilot carries it out through a Backend.
-type Actuator interface {
-	Apply(ctx context.Context, p Plan) (ApplyResult, error)
-}

@@ -24,5 +24,9 @@
 // asks for forecasts (Observer, if it also learns from finished jobs);
 // Oracle gives true durations, optionally noised; learned forecasts come
 // from the predictor through predictor.Adapter.
-// Actuators and backends (advisor, autopilot) are not built yet.
+//
+// What is done with a Plan is the caller's: the control plane records it
+// as recommendations (advisor) or carries it out through a Backend
+// (autopilot; the backends live under backend/), the simulator applies it
+// to its virtual fleet.
 package executor

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/prescient-sched/prescient/agent"
+	"github.com/prescient-sched/prescient/agent/protocol"
 )
 
 // syncBuffer is a bytes.Buffer safe for a writer and a reader at once.
@@ -66,11 +67,11 @@ func TestCheckpointSignalWritesCheckpointThenAck(t *testing.T) {
 	time.Sleep(50 * time.Millisecond)
 	sigs <- syscall.SIGUSR1
 	deadline := time.Now().Add(5 * time.Second)
-	var a agent.Ack
+	var a protocol.Ack
 	for time.Now().Before(deadline) {
 		b, err := os.ReadFile(ack)
 		if err == nil {
-			if a, err = agent.ParseAck(b); err != nil {
+			if a, err = protocol.ParseAck(b); err != nil {
 				t.Fatalf("ack %q: %v", b, err)
 			}
 			break

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/prescient-sched/prescient/agent"
+	"github.com/prescient-sched/prescient/agent/protocol"
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/collector"
 	"github.com/prescient-sched/prescient/collector/nvml"
@@ -255,12 +256,12 @@ func runAgentCollector(ctx context.Context, g *globals, o collectOptions, host n
 
 // agentNode opens the node's GPUs through NVML (the returned Sim is nil
 // unless they are simulated) and describes them with the node's topology.
-func agentNode(mode nvml.Mode, o agentOptions, log *slog.Logger) (nvml.Host, *nvml.Sim, agent.NodeInfo, error) {
+func agentNode(mode nvml.Mode, o agentOptions, log *slog.Logger) (nvml.Host, *nvml.Sim, protocol.NodeInfo, error) {
 	node := cluster.Node{Name: o.node, Topology: cluster.Topology{Rack: o.rack, Leaf: o.leaf}}
 	if o.fleet != "" {
 		fleet, err := datasets.ReadFleet(o.fleet)
 		if err != nil {
-			return nil, nil, agent.NodeInfo{}, fmt.Errorf("--fleet: %w", err)
+			return nil, nil, protocol.NodeInfo{}, fmt.Errorf("--fleet: %w", err)
 		}
 		found := false
 		for _, n := range fleet.Nodes {
@@ -269,7 +270,7 @@ func agentNode(mode nvml.Mode, o agentOptions, log *slog.Logger) (nvml.Host, *nv
 			}
 		}
 		if !found {
-			return nil, nil, agent.NodeInfo{}, fmt.Errorf("--node %s: not a node of --fleet %s", o.node, o.fleet)
+			return nil, nil, protocol.NodeInfo{}, fmt.Errorf("--node %s: not a node of --fleet %s", o.node, o.fleet)
 		}
 		node.Topology.Rack = nonEmpty(o.rack, node.Topology.Rack)
 		node.Topology.Leaf = nonEmpty(o.leaf, node.Topology.Leaf)
@@ -277,31 +278,31 @@ func agentNode(mode nvml.Mode, o agentOptions, log *slog.Logger) (nvml.Host, *nv
 	host, sim, err := nvml.Open(mode, nvml.SimOptions{Node: node, Seed: 1}, log)
 	if err != nil {
 		if errors.Is(err, nvml.ErrNoLibrary) {
-			return nil, nil, agent.NodeInfo{}, fmt.Errorf("--nvml %s: %w (--nvml sim simulates GPUs)", mode, err)
+			return nil, nil, protocol.NodeInfo{}, fmt.Errorf("--nvml %s: %w (--nvml sim simulates GPUs)", mode, err)
 		}
-		return nil, nil, agent.NodeInfo{}, fmt.Errorf("--nvml %s: %w", mode, err)
+		return nil, nil, protocol.NodeInfo{}, fmt.Errorf("--nvml %s: %w", mode, err)
 	}
 	info, err := describeNode(host, node, o.nvlinkDomain)
 	if err != nil {
 		host.Close()
-		return nil, nil, agent.NodeInfo{}, fmt.Errorf("--nvml %s: %w", mode, err)
+		return nil, nil, protocol.NodeInfo{}, fmt.Errorf("--nvml %s: %w", mode, err)
 	}
 	return host, sim, info, nil
 }
 
 // describeNode lists the host's GPUs (not their MIG devices, which mark
 // their GPU MIG-enabled) with the node's topology.
-func describeNode(host nvml.Host, node cluster.Node, nvlinkDomain string) (agent.NodeInfo, error) {
+func describeNode(host nvml.Host, node cluster.Node, nvlinkDomain string) (protocol.NodeInfo, error) {
 	devs, err := host.Devices()
 	if err != nil {
-		return agent.NodeInfo{}, err
+		return protocol.NodeInfo{}, err
 	}
-	info := agent.NodeInfo{Name: node.Name, Rack: node.Topology.Rack, Leaf: node.Topology.Leaf, Labels: node.Labels,
+	info := protocol.NodeInfo{Name: node.Name, Rack: node.Topology.Rack, Leaf: node.Topology.Leaf, Labels: node.Labels,
 		CPUMilli: node.CPUMilli, MemoryBytes: node.MemoryBytes}
 	for _, d := range devs {
 		di, err := d.Info()
 		if err != nil {
-			return agent.NodeInfo{}, err
+			return protocol.NodeInfo{}, err
 		}
 		if di.MIG {
 			for i := range info.GPUs {
@@ -311,7 +312,7 @@ func describeNode(host nvml.Host, node cluster.Node, nvlinkDomain string) (agent
 			}
 			continue
 		}
-		gi := agent.GPUInfo{Index: di.Index, UUID: di.UUID, Model: di.Model, MemoryBytes: int64(di.MemoryTotalBytes), NVLinkDomain: nvlinkDomain}
+		gi := protocol.GPUInfo{Index: di.Index, UUID: di.UUID, Model: di.Model, MemoryBytes: int64(di.MemoryTotalBytes), NVLinkDomain: nvlinkDomain}
 		if gi.NVLinkDomain == "" && di.Index < len(node.GPUs) {
 			gi.NVLinkDomain = node.GPUs[di.Index].NVLinkDomain
 		}

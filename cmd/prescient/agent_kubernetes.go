@@ -11,7 +11,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/prescient-sched/prescient/collector/nvml"
-	kubebackend "github.com/prescient-sched/prescient/executor/kubernetes"
+	kubebackend "github.com/prescient-sched/prescient/backend/kubernetes"
 )
 
 // kubeAgentOptions are agent's flags of --kubernetes.

@@ -12,13 +12,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prescient-sched/prescient/agent"
+	"github.com/prescient-sched/prescient/agent/protocol"
+	"github.com/prescient-sched/prescient/backend/agenthub"
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/executor"
 )
 
 func TestAgentRegistersASimulatedNodeAndRunsAJob(t *testing.T) {
-	hub := agent.NewHub(agent.HubOptions{PollWait: time.Second})
+	hub := agenthub.NewHub(agenthub.HubOptions{PollWait: time.Second})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	events, err := hub.Watch(ctx)
@@ -93,7 +94,7 @@ func TestAgentRegistersASimulatedNodeAndRunsAJob(t *testing.T) {
 }
 
 func TestAgentCollectNamesTheJobOfEachGPUProcess(t *testing.T) {
-	hub := agent.NewHub(agent.HubOptions{PollWait: time.Second})
+	hub := agenthub.NewHub(agenthub.HubOptions{PollWait: time.Second})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	events, err := hub.Watch(ctx)
@@ -195,7 +196,7 @@ func TestWorkloadCommandRunsItsSteps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a, err := agent.ParseAck(b); err != nil || a.Step != 2 {
+	if a, err := protocol.ParseAck(b); err != nil || a.Step != 2 {
 		t.Errorf("ack %q: %+v, %v; want step 2", b, a, err)
 	}
 	if _, err := run(t, "workload", "--steps", "2", "--checkpoint-signal", "SIGKILL"); err == nil || !strings.Contains(err.Error(), "--checkpoint-signal") {

@@ -6,8 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/prescient-sched/prescient/agent"
+	"github.com/prescient-sched/prescient/agent/protocol"
 	"github.com/prescient-sched/prescient/api"
+	"github.com/prescient-sched/prescient/backend/agenthub"
 )
 
 // An agent token bound to a node (the tokens file's node) registers that
@@ -20,11 +21,11 @@ func TestServeBindsAgentTokensToTheirNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hub := agent.NewHub(agent.HubOptions{BoundNode: tokenNode})
+	hub := agenthub.NewHub(agenthub.HubOptions{BoundNode: tokenNode})
 	srv := httptest.NewServer(api.New(api.Config{Tokens: tokens, Agents: hub.Handler()}).Handler())
 	defer srv.Close()
 	register := func(token, node string) int {
-		req, _ := http.NewRequest(http.MethodPost, srv.URL+agent.PathRegister,
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+protocol.PathRegister,
 			strings.NewReader(`{"node":{"name":"`+node+`"},"instance":"i"}`))
 		req.Header.Set("Authorization", "Bearer "+token)
 		res, err := http.DefaultClient.Do(req)

@@ -15,13 +15,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
 
-	"github.com/prescient-sched/prescient/agent"
 	"github.com/prescient-sched/prescient/api"
 	"github.com/prescient-sched/prescient/api/dashboard"
+	"github.com/prescient-sched/prescient/backend/agenthub"
+	"github.com/prescient-sched/prescient/backend/simbackend"
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/collector"
 	"github.com/prescient-sched/prescient/control"
-	"github.com/prescient-sched/prescient/control/simbackend"
 	"github.com/prescient-sched/prescient/datasets"
 	"github.com/prescient-sched/prescient/executor"
 	"github.com/prescient-sched/prescient/executor/lend"
@@ -429,7 +429,7 @@ func serveTokens(o serveOptions) (api.Tokens, error) {
 
 // serveBackend builds the backend of --backend and the source of nodes.
 // hub is non-nil for the agent backend, whose routes the API mounts.
-func serveBackend(o serveOptions, g *globals) (executor.Backend, service.NodeSource, *agent.Hub, error) {
+func serveBackend(o serveOptions, g *globals) (executor.Backend, service.NodeSource, *agenthub.Hub, error) {
 	switch o.backend {
 	case "kubernetes":
 		b, client, err := newKubeBackend(o.kube, g)
@@ -449,7 +449,7 @@ func serveBackend(o serveOptions, g *globals) (executor.Backend, service.NodeSou
 		}
 		return b, service.StaticFleet{Fleet: fleet}, nil, nil
 	default:
-		hub := agent.NewHub(agent.HubOptions{SilentAfter: o.agentSilent, Logger: g.logger, BoundNode: tokenNode})
+		hub := agenthub.NewHub(agenthub.HubOptions{SilentAfter: o.agentSilent, Logger: g.logger, BoundNode: tokenNode})
 		return hub, hubNodes{hub}, hub, nil
 	}
 }
@@ -471,7 +471,7 @@ func labelledDuration(j *cluster.Job) time.Duration {
 }
 
 // hubNodes is the fleet the agents registered.
-type hubNodes struct{ hub *agent.Hub }
+type hubNodes struct{ hub *agenthub.Hub }
 
 // Nodes implements service.NodeSource. A node whose agent is not
 // connected is drained: it keeps what runs there and takes nothing new

@@ -11,7 +11,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/prescient-sched/prescient/control"
-	kubebackend "github.com/prescient-sched/prescient/executor/kubernetes"
+	kubebackend "github.com/prescient-sched/prescient/backend/kubernetes"
 )
 
 // kubeOptions are serve's flags of --backend kubernetes.

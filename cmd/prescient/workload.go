@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/prescient-sched/prescient/agent"
+	"github.com/prescient-sched/prescient/agent/protocol"
 	"github.com/prescient-sched/prescient/workload"
 )
 
@@ -79,7 +79,7 @@ func (r workloadReport) writeTable(w io.Writer) error {
 }
 
 func runWorkload(ctx context.Context, g *globals, o workloadOptions, stdout io.Writer) error {
-	sig, err := agent.ParseSignal(o.checkpointSignal)
+	sig, err := protocol.ParseSignal(o.checkpointSignal)
 	if err != nil {
 		return fmt.Errorf("--checkpoint-signal: %w", err)
 	}

@@ -13,7 +13,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 
 	"github.com/prescient-sched/prescient/collector"
-	kubebackend "github.com/prescient-sched/prescient/executor/kubernetes"
+	kubebackend "github.com/prescient-sched/prescient/backend/kubernetes"
 )
 
 func TestTheManifestsDecodeStrictly(t *testing.T) {

@@ -18,8 +18,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/prescient-sched/prescient/agent"
-	kubebackend "github.com/prescient-sched/prescient/executor/kubernetes"
+	"github.com/prescient-sched/prescient/agent/protocol"
+	kubebackend "github.com/prescient-sched/prescient/backend/kubernetes"
 	"github.com/prescient-sched/prescient/service"
 )
 
@@ -39,7 +39,7 @@ func TestHelperPodWorkload(t *testing.T) {
 	signal.Notify(usr1, syscall.SIGUSR1)
 	os.Stdout.WriteString("ready\n")
 	<-usr1
-	if err := agent.WriteAck(os.Getenv(helperEnv), agent.Ack{Step: 42, Path: "/ckpt/step-42"}); err != nil {
+	if err := protocol.WriteAck(os.Getenv(helperEnv), protocol.Ack{Step: 42, Path: "/ckpt/step-42"}); err != nil {
 		os.Exit(3)
 	}
 	time.Sleep(time.Minute)

@@ -26,7 +26,7 @@ import (
 	"github.com/prescient-sched/prescient/control"
 	manifests "github.com/prescient-sched/prescient/deploy/kubernetes"
 	"github.com/prescient-sched/prescient/executor"
-	kubebackend "github.com/prescient-sched/prescient/executor/kubernetes"
+	kubebackend "github.com/prescient-sched/prescient/backend/kubernetes"
 	"github.com/prescient-sched/prescient/executor/policies"
 	"github.com/prescient-sched/prescient/service"
 	"github.com/prescient-sched/prescient/store"

@@ -12,7 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/prescient-sched/prescient/cluster"
-	kubebackend "github.com/prescient-sched/prescient/executor/kubernetes"
+	kubebackend "github.com/prescient-sched/prescient/backend/kubernetes"
 	"github.com/prescient-sched/prescient/service"
 )
 

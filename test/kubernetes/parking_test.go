@@ -10,7 +10,7 @@ import (
 
 	"github.com/prescient-sched/prescient/control"
 	manifests "github.com/prescient-sched/prescient/deploy/kubernetes"
-	kubebackend "github.com/prescient-sched/prescient/executor/kubernetes"
+	kubebackend "github.com/prescient-sched/prescient/backend/kubernetes"
 	"github.com/prescient-sched/prescient/service"
 )
 

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prescient-sched/prescient/backend"
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/executor"
 )
@@ -61,9 +62,7 @@ type Backend struct {
 	mu      sync.Mutex
 	runs    map[cluster.JobID]*run
 	started map[executor.RunningAttempt]bool // every (job, attempt) ever started
-	queue   []executor.JobEvent              // events not yet delivered
-	wake    chan struct{}
-	watched bool
+	events  *backend.Events
 }
 
 var _ executor.Backend = (*Backend)(nil)
@@ -82,8 +81,9 @@ func New(cfg Config) (*Backend, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Backend{cfg: cfg, log: cfg.Logger.With("component", "simbackend"), runs: map[cluster.JobID]*run{},
-		started: map[executor.RunningAttempt]bool{}, wake: make(chan struct{}, 1)}, nil
+	log := cfg.Logger.With("component", "simbackend")
+	return &Backend{cfg: cfg, log: log, runs: map[cluster.JobID]*run{},
+		started: map[executor.RunningAttempt]bool{}, events: backend.NewEvents("simbackend", 0, log)}, nil
 }
 
 // Start implements executor.Backend. A (job, attempt) that was started
@@ -265,70 +265,19 @@ func cmpID(a, b cluster.JobID) int {
 	return 0
 }
 
-// emit queues an event for Watch; b.mu is held. The queue is unbounded so
-// that no timer ever waits for the reader.
-func (b *Backend) emit(e executor.JobEvent) {
-	b.queue = append(b.queue, e)
-	select {
-	case b.wake <- struct{}{}:
-	default:
-	}
-}
+// emit queues an event for Watch; b.mu is held.
+func (b *Backend) emit(e executor.JobEvent) { b.events.Emit(e) }
 
 // Watch implements executor.Backend. Events that happened before it was
 // called are delivered first; events a watcher whose ctx ended did not take
 // stay queued for the next (see Rewatch).
 func (b *Backend) Watch(ctx context.Context) (<-chan executor.JobEvent, error) {
-	b.mu.Lock()
-	if b.watched {
-		b.mu.Unlock()
-		return nil, errors.New("simbackend: Watch called twice")
-	}
-	b.watched = true
-	b.mu.Unlock()
-	out := make(chan executor.JobEvent)
-	go func() {
-		defer close(out)
-		for {
-			b.mu.Lock()
-			batch := b.queue
-			b.queue = nil
-			b.mu.Unlock()
-			for i, e := range batch {
-				select {
-				case out <- e:
-				case <-ctx.Done():
-					b.requeue(batch[i:])
-					return
-				}
-			}
-			if len(batch) > 0 {
-				continue
-			}
-			select {
-			case <-b.wake:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	return out, nil
-}
-
-// requeue puts back events a watcher that went away did not take.
-func (b *Backend) requeue(events []executor.JobEvent) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.queue = append(slices.Clone(events), b.queue...)
+	return b.events.Watch(ctx)
 }
 
 // Rewatch lets Watch be called again (a control plane that restarts in the
 // same process, in tests); events not yet delivered stay queued.
-func (b *Backend) Rewatch() {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.watched = false
-}
+func (b *Backend) Rewatch() { b.events.Rewatch() }
 
 // Starts lists every attempt the backend ever started (each once), by job
 // and attempt.

@@ -1,7 +1,9 @@
-package agent
+package agenthub
 
 import (
 	"context"
+	crand "crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -11,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prescient-sched/prescient/agent/protocol"
+	"github.com/prescient-sched/prescient/backend"
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/executor"
 )
@@ -80,9 +84,7 @@ type Hub struct {
 	nodes   map[string]*hubNode
 	jobs    map[attemptKey]*hubJob
 	current map[cluster.JobID]int // the newest attempt of each job
-	events  []executor.JobEvent
-	notify  chan struct{}
-	watched bool
+	events  *backend.Events
 	// ended lists the attempts that ended, oldest first; beyond
 	// maxEndedAttempts the oldest are forgotten.
 	ended []attemptKey
@@ -96,17 +98,17 @@ var _ executor.Backend = (*Hub)(nil)
 
 // hubNode is one registered agent.
 type hubNode struct {
-	info      NodeInfo
+	info      protocol.NodeInfo
 	session   string
 	instance  string
 	lastSeq   int64 // newest event seq seen from instance
 	lastSeen  time.Time
 	polls     int // polls in flight
 	connected bool
-	cmds      []Command // not yet acknowledged by a later poll
+	cmds      []protocol.Command // not yet acknowledged by a later poll
 	nextSeq   int64
 	wake      chan struct{} // closed when a command is queued
-	running   []RunningAttempt
+	running   []protocol.RunningAttempt
 }
 
 // hubJob is one attempt and its ranks.
@@ -145,9 +147,9 @@ func NewHub(o HubOptions) *Hub {
 	if o.Clock == nil {
 		o.Clock = time.Now
 	}
-	return &Hub{opts: o, log: o.Logger.With("component", "agent-hub"), id: newID(),
-		nodes: map[string]*hubNode{}, jobs: map[attemptKey]*hubJob{}, current: map[cluster.JobID]int{},
-		notify: make(chan struct{}, 1)}
+	log := o.Logger.With("component", "agent-hub")
+	return &Hub{opts: o, log: log, id: newID(), events: backend.NewEvents("agent hub", o.MaxEvents, log),
+		nodes: map[string]*hubNode{}, jobs: map[attemptKey]*hubJob{}, current: map[cluster.JobID]int{}}
 }
 
 // NodeStatus is a registered node as the hub sees it.
@@ -167,29 +169,10 @@ func (h *Hub) Nodes() []NodeStatus {
 		if n.session == "" {
 			continue // known from posted events only; it has not registered yet
 		}
-		out = append(out, NodeStatus{Node: n.info.clusterNode(), Connected: n.connected, LastSeen: n.lastSeen, Running: toRunning(n.running)})
+		out = append(out, NodeStatus{Node: n.info.ClusterNode(), Connected: n.connected, LastSeen: n.lastSeen, Running: toRunning(n.running)})
 	}
 	slices.SortFunc(out, func(a, b NodeStatus) int { return cmpString(a.Node.Name, b.Node.Name) })
 	return out
-}
-
-// clusterNode is the node in the domain's terms; GPU models the catalog
-// knows get its name and power limits.
-func (n NodeInfo) clusterNode() cluster.Node {
-	node := cluster.Node{Name: n.Name, CPUMilli: n.CPUMilli, MemoryBytes: n.MemoryBytes, State: cluster.NodeReady,
-		Topology: cluster.Topology{Rack: n.Rack, Leaf: n.Leaf}, Labels: maps.Clone(n.Labels)}
-	for _, g := range n.GPUs {
-		cg := cluster.NewGPU(g.Index, g.Model)
-		if spec, ok := cluster.LookupGPUModel(g.Model); ok {
-			cg.Model = spec.Model // the catalog's name, as jobs ask for it ("NVIDIA H100-SXM5-80GB" → "H100-SXM5-80GB")
-		}
-		cg.UUID, cg.NVLinkDomain, cg.MIGEnabled = g.UUID, g.NVLinkDomain, g.MIGEnabled
-		if g.MemoryBytes > 0 {
-			cg.MemoryBytes = g.MemoryBytes
-		}
-		node.GPUs = append(node.GPUs, cg)
-	}
-	return node
 }
 
 // Start sends one start command per node of the assignment's allocations.
@@ -224,13 +207,13 @@ func (h *Hub) Start(ctx context.Context, a executor.Assignment) error {
 	job := &hubJob{ranks: map[string]*rankState{}, worldSize: len(order)}
 	for rank, n := range order {
 		slices.Sort(gpus[n])
-		spec := &StartSpec{GPUs: gpus[n], Command: slices.Clone(a.Command), Env: maps.Clone(a.Env),
+		spec := &protocol.StartSpec{GPUs: gpus[n], Command: slices.Clone(a.Command), Env: maps.Clone(a.Env),
 			CheckpointSignal: a.CheckpointSignal, CheckpointEveryS: a.CheckpointEvery.Seconds(),
 			Rank: rank, WorldSize: len(order), Labels: maps.Clone(a.Job.Spec.Labels), PowerLimitFraction: a.PowerLimitFraction}
 		if a.Resume != nil {
 			spec.ResumeStep, spec.ResumePath = a.Resume.Step, a.Resume.Path
 		}
-		h.enqueueLocked(n, Command{Type: CommandStart, Job: string(a.Job.ID), Attempt: a.Attempt, Start: spec})
+		h.enqueueLocked(n, protocol.Command{Type: protocol.CommandStart, Job: string(a.Job.ID), Attempt: a.Attempt, Start: spec})
 		job.ranks[n] = &rankState{rank: rank}
 	}
 	h.jobs[key] = job
@@ -241,7 +224,7 @@ func (h *Hub) Start(ctx context.Context, a executor.Assignment) error {
 
 // checkAssignment rejects what no agent could run, naming the field.
 func checkAssignment(a executor.Assignment) error {
-	if err := checkID("job.id", string(a.Job.ID)); err != nil {
+	if err := protocol.CheckID("job.id", string(a.Job.ID)); err != nil {
 		return err
 	}
 	if a.Attempt < 0 {
@@ -251,14 +234,14 @@ func checkAssignment(a executor.Assignment) error {
 		return errors.New("allocations: none; the agent backend runs jobs on GPUs")
 	}
 	for i, al := range a.Allocations {
-		if err := checkName(fmt.Sprintf("allocations[%d].gpu.node", i), al.GPU.Node); err != nil {
+		if err := protocol.CheckName(fmt.Sprintf("allocations[%d].gpu.node", i), al.GPU.Node); err != nil {
 			return err
 		}
 	}
 	if a.CheckpointEvery < 0 {
 		return fmt.Errorf("checkpoint_every: %s is negative", a.CheckpointEvery)
 	}
-	spec := StartSpec{Command: a.Command, Env: a.Env, CheckpointSignal: a.CheckpointSignal, Rank: 0, WorldSize: 1,
+	spec := protocol.StartSpec{Command: a.Command, Env: a.Env, CheckpointSignal: a.CheckpointSignal, Rank: 0, WorldSize: 1,
 		PowerLimitFraction: a.PowerLimitFraction}
 	for _, al := range a.Allocations {
 		spec.GPUs = append(spec.GPUs, al.GPU.Index)
@@ -269,8 +252,8 @@ func checkAssignment(a executor.Assignment) error {
 
 // Checkpoint asks every rank of the job's newest attempt to checkpoint.
 func (h *Hub) Checkpoint(ctx context.Context, job cluster.JobID) error {
-	return h.toRanks(job, "checkpoint", func(att int) Command {
-		return Command{Type: CommandCheckpoint, Job: string(job), Attempt: att}
+	return h.toRanks(job, "checkpoint", func(att int) protocol.Command {
+		return protocol.Command{Type: protocol.CommandCheckpoint, Job: string(job), Attempt: att}
 	})
 }
 
@@ -280,12 +263,12 @@ func (h *Hub) Stop(ctx context.Context, job cluster.JobID, grace time.Duration) 
 	if grace < 0 {
 		return fmt.Errorf("stop %s: grace %s is negative", job, grace)
 	}
-	return h.toRanks(job, "stop", func(att int) Command {
-		return Command{Type: CommandStop, Job: string(job), Attempt: att, GraceS: grace.Seconds()}
+	return h.toRanks(job, "stop", func(att int) protocol.Command {
+		return protocol.Command{Type: protocol.CommandStop, Job: string(job), Attempt: att, GraceS: grace.Seconds()}
 	})
 }
 
-func (h *Hub) toRanks(job cluster.JobID, what string, cmd func(attempt int) Command) error {
+func (h *Hub) toRanks(job cluster.JobID, what string, cmd func(attempt int) protocol.Command) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	att, ok := h.current[job]
@@ -306,7 +289,7 @@ func (h *Hub) toRanks(job cluster.JobID, what string, cmd func(attempt int) Comm
 
 // enqueueLocked queues a command for node n and wakes its poll; h.mu is
 // held.
-func (h *Hub) enqueueLocked(n string, c Command) {
+func (h *Hub) enqueueLocked(n string, c protocol.Command) {
 	node := h.nodes[n]
 	if node == nil {
 		return
@@ -321,39 +304,12 @@ func (h *Hub) enqueueLocked(n string, c Command) {
 // Watch streams the events; it also watches for silent agents while ctx
 // lives. It may be called once.
 func (h *Hub) Watch(ctx context.Context) (<-chan executor.JobEvent, error) {
-	h.mu.Lock()
-	if h.watched {
-		h.mu.Unlock()
-		return nil, errors.New("agent hub: Watch called twice")
+	out, err := h.events.Watch(ctx)
+	if err != nil {
+		return nil, err
 	}
-	h.watched = true
-	h.mu.Unlock()
-	out := make(chan executor.JobEvent, 64)
-	go h.pump(ctx, out)
 	go h.watchSilence(ctx)
 	return out, nil
-}
-
-func (h *Hub) pump(ctx context.Context, out chan<- executor.JobEvent) {
-	defer close(out)
-	for {
-		h.mu.Lock()
-		batch := h.events
-		h.events = nil
-		h.mu.Unlock()
-		for _, e := range batch {
-			select {
-			case out <- e:
-			case <-ctx.Done():
-				return
-			}
-		}
-		select {
-		case <-h.notify:
-		case <-ctx.Done():
-			return
-		}
-	}
 }
 
 func (h *Hub) watchSilence(ctx context.Context) {
@@ -381,21 +337,11 @@ func (h *Hub) watchSilence(ctx context.Context) {
 }
 
 // emitLocked queues an event for Watch; h.mu is held.
-func (h *Hub) emitLocked(e executor.JobEvent) {
-	h.events = append(h.events, e)
-	if len(h.events) > h.opts.MaxEvents {
-		h.events = h.events[1:]
-		h.log.Error("event queue full: the oldest event was dropped; is the control plane reading Watch?", "max_events", h.opts.MaxEvents)
-	}
-	select {
-	case h.notify <- struct{}{}:
-	default:
-	}
-}
+func (h *Hub) emitLocked(e executor.JobEvent) { h.events.Emit(e) }
 
 // register takes an agent's registration: its events first, then its
 // running list, reported as NodeSynced.
-func (h *Hub) register(r RegisterRequest) RegisterResponse {
+func (h *Hub) register(r protocol.RegisterRequest) protocol.RegisterResponse {
 	now := h.opts.Clock()
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -435,17 +381,17 @@ func (h *Hub) register(r RegisterRequest) RegisterResponse {
 		}
 	}
 	h.emitLocked(executor.JobEvent{Type: executor.NodeSynced, Time: now.UTC(), Node: r.Node.Name, Running: toRunning(r.Running)})
-	return RegisterResponse{Session: n.session, Hub: h.id, PollWaitS: h.opts.PollWait.Seconds()}
+	return protocol.RegisterResponse{Session: n.session, Hub: h.id, PollWaitS: h.opts.PollWait.Seconds()}
 }
 
 // eventsLocked takes an agent's events, dropping those already seen;
 // h.mu is held. It returns how many were new.
-func (h *Hub) eventsLocked(node, instance string, events []Event) int {
+func (h *Hub) eventsLocked(node, instance string, events []protocol.Event) int {
 	n := h.nodes[node]
 	if n == nil {
 		// The control plane restarted and the agent posts before it
 		// registers again: take the events, register comes next.
-		n = &hubNode{wake: make(chan struct{}), info: NodeInfo{Name: node}}
+		n = &hubNode{wake: make(chan struct{}), info: protocol.NodeInfo{Name: node}}
 		h.nodes[node] = n
 	}
 	if n.instance != instance {
@@ -466,7 +412,7 @@ func (h *Hub) eventsLocked(node, instance string, events []Event) int {
 
 // combineLocked turns one rank's event into the job's (see Hub); h.mu is
 // held.
-func (h *Hub) combineLocked(node string, e Event) {
+func (h *Hub) combineLocked(node string, e protocol.Event) {
 	key := attemptKey{e.Job, e.Attempt}
 	j := h.jobs[key]
 	if j == nil { // started by an earlier control plane
@@ -481,27 +427,27 @@ func (h *Hub) combineLocked(node string, e Event) {
 	}
 	je := executor.JobEvent{Time: e.Time.UTC(), Node: node, Job: cluster.JobID(e.Job), Attempt: e.Attempt, Message: e.Message}
 	if n := h.nodes[node]; n != nil {
-		ra := RunningAttempt{Job: e.Job, Attempt: e.Attempt, Rank: e.Rank, WorldSize: e.WorldSize}
-		n.running = slices.DeleteFunc(n.running, func(r RunningAttempt) bool { return r.Job == ra.Job && r.Attempt == ra.Attempt })
-		if e.Type == EventStarted || e.Type == EventCheckpointed {
+		ra := protocol.RunningAttempt{Job: e.Job, Attempt: e.Attempt, Rank: e.Rank, WorldSize: e.WorldSize}
+		n.running = slices.DeleteFunc(n.running, func(r protocol.RunningAttempt) bool { return r.Job == ra.Job && r.Attempt == ra.Attempt })
+		if e.Type == protocol.EventStarted || e.Type == protocol.EventCheckpointed {
 			n.running = append(n.running, ra)
 		}
 	}
 	switch e.Type {
-	case EventStarted:
+	case protocol.EventStarted:
 		rs.started = true
 		if !j.started && allStarted(j) {
 			j.started = true
 			je.Type = executor.JobStarted
 			h.emitLocked(je)
 		}
-	case EventCheckpointed:
+	case protocol.EventCheckpointed:
 		if rs.rank == 0 && !j.ended {
 			je.Type = executor.JobCheckpointed
 			je.Checkpoint = &cluster.Checkpoint{Time: e.Checkpoint.Time.UTC(), Step: e.Checkpoint.Step, Path: e.Checkpoint.Path}
 			h.emitLocked(je)
 		}
-	case EventExited:
+	case protocol.EventExited:
 		rs.exited, rs.exitCode = true, e.ExitCode
 		failed := e.ExitCode != 0 && !e.Stopped
 		if j.ended || !(failed || allExited(j)) {
@@ -519,11 +465,11 @@ func (h *Hub) combineLocked(node string, e Event) {
 		if failed {
 			for n, other := range j.ranks {
 				if !other.exited {
-					h.enqueueLocked(n, Command{Type: CommandStop, Job: e.Job, Attempt: e.Attempt, GraceS: h.opts.FailStopGrace.Seconds()})
+					h.enqueueLocked(n, protocol.Command{Type: protocol.CommandStop, Job: e.Job, Attempt: e.Attempt, GraceS: h.opts.FailStopGrace.Seconds()})
 				}
 			}
 		}
-	case EventLost:
+	case protocol.EventLost:
 		rs.exited, rs.exitCode = true, -1
 		if !j.ended {
 			h.endLocked(key, j)
@@ -581,7 +527,7 @@ func firstExitCode(j *hubJob) int {
 	return code
 }
 
-func toRunning(rs []RunningAttempt) []executor.RunningAttempt {
+func toRunning(rs []protocol.RunningAttempt) []executor.RunningAttempt {
 	out := make([]executor.RunningAttempt, len(rs))
 	for i, r := range rs {
 		out[i] = executor.RunningAttempt{Job: cluster.JobID(r.Job), Attempt: r.Attempt}
@@ -597,4 +543,17 @@ func cmpString(a, b string) int {
 		return 1
 	}
 	return 0
+}
+
+// attemptKey names one attempt of a job in the hub's maps.
+type attemptKey struct {
+	job     string
+	attempt int
+}
+
+// newID is a random session ID.
+func newID() string {
+	var b [8]byte
+	crand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }

@@ -22,7 +22,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/prescient-sched/prescient/agent"
+	"github.com/prescient-sched/prescient/agent/protocol"
 	"github.com/prescient-sched/prescient/collector"
 )
 
@@ -321,7 +321,7 @@ func (a *NodeAgent) relay(ctx context.Context, p *corev1.Pod) error {
 		return fmt.Errorf("no process of the pod (of %d found) sets %s: the workload cannot be asked to checkpoint", len(procs), EnvCheckpointAck)
 	}
 	for _, t := range targets {
-		sig, err := agent.ParseSignal(t.proc.Env[EnvCheckpointSignal])
+		sig, err := protocol.ParseSignal(t.proc.Env[EnvCheckpointSignal])
 		if err != nil {
 			return fmt.Errorf("process %d: %s: %w", t.proc.PID, EnvCheckpointSignal, err)
 		}
@@ -342,7 +342,7 @@ func (a *NodeAgent) relay(ctx context.Context, p *corev1.Pod) error {
 			if err != nil || bytes.Equal(b, t.old) {
 				continue
 			}
-			ack, err := agent.ParseAck(b)
+			ack, err := protocol.ParseAck(b)
 			if err != nil {
 				continue // being written by a workload that does not write atomically
 			}
@@ -359,7 +359,7 @@ func (a *NodeAgent) relay(ctx context.Context, p *corev1.Pod) error {
 }
 
 // acknowledge writes the checkpoint on the pod.
-func (a *NodeAgent) acknowledge(ctx context.Context, p *corev1.Pod, ack agent.Ack) error {
+func (a *NodeAgent) acknowledge(ctx context.Context, p *corev1.Pod, ack protocol.Ack) error {
 	patch, err := annotationPatch(map[string]string{
 		AnnotationCheckpointedAt: a.cfg.Clock().UTC().Format(time.RFC3339Nano),
 		AnnotationCheckpointStep: strconv.FormatInt(ack.Step, 10),

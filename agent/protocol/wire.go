@@ -1,4 +1,4 @@
-package agent
+package protocol
 
 import (
 	"bytes"
@@ -6,22 +6,26 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"net/http"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/prescient-sched/prescient/cluster"
 )
 
 // The agent routes, relative to the control plane's base URL.
 const (
-	PathRegister = "/v1/agents/register"    // POST RegisterRequest → RegisterResponse
-	pathCommands = "/v1/agents/%s/commands" // GET ?session=&after=&wait_s= → CommandsResponse
-	pathEvents   = "/v1/agents/%s/events"   // POST EventsRequest → EventsResponse
-	maxBodyBytes = 8 << 20                  // largest request or response body either side reads
-	maxNameBytes = 253                      // a node name, as a DNS name
-	maxIDBytes   = 256                      // a job ID, as the collector tags it
-	maxArgs      = 4096                     // argv entries of a start command
-	maxGPUs      = 1024                     // GPUs of one node
-	maxEvents    = 10000                    // events in one request
+	PathRegister        = "/v1/agents/register"    // POST RegisterRequest → RegisterResponse
+	PathCommands        = "/v1/agents/%s/commands" // GET ?session=&after=&wait_s= → CommandsResponse
+	PathEvents          = "/v1/agents/%s/events"   // POST EventsRequest → EventsResponse
+	MaxBodyBytes        = 8 << 20                  // largest request or response body either side reads
+	maxNameBytes        = 253                      // a node name, as a DNS name
+	maxIDBytes          = 256                      // a job ID, as the collector tags it
+	maxArgs             = 4096                     // argv entries of a start command
+	maxGPUs             = 1024                     // GPUs of one node
+	MaxEventsPerRequest = 10000                    // events in one request
 )
 
 // RegisterRequest is what an agent says when it (re)connects: its host, the
@@ -177,17 +181,31 @@ type EventsResponse struct {
 	Accepted int `json:"accepted"`
 }
 
-// errorBody is the API's error shape (DESIGN.md section 5).
-type errorBody struct {
+// ErrorBody is the API's error shape (DESIGN.md section 5).
+type ErrorBody struct {
 	Error struct {
 		Code    string `json:"code"`
 		Message string `json:"message"`
 	} `json:"error"`
 }
 
-// decodeStrict decodes one JSON object into v, rejecting unknown fields and
+// WriteJSON answers v as JSON with status.
+func WriteJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}
+
+// WriteError answers the API's error shape (ErrorBody) with status.
+func WriteError(w http.ResponseWriter, status int, code, msg string) {
+	var b ErrorBody
+	b.Error.Code, b.Error.Message = code, msg
+	WriteJSON(w, status, b)
+}
+
+// DecodeStrict decodes one JSON object into v, rejecting unknown fields and
 // trailing data, and names the offset of a syntax error.
-func decodeStrict(r io.Reader, v any) error {
+func DecodeStrict(r io.Reader, v any) error {
 	dec := json.NewDecoder(r)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
@@ -214,7 +232,7 @@ func decodeStrict(r io.Reader, v any) error {
 // DecodeRegister reads and checks a RegisterRequest.
 func DecodeRegister(b []byte) (RegisterRequest, error) {
 	var r RegisterRequest
-	if err := decodeStrict(bytes.NewReader(b), &r); err != nil {
+	if err := DecodeStrict(bytes.NewReader(b), &r); err != nil {
 		return RegisterRequest{}, err
 	}
 	return r, r.Validate()
@@ -223,7 +241,7 @@ func DecodeRegister(b []byte) (RegisterRequest, error) {
 // DecodeEvents reads and checks an EventsRequest.
 func DecodeEvents(b []byte) (EventsRequest, error) {
 	var r EventsRequest
-	if err := decodeStrict(bytes.NewReader(b), &r); err != nil {
+	if err := DecodeStrict(bytes.NewReader(b), &r); err != nil {
 		return EventsRequest{}, err
 	}
 	return r, r.Validate()
@@ -232,7 +250,7 @@ func DecodeEvents(b []byte) (EventsRequest, error) {
 // DecodeCommands reads and checks a CommandsResponse.
 func DecodeCommands(b []byte) (CommandsResponse, error) {
 	var r CommandsResponse
-	if err := decodeStrict(bytes.NewReader(b), &r); err != nil {
+	if err := DecodeStrict(bytes.NewReader(b), &r); err != nil {
 		return CommandsResponse{}, err
 	}
 	return r, r.Validate()
@@ -243,7 +261,7 @@ func (r RegisterRequest) Validate() error {
 	if err := r.Node.Validate(); err != nil {
 		return fmt.Errorf("node: %w", err)
 	}
-	if err := checkID("instance", r.Instance); err != nil {
+	if err := CheckID("instance", r.Instance); err != nil {
 		return err
 	}
 	for i, a := range r.Running {
@@ -256,7 +274,7 @@ func (r RegisterRequest) Validate() error {
 
 // Validate names the first field that is wrong.
 func (n NodeInfo) Validate() error {
-	if err := checkName("name", n.Name); err != nil {
+	if err := CheckName("name", n.Name); err != nil {
 		return err
 	}
 	if len(n.GPUs) > maxGPUs {
@@ -286,7 +304,7 @@ func (n NodeInfo) Validate() error {
 }
 
 func (a RunningAttempt) validate() error {
-	if err := checkID("job", a.Job); err != nil {
+	if err := CheckID("job", a.Job); err != nil {
 		return err
 	}
 	if a.Attempt < 0 {
@@ -304,15 +322,15 @@ func checkRank(rank, worldSize int) error {
 
 // Validate names the first field that is wrong.
 func (r EventsRequest) Validate() error {
-	if err := checkID("instance", r.Instance); err != nil {
+	if err := CheckID("instance", r.Instance); err != nil {
 		return err
 	}
 	return validateEvents(r.Events)
 }
 
 func validateEvents(events []Event) error {
-	if len(events) > maxEvents {
-		return fmt.Errorf("events: %d events, at most %d", len(events), maxEvents)
+	if len(events) > MaxEventsPerRequest {
+		return fmt.Errorf("events: %d events, at most %d", len(events), MaxEventsPerRequest)
 	}
 	for i, e := range events {
 		if err := e.Validate(); err != nil {
@@ -347,7 +365,7 @@ func (e Event) Validate() error {
 	if err := checkRank(e.Rank, e.WorldSize); err != nil {
 		return err
 	}
-	return checkID("job", e.Job)
+	return CheckID("job", e.Job)
 }
 
 // Validate names the first field that is wrong.
@@ -365,7 +383,7 @@ func (c Command) Validate() error {
 	if c.Seq <= 0 {
 		return fmt.Errorf("seq: %d: want a positive number", c.Seq)
 	}
-	if err := checkID("job", c.Job); err != nil {
+	if err := CheckID("job", c.Job); err != nil {
 		return err
 	}
 	if c.Attempt < 0 {
@@ -438,7 +456,7 @@ func checkEnvKey(k string) error {
 	return nil
 }
 
-func checkName(field, s string) error {
+func CheckName(field, s string) error {
 	if s == "" {
 		return fmt.Errorf("%s: empty", field)
 	}
@@ -453,9 +471,9 @@ func checkName(field, s string) error {
 	return nil
 }
 
-// checkID accepts what the collector accepts as a job ID: printable ASCII
+// CheckID accepts what the collector accepts as a job ID: printable ASCII
 // without spaces, at most maxIDBytes.
-func checkID(field, s string) error {
+func CheckID(field, s string) error {
 	if s == "" {
 		return fmt.Errorf("%s: empty", field)
 	}
@@ -468,4 +486,23 @@ func checkID(field, s string) error {
 		}
 	}
 	return nil
+}
+
+// ClusterNode is the node in the domain's terms; GPU models the catalog
+// knows get its name and power limits.
+func (n NodeInfo) ClusterNode() cluster.Node {
+	node := cluster.Node{Name: n.Name, CPUMilli: n.CPUMilli, MemoryBytes: n.MemoryBytes, State: cluster.NodeReady,
+		Topology: cluster.Topology{Rack: n.Rack, Leaf: n.Leaf}, Labels: maps.Clone(n.Labels)}
+	for _, g := range n.GPUs {
+		cg := cluster.NewGPU(g.Index, g.Model)
+		if spec, ok := cluster.LookupGPUModel(g.Model); ok {
+			cg.Model = spec.Model // the catalog's name, as jobs ask for it ("NVIDIA H100-SXM5-80GB" → "H100-SXM5-80GB")
+		}
+		cg.UUID, cg.NVLinkDomain, cg.MIGEnabled = g.UUID, g.NVLinkDomain, g.MIGEnabled
+		if g.MemoryBytes > 0 {
+			cg.MemoryBytes = g.MemoryBytes
+		}
+		node.GPUs = append(node.GPUs, cg)
+	}
+	return node
 }

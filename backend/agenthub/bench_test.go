@@ -1,4 +1,4 @@
-package agent
+package agenthub
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prescient-sched/prescient/agent/protocol"
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/executor"
 )
@@ -18,11 +19,11 @@ import (
 func benchHub(b *testing.B) *Hub {
 	h := NewHub(HubOptions{PollWait: time.Millisecond, MaxEvents: 1 << 30})
 	for i := range 128 {
-		n := NodeInfo{Name: fmt.Sprintf("node-%03d", i)}
+		n := protocol.NodeInfo{Name: fmt.Sprintf("node-%03d", i)}
 		for g := range 8 {
-			n.GPUs = append(n.GPUs, GPUInfo{Index: g, Model: "A100-SXM4-80GB", MemoryBytes: 80 << 30})
+			n.GPUs = append(n.GPUs, protocol.GPUInfo{Index: g, Model: "A100-SXM4-80GB", MemoryBytes: 80 << 30})
 		}
-		h.register(RegisterRequest{Node: n, Instance: "i"})
+		h.register(protocol.RegisterRequest{Node: n, Instance: "i"})
 	}
 	return h
 }
@@ -60,17 +61,17 @@ func BenchmarkHubEventsPost(b *testing.B) {
 	now := time.Now().UTC()
 	seq := int64(0)
 	body := func() []byte {
-		req := EventsRequest{Instance: "i"}
+		req := protocol.EventsRequest{Instance: "i"}
 		for k := range 99 {
 			seq++
-			e := Event{Seq: seq, Time: now, Job: fmt.Sprintf("j%d", (seq-1)/3), Attempt: 1, WorldSize: 1}
+			e := protocol.Event{Seq: seq, Time: now, Job: fmt.Sprintf("j%d", (seq-1)/3), Attempt: 1, WorldSize: 1}
 			switch k % 3 {
 			case 0:
-				e.Type = EventStarted
+				e.Type = protocol.EventStarted
 			case 1:
-				e.Type, e.Checkpoint = EventCheckpointed, &CheckpointInfo{Time: now, Step: 10, Path: "/ckpt/10"}
+				e.Type, e.Checkpoint = protocol.EventCheckpointed, &protocol.CheckpointInfo{Time: now, Step: 10, Path: "/ckpt/10"}
 			case 2:
-				e.Type, e.ExitCode = EventExited, 0
+				e.Type, e.ExitCode = protocol.EventExited, 0
 			}
 			req.Events = append(req.Events, e)
 		}

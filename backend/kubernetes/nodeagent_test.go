@@ -16,7 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 
-	"github.com/prescient-sched/prescient/agent"
+	"github.com/prescient-sched/prescient/agent/protocol"
 )
 
 // The helper process stands in for a pod's workload: on SIGUSR1 it writes
@@ -32,7 +32,7 @@ func TestHelperWorkload(t *testing.T) {
 	signal.Notify(usr1, syscall.SIGUSR1)
 	os.Stdout.WriteString("ready\n")
 	<-usr1
-	if err := agent.WriteAck(os.Getenv(helperEnv), agent.Ack{Step: 42, Path: "/ckpt/step-42"}); err != nil {
+	if err := protocol.WriteAck(os.Getenv(helperEnv), protocol.Ack{Step: 42, Path: "/ckpt/step-42"}); err != nil {
 		os.Exit(3)
 	}
 	time.Sleep(time.Minute)

@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/prescient-sched/prescient/backend"
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/executor"
 	"github.com/prescient-sched/prescient/service"
@@ -75,8 +76,7 @@ type Backend struct {
 	badNode  map[string]string // node → the error last logged about it
 	jobs     map[cluster.JobID]*kubeJob
 	byPod    map[types.NamespacedName]cluster.JobID
-	events   []executor.JobEvent
-	notify   chan struct{}
+	events   *backend.Events
 	watched  bool
 	recs     chan service.Recommendation
 	// foreign are the bound, unfinished pods of other schedulers that hold
@@ -156,11 +156,12 @@ func New(cfg Config) (*Backend, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = time.Now
 	}
-	return &Backend{cfg: cfg, log: cfg.Logger.With("component", "kubernetes"), nodes: map[string]cluster.Node{},
+	log := cfg.Logger.With("component", "kubernetes")
+	return &Backend{cfg: cfg, log: log, events: backend.NewEvents("kubernetes backend", 0, log), nodes: map[string]cluster.Node{},
 		migNodes: map[string][]string{}, badNode: map[string]string{}, jobs: map[cluster.JobID]*kubeJob{}, byPod: map[types.NamespacedName]cluster.JobID{},
 		foreign: map[types.NamespacedName]foreignPod{}, foreignOn: map[string]int{}, cordoned: map[string]bool{}, ownMIG: map[types.NamespacedName]foreignPod{},
 		batchJobs: map[types.NamespacedName]*batchv1.Job{}, parked: map[types.NamespacedName]map[string]*corev1.Pod{},
-		failedJobs: map[types.UID]bool{}, gone: map[types.UID]time.Time{}, notify: make(chan struct{}, 1),
+		failedJobs: map[types.UID]bool{}, gone: map[types.UID]time.Time{},
 		recs: make(chan service.Recommendation, 1024)}, nil
 }
 
@@ -267,11 +268,13 @@ func (b *Backend) Watch(ctx context.Context) (<-chan executor.JobEvent, error) {
 	}
 	b.syncNodes()
 	b.mu.Lock()
-	b.initial = len(b.events)
+	b.initial = b.events.Queued()
 	b.mu.Unlock()
 
-	out := make(chan executor.JobEvent)
-	go b.pump(ctx, out)
+	out, err := b.events.Watch(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes backend: %w", err)
+	}
 	go b.sweep(ctx)
 	go b.annotate(ctx)
 	return out, nil
@@ -380,45 +383,9 @@ func boundAttempt(p *corev1.Pod) (executor.RunningAttempt, bool) {
 }
 
 // emitLocked queues an event for Watch's reader; b.mu is held.
-func (b *Backend) emitLocked(e executor.JobEvent) {
-	b.events = append(b.events, e)
-	select {
-	case b.notify <- struct{}{}:
-	default:
-	}
-}
+func (b *Backend) emitLocked(e executor.JobEvent) { b.events.Emit(e) }
 
-func (b *Backend) emit(e executor.JobEvent) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.emitLocked(e)
-}
-
-// pump hands the queued events to the reader, in order.
-func (b *Backend) pump(ctx context.Context, out chan<- executor.JobEvent) {
-	defer close(out)
-	for {
-		b.mu.Lock()
-		batch := b.events
-		b.events = nil
-		b.mu.Unlock()
-		for _, e := range batch {
-			select {
-			case out <- e:
-			case <-ctx.Done():
-				return
-			}
-		}
-		if len(batch) > 0 {
-			continue
-		}
-		select {
-		case <-b.notify:
-		case <-ctx.Done():
-			return
-		}
-	}
-}
+func (b *Backend) emit(e executor.JobEvent) { b.events.Emit(e) }
 
 func (b *Backend) nodeChanged(o any) {
 	kn, ok := o.(*corev1.Node)

@@ -1,4 +1,4 @@
-package agent
+package protocol
 
 import (
 	"bytes"
@@ -41,17 +41,17 @@ func ParseAck(b []byte) (Ack, error) {
 	}
 	var a Ack
 	if t[0] == '{' {
-		if err := decodeStrict(bytes.NewReader(t), &a); err != nil {
+		if err := DecodeStrict(bytes.NewReader(t), &a); err != nil {
 			return Ack{}, fmt.Errorf("ack: %w", err)
 		}
 	} else {
 		step, path, ok := strings.Cut(string(t), " ")
 		if !ok || strings.ContainsAny(path, "\n\r") {
-			return Ack{}, fmt.Errorf("ack: %q: want one line \"STEP PATH\"", truncate(string(t), 80))
+			return Ack{}, fmt.Errorf("ack: %q: want one line \"STEP PATH\"", Truncate(string(t), 80))
 		}
 		n, err := strconv.ParseInt(step, 10, 64)
 		if err != nil {
-			return Ack{}, fmt.Errorf("ack: step %q: want an integer", truncate(step, 40))
+			return Ack{}, fmt.Errorf("ack: step %q: want an integer", Truncate(step, 40))
 		}
 		a = Ack{Step: n, Path: strings.TrimSpace(path)}
 	}
@@ -74,9 +74,9 @@ func WriteAck(path string, a Ack) error {
 	})
 }
 
-// readAck reads the acknowledgement file; a missing file is (zero, false,
+// ReadAck reads the acknowledgement file; a missing file is (zero, false,
 // nil).
-func readAck(path string) (Ack, bool, error) {
+func ReadAck(path string) (Ack, bool, error) {
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return Ack{}, false, nil
@@ -120,10 +120,10 @@ func ParseSignal(name string) (syscall.Signal, error) {
 	if s, ok := checkpointSignals[n]; ok {
 		return s, nil
 	}
-	return 0, fmt.Errorf("%q is not one of SIGUSR1, SIGUSR2, SIGHUP, SIGINT, SIGQUIT, SIGWINCH", truncate(name, 40))
+	return 0, fmt.Errorf("%q is not one of SIGUSR1, SIGUSR2, SIGHUP, SIGINT, SIGQUIT, SIGWINCH", Truncate(name, 40))
 }
 
-func truncate(s string, n int) string {
+func Truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}

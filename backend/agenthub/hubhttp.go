@@ -1,13 +1,14 @@
-package agent
+package agenthub
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/prescient-sched/prescient/agent/protocol"
 )
 
 // Handler serves the agent routes:
@@ -24,11 +25,11 @@ import (
 // API's, in front of this handler.
 func (h *Hub) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST "+PathRegister, h.serveRegister)
+	mux.HandleFunc("POST "+protocol.PathRegister, h.serveRegister)
 	mux.HandleFunc("GET /v1/agents/{node}/commands", h.serveCommands)
 	mux.HandleFunc("POST /v1/agents/{node}/events", h.serveEvents)
 	mux.HandleFunc("/v1/agents/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("%s %s: no such agent route", r.Method, r.URL.Path))
+		protocol.WriteError(w, http.StatusNotFound, "not_found", fmt.Sprintf("%s %s: no such agent route", r.Method, r.URL.Path))
 	})
 	return mux
 }
@@ -38,21 +39,21 @@ func (h *Hub) serveRegister(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	req, err := DecodeRegister(b)
+	req, err := protocol.DecodeRegister(b)
 	if err != nil {
-		writeError(w, http.StatusBadRequest, "invalid_request", "register: "+err.Error())
+		protocol.WriteError(w, http.StatusBadRequest, "invalid_request", "register: "+err.Error())
 		return
 	}
 	if !h.mayActFor(w, r, "register", req.Node.Name) {
 		return
 	}
-	writeJSON(w, http.StatusOK, h.register(req))
+	protocol.WriteJSON(w, http.StatusOK, h.register(req))
 }
 
 func (h *Hub) serveEvents(w http.ResponseWriter, r *http.Request) {
 	node := r.PathValue("node")
-	if err := checkName("node", node); err != nil {
-		writeError(w, http.StatusBadRequest, "invalid_request", "events: path: "+err.Error())
+	if err := protocol.CheckName("node", node); err != nil {
+		protocol.WriteError(w, http.StatusBadRequest, "invalid_request", "events: path: "+err.Error())
 		return
 	}
 	if !h.mayActFor(w, r, "events", node) {
@@ -62,15 +63,15 @@ func (h *Hub) serveEvents(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	req, err := DecodeEvents(b)
+	req, err := protocol.DecodeEvents(b)
 	if err != nil {
-		writeError(w, http.StatusBadRequest, "invalid_request", "events: "+err.Error())
+		protocol.WriteError(w, http.StatusBadRequest, "invalid_request", "events: "+err.Error())
 		return
 	}
 	h.mu.Lock()
 	n := h.eventsLocked(node, req.Instance, req.Events)
 	h.mu.Unlock()
-	writeJSON(w, http.StatusOK, EventsResponse{Accepted: n})
+	protocol.WriteJSON(w, http.StatusOK, protocol.EventsResponse{Accepted: n})
 }
 
 func (h *Hub) serveCommands(w http.ResponseWriter, r *http.Request) {
@@ -81,14 +82,14 @@ func (h *Hub) serveCommands(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	after, err := strconv.ParseInt(q.Get("after"), 10, 64)
 	if err != nil || after < 0 {
-		writeError(w, http.StatusBadRequest, "invalid_request", fmt.Sprintf("commands: after %q: want a non-negative integer", q.Get("after")))
+		protocol.WriteError(w, http.StatusBadRequest, "invalid_request", fmt.Sprintf("commands: after %q: want a non-negative integer", q.Get("after")))
 		return
 	}
 	wait := h.opts.PollWait
 	if s := q.Get("wait_s"); s != "" {
 		f, err := strconv.ParseFloat(s, 64)
 		if err != nil || f < 0 || f != f {
-			writeError(w, http.StatusBadRequest, "invalid_request", fmt.Sprintf("commands: wait_s %q: want a non-negative number of seconds", s))
+			protocol.WriteError(w, http.StatusBadRequest, "invalid_request", fmt.Sprintf("commands: wait_s %q: want a non-negative number of seconds", s))
 			return
 		}
 		wait = min(wait, time.Duration(f*float64(time.Second)))
@@ -101,11 +102,11 @@ func (h *Hub) serveCommands(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case n == nil:
 		h.mu.Unlock()
-		writeError(w, http.StatusConflict, "session_expired", fmt.Sprintf("commands: node %q is not registered; register first", node))
+		protocol.WriteError(w, http.StatusConflict, "session_expired", fmt.Sprintf("commands: node %q is not registered; register first", node))
 		return
 	case n.session != q.Get("session"):
 		h.mu.Unlock()
-		writeError(w, http.StatusConflict, "session_expired", fmt.Sprintf("commands: session of node %q expired; register again", node))
+		protocol.WriteError(w, http.StatusConflict, "session_expired", fmt.Sprintf("commands: session of node %q expired; register again", node))
 		return
 	}
 	i := 0
@@ -135,32 +136,26 @@ func (h *Hub) serveCommands(w http.ResponseWriter, r *http.Request) {
 		t.Stop()
 	}
 	h.mu.Lock()
-	resp := CommandsResponse{Commands: append([]Command{}, n.cmds...)}
+	resp := protocol.CommandsResponse{Commands: append([]protocol.Command{}, n.cmds...)}
 	if n.session != q.Get("session") {
 		resp.Commands = nil // registered again meanwhile: the new session's poll takes them
 	}
 	h.mu.Unlock()
-	writeJSON(w, http.StatusOK, resp)
+	protocol.WriteJSON(w, http.StatusOK, resp)
 }
 
 func readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
-	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, protocol.MaxBodyBytes))
 	var mbe *http.MaxBytesError
 	switch {
 	case errors.As(err, &mbe):
-		writeError(w, http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("body over %d bytes", mbe.Limit))
+		protocol.WriteError(w, http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("body over %d bytes", mbe.Limit))
 		return nil, false
 	case err != nil:
-		writeError(w, http.StatusBadRequest, "invalid_request", "reading the body: "+err.Error())
+		protocol.WriteError(w, http.StatusBadRequest, "invalid_request", "reading the body: "+err.Error())
 		return nil, false
 	}
 	return b, true
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(v)
 }
 
 // mayActFor answers 403 and false when the request's credentials are
@@ -174,12 +169,6 @@ func (h *Hub) mayActFor(w http.ResponseWriter, r *http.Request, what, node strin
 		return true
 	}
 	h.log.Warn("agent request for another node than its token's refused", "request", what, "node", node, "token_node", bound)
-	writeError(w, http.StatusForbidden, "forbidden", fmt.Sprintf("%s: this token is bound to node %q, not %q", what, bound, node))
+	protocol.WriteError(w, http.StatusForbidden, "forbidden", fmt.Sprintf("%s: this token is bound to node %q, not %q", what, bound, node))
 	return false
-}
-
-func writeError(w http.ResponseWriter, status int, code, msg string) {
-	var b errorBody
-	b.Error.Code, b.Error.Message = code, msg
-	writeJSON(w, status, b)
 }
