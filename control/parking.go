@@ -599,42 +599,19 @@ func (p *Plane) parkNodes(ctx context.Context, lv *live, plan executor.Plan) {
 		}
 	}
 	p.mu.Unlock()
-	slices.SortFunc(wakeable, func(a, b parkedNode) int {
-		return cmp.Or(a.since.Compare(b.since), strings.Compare(a.node.Name, b.node.Name))
-	})
-
+	slices.SortFunc(wakeable, func(a, b parkedNode) int { return strings.Compare(a.node.Name, b.node.Name) })
 	planned := map[string]bool{} // nodes the waiting jobs were planned on: not parked
+	var needed map[string]string
 	if len(wakeable) > 0 || len(waking) > 0 {
-		var wake map[string]string
-		wake, planned = p.parkedNeeded(ctx, lv, plan, waking, wakeable)
-		for _, pn := range wakeable {
-			if wake[pn.node.Name] != "" {
-				o.Free(len(pn.node.GPUs))
-			}
-		}
-		if cfg.Forecast {
-			for _, pn := range wakeable {
-				if o.Short() > 0 && wake[pn.node.Name] == "" {
-					wake[pn.node.Name] = fmt.Sprintf("the forecast: %.1f GPUs wanted over the next %s, %.1f there", o.Demand(), cfg.Lookahead, o.Supply())
-					o.Free(len(pn.node.GPUs))
-				}
-			}
-		}
-		for _, pn := range wakeable {
-			why := wake[pn.node.Name]
-			switch {
-			case why == "":
-			case autopilot:
-				p.setParked(ctx, pn.node, powerParked, powerWaking, lv.now, "node woken: "+why, cfg.Resume)
-			default:
-				p.addRecommendation(ctx, lv.now, current, recWake, "", fmt.Sprintf("wake node %s: %s", pn.node.Name, why), recDetails{Node: pn.node.Name})
-			}
-		}
+		needed, planned = p.parkedNeeded(ctx, lv, plan, waking, wakeable)
 	}
-
-	slices.SortFunc(empty, func(a, b *cluster.Node) int {
-		return cmp.Or(st.emptySince[a.Name].Compare(st.emptySince[b.Name]), strings.Compare(a.Name, b.Name))
-	})
+	in := park.Input{Now: lv.now, Outlook: o, NodeGPUs: maxGPUs}
+	byName := map[string]cluster.Node{}
+	for _, pn := range wakeable {
+		in.Asleep = append(in.Asleep, park.Asleep{Node: pn.node.Name, GPUs: len(pn.node.GPUs), Since: pn.since, Needed: needed[pn.node.Name]})
+		byName[pn.node.Name] = pn.node
+	}
+	slices.SortFunc(empty, func(a, b *cluster.Node) int { return strings.Compare(a.Name, b.Name) })
 	for _, n := range empty {
 		if planned[n.Name] {
 			st.emptySince[n.Name] = lv.now // a job that waits needs it with a node being woken
@@ -650,32 +627,45 @@ func (p *Plane) parkNodes(ctx context.Context, lv *live, plan executor.Plan) {
 				continue
 			}
 		}
-		gpus := wholeFree(lv.snap, n)
-		o.Free(-gpus) // the supply without it
-		idleFor := lv.now.Sub(st.emptySince[n.Name])
-		var why string
-		switch {
-		case cfg.Forecast && o.Spare(maxGPUs):
-			why = fmt.Sprintf("the forecast: %.1f GPUs there without it over the next %s, %.1f wanted and a node's %d more", o.Supply(), cfg.Lookahead, o.Demand(), maxGPUs)
-		case idleFor >= cfg.IdleAfter && (!cfg.Forecast || o.Short() == 0):
-			why = fmt.Sprintf("it ran nothing for %s", idleFor.Round(time.Second))
-		default:
-			o.Free(gpus)
-			continue
-		}
-		if !autopilot {
-			p.addRecommendation(ctx, lv.now, current, recPark, "", fmt.Sprintf("park node %s: %s", n.Name, why), recDetails{Node: n.Name})
-			continue
-		}
+		in.Empty = append(in.Empty, park.Empty{Node: n.Name, GPUs: wholeFree(lv.snap, n), Since: st.emptySince[n.Name]})
 		shape := *n
 		shape.State = cluster.NodeReady
-		if !p.setParked(ctx, shape, "", powerParked, lv.now, "node parked: "+why, cfg.Suspend) {
-			o.Free(gpus)
-			continue
+		byName[n.Name] = shape
+	}
+	pol := park.Policy{IdleAfter: cfg.IdleAfter, Forecast: cfg.Forecast, Lookahead: cfg.Lookahead}
+	for len(in.Empty) > 0 || len(in.Asleep) > 0 {
+		acts := pol.Decide(in)
+		failed := p.carryOut(ctx, lv.now, current, acts, byName, autopilot)
+		if failed == "" {
+			break
 		}
-		delete(st.emptySince, n.Name)
+		in = in.After(acts, failed) // it stays up: decide again on the rest
 	}
 }
+
+// carryOut wakes and parks the nodes of a decision in order (the advisor
+// recommends it); it stops at the first park that fails and returns its
+// node.
+func (p *Plane) carryOut(ctx context.Context, now time.Time, current map[string]bool, acts []park.Action, nodes map[string]cluster.Node, autopilot bool) string {
+	cfg := p.cfg.Parking
+	for _, a := range acts {
+		n := nodes[a.Node]
+		switch {
+		case !autopilot:
+			p.addRecommendation(ctx, now, current, recKinds[a.Kind], "", fmt.Sprintf("%s node %s: %s", a.Kind, a.Node, a.Reason), recDetails{Node: a.Node})
+		case a.Kind == park.Wake:
+			p.setParked(ctx, n, powerParked, powerWaking, now, "node woken: "+a.Reason, cfg.Resume)
+		case !p.setParked(ctx, n, "", powerParked, now, "node parked: "+a.Reason, cfg.Suspend):
+			return a.Node
+		default:
+			delete(p.parking.emptySince, a.Node)
+		}
+	}
+	return ""
+}
+
+// recKinds are the advisor's recommendation kinds of parking's actions.
+var recKinds = map[park.ActionKind]string{park.Park: recPark, park.Wake: recWake}
 
 // queuedDemand is the GPUs of the queued jobs that more awake nodes could
 // serve: the plan's queue (the jobs the backend holds are not in it) less

@@ -1,19 +1,19 @@
-// Package park weighs, from the forecasts, whether a node that runs
-// nothing may power down before its idle delay and how many GPUs the
-// awake nodes lack for what is coming. The replay (executor/sim,
-// Config.ParkForecast: after each step) and the control plane
-// (control.Parking: at each cycle, and before it wakes nodes ahead of
-// demand) both weigh with it.
+// Package park decides when nodes that run nothing power down and when
+// parked nodes wake: Policy.Decide, from the state a caller gathers, with
+// no state of its own. The control plane (control.Parking, at each cycle)
+// and the replay (executor/sim, after each step with Config.ParkForecast)
+// both carry out its decisions.
 //
 // An Outlook weighs, over a lookahead, the GPUs that will be there — free
 // now on the nodes that are up, or freed by the running jobs, each with
 // its chance of ending by then given how long it has run
 // (executor.DurationDist through its forecast's P50 and P90) — against the
 // GPUs that will be asked for: the queue's and the recent arrivals' at
-// their rate (Arrivals, decayed over an hour) over the lookahead. A node is spare when the supply covers
-// the demand and a whole node's GPUs more; the awake nodes are short by
-// what the demand exceeds the supply. The node's worth of slack between
-// the two keeps a node that was just woken from looking spare again.
+// their rate (Arrivals, decayed over an hour) over the lookahead. A node
+// is spare when the supply covers the demand and a whole node's GPUs
+// more; the awake nodes are short by what the demand exceeds the supply.
+// The node's worth of slack between the two keeps a node that was just
+// woken from looking spare again.
 package park
 
 import (

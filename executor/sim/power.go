@@ -206,21 +206,13 @@ func (p *parking) forecast(s *Simulator) bool {
 	return p.active && s.cfg.ParkForecast && !math.IsInf(p.after, 1)
 }
 
-// review, with Config.ParkForecast, parks the empty nodes not parked yet
-// as the control plane does at each cycle: at once when the forecasts find
-// one spare over the next ParkLookahead (park.Outlook.Spare: the other
-// nodes that are up and not parked have, free now or freed by then, at
-// least the GPUs the queue holds and the recent arrivals would bring at
-// their rate, and a whole node's GPUs to spare), or once it has been empty
-// ParkIdleAfter if the others cover the demand without it. The nodes are
-// taken in the order they emptied, each parked one no longer counted as
-// room for the next. Before that, when the nodes up (booting ones too)
-// fall short of the demand, it wakes parked nodes, the longest parked
-// first, until they cover it, as the plane wakes them ahead of demand; a
-// node booting is not parked again before it is up. It runs after every
-// step of the replay, and while a node it leaves up may still park (jobs
-// run or are yet to arrive) it makes a step happen within ParkReview, as
-// the plane's cycles come.
+// review, with Config.ParkForecast, gathers the state park.Policy.Decide
+// reads (the empty nodes up, not booting; the parked ones; the outlook
+// of the nodes up, booting ones too, and of the running jobs) and carries
+// out its decision: a woken node starts a boot of WakeTime, a parked one
+// parks from now on. It runs after every step of the replay, and while a
+// node it leaves up may still park (jobs run or are yet to arrive) it
+// makes a step happen within ParkReview, as the plane's cycles come.
 //
 // Unlike the plane its queued demand is every queued GPU (the plane leaves
 // out the jobs that no node more could serve).
@@ -228,23 +220,26 @@ func (p *parking) review(s *Simulator) {
 	if !p.forecast(s) {
 		return
 	}
-	var empty, parked []int
+	var in park.Input
 	for i := range s.snap.Nodes {
+		n := &s.snap.Nodes[i]
 		switch {
 		case !p.open[i] || s.down[i] || s.inferenceNode(i):
 		case p.parked(s, i):
-			parked = append(parked, i)
+			in.Asleep = append(in.Asleep, park.Asleep{Node: n.Name, GPUs: len(n.GPUs), Since: p.parkedAt(i)})
 		case !p.bootUntil[i].After(s.now):
-			empty = append(empty, i)
+			in.Empty = append(in.Empty, park.Empty{Node: n.Name, GPUs: s.free.WholeFree(i), Since: p.emptyAt[i]})
 		}
 	}
-	if len(empty) == 0 && len(parked) == 0 {
+	if len(in.Empty) == 0 && len(in.Asleep) == 0 {
 		return
 	}
-	o := park.Outlook{Look: cmp.Or(s.cfg.ParkLookahead, park.DefaultLookahead), Queued: s.queuedGPUs, Rate: s.arrivalRate()}
+	pol := park.Policy{IdleAfter: s.cfg.ParkIdleAfter, Forecast: true, Lookahead: cmp.Or(s.cfg.ParkLookahead, park.DefaultLookahead)}
+	in.Now, in.NodeGPUs = s.now, s.free.MaxNodeGPUs()
+	in.Outlook = park.Outlook{Look: pol.Lookahead, Queued: s.queuedGPUs, Rate: s.arrivalRate()}
 	for k := range s.snap.Nodes {
 		if !s.down[k] && !p.parked(s, k) {
-			o.Free(s.free.WholeFree(k))
+			in.Outlook.Free(s.free.WholeFree(k))
 		}
 	}
 	for k, r := range s.running {
@@ -253,37 +248,30 @@ func (p *parking) review(s *Simulator) {
 		if s.now.After(j.seg.start) {
 			ran += s.now.Sub(j.seg.start)
 		}
-		o.Running(float64(j.job.Spec.MilliGPUs())/cluster.MilliGPU, ran, r.Forecast.DurationP50, r.Forecast.DurationP90)
+		in.Outlook.Running(float64(j.job.Spec.MilliGPUs())/cluster.MilliGPU, ran, r.Forecast.DurationP50, r.Forecast.DurationP90)
 	}
-	parkedAt := func(i int) time.Time { return p.emptyAt[i].Add(time.Duration(p.afterOf[i] * float64(time.Second))) }
-	slices.SortStableFunc(parked, func(a, b int) int { return parkedAt(a).Compare(parkedAt(b)) })
-	for _, i := range parked {
-		if o.Short() == 0 {
-			break
-		}
-		p.endSpell(s, &s.acct, i, true) // a boot of WakeTime from now
-		p.beginSpell(s, i)
-		o.Free(len(s.snap.Nodes[i].GPUs))
-	}
-	slices.SortStableFunc(empty, func(a, b int) int { return p.emptyAt[a].Compare(p.emptyAt[b]) })
-	nodeGPUs := s.free.MaxNodeGPUs()
-	up := false
-	for _, i := range empty {
-		gpus := s.free.WholeFree(i)
-		o.Free(-gpus)
-		idle := s.now.Sub(p.emptyAt[i])
-		if o.Spare(nodeGPUs) || idle >= s.cfg.ParkIdleAfter && o.Short() == 0 {
-			p.afterOf[i] = idle.Seconds() // parked from now on
+	parks := 0
+	for _, a := range pol.Decide(in) {
+		i, _ := s.free.NodeIndex(a.Node)
+		if a.Kind == park.Wake {
+			p.endSpell(s, &s.acct, i, true) // a boot of WakeTime from now
+			p.beginSpell(s, i)
 			continue
 		}
-		o.Free(gpus)
-		up = true
+		p.afterOf[i] = s.now.Sub(p.emptyAt[i]).Seconds() // parked from now on
+		parks++
 	}
+	up := parks < len(in.Empty)
 	more := len(s.running) > 0 || s.acct.finished+s.acct.unplaceable+s.queueLen() < len(s.jobs)
 	if up && more && !p.reviewAt.After(s.now) {
 		p.reviewAt = s.now.Add(ParkReview)
 		p.due(s, p.reviewAt)
 	}
+}
+
+// parkedAt is when node i, parked, parked.
+func (p *parking) parkedAt(i int) time.Time {
+	return p.emptyAt[i].Add(time.Duration(p.afterOf[i] * float64(time.Second)))
 }
 
 // ParkReview is how soon, with forecast parking, the replay looks again
