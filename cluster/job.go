@@ -83,24 +83,30 @@ func (s JobSpec) MilliGPUs() int { return s.GPUs * s.GPUMilli }
 // Fractional reports whether the job asks for a share of one GPU.
 func (s JobSpec) Fractional() bool { return s.GPUs == 1 && s.GPUMilli < MilliGPU }
 
+// Splits reports whether Tasks can split the job for nodes of perNode
+// GPUs, without splitting it.
+func (s JobSpec) Splits(perNode int) bool {
+	if s.GangSize > 1 {
+		return s.GPUs%s.GangSize == 0 && s.GPUs/s.GangSize <= perNode
+	}
+	return perNode > 0
+}
+
 // Tasks splits the job's GPUs into per-node tasks on nodes of at most
 // perNode GPUs: a gang into GangSize equal tasks (false when they are not
 // equal or one does not fit a node), another job larger than a node into
 // whole nodes and a remainder.
 func (s JobSpec) Tasks(perNode int) ([]int, bool) {
+	if !s.Splits(perNode) {
+		return nil, false
+	}
 	g := s.GPUs
 	if s.GangSize > 1 {
-		if g%s.GangSize != 0 || g/s.GangSize > perNode {
-			return nil, false
-		}
 		tasks := make([]int, s.GangSize)
 		for i := range tasks {
 			tasks[i] = g / s.GangSize
 		}
 		return tasks, true
-	}
-	if perNode <= 0 {
-		return nil, false
 	}
 	var tasks []int
 	for ; g > perNode; g -= perNode {

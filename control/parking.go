@@ -557,7 +557,7 @@ func (p *Plane) parkNodes(ctx context.Context, lv *live, plan executor.Plan) {
 		}
 	}
 	all, _ := p.fleetWithParked(lv.nodes)
-	o := park.Outlook{Look: cfg.Lookahead, Rate: p.arrivalRate(lv.now), Queued: p.queuedDemand(lv, all)}
+	o := park.Outlook{Look: cfg.Lookahead, Rate: p.arrivalRate(lv.now), Queued: park.QueuedDemand(lv.in.Queue, lv.in.Running, all, p.cfg.Tenants)}
 	for _, r := range lv.in.Running {
 		o.Running(float64(r.Job.Spec.MilliGPUs())/cluster.MilliGPU, r.Progress, r.Forecast.DurationP50, r.Forecast.DurationP90)
 	}
@@ -666,62 +666,6 @@ func (p *Plane) carryOut(ctx context.Context, now time.Time, current map[string]
 
 // recKinds are the advisor's recommendation kinds of parking's actions.
 var recKinds = map[park.ActionKind]string{park.Park: recPark, park.Wake: recWake}
-
-// queuedDemand is the GPUs of the queued jobs that more awake nodes could
-// serve: the plan's queue (the jobs the backend holds are not in it) less
-// the jobs their tenant's quota holds back and those no node of the fleet
-// (all of it, the parked nodes too) could ever hold.
-func (p *Plane) queuedDemand(lv *live, all []cluster.Node) float64 {
-	type room struct{ node, total int } // the most GPUs of a model on one node, and in all
-	byModel, whole := map[string]room{}, room{}
-	for i := range all {
-		per := map[string]int{}
-		for _, g := range all[i].GPUs {
-			per[g.Model]++
-		}
-		for m, k := range per {
-			r := byModel[m]
-			r.node, r.total = max(r.node, k), r.total+k
-			byModel[m] = r
-		}
-		whole.node, whole.total = max(whole.node, len(all[i].GPUs)), whole.total+len(all[i].GPUs)
-	}
-	quota, held := map[string]int{}, map[string]int{}
-	if lv.snap != nil {
-		for _, t := range lv.snap.Tenants {
-			quota[t.Name] = t.QuotaGPUs
-		}
-	}
-	for _, r := range lv.in.Running {
-		held[r.Job.Spec.Tenant] += r.Job.Spec.GPUs
-	}
-	demand := 0.0
-	for _, v := range lv.in.Queue {
-		spec := &v.Job.Spec
-		if spec.GPUs == 0 {
-			continue
-		}
-		r := whole
-		if len(spec.GPUModels) > 0 {
-			r = room{}
-			for _, m := range spec.GPUModels {
-				r.node, r.total = max(r.node, byModel[m].node), r.total+byModel[m].total
-			}
-		}
-		switch {
-		case spec.GangSize > 1 && (spec.GPUs%spec.GangSize != 0 || spec.GPUs/spec.GangSize > r.node || spec.GPUs > r.total):
-			continue // as the placer: equal tasks, each on one node
-		case spec.GPUs > r.total:
-			continue // larger than the fleet: whole nodes and a remainder
-		}
-		if q := quota[spec.Tenant]; q > 0 && held[spec.Tenant]+spec.GPUs > q {
-			continue // its tenant's quota holds it back
-		}
-		held[spec.Tenant] += spec.GPUs
-		demand += float64(spec.MilliGPUs()) / cluster.MilliGPU
-	}
-	return demand
-}
 
 // parkedNeeded says which of the wakeable nodes the jobs that wait need,
 // and why, and on which nodes it planned them. It plans the jobs the

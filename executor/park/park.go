@@ -20,6 +20,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/executor"
 )
 
@@ -92,4 +93,57 @@ func (a *Arrivals) Add(now, submit time.Time, gpus float64) {
 func (a *Arrivals) Rate(now time.Time) float64 {
 	a.decay(now)
 	return a.gpus / ArrivalTau.Seconds()
+}
+
+// QueuedDemand is the GPUs of the queued jobs that more awake nodes could
+// serve, the Outlook's Queued: every queued job's, but those no node of
+// the fleet (nodes: all of it, parked nodes too) could ever hold (a gang
+// whose equal tasks fit no node, a job larger than the GPUs of its
+// models) and those their tenant's quota holds back (the running jobs'
+// GPUs and those of the queued jobs before them counted against it).
+func QueuedDemand(queue []*executor.JobView, running []*executor.RunningJob, nodes []cluster.Node, tenants []cluster.Tenant) float64 {
+	type room struct{ node, total int } // the most GPUs of a model on one node, and in all
+	byModel, whole := map[string]room{}, room{}
+	for i := range nodes {
+		per := map[string]int{}
+		for _, g := range nodes[i].GPUs {
+			per[g.Model]++
+		}
+		for m, k := range per {
+			r := byModel[m]
+			r.node, r.total = max(r.node, k), r.total+k
+			byModel[m] = r
+		}
+		whole.node, whole.total = max(whole.node, len(nodes[i].GPUs)), whole.total+len(nodes[i].GPUs)
+	}
+	quota, held := map[string]int{}, map[string]int{}
+	for _, t := range tenants {
+		quota[t.Name] = t.QuotaGPUs
+	}
+	for _, r := range running {
+		held[r.Job.Spec.Tenant] += r.Job.Spec.GPUs
+	}
+	demand := 0.0
+	for _, v := range queue {
+		spec := &v.Job.Spec
+		if spec.GPUs == 0 {
+			continue
+		}
+		r := whole
+		if len(spec.GPUModels) > 0 {
+			r = room{}
+			for _, m := range spec.GPUModels {
+				r.node, r.total = max(r.node, byModel[m].node), r.total+byModel[m].total
+			}
+		}
+		if !spec.Splits(r.node) || spec.GPUs > r.total {
+			continue // as the placer splits it: no node, or not all of them, could hold it
+		}
+		if q := quota[spec.Tenant]; q > 0 && held[spec.Tenant]+spec.GPUs > q {
+			continue // its tenant's quota holds it back
+		}
+		held[spec.Tenant] += spec.GPUs
+		demand += float64(spec.MilliGPUs()) / cluster.MilliGPU
+	}
+	return demand
 }

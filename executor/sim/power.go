@@ -213,9 +213,6 @@ func (p *parking) forecast(s *Simulator) bool {
 // parks from now on. It runs after every step of the replay, and while a
 // node it leaves up may still park (jobs run or are yet to arrive) it
 // makes a step happen within ParkReview, as the plane's cycles come.
-//
-// Unlike the plane its queued demand is every queued GPU (the plane leaves
-// out the jobs that no node more could serve).
 func (p *parking) review(s *Simulator) {
 	if !p.forecast(s) {
 		return
@@ -236,7 +233,11 @@ func (p *parking) review(s *Simulator) {
 	}
 	pol := park.Policy{IdleAfter: s.cfg.ParkIdleAfter, Forecast: true, Lookahead: cmp.Or(s.cfg.ParkLookahead, park.DefaultLookahead)}
 	in.Now, in.NodeGPUs = s.now, s.free.MaxNodeGPUs()
-	in.Outlook = park.Outlook{Look: pol.Lookahead, Queued: s.queuedGPUs, Rate: s.arrivalRate()}
+	queue := s.queue
+	if s.sorted != nil {
+		queue = s.sorted.Jobs()
+	}
+	in.Outlook = park.Outlook{Look: pol.Lookahead, Queued: park.QueuedDemand(queue, s.running, s.snap.Nodes, s.snap.Tenants), Rate: s.arrivalRate()}
 	for k := range s.snap.Nodes {
 		if !s.down[k] && !p.parked(s, k) {
 			in.Outlook.Free(s.free.WholeFree(k))
