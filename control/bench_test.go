@@ -14,6 +14,7 @@ import (
 	"github.com/prescient-sched/prescient/datasets/datasetstest"
 	"github.com/prescient-sched/prescient/executor"
 	"github.com/prescient-sched/prescient/executor/lend"
+	"github.com/prescient-sched/prescient/executor/park"
 	"github.com/prescient-sched/prescient/models"
 	"github.com/prescient-sched/prescient/predictor"
 	"github.com/prescient-sched/prescient/service"
@@ -281,11 +282,11 @@ func BenchmarkParkingDecision10kGPUs(b *testing.B) {
 	lv := &live{now: now, nodes: slices.Clone(fleet.Nodes), placements: map[cluster.JobID]store.Placement{}}
 	parked := map[string]*parkedNode{}
 	for n := 1000; n < 1220; n++ {
-		state := powerParked
+		state := park.Parked
 		if n >= 1200 {
-			state = powerWaking
+			state = park.Waking
 		}
-		parked[lv.nodes[n].Name] = &parkedNode{state: state, since: now.Add(-time.Minute), node: fleet.Nodes[n], wentDown: true}
+		parked[lv.nodes[n].Name] = &parkedNode{Record: park.Record{State: state, Since: now.Add(-time.Minute), SeenDown: true}, node: fleet.Nodes[n]}
 		lv.nodes[n].State = cluster.NodeFailed // off
 	}
 	lv.snap = cluster.NewSnapshot(&cluster.Fleet{Nodes: lv.nodes, Tenants: fleet.Tenants}, now)
@@ -325,9 +326,9 @@ func BenchmarkParkingDecision10kGPUs(b *testing.B) {
 		e.plane.parkNodes(e.ctx, lv, executor.Plan{})
 		ds = append(ds, time.Since(start))
 		e.plane.mu.Lock()
-		got := e.plane.parked["n1000"].state
+		got := e.plane.parked["n1000"].State
 		e.plane.mu.Unlock()
-		if got != powerWaking {
+		if got != park.Waking {
 			b.Fatalf("n1000 %q after the decision, want waking", got)
 		}
 	}

@@ -113,33 +113,22 @@ const (
 	recWake = "wake"
 )
 
-// The states of a node powered down, as the store and GET /v1/fleet name
-// them.
-const (
-	powerParked = "parked"
-	powerWaking = "waking"
-)
-
-// parkedNode is a node parked or being woken, under the Plane's mu.
+// parkedNode is a node parked or being woken (its park.Record), under the
+// Plane's mu.
 type parkedNode struct {
-	state string // powerParked or powerWaking
-	since time.Time
-	node  cluster.Node // as it was when it parked, ready
-	// wentDown is set once the fleet reported the node not ready after it
-	// parked.
-	wentDown bool
-	// suspending is set while its Suspend program runs; wakeAfter is when
-	// a node whose wake failed may be woken again; resumedAgain is set
-	// once Resume ran a second time for a node that went down after its
-	// wake.
-	suspending   bool
-	wakeAfter    time.Time
-	resumedAgain bool
+	park.Record
+	node cluster.Node // as it was when it parked, ready
 }
 
-// wakeable reports whether pn may be woken at now.
-func (pn *parkedNode) wakeable(now time.Time) bool {
-	return pn.state == powerParked && !pn.suspending && !now.Before(pn.wakeAfter)
+// parseState reads a parked node's state as the store keeps it
+// (park.State's String).
+func parseState(s string) (park.State, error) {
+	for _, st := range []park.State{park.Parked, park.Waking} {
+		if s == st.String() {
+			return st, nil
+		}
+	}
+	return park.Awake, fmt.Errorf("parked node in state %q, want parked or waking", s)
 }
 
 // parkingState is what the plan loop alone keeps of parking.
@@ -164,9 +153,10 @@ type parkingState struct {
 // powerRun is a Suspend or Resume program's run that ended, for the node
 // in state state since since.
 type powerRun struct {
-	node, state string
-	since       time.Time
-	err         error
+	node  string
+	state park.State
+	since time.Time
+	err   error
 }
 
 // restoreParked reads the parked nodes from the store, each with when it
@@ -188,10 +178,14 @@ func (p *Plane) restoreParked(ctx context.Context) error {
 			}
 			continue
 		}
+		st, err := parseState(r.State)
+		if err != nil {
+			return fmt.Errorf("node %s: %w", r.Node.Name, err)
+		}
 		// A node restored waking may be down and booting: its Resume is not
 		// run again when it is seen down.
-		parked[r.Node.Name] = &parkedNode{state: r.State, since: r.Since, node: r.Node, resumedAgain: r.State == powerWaking,
-			wakeAfter: r.WakeAfter}
+		parked[r.Node.Name] = &parkedNode{Record: park.Record{State: st, Since: r.Since, ResumedAgain: st == park.Waking,
+			WakeAfter: r.WakeAfter}, node: r.Node}
 	}
 	boots, err := p.cfg.Store.Boots(ctx)
 	if err != nil {
@@ -226,7 +220,7 @@ func (p *Plane) fleetWithParked(nodes []cluster.Node) ([]cluster.Node, map[strin
 	}
 	var away []cluster.Node
 	for name, pn := range p.parked {
-		states[name] = pn.state
+		states[name] = pn.State.String()
 		if !listed[name] {
 			away = append(away, pn.node)
 		}
@@ -267,12 +261,11 @@ func (p *Plane) settleParked(ctx context.Context, now time.Time) {
 	if p.cfg.Cordoner != nil && !p.parking.reconciled && !now.Before(p.parking.marksFrom) {
 		p.reconcileMarks(ctx, now, ready)
 	}
+	pw := park.Power{Suspend: cfg.Suspend != "", Resume: cfg.Resume != "", WakeTimeout: cfg.WakeTimeout}
 	type change struct {
 		node   cluster.Node
-		to     string // "" (awake) or powerParked
-		msg    string
-		failed *powerRun     // a Suspend that failed, noted again if the change is not recorded
-		booted time.Duration // a woken node's, from its wake until it was up
+		step   park.Step
+		failed *powerRun // a Suspend that failed, noted again if the change is not recorded
 	}
 	var (
 		changes []change
@@ -286,46 +279,26 @@ func (p *Plane) settleParked(ctx context.Context, now time.Time) {
 	p.powerRuns = nil
 	for _, r := range runs {
 		pn := p.parked[r.node]
-		if pn == nil || pn.state != r.state || !pn.since.Equal(r.since) {
+		if pn == nil || pn.State != r.state || !pn.Since.Equal(r.since) {
 			continue // the node moved on since
 		}
-		switch {
-		case r.state == powerParked:
-			pn.suspending = false
-			if r.err != nil && ready[r.node] && !pn.wentDown && !settling {
-				changes = append(changes, change{node: pn.node, msg: "the suspend program failed (" + r.err.Error() + "): the node stays awake", failed: &r})
-			}
-		case r.err != nil:
-			changes = append(changes, change{node: pn.node, to: powerParked,
-				msg: fmt.Sprintf("the resume program failed (%s): the node is parked again, not woken for %s", r.err, cfg.WakeTimeout)})
+		var step park.Step
+		pn.Record, step = pw.Ended(pn.Record, r.err, ready[r.node], settling)
+		if step.To != pn.State {
+			changes = append(changes, change{node: pn.node, step: step, failed: &r})
 		}
 	}
 	for name, pn := range p.parked {
 		if settling || changed(name) {
 			continue
 		}
-		if !ready[name] {
-			if pn.state == powerWaking && !pn.wentDown && !pn.resumedAgain && cfg.Resume != "" {
-				pn.resumedAgain = true // up when woken, down now: it was shutting down
-				resume = append(resume, powerRun{node: name, state: powerWaking, since: pn.since})
-			}
-			pn.wentDown = true
+		var step park.Step
+		pn.Record, step = pw.Observe(now, pn.Record, ready[name])
+		if step.Resume {
+			resume = append(resume, powerRun{node: name, state: park.Waking, since: pn.Since})
 		}
-		up := ready[name] && (pn.wentDown || cfg.Suspend == "")
-		switch {
-		case pn.state == powerWaking && up:
-			c := change{node: pn.node, msg: "node awake"}
-			if pn.wentDown {
-				c.booted = now.Sub(pn.since) // a boot seen: down, then up
-			}
-			changes = append(changes, c)
-		case pn.state == powerParked && ready[name] && pn.wentDown:
-			changes = append(changes, change{node: pn.node, msg: "node awake: it came back up while parked"})
-		case pn.state == powerWaking && now.Sub(pn.since) >= cfg.WakeTimeout && ready[name]:
-			changes = append(changes, change{node: pn.node, msg: fmt.Sprintf("node awake: it is up %s after its wake, though never seen down", cfg.WakeTimeout)})
-		case pn.state == powerWaking && now.Sub(pn.since) >= cfg.WakeTimeout:
-			changes = append(changes, change{node: pn.node, to: powerParked,
-				msg: fmt.Sprintf("the node is not up %s after its wake: it is parked again, not woken for %s", cfg.WakeTimeout, cfg.WakeTimeout)})
+		if step.To != pn.State {
+			changes = append(changes, change{node: pn.node, step: step})
 		}
 	}
 	p.mu.Unlock()
@@ -335,12 +308,12 @@ func (p *Plane) settleParked(ctx context.Context, now time.Time) {
 	}
 	slices.SortFunc(changes, func(a, b change) int { return strings.Compare(a.node.Name, b.node.Name) })
 	for _, c := range changes {
-		if c.to == powerParked {
-			p.setParked(ctx, c.node, powerWaking, powerParked, now, c.msg, "")
+		if c.step.To == park.Parked {
+			p.setParked(ctx, c.node, park.Waking, park.Parked, now, c.step.Msg, "")
 			continue // if not recorded, the next cycle sees the same again
 		}
-		if !p.setAwake(ctx, c.node.Name, now, c.msg) {
-			if c.failed != nil {
+		if !p.setAwake(ctx, c.node.Name, now, c.step.Msg) {
+			if c.step.Hold {
 				p.mu.Lock()
 				p.powerRuns = append(p.powerRuns, *c.failed) // the next cycle sees it again
 				p.mu.Unlock()
@@ -348,12 +321,12 @@ func (p *Plane) settleParked(ctx context.Context, now time.Time) {
 			continue
 		}
 		p.parking.notParked[c.node.Name] = true // a node awake while parked bears the mark still
-		if c.failed != nil {
+		if c.step.Hold {
 			p.parking.hold[c.node.Name] = now.Add(cfg.IdleAfter)
 		}
-		if c.booted > 0 {
-			p.learnBoot(c.booted)
-			if err := p.cfg.Store.AddBoot(ctx, store.NodeBoot{Node: c.node.Name, Awake: now, Boot: c.booted}); err != nil {
+		if c.step.Booted > 0 {
+			p.learnBoot(c.step.Booted)
+			if err := p.cfg.Store.AddBoot(ctx, store.NodeBoot{Node: c.node.Name, Awake: now, Boot: c.step.Booted}); err != nil {
 				p.log.Warn("parking: the boot is not kept for a restart", "node", c.node.Name, "error", err)
 			}
 		}
@@ -383,15 +356,15 @@ func (p *Plane) reconcileMarks(ctx context.Context, now time.Time, ready map[str
 	var waking, unmarked []cluster.Node
 	for _, pn := range p.parked {
 		switch {
-		case pn.state == powerWaking && marked[pn.node.Name]:
+		case pn.State == park.Waking && marked[pn.node.Name]:
 			waking = append(waking, pn.node)
-		case pn.state == powerParked && !marked[pn.node.Name] && ready[pn.node.Name]:
+		case pn.State == park.Parked && !marked[pn.node.Name] && ready[pn.node.Name]:
 			unmarked = append(unmarked, pn.node)
 		}
 	}
 	p.mu.Unlock()
 	for _, n := range waking {
-		if !p.setParked(ctx, n, powerWaking, powerParked, now, "a node restored waking bears the parked mark: another replica parked it again", "") {
+		if !p.setParked(ctx, n, park.Waking, park.Parked, now, "a node restored waking bears the parked mark: another replica parked it again", "") {
 			done = false
 		}
 	}
@@ -441,7 +414,7 @@ func (p *Plane) settleCordons(ctx context.Context, now time.Time) {
 		p.mu.Lock()
 		pn := p.parked[name]
 		p.mu.Unlock()
-		if pn != nil && pn.state == powerParked {
+		if pn != nil && pn.State == park.Parked {
 			continue
 		}
 		if n, listed := nodes[name]; pn == nil && !st.notParked[name] && p.cfg.Parking != nil && listed {
@@ -465,9 +438,9 @@ func (p *Plane) settleCordons(ctx context.Context, now time.Time) {
 				}
 				down := n.State != "" && n.State != cluster.NodeReady
 				n.State = cluster.NodeReady // its shape when up
-				if p.setParked(ctx, n, "", powerParked, now, "node parked: it bears the parked mark, with no record here (parked by another replica, or its record lost)", "") && down {
+				if p.setParked(ctx, n, park.Awake, park.Parked, now, "node parked: it bears the parked mark, with no record here (parked by another replica, or its record lost)", "") && down {
 					p.mu.Lock()
-					p.parked[name].wentDown = true // seen down since its park: awake once it is up
+					p.parked[name].SeenDown = true // seen down since its park: awake once it is up
 					p.mu.Unlock()
 				}
 				continue // if not recorded, the next cycle tries again
@@ -591,10 +564,10 @@ func (p *Plane) parkNodes(ctx context.Context, lv *live, plan executor.Plan) {
 	var waking, wakeable []parkedNode // copies: the loop's view of this cycle
 	for _, pn := range p.parked {
 		switch {
-		case pn.state == powerWaking:
+		case pn.State == park.Waking:
 			waking = append(waking, *pn)
 			o.Free(len(pn.node.GPUs)) // up within the lookahead
-		case pn.wakeable(lv.now):
+		case pn.Wakeable(lv.now):
 			wakeable = append(wakeable, *pn)
 		}
 	}
@@ -608,7 +581,7 @@ func (p *Plane) parkNodes(ctx context.Context, lv *live, plan executor.Plan) {
 	in := park.Input{Now: lv.now, Outlook: o, NodeGPUs: maxGPUs}
 	byName := map[string]cluster.Node{}
 	for _, pn := range wakeable {
-		in.Asleep = append(in.Asleep, park.Asleep{Node: pn.node.Name, GPUs: len(pn.node.GPUs), Since: pn.since, Needed: needed[pn.node.Name]})
+		in.Asleep = append(in.Asleep, park.Asleep{Node: pn.node.Name, GPUs: len(pn.node.GPUs), Since: pn.Since, Needed: needed[pn.node.Name]})
 		byName[pn.node.Name] = pn.node
 	}
 	slices.SortFunc(empty, func(a, b *cluster.Node) int { return strings.Compare(a.Name, b.Name) })
@@ -654,8 +627,8 @@ func (p *Plane) carryOut(ctx context.Context, now time.Time, current map[string]
 		case !autopilot:
 			p.addRecommendation(ctx, now, current, recKinds[a.Kind], "", fmt.Sprintf("%s node %s: %s", a.Kind, a.Node, a.Reason), recDetails{Node: a.Node})
 		case a.Kind == park.Wake:
-			p.setParked(ctx, n, powerParked, powerWaking, now, "node woken: "+a.Reason, cfg.Resume)
-		case !p.setParked(ctx, n, "", powerParked, now, "node parked: "+a.Reason, cfg.Suspend):
+			p.setParked(ctx, n, park.Parked, park.Waking, now, "node woken: "+a.Reason, cfg.Resume)
+		case !p.setParked(ctx, n, park.Awake, park.Parked, now, "node parked: "+a.Reason, cfg.Suspend):
 			return a.Node
 		default:
 			delete(p.parking.emptySince, a.Node)
@@ -772,15 +745,15 @@ func (p *Plane) parkedNeeded(ctx context.Context, lv *live, plan executor.Plan, 
 	return wake, planned
 }
 
-// setParked moves a node from parking state from ("": awake) to to at
-// now, in the store first, tells the webhooks and runs the program.
-func (p *Plane) setParked(ctx context.Context, node cluster.Node, from, to string, now time.Time, msg, program string) bool {
+// setParked moves a node from power state from to to (Parked or Waking)
+// at now, in the store first, tells the webhooks and runs the program.
+func (p *Plane) setParked(ctx context.Context, node cluster.Node, from, to park.State, now time.Time, msg, program string) bool {
 	p.mu.Lock()
 	cur := p.parked[node.Name]
 	p.mu.Unlock()
-	state := ""
+	state := park.Awake
 	if cur != nil {
-		state = cur.state
+		state = cur.State
 	}
 	if state != from {
 		return false // it moved since the decision
@@ -788,13 +761,13 @@ func (p *Plane) setParked(ctx context.Context, node cluster.Node, from, to strin
 	// A cordon this call puts on is taken off again if the record fails;
 	// the advisor changes no mark.
 	cordoned := false
-	if to == powerParked && p.cfg.Cordoner != nil && p.Mode() == service.ModeAutopilot {
+	if to == park.Parked && p.cfg.Cordoner != nil && p.Mode() == service.ModeAutopilot {
 		placed, err := p.cfg.Cordoner.Cordon(ctx, node.Name)
 		if err != nil && placed {
 			p.parking.notParked[node.Name] = true // a mark left on: settleCordons takes it off
 		}
 		switch {
-		case err != nil && from == powerWaking:
+		case err != nil && from == park.Waking:
 			// A node whose wake failed is down, cordoned or not.
 			p.log.Warn("parking: the node whose wake failed is not cordoned", "node", node.Name, "error", err)
 		case err != nil:
@@ -806,10 +779,10 @@ func (p *Plane) setParked(ctx context.Context, node cluster.Node, from, to strin
 		cordoned = placed
 	}
 	var wakeAfter time.Time
-	if from == powerWaking && to == powerParked {
+	if from == park.Waking && to == park.Parked {
 		wakeAfter = now.Add(p.cfg.Parking.WakeTimeout) // a failed wake: others are woken meanwhile
 	}
-	if err := p.cfg.Store.PutParked(ctx, store.ParkedNode{State: to, Since: now, Node: node, WakeAfter: wakeAfter}); err != nil {
+	if err := p.cfg.Store.PutParked(ctx, store.ParkedNode{State: to.String(), Since: now, Node: node, WakeAfter: wakeAfter}); err != nil {
 		p.log.Error("parking: not recorded", "node", node.Name, "state", to, "error", err)
 		if cordoned {
 			if err := p.cfg.Cordoner.Uncordon(ctx, node.Name); err != nil {
@@ -820,29 +793,29 @@ func (p *Plane) setParked(ctx context.Context, node cluster.Node, from, to strin
 		return false
 	}
 	p.mu.Lock()
-	next := &parkedNode{state: to, since: now, node: node, suspending: to == powerParked && program != "", wakeAfter: wakeAfter}
+	next := &parkedNode{Record: park.Record{State: to, Since: now, Suspending: to == park.Parked && program != "", WakeAfter: wakeAfter}, node: node}
 	if cur != nil {
-		next.wentDown = cur.wentDown
+		next.SeenDown = cur.SeenDown
 	}
 	p.parked[node.Name] = next
 	p.mu.Unlock()
-	if to == powerParked {
+	if to == park.Parked {
 		delete(p.parking.notParked, node.Name)
 	} else {
 		p.parking.notParked[node.Name] = true
 	}
 	p.changedState()
-	if from == powerWaking {
+	if from == park.Waking {
 		p.log.Error("parking: "+msg, "node", node.Name)
 	} else {
 		p.log.Info("parking: "+msg, "node", node.Name)
 	}
-	if to == powerWaking && p.cfg.Cordoner != nil {
+	if to == park.Waking && p.cfg.Cordoner != nil {
 		if err := p.cfg.Cordoner.Uncordon(ctx, node.Name); err != nil {
 			p.log.Warn("parking: the woken node is not uncordoned yet", "node", node.Name, "error", err)
 		}
 	}
-	p.notifyNode(ctx, "node_"+to, node.Name, "", now, msg)
+	p.notifyNode(ctx, "node_"+to.String(), node.Name, "", now, msg)
 	if program != "" {
 		p.runPowerProgram(ctx, program, powerRun{node: node.Name, state: to, since: now})
 	}

@@ -389,40 +389,6 @@ func TestParkingOffForgetsParkedNodes(t *testing.T) {
 	}
 }
 
-func TestQueuedDemandLeavesOutWhatMoreNodesCannotServe(t *testing.T) {
-	f := fleetOf(2, 4)
-	f.Tenants = []cluster.Tenant{{Name: "t1", Weight: 1}, {Name: "capped", Weight: 1, QuotaGPUs: 4}}
-	e := newEnv(t, f, func(c *Config) { c.Parking = &Parking{IdleAfter: time.Hour} })
-	capped := spec(4, time.Hour)
-	capped.Tenant = "capped"
-	e.submit("capped-running", capped)
-	e.plane.cycle(e.ctx)
-	e.submit("capped-queued", capped)
-	h100 := spec(1, time.Hour)
-	h100.GPUModels = []string{"H100-SXM5-80GB"}
-	e.submit("h100", h100)
-	gang := spec(8, time.Hour)
-	gang.GangSize = 2
-	e.submit("gang", gang)
-	e.submit("fits", spec(2, time.Hour))
-	half := spec(1, time.Hour)
-	half.GPUMilli = cluster.MilliGPU / 2
-	e.submit("half", half)
-	lv, err := e.plane.liveState(e.ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// A gang of 3 tasks of 8 GPUs cannot be split evenly: the placer
-	// refuses it, so is it left out (it cannot be submitted, so it is put
-	// in the queue here).
-	uneven := cluster.Job{ID: "uneven", Spec: spec(8, time.Hour)}
-	uneven.Spec.GangSize = 3
-	lv.in.Queue = append(lv.in.Queue, &executor.JobView{Job: &uneven})
-	if got := e.plane.queuedDemand(lv, lv.nodes); got != 10.5 {
-		t.Errorf("demand %g GPUs, want 10.5 (the 8-GPU gang across both nodes, the 2-GPU job and half a GPU; not the capped tenant's, the H100 job nor the uneven gang)", got)
-	}
-}
-
 func TestTheAdvisorRecommendsParksAndParksNothing(t *testing.T) {
 	e, rec := parkingEnv(t, 2, service.ModeAdvisor, Parking{IdleAfter: 10 * time.Minute})
 	e.cyclesApart(10 * time.Minute)

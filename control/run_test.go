@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/backend/simbackend"
+	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/executor"
 	"github.com/prescient-sched/prescient/service"
 	"github.com/prescient-sched/prescient/store"

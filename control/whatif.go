@@ -11,6 +11,7 @@ import (
 
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/executor"
+	"github.com/prescient-sched/prescient/executor/park"
 	"github.com/prescient-sched/prescient/executor/sim"
 	"github.com/prescient-sched/prescient/service"
 )
@@ -184,7 +185,7 @@ func (p *Plane) baseScenario(lv *live) *scenario {
 		for i := range sc.nodes {
 			if st := states[sc.nodes[i].Name]; st != "" {
 				sc.nodes[i].State = cluster.NodeReady
-				if st == powerParked {
+				if st == park.Parked.String() {
 					sc.parked = append(sc.parked, sc.nodes[i].Name)
 				}
 			}

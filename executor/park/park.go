@@ -4,6 +4,19 @@
 // and the replay (executor/sim, after each step with Config.ParkForecast)
 // both carry out its decisions.
 //
+// A node's power is a State; the plane keeps a Record of each node that
+// is not Awake and moves it as Decide, Power.Ended (a Suspend or Resume
+// program's end) and Power.Observe (what a cycle sees of the node) say:
+//
+//	Awake   Decide: park                               → Parked  Suspend runs (Suspending)
+//	Parked  Decide: wake (Wakeable)                    → Waking  Resume runs
+//	Parked  Suspend failed, up, never seen down        → Awake   held IdleAfter
+//	Parked  ready after it was seen down               → Awake   came back up
+//	Waking  up (seen down since, or no Suspend)        → Awake   its boot learnt
+//	Waking  ready WakeTimeout after its wake           → Awake
+//	Waking  Resume failed, or not ready by WakeTimeout → Parked  not woken for WakeTimeout
+//	Waking  down after its wake, the first time        → Waking  Resume runs again
+//
 // An Outlook weighs, over a lookahead, the GPUs that will be there — free
 // now on the nodes that are up, or freed by the running jobs, each with
 // its chance of ending by then given how long it has run
