@@ -572,11 +572,23 @@ func (p *Plane) parkNodes(ctx context.Context, lv *live, plan executor.Plan) {
 		}
 	}
 	p.mu.Unlock()
-	slices.SortFunc(wakeable, func(a, b parkedNode) int { return strings.Compare(a.node.Name, b.node.Name) })
+	slices.SortFunc(wakeable, func(a, b parkedNode) int {
+		return cmp.Or(a.Since.Compare(b.Since), strings.Compare(a.node.Name, b.node.Name))
+	})
 	planned := map[string]bool{} // nodes the waiting jobs were planned on: not parked
 	var needed map[string]string
 	if len(wakeable) > 0 || len(waking) > 0 {
-		needed, planned = p.parkedNeeded(ctx, lv, plan, waking, wakeable)
+		need := park.Need{In: lv.in, Plan: plan, Nodes: lv.nodes, Tenants: p.cfg.Tenants}
+		for _, pn := range waking {
+			need.Waking = append(need.Waking, pn.node)
+		}
+		for _, pn := range wakeable {
+			need.Asleep = append(need.Asleep, pn.node)
+		}
+		var err error
+		if needed, planned, err = park.Needed(ctx, p.planner, need); err != nil {
+			p.log.Error("parking: planning the jobs that wait failed", "error", err)
+		}
 	}
 	in := park.Input{Now: lv.now, Outlook: o, NodeGPUs: maxGPUs}
 	byName := map[string]cluster.Node{}
@@ -639,111 +651,6 @@ func (p *Plane) carryOut(ctx context.Context, now time.Time, current map[string]
 
 // recKinds are the advisor's recommendation kinds of parking's actions.
 var recKinds = map[park.ActionKind]string{park.Park: recPark, park.Wake: recWake}
-
-// parkedNeeded says which of the wakeable nodes the jobs that wait need,
-// and why, and on which nodes it planned them. It plans the jobs the
-// plan left waiting in stages, each on top of what the earlier placed
-// (as running, so that their tenants' quotas count them): first on the
-// awake nodes with the GPUs of the jobs being stopped (and of this plan's
-// victims) free, then with the waking nodes up too, and last with the
-// wakeable nodes up; a wakeable node that the last stage places a job on
-// is needed. So a job that waits for a victim's GPUs, or for a node that
-// is booting, wakes nothing more.
-func (p *Plane) parkedNeeded(ctx context.Context, lv *live, plan executor.Plan, waking, wakeable []parkedNode) (map[string]string, map[string]bool) {
-	wake, planned := map[string]string{}, map[string]bool{}
-	views := make(map[cluster.JobID]*executor.JobView, len(lv.in.Queue))
-	for _, v := range lv.in.Queue {
-		views[v.Job.ID] = v
-	}
-	victims := map[cluster.JobID]bool{}
-	for _, pr := range plan.Preemptions {
-		victims[pr.Job] = true
-	}
-	var running []*executor.RunningJob // those that hold GPUs in the stages
-	stopping := false
-	for _, r := range lv.in.Running {
-		if r.Stopping || victims[r.Job.ID] {
-			stopping = true
-			continue
-		}
-		running = append(running, r)
-	}
-	queue := slices.Clone(lv.in.Queue)
-	placed := func(pls []executor.Placement) {
-		done := map[cluster.JobID]bool{}
-		for _, pl := range pls {
-			if v := views[pl.Job]; v != nil {
-				done[pl.Job] = true
-				running = append(running, &executor.RunningJob{JobView: *v, Allocations: pl.Allocations, Started: lv.now})
-			}
-		}
-		queue = slices.DeleteFunc(queue, func(v *executor.JobView) bool { return done[v.Job.ID] })
-	}
-	placed(plan.Placements)
-	if len(queue) == 0 {
-		return wake, planned // nothing waits
-	}
-	nodes := slices.Clone(lv.nodes)
-	at := map[string]int{}
-	for i := range nodes {
-		at[nodes[i].Name] = i
-	}
-	up := func(pns []parkedNode) {
-		for _, pn := range pns {
-			if i, ok := at[pn.node.Name]; ok {
-				nodes[i].State = cluster.NodeReady
-			} else {
-				at[pn.node.Name] = len(nodes)
-				nodes = append(nodes, pn.node)
-			}
-		}
-	}
-	stage := func(name string) []executor.Placement {
-		snap := cluster.NewSnapshot(&cluster.Fleet{Nodes: nodes, Tenants: p.cfg.Tenants}, lv.now)
-		for _, r := range running {
-			if err := snap.Allocate(r.Job.ID, r.Allocations); err != nil {
-				p.log.Debug("parking: a job's GPUs are not in the fleet", "job", r.Job.ID, "error", err)
-			}
-		}
-		in := lv.in
-		in.Cluster, in.Running, in.Queue, in.Unexplained = snap, running, queue, true
-		got, err := p.planner.Plan(ctx, in)
-		if err != nil {
-			p.log.Error("parking: planning the jobs that wait failed", "stage", name, "error", err)
-			return nil
-		}
-		placed(got.Placements)
-		for _, pl := range got.Placements {
-			for _, a := range pl.Allocations {
-				planned[a.GPU.Node] = true
-			}
-		}
-		return got.Placements
-	}
-	if stopping {
-		stage("the GPUs being freed")
-	}
-	if len(queue) > 0 && len(waking) > 0 {
-		up(waking)
-		stage("the waking nodes")
-	}
-	if len(queue) == 0 {
-		return wake, planned
-	}
-	up(wakeable)
-	isWakeable := map[string]bool{}
-	for _, pn := range wakeable {
-		isWakeable[pn.node.Name] = true
-	}
-	for _, pl := range stage("the parked nodes") {
-		for _, a := range pl.Allocations {
-			if _, known := wake[a.GPU.Node]; !known && isWakeable[a.GPU.Node] {
-				wake[a.GPU.Node] = fmt.Sprintf("job %s waits for it", pl.Job)
-			}
-		}
-	}
-	return wake, planned
-}
 
 // setParked moves a node from power state from to to (Parked or Waking)
 // at now, in the store first, tells the webhooks and runs the program.
