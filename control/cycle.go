@@ -2,15 +2,14 @@ package control
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"math"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/prescient-sched/prescient/cluster"
+	"github.com/prescient-sched/prescient/control/advice"
 	"github.com/prescient-sched/prescient/executor"
 	"github.com/prescient-sched/prescient/service"
 	"github.com/prescient-sched/prescient/store"
@@ -352,40 +351,6 @@ func (p *Plane) enforceStops(ctx context.Context, lv *live) {
 	}
 }
 
-// recDetails is the JSON of a recommendation's details.
-type recDetails struct {
-	Placement        []string  `json:"placement,omitempty"`
-	For              string    `json:"for,omitempty"`
-	StopBy           time.Time `json:"stop_by,omitzero"`
-	LostGPUS         float64   `json:"lost_gpu_s,omitempty"`
-	CheckpointFirst  bool      `json:"checkpoint_first,omitempty"`
-	CheckpointEveryS float64   `json:"checkpoint_every_s,omitempty"`
-	DurationP50S     float64   `json:"duration_p50_s,omitempty"`
-	DurationP90S     float64   `json:"duration_p90_s,omitempty"`
-	ForecastSource   string    `json:"forecast_source,omitempty"`
-	// An idle recommendation's: the job's GPUs and how long all of them
-	// have been below the idle threshold.
-	GPUs       []string `json:"gpus,omitempty"`
-	IdleForS   float64  `json:"idle_for_s,omitempty"`
-	ThresholdP float64  `json:"threshold_pct,omitempty"`
-	// A lend or reclaim recommendation's: the inference node and its
-	// pool, the pool's idle GPUs forecast at each step of the decision,
-	// its busy GPUs now and the idle GPUs counted on for a loan.
-	Node        string    `json:"node,omitempty"`
-	Pool        string    `json:"pool,omitempty"`
-	IdleAhead   []float64 `json:"idle_ahead,omitempty"`
-	BusyGPUs    *float64  `json:"busy_gpus,omitempty"`
-	IdleForLoan *float64  `json:"idle_for_loan,omitempty"`
-}
-
-// recKey identifies a recommendation for deduplication: what is
-// recommended, not when.
-func recKey(kind string, job cluster.JobID, details json.RawMessage) string {
-	var d recDetails
-	_ = json.Unmarshal(details, &d) // a recommendation of another shape has a key of its own
-	return kind + "|" + string(job) + "|" + strings.Join(d.Placement, ",") + "|" + d.For + "|" + d.Node
-}
-
 // recommend is advisor: it records each decision of the plan as a
 // recommendation, once while it stays the same, and dismisses the open
 // ones the plan no longer makes (the job started, ended, or is now
@@ -393,73 +358,15 @@ func recKey(kind string, job cluster.JobID, details json.RawMessage) string {
 func (p *Plane) recommend(ctx context.Context, lv *live, plan executor.Plan) {
 	current := map[string]bool{}
 	for _, pr := range plan.Preemptions {
-		p.addRecommendation(ctx, lv.now, current, "preempt", pr.Job, pr.Reason, recDetails{For: string(pr.For), StopBy: pr.StopBy,
+		p.advice.Add(ctx, lv.now, current, advice.Preempt, pr.Job, pr.Reason, advice.Details{For: string(pr.For), StopBy: pr.StopBy,
 			LostGPUS: pr.LostGPU.Seconds(), CheckpointFirst: pr.CheckpointFirst})
 	}
 	for _, pl := range plan.Placements {
-		p.addRecommendation(ctx, lv.now, current, "start", pl.Job, pl.Reason, recDetails{Placement: gpuNames(pl.Allocations),
+		p.advice.Add(ctx, lv.now, current, advice.Start, pl.Job, pl.Reason, advice.Details{Placement: gpuNames(pl.Allocations),
 			CheckpointEveryS: pl.CheckpointEvery.Seconds(), DurationP50S: pl.Forecast.DurationP50.Seconds(),
 			DurationP90S: pl.Forecast.DurationP90.Seconds(), ForecastSource: pl.Forecast.Source})
 	}
-	p.dismissStale(ctx, current, func(kind string) bool {
-		return kind != recIdle && kind != recLend && kind != recReclaim && kind != recPark && kind != recWake
-	})
-}
-
-// addRecommendation records a recommendation unless the same one is open,
-// and marks its key current.
-func (p *Plane) addRecommendation(ctx context.Context, now time.Time, current map[string]bool, kind string, job cluster.JobID,
-	reason string, d recDetails) {
-	details, err := json.Marshal(d)
-	if err != nil {
-		p.log.Error("recommendation details", "error", err)
-		return
-	}
-	key := recKey(kind, job, details)
-	current[key] = true
-	p.mu.Lock()
-	_, seen := p.openRecs[key]
-	p.mu.Unlock()
-	if seen {
-		return
-	}
-	id, err := p.cfg.Store.AddRecommendation(ctx, store.Recommendation{Time: now, JobID: job, Kind: kind,
-		Reason: reason, Details: details})
-	if err != nil {
-		p.log.Error("recommendation not recorded", "job", job, "kind", kind, "error", err)
-		return
-	}
-	p.mu.Lock()
-	p.openRecs[key] = id
-	p.mu.Unlock()
-	if p.cfg.Recommendations != nil {
-		r := service.Recommendation{ID: id, Time: now, Job: job, Kind: kind, Reason: reason, Status: string(store.RecommendationOpen)}
-		_ = json.Unmarshal(details, &r.Details) // marshalled above from recDetails
-		p.cfg.Recommendations.Recommended(ctx, r)
-	}
-}
-
-// dismissStale dismisses the open recommendations of the kinds mine owns
-// that are not current.
-func (p *Plane) dismissStale(ctx context.Context, current map[string]bool, mine func(kind string) bool) {
-	p.mu.Lock()
-	stale := map[string]int64{}
-	for key, id := range p.openRecs {
-		kind, _, _ := strings.Cut(key, "|")
-		if !current[key] && mine(kind) {
-			stale[key] = id
-		}
-	}
-	p.mu.Unlock()
-	for key, id := range stale {
-		if err := p.cfg.Store.SetRecommendationStatus(ctx, id, store.RecommendationDismissed); err != nil {
-			p.log.Error("stale recommendation not dismissed", "id", id, "error", err)
-			continue
-		}
-		p.mu.Lock()
-		delete(p.openRecs, key)
-		p.mu.Unlock()
-	}
+	p.advice.Dismiss(ctx, current, advice.Start, advice.Preempt)
 }
 
 // gpuNames names allocations as "node/gpuN".

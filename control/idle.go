@@ -11,6 +11,7 @@ import (
 
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/collector"
+	"github.com/prescient-sched/prescient/control/advice"
 	"github.com/prescient-sched/prescient/models/idle"
 	"github.com/prescient-sched/prescient/service"
 )
@@ -445,9 +446,7 @@ func (p *Plane) queryUtilization(ctx context.Context, lo, end time.Time) ([]coll
 	return got, end, true
 }
 
-// recIdle is the kind of the recommendations about jobs that hold idle
-// GPUs.
-const recIdle = "idle"
+// advice.Idle is the kind of the recommendations about jobs that hold idle
 
 // idleJob is a running job all of whose GPUs have been idle for idleFor.
 type idleJob struct {
@@ -715,7 +714,7 @@ func (p *Plane) gpusOfProcesses(ctx context.Context, now time.Time, jobs map[clu
 func (p *Plane) recommendIdle(ctx context.Context, lv *live) {
 	if p.cfg.IdleJobAfter < 0 || p.cfg.Telemetry == nil {
 		// Off: the open ones (from before a restart) are dismissed.
-		p.dismissStale(ctx, map[string]bool{}, func(kind string) bool { return kind == recIdle })
+		p.advice.Dismiss(ctx, map[string]bool{}, advice.Idle)
 		return
 	}
 	after := p.cfg.IdleJobAfter
@@ -737,7 +736,7 @@ func (p *Plane) recommendIdle(ctx context.Context, lv *live) {
 		}
 		reason := fmt.Sprintf("holds %d GPU(s) that have all been below %g%% utilization for %s: check that it still works, or stop it to free them",
 			len(ij.gpus), threshold, ij.idleFor.Round(time.Minute))
-		p.addRecommendation(ctx, lv.now, current, recIdle, j.ID, reason, recDetails{GPUs: ij.gpus, IdleForS: ij.idleFor.Seconds(), ThresholdP: threshold})
+		p.advice.Add(ctx, lv.now, current, advice.Idle, j.ID, reason, advice.Details{GPUs: ij.gpus, IdleForS: ij.idleFor.Seconds(), ThresholdP: threshold})
 	}
-	p.dismissStale(ctx, current, func(kind string) bool { return kind == recIdle })
+	p.advice.Dismiss(ctx, current, advice.Idle)
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/collector"
+	"github.com/prescient-sched/prescient/control/advice"
 	"github.com/prescient-sched/prescient/executor"
 	"github.com/prescient-sched/prescient/service"
 	"github.com/prescient-sched/prescient/store"
@@ -158,7 +159,7 @@ func TestAJobHoldingIdleGPUsIsRecommendedOnceAndDismissedWhenBusy(t *testing.T) 
 		}
 		var out []store.Recommendation
 		for _, r := range recs {
-			if r.Kind == recIdle {
+			if r.Kind == advice.Idle {
 				out = append(out, r)
 			}
 		}
@@ -250,7 +251,7 @@ func TestAJobWhoseGPUsTheBackendDoesNotNameIsFoundByItsProcesses(t *testing.T) {
 			}
 			var idle []string
 			for _, r := range recs {
-				if r.Kind == recIdle {
+				if r.Kind == advice.Idle {
 					idle = append(idle, string(r.JobID)+" "+string(r.Status))
 				}
 			}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/prescient-sched/prescient/cluster"
+	"github.com/prescient-sched/prescient/control/advice"
 	"github.com/prescient-sched/prescient/executor"
 	"github.com/prescient-sched/prescient/executor/lend"
 	"github.com/prescient-sched/prescient/models/idle"
@@ -152,12 +153,6 @@ func (l *nodeLoan) moved(pool string, to lend.State, now time.Time) *nodeLoan {
 	}
 	return out
 }
-
-// The kinds of the advisor's lending recommendations.
-const (
-	recLend    = "lend"
-	recReclaim = "reclaim"
-)
 
 // inferencePool is the inference pool node n belongs to, if any.
 func (p *Plane) inferencePool(n *cluster.Node) (string, bool) {
@@ -583,7 +578,7 @@ func (p *Plane) applyLoans(ctx context.Context, now time.Time) {
 			}
 		}
 		if decided {
-			p.dismissStale(ctx, current, func(kind string) bool { return kind == recLend || kind == recReclaim })
+			p.advice.Dismiss(ctx, current, advice.Lend, advice.Reclaim)
 		}
 		return
 	}
@@ -607,15 +602,15 @@ func (p *Plane) applyLoans(ctx context.Context, now time.Time) {
 // recommendLoans records the advisor's lend and reclaim recommendations
 // of one pool's decision, and marks them current.
 func (p *Plane) recommendLoans(ctx context.Context, now time.Time, d lendingDecision, current map[string]bool) {
-	detail := func(node string) recDetails {
-		return recDetails{Node: node, Pool: d.pool, IdleAhead: d.ahead, BusyGPUs: &d.busy, IdleForLoan: &d.loan}
+	detail := func(node string) advice.Details {
+		return advice.Details{Node: node, Pool: d.pool, IdleAhead: d.ahead, BusyGPUs: &d.busy, IdleForLoan: &d.loan}
 	}
 	for _, k := range d.takeBack {
-		p.addRecommendation(ctx, now, current, recReclaim, "", fmt.Sprintf("inference pool %s: %g of its serving %g GPUs busy, %g forecast to stay idle until the next decision: take node %s back from training",
+		p.advice.Add(ctx, now, current, advice.Reclaim, "", fmt.Sprintf("inference pool %s: %g of its serving %g GPUs busy, %g forecast to stay idle until the next decision: take node %s back from training",
 			d.pool, d.busy, d.serving, d.keep, d.nodes[k]), detail(d.nodes[k]))
 	}
 	for _, k := range d.lend {
-		p.addRecommendation(ctx, now, current, recLend, "", fmt.Sprintf("inference pool %s: %g of its serving %g GPUs busy, %g forecast to stay idle for %s: lend node %s to training",
+		p.advice.Add(ctx, now, current, advice.Lend, "", fmt.Sprintf("inference pool %s: %g of its serving %g GPUs busy, %g forecast to stay idle for %s: lend node %s to training",
 			d.pool, d.busy, d.serving, d.loan, p.cfg.Lending.MinLoan, d.nodes[k]), detail(d.nodes[k]))
 	}
 }

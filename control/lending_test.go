@@ -8,6 +8,7 @@ import (
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/collector"
 	"github.com/prescient-sched/prescient/collector/nvml"
+	"github.com/prescient-sched/prescient/control/advice"
 	"github.com/prescient-sched/prescient/executor"
 	"github.com/prescient-sched/prescient/executor/lend"
 	"github.com/prescient-sched/prescient/models/idle"
@@ -270,7 +271,7 @@ func TestTheAdvisorRecommendsLoansAndLendsNothing(t *testing.T) {
 	}
 	var lent []string
 	for _, r := range recs {
-		if r.Kind == recLend && r.Status == "open" {
+		if r.Kind == advice.Lend && r.Status == "open" {
 			lent = append(lent, fmt.Sprint(r.Details["node"]))
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/prescient-sched/prescient/cluster"
+	"github.com/prescient-sched/prescient/control/advice"
 	"github.com/prescient-sched/prescient/executor"
 	"github.com/prescient-sched/prescient/executor/park"
 	"github.com/prescient-sched/prescient/executor/sim"
@@ -106,12 +107,6 @@ func (c *Parking) validate() error {
 	}
 	return errors.Join(errs...)
 }
-
-// The kinds of the advisor's parking recommendations.
-const (
-	recPark = "park"
-	recWake = "wake"
-)
 
 // parkedNode is a node parked or being woken (its park.Record), under the
 // Plane's mu.
@@ -517,7 +512,7 @@ func (p *Plane) parkNodes(ctx context.Context, lv *live, plan executor.Plan) {
 		return // after a restart, while the agents register again
 	}
 	current := map[string]bool{}
-	defer p.dismissStale(ctx, current, func(kind string) bool { return kind == recPark || kind == recWake })
+	defer p.advice.Dismiss(ctx, current, advice.Park, advice.Wake)
 	busy := map[string]bool{}
 	for _, pl := range lv.placements {
 		for _, a := range pl.Allocations {
@@ -637,7 +632,7 @@ func (p *Plane) carryOut(ctx context.Context, now time.Time, current map[string]
 		n := nodes[a.Node]
 		switch {
 		case !autopilot:
-			p.addRecommendation(ctx, now, current, recKinds[a.Kind], "", fmt.Sprintf("%s node %s: %s", a.Kind, a.Node, a.Reason), recDetails{Node: a.Node})
+			p.advice.Add(ctx, now, current, recKinds[a.Kind], "", fmt.Sprintf("%s node %s: %s", a.Kind, a.Node, a.Reason), advice.Details{Node: a.Node})
 		case a.Kind == park.Wake:
 			p.setParked(ctx, n, park.Parked, park.Waking, now, "node woken: "+a.Reason, cfg.Resume)
 		case !p.setParked(ctx, n, park.Awake, park.Parked, now, "node parked: "+a.Reason, cfg.Suspend):
@@ -650,7 +645,7 @@ func (p *Plane) carryOut(ctx context.Context, now time.Time, current map[string]
 }
 
 // recKinds are the advisor's recommendation kinds of parking's actions.
-var recKinds = map[park.ActionKind]string{park.Park: recPark, park.Wake: recWake}
+var recKinds = map[park.ActionKind]string{park.Park: advice.Park, park.Wake: advice.Wake}
 
 // setParked moves a node from power state from to to (Parked or Waking)
 // at now, in the store first, tells the webhooks and runs the program.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/cluster/clustertest"
+	"github.com/prescient-sched/prescient/control/advice"
 	"github.com/prescient-sched/prescient/executor"
 	"github.com/prescient-sched/prescient/executor/sim"
 	"github.com/prescient-sched/prescient/service"
@@ -396,7 +397,7 @@ func TestTheAdvisorRecommendsParksAndParksNothing(t *testing.T) {
 	if st := e.nodeStates(); st["n0"] != "ready" || st["n1"] != "ready" {
 		t.Errorf("advisor: %v, want both ready", st)
 	}
-	parks, _ := e.recommendations(recPark)
+	parks, _ := e.recommendations(advice.Park)
 	if len(parks) != 2 || !strings.Contains(parks[0], "park node n0: it ran nothing for 10m0s") {
 		t.Errorf("park recommendations %q; want one per node, once each", parks)
 	}
@@ -406,7 +407,7 @@ func TestTheAdvisorRecommendsParksAndParksNothing(t *testing.T) {
 	// A job on n0 makes its recommendation stale.
 	e.submit("a", spec(4, time.Hour))
 	e.plane.cycle(e.ctx)
-	if _, open := e.recommendations(recPark); open != 1 {
+	if _, open := e.recommendations(advice.Park); open != 1 {
 		t.Errorf("%d open park recommendations with a job recommended on a node; want 1", open)
 	}
 }
@@ -421,7 +422,7 @@ func TestTheAdvisorRecommendsWakingParkedNodes(t *testing.T) {
 	e.submit("a", spec(4, time.Hour))
 	e.plane.cycle(e.ctx)
 	e.wantNode("n0", "parked", "advisor (nothing woken)")
-	if wakes, _ := e.recommendations(recWake); len(wakes) != 1 || !strings.Contains(wakes[0], "wake node n0: job a waits for it") {
+	if wakes, _ := e.recommendations(advice.Wake); len(wakes) != 1 || !strings.Contains(wakes[0], "wake node n0: job a waits for it") {
 		t.Errorf("wake recommendations %q", wakes)
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/collector"
+	"github.com/prescient-sched/prescient/control/advice"
 	"github.com/prescient-sched/prescient/executor"
 	"github.com/prescient-sched/prescient/executor/park"
 	"github.com/prescient-sched/prescient/executor/plugins/placement"
@@ -31,6 +32,7 @@ type Plane struct {
 	planner *executor.Framework
 	policy  executor.Policy
 	grace   time.Duration
+	advice  *advice.Book // the advisor's recommendations, of every concern
 
 	poke  chan struct{} // something changed: plan soon
 	ready chan struct{} // closed once recovery is done
@@ -55,7 +57,6 @@ type Plane struct {
 	forecasts  map[cluster.JobID]executor.Forecast
 	reasons    map[cluster.JobID]string
 	deadlines  map[cluster.JobID]executor.DeadlineReport
-	openRecs   map[string]int64 // advisor: IDs of the open recommendations, by key
 	usage      map[string]time.Duration
 	usageAt    time.Time
 	waits      map[string]executor.TenantWaits
@@ -194,10 +195,11 @@ func New(cfg Config) (*Plane, error) {
 	if err != nil {
 		return nil, fmt.Errorf("control: %w", err)
 	}
-	p := &Plane{cfg: cfg, log: cfg.Logger.With("component", "control"), planner: planner, policy: pol,
+	log := cfg.Logger.With("component", "control")
+	p := &Plane{cfg: cfg, log: log, planner: planner, policy: pol, advice: advice.New(cfg.Store, cfg.Recommendations, log),
 		poke: make(chan struct{}, 1), ready: make(chan struct{}), mode: cfg.Mode,
 		forecasts: map[cluster.JobID]executor.Forecast{}, reasons: map[cluster.JobID]string{},
-		deadlines: map[cluster.JobID]executor.DeadlineReport{}, openRecs: map[string]int64{}, loans: map[string]*nodeLoan{}, loanGen: map[string]uint64{}, usage: map[string]time.Duration{},
+		deadlines: map[cluster.JobID]executor.DeadlineReport{}, loans: map[string]*nodeLoan{}, loanGen: map[string]uint64{}, usage: map[string]time.Duration{},
 		waits:  map[string]executor.TenantWaits{},
 		unsent: map[cluster.JobID]time.Time{}, silent: map[string]time.Time{}, parked: map[string]*parkedNode{},
 		parking: parkingState{emptySince: map[string]time.Time{}, hold: map[string]time.Time{}, notParked: map[string]bool{}}}
@@ -362,17 +364,9 @@ func (p *Plane) recover(ctx context.Context) error {
 	if err := p.restoreParked(ctx); err != nil {
 		return fmt.Errorf("control: recover: %w", err)
 	}
-	recs, err := p.cfg.Store.ListRecommendations(ctx, time.Time{}, 0)
-	if err != nil {
+	if err := p.advice.Restore(ctx); err != nil {
 		return fmt.Errorf("control: recover: %w", err)
 	}
-	p.mu.Lock()
-	for _, r := range recs {
-		if r.Status == store.RecommendationOpen {
-			p.openRecs[recKey(r.Kind, r.JobID, r.Details)] = r.ID
-		}
-	}
-	p.mu.Unlock()
 	placements, err := p.cfg.Store.Placements(ctx)
 	if err != nil {
 		return fmt.Errorf("control: recover: %w", err)
