@@ -11,6 +11,7 @@ import (
 
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/collector"
+	"github.com/prescient-sched/prescient/control/live"
 	"github.com/prescient-sched/prescient/datasets/datasetstest"
 	"github.com/prescient-sched/prescient/executor"
 	"github.com/prescient-sched/prescient/executor/lend"
@@ -279,38 +280,38 @@ func BenchmarkParkingDecision10kGPUs(b *testing.B) {
 	fleet := fleetOf(1250, 8)
 	e := newEnv(b, fleet, func(c *Config) { c.Parking = &Parking{IdleAfter: time.Hour, Forecast: true} })
 	now := t0.Add(6 * time.Hour)
-	lv := &live{now: now, nodes: slices.Clone(fleet.Nodes), placements: map[cluster.JobID]store.Placement{}}
+	lv := &live.State{Now: now, Nodes: slices.Clone(fleet.Nodes), Placements: map[cluster.JobID]store.Placement{}}
 	parked := map[string]*parkedNode{}
 	for n := 1000; n < 1220; n++ {
 		state := park.Parked
 		if n >= 1200 {
 			state = park.Waking
 		}
-		parked[lv.nodes[n].Name] = &parkedNode{Record: park.Record{State: state, Since: now.Add(-time.Minute), SeenDown: true}, node: fleet.Nodes[n]}
-		lv.nodes[n].State = cluster.NodeFailed // off
+		parked[lv.Nodes[n].Name] = &parkedNode{Record: park.Record{State: state, Since: now.Add(-time.Minute), SeenDown: true}, node: fleet.Nodes[n]}
+		lv.Nodes[n].State = cluster.NodeFailed // off
 	}
-	lv.snap = cluster.NewSnapshot(&cluster.Fleet{Nodes: lv.nodes, Tenants: fleet.Tenants}, now)
-	lv.in = executor.PlanInput{Now: now, Cluster: lv.snap}
+	lv.Snap = cluster.NewSnapshot(&cluster.Fleet{Nodes: lv.Nodes, Tenants: fleet.Tenants}, now)
+	lv.In = executor.PlanInput{Now: now, Cluster: lv.Snap}
 	for i := range 1500 {
 		j := cluster.Job{ID: cluster.JobID(fmt.Sprintf("j%04d", i)), Spec: spec(8, time.Duration(1+i%10)*time.Hour), SubmitTime: now.Add(-time.Hour), State: cluster.StateQueued}
 		v := &executor.JobView{Job: &j, Forecast: executor.Forecast{Job: j.ID, DurationP50: time.Duration(1+i%10) * time.Hour,
 			DurationP90: time.Duration(2+i%10) * time.Hour}, QueuedSince: j.SubmitTime}
 		if i >= 1000 {
-			lv.queued = append(lv.queued, j)
-			lv.in.Queue = append(lv.in.Queue, v)
+			lv.Queued = append(lv.Queued, j)
+			lv.In.Queue = append(lv.In.Queue, v)
 			continue
 		}
 		j.State, j.StartTime = cluster.StateRunning, now.Add(-30*time.Minute)
 		var allocs []cluster.Allocation
 		for g := range 8 {
-			allocs = append(allocs, cluster.Allocation{GPU: cluster.GPURef{Node: lv.nodes[i].Name, Index: g}, Milli: cluster.MilliGPU})
+			allocs = append(allocs, cluster.Allocation{GPU: cluster.GPURef{Node: lv.Nodes[i].Name, Index: g}, Milli: cluster.MilliGPU})
 		}
-		if err := lv.snap.Allocate(j.ID, allocs); err != nil {
+		if err := lv.Snap.Allocate(j.ID, allocs); err != nil {
 			b.Fatal(err)
 		}
-		lv.placements[j.ID] = store.Placement{Job: j.ID, Attempt: 1, Allocations: allocs}
+		lv.Placements[j.ID] = store.Placement{Job: j.ID, Attempt: 1, Allocations: allocs}
 		v.Progress = 30 * time.Minute
-		lv.in.Running = append(lv.in.Running, &executor.RunningJob{JobView: *v, Allocations: allocs, Started: j.StartTime, Stopping: i < 100})
+		lv.In.Running = append(lv.In.Running, &executor.RunningJob{JobView: *v, Allocations: allocs, Started: j.StartTime, Stopping: i < 100})
 	}
 	var ds []time.Duration
 	b.ReportAllocs()

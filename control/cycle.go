@@ -10,32 +10,21 @@ import (
 
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/control/advice"
+	"github.com/prescient-sched/prescient/control/live"
 	"github.com/prescient-sched/prescient/executor"
 	"github.com/prescient-sched/prescient/service"
 	"github.com/prescient-sched/prescient/store"
 )
 
-// live is the state a cycle plans on, read from the store and the nodes.
-type live struct {
-	now        time.Time
-	nodes      []cluster.Node
-	snap       *cluster.Snapshot
-	queued     []cluster.Job
-	active     []cluster.Job
-	placements map[cluster.JobID]store.Placement
-	forecasts  map[cluster.JobID]executor.Forecast
-	in         executor.PlanInput
-}
-
 // liveState reads the queue, the running jobs with their placements and
 // the nodes, and builds the planner's input.
-func (p *Plane) liveState(ctx context.Context) (*live, error) {
-	lv := &live{now: p.cfg.Clock().UTC(), nodes: p.cfg.Nodes.Nodes(), placements: map[cluster.JobID]store.Placement{}}
+func (p *Plane) liveState(ctx context.Context) (*live.State, error) {
+	lv := &live.State{Now: p.cfg.Clock().UTC(), Nodes: p.cfg.Nodes.Nodes(), Placements: map[cluster.JobID]store.Placement{}}
 	var err error
-	if lv.queued, err = p.listJobs(ctx, cluster.StateQueued); err != nil {
+	if lv.Queued, err = p.listJobs(ctx, cluster.StateQueued); err != nil {
 		return nil, err
 	}
-	if lv.active, err = p.listJobs(ctx, cluster.StateRunning, cluster.StateCheckpointing); err != nil {
+	if lv.Active, err = p.listJobs(ctx, cluster.StateRunning, cluster.StateCheckpointing); err != nil {
 		return nil, err
 	}
 	pls, err := p.cfg.Store.Placements(ctx)
@@ -43,31 +32,31 @@ func (p *Plane) liveState(ctx context.Context) (*live, error) {
 		return nil, err
 	}
 	for _, pl := range pls {
-		lv.placements[pl.Job] = pl
+		lv.Placements[pl.Job] = pl
 	}
-	all := append(slices.Clone(lv.queued), lv.active...)
-	if lv.forecasts, err = p.forecastsFor(ctx, all); err != nil {
+	all := append(slices.Clone(lv.Queued), lv.Active...)
+	if lv.Forecasts, err = p.forecastsFor(ctx, all); err != nil {
 		p.log.Warn("forecasts missing; those jobs are planned on a default", "error", err)
 	}
 	p.refinePeaks(ctx, lv)
 	p.drainOutOfPlan(lv)
-	lv.snap = cluster.NewSnapshot(&cluster.Fleet{Nodes: lv.nodes, Tenants: p.cfg.Tenants}, lv.now)
-	lv.in = executor.PlanInput{Now: lv.now, Cluster: lv.snap, UsageGPU: p.usageNow(lv), Waits: p.waitsNow(lv)}
+	lv.Snap = cluster.NewSnapshot(&cluster.Fleet{Nodes: lv.Nodes, Tenants: p.cfg.Tenants}, lv.Now)
+	lv.In = executor.PlanInput{Now: lv.Now, Cluster: lv.Snap, UsageGPU: p.usageNow(lv), Waits: p.waitsNow(lv)}
 	waiter, _ := p.cfg.Backend.(executor.Waiter)
-	for i := range lv.queued {
-		if waiter != nil && waiter.Waiting(lv.queued[i].ID) {
+	for i := range lv.Queued {
+		if waiter != nil && waiter.Waiting(lv.Queued[i].ID) {
 			continue // its backend cannot start it yet
 		}
-		lv.in.Queue = append(lv.in.Queue, p.view(&lv.queued[i], lv))
+		lv.In.Queue = append(lv.In.Queue, p.view(&lv.Queued[i], lv))
 	}
-	for i := range lv.active {
-		j := &lv.active[i]
-		pl, ok := lv.placements[j.ID]
+	for i := range lv.Active {
+		j := &lv.Active[i]
+		pl, ok := lv.Placements[j.ID]
 		if !ok {
 			p.log.Warn("active job without a placement; left out of the plan", "job", j.ID)
 			continue
 		}
-		if err := lv.snap.Allocate(j.ID, pl.Allocations); err != nil {
+		if err := lv.Snap.Allocate(j.ID, pl.Allocations); err != nil {
 			p.log.Warn("running job's GPUs are not in the fleet; left out of the plan", "job", j.ID, "error", err)
 			continue
 		}
@@ -75,10 +64,10 @@ func (p *Plane) liveState(ctx context.Context) (*live, error) {
 		if m, ok := p.refinedMemory(j.ID); ok {
 			v.Forecast.MemoryP90Bytes = m // from its memory series so far (refinePeaks)
 		}
-		v.Progress = savedProgress(j) + lv.now.Sub(j.StartTime)
-		v.AttainedGPU = (j.Outcome.RunTime + lv.now.Sub(j.StartTime)) * time.Duration(max(j.Spec.GPUs, 1))
-		lv.in.Running = append(lv.in.Running, &executor.RunningJob{JobView: *v, Allocations: lv.snap.Allocations(j.ID),
-			Started: j.StartTime, WorkSinceCheckpoint: j.WorkSinceCheckpoint(lv.now), Stopping: pl.Stopping()})
+		v.Progress = savedProgress(j) + lv.Now.Sub(j.StartTime)
+		v.AttainedGPU = (j.Outcome.RunTime + lv.Now.Sub(j.StartTime)) * time.Duration(max(j.Spec.GPUs, 1))
+		lv.In.Running = append(lv.In.Running, &executor.RunningJob{JobView: *v, Allocations: lv.Snap.Allocations(j.ID),
+			Started: j.StartTime, WorkSinceCheckpoint: j.WorkSinceCheckpoint(lv.Now), Stopping: pl.Stopping()})
 	}
 	return lv, nil
 }
@@ -87,13 +76,13 @@ func (p *Plane) liveState(ctx context.Context) (*live, error) {
 // now: the inference nodes not lent (forTraining) and the parked and
 // waking nodes. They are drained: what runs there stays until it is
 // stopped.
-func (p *Plane) drainOutOfPlan(lv *live) {
+func (p *Plane) drainOutOfPlan(lv *live.State) {
 	if p.cfg.Lending == nil && p.cfg.Parking == nil {
 		return
 	}
-	lv.nodes = slices.Clone(lv.nodes) // the node source's own, shared
-	for i := range lv.nodes {
-		if n := &lv.nodes[i]; n.State != cluster.NodeFailed && (!p.forTraining(n, lv.now) || p.parkedNow(n.Name)) {
+	lv.Nodes = slices.Clone(lv.Nodes) // the node source's own, shared
+	for i := range lv.Nodes {
+		if n := &lv.Nodes[i]; n.State != cluster.NodeFailed && (!p.forTraining(n, lv.Now) || p.parkedNow(n.Name)) {
 			n.State = cluster.NodeDrained
 		}
 	}
@@ -106,8 +95,8 @@ const defaultForecast = time.Hour
 // plus the time its earlier attempts ran: a requeued job has waited now −
 // QueuedSince in all (gaps between attempts counted as one), so a job that
 // ran for days before a preemption is not starving the moment it is back.
-func (p *Plane) view(j *cluster.Job, lv *live) *executor.JobView {
-	f, ok := lv.forecasts[j.ID]
+func (p *Plane) view(j *cluster.Job, lv *live.State) *executor.JobView {
+	f, ok := lv.Forecasts[j.ID]
 	if !ok {
 		f = executor.Forecast{Job: j.ID, DurationP50: defaultForecast, DurationP90: 2 * defaultForecast, Source: "default"}
 	}
@@ -127,22 +116,22 @@ func savedProgress(j *cluster.Job) time.Duration {
 
 // usageNow decays the tenants' usage to now and adds what the running jobs
 // held since the last cycle.
-func (p *Plane) usageNow(lv *live) map[string]time.Duration {
+func (p *Plane) usageNow(lv *live.State) map[string]time.Duration {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if !p.usageAt.IsZero() && lv.now.After(p.usageAt) {
-		dt := lv.now.Sub(p.usageAt)
+	if !p.usageAt.IsZero() && lv.Now.After(p.usageAt) {
+		dt := lv.Now.Sub(p.usageAt)
 		decay := math.Exp2(-dt.Seconds() / p.cfg.UsageHalfLife.Seconds())
 		for t, u := range p.usage {
 			p.usage[t] = time.Duration(float64(u) * decay)
 		}
-		for i := range lv.active {
-			j := &lv.active[i]
+		for i := range lv.Active {
+			j := &lv.Active[i]
 			p.usage[j.Spec.Tenant] += dt * time.Duration(max(j.Spec.GPUs, 1))
 		}
 	}
-	if lv.now.After(p.usageAt) {
-		p.usageAt = lv.now // never back: a what-if's older state must not count an interval twice
+	if lv.Now.After(p.usageAt) {
+		p.usageAt = lv.Now // never back: a what-if's older state must not count an interval twice
 	}
 	out := make(map[string]time.Duration, len(p.usage))
 	for t, u := range p.usage {
@@ -158,10 +147,10 @@ func (p *Plane) usageNow(lv *live) map[string]time.Duration {
 // known for arrivedFor cycles after it was last seen, so one that changed
 // state between the reads of the queued and the active jobs is not counted
 // again.
-func (p *Plane) waitsNow(lv *live) map[string]executor.TenantWaits {
+func (p *Plane) waitsNow(lv *live.State) map[string]executor.TenantWaits {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if lv.now.Before(p.waitsAt) {
+	if lv.Now.Before(p.waitsAt) {
 		return maps.Clone(p.waits) // a what-if's older state changes nothing
 	}
 	if p.arrived == nil {
@@ -175,16 +164,16 @@ func (p *Plane) waitsNow(lv *live) map[string]executor.TenantWaits {
 		if known {
 			return
 		}
-		p.arrivals.Add(lv.now, j.SubmitTime, float64(j.Spec.MilliGPUs())/cluster.MilliGPU)
+		p.arrivals.Add(lv.Now, j.SubmitTime, float64(j.Spec.MilliGPUs())/cluster.MilliGPU)
 		w := p.waits[j.Spec.Tenant]
-		w.Arrivals += math.Exp2(-max(lv.now.Sub(j.SubmitTime), 0).Seconds() / h.Seconds())
+		w.Arrivals += math.Exp2(-max(lv.Now.Sub(j.SubmitTime), 0).Seconds() / h.Seconds())
 		p.waits[j.Spec.Tenant] = w
 	}
 	if !p.waitsAt.IsZero() {
 		queued := map[string]int{}
 		fresh := map[string]float64{} // decayed queued seconds of jobs submitted since the last cycle
-		for i := range lv.queued {
-			j := &lv.queued[i]
+		for i := range lv.Queued {
+			j := &lv.Queued[i]
 			t := j.Spec.Tenant
 			if _, ok := p.waits[t]; !ok {
 				p.waits[t] = executor.TenantWaits{}
@@ -192,29 +181,29 @@ func (p *Plane) waitsNow(lv *live) map[string]executor.TenantWaits {
 			switch {
 			case !j.SubmitTime.After(p.waitsAt):
 				queued[t]++
-			case j.SubmitTime.Before(lv.now):
-				fresh[t] += decayedSeconds(j.SubmitTime, lv.now, lv.now, h)
+			case j.SubmitTime.Before(lv.Now):
+				fresh[t] += decayedSeconds(j.SubmitTime, lv.Now, lv.Now, h)
 			}
 		}
-		dt := lv.now.Sub(p.waitsAt)
+		dt := lv.Now.Sub(p.waitsAt)
 		for t, w := range p.waits {
 			w = w.Advance(dt, h, queued[t])
 			w.QueuedS += fresh[t]
 			p.waits[t] = w
 		}
 	}
-	for i := range lv.queued {
-		arrive(&lv.queued[i])
+	for i := range lv.Queued {
+		arrive(&lv.Queued[i])
 	}
-	for i := range lv.active {
-		arrive(&lv.active[i])
+	for i := range lv.Active {
+		arrive(&lv.Active[i])
 	}
 	for id, at := range p.arrived {
 		if p.waitsCycle-at > arrivedFor {
 			delete(p.arrived, id)
 		}
 	}
-	p.waitsAt = lv.now
+	p.waitsAt = lv.Now
 	return maps.Clone(p.waits)
 }
 
@@ -235,7 +224,7 @@ func (p *Plane) cycle(ctx context.Context) {
 	defer p.watchLoans(ctx, lv) // whatever the planner answers
 	p.enforceStops(ctx, lv)
 	p.reclaim(ctx, lv)
-	plan, err := p.planner.Plan(ctx, lv.in)
+	plan, err := p.planner.Plan(ctx, lv.In)
 	if err != nil {
 		p.log.Error("plan cycle: the planner failed", "error", err)
 		return
@@ -250,15 +239,15 @@ func (p *Plane) cycle(ctx context.Context) {
 	p.recommendIdle(ctx, lv)
 	p.watchIdle(ctx, lv)
 	p.parkNodes(ctx, lv, plan)
-	p.log.Debug("plan cycle", "mode", mode, "queued", len(lv.queued), "running", len(lv.in.Running),
+	p.log.Debug("plan cycle", "mode", mode, "queued", len(lv.Queued), "running", len(lv.In.Running),
 		"placements", len(plan.Placements), "preemptions", len(plan.Preemptions), "took_s", time.Since(start).Seconds())
 }
 
 // remember keeps the plan's reasons and deadline reports for the API.
-func (p *Plane) remember(lv *live, plan executor.Plan) {
+func (p *Plane) remember(lv *live.State, plan executor.Plan) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.lastPlan = lv.now
+	p.lastPlan = lv.Now
 	for _, d := range plan.Waiting {
 		p.reasons[d.Job] = d.Reason
 	}
@@ -273,7 +262,7 @@ func (p *Plane) remember(lv *live, plan executor.Plan) {
 // act is autopilot: each step is recorded in the store before the backend
 // is asked, so that a crash in between is repaired by recover (a start is
 // resent; the backend starts each attempt once).
-func (p *Plane) act(ctx context.Context, lv *live, plan executor.Plan) {
+func (p *Plane) act(ctx context.Context, lv *live.State, plan executor.Plan) {
 	for _, pr := range plan.Preemptions {
 		if err := p.preempt(ctx, lv, pr); err != nil {
 			p.log.Error("preemption failed", "job", pr.Job, "for", pr.For, "error", err)
@@ -305,11 +294,11 @@ func (p *Plane) start(ctx context.Context, pl executor.Placement) error {
 	return nil
 }
 
-func (p *Plane) preempt(ctx context.Context, lv *live, pr executor.Preemption) error {
+func (p *Plane) preempt(ctx context.Context, lv *live.State, pr executor.Preemption) error {
 	var job *cluster.Job
-	for i := range lv.active {
-		if lv.active[i].ID == pr.Job {
-			job = &lv.active[i]
+	for i := range lv.Active {
+		if lv.Active[i].ID == pr.Job {
+			job = &lv.Active[i]
 		}
 	}
 	if job == nil {
@@ -318,7 +307,7 @@ func (p *Plane) preempt(ctx context.Context, lv *live, pr executor.Preemption) e
 	checkpoint := pr.CheckpointFirst && job.Spec.Checkpointable
 	stopBy := pr.StopBy
 	if !checkpoint || stopBy.IsZero() {
-		stopBy = lv.now
+		stopBy = lv.Now
 	}
 	j, err := p.cfg.Store.RequestStop(ctx, pr.Job, stopBy, stopPreempt+pr.Reason, checkpoint)
 	if err != nil {
@@ -341,9 +330,9 @@ func (p *Plane) sendStop(ctx context.Context, id cluster.JobID) error {
 // enforceStops stops the jobs being stopped whose time is up (a
 // checkpoint that did not land by StopBy, or a restart that lost the
 // request).
-func (p *Plane) enforceStops(ctx context.Context, lv *live) {
-	for _, pl := range lv.placements {
-		if pl.Stopping() && !lv.now.Before(pl.StopBy) {
+func (p *Plane) enforceStops(ctx context.Context, lv *live.State) {
+	for _, pl := range lv.Placements {
+		if pl.Stopping() && !lv.Now.Before(pl.StopBy) {
 			if err := p.sendStop(ctx, pl.Job); err != nil {
 				p.log.Error("stop failed", "job", pl.Job, "error", err)
 			}
@@ -355,14 +344,14 @@ func (p *Plane) enforceStops(ctx context.Context, lv *live) {
 // recommendation, once while it stays the same, and dismisses the open
 // ones the plan no longer makes (the job started, ended, or is now
 // recommended elsewhere). Idle recommendations are recommendIdle's.
-func (p *Plane) recommend(ctx context.Context, lv *live, plan executor.Plan) {
+func (p *Plane) recommend(ctx context.Context, lv *live.State, plan executor.Plan) {
 	current := map[string]bool{}
 	for _, pr := range plan.Preemptions {
-		p.advice.Add(ctx, lv.now, current, advice.Preempt, pr.Job, pr.Reason, advice.Details{For: string(pr.For), StopBy: pr.StopBy,
+		p.advice.Add(ctx, lv.Now, current, advice.Preempt, pr.Job, pr.Reason, advice.Details{For: string(pr.For), StopBy: pr.StopBy,
 			LostGPUS: pr.LostGPU.Seconds(), CheckpointFirst: pr.CheckpointFirst})
 	}
 	for _, pl := range plan.Placements {
-		p.advice.Add(ctx, lv.now, current, advice.Start, pl.Job, pl.Reason, advice.Details{Placement: gpuNames(pl.Allocations),
+		p.advice.Add(ctx, lv.Now, current, advice.Start, pl.Job, pl.Reason, advice.Details{Placement: gpuNames(pl.Allocations),
 			CheckpointEveryS: pl.CheckpointEvery.Seconds(), DurationP50S: pl.Forecast.DurationP50.Seconds(),
 			DurationP90S: pl.Forecast.DurationP90.Seconds(), ForecastSource: pl.Forecast.Source})
 	}

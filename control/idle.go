@@ -12,6 +12,7 @@ import (
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/collector"
 	"github.com/prescient-sched/prescient/control/advice"
+	"github.com/prescient-sched/prescient/control/live"
 	"github.com/prescient-sched/prescient/models/idle"
 	"github.com/prescient-sched/prescient/service"
 )
@@ -461,24 +462,24 @@ type idleJob struct {
 // recommendations off (IdleJobAfter negative) it still finds the GPUs of
 // the jobs the backend does not name by their processes, for the idle
 // forecast, and reads nothing else.
-func (p *Plane) watchIdle(ctx context.Context, lv *live) {
+func (p *Plane) watchIdle(ctx context.Context, lv *live.State) {
 	if p.cfg.Telemetry == nil {
 		return
 	}
 	lookupOnly := p.cfg.IdleJobAfter < 0
 	p.mu.Lock()
-	due := !p.idleReading && (p.idleReadAt.IsZero() || lv.now.Sub(p.idleReadAt) >= idleReadEvery)
+	due := !p.idleReading && (p.idleReadAt.IsZero() || lv.Now.Sub(p.idleReadAt) >= idleReadEvery)
 	if due {
-		p.idleReading, p.idleReadAt = true, lv.now
+		p.idleReading, p.idleReadAt = true, lv.Now
 	}
 	p.mu.Unlock()
 	if !due {
 		return
 	}
 	uuidOf := map[cluster.GPURef]string{}
-	for i := range lv.nodes {
-		for _, g := range lv.nodes[i].GPUs {
-			uuidOf[cluster.GPURef{Node: lv.nodes[i].Name, Index: g.Index}] = g.UUID
+	for i := range lv.Nodes {
+		for _, g := range lv.Nodes[i].GPUs {
+			uuidOf[cluster.GPURef{Node: lv.Nodes[i].Name, Index: g.Index}] = g.UUID
 		}
 	}
 	type held struct {
@@ -497,9 +498,9 @@ func (p *Plane) watchIdle(ctx context.Context, lv *live) {
 	known := p.procGPUs
 	p.procGPUs = map[cluster.JobID]attemptGPUs{}
 jobs:
-	for i := range lv.active {
-		id := lv.active[i].ID
-		pl, ok := lv.placements[id]
+	for i := range lv.Active {
+		id := lv.Active[i].ID
+		pl, ok := lv.Placements[id]
 		if !ok || len(pl.Allocations) == 0 {
 			continue
 		}
@@ -518,7 +519,7 @@ jobs:
 			continue jobs // some GPUs named, some not: one without telemetry may be busy
 		default:
 			// No GPU named (Kubernetes): those its processes ran on.
-			h.uuids, h.attempt, h.started = nil, pl.Attempt, lv.active[i].StartTime
+			h.uuids, h.attempt, h.started = nil, pl.Attempt, lv.Active[i].StartTime
 			k, ok := known[id]
 			switch {
 			case ok && k.attempt == pl.Attempt && k.uuids != nil:
@@ -527,11 +528,11 @@ jobs:
 				if lookupOnly {
 					continue jobs // found: nothing more to read
 				}
-			case ok && k.attempt == pl.Attempt && lv.now.Sub(k.tried) < procLookback:
+			case ok && k.attempt == pl.Attempt && lv.Now.Sub(k.tried) < procLookback:
 				p.procGPUs[id] = k // not found lately: looked for again later
 			case !h.started.IsZero():
 				// Only this attempt's samples: an earlier one ran elsewhere.
-				unnamed[id] = later(h.started, lv.now.Add(-procLookback))
+				unnamed[id] = later(h.started, lv.Now.Add(-procLookback))
 			}
 		}
 		jobs = append(jobs, h)
@@ -545,11 +546,11 @@ jobs:
 	p.mu.Unlock()
 	_, threshold := p.servedIdle()
 	p.beside(&p.idleReading, func() { // the plan loop's context
-		found, looked := p.gpusOfProcesses(ctx, lv.now, unnamed)
+		found, looked := p.gpusOfProcesses(ctx, lv.Now, unnamed)
 		for _, us := range found {
 			uuids = append(uuids, us...) // read with the others
 		}
-		grids, read := p.readUtilization(ctx, lv.now, threshold, uuids)
+		grids, read := p.readUtilization(ctx, lv.Now, threshold, uuids)
 		if looked {
 			for k := range jobs {
 				h := &jobs[k]
@@ -563,7 +564,7 @@ jobs:
 					h.uuids = us
 					p.procGPUs[h.id] = attemptGPUs{attempt: h.attempt, uuids: us, byRef: byRef}
 				} else {
-					p.procGPUs[h.id] = attemptGPUs{attempt: h.attempt, tried: lv.now}
+					p.procGPUs[h.id] = attemptGPUs{attempt: h.attempt, tried: lv.Now}
 				}
 				p.mu.Unlock()
 			}
@@ -711,7 +712,7 @@ func (p *Plane) gpusOfProcesses(ctx context.Context, now time.Time, jobs map[clu
 // running job whose every GPU has been below the idle threshold for at
 // least IdleJobAfter (as watchIdle last read), once while it stays idle,
 // and dismisses those whose job is busy again or gone.
-func (p *Plane) recommendIdle(ctx context.Context, lv *live) {
+func (p *Plane) recommendIdle(ctx context.Context, lv *live.State) {
 	if p.cfg.IdleJobAfter < 0 || p.cfg.Telemetry == nil {
 		// Off: the open ones (from before a restart) are dismissed.
 		p.advice.Dismiss(ctx, map[string]bool{}, advice.Idle)
@@ -728,15 +729,15 @@ func (p *Plane) recommendIdle(ctx context.Context, lv *live) {
 		return // not read yet
 	}
 	current := map[string]bool{}
-	for i := range lv.active {
-		j := &lv.active[i]
+	for i := range lv.Active {
+		j := &lv.Active[i]
 		ij, ok := jobs[j.ID]
 		if !ok || ij.idleFor < after {
 			continue
 		}
 		reason := fmt.Sprintf("holds %d GPU(s) that have all been below %g%% utilization for %s: check that it still works, or stop it to free them",
 			len(ij.gpus), threshold, ij.idleFor.Round(time.Minute))
-		p.advice.Add(ctx, lv.now, current, advice.Idle, j.ID, reason, advice.Details{GPUs: ij.gpus, IdleForS: ij.idleFor.Seconds(), ThresholdP: threshold})
+		p.advice.Add(ctx, lv.Now, current, advice.Idle, j.ID, reason, advice.Details{GPUs: ij.gpus, IdleForS: ij.idleFor.Seconds(), ThresholdP: threshold})
 	}
 	p.advice.Dismiss(ctx, current, advice.Idle)
 }

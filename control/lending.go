@@ -12,6 +12,7 @@ import (
 
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/control/advice"
+	"github.com/prescient-sched/prescient/control/live"
 	"github.com/prescient-sched/prescient/executor"
 	"github.com/prescient-sched/prescient/executor/lend"
 	"github.com/prescient-sched/prescient/models/idle"
@@ -217,13 +218,13 @@ func (p *Plane) restoreLoans(ctx context.Context) error {
 // reclaim, in autopilot, tells the jobs on nodes being taken back to
 // checkpoint and stop by Notice after the take-back, and gives each node
 // whose jobs are gone back to inference.
-func (p *Plane) reclaim(ctx context.Context, lv *live) {
+func (p *Plane) reclaim(ctx context.Context, lv *live.State) {
 	if p.cfg.Lending == nil || p.Mode() != service.ModeAutopilot {
 		return
 	}
 	notice := p.cfg.Lending.Notice
 	on := map[string]map[cluster.JobID]bool{}
-	for _, pl := range lv.placements {
+	for _, pl := range lv.Placements {
 		for _, a := range pl.Allocations {
 			if on[a.GPU.Node] == nil {
 				on[a.GPU.Node] = map[cluster.JobID]bool{}
@@ -243,7 +244,7 @@ func (p *Plane) reclaim(ctx context.Context, lv *live) {
 	why := map[cluster.JobID]string{}
 	for node, l := range returning {
 		if len(on[node]) == 0 {
-			p.setLoan(ctx, node, l.pool, lend.Returning, lend.Serving, lv.now, "node back to inference")
+			p.setLoan(ctx, node, l.pool, lend.Returning, lend.Serving, lv.Now, "node back to inference")
 			continue
 		}
 		for id := range on[node] {
@@ -253,7 +254,7 @@ func (p *Plane) reclaim(ctx context.Context, lv *live) {
 		}
 	}
 	for id, by := range stopBy {
-		if pl := lv.placements[id]; pl.Stopping() {
+		if pl := lv.Placements[id]; pl.Stopping() {
 			continue
 		}
 		if err := p.preempt(ctx, lv, executor.Preemption{Job: id, CheckpointFirst: true, StopBy: by, Reason: why[id]}); err != nil {
@@ -316,22 +317,22 @@ type lendingDecision struct {
 // watchLoans starts, each minute and one at a time, a read of the
 // inference pools' utilization beside the plan loop; it decides on loans
 // for applyLoans to carry out at the next cycle.
-func (p *Plane) watchLoans(ctx context.Context, lv *live) {
+func (p *Plane) watchLoans(ctx context.Context, lv *live.State) {
 	if p.cfg.Lending == nil || p.cfg.Telemetry == nil {
 		return
 	}
 	p.mu.Lock()
-	due := !p.lendReading && (p.lendReadAt.IsZero() || lv.now.Sub(p.lendReadAt) >= idleReadEvery)
-	forecast := due && (p.lendForecastAt.IsZero() || lv.now.Sub(p.lendForecastAt) >= p.cfg.Lending.Every)
+	due := !p.lendReading && (p.lendReadAt.IsZero() || lv.Now.Sub(p.lendReadAt) >= idleReadEvery)
+	forecast := due && (p.lendForecastAt.IsZero() || lv.Now.Sub(p.lendForecastAt) >= p.cfg.Lending.Every)
 	if due {
-		p.lendReading, p.lendReadAt = true, lv.now
+		p.lendReading, p.lendReadAt = true, lv.Now
 	}
 	p.mu.Unlock()
 	if !due {
 		return
 	}
 	load := map[string]int{}
-	for _, pl := range lv.placements {
+	for _, pl := range lv.Placements {
 		for _, a := range pl.Allocations {
 			load[a.GPU.Node] += a.Milli
 		}
@@ -362,7 +363,7 @@ func (p *Plane) watchLoans(ctx context.Context, lv *live) {
 	}
 	model, threshold := p.servedIdle()
 	p.beside(&p.lendReading, func() { // the plan loop's context
-		grids, read := p.readUtilization(ctx, lv.now, threshold, uuids)
+		grids, read := p.readUtilization(ctx, lv.Now, threshold, uuids)
 		// Another read under way (watchIdle's, a forecast's) reads for
 		// this one too: wait for it, then take the copy.
 		wait := time.NewTimer(idleTimeout)
@@ -375,22 +376,22 @@ func (p *Plane) watchLoans(ctx context.Context, lv *live) {
 				return
 			case <-time.After(50 * time.Millisecond):
 			}
-			grids, read = p.readUtilization(ctx, lv.now, threshold, uuids)
+			grids, read = p.readUtilization(ctx, lv.Now, threshold, uuids)
 		}
 		if !read {
 			return // the store did not answer: no decision this time
 		}
-		p.gpusByNode(pools, lv.now, threshold, grids)
+		p.gpusByNode(pools, lv.Now, threshold, grids)
 		var out []lendingDecision
 		for _, lp := range pools {
-			if d, ok := p.decideLoans(lv.now, model, lp, grids, forecast); ok {
+			if d, ok := p.decideLoans(lv.Now, model, lp, grids, forecast); ok {
 				out = append(out, d)
 			}
 		}
 		p.mu.Lock()
 		p.lendPending = append(p.lendPending, out...)
 		if forecast && len(out) > 0 { // a pool was forecast (none before the nodes register)
-			p.lendForecastAt = lv.now
+			p.lendForecastAt = lv.Now
 		}
 		p.mu.Unlock()
 		if len(out) > 0 {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/control/advice"
+	"github.com/prescient-sched/prescient/control/live"
 	"github.com/prescient-sched/prescient/executor"
 	"github.com/prescient-sched/prescient/executor/park"
 	"github.com/prescient-sched/prescient/executor/sim"
@@ -501,20 +502,20 @@ func (p *Plane) bootTime() time.Duration {
 // the parked nodes that the waiting work needs and parks the nodes that
 // have run nothing long enough or that the forecast finds spare. The
 // advisor recommends the wakes and the parks and changes nothing.
-func (p *Plane) parkNodes(ctx context.Context, lv *live, plan executor.Plan) {
+func (p *Plane) parkNodes(ctx context.Context, lv *live.State, plan executor.Plan) {
 	if p.cfg.Parking == nil {
 		return
 	}
 	cfg := p.cfg.Parking
 	autopilot := p.Mode() == service.ModeAutopilot
 	st := &p.parking
-	if lv.now.Before(st.from) {
+	if lv.Now.Before(st.from) {
 		return // after a restart, while the agents register again
 	}
 	current := map[string]bool{}
 	defer p.advice.Dismiss(ctx, current, advice.Park, advice.Wake)
 	busy := map[string]bool{}
-	for _, pl := range lv.placements {
+	for _, pl := range lv.Placements {
 		for _, a := range pl.Allocations {
 			busy[a.GPU.Node] = true
 		}
@@ -524,9 +525,9 @@ func (p *Plane) parkNodes(ctx context.Context, lv *live, plan executor.Plan) {
 			busy[a.GPU.Node] = true
 		}
 	}
-	all, _ := p.fleetWithParked(lv.nodes)
-	o := park.Outlook{Look: cfg.Lookahead, Rate: p.arrivalRate(lv.now), Queued: park.QueuedDemand(lv.in.Queue, lv.in.Running, all, p.cfg.Tenants)}
-	for _, r := range lv.in.Running {
+	all, _ := p.fleetWithParked(lv.Nodes)
+	o := park.Outlook{Look: cfg.Lookahead, Rate: p.arrivalRate(lv.Now), Queued: park.QueuedDemand(lv.In.Queue, lv.In.Running, all, p.cfg.Tenants)}
+	for _, r := range lv.In.Running {
 		o.Running(float64(r.Job.Spec.MilliGPUs())/cluster.MilliGPU, r.Progress, r.Forecast.DurationP50, r.Forecast.DurationP90)
 	}
 	maxGPUs := 0
@@ -535,18 +536,18 @@ func (p *Plane) parkNodes(ctx context.Context, lv *live, plan executor.Plan) {
 	for i := range all {
 		maxGPUs = max(maxGPUs, len(all[i].GPUs))
 	}
-	for i := range lv.nodes {
-		n := &lv.nodes[i]
+	for i := range lv.Nodes {
+		n := &lv.Nodes[i]
 		if n.State != "" && n.State != cluster.NodeReady {
 			continue // failed, drained, parked
 		}
-		o.Free(wholeFree(lv.snap, n))
+		o.Free(wholeFree(lv.Snap, n))
 		if _, inference := p.inferencePool(n); inference || busy[n.Name] || len(n.GPUs) == 0 {
 			continue // a node without GPUs (a control-plane or CPU node) is not the plane's to park
 		}
 		seen[n.Name] = true
 		if _, ok := st.emptySince[n.Name]; !ok {
-			st.emptySince[n.Name] = lv.now
+			st.emptySince[n.Name] = lv.Now
 		}
 		empty = append(empty, n)
 	}
@@ -562,7 +563,7 @@ func (p *Plane) parkNodes(ctx context.Context, lv *live, plan executor.Plan) {
 		case pn.State == park.Waking:
 			waking = append(waking, *pn)
 			o.Free(len(pn.node.GPUs)) // up within the lookahead
-		case pn.Wakeable(lv.now):
+		case pn.Wakeable(lv.Now):
 			wakeable = append(wakeable, *pn)
 		}
 	}
@@ -573,7 +574,7 @@ func (p *Plane) parkNodes(ctx context.Context, lv *live, plan executor.Plan) {
 	planned := map[string]bool{} // nodes the waiting jobs were planned on: not parked
 	var needed map[string]string
 	if len(wakeable) > 0 || len(waking) > 0 {
-		need := park.Need{In: lv.in, Plan: plan, Nodes: lv.nodes, Tenants: p.cfg.Tenants}
+		need := park.Need{In: lv.In, Plan: plan, Nodes: lv.Nodes, Tenants: p.cfg.Tenants}
 		for _, pn := range waking {
 			need.Waking = append(need.Waking, pn.node)
 		}
@@ -585,7 +586,7 @@ func (p *Plane) parkNodes(ctx context.Context, lv *live, plan executor.Plan) {
 			p.log.Error("parking: planning the jobs that wait failed", "error", err)
 		}
 	}
-	in := park.Input{Now: lv.now, Outlook: o, NodeGPUs: maxGPUs}
+	in := park.Input{Now: lv.Now, Outlook: o, NodeGPUs: maxGPUs}
 	byName := map[string]cluster.Node{}
 	for _, pn := range wakeable {
 		in.Asleep = append(in.Asleep, park.Asleep{Node: pn.node.Name, GPUs: len(pn.node.GPUs), Since: pn.Since, Needed: needed[pn.node.Name]})
@@ -594,10 +595,10 @@ func (p *Plane) parkNodes(ctx context.Context, lv *live, plan executor.Plan) {
 	slices.SortFunc(empty, func(a, b *cluster.Node) int { return strings.Compare(a.Name, b.Name) })
 	for _, n := range empty {
 		if planned[n.Name] {
-			st.emptySince[n.Name] = lv.now // a job that waits needs it with a node being woken
+			st.emptySince[n.Name] = lv.Now // a job that waits needs it with a node being woken
 			continue
 		}
-		if lv.now.Before(st.hold[n.Name]) {
+		if lv.Now.Before(st.hold[n.Name]) {
 			continue
 		}
 		delete(st.hold, n.Name)
@@ -607,7 +608,7 @@ func (p *Plane) parkNodes(ctx context.Context, lv *live, plan executor.Plan) {
 				continue
 			}
 		}
-		in.Empty = append(in.Empty, park.Empty{Node: n.Name, GPUs: wholeFree(lv.snap, n), Since: st.emptySince[n.Name]})
+		in.Empty = append(in.Empty, park.Empty{Node: n.Name, GPUs: wholeFree(lv.Snap, n), Since: st.emptySince[n.Name]})
 		shape := *n
 		shape.State = cluster.NodeReady
 		byName[n.Name] = shape
@@ -615,7 +616,7 @@ func (p *Plane) parkNodes(ctx context.Context, lv *live, plan executor.Plan) {
 	pol := park.Policy{IdleAfter: cfg.IdleAfter, Forecast: cfg.Forecast, Lookahead: cfg.Lookahead}
 	for len(in.Empty) > 0 || len(in.Asleep) > 0 {
 		acts := pol.Decide(in)
-		failed := p.carryOut(ctx, lv.now, current, acts, byName, autopilot)
+		failed := p.carryOut(ctx, lv.Now, current, acts, byName, autopilot)
 		if failed == "" {
 			break
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/collector"
+	"github.com/prescient-sched/prescient/control/live"
 	"github.com/prescient-sched/prescient/datasets"
 	"github.com/prescient-sched/prescient/models"
 	"github.com/prescient-sched/prescient/predictor"
@@ -42,24 +43,24 @@ const (
 // least MinRefineRun (refine). It runs beside the plan loop, so a slow
 // telemetry store never delays a plan: plans use the latest refinement
 // that finished (refinedMemory).
-func (p *Plane) refinePeaks(ctx context.Context, lv *live) {
+func (p *Plane) refinePeaks(ctx context.Context, lv *live.State) {
 	if p.cfg.PeakRefiner == nil || p.jobMemory == nil {
 		return
 	}
 	p.mu.Lock()
-	due := !p.refining && (p.refinedAt.IsZero() || lv.now.Sub(p.refinedAt) >= p.cfg.RefineEvery)
+	due := !p.refining && (p.refinedAt.IsZero() || lv.Now.Sub(p.refinedAt) >= p.cfg.RefineEvery)
 	if due {
-		p.refining, p.refinedAt = true, lv.now
+		p.refining, p.refinedAt = true, lv.Now
 	}
 	p.mu.Unlock()
 	if !due {
 		return
 	}
 	var jobs []refineJob
-	for i := range lv.active {
-		j := &lv.active[i]
-		if !j.StartTime.IsZero() && lv.now.Sub(j.StartTime) >= MinRefineRun {
-			jobs = append(jobs, refineJob{id: j.ID, start: j.StartTime, before: lv.forecasts[j.ID].MemoryP90Bytes})
+	for i := range lv.Active {
+		j := &lv.Active[i]
+		if !j.StartTime.IsZero() && lv.Now.Sub(j.StartTime) >= MinRefineRun {
+			jobs = append(jobs, refineJob{id: j.ID, start: j.StartTime, before: lv.Forecasts[j.ID].MemoryP90Bytes})
 		}
 	}
 	// Not the caller's context: what-if's request may end first.
@@ -69,7 +70,7 @@ func (p *Plane) refinePeaks(ctx context.Context, lv *live) {
 			p.refining = false
 			p.mu.Unlock()
 		}()
-		p.refine(context.WithoutCancel(ctx), lv.now, jobs)
+		p.refine(context.WithoutCancel(ctx), lv.Now, jobs)
 	}()
 }
 

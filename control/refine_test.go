@@ -88,7 +88,7 @@ func runningMemory(t *testing.T, e *env, id cluster.JobID) int64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range lv.in.Running {
+	for _, r := range lv.In.Running {
 		if r.Job.ID == id {
 			return r.Forecast.MemoryP90Bytes
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/prescient-sched/prescient/cluster"
+	"github.com/prescient-sched/prescient/control/live"
 	"github.com/prescient-sched/prescient/executor"
 	"github.com/prescient-sched/prescient/executor/park"
 	"github.com/prescient-sched/prescient/executor/sim"
@@ -63,7 +64,7 @@ func (p *Plane) WhatIf(ctx context.Context, req service.WhatIfRequest) (service.
 	if err != nil {
 		return service.WhatIfResult{}, err
 	}
-	scenOut, scenErr := simulate(ctx, lv.now, lv.now.Add(horizon), scen, p.cfg.Tenants)
+	scenOut, scenErr := simulate(ctx, lv.Now, lv.Now.Add(horizon), scen, p.cfg.Tenants)
 	select {
 	case <-b.done:
 	case <-ctx.Done():
@@ -72,7 +73,7 @@ func (p *Plane) WhatIf(ctx context.Context, req service.WhatIfRequest) (service.
 	if err := errors.Join(b.err, scenErr); err != nil {
 		return service.WhatIfResult{}, fmt.Errorf("what-if: %w", err)
 	}
-	res := compare(lv.now, scen, b.out, scenOut)
+	res := compare(lv.Now, scen, b.out, scenOut)
 	res.Policy = scen.policy.Name
 	res.WallS = time.Since(began).Seconds()
 	return res, nil
@@ -93,7 +94,7 @@ type whatIfBase struct {
 	version uint64
 	taken   time.Time
 	horizon time.Duration
-	lv      *live
+	lv      *live.State
 	scen    *scenario
 	out     []sim.JobOutcome
 	err     error
@@ -127,7 +128,7 @@ func (p *Plane) whatIfBaseline(ctx context.Context, horizon time.Duration) (*wha
 	go func() {
 		defer cancel()
 		defer close(b.done)
-		b.out, b.err = simulate(simCtx, lv.now, lv.now.Add(horizon), b.scen, p.cfg.Tenants)
+		b.out, b.err = simulate(simCtx, lv.Now, lv.Now.Add(horizon), b.scen, p.cfg.Tenants)
 	}()
 	p.whatIfLast = b
 	return b, nil
@@ -174,13 +175,13 @@ func checkHorizon(h time.Duration) (time.Duration, error) {
 }
 
 // baseScenario is the live state as a simulation's input.
-func (p *Plane) baseScenario(lv *live) *scenario {
-	sc := &scenario{nodes: lv.nodes, fc: map[cluster.JobID]executor.Forecast{}, policy: p.policy, planner: p.planner,
-		hypo: map[cluster.JobID]bool{}, usage: lv.in.UsageGPU, waits: lv.in.Waits}
+func (p *Plane) baseScenario(lv *live.State) *scenario {
+	sc := &scenario{nodes: lv.Nodes, fc: map[cluster.JobID]executor.Forecast{}, policy: p.policy, planner: p.planner,
+		hypo: map[cluster.JobID]bool{}, usage: lv.In.UsageGPU, waits: lv.In.Waits}
 	if p.cfg.Parking != nil {
 		// The parked nodes are there to be woken, after a boot; the waking
 		// ones are taken as up.
-		nodes, states := p.fleetWithParked(lv.nodes)
+		nodes, states := p.fleetWithParked(lv.Nodes)
 		sc.nodes = slices.Clone(nodes)
 		for i := range sc.nodes {
 			if st := states[sc.nodes[i].Name]; st != "" {
@@ -192,10 +193,10 @@ func (p *Plane) baseScenario(lv *live) *scenario {
 		}
 		sc.wake = p.bootTime()
 	}
-	for _, v := range lv.in.Queue {
+	for _, v := range lv.In.Queue {
 		sc.addQueued(v)
 	}
-	for _, r := range lv.in.Running {
+	for _, r := range lv.In.Running {
 		if r.Stopping {
 			// Being preempted: it goes back to the queue, with its progress
 			// if it is writing a checkpoint, else from its last one.
@@ -206,7 +207,7 @@ func (p *Plane) baseScenario(lv *live) *scenario {
 			sc.addQueued(&v)
 			continue
 		}
-		pl := lv.placements[r.Job.ID]
+		pl := lv.Placements[r.Job.ID]
 		remaining := r.RemainingP50()
 		j := r.Job.Clone()
 		j.Outcome.RunTime = r.Progress + remaining
@@ -228,7 +229,7 @@ func (sc *scenario) addQueued(v *executor.JobView) {
 }
 
 // changed applies a request's changes to a copy of the baseline.
-func (p *Plane) changed(ctx context.Context, lv *live, base *scenario, req service.WhatIfRequest) (*scenario, error) {
+func (p *Plane) changed(ctx context.Context, lv *live.State, base *scenario, req service.WhatIfRequest) (*scenario, error) {
 	if len(req.AddJobs) > MaxWhatIfJobs {
 		return nil, fmt.Errorf("add_jobs: %d jobs, at most %d: %w", len(req.AddJobs), MaxWhatIfJobs, service.ErrInvalid)
 	}
@@ -263,7 +264,7 @@ func (p *Plane) changed(ctx context.Context, lv *live, base *scenario, req servi
 		case allOn(r.Allocations, sc.nodes):
 			sc.running = append(sc.running, r)
 		default: // its node is gone: back to the queue, from its last checkpoint
-			for _, v := range lv.in.Running {
+			for _, v := range lv.In.Running {
 				if v.Job.ID == r.Job.ID {
 					sc.addQueued(&executor.JobView{Job: v.Job, Forecast: v.Forecast, Progress: savedProgress(v.Job)})
 				}
@@ -308,12 +309,12 @@ func (sc *scenario) setNodes(base, add []cluster.Node, remove []string) error {
 }
 
 // jobSet checks that the jobs to remove are queued or running.
-func jobSet(lv *live, ids []cluster.JobID) (map[cluster.JobID]bool, error) {
+func jobSet(lv *live.State, ids []cluster.JobID) (map[cluster.JobID]bool, error) {
 	known := map[cluster.JobID]bool{}
-	for _, v := range lv.in.Queue {
+	for _, v := range lv.In.Queue {
 		known[v.Job.ID] = true
 	}
-	for _, r := range lv.in.Running {
+	for _, r := range lv.In.Running {
 		known[r.Job.ID] = true
 	}
 	out := map[cluster.JobID]bool{}
@@ -338,7 +339,7 @@ func allOn(allocs []cluster.Allocation, nodes []cluster.Node) bool {
 }
 
 // addHypothetical forecasts the hypothetical jobs, submitted now.
-func (p *Plane) addHypothetical(ctx context.Context, lv *live, sc *scenario, reqs []service.SubmitRequest) error {
+func (p *Plane) addHypothetical(ctx context.Context, lv *live.State, sc *scenario, reqs []service.SubmitRequest) error {
 	if len(reqs) == 0 {
 		return nil
 	}
@@ -364,7 +365,7 @@ func (p *Plane) addHypothetical(ctx context.Context, lv *live, sc *scenario, req
 			return fmt.Errorf("add_jobs[%d].id: %s is taken: %w", i, id, service.ErrInvalid)
 		}
 		taken[id] = true
-		jobs[i] = cluster.NewJob(id, spec, lv.now)
+		jobs[i] = cluster.NewJob(id, spec, lv.Now)
 		ptrs[i] = &jobs[i]
 	}
 	fc, err := p.cfg.Forecaster.Forecast(ctx, ptrs)
