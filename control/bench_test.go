@@ -11,15 +11,12 @@ import (
 
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/collector"
-	"github.com/prescient-sched/prescient/control/live"
 	"github.com/prescient-sched/prescient/datasets/datasetstest"
 	"github.com/prescient-sched/prescient/executor"
 	"github.com/prescient-sched/prescient/executor/lend"
-	"github.com/prescient-sched/prescient/executor/park"
 	"github.com/prescient-sched/prescient/models"
 	"github.com/prescient-sched/prescient/predictor"
 	"github.com/prescient-sched/prescient/service"
-	"github.com/prescient-sched/prescient/store"
 	"github.com/prescient-sched/prescient/training"
 )
 
@@ -265,73 +262,4 @@ func BenchmarkLoanDecision10kGPUs(b *testing.B) {
 			b.Fatalf("decision %v, %g GPUs serving", ok, d.serving)
 		}
 	}
-}
-
-// BenchmarkParkingDecision10kGPUs is a cycle's parking decision on 1,250
-// nodes of 8 GPUs at its costliest: 1,000 nodes run an 8-GPU job each, 100
-// of them being stopped, 200 nodes are parked and 20 more waking, 30 are
-// awake and empty, and 500 8-GPU jobs wait. The waiting jobs are planned
-// in all three stages (the GPUs being freed, the waking nodes, the parked
-// nodes: the planner three times over what is left of the queue), the
-// parked nodes are woken (recorded in the store) and the forecast's
-// outlook is weighed for the empty nodes. Each iteration starts from the
-// same parked nodes.
-func BenchmarkParkingDecision10kGPUs(b *testing.B) {
-	fleet := fleetOf(1250, 8)
-	e := newEnv(b, fleet, func(c *Config) { c.Parking = &Parking{IdleAfter: time.Hour, Forecast: true} })
-	now := t0.Add(6 * time.Hour)
-	lv := &live.State{Now: now, Nodes: slices.Clone(fleet.Nodes), Placements: map[cluster.JobID]store.Placement{}}
-	parked := map[string]*parkedNode{}
-	for n := 1000; n < 1220; n++ {
-		state := park.Parked
-		if n >= 1200 {
-			state = park.Waking
-		}
-		parked[lv.Nodes[n].Name] = &parkedNode{Record: park.Record{State: state, Since: now.Add(-time.Minute), SeenDown: true}, node: fleet.Nodes[n]}
-		lv.Nodes[n].State = cluster.NodeFailed // off
-	}
-	lv.Snap = cluster.NewSnapshot(&cluster.Fleet{Nodes: lv.Nodes, Tenants: fleet.Tenants}, now)
-	lv.In = executor.PlanInput{Now: now, Cluster: lv.Snap}
-	for i := range 1500 {
-		j := cluster.Job{ID: cluster.JobID(fmt.Sprintf("j%04d", i)), Spec: spec(8, time.Duration(1+i%10)*time.Hour), SubmitTime: now.Add(-time.Hour), State: cluster.StateQueued}
-		v := &executor.JobView{Job: &j, Forecast: executor.Forecast{Job: j.ID, DurationP50: time.Duration(1+i%10) * time.Hour,
-			DurationP90: time.Duration(2+i%10) * time.Hour}, QueuedSince: j.SubmitTime}
-		if i >= 1000 {
-			lv.Queued = append(lv.Queued, j)
-			lv.In.Queue = append(lv.In.Queue, v)
-			continue
-		}
-		j.State, j.StartTime = cluster.StateRunning, now.Add(-30*time.Minute)
-		var allocs []cluster.Allocation
-		for g := range 8 {
-			allocs = append(allocs, cluster.Allocation{GPU: cluster.GPURef{Node: lv.Nodes[i].Name, Index: g}, Milli: cluster.MilliGPU})
-		}
-		if err := lv.Snap.Allocate(j.ID, allocs); err != nil {
-			b.Fatal(err)
-		}
-		lv.Placements[j.ID] = store.Placement{Job: j.ID, Attempt: 1, Allocations: allocs}
-		v.Progress = 30 * time.Minute
-		lv.In.Running = append(lv.In.Running, &executor.RunningJob{JobView: *v, Allocations: allocs, Started: j.StartTime, Stopping: i < 100})
-	}
-	var ds []time.Duration
-	b.ReportAllocs()
-	for b.Loop() {
-		e.plane.mu.Lock()
-		e.plane.parked = map[string]*parkedNode{}
-		for name, pn := range parked {
-			cp := *pn
-			e.plane.parked[name] = &cp
-		}
-		e.plane.mu.Unlock()
-		start := time.Now()
-		e.plane.parkNodes(e.ctx, lv, executor.Plan{})
-		ds = append(ds, time.Since(start))
-		e.plane.mu.Lock()
-		got := e.plane.parked["n1000"].State
-		e.plane.mu.Unlock()
-		if got != park.Waking {
-			b.Fatalf("n1000 %q after the decision, want waking", got)
-		}
-	}
-	reportLatency(b, ds)
 }

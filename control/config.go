@@ -10,6 +10,7 @@ import (
 
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/collector"
+	"github.com/prescient-sched/prescient/control/parking"
 	"github.com/prescient-sched/prescient/executor"
 	"github.com/prescient-sched/prescient/executor/policies"
 	"github.com/prescient-sched/prescient/service"
@@ -74,8 +75,8 @@ type Config struct {
 	// (lending.go); nil lends nothing. It needs Telemetry.
 	Lending *Lending
 	// Parking powers down the nodes that run nothing and wakes them when
-	// work needs them (parking.go); nil parks nothing.
-	Parking *Parking
+	// work needs them (control/parking); nil parks nothing.
+	Parking *parking.Config
 	// Cordoner keeps the nodes Parking parks out of other schedulers'
 	// reach where they share the fleet (the Kubernetes backend cordons
 	// them); nil where the plane alone places work (the node agents).
@@ -184,7 +185,7 @@ func (c *Config) Validate() error {
 		}
 	}
 	if c.Parking != nil {
-		if err := c.Parking.validate(); err != nil {
+		if err := c.Parking.Validate(); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -82,7 +82,7 @@ func (p *Plane) drainOutOfPlan(lv *live.State) {
 	}
 	lv.Nodes = slices.Clone(lv.Nodes) // the node source's own, shared
 	for i := range lv.Nodes {
-		if n := &lv.Nodes[i]; n.State != cluster.NodeFailed && (!p.forTraining(n, lv.Now) || p.parkedNow(n.Name)) {
+		if n := &lv.Nodes[i]; n.State != cluster.NodeFailed && (!p.forTraining(n, lv.Now) || p.parking.Drained(n.Name)) {
 			n.State = cluster.NodeDrained
 		}
 	}
@@ -215,7 +215,7 @@ func (p *Plane) cycle(ctx context.Context) {
 	defer p.changedState() // its starts and stops change the live state
 	start := time.Now()
 	p.applyLoans(ctx, p.cfg.Clock().UTC())
-	p.settleParked(ctx, p.cfg.Clock().UTC())
+	p.parking.Settle(ctx, p.cfg.Clock().UTC())
 	lv, err := p.liveState(ctx)
 	if err != nil {
 		p.log.Error("plan cycle: reading the live state failed", "error", err)
@@ -238,7 +238,7 @@ func (p *Plane) cycle(ctx context.Context) {
 	}
 	p.recommendIdle(ctx, lv)
 	p.watchIdle(ctx, lv)
-	p.parkNodes(ctx, lv, plan)
+	p.parking.Decide(ctx, lv, plan)
 	p.log.Debug("plan cycle", "mode", mode, "queued", len(lv.Queued), "running", len(lv.In.Running),
 		"placements", len(plan.Placements), "preemptions", len(plan.Preemptions), "took_s", time.Since(start).Seconds())
 }

@@ -24,7 +24,7 @@ const telemetryFresh = 5 * time.Minute
 // Fleet implements Service.
 func (p *Plane) Fleet(ctx context.Context) (service.FleetState, error) {
 	now := p.cfg.Clock().UTC()
-	nodes, parked := p.fleetWithParked(p.cfg.Nodes.Nodes())
+	nodes, parked := p.parking.Fleet(p.cfg.Nodes.Nodes())
 	pls, err := p.cfg.Store.Placements(ctx)
 	if err != nil {
 		return service.FleetState{}, fmt.Errorf("fleet: %w", err)

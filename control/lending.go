@@ -633,3 +633,11 @@ func (p *Plane) loanOf(n *cluster.Node) *service.NodeLoan {
 	}
 	return out
 }
+
+// notifyNode tells the webhooks of a node's change: a loan's (with its
+// pool) or parking's.
+func (p *Plane) notifyNode(ctx context.Context, typ, node, pool string, now time.Time, msg string) {
+	if p.cfg.Notifier != nil {
+		p.cfg.Notifier.Notify(ctx, service.LifecycleEvent{Type: typ, Time: now, Node: node, Pool: pool, Message: msg})
+	}
+}

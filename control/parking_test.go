@@ -15,6 +15,7 @@ import (
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/cluster/clustertest"
 	"github.com/prescient-sched/prescient/control/advice"
+	"github.com/prescient-sched/prescient/control/parking"
 	"github.com/prescient-sched/prescient/executor"
 	"github.com/prescient-sched/prescient/executor/sim"
 	"github.com/prescient-sched/prescient/service"
@@ -51,7 +52,7 @@ func lines(t *testing.T, path string) []string {
 // parkingEnv is an env of nodes×4 GPUs that parks with cfg, its power
 // programs logging to suspended and resumed, with the lifecycle events
 // it posts.
-func parkingEnv(t *testing.T, nodes int, mode service.Mode, cfg Parking) (e *env, rec *recordingNotifier) {
+func parkingEnv(t *testing.T, nodes int, mode service.Mode, cfg parking.Config) (e *env, rec *recordingNotifier) {
 	e = newEnv(t, fleetOf(nodes, 4), nil)
 	rec = &recordingNotifier{}
 	e.mod = func(c *Config) {
@@ -127,7 +128,7 @@ func (e *env) setNode(name string, st cluster.NodeState) {
 func TestAnEmptyNodeParksAndAJobThatWaitsWakesIt(t *testing.T) {
 	dir := t.TempDir()
 	suspended, resumed := filepath.Join(dir, "suspended"), filepath.Join(dir, "resumed")
-	e, rec := parkingEnv(t, 2, service.ModeAutopilot, Parking{IdleAfter: 10 * time.Minute,
+	e, rec := parkingEnv(t, 2, service.ModeAutopilot, parking.Config{IdleAfter: 10 * time.Minute,
 		Suspend: powerScript(t, "suspend", suspended, false), Resume: powerScript(t, "resume", resumed, false)})
 	e.submit("a", spec(4, 10*time.Hour))
 	e.plane.cycle(e.ctx)
@@ -191,12 +192,12 @@ func TestAnEmptyNodeParksAndAJobThatWaitsWakesIt(t *testing.T) {
 	if got := e.placedOn("b"); got != other {
 		t.Errorf("b placed on %q, want %s", got, other)
 	}
-	if got := e.plane.bootTime(); got != 3*time.Minute {
+	if got := e.plane.parking.BootTime(); got != 3*time.Minute {
 		t.Errorf("boot time %s, want the 3 minutes this wake took", got)
 	}
 	defer func() { // after the checks below, which a restart would change
 		e.restart()
-		if got := e.plane.bootTime(); got != 3*time.Minute {
+		if got := e.plane.parking.BootTime(); got != 3*time.Minute {
 			t.Errorf("boot time after a restart %s, want the 3 minutes kept", got)
 		}
 	}()
@@ -210,7 +211,7 @@ func TestAnEmptyNodeParksAndAJobThatWaitsWakesIt(t *testing.T) {
 }
 
 func TestTheForecastParksSpareNodesAtOnceAndWakesOneAheadOfDemand(t *testing.T) {
-	e, rec := parkingEnv(t, 3, service.ModeAutopilot, Parking{IdleAfter: time.Hour, Forecast: true})
+	e, rec := parkingEnv(t, 3, service.ModeAutopilot, parking.Config{IdleAfter: time.Hour, Forecast: true})
 	// Nothing queued, nothing coming: two nodes are spare, the third is
 	// the node's worth kept for what may come.
 	e.plane.cycle(e.ctx)
@@ -242,7 +243,7 @@ func TestTheForecastParksSpareNodesAtOnceAndWakesOneAheadOfDemand(t *testing.T) 
 
 func TestAFailedSuspendLeavesTheNodeAwake(t *testing.T) {
 	dir := t.TempDir()
-	e, rec := parkingEnv(t, 1, service.ModeAutopilot, Parking{IdleAfter: 10 * time.Minute,
+	e, rec := parkingEnv(t, 1, service.ModeAutopilot, parking.Config{IdleAfter: 10 * time.Minute,
 		Suspend: powerScript(t, "suspend", filepath.Join(dir, "suspended"), true)})
 	e.cyclesApart(10 * time.Minute)
 	e.plane.background.Wait()
@@ -262,7 +263,7 @@ func TestAFailedSuspendLeavesTheNodeAwake(t *testing.T) {
 }
 
 func TestAWakeThatNeverComesParksTheNodeAgainAndWakesAnother(t *testing.T) {
-	e, rec := parkingEnv(t, 2, service.ModeAutopilot, Parking{IdleAfter: 10 * time.Minute, WakeTimeout: 5 * time.Minute})
+	e, rec := parkingEnv(t, 2, service.ModeAutopilot, parking.Config{IdleAfter: 10 * time.Minute, WakeTimeout: 5 * time.Minute})
 	e.cyclesApart(10 * time.Minute)
 	e.setNode("n0", cluster.NodeFailed) // both power off
 	e.setNode("n1", cluster.NodeFailed)
@@ -298,7 +299,7 @@ func TestAWakeThatNeverComesParksTheNodeAgainAndWakesAnother(t *testing.T) {
 }
 
 func TestAJobWaitingForABootingNodeOrAVictimsGPUsWakesNothingMore(t *testing.T) {
-	e, rec := parkingEnv(t, 3, service.ModeAutopilot, Parking{IdleAfter: 10 * time.Minute})
+	e, rec := parkingEnv(t, 3, service.ModeAutopilot, parking.Config{IdleAfter: 10 * time.Minute})
 	low := spec(4, 10*time.Hour)
 	low.Tier, low.Checkpointable = cluster.TierOpportunistic, true
 	e.submit("low", low)
@@ -350,7 +351,7 @@ func TestAJobWaitingForABootingNodeOrAVictimsGPUsWakesNothingMore(t *testing.T) 
 
 func TestAWokenNodeThatWasNotSeenDownIsNotAwakeWhileASuspendProgramPowersNodesDown(t *testing.T) {
 	dir := t.TempDir()
-	e, _ := parkingEnv(t, 1, service.ModeAutopilot, Parking{IdleAfter: 10 * time.Minute, WakeTimeout: 5 * time.Minute,
+	e, _ := parkingEnv(t, 1, service.ModeAutopilot, parking.Config{IdleAfter: 10 * time.Minute, WakeTimeout: 5 * time.Minute,
 		Suspend: powerScript(t, "suspend", filepath.Join(dir, "suspended"), false)})
 	e.cyclesApart(10 * time.Minute)
 	e.plane.background.Wait()
@@ -373,7 +374,7 @@ func TestAWokenNodeThatWasNotSeenDownIsNotAwakeWhileASuspendProgramPowersNodesDo
 }
 
 func TestParkingOffForgetsParkedNodes(t *testing.T) {
-	e, _ := parkingEnv(t, 1, service.ModeAutopilot, Parking{IdleAfter: 10 * time.Minute})
+	e, _ := parkingEnv(t, 1, service.ModeAutopilot, parking.Config{IdleAfter: 10 * time.Minute})
 	e.cyclesApart(10 * time.Minute)
 	if st := e.nodeStates()["n0"]; st != "parked" {
 		t.Fatalf("%s, want parked", st)
@@ -391,7 +392,7 @@ func TestParkingOffForgetsParkedNodes(t *testing.T) {
 }
 
 func TestTheAdvisorRecommendsParksAndParksNothing(t *testing.T) {
-	e, rec := parkingEnv(t, 2, service.ModeAdvisor, Parking{IdleAfter: 10 * time.Minute})
+	e, rec := parkingEnv(t, 2, service.ModeAdvisor, parking.Config{IdleAfter: 10 * time.Minute})
 	e.cyclesApart(10 * time.Minute)
 	e.plane.cycle(e.ctx)
 	if st := e.nodeStates(); st["n0"] != "ready" || st["n1"] != "ready" {
@@ -413,7 +414,7 @@ func TestTheAdvisorRecommendsParksAndParksNothing(t *testing.T) {
 }
 
 func TestTheAdvisorRecommendsWakingParkedNodes(t *testing.T) {
-	e, _ := parkingEnv(t, 1, service.ModeAutopilot, Parking{IdleAfter: 10 * time.Minute})
+	e, _ := parkingEnv(t, 1, service.ModeAutopilot, parking.Config{IdleAfter: 10 * time.Minute})
 	e.cyclesApart(10 * time.Minute)
 	if err := e.plane.SetMode(e.ctx, service.ModeAdvisor); err != nil {
 		t.Fatal(err)
@@ -432,15 +433,14 @@ func TestAJobTheQuotaHoldsBackWakesNothing(t *testing.T) {
 	f.Tenants = []cluster.Tenant{{Name: "t1", Weight: 1, QuotaGPUs: 4}}
 	e := newEnv(t, f, nil)
 	rec := &recordingNotifier{}
-	e.mod = func(c *Config) { c.Parking, c.Notifier = &Parking{IdleAfter: 10 * time.Minute}, rec }
+	e.mod = func(c *Config) { c.Parking, c.Notifier = &parking.Config{IdleAfter: 10 * time.Minute}, rec }
 	e.restart()
 	e.plane.cycle(e.ctx)
 	e.clock.Advance(10 * time.Minute)
 	e.plane.cycle(e.ctx) // both park
+	e.setNode("n0", cluster.NodeFailed) // n0 goes down and comes back up by hand: awake, n1 parked
+	e.plane.cycle(e.ctx)
 	e.setNode("n0", cluster.NodeReady)
-	e.plane.mu.Lock()
-	delete(e.plane.parked, "n0") // n0 is up again, n1 parked
-	e.plane.mu.Unlock()
 	e.submit("x", spec(4, time.Hour))
 	e.submit("y", spec(4, time.Hour))
 	e.plane.cycle(e.ctx)
@@ -453,7 +453,7 @@ func TestAJobTheQuotaHoldsBackWakesNothing(t *testing.T) {
 }
 
 func TestANodeAWaitingGangIsPlannedOnStaysUpWhileAnotherBoots(t *testing.T) {
-	e, _ := parkingEnv(t, 2, service.ModeAutopilot, Parking{IdleAfter: 10 * time.Minute, WakeTimeout: time.Hour})
+	e, _ := parkingEnv(t, 2, service.ModeAutopilot, parking.Config{IdleAfter: 10 * time.Minute, WakeTimeout: time.Hour})
 	e.submit("a", spec(4, 10*time.Hour))
 	e.plane.cycle(e.ctx)
 	on := e.placedOn("a")
@@ -485,7 +485,7 @@ func TestANodeAWaitingGangIsPlannedOnStaysUpWhileAnotherBoots(t *testing.T) {
 }
 
 func TestARestartDoesNotTakeAnUnregisteredParkedNodeForOneThatWentDown(t *testing.T) {
-	e, rec := parkingEnv(t, 1, service.ModeAutopilot, Parking{IdleAfter: 10 * time.Minute})
+	e, rec := parkingEnv(t, 1, service.ModeAutopilot, parking.Config{IdleAfter: 10 * time.Minute})
 	e.plane.cycle(e.ctx)
 	e.clock.Advance(10 * time.Minute)
 	e.plane.cycle(e.ctx) // parked; no power program: it stays up
@@ -507,7 +507,7 @@ func TestARestartDoesNotTakeAnUnregisteredParkedNodeForOneThatWentDown(t *testin
 
 func TestASuspendThatFailsOnceTheNodeIsDownLeavesItParked(t *testing.T) {
 	dir := t.TempDir()
-	e, _ := parkingEnv(t, 1, service.ModeAutopilot, Parking{IdleAfter: 10 * time.Minute,
+	e, _ := parkingEnv(t, 1, service.ModeAutopilot, parking.Config{IdleAfter: 10 * time.Minute,
 		Suspend: powerScript(t, "suspend", filepath.Join(dir, "suspended"), true)})
 	e.cyclesApart(10 * time.Minute)
 	e.setNode("n0", cluster.NodeFailed) // it went off, and the program still said it failed
@@ -520,7 +520,7 @@ func TestASuspendThatFailsOnceTheNodeIsDownLeavesItParked(t *testing.T) {
 
 func TestAFailedResumeParksTheNodeAgain(t *testing.T) {
 	dir := t.TempDir()
-	e, rec := parkingEnv(t, 1, service.ModeAutopilot, Parking{IdleAfter: 10 * time.Minute, WakeTimeout: 5 * time.Minute,
+	e, rec := parkingEnv(t, 1, service.ModeAutopilot, parking.Config{IdleAfter: 10 * time.Minute, WakeTimeout: 5 * time.Minute,
 		Resume: powerScript(t, "resume", filepath.Join(dir, "resumed"), true)})
 	e.cyclesApart(10 * time.Minute)
 	e.setNode("n0", cluster.NodeFailed)
@@ -542,7 +542,7 @@ func TestAFailedResumeParksTheNodeAgain(t *testing.T) {
 }
 
 func TestParkingConfigIsChecked(t *testing.T) {
-	for _, pk := range []Parking{{}, {IdleAfter: -time.Minute}, {IdleAfter: time.Minute, WakeTimeout: -1}} {
+	for _, pk := range []parking.Config{{}, {IdleAfter: -time.Minute}, {IdleAfter: time.Minute, WakeTimeout: -1}} {
 		cfg := Config{Parking: &pk}
 		if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "parking") {
 			t.Errorf("%+v: %v, want an error naming parking", pk, err)
@@ -554,7 +554,7 @@ func TestParkingConfigIsChecked(t *testing.T) {
 // woken: a job that only a parked node can take is forecast to start a
 // boot from now.
 func TestTheQueueForecastWakesParkedNodes(t *testing.T) {
-	e, _ := parkingEnv(t, 2, service.ModeAutopilot, Parking{IdleAfter: 10 * time.Minute})
+	e, _ := parkingEnv(t, 2, service.ModeAutopilot, parking.Config{IdleAfter: 10 * time.Minute})
 	e.submit("a", spec(4, 10*time.Hour))
 	e.plane.cycle(e.ctx)
 	on := e.placedOn("a")
@@ -681,7 +681,7 @@ func (f *fakeCordoner) marked() []string {
 
 // cordonedEnv is an env on fleet with Parking park on autopilot and a
 // fakeCordoner with no marks yet, restarted with them.
-func cordonedEnv(t *testing.T, fleet *cluster.Fleet, park Parking) (*env, *fakeCordoner) {
+func cordonedEnv(t *testing.T, fleet *cluster.Fleet, park parking.Config) (*env, *fakeCordoner) {
 	e := newEnv(t, fleet, nil)
 	c := newFakeCordoner()
 	e.mod = func(cfg *Config) { cfg.Mode, cfg.Parking, cfg.Cordoner = service.ModeAutopilot, &park, c }
@@ -711,7 +711,7 @@ func (e *env) restartUntilSynced(node, state string) {
 // is not parked is taken off with parking off, and left alone by the
 // advisor.
 func TestAParkedNodeIsCordonedUntilItIsWoken(t *testing.T) {
-	e, c := cordonedEnv(t, fleetOf(2, 4), Parking{IdleAfter: 10 * time.Minute})
+	e, c := cordonedEnv(t, fleetOf(2, 4), parking.Config{IdleAfter: 10 * time.Minute})
 	c.unparkable["n1"], c.failCordon = "2 pods of other schedulers run there", 1
 	e.cyclesApart(10 * time.Minute)
 	if st := e.nodeStates(); st["n0"] != "ready" || st["n1"] != "ready" {
@@ -776,7 +776,7 @@ func TestAParkedNodeIsCordonedUntilItIsWoken(t *testing.T) {
 // it; but a marked node that is up where a job of the plane runs, or that
 // the Cordoner names unparkable, is uncordoned instead.
 func TestANodeThatBearsTheParkedMarkIsTakenAsParked(t *testing.T) {
-	e, c := cordonedEnv(t, fleetOf(6, 4), Parking{IdleAfter: time.Hour})
+	e, c := cordonedEnv(t, fleetOf(6, 4), parking.Config{IdleAfter: time.Hour})
 	e.submit("r", spec(4, 10*time.Hour))
 	e.submit("s", spec(4, 10*time.Hour))
 	e.plane.cycle(e.ctx)
@@ -838,7 +838,7 @@ func TestANodeThatBearsTheParkedMarkIsTakenAsParked(t *testing.T) {
 // Cordoner's view still shows the mark; a node that came back up while
 // parked is uncordoned too.
 func TestAWokenNodeStillMarkedIsUncordonedNotTakenAsParked(t *testing.T) {
-	e, c := cordonedEnv(t, fleetOf(2, 4), Parking{IdleAfter: 10 * time.Minute})
+	e, c := cordonedEnv(t, fleetOf(2, 4), parking.Config{IdleAfter: 10 * time.Minute})
 	e.cyclesApart(10 * time.Minute)
 	e.wantNode("n0", "parked", "idle 10 minutes")
 	e.wantNode("n1", "parked", "idle 10 minutes")
@@ -878,7 +878,7 @@ func TestAWokenNodeStillMarkedIsUncordonedNotTakenAsParked(t *testing.T) {
 // A cordon that failed after putting the mark on (its revert failed) is
 // taken off at the next cycle, not taken for another replica's park.
 func TestACordonLeftOnIsTakenOff(t *testing.T) {
-	e, c := cordonedEnv(t, fleetOf(1, 4), Parking{IdleAfter: 10 * time.Minute})
+	e, c := cordonedEnv(t, fleetOf(1, 4), parking.Config{IdleAfter: 10 * time.Minute})
 	c.failRevert = 1
 	e.cyclesApart(10 * time.Minute)
 	e.wantNode("n0", "ready", "its cordon failed")
@@ -894,7 +894,7 @@ func TestACordonLeftOnIsTakenOff(t *testing.T) {
 // the marks have synced, not taken for awake and uncordoned while it shuts
 // down.
 func TestARestoredWakingNodeThatBearsTheMarkIsParked(t *testing.T) {
-	e, c := cordonedEnv(t, fleetOf(1, 4), Parking{IdleAfter: 10 * time.Minute, Suspend: "true"})
+	e, c := cordonedEnv(t, fleetOf(1, 4), parking.Config{IdleAfter: 10 * time.Minute, Suspend: "true"})
 	e.cyclesApart(10 * time.Minute)
 	e.wantNode("n0", "parked", "idle 10 minutes")
 	e.plane.background.Wait() // its suspend program ran; the node is still up, shutting down
@@ -916,7 +916,7 @@ func TestARestoredWakingNodeThatBearsTheMarkIsParked(t *testing.T) {
 // once the live read succeeds; but not one that still bears it though
 // the Cordoner's view lags.
 func TestARestoredParkedNodeUpWithoutItsMarkIsAwake(t *testing.T) {
-	e, c := cordonedEnv(t, fleetOf(2, 4), Parking{IdleAfter: 10 * time.Minute})
+	e, c := cordonedEnv(t, fleetOf(2, 4), parking.Config{IdleAfter: 10 * time.Minute})
 	e.cyclesApart(10 * time.Minute)
 	e.wantNode("n0", "parked", "idle 10 minutes")
 	e.wantNode("n1", "parked", "idle 10 minutes")
@@ -939,7 +939,7 @@ func TestARestoredParkedNodeUpWithoutItsMarkIsAwake(t *testing.T) {
 // where it cannot be cordoned (an operator cordoned it meanwhile): it
 // stays no longer waking, and another node is woken for the work.
 func TestAFailedWakeParksTheNodeAgainThoughItsCordonFails(t *testing.T) {
-	e, c := cordonedEnv(t, fleetOf(1, 4), Parking{IdleAfter: 10 * time.Minute, WakeTimeout: 10 * time.Minute})
+	e, c := cordonedEnv(t, fleetOf(1, 4), parking.Config{IdleAfter: 10 * time.Minute, WakeTimeout: 10 * time.Minute})
 	e.cyclesApart(10 * time.Minute)
 	e.wantNode("n0", "parked", "idle 10 minutes")
 	e.setNode("n0", cluster.NodeFailed)
@@ -959,7 +959,7 @@ func TestANodeWithoutGPUsIsNotParked(t *testing.T) {
 	fleet := fleetOf(1, 4)
 	fleet.Nodes = append(fleet.Nodes, clustertest.Node("control-plane").Obj())
 	e := newEnv(t, fleet, func(cfg *Config) {
-		cfg.Mode, cfg.Parking = service.ModeAutopilot, &Parking{IdleAfter: 10 * time.Minute}
+		cfg.Mode, cfg.Parking = service.ModeAutopilot, &parking.Config{IdleAfter: 10 * time.Minute}
 	})
 	e.cyclesApart(time.Hour)
 	e.wantNode("n0", "parked", "idle an hour")

@@ -13,6 +13,7 @@ import (
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/collector"
 	"github.com/prescient-sched/prescient/control/advice"
+	"github.com/prescient-sched/prescient/control/parking"
 	"github.com/prescient-sched/prescient/executor"
 	"github.com/prescient-sched/prescient/executor/park"
 	"github.com/prescient-sched/prescient/executor/plugins/placement"
@@ -109,15 +110,11 @@ type Plane struct {
 	lendReading    bool
 	lendReadAt     time.Time
 	lendForecastAt time.Time
-	// parked are the nodes parked or being woken (parking.go), by name,
-	// under mu; powerRuns the power programs that ended since the last
-	// cycle, under mu; parking what the plan loop alone keeps; arrivals
-	// the GPUs of the jobs seen arriving, under mu (waitsNow).
-	parked    map[string]*parkedNode
-	powerRuns []powerRun
-	boot      time.Duration // the woken nodes' boot time (bootTime), under mu
-	parking   parkingState
-	arrivals  park.Arrivals
+	// arrivals are the GPUs of the jobs seen arriving, under mu
+	// (waitsNow): parking's arrival rate.
+	arrivals park.Arrivals
+	// parking parks and wakes nodes (control/parking).
+	parking *parking.Parking
 }
 
 var _ service.Service = (*Plane)(nil)
@@ -180,10 +177,6 @@ func New(cfg Config) (*Plane, error) {
 		l := cfg.Lending.withDefaults() // the caller's stays as it was
 		cfg.Lending = &l
 	}
-	if cfg.Parking != nil {
-		pk := cfg.Parking.withDefaults()
-		cfg.Parking = &pk
-	}
 	if sf, ok := cfg.Nodes.(service.StaticFleet); ok && sf.Fleet != nil && sf.Fleet.AllowCrossTenantSharing {
 		cfg.AllowCrossTenantSharing = true
 	}
@@ -201,8 +194,13 @@ func New(cfg Config) (*Plane, error) {
 		forecasts: map[cluster.JobID]executor.Forecast{}, reasons: map[cluster.JobID]string{},
 		deadlines: map[cluster.JobID]executor.DeadlineReport{}, loans: map[string]*nodeLoan{}, loanGen: map[string]uint64{}, usage: map[string]time.Duration{},
 		waits:  map[string]executor.TenantWaits{},
-		unsent: map[cluster.JobID]time.Time{}, silent: map[string]time.Time{}, parked: map[string]*parkedNode{},
-		parking: parkingState{emptySince: map[string]time.Time{}, hold: map[string]time.Time{}, notParked: map[string]bool{}}}
+		unsent: map[cluster.JobID]time.Time{}, silent: map[string]time.Time{},
+	}
+	p.parking = parking.New(cfg.Parking, parking.Deps{Store: cfg.Store, Nodes: cfg.Nodes, Cordoner: cfg.Cordoner,
+		Planner: planner, Tenants: cfg.Tenants, Advice: p.advice, Notifier: cfg.Notifier, Mode: p.Mode,
+		Inference: func(n *cluster.Node) bool { _, ok := p.inferencePool(n); return ok }, ArrivalRate: p.arrivalRate,
+		Changed: p.changedState, Poke: p.wake, Background: &p.background, NodeSyncTimeout: cfg.NodeSyncTimeout,
+		Clock: cfg.Clock, Log: log})
 	p.jobMemory, _ = cfg.Telemetry.(collector.JobMemoryStore)
 	p.grace = cfg.Grace
 	if p.grace == 0 {
@@ -361,7 +359,7 @@ func (p *Plane) recover(ctx context.Context) error {
 	if err := p.restoreLoans(ctx); err != nil {
 		return fmt.Errorf("control: recover: %w", err)
 	}
-	if err := p.restoreParked(ctx); err != nil {
+	if err := p.parking.Restore(ctx); err != nil {
 		return fmt.Errorf("control: recover: %w", err)
 	}
 	if err := p.advice.Restore(ctx); err != nil {

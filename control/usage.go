@@ -155,3 +155,11 @@ func restoreWaits(jobs []cluster.Job, byID map[cluster.JobID]*cluster.Job, event
 	}
 	return waits
 }
+
+// arrivalRate is the GPUs arriving per second lately (waitsNow counts the
+// arrivals).
+func (p *Plane) arrivalRate(now time.Time) float64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.arrivals.Rate(now)
+}

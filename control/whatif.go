@@ -181,7 +181,7 @@ func (p *Plane) baseScenario(lv *live.State) *scenario {
 	if p.cfg.Parking != nil {
 		// The parked nodes are there to be woken, after a boot; the waking
 		// ones are taken as up.
-		nodes, states := p.fleetWithParked(lv.Nodes)
+		nodes, states := p.parking.Fleet(lv.Nodes)
 		sc.nodes = slices.Clone(nodes)
 		for i := range sc.nodes {
 			if st := states[sc.nodes[i].Name]; st != "" {
@@ -191,7 +191,7 @@ func (p *Plane) baseScenario(lv *live.State) *scenario {
 				}
 			}
 		}
-		sc.wake = p.bootTime()
+		sc.wake = p.parking.BootTime()
 	}
 	for _, v := range lv.In.Queue {
 		sc.addQueued(v)

@@ -20,7 +20,7 @@ var eventTypes = []string{
 	"preempted", "requeued", "finished", "failed", "cancelled",
 	// An inference node's loan (control.Lending): no job, no tenant.
 	"node_lent", "node_returning", "node_serving",
-	// A node's parking (control.Parking): no job, no tenant.
+	// A node's parking (parking.Config): no job, no tenant.
 	"node_parked", "node_waking", "node_awake",
 }
 

@@ -10,8 +10,8 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/prescient-sched/prescient/collector/nvml"
 	kubebackend "github.com/prescient-sched/prescient/backend/kubernetes"
+	"github.com/prescient-sched/prescient/collector/nvml"
 )
 
 // kubeAgentOptions are agent's flags of --kubernetes.

@@ -22,6 +22,7 @@ import (
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/collector"
 	"github.com/prescient-sched/prescient/control"
+	"github.com/prescient-sched/prescient/control/parking"
 	"github.com/prescient-sched/prescient/datasets"
 	"github.com/prescient-sched/prescient/executor"
 	"github.com/prescient-sched/prescient/executor/lend"
@@ -61,7 +62,7 @@ type serveOptions struct {
 	currency      string
 	agentSilent   time.Duration
 	lend          control.Lending
-	park          control.Parking
+	park          parking.Config
 
 	demo demoOptions
 	kube kubeOptions
@@ -148,7 +149,7 @@ token printed for the dashboard and the API.`,
 	f.DurationVar(&o.park.Lookahead, "park-lookahead", park.DefaultLookahead, "how far ahead --park-forecast weighs the GPUs coming free against those asked for")
 	f.StringVar(&o.park.Suspend, "park-suspend-program", "", "program run with a node's name to power it down when it parks (as Slurm's SuspendProgram); without it the webhook node_parked or GET /v1/fleet tells the power manager")
 	f.StringVar(&o.park.Resume, "park-resume-program", "", "program run with a node's name to power it up when it is woken (as Slurm's ResumeProgram); without it the webhook node_waking tells the power manager")
-	f.DurationVar(&o.park.WakeTimeout, "park-wake-timeout", control.DefaultWakeTimeout, "how long a woken node may take to be ready before the wake is given up")
+	f.DurationVar(&o.park.WakeTimeout, "park-wake-timeout", parking.DefaultWakeTimeout, "how long a woken node may take to be ready before the wake is given up")
 	addDemoFlags(f, &o.demo)
 	addKubeFlags(f, &o.kube)
 	return cmd

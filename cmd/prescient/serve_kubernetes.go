@@ -10,8 +10,8 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/prescient-sched/prescient/control"
 	kubebackend "github.com/prescient-sched/prescient/backend/kubernetes"
+	"github.com/prescient-sched/prescient/control"
 )
 
 // kubeOptions are serve's flags of --backend kubernetes.

@@ -13,6 +13,7 @@ import (
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/cluster/clustertest"
 	"github.com/prescient-sched/prescient/control"
+	"github.com/prescient-sched/prescient/control/parking"
 	"github.com/prescient-sched/prescient/executor/lend"
 	"github.com/prescient-sched/prescient/executor/park"
 	"github.com/prescient-sched/prescient/training"
@@ -124,8 +125,8 @@ func TestServeRefusesFlagsThatCannotWork(t *testing.T) {
 }
 
 // parkDefaults are the --park-* flags' defaults with --park-idle-after 10m.
-func parkDefaults() control.Parking {
-	return control.Parking{IdleAfter: 10 * time.Minute, Lookahead: park.DefaultLookahead, WakeTimeout: control.DefaultWakeTimeout}
+func parkDefaults() parking.Config {
+	return parking.Config{IdleAfter: 10 * time.Minute, Lookahead: park.DefaultLookahead, WakeTimeout: parking.DefaultWakeTimeout}
 }
 
 // lendDefaults are the --lend-* flags' defaults with --lend-pools inference.

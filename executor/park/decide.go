@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Policy is when nodes park and wake: control.Parking and the replay's
+// Policy is when nodes park and wake: parking.Config and the replay's
 // Config.Park* fields carry one.
 type Policy struct {
 	// IdleAfter parks a node that has run nothing that long.

@@ -1,6 +1,6 @@
 // Package park decides when nodes that run nothing power down and when
 // parked nodes wake: Policy.Decide, from the state a caller gathers, with
-// no state of its own. The control plane (control.Parking, at each cycle)
+// no state of its own. The control plane (parking.Config, at each cycle)
 // and the replay (executor/sim, after each step with Config.ParkForecast)
 // both carry out its decisions.
 //

@@ -22,11 +22,11 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	kubebackend "github.com/prescient-sched/prescient/backend/kubernetes"
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/control"
 	manifests "github.com/prescient-sched/prescient/deploy/kubernetes"
 	"github.com/prescient-sched/prescient/executor"
-	kubebackend "github.com/prescient-sched/prescient/backend/kubernetes"
 	"github.com/prescient-sched/prescient/executor/policies"
 	"github.com/prescient-sched/prescient/service"
 	"github.com/prescient-sched/prescient/store"

@@ -8,9 +8,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/prescient-sched/prescient/control"
-	manifests "github.com/prescient-sched/prescient/deploy/kubernetes"
 	kubebackend "github.com/prescient-sched/prescient/backend/kubernetes"
+	"github.com/prescient-sched/prescient/control"
+	"github.com/prescient-sched/prescient/control/parking"
+	manifests "github.com/prescient-sched/prescient/deploy/kubernetes"
 	"github.com/prescient-sched/prescient/service"
 )
 
@@ -38,7 +39,7 @@ func TestAnEmptyNodeIsCordonedWhileParkedAndUncordonedWhenWoken(t *testing.T) {
 	}
 	c.createPod("hold", podOpts{gpus: 8}) // bound at the first cycle, before a node has been empty a second
 	p := c.startPrescientWith(tempDB(t), service.ModeAutopilot, func(cfg *control.Config) {
-		cfg.Parking = &control.Parking{IdleAfter: time.Second}
+		cfg.Parking = &parking.Config{IdleAfter: time.Second}
 		cfg.Cordoner = cfg.Backend.(*kubebackend.Backend)
 	})
 	busy := c.bound("hold")

@@ -9,8 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/prescient-sched/prescient/cluster"
 	kubebackend "github.com/prescient-sched/prescient/backend/kubernetes"
+	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/service"
 )
 

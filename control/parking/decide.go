@@ -1,0 +1,178 @@
+package parking
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/prescient-sched/prescient/cluster"
+	"github.com/prescient-sched/prescient/control/advice"
+	"github.com/prescient-sched/prescient/control/live"
+	"github.com/prescient-sched/prescient/executor"
+	"github.com/prescient-sched/prescient/executor/park"
+	"github.com/prescient-sched/prescient/service"
+)
+
+// Decide is the parking decision of a cycle, after the plan: it wakes
+// the parked nodes that the waiting work needs and parks the nodes that
+// have run nothing long enough or that the forecast finds spare. The
+// advisor recommends the wakes and the parks and changes nothing.
+func (p *Parking) Decide(ctx context.Context, lv *live.State, plan executor.Plan) {
+	if p.cfg == nil {
+		return
+	}
+	cfg := p.cfg
+	autopilot := p.d.Mode() == service.ModeAutopilot
+	st := &p.loop
+	if lv.Now.Before(st.from) {
+		return // after a restart, while the agents register again
+	}
+	current := map[string]bool{}
+	defer p.d.Advice.Dismiss(ctx, current, advice.Park, advice.Wake)
+	busy := map[string]bool{}
+	for _, pl := range lv.Placements {
+		for _, a := range pl.Allocations {
+			busy[a.GPU.Node] = true
+		}
+	}
+	for _, pl := range plan.Placements {
+		for _, a := range pl.Allocations {
+			busy[a.GPU.Node] = true
+		}
+	}
+	all, _ := p.Fleet(lv.Nodes)
+	o := park.Outlook{Look: cfg.Lookahead, Rate: p.d.ArrivalRate(lv.Now), Queued: park.QueuedDemand(lv.In.Queue, lv.In.Running, all, p.d.Tenants)}
+	for _, r := range lv.In.Running {
+		o.Running(float64(r.Job.Spec.MilliGPUs())/cluster.MilliGPU, r.Progress, r.Forecast.DurationP50, r.Forecast.DurationP90)
+	}
+	maxGPUs := 0
+	seen := map[string]bool{}
+	var empty []*cluster.Node
+	for i := range all {
+		maxGPUs = max(maxGPUs, len(all[i].GPUs))
+	}
+	for i := range lv.Nodes {
+		n := &lv.Nodes[i]
+		if n.State != "" && n.State != cluster.NodeReady {
+			continue // failed, drained, parked
+		}
+		o.Free(wholeFree(lv.Snap, n))
+		if p.d.Inference(n) || busy[n.Name] || len(n.GPUs) == 0 {
+			continue // a node without GPUs (a control-plane or CPU node) is not the plane's to park
+		}
+		seen[n.Name] = true
+		if _, ok := st.emptySince[n.Name]; !ok {
+			st.emptySince[n.Name] = lv.Now
+		}
+		empty = append(empty, n)
+	}
+	for name := range st.emptySince {
+		if !seen[name] {
+			delete(st.emptySince, name)
+		}
+	}
+	p.mu.Lock()
+	var waking, wakeable []parkedNode // copies: the loop's view of this cycle
+	for _, pn := range p.parked {
+		switch {
+		case pn.State == park.Waking:
+			waking = append(waking, *pn)
+			o.Free(len(pn.node.GPUs)) // up within the lookahead
+		case pn.Wakeable(lv.Now):
+			wakeable = append(wakeable, *pn)
+		}
+	}
+	p.mu.Unlock()
+	slices.SortFunc(wakeable, func(a, b parkedNode) int {
+		return cmp.Or(a.Since.Compare(b.Since), strings.Compare(a.node.Name, b.node.Name))
+	})
+	planned := map[string]bool{} // nodes the waiting jobs were planned on: not parked
+	var needed map[string]string
+	if len(wakeable) > 0 || len(waking) > 0 {
+		need := park.Need{In: lv.In, Plan: plan, Nodes: lv.Nodes, Tenants: p.d.Tenants}
+		for _, pn := range waking {
+			need.Waking = append(need.Waking, pn.node)
+		}
+		for _, pn := range wakeable {
+			need.Asleep = append(need.Asleep, pn.node)
+		}
+		var err error
+		if needed, planned, err = park.Needed(ctx, p.d.Planner, need); err != nil {
+			p.log.Error("parking: planning the jobs that wait failed", "error", err)
+		}
+	}
+	in := park.Input{Now: lv.Now, Outlook: o, NodeGPUs: maxGPUs}
+	byName := map[string]cluster.Node{}
+	for _, pn := range wakeable {
+		in.Asleep = append(in.Asleep, park.Asleep{Node: pn.node.Name, GPUs: len(pn.node.GPUs), Since: pn.Since, Needed: needed[pn.node.Name]})
+		byName[pn.node.Name] = pn.node
+	}
+	slices.SortFunc(empty, func(a, b *cluster.Node) int { return strings.Compare(a.Name, b.Name) })
+	for _, n := range empty {
+		if planned[n.Name] {
+			st.emptySince[n.Name] = lv.Now // a job that waits needs it with a node being woken
+			continue
+		}
+		if lv.Now.Before(st.hold[n.Name]) {
+			continue
+		}
+		delete(st.hold, n.Name)
+		if p.d.Cordoner != nil {
+			if why := p.d.Cordoner.Unparkable(n.Name); why != "" {
+				p.log.Debug("parking: the node is not parked", "node", n.Name, "why", why)
+				continue
+			}
+		}
+		in.Empty = append(in.Empty, park.Empty{Node: n.Name, GPUs: wholeFree(lv.Snap, n), Since: st.emptySince[n.Name]})
+		shape := *n
+		shape.State = cluster.NodeReady
+		byName[n.Name] = shape
+	}
+	pol := park.Policy{IdleAfter: cfg.IdleAfter, Forecast: cfg.Forecast, Lookahead: cfg.Lookahead}
+	for len(in.Empty) > 0 || len(in.Asleep) > 0 {
+		acts := pol.Decide(in)
+		failed := p.carryOut(ctx, lv.Now, current, acts, byName, autopilot)
+		if failed == "" {
+			break
+		}
+		in = in.After(acts, failed) // it stays up: decide again on the rest
+	}
+}
+
+// carryOut wakes and parks the nodes of a decision in order (the advisor
+// recommends it); it stops at the first park that fails and returns its
+// node.
+func (p *Parking) carryOut(ctx context.Context, now time.Time, current map[string]bool, acts []park.Action, nodes map[string]cluster.Node, autopilot bool) string {
+	cfg := p.cfg
+	for _, a := range acts {
+		n := nodes[a.Node]
+		switch {
+		case !autopilot:
+			p.d.Advice.Add(ctx, now, current, recKinds[a.Kind], "", fmt.Sprintf("%s node %s: %s", a.Kind, a.Node, a.Reason), advice.Details{Node: a.Node})
+		case a.Kind == park.Wake:
+			p.setParked(ctx, n, park.Parked, park.Waking, now, "node woken: "+a.Reason, cfg.Resume)
+		case !p.setParked(ctx, n, park.Awake, park.Parked, now, "node parked: "+a.Reason, cfg.Suspend):
+			return a.Node
+		default:
+			delete(p.loop.emptySince, a.Node)
+		}
+	}
+	return ""
+}
+
+// recKinds are the advisor's recommendation kinds of parking's actions.
+var recKinds = map[park.ActionKind]string{park.Park: advice.Park, park.Wake: advice.Wake}
+
+// wholeFree is how many of node n's GPUs are wholly free in snap.
+func wholeFree(snap *cluster.Snapshot, n *cluster.Node) int {
+	free := 0
+	for _, g := range n.GPUs {
+		if snap.FreeMilli(cluster.GPURef{Node: n.Name, Index: g.Index}) == cluster.MilliGPU {
+			free++
+		}
+	}
+	return free
+}
