@@ -438,7 +438,8 @@ func TestAJobTheQuotaHoldsBackWakesNothing(t *testing.T) {
 	e.plane.cycle(e.ctx)
 	e.clock.Advance(10 * time.Minute)
 	e.plane.cycle(e.ctx) // both park
-	e.setNode("n0", cluster.NodeFailed) // n0 goes down and comes back up by hand: awake, n1 parked
+	// n0 goes down and comes back up by hand: awake, n1 parked.
+	e.setNode("n0", cluster.NodeFailed)
 	e.plane.cycle(e.ctx)
 	e.setNode("n0", cluster.NodeReady)
 	e.submit("x", spec(4, time.Hour))
