@@ -11,6 +11,7 @@ import (
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/collector"
 	"github.com/prescient-sched/prescient/control/parking"
+	"github.com/prescient-sched/prescient/control/telemetry"
 	"github.com/prescient-sched/prescient/executor"
 	"github.com/prescient-sched/prescient/executor/policies"
 	"github.com/prescient-sched/prescient/service"
@@ -70,7 +71,7 @@ type Config struct {
 	// Idle answers idle-window forecasts (IdleForecast) from the published
 	// idle model: predictor.Idle in production; nil forecasts from the
 	// running jobs and the queue alone.
-	Idle IdleForecaster
+	Idle telemetry.IdleForecaster
 	// Lending lends the idle nodes of inference pools to training
 	// (lending.go); nil lends nothing. It needs Telemetry.
 	Lending *Lending
@@ -83,16 +84,16 @@ type Config struct {
 	Cordoner service.Cordoner
 	// IdleJobAfter is how long every GPU of a running job must have been
 	// below the idle threshold, by Telemetry, before the plane records an
-	// "idle" recommendation about it (default DefaultIdleJobAfter;
+	// "idle" recommendation about it (default telemetry.DefaultIdleJobAfter;
 	// negative: never).
 	IdleJobAfter time.Duration
 	// PeakRefiner re-forecasts running jobs' peak GPU memory from their
 	// memory series, which Telemetry must answer (collector.JobMemoryStore,
 	// as both stores do); the planner then places shares beside them by the
 	// refined P90. nil keeps each job's forecast from submission.
-	PeakRefiner PeakRefiner
+	PeakRefiner telemetry.PeakRefiner
 	// RefineEvery is how often running jobs' memory is re-forecast
-	// (default DefaultRefineEvery).
+	// (default telemetry.DefaultRefineEvery).
 	RefineEvery time.Duration
 	// QueueForecastEvery is how often the queue is simulated forward to
 	// predict each queued job's start and end (default

@@ -38,7 +38,7 @@ func (p *Plane) liveState(ctx context.Context) (*live.State, error) {
 	if lv.Forecasts, err = p.forecastsFor(ctx, all); err != nil {
 		p.log.Warn("forecasts missing; those jobs are planned on a default", "error", err)
 	}
-	p.refinePeaks(ctx, lv)
+	p.refiner.Refine(ctx, lv)
 	p.drainOutOfPlan(lv)
 	lv.Snap = cluster.NewSnapshot(&cluster.Fleet{Nodes: lv.Nodes, Tenants: p.cfg.Tenants}, lv.Now)
 	lv.In = executor.PlanInput{Now: lv.Now, Cluster: lv.Snap, UsageGPU: p.usageNow(lv), Waits: p.waitsNow(lv)}
@@ -61,8 +61,8 @@ func (p *Plane) liveState(ctx context.Context) (*live.State, error) {
 			continue
 		}
 		v := p.view(j, lv)
-		if m, ok := p.refinedMemory(j.ID); ok {
-			v.Forecast.MemoryP90Bytes = m // from its memory series so far (refinePeaks)
+		if m, ok := p.refiner.Memory(j.ID); ok {
+			v.Forecast.MemoryP90Bytes = m // from its memory series so far (the refiner)
 		}
 		v.Progress = savedProgress(j) + lv.Now.Sub(j.StartTime)
 		v.AttainedGPU = (j.Outcome.RunTime + lv.Now.Sub(j.StartTime)) * time.Duration(max(j.Spec.GPUs, 1))
@@ -236,8 +236,8 @@ func (p *Plane) cycle(ctx context.Context) {
 	} else {
 		p.recommend(ctx, lv, plan)
 	}
-	p.recommendIdle(ctx, lv)
-	p.watchIdle(ctx, lv)
+	p.idleJobs.Recommend(ctx, lv)
+	p.idleJobs.Watch(ctx, lv)
 	p.parking.Decide(ctx, lv, plan)
 	p.log.Debug("plan cycle", "mode", mode, "queued", len(lv.Queued), "running", len(lv.In.Running),
 		"placements", len(plan.Placements), "preemptions", len(plan.Preemptions), "took_s", time.Since(start).Seconds())

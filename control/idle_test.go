@@ -8,12 +8,14 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/collector"
 	"github.com/prescient-sched/prescient/control/advice"
+	"github.com/prescient-sched/prescient/control/telemetry"
 	"github.com/prescient-sched/prescient/executor"
 	"github.com/prescient-sched/prescient/service"
 	"github.com/prescient-sched/prescient/store"
@@ -72,8 +74,7 @@ func TestIdleForecastCombinesJobsQueueAndTelemetry(t *testing.T) {
 			if err := b.sink.Write(e.ctx, batch); err != nil {
 				t.Fatal(err)
 			}
-			e.plane.cfg.Telemetry = b.query
-			e.plane.util, e.plane.utilUntil = nil, time.Time{}
+			e.plane.readTelemetry(b.query) // a copy of the utilization of its own
 			f, err := e.plane.IdleForecast(e.ctx, service.IdleQuery{})
 			if err != nil {
 				t.Fatal(err)
@@ -138,13 +139,16 @@ func idleCycles(t *testing.T, e *env, n int) {
 	t.Helper()
 	for range n {
 		e.plane.cycle(e.ctx)
-		e.waitWhile("the utilization read", &e.plane.idleReading)
-		e.clock.Advance(idleReadEvery)
+		e.plane.idleJobs.Wait()
+		e.clock.Advance(telemetry.ReadEvery)
 	}
 }
 
 func TestAJobHoldingIdleGPUsIsRecommendedOnceAndDismissedWhenBusy(t *testing.T) {
-	e := newEnv(t, uuidFleet(), func(c *Config) { c.Telemetry = collector.NewEmbeddedSink(c.Store) })
+	// A store that can go away: the plane keeps what it read meanwhile.
+	var away outage
+	e := newEnv(t, uuidFleet(), func(c *Config) { c.Telemetry = &away })
+	away.TelemetryStore = collector.NewEmbeddedSink(e.store)
 	busy, stuck := idleScene(t, e)
 	sink := collector.NewEmbeddedSink(e.store)
 	if err := sink.Write(e.ctx, utilSamples(t0, 20, busy)); err != nil {
@@ -173,13 +177,12 @@ func TestAJobHoldingIdleGPUsIsRecommendedOnceAndDismissedWhenBusy(t *testing.T) 
 	}
 	// The telemetry store goes away for ten minutes: what was seen last
 	// stands, nothing is dismissed or recorded again.
-	sinkQuery := e.plane.cfg.Telemetry
-	e.plane.cfg.Telemetry = failingTelemetry{}
+	away.down.Store(true)
 	idleCycles(t, e, 10)
 	if recs := idleRecs(); len(recs) != 1 || recs[0].Status != store.RecommendationOpen {
 		t.Fatalf("during a telemetry outage: %+v, want the one recommendation still open", recs)
 	}
-	e.plane.cfg.Telemetry = sinkQuery
+	away.down.Store(false)
 	if err := sink.Write(e.ctx, utilSamples(t0.Add(20*time.Minute), 13, busy)); err != nil { // the outage's minutes, as the collector's spool sends them
 		t.Fatal(err)
 	}
@@ -323,11 +326,17 @@ func TestTheFleetsSharingRuleReachesThePlacement(t *testing.T) {
 	}
 }
 
-// failingTelemetry is a telemetry store that does not answer.
-type failingTelemetry struct{}
+// outage is a telemetry store that does not answer while down.
+type outage struct {
+	collector.TelemetryStore
+	down atomic.Bool
+}
 
-func (failingTelemetry) Query(context.Context, collector.SeriesQuery) ([]collector.Series, error) {
-	return nil, errors.New("connection refused")
+func (o *outage) Query(ctx context.Context, q collector.SeriesQuery) ([]collector.Series, error) {
+	if o.down.Load() {
+		return nil, errors.New("connection refused")
+	}
+	return o.TelemetryStore.Query(ctx, q)
 }
 
 // blockingTelemetry answers through query once released; entered is
@@ -360,10 +369,10 @@ func TestAnIdleForecastDoesNotWaitForASlowUtilizationRead(t *testing.T) {
 	}
 	e.clock.Advance(60 * time.Minute)
 	slow := blockingTelemetry{query: sink, entered: make(chan struct{}), release: make(chan struct{}), once: &sync.Once{}}
-	e.plane.cfg.Telemetry = slow
+	e.plane.readTelemetry(slow)
 	done := make(chan bool)
 	go func() {
-		_, read := e.plane.readUtilization(e.ctx, e.clock.Now(), 5, nil)
+		_, read := e.plane.util.Read(e.ctx, e.clock.Now(), 5, nil)
 		done <- read
 	}()
 	<-slow.entered
@@ -418,7 +427,7 @@ func TestAJobsGPUsByItsProcessesAreItsCurrentAttempts(t *testing.T) {
 	}
 	found := func() []string {
 		var out []string
-		for _, u := range e.plane.uuidsByProcess() {
+		for _, u := range e.plane.idleJobs.UUIDsByProcess() {
 			out = append(out, u)
 		}
 		slices.Sort(out)
@@ -471,7 +480,7 @@ func TestAGangsGPUsByItsProcessesArePairedNodeByNode(t *testing.T) {
 	}
 	e.clock.Advance(20 * time.Minute)
 	idleCycles(t, e, 1)
-	byRef := e.plane.uuidsByProcess()
+	byRef := e.plane.idleJobs.UUIDsByProcess()
 	if len(byRef) != 8 {
 		t.Fatalf("the gang's GPUs paired: %v, want all 8", byRef)
 	}

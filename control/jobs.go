@@ -267,7 +267,7 @@ func (p *Plane) status(ctx context.Context, j cluster.Job) (service.JobStatus, e
 	if ok {
 		st.Forecast = &service.Forecast{Job: j.ID, DurationP50S: f.DurationP50.Seconds(), DurationP90S: f.DurationP90.Seconds(),
 			MemoryP90Bytes: f.MemoryP90Bytes, Source: f.Source}
-		if m, ok := p.refinedMemory(j.ID); ok && j.State.Active() {
+		if m, ok := p.refiner.Memory(j.ID); ok && j.State.Active() {
 			st.Forecast.MemoryP90RefinedBytes = m
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/control/advice"
 	"github.com/prescient-sched/prescient/control/live"
+	"github.com/prescient-sched/prescient/control/telemetry"
 	"github.com/prescient-sched/prescient/executor"
 	"github.com/prescient-sched/prescient/executor/lend"
 	"github.com/prescient-sched/prescient/models/idle"
@@ -68,7 +69,7 @@ const (
 )
 
 // Check that the utilization the plane keeps covers the longest Recent.
-const _ = uint(idleHistory - idleStep - lend.MaxRecent)
+const _ = uint(telemetry.History - telemetry.Step - lend.MaxRecent)
 
 // withDefaults is l with its zero values at their defaults (New sets
 // them); a zero Recent stays the model alone.
@@ -114,7 +115,7 @@ type nodeLoan struct {
 	pool  string
 	state lend.State
 	since time.Time // when it entered the state
-	// spans are its loans of the last idleHistory, oldest first, each
+	// spans are its loans of the last telemetry.History, oldest first, each
 	// until idle.MaxGap after its take-back (a sample stands for that
 	// long); the last is open while it is lent or returning.
 	spans []store.LoanSpan
@@ -141,7 +142,7 @@ func (l *nodeLoan) moved(pool string, to lend.State, now time.Time) *nodeLoan {
 	out := &nodeLoan{pool: pool, state: to, since: now}
 	if l != nil {
 		for _, sp := range l.spans {
-			if sp.Until.IsZero() || sp.Until.After(now.Add(-idleHistory)) {
+			if sp.Until.IsZero() || sp.Until.After(now.Add(-telemetry.History)) {
 				out.spans = append(out.spans, sp)
 			}
 		}
@@ -322,7 +323,7 @@ func (p *Plane) watchLoans(ctx context.Context, lv *live.State) {
 		return
 	}
 	p.mu.Lock()
-	due := !p.lendReading && (p.lendReadAt.IsZero() || lv.Now.Sub(p.lendReadAt) >= idleReadEvery)
+	due := !p.lendReading && (p.lendReadAt.IsZero() || lv.Now.Sub(p.lendReadAt) >= telemetry.ReadEvery)
 	forecast := due && (p.lendForecastAt.IsZero() || lv.Now.Sub(p.lendForecastAt) >= p.cfg.Lending.Every)
 	if due {
 		p.lendReading, p.lendReadAt = true, lv.Now
@@ -361,14 +362,14 @@ func (p *Plane) watchLoans(ctx context.Context, lv *live.State) {
 		lp.load, lp.down = append(lp.load, load[n.Name]), append(lp.down, n.State == cluster.NodeFailed)
 		uuids = append(uuids, us...)
 	}
-	model, threshold := p.servedIdle()
+	model, threshold := telemetry.Served(p.cfg.Idle)
 	p.beside(&p.lendReading, func() { // the plan loop's context
-		grids, read := p.readUtilization(ctx, lv.Now, threshold, uuids)
+		grids, read := p.util.Read(ctx, lv.Now, threshold, uuids)
 		// Another read under way (watchIdle's, a forecast's) reads for
 		// this one too: wait for it, then take the copy.
-		wait := time.NewTimer(idleTimeout)
+		wait := time.NewTimer(telemetry.ReadTimeout)
 		defer wait.Stop()
-		for !read && p.utilReadUnderWay() {
+		for !read && p.util.ReadUnderWay() {
 			select {
 			case <-ctx.Done():
 				return
@@ -376,7 +377,7 @@ func (p *Plane) watchLoans(ctx context.Context, lv *live.State) {
 				return
 			case <-time.After(50 * time.Millisecond):
 			}
-			grids, read = p.readUtilization(ctx, lv.Now, threshold, uuids)
+			grids, read = p.util.Read(ctx, lv.Now, threshold, uuids)
 		}
 		if !read {
 			return // the store did not answer: no decision this time
@@ -407,8 +408,6 @@ func (p *Plane) watchLoans(ctx context.Context, lv *live.State) {
 // another scheduler, hold are off the node as the backend lists it, and
 // the service's demand is theirs.
 func (p *Plane) gpusByNode(pools []*loanPool, now time.Time, threshold float64, grids map[string]idle.Grid) {
-	p.utilMu.Lock()
-	defer p.utilMu.Unlock()
 	var on map[string][]string
 	for _, lp := range pools {
 		for k, name := range lp.nodes {
@@ -416,20 +415,13 @@ func (p *Plane) gpusByNode(pools []*loanPool, now time.Time, threshold float64, 
 				continue
 			}
 			if on == nil {
-				on = p.util.byNode(now)
+				on = p.util.ByNode(now)
 			}
 			us := on[name]
 			lp.uuids[k], lp.gpus[k] = us, max(lp.gpus[k], len(us))
-			maps.Copy(grids, p.util.grids(us, now, threshold))
+			maps.Copy(grids, p.util.Grids(us, now, threshold))
 		}
 	}
-}
-
-// utilReadUnderWay reports whether a read of the utilization runs.
-func (p *Plane) utilReadUnderWay() bool {
-	p.utilMu.Lock()
-	defer p.utilMu.Unlock()
-	return p.utilReading
 }
 
 // decideLoans decides on one pool's loans: with forecast, on the lender's
@@ -455,9 +447,9 @@ func (p *Plane) decideLoans(now time.Time, model *idle.Model, lp *loanPool, grid
 	gen := p.loanGen[lp.name]
 	p.mu.Unlock()
 
-	n := int(idleHistory / idleStep) // the grids' minutes, the last now
-	start := now.Truncate(idleStep).Add(-time.Duration(n-1) * idleStep)
-	recent := min(int(cfg.Recent/idleStep), n)
+	n := int(telemetry.History / telemetry.Step) // the grids' minutes, the last now
+	start := now.Truncate(telemetry.Step).Add(-time.Duration(n-1) * telemetry.Step)
+	recent := min(int(cfg.Recent/telemetry.Step), n)
 	busy := make([]float64, n) // the demand on the GPUs up
 	var reps [][]float64
 	upGPUs, downGPUs, serving, servingBusy := 0, 0, 0, 0
@@ -470,7 +462,7 @@ func (p *Plane) decideLoans(now time.Time, model *idle.Model, lp *loanPool, grid
 		served := make([]bool, n)
 		lent := false
 		for m := range served {
-			served[m] = loans[k].served(start.Add(time.Duration(m) * idleStep))
+			served[m] = loans[k].served(start.Add(time.Duration(m) * telemetry.Step))
 			lent = lent || !served[m]
 		}
 		nodeBusy := make([]float64, n)
@@ -558,7 +550,7 @@ func (p *Plane) applyLoans(ctx context.Context, now time.Time) {
 	pending := p.lendPending
 	p.lendPending = nil
 	p.mu.Unlock()
-	pending = slices.DeleteFunc(pending, func(d lendingDecision) bool { return now.Sub(d.at) > 2*idleReadEvery })
+	pending = slices.DeleteFunc(pending, func(d lendingDecision) bool { return now.Sub(d.at) > 2*telemetry.ReadEvery })
 	newest := map[string]int{} // each pool's newest decision stands
 	for i, d := range pending {
 		newest[d.pool] = i

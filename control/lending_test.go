@@ -9,6 +9,7 @@ import (
 	"github.com/prescient-sched/prescient/collector"
 	"github.com/prescient-sched/prescient/collector/nvml"
 	"github.com/prescient-sched/prescient/control/advice"
+	"github.com/prescient-sched/prescient/control/telemetry"
 	"github.com/prescient-sched/prescient/executor"
 	"github.com/prescient-sched/prescient/executor/lend"
 	"github.com/prescient-sched/prescient/models/idle"
@@ -309,7 +310,7 @@ func decideEnv(t *testing.T) (*env, *loanPool) {
 // utilGrids are the idleness grids at now of the GPUs of lp's nodes: busy
 // reports whether GPU g of node k is busy at minute m ago.
 func utilGrids(lp *loanPool, now time.Time, busy func(k, g, ago int) bool) map[string]idle.Grid {
-	n := int(idleHistory / idleStep)
+	n := int(telemetry.History / telemetry.Step)
 	out := map[string]idle.Grid{}
 	for k := range lp.nodes {
 		for g, u := range lp.uuids[k] {

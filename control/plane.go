@@ -14,6 +14,7 @@ import (
 	"github.com/prescient-sched/prescient/collector"
 	"github.com/prescient-sched/prescient/control/advice"
 	"github.com/prescient-sched/prescient/control/parking"
+	"github.com/prescient-sched/prescient/control/telemetry"
 	"github.com/prescient-sched/prescient/executor"
 	"github.com/prescient-sched/prescient/executor/park"
 	"github.com/prescient-sched/prescient/executor/plugins/placement"
@@ -66,31 +67,12 @@ type Plane struct {
 	waitsCycle uint64
 	lastPlan   time.Time
 	retraining bool
-	// refined holds running jobs' re-forecast P90 memory (refinePeaks);
-	// the last refinement started at refinedAt.
-	refined   map[cluster.JobID]int64
-	refinedAt time.Time
-	jobMemory collector.JobMemoryStore     // Telemetry, when it answers job memory
-	refining  bool                         // a refinement runs (refinePeaks)
-	refineMu  sync.Mutex                   // held by refine
-	memSeries map[cluster.JobID]*jobSeries // refine's reads so far, under refineMu
-	// idleJobs are the running jobs whose every GPU was idle at the last
-	// read of the utilization (watchIdle, every idleReadEvery), under the
-	// threshold idleThreshold; nil before the first read.
-	idleJobs      map[cluster.JobID]idleJob
-	idleThreshold float64
-	// procGPUs are the GPUs (UUIDs) of the running jobs whose backend
-	// does not name them, as their processes' samples did, per attempt.
-	procGPUs    map[cluster.JobID]attemptGPUs
-	idleReading bool
-	idleReadAt  time.Time
-	// util is each GPU's recent utilization by UUID, read from Telemetry
-	// up to utilUntil (readUtilization), under utilMu; utilReading is set
-	// while a read is under way (outside the lock).
-	utilMu      sync.Mutex
-	utilReading bool
-	util        utilization
-	utilUntil   time.Time
+	// util is every GPU's recent utilization, which idleJobs, the idle
+	// forecast and lending read; refiner re-forecasts running jobs'
+	// memory (control/telemetry).
+	util     *telemetry.Utilization
+	idleJobs *telemetry.IdleJobs
+	refiner  *telemetry.Refiner
 	// unsent are recorded starts that the backend could not send at
 	// recovery because their node was not ready, with when that was first
 	// seen: the node's NodeSynced settles them, or they are resent on the
@@ -164,9 +146,6 @@ func New(cfg Config) (*Plane, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = time.Now
 	}
-	if cfg.RefineEvery == 0 {
-		cfg.RefineEvery = DefaultRefineEvery
-	}
 	if cfg.QueueForecastEvery == 0 {
 		cfg.QueueForecastEvery = DefaultQueueForecastEvery
 	}
@@ -201,12 +180,21 @@ func New(cfg Config) (*Plane, error) {
 		Inference: func(n *cluster.Node) bool { _, ok := p.inferencePool(n); return ok }, ArrivalRate: p.arrivalRate,
 		Changed: p.changedState, Poke: p.wake, Background: &p.background, NodeSyncTimeout: cfg.NodeSyncTimeout,
 		Clock: cfg.Clock, Log: log})
-	p.jobMemory, _ = cfg.Telemetry.(collector.JobMemoryStore)
+	p.readTelemetry(cfg.Telemetry)
 	p.grace = cfg.Grace
 	if p.grace == 0 {
 		p.grace = pol.Grace
 	}
 	return p, nil
+}
+
+// readTelemetry has the plane read GPU telemetry from st (nil: none):
+// the utilization, the idle jobs and the memory refinement.
+func (p *Plane) readTelemetry(st collector.TelemetryStore) {
+	p.cfg.Telemetry = st
+	p.util = telemetry.NewUtilization(st, p.log)
+	p.idleJobs = telemetry.NewIdleJobs(p.util, st, p.cfg.Idle, p.advice, p.cfg.IdleJobAfter, p.log)
+	p.refiner = telemetry.NewRefiner(p.cfg.PeakRefiner, st, p.cfg.RefineEvery, p.log)
 }
 
 // buildPolicy assembles the queue policy name with the configured
@@ -264,6 +252,7 @@ func (p *Plane) Ready() <-chan struct{} { return p.ready }
 //     stop the preempted jobs whose time is up.
 func (p *Plane) Run(ctx context.Context) error {
 	defer p.background.Wait()
+	defer p.idleJobs.Wait()
 	events, err := p.cfg.Backend.Watch(ctx)
 	if err != nil {
 		return fmt.Errorf("control: watch the backend: %w", err)

@@ -12,6 +12,7 @@ import (
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/collector"
 	"github.com/prescient-sched/prescient/collector/nvml"
+	"github.com/prescient-sched/prescient/control/telemetry"
 	"github.com/prescient-sched/prescient/datasets"
 	"github.com/prescient-sched/prescient/executor"
 	"github.com/prescient-sched/prescient/models"
@@ -79,11 +80,11 @@ func runningMemory(t *testing.T, e *env, id cluster.JobID) int64 {
 	t.Helper()
 	// A refinement an earlier cycle started may still run on what was
 	// there then: let it end, so that the read below starts a fresh one.
-	e.waitWhile("an earlier refinement", &e.plane.refining)
+	e.plane.refiner.Wait() // an earlier refinement
 	if _, err := e.plane.liveState(e.ctx); err != nil {
 		t.Fatal(err)
 	}
-	e.waitWhile("the refinement", &e.plane.refining)
+	e.plane.refiner.Wait()
 	lv, err := e.plane.liveState(e.ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -131,7 +132,7 @@ func TestRunningJobsMemoryIsRefinedFromTheirTelemetry(t *testing.T) {
 	// forecast below what the job holds now is raised to it.
 	recordMemory(t, e, "j1", "GPU-j1", t0.Add(15*time.Minute), 7, func(i int) float64 { return 40 + float64(i) })
 	ref.set(0.5, false)
-	e.clock.Advance(DefaultRefineEvery)
+	e.clock.Advance(telemetry.DefaultRefineEvery)
 	if m := runningMemory(t, e, "j1"); m != 45*gib || ref.calls() != 2 {
 		t.Errorf("with a P90 below the current use: memory %d after %d refinements; want the 45 GiB held", m, ref.calls())
 	}
@@ -141,7 +142,7 @@ func TestRunningJobsMemoryIsRefinedFromTheirTelemetry(t *testing.T) {
 	}
 	// Without a published peak model the forecast from submission stands.
 	ref.set(0, true)
-	e.clock.Advance(DefaultRefineEvery)
+	e.clock.Advance(telemetry.DefaultRefineEvery)
 	if m := runningMemory(t, e, "j1"); m != 0 {
 		t.Errorf("without a peak model: memory %d, want the forecast from submission (none)", m)
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/prescient-sched/prescient/collector"
 	"github.com/prescient-sched/prescient/control"
 	"github.com/prescient-sched/prescient/control/parking"
+	"github.com/prescient-sched/prescient/control/telemetry"
 	"github.com/prescient-sched/prescient/datasets"
 	"github.com/prescient-sched/prescient/executor"
 	"github.com/prescient-sched/prescient/executor/lend"
@@ -124,7 +125,7 @@ token printed for the dashboard and the API.`,
 	f.DurationVar(&o.preemptMinRun, "preempt-min-run", 0, "how long a job runs before the prescient policy may preempt it (0: the policy's, 10m)")
 	f.BoolVar(&o.crossTenant, "allow-cross-tenant-sharing", false, "let jobs of different tenants share a GPU without MIG (MPS and time-slicing isolate no memory faults); a --fleet file's allow_cross_tenant_sharing sets it too")
 	f.Float64Var(&o.powerCapPrice, "power-cap-price", 0, "cap each starting job's GPU power where (GPUs × power + PRICE) × slowdown is least on the Zeus V100 curve (as simulate's); in autopilot the node agents set the limits (0: no caps)")
-	f.DurationVar(&o.idleJobAfter, "idle-job-after", control.DefaultIdleJobAfter, "how long every GPU of a running job must be below the idle model's utilization threshold before an \"idle\" recommendation names it (negative: never)")
+	f.DurationVar(&o.idleJobAfter, "idle-job-after", telemetry.DefaultIdleJobAfter, "how long every GPU of a running job must be below the idle model's utilization threshold before an \"idle\" recommendation names it (negative: never)")
 	f.StringVar(&o.tokens, "tokens", "", "YAML file of bearer tokens, each with a tenant and a role (viewer, submitter, admin, agent)")
 	f.BoolVar(&o.metricsToken, "metrics-need-token", false, "ask for a valid token on /metrics (open by default, as Prometheus expects)")
 	f.StringVar(&o.webhooks, "webhooks", "", "YAML file of webhooks that hear job lifecycle events (signed with HMAC-SHA256)")

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/prescient-sched/prescient/cluster"
-	"github.com/prescient-sched/prescient/control"
+	"github.com/prescient-sched/prescient/control/telemetry"
 	"github.com/prescient-sched/prescient/datasets"
 	"github.com/prescient-sched/prescient/executor"
 	"github.com/prescient-sched/prescient/models/idle"
@@ -39,9 +39,9 @@ type liveForecaster struct {
 }
 
 var (
-	_ executor.Forecaster = (*liveForecaster)(nil)
-	_ executor.Observer   = (*liveForecaster)(nil)
-	_ control.PeakRefiner = (*liveForecaster)(nil)
+	_ executor.Forecaster   = (*liveForecaster)(nil)
+	_ executor.Observer     = (*liveForecaster)(nil)
+	_ telemetry.PeakRefiner = (*liveForecaster)(nil)
 )
 
 func newLiveForecaster(reg training.Registry, log *slog.Logger) *liveForecaster {
@@ -112,7 +112,7 @@ func (f *liveForecaster) Observe(j cluster.Job) {
 	}
 }
 
-// RefinePeak implements control.PeakRefiner with the registry's published
+// RefinePeak implements telemetry.PeakRefiner with the registry's published
 // peak model; predictor.ErrNoPeakModel until one is published.
 func (f *liveForecaster) RefinePeak(ctx context.Context, s datasets.Series) (predictor.PeakForecast, error) {
 	if p := f.current(); p != nil {
@@ -147,7 +147,7 @@ type liveIdle struct {
 	lastTry time.Time
 }
 
-var _ control.IdleForecaster = (*liveIdle)(nil)
+var _ telemetry.IdleForecaster = (*liveIdle)(nil)
 
 func newLiveIdle(reg training.Registry, log *slog.Logger) *liveIdle {
 	l := &liveIdle{reg: reg, log: log.With("component", "forecasts")}
@@ -177,7 +177,7 @@ func (l *liveIdle) current() *predictor.Idle {
 	return l.p
 }
 
-// Current implements control.IdleForecaster.
+// Current implements telemetry.IdleForecaster.
 func (l *liveIdle) Current() (*idle.Model, int) {
 	if p := l.current(); p != nil {
 		return p.Current()

@@ -1,8 +1,11 @@
-package control
+package telemetry
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/prescient-sched/prescient/cluster"
@@ -22,7 +25,7 @@ type PeakRefiner interface {
 
 const (
 	// DefaultRefineEvery is how often running jobs' memory is re-forecast
-	// when Config.RefineEvery is zero.
+	// unless told.
 	DefaultRefineEvery = 5 * time.Minute
 	// MinRefineRun is how long a job must have run before its memory is
 	// re-forecast: the peak model watches the first 10 minutes.
@@ -38,17 +41,48 @@ const (
 	refineTimeout = 2 * time.Minute
 )
 
-// refinePeaks starts, at most every RefineEvery and one at a time, a
+// Refiner re-forecasts running jobs' peak GPU memory from their memory
+// series (Config.PeakRefiner), so that the planner places shares beside
+// them by the refined P90. Refine is the plan loop's hook; Memory
+// answers from any goroutine.
+type Refiner struct {
+	refiner PeakRefiner
+	mem     collector.JobMemoryStore
+	every   time.Duration
+	log     *slog.Logger
+	wg      sync.WaitGroup
+
+	mu        sync.Mutex
+	refined   map[cluster.JobID]int64 // the running jobs' refined P90 memory
+	refinedAt time.Time               // when the last refinement started
+	refining  bool                    // one runs
+	// refineMu is held by refine; memSeries are its reads so far.
+	refineMu  sync.Mutex
+	memSeries map[cluster.JobID]*jobSeries
+}
+
+// NewRefiner refines with r (nil: never) from the memory series st
+// answers, when it answers them (collector.JobMemoryStore), every every
+// (zero: DefaultRefineEvery).
+func NewRefiner(r PeakRefiner, st collector.TelemetryStore, every time.Duration, log *slog.Logger) *Refiner {
+	mem, _ := st.(collector.JobMemoryStore)
+	return &Refiner{refiner: r, mem: mem, every: cmp.Or(every, DefaultRefineEvery), log: log}
+}
+
+// Wait waits for the refinement under way.
+func (p *Refiner) Wait() { p.wg.Wait() }
+
+// Refine starts, at most every RefineEvery and one at a time, a
 // re-forecast of the peak GPU memory of the running jobs that have run at
 // least MinRefineRun (refine). It runs beside the plan loop, so a slow
 // telemetry store never delays a plan: plans use the latest refinement
-// that finished (refinedMemory).
-func (p *Plane) refinePeaks(ctx context.Context, lv *live.State) {
-	if p.cfg.PeakRefiner == nil || p.jobMemory == nil {
+// that finished (Memory).
+func (p *Refiner) Refine(ctx context.Context, lv *live.State) {
+	if p.refiner == nil || p.mem == nil {
 		return
 	}
 	p.mu.Lock()
-	due := !p.refining && (p.refinedAt.IsZero() || lv.Now.Sub(p.refinedAt) >= p.cfg.RefineEvery)
+	due := !p.refining && (p.refinedAt.IsZero() || lv.Now.Sub(p.refinedAt) >= p.every)
 	if due {
 		p.refining, p.refinedAt = true, lv.Now
 	}
@@ -64,7 +98,9 @@ func (p *Plane) refinePeaks(ctx context.Context, lv *live.State) {
 		}
 	}
 	// Not the caller's context: what-if's request may end first.
+	p.wg.Add(1)
 	go func() {
+		defer p.wg.Done()
 		defer func() {
 			p.mu.Lock()
 			p.refining = false
@@ -87,7 +123,7 @@ type refineJob struct {
 // last refinement) and keeps the P90 for the planner. The P90 is never
 // below what the job holds now. A job the model cannot refine keeps its
 // forecast from submission.
-func (p *Plane) refine(ctx context.Context, now time.Time, jobs []refineJob) {
+func (p *Refiner) refine(ctx context.Context, now time.Time, jobs []refineJob) {
 	p.refineMu.Lock()
 	defer p.refineMu.Unlock()
 	// 1. What is new of their memory series since the last refinement, in
@@ -118,7 +154,7 @@ func (p *Plane) refine(ctx context.Context, now time.Time, jobs []refineJob) {
 			hi = end
 		}
 		qctx, cancel := context.WithTimeout(ctx, refineTimeout)
-		series, err := p.jobMemory.JobMemory(qctx, collector.JobMemoryQuery{Jobs: ids, Start: lo, End: hi, Step: refineStep})
+		series, err := p.mem.JobMemory(qctx, collector.JobMemoryQuery{Jobs: ids, Start: lo, End: hi, Step: refineStep})
 		cancel()
 		if err != nil {
 			p.log.Warn("running jobs' memory not refined: telemetry unreadable; the previous refinement stands", "jobs", len(ids), "error", err)
@@ -148,7 +184,7 @@ func (p *Plane) refine(ctx context.Context, now time.Time, jobs []refineJob) {
 		if len(js.s.Values) == 0 {
 			continue
 		}
-		fc, err := p.cfg.PeakRefiner.RefinePeak(ctx, js.s)
+		fc, err := p.refiner.RefinePeak(ctx, js.s)
 		switch {
 		case errors.Is(err, predictor.ErrNoPeakModel):
 			p.log.Debug("no peak model published: running jobs' memory is not refined")
@@ -178,8 +214,8 @@ func (p *Plane) refine(ctx context.Context, now time.Time, jobs []refineJob) {
 	}
 }
 
-// refinedMemory is the refined P90 peak memory of a running job, if any.
-func (p *Plane) refinedMemory(id cluster.JobID) (int64, bool) {
+// Memory is the refined P90 peak memory of a running job, if any.
+func (p *Refiner) Memory(id cluster.JobID) (int64, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	m, ok := p.refined[id]
