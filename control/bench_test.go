@@ -13,7 +13,6 @@ import (
 	"github.com/prescient-sched/prescient/collector"
 	"github.com/prescient-sched/prescient/datasets/datasetstest"
 	"github.com/prescient-sched/prescient/executor"
-	"github.com/prescient-sched/prescient/executor/lend"
 	"github.com/prescient-sched/prescient/models"
 	"github.com/prescient-sched/prescient/predictor"
 	"github.com/prescient-sched/prescient/service"
@@ -223,43 +222,4 @@ func BenchmarkIdleForecast10kGPUs(b *testing.B) {
 		}
 	}
 	reportLatency(b, ds)
-}
-
-// BenchmarkLoanDecision10kGPUs is one lending decision (decideLoans, run
-// each minute beside the plan loop) on an inference pool of 1,250 nodes
-// of 8 GPUs with every GPU's last 4 hours read: a quarter of the nodes
-// lent, their minutes on loan masked, the demand per minute, the reactive
-// lender's forecast and lend.Policy.Decide. The idle model's cost, when
-// one is served, is models/idle.BenchmarkForecast10kGPUs's.
-func BenchmarkLoanDecision10kGPUs(b *testing.B) {
-	fleet := fleetOf(1250, 8)
-	lp := &loanPool{name: "inference"}
-	for n := range fleet.Nodes {
-		node := &fleet.Nodes[n]
-		node.Labels = map[string]string{cluster.PoolLabel: "inference"}
-		var us []string
-		for g := range node.GPUs {
-			node.GPUs[g].UUID = fmt.Sprintf("GPU-%d-%d", n, g)
-			us = append(us, node.GPUs[g].UUID)
-		}
-		lp.nodes, lp.gpus, lp.uuids = append(lp.nodes, node.Name), append(lp.gpus, 8), append(lp.uuids, us)
-		lp.load, lp.down = append(lp.load, 0), append(lp.down, false)
-	}
-	e := newEnv(b, fleet, func(c *Config) {
-		c.Telemetry = collector.NewEmbeddedSink(c.Store)
-		c.Lending = &Lending{Pools: []string{"inference"}, Recent: lend.DefaultRecent}
-	})
-	now := t0.Add(6 * time.Hour)
-	for n := 1000; n < 1250; n++ {
-		e.plane.loans[lp.nodes[n]] = (*nodeLoan)(nil).moved("inference", lend.Lent, now.Add(-time.Hour))
-	}
-	// Half the serving nodes' GPUs busy in waves of an hour.
-	grids := utilGrids(lp, now, func(k, g, ago int) bool { return k < 500 && (ago/60+g)%2 == 0 })
-	b.ReportAllocs()
-	for b.Loop() {
-		d, ok := e.plane.decideLoans(now, nil, lp, grids, true)
-		if !ok || d.serving != 8000 {
-			b.Fatalf("decision %v, %g GPUs serving", ok, d.serving)
-		}
-	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/collector"
+	"github.com/prescient-sched/prescient/control/lending"
 	"github.com/prescient-sched/prescient/control/parking"
 	"github.com/prescient-sched/prescient/control/telemetry"
 	"github.com/prescient-sched/prescient/executor"
@@ -73,8 +74,8 @@ type Config struct {
 	// running jobs and the queue alone.
 	Idle telemetry.IdleForecaster
 	// Lending lends the idle nodes of inference pools to training
-	// (lending.go); nil lends nothing. It needs Telemetry.
-	Lending *Lending
+	// (control/lending); nil lends nothing. It needs Telemetry.
+	Lending *lending.Config
 	// Parking powers down the nodes that run nothing and wakes them when
 	// work needs them (control/parking); nil parks nothing.
 	Parking *parking.Config
@@ -178,7 +179,7 @@ func (c *Config) Validate() error {
 		errs = append(errs, errors.New("control: config: Tick, Debounce, Grace, UsageHalfLife, WaitHalfLife, NodeSyncTimeout and NodeLostAfter must not be negative"))
 	}
 	if c.Lending != nil {
-		if err := c.Lending.withDefaults().Validate("control: config: lending: "); err != nil {
+		if err := c.Lending.WithDefaults().Validate("control: config: lending: "); err != nil {
 			errs = append(errs, err)
 		}
 		if c.Telemetry == nil {

@@ -82,7 +82,7 @@ func (p *Plane) drainOutOfPlan(lv *live.State) {
 	}
 	lv.Nodes = slices.Clone(lv.Nodes) // the node source's own, shared
 	for i := range lv.Nodes {
-		if n := &lv.Nodes[i]; n.State != cluster.NodeFailed && (!p.forTraining(n, lv.Now) || p.parking.Drained(n.Name)) {
+		if n := &lv.Nodes[i]; n.State != cluster.NodeFailed && (!p.lending.ForTraining(n, lv.Now) || p.parking.Drained(n.Name)) {
 			n.State = cluster.NodeDrained
 		}
 	}
@@ -214,16 +214,20 @@ const arrivedFor = 10
 func (p *Plane) cycle(ctx context.Context) {
 	defer p.changedState() // its starts and stops change the live state
 	start := time.Now()
-	p.applyLoans(ctx, p.cfg.Clock().UTC())
+	p.lending.Apply(ctx, p.cfg.Clock().UTC())
 	p.parking.Settle(ctx, p.cfg.Clock().UTC())
 	lv, err := p.liveState(ctx)
 	if err != nil {
 		p.log.Error("plan cycle: reading the live state failed", "error", err)
 		return
 	}
-	defer p.watchLoans(ctx, lv) // whatever the planner answers
+	defer p.lending.Watch(ctx, lv) // whatever the planner answers
 	p.enforceStops(ctx, lv)
-	p.reclaim(ctx, lv)
+	for _, pr := range p.lending.Reclaim(ctx, lv) {
+		if err := p.preempt(ctx, lv, pr); err != nil {
+			p.log.Error("lending: a job on a node taken back was not stopped", "job", pr.Job, "error", err)
+		}
+	}
 	plan, err := p.planner.Plan(ctx, lv.In)
 	if err != nil {
 		p.log.Error("plan cycle: the planner failed", "error", err)

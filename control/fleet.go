@@ -50,7 +50,7 @@ func (p *Plane) Fleet(ctx context.Context) (service.FleetState, error) {
 	agents, _ := p.cfg.Nodes.(AgentStatus)
 	for i := range nodes {
 		n := &nodes[i]
-		ns := service.NodeState{Name: n.Name, State: cmp.Or(parked[n.Name], nodeState(n.State)), Loan: p.loanOf(n)}
+		ns := service.NodeState{Name: n.Name, State: cmp.Or(parked[n.Name], nodeState(n.State)), Loan: p.lending.Loan(n)}
 		if agents != nil {
 			ns.Agent = agents.Connected(n.Name)
 		}

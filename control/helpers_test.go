@@ -174,23 +174,6 @@ func (e *env) restart() {
 	e.open()
 }
 
-// waitWhile waits, at most 10 s, for a flag of the plane (read under its
-// mu) that a background task holds set to clear.
-func (e *env) waitWhile(what string, flag *bool) {
-	e.t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
-		e.plane.mu.Lock()
-		busy := *flag
-		e.plane.mu.Unlock()
-		if !busy {
-			return
-		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("%s did not finish in 10 s", what)
-		}
-	}
-}
-
 func (e *env) submit(id string, spec cluster.JobSpec) service.JobStatus {
 	e.t.Helper()
 	st, err := e.plane.Submit(e.ctx, service.SubmitRequest{ID: cluster.JobID(id), Spec: spec})

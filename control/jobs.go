@@ -358,7 +358,7 @@ func (p *Plane) gpusFreeAt(ctx context.Context, n int, now time.Time) (time.Time
 	total, held := 0, 0
 	counted := map[string]bool{} // the nodes training may use now
 	for i := range nodes {
-		if (nodes[i].State == "" || nodes[i].State == cluster.NodeReady) && p.forTraining(&nodes[i], now) {
+		if (nodes[i].State == "" || nodes[i].State == cluster.NodeReady) && p.lending.ForTraining(&nodes[i], now) {
 			total += len(nodes[i].GPUs)
 			counted[nodes[i].Name] = true
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/collector"
 	"github.com/prescient-sched/prescient/control/advice"
+	"github.com/prescient-sched/prescient/control/lending"
 	"github.com/prescient-sched/prescient/control/parking"
 	"github.com/prescient-sched/prescient/control/telemetry"
 	"github.com/prescient-sched/prescient/executor"
@@ -80,18 +81,8 @@ type Plane struct {
 	unsent map[cluster.JobID]time.Time
 	// silent are the nodes reported silent (NodeSilent), since when.
 	silent map[string]time.Time
-	// loans are the inference nodes that were lent (lending.go), by name,
-	// under mu, and loanGen counts each pool's changes of them;
-	// lendPending are the decisions of the background reads (watchLoans)
-	// not applied yet; lendReading is set while one runs, lendReadAt is
-	// when the last one started and lendForecastAt when the last one that
-	// forecast did.
-	loans          map[string]*nodeLoan
-	loanGen        map[string]uint64
-	lendPending    []lendingDecision
-	lendReading    bool
-	lendReadAt     time.Time
-	lendForecastAt time.Time
+	// lending lends idle inference nodes to training (control/lending).
+	lending *lending.Lending
 	// arrivals are the GPUs of the jobs seen arriving, under mu
 	// (waitsNow): parking's arrival rate.
 	arrivals park.Arrivals
@@ -152,10 +143,6 @@ func New(cfg Config) (*Plane, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	if cfg.Lending != nil {
-		l := cfg.Lending.withDefaults() // the caller's stays as it was
-		cfg.Lending = &l
-	}
 	if sf, ok := cfg.Nodes.(service.StaticFleet); ok && sf.Fleet != nil && sf.Fleet.AllowCrossTenantSharing {
 		cfg.AllowCrossTenantSharing = true
 	}
@@ -171,13 +158,13 @@ func New(cfg Config) (*Plane, error) {
 	p := &Plane{cfg: cfg, log: log, planner: planner, policy: pol, advice: advice.New(cfg.Store, cfg.Recommendations, log),
 		poke: make(chan struct{}, 1), ready: make(chan struct{}), mode: cfg.Mode,
 		forecasts: map[cluster.JobID]executor.Forecast{}, reasons: map[cluster.JobID]string{},
-		deadlines: map[cluster.JobID]executor.DeadlineReport{}, loans: map[string]*nodeLoan{}, loanGen: map[string]uint64{}, usage: map[string]time.Duration{},
+		deadlines: map[cluster.JobID]executor.DeadlineReport{}, usage: map[string]time.Duration{},
 		waits:  map[string]executor.TenantWaits{},
 		unsent: map[cluster.JobID]time.Time{}, silent: map[string]time.Time{},
 	}
 	p.parking = parking.New(cfg.Parking, parking.Deps{Store: cfg.Store, Nodes: cfg.Nodes, Cordoner: cfg.Cordoner,
 		Planner: planner, Tenants: cfg.Tenants, Advice: p.advice, Notifier: cfg.Notifier, Mode: p.Mode,
-		Inference: func(n *cluster.Node) bool { _, ok := p.inferencePool(n); return ok }, ArrivalRate: p.arrivalRate,
+		Inference: func(n *cluster.Node) bool { _, ok := p.lending.Inference(n); return ok }, ArrivalRate: p.arrivalRate,
 		Changed: p.changedState, Poke: p.wake, Background: &p.background, NodeSyncTimeout: cfg.NodeSyncTimeout,
 		Clock: cfg.Clock, Log: log})
 	p.readTelemetry(cfg.Telemetry)
@@ -193,6 +180,8 @@ func New(cfg Config) (*Plane, error) {
 func (p *Plane) readTelemetry(st collector.TelemetryStore) {
 	p.cfg.Telemetry = st
 	p.util = telemetry.NewUtilization(st, p.log)
+	p.lending = lending.New(p.cfg.Lending, lending.Deps{Store: p.cfg.Store, Nodes: p.cfg.Nodes, Telemetry: st, Util: p.util,
+		Idle: p.cfg.Idle, Advice: p.advice, Notifier: p.cfg.Notifier, Mode: p.Mode, Changed: p.changedState, Poke: p.wake, Log: p.log})
 	p.idleJobs = telemetry.NewIdleJobs(p.util, st, p.cfg.Idle, p.advice, p.cfg.IdleJobAfter, p.log)
 	p.refiner = telemetry.NewRefiner(p.cfg.PeakRefiner, st, p.cfg.RefineEvery, p.log)
 }
@@ -253,6 +242,7 @@ func (p *Plane) Ready() <-chan struct{} { return p.ready }
 func (p *Plane) Run(ctx context.Context) error {
 	defer p.background.Wait()
 	defer p.idleJobs.Wait()
+	defer p.lending.Wait()
 	events, err := p.cfg.Backend.Watch(ctx)
 	if err != nil {
 		return fmt.Errorf("control: watch the backend: %w", err)
@@ -345,7 +335,7 @@ func (p *Plane) recover(ctx context.Context) error {
 	if err := p.restoreFairness(ctx, p.cfg.Clock().UTC()); err != nil {
 		return fmt.Errorf("control: recover: %w", err)
 	}
-	if err := p.restoreLoans(ctx); err != nil {
+	if err := p.lending.Restore(ctx); err != nil {
 		return fmt.Errorf("control: recover: %w", err)
 	}
 	if err := p.parking.Restore(ctx); err != nil {

@@ -18,7 +18,7 @@ import (
 var eventTypes = []string{
 	"submitted", "started", "checkpoint_requested", "checkpointed", "checkpoint_abandoned",
 	"preempted", "requeued", "finished", "failed", "cancelled",
-	// An inference node's loan (control.Lending): no job, no tenant.
+	// An inference node's loan (lending.Config): no job, no tenant.
 	"node_lent", "node_returning", "node_serving",
 	// A node's parking (parking.Config): no job, no tenant.
 	"node_parked", "node_waking", "node_awake",

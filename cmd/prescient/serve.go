@@ -22,6 +22,7 @@ import (
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/collector"
 	"github.com/prescient-sched/prescient/control"
+	"github.com/prescient-sched/prescient/control/lending"
 	"github.com/prescient-sched/prescient/control/parking"
 	"github.com/prescient-sched/prescient/control/telemetry"
 	"github.com/prescient-sched/prescient/datasets"
@@ -62,7 +63,7 @@ type serveOptions struct {
 	pricePerKWh   float64
 	currency      string
 	agentSilent   time.Duration
-	lend          control.Lending
+	lend          lending.Config
 	park          parking.Config
 
 	demo demoOptions
@@ -143,8 +144,8 @@ token printed for the dashboard and the API.`,
 	f.DurationVar(&o.lend.Notice, "lend-notice", lend.DefaultNotice, "how long the jobs on a node taken back have to checkpoint and stop")
 	f.Float64Var(&o.lend.Level, "lend-level", lend.DefaultLevel, "the quantile of the idle model's forecast of idle GPUs lent on")
 	f.DurationVar(&o.lend.Recent, "lend-recent", lend.DefaultRecent, "lend no more than was idle throughout this last stretch (the rule itself without an idle model); 0: the idle model alone, and nothing lent until one is published (as simulate's --lend-recent 0)")
-	f.IntVar(&o.lend.Headroom, "lend-headroom", control.DefaultLendHeadroom, "GPUs of an inference pool kept idle beyond the forecast (at least 1: a pool whose every GPU is busy gets a node back at once)")
-	f.DurationVar(&o.lend.Handover, "lend-handover", control.DefaultLendHandover, "how long a lent node waits for the inference service to move off before training is placed on it")
+	f.IntVar(&o.lend.Headroom, "lend-headroom", lending.DefaultHeadroom, "GPUs of an inference pool kept idle beyond the forecast (at least 1: a pool whose every GPU is busy gets a node back at once)")
+	f.DurationVar(&o.lend.Handover, "lend-handover", lending.DefaultHandover, "how long a lent node waits for the inference service to move off before training is placed on it")
 	f.DurationVar(&o.park.IdleAfter, "park-idle-after", 0, "park (power down) a node that ran nothing this long, and wake it when work needs it (0: never); see --park-suspend-program")
 	f.BoolVar(&o.park.Forecast, "park-forecast", false, "with --park-idle-after: park an empty node at once when the forecast finds it spare over --park-lookahead, and wake parked nodes ahead of the forecast demand")
 	f.DurationVar(&o.park.Lookahead, "park-lookahead", park.DefaultLookahead, "how far ahead --park-forecast weighs the GPUs coming free against those asked for")
@@ -184,7 +185,7 @@ func (o *serveOptions) validateParking() []error {
 }
 
 // validateLending checks the --lend-* flags when --lend-pools is given,
-// with control.Lending.Validate (lend.Settings.Validate, which simulate's
+// with lending.Config.Validate (lend.Settings.Validate, which simulate's
 // flags go through too).
 func (o *serveOptions) validateLending() []error {
 	if len(o.lend.Pools) == 0 {

@@ -12,7 +12,7 @@ import (
 
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/cluster/clustertest"
-	"github.com/prescient-sched/prescient/control"
+	"github.com/prescient-sched/prescient/control/lending"
 	"github.com/prescient-sched/prescient/control/parking"
 	"github.com/prescient-sched/prescient/executor/lend"
 	"github.com/prescient-sched/prescient/executor/park"
@@ -130,9 +130,9 @@ func parkDefaults() parking.Config {
 }
 
 // lendDefaults are the --lend-* flags' defaults with --lend-pools inference.
-func lendDefaults() control.Lending {
-	return control.Lending{Pools: []string{"inference"}, Every: 5 * time.Minute, MinLoan: 30 * time.Minute, Notice: 2 * time.Minute,
-		Level: lend.DefaultLevel, Recent: lend.DefaultRecent, Handover: control.DefaultLendHandover, Headroom: control.DefaultLendHeadroom}
+func lendDefaults() lending.Config {
+	return lending.Config{Pools: []string{"inference"}, Every: 5 * time.Minute, MinLoan: 30 * time.Minute, Notice: 2 * time.Minute,
+		Level: lend.DefaultLevel, Recent: lend.DefaultRecent, Handover: lending.DefaultHandover, Headroom: lending.DefaultHeadroom}
 }
 
 // Before any duration model is published the control plane still plans,

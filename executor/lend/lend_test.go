@@ -158,3 +158,24 @@ func TestSettingsValidateNamesTheField(t *testing.T) {
 		})
 	}
 }
+
+func TestUrgentTakesBackTheDemandBeyondWhatTheServiceHolds(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		busy, held float64
+		censored   bool
+		want       float64
+	}{
+		{"a replay knows the demand: what it exceeds", 10, 8, false, 2},
+		{"a replay within what it holds takes nothing", 6, 8, false, 0},
+		{"live, every serving GPU busy: a GPU's worth", 8, 8, true, 1},
+		{"live, an idle GPU left: nothing", 7, 8, true, 0},
+		{"live, serving nothing: blind, a GPU's worth", 0, 0, true, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := lend.Urgent(tc.busy, tc.held, tc.censored); got != tc.want {
+				t.Errorf("Urgent(%g, %g, %v) = %g, want %g", tc.busy, tc.held, tc.censored, got, tc.want)
+			}
+		})
+	}
+}

@@ -158,3 +158,18 @@ func TakeBack(nodes []Node, gpus float64) []int {
 	}
 	return out
 }
+
+// Urgent is how many GPUs to take back at once, before the next
+// forecast: the demand beyond the GPUs the service holds (held). Where
+// the demand is seen only on the GPUs that serve (censored: a live
+// service's utilization), a service whose every GPU is busy may want
+// more (one that holds none is blind), and a GPU's worth is taken back.
+func Urgent(busy, held float64, censored bool) float64 {
+	switch {
+	case !censored:
+		return max(busy-held, 0)
+	case busy >= held:
+		return 1
+	}
+	return 0
+}

@@ -18,7 +18,7 @@ const DefaultLevel = 0.1
 // DefaultRecent is the stretch a lender reads back unless told.
 const DefaultRecent = 30 * time.Minute
 
-// Settings are how a lending decides, as `serve` (control.Lending) and
+// Settings are how a lending decides, as `serve` (lending.Config) and
 // `simulate` both take them; Validate is the one check of them.
 type Settings struct {
 	Policy

@@ -173,7 +173,7 @@ func (s *Simulator) tick() error {
 		}
 	}
 	busy := l.busyAt(m)
-	if short := busy - float64(l.held(lend.Serving)+l.held(lend.Returning)); short > 0 {
+	if short := lend.Urgent(busy, float64(l.held(lend.Serving)+l.held(lend.Returning)), false); short > 0 {
 		if err := s.takeBack(short); err != nil {
 			return err
 		}

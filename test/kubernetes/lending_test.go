@@ -14,6 +14,7 @@ import (
 	"github.com/prescient-sched/prescient/collector"
 	"github.com/prescient-sched/prescient/collector/nvml"
 	"github.com/prescient-sched/prescient/control"
+	"github.com/prescient-sched/prescient/control/lending"
 	"github.com/prescient-sched/prescient/executor/lend"
 	"github.com/prescient-sched/prescient/service"
 )
@@ -68,7 +69,7 @@ func TestAnIdleInferenceNodeIsLentOnKubernetes(t *testing.T) {
 			t.Fatal(err)
 		}
 		cfg.Telemetry = telemetry
-		cfg.Lending = &control.Lending{Pools: []string{"inference"}, Recent: lend.DefaultRecent, Handover: time.Second}
+		cfg.Lending = &lending.Config{Pools: []string{"inference"}, Recent: lend.DefaultRecent, Handover: time.Second}
 	})
 	c.createPod("hold", podOpts{gpus: 8}) // takes the training node
 	if node := c.bound("hold"); node != "train" {
