@@ -98,7 +98,7 @@ type Config struct {
 	RefineEvery time.Duration
 	// QueueForecastEvery is how often the queue is simulated forward to
 	// predict each queued job's start and end (default
-	// DefaultQueueForecastEvery; negative: never).
+	// whatif.DefaultQueueForecastEvery; negative: never).
 	QueueForecastEvery time.Duration
 	// Notifier hears every job lifecycle event; nil for none. Notify must
 	// not block.

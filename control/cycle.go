@@ -64,7 +64,7 @@ func (p *Plane) liveState(ctx context.Context) (*live.State, error) {
 		if m, ok := p.refiner.Memory(j.ID); ok {
 			v.Forecast.MemoryP90Bytes = m // from its memory series so far (the refiner)
 		}
-		v.Progress = savedProgress(j) + lv.Now.Sub(j.StartTime)
+		v.Progress = live.SavedProgress(j) + lv.Now.Sub(j.StartTime)
 		v.AttainedGPU = (j.Outcome.RunTime + lv.Now.Sub(j.StartTime)) * time.Duration(max(j.Spec.GPUs, 1))
 		lv.In.Running = append(lv.In.Running, &executor.RunningJob{JobView: *v, Allocations: lv.Snap.Allocations(j.ID),
 			Started: j.StartTime, WorkSinceCheckpoint: j.WorkSinceCheckpoint(lv.Now), Stopping: pl.Stopping()})
@@ -100,18 +100,8 @@ func (p *Plane) view(j *cluster.Job, lv *live.State) *executor.JobView {
 	if !ok {
 		f = executor.Forecast{Job: j.ID, DurationP50: defaultForecast, DurationP90: 2 * defaultForecast, Source: "default"}
 	}
-	return &executor.JobView{Job: j, Forecast: f, Progress: savedProgress(j),
+	return &executor.JobView{Job: j, Forecast: f, Progress: live.SavedProgress(j),
 		AttainedGPU: j.Outcome.RunTime * time.Duration(max(j.Spec.GPUs, 1)), QueuedSince: j.SubmitTime.Add(j.Outcome.RunTime)}
-}
-
-// savedProgress is the work a job keeps when it resumes: the time it ran
-// before, when it has a checkpoint (an estimate: work after the last
-// checkpoint of an interrupted attempt is counted too).
-func savedProgress(j *cluster.Job) time.Duration {
-	if j.LastCheckpoint == nil {
-		return 0
-	}
-	return j.Outcome.RunTime
 }
 
 // usageNow decays the tenants' usage to now and adds what the running jobs

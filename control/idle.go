@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/prescient-sched/prescient/cluster"
+	"github.com/prescient-sched/prescient/control/live"
 	"github.com/prescient-sched/prescient/control/telemetry"
 	"github.com/prescient-sched/prescient/models/idle"
 	"github.com/prescient-sched/prescient/service"
@@ -173,7 +174,7 @@ func (p *Plane) gpuHolders(ctx context.Context, now time.Time) (map[cluster.GPUR
 		if !ok {
 			f.DurationP50, f.DurationP90 = defaultForecast, 2*defaultForecast
 		}
-		ran := savedProgress(j)
+		ran := live.SavedProgress(j)
 		if !j.StartTime.IsZero() && now.After(j.StartTime) {
 			ran += now.Sub(j.StartTime)
 		}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/prescient-sched/prescient/cluster"
+	"github.com/prescient-sched/prescient/control/live"
 	"github.com/prescient-sched/prescient/executor"
 	"github.com/prescient-sched/prescient/service"
 	"github.com/prescient-sched/prescient/store"
@@ -281,11 +282,11 @@ func (p *Plane) status(ctx context.Context, j cluster.Job) (service.JobStatus, e
 	report, reported := p.deadlines[j.ID]
 	p.mu.Unlock()
 	if j.State.Active() && ok {
-		v := executor.JobView{Job: &j, Forecast: f, Progress: savedProgress(&j) + now.Sub(j.StartTime)}
+		v := executor.JobView{Job: &j, Forecast: f, Progress: live.SavedProgress(&j) + now.Sub(j.StartTime)}
 		st.PredictedStart, st.PredictedEnd = timePtr(j.StartTime), timePtr(now.Add(v.RemainingP50()))
 	}
 	if j.State == cluster.StateQueued {
-		if start, end, ok := p.queuedAhead(j.ID, now); ok {
+		if start, end, ok := p.whatif.QueuedAhead(j.ID, now); ok {
 			st.PredictedStart, st.PredictedEnd = timePtr(start), timePtr(end)
 		}
 	}
@@ -330,7 +331,7 @@ func (p *Plane) feasibility(ctx context.Context, j *cluster.Job, f executor.Fore
 	case !known:
 		return !j.Spec.Deadline.Before(now), time.Time{}
 	}
-	v := executor.JobView{Job: j, Forecast: f, Progress: savedProgress(j)}
+	v := executor.JobView{Job: j, Forecast: f, Progress: live.SavedProgress(j)}
 	if j.State.Active() {
 		v.Progress += now.Sub(j.StartTime)
 		return !now.Add(v.RemainingP90()).After(j.Spec.Deadline), time.Time{}
@@ -382,7 +383,7 @@ func (p *Plane) gpusFreeAt(ctx context.Context, n int, now time.Time) (time.Time
 		end := now
 		if f, ok := p.knownForecast(ctx, pl.Job); ok {
 			if j, err := p.cfg.Store.GetJob(ctx, pl.Job); err == nil && j.State.Active() {
-				v := executor.JobView{Job: &j, Forecast: f, Progress: savedProgress(&j) + now.Sub(j.StartTime)}
+				v := executor.JobView{Job: &j, Forecast: f, Progress: live.SavedProgress(&j) + now.Sub(j.StartTime)}
 				end = now.Add(v.RemainingP90())
 			}
 		}

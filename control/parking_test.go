@@ -569,11 +569,11 @@ func TestTheQueueForecastWakesParkedNodes(t *testing.T) {
 	}
 	e.submit("b", spec(4, 20*time.Hour))
 	e.plane.cycle(e.ctx)
-	if err := e.plane.refreshQueueAhead(e.ctx); err != nil {
+	if err := e.plane.whatif.RefreshQueue(e.ctx); err != nil {
 		t.Fatal(err)
 	}
 	now := e.clock.Now()
-	start, end, ok := e.plane.queuedAhead("b", now)
+	start, end, ok := e.plane.whatif.QueuedAhead("b", now)
 	if boot := now.Add(sim.DefaultWakeTime); !ok || !start.Equal(boot) || !end.Equal(boot.Add(20*time.Hour)) {
 		t.Errorf("b forecast to start at %s and end at %s (%v); want a boot from now (%s) and 20 hours later", start, end, ok, boot)
 	}

@@ -14,13 +14,14 @@ import (
 	"github.com/prescient-sched/prescient/collector"
 	"github.com/prescient-sched/prescient/control/advice"
 	"github.com/prescient-sched/prescient/control/lending"
+	"github.com/prescient-sched/prescient/control/live"
 	"github.com/prescient-sched/prescient/control/parking"
 	"github.com/prescient-sched/prescient/control/telemetry"
+	"github.com/prescient-sched/prescient/control/whatif"
 	"github.com/prescient-sched/prescient/executor"
 	"github.com/prescient-sched/prescient/executor/park"
 	"github.com/prescient-sched/prescient/executor/plugins/placement"
 	"github.com/prescient-sched/prescient/executor/policies"
-	"github.com/prescient-sched/prescient/executor/sim"
 	"github.com/prescient-sched/prescient/service"
 	"github.com/prescient-sched/prescient/store"
 )
@@ -40,15 +41,11 @@ type Plane struct {
 	poke  chan struct{} // something changed: plan soon
 	ready chan struct{} // closed once recovery is done
 	// version counts changes of the plane's state (submissions, events,
-	// plans); whatIfLast is the last what-if baseline (whatIfBaseline).
-	version    atomic.Uint64
-	whatIfMu   sync.Mutex
-	whatIfLast *whatIfBase
-	// queueAhead holds each queued job's predicted start and end from the
-	// last simulation of the queue (forecastQueue), under mu.
-	queueAhead       map[cluster.JobID]sim.JobOutcome
-	queueAheadAt     time.Time
-	queueForecasting bool
+	// plans): a what-if baseline taken at the same version is reused.
+	version atomic.Uint64
+	// whatif answers what-if questions and forecasts the queue
+	// (control/whatif).
+	whatif *whatif.WhatIf
 	// background are the goroutines Run waits for before it returns.
 	background sync.WaitGroup
 	// syncHoldings, while Run applies a backend's initial events, merges
@@ -92,22 +89,6 @@ type Plane struct {
 
 var _ service.Service = (*Plane)(nil)
 
-// beside runs fn beside the plan loop (Run waits for it on the way out)
-// and clears *flag, under mu, once fn returns: a task of which one runs
-// at a time.
-func (p *Plane) beside(flag *bool, fn func()) {
-	p.background.Add(1)
-	go func() {
-		defer p.background.Done()
-		defer func() {
-			p.mu.Lock()
-			*flag = false
-			p.mu.Unlock()
-		}()
-		fn()
-	}()
-}
-
 // New builds a Plane. It does nothing until Run.
 func New(cfg Config) (*Plane, error) {
 	if err := cfg.Validate(); err != nil {
@@ -137,9 +118,6 @@ func New(cfg Config) (*Plane, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = time.Now
 	}
-	if cfg.QueueForecastEvery == 0 {
-		cfg.QueueForecastEvery = DefaultQueueForecastEvery
-	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -168,6 +146,12 @@ func New(cfg Config) (*Plane, error) {
 		Changed: p.changedState, Poke: p.wake, Background: &p.background, NodeSyncTimeout: cfg.NodeSyncTimeout,
 		Clock: cfg.Clock, Log: log})
 	p.readTelemetry(cfg.Telemetry)
+	var parked whatif.Parked
+	if cfg.Parking != nil {
+		parked = p.parking
+	}
+	p.whatif = whatif.New(whatif.Deps{Source: planeSource{p}, Policy: pol, Planner: planner, Parked: parked,
+		Forecaster: cfg.Forecaster, Tenants: cfg.Tenants, QueueEvery: cfg.QueueForecastEvery, Clock: cfg.Clock, Log: log})
 	p.grace = cfg.Grace
 	if p.grace == 0 {
 		p.grace = pol.Grace
@@ -184,6 +168,33 @@ func (p *Plane) readTelemetry(st collector.TelemetryStore) {
 		Idle: p.cfg.Idle, Advice: p.advice, Notifier: p.cfg.Notifier, Mode: p.Mode, Changed: p.changedState, Poke: p.wake, Log: p.log})
 	p.idleJobs = telemetry.NewIdleJobs(p.util, st, p.cfg.Idle, p.advice, p.cfg.IdleJobAfter, p.log)
 	p.refiner = telemetry.NewRefiner(p.cfg.PeakRefiner, st, p.cfg.RefineEvery, p.log)
+}
+
+// changedState marks the plane's state as changed: what-if baselines taken
+// before are not reused.
+func (p *Plane) changedState() { p.version.Add(1) }
+
+// WhatIf implements Service (control/whatif).
+func (p *Plane) WhatIf(ctx context.Context, req service.WhatIfRequest) (service.WhatIfResult, error) {
+	return p.whatif.Answer(ctx, req)
+}
+
+// planeSource is the plane as what-if reads it.
+type planeSource struct{ p *Plane }
+
+func (s planeSource) Live(ctx context.Context) (*live.State, error) { return s.p.liveState(ctx) }
+func (s planeSource) Version() uint64                               { return s.p.version.Load() }
+func (s planeSource) CheckSpec(spec cluster.JobSpec, field string) (cluster.JobSpec, error) {
+	return s.p.checkSpec(spec, field)
+}
+
+func (s planeSource) Policy(name string) (executor.Policy, executor.Planner, error) {
+	pol, err := buildPolicy(name, &s.p.cfg)
+	if err != nil {
+		return executor.Policy{}, nil, err
+	}
+	planner, err := newPlanner(pol, s.p.cfg.BackfillDepth, slog.New(slog.DiscardHandler))
+	return pol, planner, err
 }
 
 // buildPolicy assembles the queue policy name with the configured
@@ -243,6 +254,7 @@ func (p *Plane) Run(ctx context.Context) error {
 	defer p.background.Wait()
 	defer p.idleJobs.Wait()
 	defer p.lending.Wait()
+	defer p.whatif.Wait()
 	events, err := p.cfg.Backend.Watch(ctx)
 	if err != nil {
 		return fmt.Errorf("control: watch the backend: %w", err)
@@ -308,7 +320,7 @@ func (p *Plane) Run(ctx context.Context) error {
 			p.resendUnsent(ctx)
 			p.requeueSilentNodes(ctx)
 			p.cycle(ctx)
-			p.forecastQueue(ctx)
+			p.whatif.ForecastQueue(ctx)
 		}
 	}
 }

@@ -7,7 +7,6 @@ import (
 
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/cluster/clustertest"
-	"github.com/prescient-sched/prescient/executor"
 	"github.com/prescient-sched/prescient/service"
 )
 
@@ -158,8 +157,6 @@ func TestWhatIfRejectsBadRequests(t *testing.T) {
 	}
 }
 
-var _ executor.Forecaster = known(nil)
-
 func TestWhatIfTreatsAJobBeingPreemptedAsRequeued(t *testing.T) {
 	e := preemptionEnv(t) // low is checkpointing to make room for high
 	res, err := e.plane.WhatIf(e.ctx, service.WhatIfRequest{})
@@ -178,41 +175,6 @@ func TestWhatIfTreatsAJobBeingPreemptedAsRequeued(t *testing.T) {
 	}
 }
 
-// What-ifs within a second of each other share one baseline while nothing
-// changes; a change (a submission) or a later clock takes a new one.
-func TestWhatIfReusesTheBaselineUntilTheStateChanges(t *testing.T) {
-	e := whatIfEnv(t, "fifo")
-	base := func() *whatIfBase {
-		t.Helper()
-		if _, err := e.plane.WhatIf(e.ctx, service.WhatIfRequest{}); err != nil {
-			t.Fatal(err)
-		}
-		e.plane.whatIfMu.Lock()
-		defer e.plane.whatIfMu.Unlock()
-		return e.plane.whatIfLast
-	}
-	first := base()
-	if again := base(); again != first {
-		t.Error("a second what-if at the same state took a new baseline")
-	}
-	e.submit("late", spec(4, 30*time.Minute))
-	afterSubmit := base()
-	if afterSubmit == first {
-		t.Fatal("the baseline was reused after a submission")
-	}
-	res, err := e.plane.WhatIf(e.ctx, service.WhatIfRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, ok := byJob(res)["late"]; !ok {
-		t.Error("the new baseline lacks the job submitted since")
-	}
-	e.clock.Advance(2 * whatIfReuse)
-	if base() == afterSubmit {
-		t.Error("the baseline was reused after its time")
-	}
-}
-
 // Queued jobs get a predicted start and end from the last simulation of
 // the queue; a start that passed without the job starting is now.
 func TestQueuedJobsArePredictedFromASimulationOfTheQueue(t *testing.T) {
@@ -220,7 +182,7 @@ func TestQueuedJobsArePredictedFromASimulationOfTheQueue(t *testing.T) {
 	if st, err := e.plane.Job(e.ctx, "q0"); err != nil || st.PredictedStart != nil {
 		t.Fatalf("q0 before any queue forecast: %+v (%v); want no prediction", st.PredictedStart, err)
 	}
-	if err := e.plane.refreshQueueAhead(e.ctx); err != nil {
+	if err := e.plane.whatif.RefreshQueue(e.ctx); err != nil {
 		t.Fatal(err)
 	}
 	now := e.clock.Now()

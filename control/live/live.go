@@ -42,3 +42,13 @@ func (s *State) NodesWithJobs() map[string]bool {
 	}
 	return out
 }
+
+// SavedProgress is the work a job keeps when it resumes: the time it ran
+// before, when it has a checkpoint (an estimate: work after the last
+// checkpoint of an interrupted attempt is counted too).
+func SavedProgress(j *cluster.Job) time.Duration {
+	if j.LastCheckpoint == nil {
+		return 0
+	}
+	return j.Outcome.RunTime
+}

@@ -1,8 +1,7 @@
-package control
+package whatif
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -17,153 +16,6 @@ import (
 	"github.com/prescient-sched/prescient/service"
 )
 
-// What-if limits.
-const (
-	DefaultWhatIfHorizon = 7 * 24 * time.Hour
-	MaxWhatIfHorizon     = 30 * 24 * time.Hour
-	MaxWhatIfJobs        = 10000
-)
-
-// scenario is one simulation's input.
-type scenario struct {
-	nodes   []cluster.Node
-	queued  []cluster.Job
-	running []sim.Placed
-	fc      map[cluster.JobID]executor.Forecast
-	policy  executor.Policy
-	planner executor.Planner
-	hypo    map[cluster.JobID]bool
-	usage   map[string]time.Duration // tenants' decayed usage and waits now
-	waits   map[string]executor.TenantWaits
-	// parked are the nodes parked now (up in nodes: a job placed there
-	// starts working wake later, their boot).
-	parked []string
-	wake   time.Duration
-}
-
-// WhatIf implements Service: it simulates forward from the live state on a
-// virtual clock starting now, once as things are (the baseline) and once
-// with the request's changes, and answers each job's predicted start and
-// end in both. Durations are the jobs' P50 forecasts less the work they
-// have done; running jobs keep their GPUs and progress; jobs on removed
-// nodes go back to the queue with the work since their last checkpoint
-// lost.
-func (p *Plane) WhatIf(ctx context.Context, req service.WhatIfRequest) (service.WhatIfResult, error) {
-	began := time.Now()
-	horizon, err := checkHorizon(req.Horizon)
-	if err != nil {
-		return service.WhatIfResult{}, err
-	}
-	b, err := p.whatIfBaseline(ctx, horizon)
-	if err != nil {
-		return service.WhatIfResult{}, fmt.Errorf("what-if: %w", err)
-	}
-	defer p.releaseBaseline(b)
-	lv := b.lv
-	scen, err := p.changed(ctx, lv, b.scen, req)
-	if err != nil {
-		return service.WhatIfResult{}, err
-	}
-	scenOut, scenErr := simulate(ctx, lv.Now, lv.Now.Add(horizon), scen, p.cfg.Tenants)
-	select {
-	case <-b.done:
-	case <-ctx.Done():
-		return service.WhatIfResult{}, fmt.Errorf("what-if: %w", context.Cause(ctx))
-	}
-	if err := errors.Join(b.err, scenErr); err != nil {
-		return service.WhatIfResult{}, fmt.Errorf("what-if: %w", err)
-	}
-	res := compare(lv.Now, scen, b.out, scenOut)
-	res.Policy = scen.policy.Name
-	res.WallS = time.Since(began).Seconds()
-	return res, nil
-}
-
-// whatIfReuse is how long a baseline serves the what-if requests that
-// arrive after it while nothing changed in the plane: concurrent requests
-// simulate "as things are" once, from one live state, and each compares
-// its own scenario with it from that same state (so the deltas hold no
-// shift of the clock).
-const whatIfReuse = time.Second
-
-// whatIfBase is a live state and its baseline simulation; done is closed
-// once out and err are set. users counts the requests holding it (under
-// whatIfMu): when the last lets go before the simulation is done, it is
-// cancelled.
-type whatIfBase struct {
-	version uint64
-	taken   time.Time
-	horizon time.Duration
-	lv      *live.State
-	scen    *scenario
-	out     []sim.JobOutcome
-	err     error
-	done    chan struct{}
-	users   int
-	cancel  context.CancelFunc
-}
-
-// whatIfBaseline returns the baseline of a what-if: the one taken less
-// than whatIfReuse ago at the same state version and horizon, or a new
-// one whose simulation it starts (a request waits on done for its
-// outcomes). The simulation outlives the request that started it while
-// others hold the baseline; each holder calls releaseBaseline.
-func (p *Plane) whatIfBaseline(ctx context.Context, horizon time.Duration) (*whatIfBase, error) {
-	p.whatIfMu.Lock()
-	defer p.whatIfMu.Unlock()
-	version := p.version.Load()
-	now := p.cfg.Clock()
-	if b := p.whatIfLast; b != nil && b.version == version && b.horizon == horizon && !now.Before(b.taken) &&
-		now.Sub(b.taken) < whatIfReuse && (b.users > 0 || isDone(b.done) && b.err == nil) {
-		b.users++
-		return b, nil
-	}
-	lv, err := p.liveState(ctx)
-	if err != nil {
-		return nil, err
-	}
-	b := &whatIfBase{version: version, taken: now, horizon: horizon, lv: lv, scen: p.baseScenario(lv), done: make(chan struct{}), users: 1}
-	simCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), whatIfBaseTimeout)
-	b.cancel = cancel
-	go func() {
-		defer cancel()
-		defer close(b.done)
-		b.out, b.err = simulate(simCtx, lv.Now, lv.Now.Add(horizon), b.scen, p.cfg.Tenants)
-	}()
-	p.whatIfLast = b
-	return b, nil
-}
-
-// releaseBaseline lets go of a baseline; the last holder of one whose
-// simulation is still running cancels it, and it is not reused.
-func (p *Plane) releaseBaseline(b *whatIfBase) {
-	p.whatIfMu.Lock()
-	defer p.whatIfMu.Unlock()
-	b.users--
-	if b.users == 0 && !isDone(b.done) {
-		b.cancel()
-		if p.whatIfLast == b {
-			p.whatIfLast = nil
-		}
-	}
-}
-
-func isDone(c <-chan struct{}) bool {
-	select {
-	case <-c:
-		return true
-	default:
-		return false
-	}
-}
-
-// whatIfBaseTimeout bounds a baseline simulation.
-const whatIfBaseTimeout = 5 * time.Minute
-
-// changedState marks the plane's state as changed: what-if baselines taken
-// before are not reused.
-func (p *Plane) changedState() { p.version.Add(1) }
-
 func checkHorizon(h time.Duration) (time.Duration, error) {
 	switch {
 	case h < 0 || h > MaxWhatIfHorizon:
@@ -175,13 +27,13 @@ func checkHorizon(h time.Duration) (time.Duration, error) {
 }
 
 // baseScenario is the live state as a simulation's input.
-func (p *Plane) baseScenario(lv *live.State) *scenario {
-	sc := &scenario{nodes: lv.Nodes, fc: map[cluster.JobID]executor.Forecast{}, policy: p.policy, planner: p.planner,
+func (p *WhatIf) baseScenario(lv *live.State) *scenario {
+	sc := &scenario{nodes: lv.Nodes, fc: map[cluster.JobID]executor.Forecast{}, policy: p.d.Policy, planner: p.d.Planner,
 		hypo: map[cluster.JobID]bool{}, usage: lv.In.UsageGPU, waits: lv.In.Waits}
-	if p.cfg.Parking != nil {
+	if p.d.Parked != nil {
 		// The parked nodes are there to be woken, after a boot; the waking
 		// ones are taken as up.
-		nodes, states := p.parking.Fleet(lv.Nodes)
+		nodes, states := p.d.Parked.Fleet(lv.Nodes)
 		sc.nodes = slices.Clone(nodes)
 		for i := range sc.nodes {
 			if st := states[sc.nodes[i].Name]; st != "" {
@@ -191,7 +43,7 @@ func (p *Plane) baseScenario(lv *live.State) *scenario {
 				}
 			}
 		}
-		sc.wake = p.parking.BootTime()
+		sc.wake = p.d.Parked.BootTime()
 	}
 	for _, v := range lv.In.Queue {
 		sc.addQueued(v)
@@ -202,7 +54,7 @@ func (p *Plane) baseScenario(lv *live.State) *scenario {
 			// if it is writing a checkpoint, else from its last one.
 			v := r.JobView
 			if r.Job.State != cluster.StateCheckpointing {
-				v.Progress = savedProgress(r.Job)
+				v.Progress = live.SavedProgress(r.Job)
 			}
 			sc.addQueued(&v)
 			continue
@@ -229,18 +81,14 @@ func (sc *scenario) addQueued(v *executor.JobView) {
 }
 
 // changed applies a request's changes to a copy of the baseline.
-func (p *Plane) changed(ctx context.Context, lv *live.State, base *scenario, req service.WhatIfRequest) (*scenario, error) {
+func (p *WhatIf) changed(ctx context.Context, lv *live.State, base *scenario, req service.WhatIfRequest) (*scenario, error) {
 	if len(req.AddJobs) > MaxWhatIfJobs {
 		return nil, fmt.Errorf("add_jobs: %d jobs, at most %d: %w", len(req.AddJobs), MaxWhatIfJobs, service.ErrInvalid)
 	}
 	sc := &scenario{fc: maps.Clone(base.fc), policy: base.policy, planner: base.planner, hypo: map[cluster.JobID]bool{},
 		usage: base.usage, waits: base.waits, parked: base.parked, wake: base.wake}
-	if req.Policy != "" && req.Policy != p.policy.Name {
-		pol, err := buildPolicy(req.Policy, &p.cfg)
-		if err != nil {
-			return nil, fmt.Errorf("policy: %w: %w", service.ErrInvalid, err)
-		}
-		planner, err := newPlanner(pol, p.cfg.BackfillDepth, slog.New(slog.DiscardHandler))
+	if req.Policy != "" && req.Policy != p.d.Policy.Name {
+		pol, planner, err := p.d.Source.Policy(req.Policy)
 		if err != nil {
 			return nil, fmt.Errorf("policy: %w: %w", service.ErrInvalid, err)
 		}
@@ -266,7 +114,7 @@ func (p *Plane) changed(ctx context.Context, lv *live.State, base *scenario, req
 		default: // its node is gone: back to the queue, from its last checkpoint
 			for _, v := range lv.In.Running {
 				if v.Job.ID == r.Job.ID {
-					sc.addQueued(&executor.JobView{Job: v.Job, Forecast: v.Forecast, Progress: savedProgress(v.Job)})
+					sc.addQueued(&executor.JobView{Job: v.Job, Forecast: v.Forecast, Progress: live.SavedProgress(v.Job)})
 				}
 			}
 		}
@@ -339,7 +187,7 @@ func allOn(allocs []cluster.Allocation, nodes []cluster.Node) bool {
 }
 
 // addHypothetical forecasts the hypothetical jobs, submitted now.
-func (p *Plane) addHypothetical(ctx context.Context, lv *live.State, sc *scenario, reqs []service.SubmitRequest) error {
+func (p *WhatIf) addHypothetical(ctx context.Context, lv *live.State, sc *scenario, reqs []service.SubmitRequest) error {
 	if len(reqs) == 0 {
 		return nil
 	}
@@ -353,7 +201,7 @@ func (p *Plane) addHypothetical(ctx context.Context, lv *live.State, sc *scenari
 		taken[r.Job.ID] = true
 	}
 	for i, r := range reqs {
-		spec, err := p.checkSpec(r.Spec, fmt.Sprintf("add_jobs[%d].spec", i))
+		spec, err := p.d.Source.CheckSpec(r.Spec, fmt.Sprintf("add_jobs[%d].spec", i))
 		if err != nil {
 			return err
 		}
@@ -368,7 +216,7 @@ func (p *Plane) addHypothetical(ctx context.Context, lv *live.State, sc *scenari
 		jobs[i] = cluster.NewJob(id, spec, lv.Now)
 		ptrs[i] = &jobs[i]
 	}
-	fc, err := p.cfg.Forecaster.Forecast(ctx, ptrs)
+	fc, err := p.d.Forecaster.Forecast(ctx, ptrs)
 	if err != nil {
 		return fmt.Errorf("what-if: forecasts: %w", err)
 	}
@@ -403,6 +251,8 @@ func simulate(ctx context.Context, now, until time.Time, sc *scenario, tenants [
 	}
 	return r.Outcomes, nil
 }
+
+var _ executor.Forecaster = known(nil)
 
 // known is a Forecaster over forecasts known already.
 type known map[cluster.JobID]executor.Forecast
@@ -467,7 +317,7 @@ func summarize(now time.Time, outs []sim.JobOutcome, jobs map[cluster.JobID]*clu
 			continue
 		}
 		if !o.Start.IsZero() && !o.Start.Before(now) {
-			waitSum += o.Start.Sub(maxTime(now, j.SubmitTime)).Seconds()
+			waitSum += o.Start.Sub(later(now, j.SubmitTime)).Seconds()
 			waits++
 		}
 		if o.End.After(last) {
@@ -485,4 +335,19 @@ func summarize(now time.Time, outs []sim.JobOutcome, jobs map[cluster.JobID]*clu
 	}
 	s.MakespanS = last.Sub(now).Seconds()
 	return s
+}
+
+func timePtr(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+// later is the later of a and b.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }

@@ -1,4 +1,4 @@
-package control
+package whatif
 
 import (
 	"context"
@@ -9,43 +9,50 @@ import (
 )
 
 // DefaultQueueForecastEvery is how often the queue is simulated forward
-// when Config.QueueForecastEvery is zero.
+// unless told.
 const DefaultQueueForecastEvery = time.Minute
 
-// forecastQueue starts, at the first tick QueueForecastEvery after the
+// ForecastQueue starts, at the first tick QueueForecastEvery after the
 // last and one at a time, a simulation of the live state forward (the
 // what-if baseline, shared with the what-if requests of the moment) whose
 // outcomes are each queued job's predicted start and end in its status.
 // It runs beside the plan loop; Run waits for it before it returns.
-func (p *Plane) forecastQueue(ctx context.Context) {
-	if p.cfg.QueueForecastEvery < 0 {
+func (p *WhatIf) ForecastQueue(ctx context.Context) {
+	if p.d.QueueEvery < 0 {
 		return
 	}
-	now := p.cfg.Clock()
-	p.mu.Lock()
-	due := !p.queueForecasting && (p.queueAheadAt.IsZero() || now.Sub(p.queueAheadAt) >= p.cfg.QueueForecastEvery)
+	now := p.d.Clock()
+	p.aheadMu.Lock()
+	due := !p.forecasting && (p.aheadAt.IsZero() || now.Sub(p.aheadAt) >= p.d.QueueEvery)
 	if due {
-		p.queueForecasting, p.queueAheadAt = true, now
+		p.forecasting, p.aheadAt = true, now
 	}
-	p.mu.Unlock()
+	p.aheadMu.Unlock()
 	if !due {
 		return
 	}
-	p.beside(&p.queueForecasting, func() { // the plan loop's context
-		if err := p.refreshQueueAhead(ctx); err != nil && ctx.Err() == nil {
-			p.log.Warn("queue forecast failed; queued jobs keep the last one", "error", err)
+	p.wg.Add(1)
+	go func() { // the plan loop's context
+		defer p.wg.Done()
+		defer func() {
+			p.aheadMu.Lock()
+			p.forecasting = false
+			p.aheadMu.Unlock()
+		}()
+		if err := p.RefreshQueue(ctx); err != nil && ctx.Err() == nil {
+			p.d.Log.Warn("queue forecast failed; queued jobs keep the last one", "error", err)
 		}
-	})
+	}()
 }
 
-// refreshQueueAhead simulates the queue forward now and keeps the
+// RefreshQueue simulates the queue forward now and keeps the
 // outcomes of the jobs that were queued.
-func (p *Plane) refreshQueueAhead(ctx context.Context) error {
-	b, err := p.whatIfBaseline(ctx, DefaultWhatIfHorizon)
+func (p *WhatIf) RefreshQueue(ctx context.Context) error {
+	b, err := p.baselineFor(ctx, DefaultWhatIfHorizon)
 	if err != nil {
 		return err
 	}
-	defer p.releaseBaseline(b)
+	defer p.release(b)
 	select {
 	case <-b.done:
 	case <-ctx.Done():
@@ -64,19 +71,19 @@ func (p *Plane) refreshQueueAhead(ctx context.Context) error {
 			ahead[o.Job] = o
 		}
 	}
-	p.mu.Lock()
-	p.queueAhead = ahead
-	p.mu.Unlock()
+	p.aheadMu.Lock()
+	p.ahead = ahead
+	p.aheadMu.Unlock()
 	return nil
 }
 
-// queuedAhead is a queued job's predicted start and end from the last
+// QueuedAhead is a queued job's predicted start and end from the last
 // queue forecast; a start that has passed without the job starting is
 // now.
-func (p *Plane) queuedAhead(id cluster.JobID, now time.Time) (start, end time.Time, ok bool) {
-	p.mu.Lock()
-	o, ok := p.queueAhead[id]
-	p.mu.Unlock()
+func (p *WhatIf) QueuedAhead(id cluster.JobID, now time.Time) (start, end time.Time, ok bool) {
+	p.aheadMu.Lock()
+	o, ok := p.ahead[id]
+	p.aheadMu.Unlock()
 	if !ok || o.Start.IsZero() {
 		return time.Time{}, time.Time{}, false
 	}
