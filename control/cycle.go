@@ -3,8 +3,6 @@ package control
 import (
 	"context"
 	"fmt"
-	"maps"
-	"math"
 	"slices"
 	"time"
 
@@ -41,7 +39,7 @@ func (p *Plane) liveState(ctx context.Context) (*live.State, error) {
 	p.refiner.Refine(ctx, lv)
 	p.drainOutOfPlan(lv)
 	lv.Snap = cluster.NewSnapshot(&cluster.Fleet{Nodes: lv.Nodes, Tenants: p.cfg.Tenants}, lv.Now)
-	lv.In = executor.PlanInput{Now: lv.Now, Cluster: lv.Snap, UsageGPU: p.usageNow(lv), Waits: p.waitsNow(lv)}
+	lv.In = executor.PlanInput{Now: lv.Now, Cluster: lv.Snap, UsageGPU: p.fair.usageNow(lv), Waits: p.fair.waitsNow(lv)}
 	waiter, _ := p.cfg.Backend.(executor.Waiter)
 	for i := range lv.Queued {
 		if waiter != nil && waiter.Waiting(lv.Queued[i].ID) {
@@ -104,120 +102,46 @@ func (p *Plane) view(j *cluster.Job, lv *live.State) *executor.JobView {
 		AttainedGPU: j.Outcome.RunTime * time.Duration(max(j.Spec.GPUs, 1)), QueuedSince: j.SubmitTime.Add(j.Outcome.RunTime)}
 }
 
-// usageNow decays the tenants' usage to now and adds what the running jobs
-// held since the last cycle.
-func (p *Plane) usageNow(lv *live.State) map[string]time.Duration {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if !p.usageAt.IsZero() && lv.Now.After(p.usageAt) {
-		dt := lv.Now.Sub(p.usageAt)
-		decay := math.Exp2(-dt.Seconds() / p.cfg.UsageHalfLife.Seconds())
-		for t, u := range p.usage {
-			p.usage[t] = time.Duration(float64(u) * decay)
-		}
-		for i := range lv.Active {
-			j := &lv.Active[i]
-			p.usage[j.Spec.Tenant] += dt * time.Duration(max(j.Spec.GPUs, 1))
-		}
-	}
-	if lv.Now.After(p.usageAt) {
-		p.usageAt = lv.Now // never back: a what-if's older state must not count an interval twice
-	}
-	out := make(map[string]time.Duration, len(p.usage))
-	for t, u := range p.usage {
-		out[t] = u
-	}
-	return out
-}
-
-// waitsNow moves the tenants' decayed waits on to now: the jobs queued now
-// count as queued since the last cycle or since they were submitted, if
-// later, and the live jobs not seen before arrive, weighed by their submit
-// time (a job that came and went between two cycles is missed). A job stays
-// known for arrivedFor cycles after it was last seen, so one that changed
-// state between the reads of the queued and the active jobs is not counted
-// again.
-func (p *Plane) waitsNow(lv *live.State) map[string]executor.TenantWaits {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if lv.Now.Before(p.waitsAt) {
-		return maps.Clone(p.waits) // a what-if's older state changes nothing
-	}
-	if p.arrived == nil {
-		p.arrived = map[cluster.JobID]uint64{}
-	}
-	p.waitsCycle++
-	h := p.cfg.WaitHalfLife
-	arrive := func(j *cluster.Job) {
-		_, known := p.arrived[j.ID]
-		p.arrived[j.ID] = p.waitsCycle
-		if known {
-			return
-		}
-		p.arrivals.Add(lv.Now, j.SubmitTime, float64(j.Spec.MilliGPUs())/cluster.MilliGPU)
-		w := p.waits[j.Spec.Tenant]
-		w.Arrivals += math.Exp2(-max(lv.Now.Sub(j.SubmitTime), 0).Seconds() / h.Seconds())
-		p.waits[j.Spec.Tenant] = w
-	}
-	if !p.waitsAt.IsZero() {
-		queued := map[string]int{}
-		fresh := map[string]float64{} // decayed queued seconds of jobs submitted since the last cycle
-		for i := range lv.Queued {
-			j := &lv.Queued[i]
-			t := j.Spec.Tenant
-			if _, ok := p.waits[t]; !ok {
-				p.waits[t] = executor.TenantWaits{}
-			}
-			switch {
-			case !j.SubmitTime.After(p.waitsAt):
-				queued[t]++
-			case j.SubmitTime.Before(lv.Now):
-				fresh[t] += decayedSeconds(j.SubmitTime, lv.Now, lv.Now, h)
-			}
-		}
-		dt := lv.Now.Sub(p.waitsAt)
-		for t, w := range p.waits {
-			w = w.Advance(dt, h, queued[t])
-			w.QueuedS += fresh[t]
-			p.waits[t] = w
-		}
-	}
-	for i := range lv.Queued {
-		arrive(&lv.Queued[i])
-	}
-	for i := range lv.Active {
-		arrive(&lv.Active[i])
-	}
-	for id, at := range p.arrived {
-		if p.waitsCycle-at > arrivedFor {
-			delete(p.arrived, id)
-		}
-	}
-	p.waitsAt = lv.Now
-	return maps.Clone(p.waits)
-}
-
-// arrivedFor is how many cycles waitsNow keeps a job it no longer sees.
-const arrivedFor = 10
-
-// cycle is steps 3 and 4: plan on the live state and act on the plan.
+// cycle is steps 3 and 4 of Run: plan on the live state and act on the
+// plan, calling each concern's hook in this order:
+//
+//  1. lending applies the loans its last read decided, and parking
+//     settles the nodes' power (programs that ended, nodes seen up or
+//     down): both change which nodes the plan may use, so they come
+//     before the live state is read;
+//  2. the live state is read (the nodes training may not use drained;
+//     the memory refinement starts beside the loop);
+//  3. the jobs whose stop is due, and those on inference nodes lending
+//     takes back, are stopped before the plan, which then sees them
+//     stopping;
+//  4. the planner plans; autopilot carries the plan out, the advisor
+//     recommends it;
+//  5. idle jobs recommend on their last read and start the next;
+//  6. parking decides on this plan: the parked nodes the jobs it left
+//     waiting need, the empty nodes that are spare;
+//  7. lending starts its next read of the pools, whatever the planner
+//     answered.
 func (p *Plane) cycle(ctx context.Context) {
 	defer p.changedState() // its starts and stops change the live state
 	start := time.Now()
+	// 1.
 	p.lending.Apply(ctx, p.cfg.Clock().UTC())
 	p.parking.Settle(ctx, p.cfg.Clock().UTC())
+	// 2.
 	lv, err := p.liveState(ctx)
 	if err != nil {
 		p.log.Error("plan cycle: reading the live state failed", "error", err)
 		return
 	}
-	defer p.lending.Watch(ctx, lv) // whatever the planner answers
+	defer p.lending.Watch(ctx, lv) // 7.
+	// 3.
 	p.enforceStops(ctx, lv)
 	for _, pr := range p.lending.Reclaim(ctx, lv) {
 		if err := p.preempt(ctx, lv, pr); err != nil {
 			p.log.Error("lending: a job on a node taken back was not stopped", "job", pr.Job, "error", err)
 		}
 	}
+	// 4.
 	plan, err := p.planner.Plan(ctx, lv.In)
 	if err != nil {
 		p.log.Error("plan cycle: the planner failed", "error", err)
@@ -230,8 +154,10 @@ func (p *Plane) cycle(ctx context.Context) {
 	} else {
 		p.recommend(ctx, lv, plan)
 	}
+	// 5.
 	p.idleJobs.Recommend(ctx, lv)
 	p.idleJobs.Watch(ctx, lv)
+	// 6.
 	p.parking.Decide(ctx, lv, plan)
 	p.log.Debug("plan cycle", "mode", mode, "queued", len(lv.Queued), "running", len(lv.In.Running),
 		"placements", len(plan.Placements), "preemptions", len(plan.Preemptions), "took_s", time.Since(start).Seconds())

@@ -19,7 +19,6 @@ import (
 	"github.com/prescient-sched/prescient/control/telemetry"
 	"github.com/prescient-sched/prescient/control/whatif"
 	"github.com/prescient-sched/prescient/executor"
-	"github.com/prescient-sched/prescient/executor/park"
 	"github.com/prescient-sched/prescient/executor/plugins/placement"
 	"github.com/prescient-sched/prescient/executor/policies"
 	"github.com/prescient-sched/prescient/service"
@@ -57,12 +56,6 @@ type Plane struct {
 	forecasts  map[cluster.JobID]executor.Forecast
 	reasons    map[cluster.JobID]string
 	deadlines  map[cluster.JobID]executor.DeadlineReport
-	usage      map[string]time.Duration
-	usageAt    time.Time
-	waits      map[string]executor.TenantWaits
-	waitsAt    time.Time
-	arrived    map[cluster.JobID]uint64 // jobs counted in waits: the waits cycle they were last seen
-	waitsCycle uint64
 	lastPlan   time.Time
 	retraining bool
 	// util is every GPU's recent utilization, which idleJobs, the idle
@@ -80,9 +73,8 @@ type Plane struct {
 	silent map[string]time.Time
 	// lending lends idle inference nodes to training (control/lending).
 	lending *lending.Lending
-	// arrivals are the GPUs of the jobs seen arriving, under mu
-	// (waitsNow): parking's arrival rate.
-	arrivals park.Arrivals
+	// fair is the tenants' usage and waits, and the arrivals.
+	fair *fairness
 	// parking parks and wakes nodes (control/parking).
 	parking *parking.Parking
 }
@@ -136,13 +128,14 @@ func New(cfg Config) (*Plane, error) {
 	p := &Plane{cfg: cfg, log: log, planner: planner, policy: pol, advice: advice.New(cfg.Store, cfg.Recommendations, log),
 		poke: make(chan struct{}, 1), ready: make(chan struct{}), mode: cfg.Mode,
 		forecasts: map[cluster.JobID]executor.Forecast{}, reasons: map[cluster.JobID]string{},
-		deadlines: map[cluster.JobID]executor.DeadlineReport{}, usage: map[string]time.Duration{},
-		waits:  map[string]executor.TenantWaits{},
-		unsent: map[cluster.JobID]time.Time{}, silent: map[string]time.Time{},
+		deadlines: map[cluster.JobID]executor.DeadlineReport{},
+		unsent:    map[cluster.JobID]time.Time{}, silent: map[string]time.Time{},
+		fair: &fairness{usageHalfLife: cfg.UsageHalfLife, waitHalfLife: cfg.WaitHalfLife, usage: map[string]time.Duration{},
+			waits: map[string]executor.TenantWaits{}},
 	}
 	p.parking = parking.New(cfg.Parking, parking.Deps{Store: cfg.Store, Nodes: cfg.Nodes, Cordoner: cfg.Cordoner,
 		Planner: planner, Tenants: cfg.Tenants, Advice: p.advice, Notifier: cfg.Notifier, Mode: p.Mode,
-		Inference: func(n *cluster.Node) bool { _, ok := p.lending.Inference(n); return ok }, ArrivalRate: p.arrivalRate,
+		Inference: func(n *cluster.Node) bool { _, ok := p.lending.Inference(n); return ok }, ArrivalRate: p.fair.arrivalRate,
 		Changed: p.changedState, Poke: p.wake, Background: &p.background, NodeSyncTimeout: cfg.NodeSyncTimeout,
 		Clock: cfg.Clock, Log: log})
 	p.readTelemetry(cfg.Telemetry)

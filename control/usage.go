@@ -3,10 +3,13 @@ package control
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
+	"sync"
 	"time"
 
 	"github.com/prescient-sched/prescient/cluster"
+	"github.com/prescient-sched/prescient/control/live"
 	"github.com/prescient-sched/prescient/executor"
 	"github.com/prescient-sched/prescient/executor/park"
 	"github.com/prescient-sched/prescient/store"
@@ -23,6 +26,23 @@ const usageLookback = 8
 // which leaves their ratios; reading eight would mean most of a year of
 // events.
 const waitsLookback = 2
+
+// fairness is what the plan loop accounts of the tenants at each cycle:
+// their decayed GPU-time (usageNow) and waits (waitsNow), and the GPUs of
+// the jobs seen arriving, parking's arrival rate (arrivalRate). A restart
+// rebuilds it from the store's events (restoreFairness).
+type fairness struct {
+	usageHalfLife, waitHalfLife time.Duration
+
+	mu       sync.Mutex
+	usage    map[string]time.Duration
+	usageAt  time.Time
+	waits    map[string]executor.TenantWaits
+	waitsAt  time.Time
+	arrived  map[cluster.JobID]uint64 // jobs counted in waits: the waits cycle they were last seen
+	cycle    uint64
+	arrivals park.Arrivals
+}
 
 // restoreFairness rebuilds the tenants' decayed GPU-time and waits at now
 // from the store's job events, so that a restarted plane keeps fair share
@@ -48,21 +68,22 @@ func (p *Plane) restoreFairness(ctx context.Context, now time.Time) error {
 	}
 	usage := restoreUsage(jobs, byID, eventsFrom(events, usageFrom), usageFrom, now, uh)
 	waits := restoreWaits(jobs, byID, eventsFrom(events, waitsFrom), waitsFrom, now, wh)
-	p.mu.Lock()
-	p.usage, p.usageAt = usage, now
-	p.waits, p.waitsAt = waits, now
-	p.arrived = map[cluster.JobID]uint64{}
-	p.arrivals = park.Arrivals{}
+	f := p.fair
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.usage, f.usageAt = usage, now
+	f.waits, f.waitsAt = waits, now
+	f.arrived = map[cluster.JobID]uint64{}
+	f.arrivals = park.Arrivals{}
 	for i := range jobs {
 		j := &jobs[i]
 		if !j.SubmitTime.Before(waitsFrom) && !j.State.Terminal() {
-			p.arrived[j.ID] = p.waitsCycle // counted above; waitsNow must not count it again
+			f.arrived[j.ID] = f.cycle // counted above; waitsNow must not count it again
 		}
 		if !j.SubmitTime.Before(from) && !j.SubmitTime.After(now) {
-			p.arrivals.Add(now, j.SubmitTime, float64(j.Spec.MilliGPUs())/cluster.MilliGPU) // parking's arrival rate
+			f.arrivals.Add(now, j.SubmitTime, float64(j.Spec.MilliGPUs())/cluster.MilliGPU) // parking's arrival rate
 		}
 	}
-	p.mu.Unlock()
 	return nil
 }
 
@@ -156,10 +177,106 @@ func restoreWaits(jobs []cluster.Job, byID map[cluster.JobID]*cluster.Job, event
 	return waits
 }
 
+// usageNow decays the tenants' usage to now and adds what the running jobs
+// held since the last cycle.
+func (f *fairness) usageNow(lv *live.State) map[string]time.Duration {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.usageAt.IsZero() && lv.Now.After(f.usageAt) {
+		dt := lv.Now.Sub(f.usageAt)
+		decay := math.Exp2(-dt.Seconds() / f.usageHalfLife.Seconds())
+		for t, u := range f.usage {
+			f.usage[t] = time.Duration(float64(u) * decay)
+		}
+		for i := range lv.Active {
+			j := &lv.Active[i]
+			f.usage[j.Spec.Tenant] += dt * time.Duration(max(j.Spec.GPUs, 1))
+		}
+	}
+	if lv.Now.After(f.usageAt) {
+		f.usageAt = lv.Now // never back: a what-if's older state must not count an interval twice
+	}
+	out := make(map[string]time.Duration, len(f.usage))
+	for t, u := range f.usage {
+		out[t] = u
+	}
+	return out
+}
+
+// waitsNow moves the tenants' decayed waits on to now: the jobs queued now
+// count as queued since the last cycle or since they were submitted, if
+// later, and the live jobs not seen before arrive, weighed by their submit
+// time (a job that came and went between two cycles is missed). A job stays
+// known for arrivedFor cycles after it was last seen, so one that changed
+// state between the reads of the queued and the active jobs is not counted
+// again.
+func (f *fairness) waitsNow(lv *live.State) map[string]executor.TenantWaits {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if lv.Now.Before(f.waitsAt) {
+		return maps.Clone(f.waits) // a what-if's older state changes nothing
+	}
+	if f.arrived == nil {
+		f.arrived = map[cluster.JobID]uint64{}
+	}
+	f.cycle++
+	h := f.waitHalfLife
+	arrive := func(j *cluster.Job) {
+		_, known := f.arrived[j.ID]
+		f.arrived[j.ID] = f.cycle
+		if known {
+			return
+		}
+		f.arrivals.Add(lv.Now, j.SubmitTime, float64(j.Spec.MilliGPUs())/cluster.MilliGPU)
+		w := f.waits[j.Spec.Tenant]
+		w.Arrivals += math.Exp2(-max(lv.Now.Sub(j.SubmitTime), 0).Seconds() / h.Seconds())
+		f.waits[j.Spec.Tenant] = w
+	}
+	if !f.waitsAt.IsZero() {
+		queued := map[string]int{}
+		fresh := map[string]float64{} // decayed queued seconds of jobs submitted since the last cycle
+		for i := range lv.Queued {
+			j := &lv.Queued[i]
+			t := j.Spec.Tenant
+			if _, ok := f.waits[t]; !ok {
+				f.waits[t] = executor.TenantWaits{}
+			}
+			switch {
+			case !j.SubmitTime.After(f.waitsAt):
+				queued[t]++
+			case j.SubmitTime.Before(lv.Now):
+				fresh[t] += decayedSeconds(j.SubmitTime, lv.Now, lv.Now, h)
+			}
+		}
+		dt := lv.Now.Sub(f.waitsAt)
+		for t, w := range f.waits {
+			w = w.Advance(dt, h, queued[t])
+			w.QueuedS += fresh[t]
+			f.waits[t] = w
+		}
+	}
+	for i := range lv.Queued {
+		arrive(&lv.Queued[i])
+	}
+	for i := range lv.Active {
+		arrive(&lv.Active[i])
+	}
+	for id, at := range f.arrived {
+		if f.cycle-at > arrivedFor {
+			delete(f.arrived, id)
+		}
+	}
+	f.waitsAt = lv.Now
+	return maps.Clone(f.waits)
+}
+
+// arrivedFor is how many cycles waitsNow keeps a job it no longer sees.
+const arrivedFor = 10
+
 // arrivalRate is the GPUs arriving per second lately (waitsNow counts the
 // arrivals).
-func (p *Plane) arrivalRate(now time.Time) float64 {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.arrivals.Rate(now)
+func (f *fairness) arrivalRate(now time.Time) float64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.arrivals.Rate(now)
 }

@@ -30,13 +30,13 @@ func TestARestartKeepsTheTenantsUsage(t *testing.T) {
 	step(24) // 2 h
 	e.event(executor.JobEvent{Type: executor.JobExited, Job: "a", Attempt: 1, Node: "n0"})
 	step(12) // 1 h more: b still runs
-	before := e.plane.usageNow(&live.State{Now: e.clock.Now()})
+	before := e.plane.fair.usageNow(&live.State{Now: e.clock.Now()})
 	if before["t1"] <= 0 || before["t2"] <= 0 {
 		t.Fatalf("usage before the restart %v: want both tenants", before)
 	}
 
 	e.restart()
-	after := e.plane.usageNow(&live.State{Now: e.clock.Now()})
+	after := e.plane.fair.usageNow(&live.State{Now: e.clock.Now()})
 	for _, tenant := range []string{"t1", "t2"} {
 		if r := float64(after[tenant]) / float64(before[tenant]); math.Abs(r-1) > 0.01 {
 			t.Errorf("tenant %s: usage %s after the restart, %s before", tenant, after[tenant], before[tenant])
@@ -70,12 +70,12 @@ func TestARestartKeepsTheTenantsWaits(t *testing.T) {
 		}
 	}
 	step(24) // 2 h
-	before := e.plane.waitsNow(&live.State{Now: e.clock.Now()})
+	before := e.plane.fair.waitsNow(&live.State{Now: e.clock.Now()})
 	if before["t2"].QueuedS <= 0 || before["t2"].Arrivals <= 0 || before["t1"].Arrivals <= 0 {
 		t.Fatalf("waits before the restart %+v: want t2 queued and both arrived", before)
 	}
 	e.restart()
-	after := e.plane.waitsNow(&live.State{Now: e.clock.Now()})
+	after := e.plane.fair.waitsNow(&live.State{Now: e.clock.Now()})
 	for _, tenant := range []string{"t1", "t2"} {
 		bw, aw := before[tenant], after[tenant]
 		if math.Abs(aw.QueuedS-bw.QueuedS) > 0.01*math.Max(bw.QueuedS, 1) || math.Abs(aw.Arrivals-bw.Arrivals) > 0.01*bw.Arrivals {
