@@ -32,40 +32,11 @@ func (p *Plane) IdleForecast(ctx context.Context, q service.IdleQuery) (service.
 	}
 	threshold := telemetry.ThresholdOf(model)
 
-	nodes := p.cfg.Nodes.Nodes()
-	var gpus []cluster.GPU
-	var refs []cluster.GPURef
-	var pools []string
-	fleetGPUs := 0
-	for i := range nodes {
-		n := &nodes[i]
-		pool := n.Labels[cluster.PoolLabel]
-		if pool == "" {
-			pool = n.Name
-		}
-		if n.State == cluster.NodeFailed {
-			continue
-		}
-		fleetGPUs += len(n.GPUs) // the queue's demand is shared among all the pools
-		if q.Pool != "" && pool != q.Pool || q.Node != "" && n.Name != q.Node {
-			continue
-		}
-		for _, g := range n.GPUs {
-			gpus = append(gpus, g)
-			refs = append(refs, cluster.GPURef{Node: n.Name, Index: g.Index})
-			pools = append(pools, pool)
-		}
+	sc, err := p.idleScope(q)
+	if err != nil {
+		return service.IdleForecast{}, err
 	}
-	if len(gpus) == 0 {
-		what := "the fleet has no GPUs"
-		switch {
-		case q.Node != "":
-			what = fmt.Sprintf("node %q has no GPUs up or is not in the fleet", q.Node)
-		case q.Pool != "":
-			what = fmt.Sprintf("pool %q has no GPUs up (nodes are pooled by their %s label, or each node is a pool)", q.Pool, cluster.PoolLabel)
-		}
-		return service.IdleForecast{}, fmt.Errorf("%s: %w", what, service.ErrNotFound)
-	}
+	gpus, refs, pools, fleetGPUs := sc.gpus, sc.refs, sc.pools, sc.fleetGPUs
 
 	// What holds each GPU, and for how much longer.
 	holders, err := p.gpuHolders(ctx, now)
@@ -112,21 +83,7 @@ func (p *Plane) IdleForecast(ctx context.Context, q service.IdleQuery) (service.
 	for i := range queued {
 		out.QueuedGPUs += float64(queued[i].Spec.MilliGPUs()) / cluster.MilliGPU
 	}
-	size := map[string]int{}
-	var order []string
-	for _, pool := range pools {
-		if size[pool] == 0 {
-			order = append(order, pool)
-		}
-		size[pool]++
-	}
-	for _, pool := range order {
-		ps := idle.PoolState{ID: pool, QueuedGPUs: out.QueuedGPUs * float64(size[pool]) / float64(fleetGPUs)}
-		if g := grids[pool]; len(g) > 0 {
-			ps.History = idle.PoolFromGrids(pool, g)
-		}
-		in.Pools = append(in.Pools, ps)
-	}
+	in.Pools = poolStates(pools, grids, out.QueuedGPUs, fleetGPUs)
 	if err := ctx.Err(); err != nil {
 		return service.IdleForecast{}, err
 	}
@@ -139,6 +96,76 @@ func (p *Plane) IdleForecast(ctx context.Context, q service.IdleQuery) (service.
 		out.IdleJobs = []idle.IdleJob{}
 	}
 	return out, nil
+}
+
+// poolStates is each pool's state for the forecaster, in the order the
+// pools first appear: its share of the queued GPUs by its size among the
+// fleet's, and its GPUs' utilization history.
+func poolStates(pools []string, grids map[string][]idle.Grid, queued float64, fleetGPUs int) []idle.PoolState {
+	size := map[string]int{}
+	var order []string
+	for _, pool := range pools {
+		if size[pool] == 0 {
+			order = append(order, pool)
+		}
+		size[pool]++
+	}
+	out := make([]idle.PoolState, 0, len(order))
+	for _, pool := range order {
+		ps := idle.PoolState{ID: pool, QueuedGPUs: queued * float64(size[pool]) / float64(fleetGPUs)}
+		if g := grids[pool]; len(g) > 0 {
+			ps.History = idle.PoolFromGrids(pool, g)
+		}
+		out = append(out, ps)
+	}
+	return out
+}
+
+// idleScope is the GPUs an idle forecast covers, with their refs and
+// pools, and the GPUs of the fleet up (the queue's demand is shared among
+// all of them).
+type idleScope struct {
+	gpus      []cluster.GPU
+	refs      []cluster.GPURef
+	pools     []string
+	fleetGPUs int
+}
+
+// idleScope is the scope of q: the fleet's GPUs up, or q.Pool's or
+// q.Node's; ErrNotFound when there are none.
+func (p *Plane) idleScope(q service.IdleQuery) (idleScope, error) {
+	var sc idleScope
+	nodes := p.cfg.Nodes.Nodes()
+	for i := range nodes {
+		n := &nodes[i]
+		pool := n.Labels[cluster.PoolLabel]
+		if pool == "" {
+			pool = n.Name
+		}
+		if n.State == cluster.NodeFailed {
+			continue
+		}
+		sc.fleetGPUs += len(n.GPUs)
+		if q.Pool != "" && pool != q.Pool || q.Node != "" && n.Name != q.Node {
+			continue
+		}
+		for _, g := range n.GPUs {
+			sc.gpus = append(sc.gpus, g)
+			sc.refs = append(sc.refs, cluster.GPURef{Node: n.Name, Index: g.Index})
+			sc.pools = append(sc.pools, pool)
+		}
+	}
+	if len(sc.gpus) > 0 {
+		return sc, nil
+	}
+	what := "the fleet has no GPUs"
+	switch {
+	case q.Node != "":
+		what = fmt.Sprintf("node %q has no GPUs up or is not in the fleet", q.Node)
+	case q.Pool != "":
+		what = fmt.Sprintf("pool %q has no GPUs up (nodes are pooled by their %s label, or each node is a pool)", q.Pool, cluster.PoolLabel)
+	}
+	return sc, fmt.Errorf("%s: %w", what, service.ErrNotFound)
 }
 
 // holder is the job that holds a GPU longest (of the jobs sharing it),

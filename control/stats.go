@@ -64,57 +64,67 @@ func (p *Plane) Stats(ctx context.Context, q service.StatsQuery) (service.Stats,
 	for i := range st.Series {
 		st.Series[i].Time = from.Add(time.Duration(i) * step)
 	}
-	gpuHours := map[string]float64{}
-	tierWaits, tenantWaits := map[string][]float64{}, map[string][]float64{}
-	failures := map[string]int{}
-	var finished []cluster.JobID
+	acc := statsAccount{gpuHours: map[string]float64{}, tierWaits: map[string][]float64{}, tenantWaits: map[string][]float64{},
+		failures: map[string]int{}}
 	for i := range jobs {
-		j := &jobs[i]
-		evs := byJob[j.ID]
-		weight := float64(j.Spec.GPUs) * float64(max(j.Spec.GPUMilli, 0)) / cluster.MilliGPU
-		for _, iv := range timeline(j, evs, from, until) {
-			switch {
-			case iv.state.Active():
-				addOver(st.Series, from, step, iv, func(pt *service.StatsPoint, frac float64) { pt.GPUsBusy += weight * frac })
-				gpuHours[workloadOf(j)] += weight * iv.until.Sub(iv.from).Hours()
-			case iv.state == cluster.StateQueued:
-				addOver(st.Series, from, step, iv, func(pt *service.StatsPoint, frac float64) {
-					if frac > 0.5 {
-						pt.Queued++
-					}
-				})
-			}
-		}
-		queuedSince := j.SubmitTime
-		for _, e := range evs {
-			switch e.Type {
-			case store.EventStarted:
-				w := e.Time.Sub(queuedSince).Seconds()
-				tierWaits[j.Spec.Tier.String()] = append(tierWaits[j.Spec.Tier.String()], w)
-				tenantWaits[j.Spec.Tenant] = append(tenantWaits[j.Spec.Tenant], w)
-			case store.EventFinished:
-				st.Completed++
-				finished = append(finished, j.ID)
-			case store.EventFailed:
-				st.Failed++
-				failures[cmp.Or(e.Message, "unknown")]++
-			}
-			if e.To == cluster.StateQueued {
-				queuedSince = e.Time
-			}
-		}
+		acc.add(&st, &jobs[i], byJob[jobs[i].ID], from, until, step)
 	}
-	st.WaitByTier, st.WaitByTenant = waitStats(tierWaits), waitStats(tenantWaits)
-	for reason, count := range failures {
+	st.WaitByTier, st.WaitByTenant = waitStats(acc.tierWaits), waitStats(acc.tenantWaits)
+	for reason, count := range acc.failures {
 		st.Failures = append(st.Failures, service.FailureReason{Reason: reason, Count: count})
 	}
 	slices.SortFunc(st.Failures, func(a, b service.FailureReason) int { return cmp.Or(b.Count-a.Count, cmp.Compare(a.Reason, b.Reason)) })
 	meanPowerW := p.telemetrySeries(ctx, st.Series, from, until, step)
-	st.Cost = p.costs(gpuHours, meanPowerW)
-	if st.Forecasts, err = p.forecastChecks(ctx, jobs, finished); err != nil {
+	st.Cost = p.costs(acc.gpuHours, meanPowerW)
+	if st.Forecasts, err = p.forecastChecks(ctx, jobs, acc.finished); err != nil {
 		return service.Stats{}, fmt.Errorf("stats: %w", err)
 	}
 	return st, nil
+}
+
+// statsAccount is what Stats sums over the jobs of its window.
+type statsAccount struct {
+	gpuHours               map[string]float64 // by workload
+	tierWaits, tenantWaits map[string][]float64
+	failures               map[string]int // by reason
+	finished               []cluster.JobID
+}
+
+// add accounts job j, with its events evs, to st's series and counts and
+// to what a sums.
+func (a *statsAccount) add(st *service.Stats, j *cluster.Job, evs []store.Event, from, until time.Time, step time.Duration) {
+	weight := float64(j.Spec.GPUs) * float64(max(j.Spec.GPUMilli, 0)) / cluster.MilliGPU
+	for _, iv := range timeline(j, evs, from, until) {
+		switch {
+		case iv.state.Active():
+			addOver(st.Series, from, step, iv, func(pt *service.StatsPoint, frac float64) { pt.GPUsBusy += weight * frac })
+			a.gpuHours[workloadOf(j)] += weight * iv.until.Sub(iv.from).Hours()
+		case iv.state == cluster.StateQueued:
+			addOver(st.Series, from, step, iv, func(pt *service.StatsPoint, frac float64) {
+				if frac > 0.5 {
+					pt.Queued++
+				}
+			})
+		}
+	}
+	queuedSince := j.SubmitTime
+	for _, e := range evs {
+		switch e.Type {
+		case store.EventStarted:
+			w := e.Time.Sub(queuedSince).Seconds()
+			a.tierWaits[j.Spec.Tier.String()] = append(a.tierWaits[j.Spec.Tier.String()], w)
+			a.tenantWaits[j.Spec.Tenant] = append(a.tenantWaits[j.Spec.Tenant], w)
+		case store.EventFinished:
+			st.Completed++
+			a.finished = append(a.finished, j.ID)
+		case store.EventFailed:
+			st.Failed++
+			a.failures[cmp.Or(e.Message, "unknown")]++
+		}
+		if e.To == cluster.StateQueued {
+			queuedSince = e.Time
+		}
+	}
 }
 
 // statsSteps checks a query and applies the defaults.

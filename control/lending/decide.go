@@ -107,36 +107,7 @@ func (p *Lending) Watch(ctx context.Context, lv *live.State) {
 	if !due {
 		return
 	}
-	load := map[string]int{}
-	for _, pl := range lv.Placements {
-		for _, a := range pl.Allocations {
-			load[a.GPU.Node] += a.Milli
-		}
-	}
-	var pools []*loanPool
-	byName := map[string]*loanPool{}
-	var uuids []string
-	for _, n := range p.d.Nodes.Nodes() {
-		name, ok := p.Inference(&n)
-		if !ok {
-			continue
-		}
-		lp := byName[name]
-		if lp == nil {
-			lp = &loanPool{name: name}
-			byName[name] = lp
-			pools = append(pools, lp)
-		}
-		var us []string
-		for _, g := range n.GPUs {
-			if g.UUID != "" {
-				us = append(us, g.UUID)
-			}
-		}
-		lp.nodes, lp.gpus, lp.uuids = append(lp.nodes, n.Name), append(lp.gpus, len(n.GPUs)), append(lp.uuids, us)
-		lp.load, lp.down = append(lp.load, load[n.Name]), append(lp.down, n.State == cluster.NodeFailed)
-		uuids = append(uuids, us...)
-	}
+	pools, uuids := p.pools(lv)
 	model, threshold := telemetry.Served(p.d.Idle)
 	p.wg.Add(1)
 	go func() { // the plan loop's context
@@ -181,6 +152,42 @@ func (p *Lending) Watch(ctx context.Context, lv *live.State) {
 			p.d.Poke()
 		}
 	}()
+}
+
+// pools is the inference pools as the nodes are now, with the training
+// load on each node and every pool GPU's UUID.
+func (p *Lending) pools(lv *live.State) ([]*loanPool, []string) {
+	load := map[string]int{}
+	for _, pl := range lv.Placements {
+		for _, a := range pl.Allocations {
+			load[a.GPU.Node] += a.Milli
+		}
+	}
+	var pools []*loanPool
+	byName := map[string]*loanPool{}
+	var uuids []string
+	for _, n := range p.d.Nodes.Nodes() {
+		name, ok := p.Inference(&n)
+		if !ok {
+			continue
+		}
+		lp := byName[name]
+		if lp == nil {
+			lp = &loanPool{name: name}
+			byName[name] = lp
+			pools = append(pools, lp)
+		}
+		var us []string
+		for _, g := range n.GPUs {
+			if g.UUID != "" {
+				us = append(us, g.UUID)
+			}
+		}
+		lp.nodes, lp.gpus, lp.uuids = append(lp.nodes, n.Name), append(lp.gpus, len(n.GPUs)), append(lp.uuids, us)
+		lp.load, lp.down = append(lp.load, load[n.Name]), append(lp.down, n.State == cluster.NodeFailed)
+		uuids = append(uuids, us...)
+	}
+	return pools, uuids
 }
 
 // gpusByNode gives each pool node whose GPUs carry no UUIDs (a Kubernetes
@@ -229,18 +236,69 @@ func (p *Lending) decideLoans(now time.Time, model *idle.Model, lp *loanPool, gr
 	gen := p.gen[lp.name]
 	p.mu.Unlock()
 
+	dm := p.demand(now, lp, grids, loans, nodes)
+	busyNow := dm.busy[len(dm.busy)-1]
+	d := decision{at: now, gen: gen, pool: lp.name, nodes: lp.nodes, busy: busyNow, serving: float64(dm.serving)}
+	// Every serving GPU busy: the demand may be beyond them.
+	d.takeBack = lend.TakeBack(nodes, lend.Urgent(float64(dm.servingBusy), float64(dm.serving), true))
+	if !forecast {
+		return d, len(d.takeBack) > 0
+	}
+	hist := make([]float64, len(dm.busy))
+	for m := range hist {
+		hist[m] = float64(dm.upGPUs) - dm.busy[m]
+	}
+	pol := cfg.policy()
+	var lender lend.Lender
+	switch {
+	case model != nil:
+		lender = lend.Model{Model: model, Level: cfg.Level, Recent: cfg.Recent}
+	case cfg.Recent > 0:
+		lender = lend.Recent{Window: cfg.Recent}
+	default:
+		p.log.Warn("lending: no idle model is published and Recent is 0 (the model alone): nothing lent this time", "pool", lp.name)
+		return d, len(d.takeBack) > 0
+	}
+	ahead, err := lender.IdleAhead(lend.Query{Now: now, GPUs: dm.upGPUs, History: hist, Replicas: dm.reps, Step: pol.Every, Leads: pol.Leads()})
+	if err != nil || len(ahead) < pol.Leads() {
+		p.log.Warn("lending: no forecast; nothing lent this time", "pool", lp.name, "error", err)
+		return d, len(d.takeBack) > 0
+	}
+	for _, k := range d.takeBack {
+		nodes[k].State = lend.Returning
+	}
+	// A failed node's GPUs are busy to Decide: they serve nothing.
+	dec := pol.Decide(ahead, nodes, busyNow+float64(dm.downGPUs))
+	d.takeBack = append(d.takeBack, dec.TakeBack...)
+	d.lend, d.ahead, d.keep, d.loan, d.forecast = dec.Lend, ahead, dec.Keep, dec.Loanable, true
+	return d, true
+}
+
+// poolDemand is a pool's inference demand as a decision reads it.
+type poolDemand struct {
+	busy        []float64   // the busy GPUs up at each minute of the grids, the last now
+	reps        [][]float64 // each seen GPU's idleness, its minutes on loan NaN
+	upGPUs      int         // the GPUs of the nodes up (a failed lent node is up to the service)
+	downGPUs    int         // the GPUs of the failed serving nodes
+	serving     int         // the GPUs of the serving nodes
+	servingBusy int         // of those, busy now
+}
+
+// demand is lp's demand: a GPU that served inference at a minute and was
+// busy (at or above the idle threshold, or not seen) then; a node's
+// minutes on loan are not the service's (nodeLoan.served). It marks the
+// nodes whose GPUs served within Recent to Keep.
+func (p *Lending) demand(now time.Time, lp *loanPool, grids map[string]idle.Grid, loans []*nodeLoan, nodes []lend.Node) poolDemand {
 	n := int(telemetry.History / telemetry.Step) // the grids' minutes, the last now
 	start := now.Truncate(telemetry.Step).Add(-time.Duration(n-1) * telemetry.Step)
-	recent := min(int(cfg.Recent/telemetry.Step), n)
-	busy := make([]float64, n) // the demand on the GPUs up
-	var reps [][]float64
-	upGPUs, downGPUs, serving, servingBusy := 0, 0, 0, 0
+	recent := min(int(p.cfg.Recent/telemetry.Step), n)
+	dm := poolDemand{busy: make([]float64, n)}
 	for k := range nodes {
 		if lp.down[k] && nodes[k].State == lend.Serving {
-			downGPUs += lp.gpus[k] // a failed lent node stays lent: idle to the service
+			dm.downGPUs += lp.gpus[k] // a failed lent node stays lent: idle to the service
 			continue
 		}
-		upGPUs += lp.gpus[k]
+		dm.upGPUs += lp.gpus[k]
 		served := make([]bool, n)
 		lent := false
 		for m := range served {
@@ -267,56 +325,23 @@ func (p *Lending) decideLoans(now time.Time, model *idle.Model, lp *loanPool, gr
 					nodeBusy[m]++
 				}
 			}
-			reps = append(reps, series)
+			dm.reps = append(dm.reps, series)
 		}
 		for m := range nodeBusy {
 			if served[m] {
 				nodeBusy[m] += float64(lp.gpus[k] - seen)
 			}
-			busy[m] += nodeBusy[m]
+			dm.busy[m] += nodeBusy[m]
 		}
 		for _, v := range nodeBusy[n-recent:] {
 			nodes[k].Keep = nodes[k].Keep || v > 0
 		}
 		if nodes[k].State == lend.Serving {
-			serving += lp.gpus[k]
-			servingBusy += int(nodeBusy[n-1])
+			dm.serving += lp.gpus[k]
+			dm.servingBusy += int(nodeBusy[n-1])
 		}
 	}
-	d := decision{at: now, gen: gen, pool: lp.name, nodes: lp.nodes, busy: busy[n-1], serving: float64(serving)}
-	// Every serving GPU busy: the demand may be beyond them.
-	d.takeBack = lend.TakeBack(nodes, lend.Urgent(float64(servingBusy), float64(serving), true))
-	if !forecast {
-		return d, len(d.takeBack) > 0
-	}
-	hist := make([]float64, n)
-	for m := range hist {
-		hist[m] = float64(upGPUs) - busy[m]
-	}
-	pol := cfg.policy()
-	var lender lend.Lender
-	switch {
-	case model != nil:
-		lender = lend.Model{Model: model, Level: cfg.Level, Recent: cfg.Recent}
-	case cfg.Recent > 0:
-		lender = lend.Recent{Window: cfg.Recent}
-	default:
-		p.log.Warn("lending: no idle model is published and Recent is 0 (the model alone): nothing lent this time", "pool", lp.name)
-		return d, len(d.takeBack) > 0
-	}
-	ahead, err := lender.IdleAhead(lend.Query{Now: now, GPUs: upGPUs, History: hist, Replicas: reps, Step: pol.Every, Leads: pol.Leads()})
-	if err != nil || len(ahead) < pol.Leads() {
-		p.log.Warn("lending: no forecast; nothing lent this time", "pool", lp.name, "error", err)
-		return d, len(d.takeBack) > 0
-	}
-	for _, k := range d.takeBack {
-		nodes[k].State = lend.Returning
-	}
-	// A failed node's GPUs are busy to Decide: they serve nothing.
-	dec := pol.Decide(ahead, nodes, busy[n-1]+float64(downGPUs))
-	d.takeBack = append(d.takeBack, dec.TakeBack...)
-	d.lend, d.ahead, d.keep, d.loan, d.forecast = dec.Lend, ahead, dec.Keep, dec.Loanable, true
-	return d, true
+	return dm
 }
 
 // Apply carries out the decisions the background reads made: in

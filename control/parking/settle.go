@@ -37,20 +37,34 @@ func (p *Parking) Settle(ctx context.Context, now time.Time) {
 	if p.d.Cordoner != nil && !p.loop.reconciled && !now.Before(p.loop.marksFrom) {
 		p.reconcileMarks(ctx, now, ready)
 	}
-	pw := park.Power{Suspend: cfg.Suspend != "", Resume: cfg.Resume != "", WakeTimeout: cfg.WakeTimeout}
-	type change struct {
-		node   cluster.Node
-		step   park.Step
-		failed *powerRun // a Suspend that failed, noted again if the change is not recorded
+	changes, resume := p.steps(now, ready, settling)
+	for _, r := range resume {
+		p.log.Warn("parking: a woken node went down after its wake (it was shutting down): its resume program runs again", "node", r.node)
+		p.runPowerProgram(ctx, cfg.Resume, r)
 	}
-	var (
-		changes []change
-		resume  []powerRun
-	)
+	for _, c := range changes {
+		p.change(ctx, now, c)
+	}
+}
+
+// change is a move of a parked or waking node that settling found.
+type change struct {
+	node   cluster.Node
+	step   park.Step
+	failed *powerRun // a Suspend that failed, noted again if the change is not recorded
+}
+
+// steps settles each record on the programs that ended (park.Power.Ended)
+// and on what the fleet shows (Observe; not while settling after a
+// restart): the changes to record, by node name, and the Resume programs
+// to run again.
+func (p *Parking) steps(now time.Time, ready map[string]bool, settling bool) (changes []change, resume []powerRun) {
+	pw := park.Power{Suspend: p.cfg.Suspend != "", Resume: p.cfg.Resume != "", WakeTimeout: p.cfg.WakeTimeout}
 	changed := func(name string) bool {
 		return slices.ContainsFunc(changes, func(c change) bool { return c.node.Name == name })
 	}
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	runs := p.powerRuns
 	p.powerRuns = nil
 	for _, r := range runs {
@@ -77,34 +91,34 @@ func (p *Parking) Settle(ctx context.Context, now time.Time) {
 			changes = append(changes, change{node: pn.node, step: step})
 		}
 	}
-	p.mu.Unlock()
-	for _, r := range resume {
-		p.log.Warn("parking: a woken node went down after its wake (it was shutting down): its resume program runs again", "node", r.node)
-		p.runPowerProgram(ctx, cfg.Resume, r)
-	}
 	slices.SortFunc(changes, func(a, b change) int { return strings.Compare(a.node.Name, b.node.Name) })
-	for _, c := range changes {
-		if c.step.To == park.Parked {
-			p.setParked(ctx, c.node, park.Waking, park.Parked, now, c.step.Msg, "")
-			continue // if not recorded, the next cycle sees the same again
-		}
-		if !p.setAwake(ctx, c.node.Name, now, c.step.Msg) {
-			if c.step.Hold {
-				p.mu.Lock()
-				p.powerRuns = append(p.powerRuns, *c.failed) // the next cycle sees it again
-				p.mu.Unlock()
-			}
-			continue
-		}
-		p.loop.notParked[c.node.Name] = true // a node awake while parked bears the mark still
+	return changes, resume
+}
+
+// change records a change settling found: a wake that failed parks the
+// node again; an awake node is forgotten, its boot learnt, and held from
+// parking when its Suspend failed.
+func (p *Parking) change(ctx context.Context, now time.Time, c change) {
+	if c.step.To == park.Parked {
+		p.setParked(ctx, c.node, park.Waking, park.Parked, now, c.step.Msg, "")
+		return // if not recorded, the next cycle sees the same again
+	}
+	if !p.setAwake(ctx, c.node.Name, now, c.step.Msg) {
 		if c.step.Hold {
-			p.loop.hold[c.node.Name] = now.Add(cfg.IdleAfter)
+			p.mu.Lock()
+			p.powerRuns = append(p.powerRuns, *c.failed) // the next cycle sees it again
+			p.mu.Unlock()
 		}
-		if c.step.Booted > 0 {
-			p.learnBoot(c.step.Booted)
-			if err := p.d.Store.AddBoot(ctx, store.NodeBoot{Node: c.node.Name, Awake: now, Boot: c.step.Booted}); err != nil {
-				p.log.Warn("parking: the boot is not kept for a restart", "node", c.node.Name, "error", err)
-			}
+		return
+	}
+	p.loop.notParked[c.node.Name] = true // a node awake while parked bears the mark still
+	if c.step.Hold {
+		p.loop.hold[c.node.Name] = now.Add(p.cfg.IdleAfter)
+	}
+	if c.step.Booted > 0 {
+		p.learnBoot(c.step.Booted)
+		if err := p.d.Store.AddBoot(ctx, store.NodeBoot{Node: c.node.Name, Awake: now, Boot: c.step.Booted}); err != nil {
+			p.log.Warn("parking: the boot is not kept for a restart", "node", c.node.Name, "error", err)
 		}
 	}
 }

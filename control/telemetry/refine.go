@@ -126,55 +126,10 @@ type refineJob struct {
 func (p *Refiner) refine(ctx context.Context, now time.Time, jobs []refineJob) {
 	p.refineMu.Lock()
 	defer p.refineMu.Unlock()
-	// 1. What is new of their memory series since the last refinement, in
-	// one query of whole windows (p.memSeries keeps what was read; a job
-	// restarted since is read again from its new start).
-	end := now.Truncate(refineStep)
-	var from time.Time
-	ids := make([]string, len(jobs))
-	seriesOf := map[string]*jobSeries{}
-	next := map[cluster.JobID]*jobSeries{} // only the jobs still eligible stay
-	for i, j := range jobs {
-		ids[i] = string(j.id)
-		js := p.memSeries[j.id]
-		if js == nil || !js.start.Equal(j.start) {
-			js = &jobSeries{start: j.start, until: j.start.Truncate(refineStep), s: datasets.Series{ID: ids[i]}}
-		}
-		seriesOf[ids[i]], next[j.id] = js, js
-		if from.IsZero() || js.until.Before(from) {
-			from = js.until
-		}
-	}
-	p.memSeries = next
-	// A long history (the first refinement after a restart) is read a
-	// chunk at a time, each query bounded; what was read stays read.
-	for lo := from; len(ids) > 0 && lo.Before(end); {
-		hi := lo.Add(refineChunk)
-		if hi.After(end) {
-			hi = end
-		}
-		qctx, cancel := context.WithTimeout(ctx, refineTimeout)
-		series, err := p.mem.JobMemory(qctx, collector.JobMemoryQuery{Jobs: ids, Start: lo, End: hi, Step: refineStep})
-		cancel()
-		if err != nil {
-			p.log.Warn("running jobs' memory not refined: telemetry unreadable; the previous refinement stands", "jobs", len(ids), "error", err)
-			return
-		}
-		for _, s := range series {
-			if js := seriesOf[s.Job]; js != nil {
-				for _, pt := range s.Points {
-					if !pt.Time.Before(js.until) {
-						js.s.Times, js.s.Values = append(js.s.Times, pt.Time), append(js.s.Values, pt.Value)
-					}
-				}
-			}
-		}
-		for _, js := range seriesOf {
-			if js.until.Before(hi) {
-				js.until = hi
-			}
-		}
-		lo = hi
+	// 1. What is new of their memory series since the last refinement.
+	seriesOf, ok := p.readSeries(ctx, now, jobs)
+	if !ok {
+		return
 	}
 	// 2. Each job's peak over the model's horizon.
 	refined := map[cluster.JobID]int64{}
@@ -212,6 +167,62 @@ func (p *Refiner) refine(ctx context.Context, now time.Time, jobs []refineJob) {
 	if len(refined) > 0 {
 		p.log.Info("running jobs' memory refined", "jobs", len(refined), "eligible", len(jobs), "raised", raised, "lowered", lowered)
 	}
+}
+
+// readSeries reads what is new of the jobs' memory series since the last
+// refinement, and keeps it; false when the store did not answer.
+func (p *Refiner) readSeries(ctx context.Context, now time.Time, jobs []refineJob) (map[string]*jobSeries, bool) {
+	// What is new of their memory series since the last refinement, in
+	// one query of whole windows (p.memSeries keeps what was read; a job
+	// restarted since is read again from its new start).
+	end := now.Truncate(refineStep)
+	var from time.Time
+	ids := make([]string, len(jobs))
+	seriesOf := map[string]*jobSeries{}
+	next := map[cluster.JobID]*jobSeries{} // only the jobs still eligible stay
+	for i, j := range jobs {
+		ids[i] = string(j.id)
+		js := p.memSeries[j.id]
+		if js == nil || !js.start.Equal(j.start) {
+			js = &jobSeries{start: j.start, until: j.start.Truncate(refineStep), s: datasets.Series{ID: ids[i]}}
+		}
+		seriesOf[ids[i]], next[j.id] = js, js
+		if from.IsZero() || js.until.Before(from) {
+			from = js.until
+		}
+	}
+	p.memSeries = next
+	// A long history (the first refinement after a restart) is read a
+	// chunk at a time, each query bounded; what was read stays read.
+	for lo := from; len(ids) > 0 && lo.Before(end); {
+		hi := lo.Add(refineChunk)
+		if hi.After(end) {
+			hi = end
+		}
+		qctx, cancel := context.WithTimeout(ctx, refineTimeout)
+		series, err := p.mem.JobMemory(qctx, collector.JobMemoryQuery{Jobs: ids, Start: lo, End: hi, Step: refineStep})
+		cancel()
+		if err != nil {
+			p.log.Warn("running jobs' memory not refined: telemetry unreadable; the previous refinement stands", "jobs", len(ids), "error", err)
+			return nil, false
+		}
+		for _, s := range series {
+			if js := seriesOf[s.Job]; js != nil {
+				for _, pt := range s.Points {
+					if !pt.Time.Before(js.until) {
+						js.s.Times, js.s.Values = append(js.s.Times, pt.Time), append(js.s.Values, pt.Value)
+					}
+				}
+			}
+		}
+		for _, js := range seriesOf {
+			if js.until.Before(hi) {
+				js.until = hi
+			}
+		}
+		lo = hi
+	}
+	return seriesOf, true
 }
 
 // Memory is the refined P90 peak memory of a running job, if any.

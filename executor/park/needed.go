@@ -43,96 +43,119 @@ type Need struct {
 // wakes nothing more. A stage whose plan fails places nothing; its error
 // is returned with the answer of the other stages.
 func Needed(ctx context.Context, planner executor.Planner, n Need) (wake map[string]string, planned map[string]bool, err error) {
-	wake, planned = map[string]string{}, map[string]bool{}
-	views := make(map[cluster.JobID]*executor.JobView, len(n.In.Queue))
-	for _, v := range n.In.Queue {
-		views[v.Job.ID] = v
+	st := newStages(planner, n)
+	if len(st.queue) == 0 {
+		return map[string]string{}, st.planned, nil // nothing waits
 	}
-	victims := map[cluster.JobID]bool{}
-	for _, pr := range n.Plan.Preemptions {
-		victims[pr.Job] = true
+	if st.stopping {
+		st.plan(ctx, "the GPUs being freed")
 	}
-	var running []*executor.RunningJob // those that hold GPUs in the stages
-	stopping := false
-	for _, r := range n.In.Running {
-		if r.Stopping || victims[r.Job.ID] {
-			stopping = true
-			continue
-		}
-		running = append(running, r)
+	if len(st.queue) > 0 && len(n.Waking) > 0 {
+		st.up(n.Waking)
+		st.plan(ctx, "the waking nodes")
 	}
-	queue := slices.Clone(n.In.Queue)
-	placed := func(pls []executor.Placement) {
-		done := map[cluster.JobID]bool{}
-		for _, pl := range pls {
-			if v := views[pl.Job]; v != nil {
-				done[pl.Job] = true
-				running = append(running, &executor.RunningJob{JobView: *v, Allocations: pl.Allocations, Started: n.In.Now})
-			}
-		}
-		queue = slices.DeleteFunc(queue, func(v *executor.JobView) bool { return done[v.Job.ID] })
+	wake = map[string]string{}
+	if len(st.queue) == 0 {
+		return wake, st.planned, errors.Join(st.errs...)
 	}
-	placed(n.Plan.Placements)
-	if len(queue) == 0 {
-		return wake, planned, nil // nothing waits
-	}
-	nodes := slices.Clone(n.Nodes)
-	at := map[string]int{}
-	for i := range nodes {
-		at[nodes[i].Name] = i
-	}
-	up := func(ns []cluster.Node) {
-		for _, node := range ns {
-			if i, ok := at[node.Name]; ok {
-				nodes[i].State = cluster.NodeReady
-			} else {
-				at[node.Name] = len(nodes)
-				nodes = append(nodes, node)
-			}
-		}
-	}
-	var errs []error
-	stage := func(name string) []executor.Placement {
-		snap := cluster.NewSnapshot(&cluster.Fleet{Nodes: nodes, Tenants: n.Tenants}, n.In.Now)
-		for _, r := range running {
-			_ = snap.Allocate(r.Job.ID, r.Allocations) // a job whose GPUs are not in the fleet holds none
-		}
-		in := n.In
-		in.Cluster, in.Free, in.Running, in.Queue, in.Unexplained = snap, nil, running, queue, true // a free index of its own
-		got, err := planner.Plan(ctx, in)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("planning the jobs that wait on %s: %w", name, err))
-			return nil
-		}
-		placed(got.Placements)
-		for _, pl := range got.Placements {
-			for _, a := range pl.Allocations {
-				planned[a.GPU.Node] = true
-			}
-		}
-		return got.Placements
-	}
-	if stopping {
-		stage("the GPUs being freed")
-	}
-	if len(queue) > 0 && len(n.Waking) > 0 {
-		up(n.Waking)
-		stage("the waking nodes")
-	}
-	if len(queue) == 0 {
-		return wake, planned, errors.Join(errs...)
-	}
-	up(n.Asleep)
+	st.up(n.Asleep)
 	asleep := map[string]bool{}
 	for _, node := range n.Asleep {
 		asleep[node.Name] = true
 	}
-	for _, pl := range stage("the parked nodes") {
+	for _, pl := range st.plan(ctx, "the parked nodes") {
 		for _, a := range pl.Allocations {
 			if _, known := wake[a.GPU.Node]; !known && asleep[a.GPU.Node] {
 				wake[a.GPU.Node] = fmt.Sprintf("job %s waits for it", pl.Job)
 			}
 		}
 	}
-	return wake, planned, errors.Join(errs...)
+	return wake, st.planned, errors.Join(st.errs...)
+}
+
+// stages is Needed's plans, each on top of the ones before.
+type stages struct {
+	planner  executor.Planner
+	n        Need
+	views    map[cluster.JobID]*executor.JobView
+	running  []*executor.RunningJob // those that hold GPUs in the stages
+	stopping bool                   // jobs are being stopped: their GPUs are free in the stages
+	queue    []*executor.JobView    // the jobs still waiting
+	nodes    []cluster.Node
+	at       map[string]int // nodes' indices
+	planned  map[string]bool
+	errs     []error
+}
+
+// newStages starts from the plan: its placements run, its victims' and
+// the stopping jobs' GPUs are free.
+func newStages(planner executor.Planner, n Need) *stages {
+	st := &stages{planner: planner, n: n, views: make(map[cluster.JobID]*executor.JobView, len(n.In.Queue)),
+		queue: slices.Clone(n.In.Queue), nodes: slices.Clone(n.Nodes), at: map[string]int{}, planned: map[string]bool{}}
+	for _, v := range n.In.Queue {
+		st.views[v.Job.ID] = v
+	}
+	victims := map[cluster.JobID]bool{}
+	for _, pr := range n.Plan.Preemptions {
+		victims[pr.Job] = true
+	}
+	for _, r := range n.In.Running {
+		if r.Stopping || victims[r.Job.ID] {
+			st.stopping = true
+			continue
+		}
+		st.running = append(st.running, r)
+	}
+	for i := range st.nodes {
+		st.at[st.nodes[i].Name] = i
+	}
+	st.placed(n.Plan.Placements)
+	return st
+}
+
+// placed runs the jobs of pls and takes them out of the queue.
+func (st *stages) placed(pls []executor.Placement) {
+	done := map[cluster.JobID]bool{}
+	for _, pl := range pls {
+		if v := st.views[pl.Job]; v != nil {
+			done[pl.Job] = true
+			st.running = append(st.running, &executor.RunningJob{JobView: *v, Allocations: pl.Allocations, Started: st.n.In.Now})
+		}
+	}
+	st.queue = slices.DeleteFunc(st.queue, func(v *executor.JobView) bool { return done[v.Job.ID] })
+}
+
+// up brings nodes up for the stages that follow.
+func (st *stages) up(ns []cluster.Node) {
+	for _, node := range ns {
+		if i, ok := st.at[node.Name]; ok {
+			st.nodes[i].State = cluster.NodeReady
+		} else {
+			st.at[node.Name] = len(st.nodes)
+			st.nodes = append(st.nodes, node)
+		}
+	}
+}
+
+// plan plans the waiting jobs on the nodes as they are now; what it
+// places runs in the stages after it.
+func (st *stages) plan(ctx context.Context, name string) []executor.Placement {
+	snap := cluster.NewSnapshot(&cluster.Fleet{Nodes: st.nodes, Tenants: st.n.Tenants}, st.n.In.Now)
+	for _, r := range st.running {
+		_ = snap.Allocate(r.Job.ID, r.Allocations) // a job whose GPUs are not in the fleet holds none
+	}
+	in := st.n.In
+	in.Cluster, in.Free, in.Running, in.Queue, in.Unexplained = snap, nil, st.running, st.queue, true // a free index of its own
+	got, err := st.planner.Plan(ctx, in)
+	if err != nil {
+		st.errs = append(st.errs, fmt.Errorf("planning the jobs that wait on %s: %w", name, err))
+		return nil
+	}
+	st.placed(got.Placements)
+	for _, pl := range got.Placements {
+		for _, a := range pl.Allocations {
+			st.planned[a.GPU.Node] = true
+		}
+	}
+	return got.Placements
 }

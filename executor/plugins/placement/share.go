@@ -160,26 +160,32 @@ func (cp *cyclePlacer) placeShare(job *cluster.Job, req *Request, c *executor.Ca
 		}
 		return nil, false, "no GPU has the share free"
 	}
-	n := c.Node(bestNode)
-	ref := cluster.GPURef{Node: n.Name, Index: bestGPU}
+	return cp.shareOn(job, req, c, ctx, bestNode, bestGPU, bestScore)
+}
+
+// shareOn is the share of GPU g of node i that placeShare chose (a MIG
+// instance on a MIG GPU), with why, the scorer's score being score.
+func (cp *cyclePlacer) shareOn(job *cluster.Job, req *Request, c *executor.Capacity, ctx *Context, i, g int, score float64) ([]cluster.Allocation, bool, string) {
+	n := c.Node(i)
+	ref := cluster.GPURef{Node: n.Name, Index: g}
 	milli := req.Milli
 	var prof MIGProfile
 	var start int
-	if n.GPUs[bestGPU].MIGEnabled {
-		prof, start, _ = cp.migFit(job, req, c, bestNode, bestGPU, c.FreeMilli(bestNode, bestGPU))
+	if n.GPUs[g].MIGEnabled {
+		prof, start, _ = cp.migFit(job, req, c, i, g, c.FreeMilli(i, g))
 		milli = prof.Milli()
 	}
 	if cp.quiet {
 		return []cluster.Allocation{{GPU: ref, Milli: milli}}, true, ""
 	}
-	why := fmt.Sprintf("%s: %d milli-GPUs of %s (%d free)", cp.name, req.Milli, ref, c.FreeMilli(bestNode, bestGPU))
-	if n.GPUs[bestGPU].MIGEnabled {
+	why := fmt.Sprintf("%s: %d milli-GPUs of %s (%d free)", cp.name, req.Milli, ref, c.FreeMilli(i, g))
+	if n.GPUs[g].MIGEnabled {
 		why = fmt.Sprintf("%s: MIG instance %s at memory slice %d of %s (hardware isolation)", cp.name, prof.Name, start, ref)
 	}
 	if ex, ok := cp.scorer.(Explainer); ok {
-		why += "; " + ex.Explain(cp.fillView(c, bestNode, nil), req, ctx, bestScore)
+		why += "; " + ex.Explain(cp.fillView(c, i, nil), req, ctx, score)
 	}
-	return []cluster.Allocation{{GPU: ref, Milli: milli}}, true, why + cp.energyNote(job, c, bestNode)
+	return []cluster.Allocation{{GPU: ref, Milli: milli}}, true, why + cp.energyNote(job, c, i)
 }
 
 // placeShareRemembering is placeShare with the failure memory.
