@@ -1,0 +1,225 @@
+package kubernetes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/prescient-sched/prescient/cluster"
+	"github.com/prescient-sched/prescient/executor"
+)
+
+// Start binds the job's pods to the planned nodes: each pod takes its GPU
+// count of the node's allocated GPUs. The attempt and job are written on
+// each pod first, so that a restart knows what it bound. If a bind fails
+// midway, the members already bound are deleted (their controller
+// recreates them) and the attempt is reported lost, so the control plane
+// requeues it. The same attempt again binds nothing.
+func (b *Backend) Start(ctx context.Context, a executor.Assignment) error {
+	b.mu.Lock()
+	j := b.jobs[a.Job.ID]
+	if j == nil || len(j.pods) == 0 {
+		b.mu.Unlock()
+		return fmt.Errorf("start %s attempt %d: %w", a.Job.ID, a.Attempt, ErrUnknownJob)
+	}
+	if a.Attempt < j.attempt || (a.Attempt == j.attempt && j.started) {
+		b.mu.Unlock()
+		return nil
+	}
+	var pods []*corev1.Pod
+	for _, p := range sortedPods(j.pods) {
+		if p.DeletionTimestamp == nil && !finished(p) {
+			pods = append(pods, p)
+		}
+	}
+	nodes, err := podNodes(a, len(pods), j.pj.Size)
+	if err != nil {
+		b.mu.Unlock()
+		return fmt.Errorf("start %s attempt %d: %w: %w", a.Job.ID, a.Attempt, ErrInvalidAssignment, err)
+	}
+	for i, p := range pods {
+		if ra, ok := boundAttempt(p); p.Spec.NodeName != "" && (!ok || ra.Job != a.Job.ID || ra.Attempt != a.Attempt || plannerNode(p) != nodes[i]) {
+			b.mu.Unlock()
+			return fmt.Errorf("start %s attempt %d: %w: pod %s/%s is bound to node %s already", a.Job.ID, a.Attempt,
+				ErrInvalidAssignment, p.Namespace, p.Name, p.Spec.NodeName)
+		}
+	}
+	j.attempt, j.started, j.ended, j.stopping = a.Attempt, false, false, false
+	b.mu.Unlock()
+
+	var bound []*corev1.Pod
+	for i, p := range pods {
+		if p.Spec.NodeName == "" {
+			if err := b.bind(ctx, p, a, parentNode(nodes[i])); err != nil {
+				b.log.Warn("bind failed; deleting the members bound", "job", a.Job.ID, "attempt", a.Attempt, "pod", p.Name,
+					"node", nodes[i], "bound", len(bound), "error", err)
+				b.deletePods(ctx, bound, "its gang could not be bound whole")
+				b.mu.Lock()
+				if j.attempt == a.Attempt {
+					j.ended = true
+				}
+				b.emitLocked(executor.JobEvent{Type: executor.JobLost, Time: b.cfg.Clock(), Node: nodes[i], Job: a.Job.ID,
+					Attempt: a.Attempt, Message: fmt.Sprintf("bind of pod %s to node %s failed: %v", p.Name, nodes[i], err)})
+				b.mu.Unlock()
+				return nil
+			}
+		}
+		bound = append(bound, p)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if j.attempt == a.Attempt && !j.ended {
+		j.started = true
+		b.emitLocked(executor.JobEvent{Type: executor.JobStarted, Time: b.cfg.Clock(), Node: nodes[0], Job: a.Job.ID, Attempt: a.Attempt})
+	}
+	return nil
+}
+
+// podNodes says which node each of n pods (sorted by name) goes to: the
+// allocations' nodes in order of first appearance, each taking as many
+// pods as it has GPUs for.
+func podNodes(a executor.Assignment, n, size int) ([]string, error) {
+	if n != size {
+		return nil, fmt.Errorf("%d of the gang's %d pods exist", n, size)
+	}
+	if len(a.Allocations) == 0 {
+		return nil, errors.New("no allocations")
+	}
+	perPod := a.Job.Spec.GPUs / size
+	var order []string
+	gpus := map[string]int{}
+	for _, al := range a.Allocations {
+		if _, ok := gpus[al.GPU.Node]; !ok {
+			order = append(order, al.GPU.Node)
+		}
+		gpus[al.GPU.Node]++
+	}
+	if perPod == 0 {
+		if len(order) != 1 && size != 1 {
+			return nil, errors.New("GPU-less gang members spread over several nodes")
+		}
+		out := make([]string, n)
+		for i := range out {
+			out[i] = order[i%len(order)]
+		}
+		return out, nil
+	}
+	var out []string
+	for _, node := range order {
+		if gpus[node]%perPod != 0 {
+			return nil, fmt.Errorf("node %s: %d GPUs do not split into pods of %d", node, gpus[node], perPod)
+		}
+		for k := 0; k < gpus[node]/perPod; k++ {
+			out = append(out, node)
+		}
+	}
+	if len(out) != n {
+		return nil, fmt.Errorf("the allocations hold %d pods of %d GPUs, the job has %d", len(out), perPod, n)
+	}
+	return out, nil
+}
+
+// bind writes the job and attempt on the pod, then binds it to node.
+func (b *Backend) bind(ctx context.Context, p *corev1.Pod, a executor.Assignment, node string) error {
+	patch, err := annotationPatch(map[string]string{AnnotationJob: string(a.Job.ID), AnnotationAttempt: strconv.Itoa(a.Attempt)})
+	if err != nil {
+		return err
+	}
+	pods := b.cfg.Client.CoreV1().Pods(p.Namespace)
+	if _, err := pods.Patch(ctx, p.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("annotate pod %s/%s: %w", p.Namespace, p.Name, err)
+	}
+	binding := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID},
+		Target: corev1.ObjectReference{Kind: "Node", APIVersion: "v1", Name: node}}
+	if err := pods.Bind(ctx, binding, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("bind pod %s/%s to node %s: %w", p.Namespace, p.Name, node, err)
+	}
+	return nil
+}
+
+// deletePods deletes pods (their controller recreates them); gone ones
+// are no error.
+func (b *Backend) deletePods(ctx context.Context, pods []*corev1.Pod, why string) {
+	for _, p := range pods {
+		err := b.cfg.Client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &p.UID}})
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			b.log.Error("pod not deleted", "pod", p.Namespace+"/"+p.Name, "why", why, "error", err)
+			continue
+		}
+		b.log.Info("pod deleted", "pod", p.Namespace+"/"+p.Name, "why", why)
+	}
+}
+
+// Checkpoint implements executor.Backend: it sets
+// prescient.io/checkpoint-requested on every member; the workload answers
+// with prescient.io/checkpointed-at.
+func (b *Backend) Checkpoint(ctx context.Context, id cluster.JobID) error {
+	pods, err := b.members(id, "checkpoint")
+	if err != nil {
+		return err
+	}
+	patch, err := annotationPatch(map[string]string{AnnotationCheckpointRequested: b.cfg.Clock().UTC().Format(time.RFC3339)})
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, p := range pods {
+		if _, err := b.cfg.Client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("checkpoint %s: annotate pod %s/%s: %w", id, p.Namespace, p.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Stop implements executor.Backend: it evicts every member through the
+// Eviction API with the grace period. A job whose pods are gone is
+// stopped already.
+func (b *Backend) Stop(ctx context.Context, id cluster.JobID, grace time.Duration) error {
+	b.mu.Lock()
+	j := b.jobs[id]
+	if j == nil || len(j.pods) == 0 || j.ended {
+		b.mu.Unlock()
+		return nil
+	}
+	j.stopping = true
+	pods := sortedPods(j.pods)
+	b.mu.Unlock()
+	secs := int64(grace.Round(time.Second) / time.Second)
+	var errs []error
+	for _, p := range pods {
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace},
+			DeleteOptions: &metav1.DeleteOptions{GracePeriodSeconds: &secs, Preconditions: &metav1.Preconditions{UID: &p.UID}}}
+		if err := b.cfg.Client.PolicyV1().Evictions(p.Namespace).Evict(ctx, ev); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("stop %s: evict pod %s/%s: %w", id, p.Namespace, p.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// members returns the pods of a job.
+func (b *Backend) members(id cluster.JobID, what string) ([]*corev1.Pod, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	j := b.jobs[id]
+	if j == nil || len(j.pods) == 0 {
+		return nil, fmt.Errorf("%s %s: %w", what, id, ErrUnknownJob)
+	}
+	var out []*corev1.Pod
+	for _, p := range sortedPods(j.pods) {
+		if !finished(p) { // a Job's failed pods of earlier attempts are history
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
