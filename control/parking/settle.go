@@ -201,40 +201,35 @@ func (p *Parking) settleCordons(ctx context.Context, now time.Time) {
 	}
 	var busy map[string]bool // read once, when an up node may be taken as parked
 	for _, name := range marked {
+		n, listed := nodes[name]
+		m := park.Mark{Ours: st.notParked[name], Parking: p.cfg != nil, Listed: listed, Up: n.State == "" || n.State == cluster.NodeReady}
 		p.mu.Lock()
-		pn := p.parked[name]
-		p.mu.Unlock()
-		if pn != nil && pn.State == park.Parked {
-			continue
+		if pn := p.parked[name]; pn != nil {
+			r := pn.Record
+			m.Record = &r
 		}
-		if n, listed := nodes[name]; pn == nil && !st.notParked[name] && p.cfg != nil && listed {
-			why := ""
-			if n.State == "" || n.State == cluster.NodeReady {
-				if busy == nil {
-					var err error
-					if busy, err = p.nodesWithJobs(ctx); err != nil {
-						p.log.Error("parking: a node bears the parked mark with no record here; reading the jobs' nodes failed", "node", name, "error", err)
-						continue // the next cycle tries again
-					}
-				}
-				why = p.d.Cordoner.Unparkable(name)
-				if busy[name] {
-					why = "jobs of this plane run there"
+		p.mu.Unlock()
+		act, why := park.OnMark(m)
+		if act == park.AskBusy {
+			if busy == nil {
+				var err error
+				if busy, err = p.nodesWithJobs(ctx); err != nil {
+					p.log.Error("parking: a node bears the parked mark with no record here; reading the jobs' nodes failed", "node", name, "error", err)
+					continue // the next cycle tries again
 				}
 			}
-			if why == "" {
-				if on, err := p.d.Cordoner.Marked(ctx, name); err != nil || !on {
-					continue // the view is behind (a mark taken off since), or the node unreadable: the next cycle sees
-				}
-				down := n.State != "" && n.State != cluster.NodeReady
-				n.State = cluster.NodeReady // its shape when up
-				if p.setParked(ctx, n, park.Awake, park.Parked, now, "node parked: it bears the parked mark, with no record here (parked by another replica, or its record lost)", "") && down {
-					p.mu.Lock()
-					p.parked[name].SeenDown = true // seen down since its park: awake once it is up
-					p.mu.Unlock()
-				}
-				continue // if not recorded, the next cycle tries again
-			}
+			b := busy[name]
+			m.Busy, m.Unparkable = &b, p.d.Cordoner.Unparkable(name)
+			act, why = park.OnMark(m)
+		}
+		switch act {
+		case park.KeepMark:
+			continue
+		case park.AdoptMark:
+			p.adoptMarked(ctx, now, n, !m.Up)
+			continue // if not recorded, the next cycle tries again
+		}
+		if why != "" {
 			p.log.Warn("parking: a node bears the parked mark with no record here and is not taken as parked: it is uncordoned", "node", name, "why", why)
 		}
 		if err := p.d.Cordoner.Uncordon(ctx, name); err != nil {
@@ -242,6 +237,21 @@ func (p *Parking) settleCordons(ctx context.Context, now time.Time) {
 			continue
 		}
 		delete(st.notParked, name)
+	}
+}
+
+// adoptMarked takes a node that bears the parked mark with no record here
+// as parked, once the mark read live again confirms it (the view may be
+// behind: a mark taken off since); a node down counts as seen down.
+func (p *Parking) adoptMarked(ctx context.Context, now time.Time, n cluster.Node, down bool) {
+	if on, err := p.d.Cordoner.Marked(ctx, n.Name); err != nil || !on {
+		return // the view is behind, or the node unreadable: the next cycle sees
+	}
+	n.State = cluster.NodeReady // its shape when up
+	if p.setParked(ctx, n, park.Awake, park.Parked, now, "node parked: it bears the parked mark, with no record here (parked by another replica, or its record lost)", "") && down {
+		p.mu.Lock()
+		p.parked[n.Name].SeenDown = true // seen down since its park: awake once it is up
+		p.mu.Unlock()
 	}
 }
 

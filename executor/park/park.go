@@ -17,6 +17,10 @@
 //	Waking  Resume failed, or not ready by WakeTimeout → Parked  not woken for WakeTimeout
 //	Waking  down after its wake, the first time        → Waking  Resume runs again
 //
+// Where other schedulers share the fleet a parked node bears a mark that
+// replicas with stores of their own share; OnMark says which marks the
+// plane keeps, adopts as parked nodes, or takes off.
+//
 // An Outlook weighs, over a lookahead, the GPUs that will be there — free
 // now on the nodes that are up, or freed by the running jobs, each with
 // its chance of ending by then given how long it has run
