@@ -24,10 +24,10 @@ type MarkAction uint8
 
 // The actions on a mark.
 const (
-	KeepMark      MarkAction = iota // the node is parked here: the mark is right
-	AdoptMark                       // take the node as parked, once the mark is read live again
-	UncordonMark                    // the node is not parked: take the mark off
-	AskBusy                         // ask again with Busy known
+	KeepMark     MarkAction = iota // the node is parked here: the mark is right
+	AdoptMark                      // take the node as parked, once the mark is read live again
+	UncordonMark                   // the node is not parked: take the mark off
+	AskBusy                        // ask again with Busy known
 )
 
 // OnMark says what the plane does with a marked node, and why when it
