@@ -10,7 +10,6 @@ import (
 
 func (s *Simulator) enqueue(j *simJob) {
 	s.queuedN[j.job.Spec.Tenant]++
-	s.queuedGPUs += float64(j.job.Spec.MilliGPUs()) / cluster.MilliGPU
 	if _, ok := s.waits[j.job.Spec.Tenant]; !ok {
 		s.waits[j.job.Spec.Tenant] = executor.TenantWaits{} // its queued time counts from now (advance)
 	}
@@ -25,7 +24,6 @@ func (s *Simulator) enqueue(j *simJob) {
 
 func (s *Simulator) dequeue(j *simJob) {
 	s.queuedN[j.job.Spec.Tenant]--
-	s.queuedGPUs -= float64(j.job.Spec.MilliGPUs()) / cluster.MilliGPU
 	if s.sorted != nil {
 		s.sorted.Remove(&j.view)
 		j.qpos = -1

@@ -200,14 +200,12 @@ type Simulator struct {
 	queuedN map[string]int                  // tenants' jobs in the queue
 	acct    accounting
 	caches  dataCaches
-	// queuedGPUs is the GPUs the queue asks for and arrivals the jobs
-	// that arrived (forecast parking's demand).
-	queuedGPUs float64
-	arrivals   park.Arrivals
-	dirty      bool
-	wakeAt     time.Time
-	down       []bool
-	lend       *lending // nil without Config.Lending
+	// arrivals are the jobs that arrived (forecast parking's rate).
+	arrivals park.Arrivals
+	dirty    bool
+	wakeAt   time.Time
+	down     []bool
+	lend     *lending // nil without Config.Lending
 }
 
 // Run replays cfg.Jobs on cfg.Fleet and returns the metrics.
