@@ -19,9 +19,9 @@ import (
 	"time"
 
 	"github.com/prescient-sched/prescient/api"
+	"github.com/prescient-sched/prescient/backend/simbackend"
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/control"
-	"github.com/prescient-sched/prescient/backend/simbackend"
 	"github.com/prescient-sched/prescient/datasets"
 	"github.com/prescient-sched/prescient/models"
 	"github.com/prescient-sched/prescient/predictor"

@@ -9,10 +9,10 @@ import (
 	"time"
 
 	"github.com/prescient-sched/prescient/api"
+	"github.com/prescient-sched/prescient/backend/simbackend"
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/cluster/clustertest"
 	"github.com/prescient-sched/prescient/control"
-	"github.com/prescient-sched/prescient/backend/simbackend"
 	"github.com/prescient-sched/prescient/executor"
 	"github.com/prescient-sched/prescient/service"
 	"github.com/prescient-sched/prescient/store"

@@ -12,8 +12,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 
-	"github.com/prescient-sched/prescient/collector"
 	kubebackend "github.com/prescient-sched/prescient/backend/kubernetes"
+	"github.com/prescient-sched/prescient/collector"
 )
 
 func TestTheManifestsDecodeStrictly(t *testing.T) {
