@@ -97,26 +97,15 @@ func (p *Lending) Watch(ctx context.Context, lv *live.State) {
 	if p.cfg == nil || p.d.Telemetry == nil {
 		return
 	}
-	p.mu.Lock()
-	due := !p.reading && (p.readAt.IsZero() || lv.Now.Sub(p.readAt) >= telemetry.ReadEvery)
-	forecast := due && (p.forecastAt.IsZero() || lv.Now.Sub(p.forecastAt) >= p.cfg.Every)
-	if due {
-		p.reading, p.readAt = true, lv.Now
-	}
-	p.mu.Unlock()
-	if !due {
+	if !p.read.Due(lv.Now, telemetry.ReadEvery) {
 		return
 	}
+	p.mu.Lock()
+	forecast := p.forecastAt.IsZero() || lv.Now.Sub(p.forecastAt) >= p.cfg.Every
+	p.mu.Unlock()
 	pools, uuids := p.pools(lv)
 	model, threshold := telemetry.Served(p.d.Idle)
-	p.wg.Add(1)
-	go func() { // the plan loop's context
-		defer p.wg.Done()
-		defer func() {
-			p.mu.Lock()
-			p.reading = false
-			p.mu.Unlock()
-		}()
+	p.read.Go(func() { // the plan loop's context
 		grids, read := p.d.Util.Read(ctx, lv.Now, threshold, uuids)
 		// Another read under way (watchIdle's, a forecast's) reads for
 		// this one too: wait for it, then take the copy.
@@ -151,7 +140,7 @@ func (p *Lending) Watch(ctx context.Context, lv *live.State) {
 		if len(out) > 0 {
 			p.d.Poke()
 		}
-	}()
+	})
 }
 
 // pools is the inference pools as the nodes are now, with the training

@@ -13,6 +13,7 @@ import (
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/collector"
 	"github.com/prescient-sched/prescient/control/advice"
+	"github.com/prescient-sched/prescient/control/live"
 	"github.com/prescient-sched/prescient/control/telemetry"
 	"github.com/prescient-sched/prescient/executor/lend"
 	"github.com/prescient-sched/prescient/models/idle"
@@ -117,19 +118,17 @@ type Lending struct {
 	cfg *Config // nil: nothing is lent
 	d   Deps
 	log *slog.Logger
-	wg  sync.WaitGroup
+	// read is the read of the pools beside the loop (Watch).
+	read live.Task
 
 	mu sync.Mutex
 	// loans are the inference nodes that were lent, by name, and gen
 	// counts each pool's changes of them.
 	loans map[string]*nodeLoan
 	gen   map[string]uint64
-	// pending are the decisions of the reads not applied yet; reading is
-	// set while a read runs, readAt is when the last one started and
-	// forecastAt when the last one that forecast did.
+	// pending are the decisions of the reads not applied yet;
+	// forecastAt is when the last read that forecast started.
 	pending    []decision
-	reading    bool
-	readAt     time.Time
 	forecastAt time.Time
 }
 
@@ -143,7 +142,7 @@ func New(cfg *Config, d Deps) *Lending {
 }
 
 // Wait waits for the read under way.
-func (p *Lending) Wait() { p.wg.Wait() }
+func (p *Lending) Wait() { p.read.Wait() }
 
 // nodeLoan is an inference node that was lent: lent now, being taken
 // back, or serving again.

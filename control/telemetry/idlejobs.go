@@ -38,7 +38,7 @@ type IdleJobs struct {
 	// the unnamed jobs are still looked up); zero, DefaultIdleJobAfter.
 	after time.Duration
 	log   *slog.Logger
-	wg    sync.WaitGroup
+	read  live.Task // the read beside the loop (Watch)
 
 	mu        sync.Mutex
 	jobs      map[cluster.JobID]idleJob // nil before the first read
@@ -46,8 +46,6 @@ type IdleJobs struct {
 	// procGPUs are the GPUs (UUIDs) of the running jobs whose backend
 	// does not name them, as their processes' samples did, per attempt.
 	procGPUs map[cluster.JobID]attemptGPUs
-	reading  bool
-	readAt   time.Time
 }
 
 // NewIdleJobs watches through util and st (nil: nothing), with the idle
@@ -84,37 +82,20 @@ func (p *IdleJobs) Watch(ctx context.Context, lv *live.State) {
 		return
 	}
 	lookupOnly := p.after < 0
-	p.mu.Lock()
-	due := !p.reading && (p.readAt.IsZero() || lv.Now.Sub(p.readAt) >= ReadEvery)
-	if due {
-		p.reading, p.readAt = true, lv.Now
-	}
-	p.mu.Unlock()
-	if !due {
+	if !p.read.Due(lv.Now, ReadEvery) {
 		return
 	}
 	jobs, uuids, unnamed := p.heldJobs(lv, lookupOnly)
 	if lookupOnly && len(unnamed) == 0 {
-		p.mu.Lock()
-		p.reading = false // nothing to look up
-		p.mu.Unlock()
+		p.read.Skip() // nothing to look up
 		return
 	}
 	_, threshold := Served(p.served)
-	p.wg.Add(1)
-	go func() { // the plan loop's context
-		defer p.wg.Done()
-		defer func() {
-			p.mu.Lock()
-			p.reading = false
-			p.mu.Unlock()
-		}()
-		p.read(ctx, lv.Now, threshold, jobs, uuids, unnamed)
-	}()
+	p.read.Go(func() { p.readJobs(ctx, lv.Now, threshold, jobs, uuids, unnamed) }) // the plan loop's context
 }
 
-// Wait waits for the reads under way.
-func (p *IdleJobs) Wait() { p.wg.Wait() }
+// Wait waits for the read under way.
+func (p *IdleJobs) Wait() { p.read.Wait() }
 
 // heldJobs is the running jobs whose GPUs Watch reads, with their GPUs'
 // UUIDs; a job whose GPUs the backend does not name takes those its
@@ -176,10 +157,10 @@ jobs:
 	return jobs, uuids, unnamed
 }
 
-// read looks for the unnamed jobs' GPUs by their processes, reads the
+// readJobs looks for the unnamed jobs' GPUs by their processes, reads the
 // utilization of every job's GPUs and keeps which jobs hold only idle
 // ones.
-func (p *IdleJobs) read(ctx context.Context, now time.Time, threshold float64, jobs []held, uuids []string, unnamed map[cluster.JobID]time.Time) {
+func (p *IdleJobs) readJobs(ctx context.Context, now time.Time, threshold float64, jobs []held, uuids []string, unnamed map[cluster.JobID]time.Time) {
 	found, looked := p.gpusOfProcesses(ctx, now, unnamed)
 	for _, us := range found {
 		uuids = append(uuids, us...) // read with the others

@@ -50,12 +50,10 @@ type Refiner struct {
 	mem     collector.JobMemoryStore
 	every   time.Duration
 	log     *slog.Logger
-	wg      sync.WaitGroup
+	task    live.Task // the refinement beside the loop
 
-	mu        sync.Mutex
-	refined   map[cluster.JobID]int64 // the running jobs' refined P90 memory
-	refinedAt time.Time               // when the last refinement started
-	refining  bool                    // one runs
+	mu      sync.Mutex
+	refined map[cluster.JobID]int64 // the running jobs' refined P90 memory
 	// refineMu is held by refine; memSeries are its reads so far.
 	refineMu  sync.Mutex
 	memSeries map[cluster.JobID]*jobSeries
@@ -70,7 +68,7 @@ func NewRefiner(r PeakRefiner, st collector.TelemetryStore, every time.Duration,
 }
 
 // Wait waits for the refinement under way.
-func (p *Refiner) Wait() { p.wg.Wait() }
+func (p *Refiner) Wait() { p.task.Wait() }
 
 // Refine starts, at most every RefineEvery and one at a time, a
 // re-forecast of the peak GPU memory of the running jobs that have run at
@@ -81,13 +79,7 @@ func (p *Refiner) Refine(ctx context.Context, lv *live.State) {
 	if p.refiner == nil || p.mem == nil {
 		return
 	}
-	p.mu.Lock()
-	due := !p.refining && (p.refinedAt.IsZero() || lv.Now.Sub(p.refinedAt) >= p.every)
-	if due {
-		p.refining, p.refinedAt = true, lv.Now
-	}
-	p.mu.Unlock()
-	if !due {
+	if !p.task.Due(lv.Now, p.every) {
 		return
 	}
 	var jobs []refineJob
@@ -98,16 +90,7 @@ func (p *Refiner) Refine(ctx context.Context, lv *live.State) {
 		}
 	}
 	// Not the caller's context: what-if's request may end first.
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
-		defer func() {
-			p.mu.Lock()
-			p.refining = false
-			p.mu.Unlock()
-		}()
-		p.refine(context.WithoutCancel(ctx), lv.Now, jobs)
-	}()
+	p.task.Go(func() { p.refine(context.WithoutCancel(ctx), lv.Now, jobs) })
 }
 
 // refineJob is a running job as refine needs it: its attempt's start and

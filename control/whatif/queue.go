@@ -21,28 +21,14 @@ func (p *WhatIf) ForecastQueue(ctx context.Context) {
 	if p.d.QueueEvery < 0 {
 		return
 	}
-	now := p.d.Clock()
-	p.aheadMu.Lock()
-	due := !p.forecasting && (p.aheadAt.IsZero() || now.Sub(p.aheadAt) >= p.d.QueueEvery)
-	if due {
-		p.forecasting, p.aheadAt = true, now
-	}
-	p.aheadMu.Unlock()
-	if !due {
+	if !p.queue.Due(p.d.Clock(), p.d.QueueEvery) {
 		return
 	}
-	p.wg.Add(1)
-	go func() { // the plan loop's context
-		defer p.wg.Done()
-		defer func() {
-			p.aheadMu.Lock()
-			p.forecasting = false
-			p.aheadMu.Unlock()
-		}()
+	p.queue.Go(func() { // the plan loop's context
 		if err := p.RefreshQueue(ctx); err != nil && ctx.Err() == nil {
 			p.d.Log.Warn("queue forecast failed; queued jobs keep the last one", "error", err)
 		}
-	}()
+	})
 }
 
 // RefreshQueue simulates the queue forward now and keeps the

@@ -82,18 +82,16 @@ type Deps struct {
 // forward from the live state (executor/sim on a virtual clock). Safe
 // for concurrent use.
 type WhatIf struct {
-	d  Deps
-	wg sync.WaitGroup
+	d     Deps
+	queue live.Task // the queue forecast beside the loop (ForecastQueue)
 
 	mu   sync.Mutex
 	last *baseline // the last baseline taken (baselineFor)
 
 	// ahead holds each queued job's predicted start and end from the last
 	// simulation of the queue (ForecastQueue), under aheadMu.
-	aheadMu     sync.Mutex
-	ahead       map[cluster.JobID]sim.JobOutcome
-	aheadAt     time.Time
-	forecasting bool
+	aheadMu sync.Mutex
+	ahead   map[cluster.JobID]sim.JobOutcome
 }
 
 // New makes a WhatIf on d.
@@ -103,7 +101,7 @@ func New(d Deps) *WhatIf {
 }
 
 // Wait waits for the queue forecast under way.
-func (p *WhatIf) Wait() { p.wg.Wait() }
+func (p *WhatIf) Wait() { p.queue.Wait() }
 
 // Answer is Service.WhatIf: it simulates forward from the live state on a
 // virtual clock starting now, once as things are (the baseline) and once
