@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -234,9 +236,11 @@ func fairShares(in *PlanInput) map[string]FairShare {
 			weights[name] = 1
 		}
 	}
+	// Sums in the names' order: a sum over a map's order differs in its
+	// last bits from run to run, which is enough to flip a near tie.
 	var wsum, usum float64
-	for name, w := range weights {
-		wsum += w
+	for _, name := range slices.Sorted(maps.Keys(weights)) {
+		wsum += weights[name]
 		usum += in.UsageGPU[name].Seconds()
 	}
 	out := make(map[string]FairShare, len(weights))
@@ -258,9 +262,9 @@ func fairShares(in *PlanInput) map[string]FairShare {
 // FairShare at its share (Factor 1).
 func addWaitRatios(out map[string]FairShare, waits map[string]TenantWaits) {
 	var q, a float64
-	for _, w := range waits {
-		q += w.QueuedS
-		a += w.Arrivals
+	for _, name := range slices.Sorted(maps.Keys(waits)) { // in order, as fairShares
+		q += waits[name].QueuedS
+		a += waits[name].Arrivals
 	}
 	if q <= 0 || a <= 0 {
 		return
