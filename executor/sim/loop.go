@@ -4,11 +4,11 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"slices"
 	"time"
 
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/executor"
+	"github.com/prescient-sched/prescient/executor/park"
 )
 
 // loop runs the replay. Each step:
@@ -174,7 +174,7 @@ func (s *Simulator) plan(ctx context.Context) error {
 	if s.cfg.Carbon != nil {
 		in.Carbon = s.cfg.Carbon // the interface stays nil without a series
 	}
-	parked := s.hideParked()
+	hidden := s.hideAsleep()
 	p, err := s.cfg.Planner.Plan(ctx, in)
 	if err != nil {
 		return fmt.Errorf("sim: plan at %s: %w", s.now.Format(time.RFC3339), err)
@@ -191,168 +191,85 @@ func (s *Simulator) plan(ctx context.Context) error {
 			return err
 		}
 	}
-	placed, next := len(p.Placements), p.NextReplan
-	if len(parked) > 0 {
-		var waits map[cluster.JobID]bool
-		if waits, err = s.waitingForStopping(ctx, in); err == nil {
-			s.showParked(parked)
-			var more executor.Plan
-			if more, err = s.planOnParked(ctx, in, waits); err == nil {
-				placed += len(more.Placements)
-				if next.IsZero() || !more.NextReplan.IsZero() && more.NextReplan.Before(next) {
-					next = more.NextReplan
-				}
-			}
-		}
-		if err != nil {
+	if len(hidden) > 0 {
+		if err := s.wakeNeeded(ctx, in, hidden); err != nil {
 			return err
 		}
 	}
-	if placed > 0 {
+	if len(p.Placements) > 0 {
 		s.wakeLending()
 	}
-	if !next.IsZero() && !next.Equal(s.wakeAt) {
+	if next := p.NextReplan; !next.IsZero() && !next.Equal(s.wakeAt) {
 		s.wakeAt = next
 		s.ev.push(event{at: next, kind: evWake})
 	}
 	return nil
 }
 
-// hideParked, with Config.WakeLast, takes the parked nodes out of the
-// plan (as the control plane drains them) and returns them.
-func (s *Simulator) hideParked() []hiddenNode {
+// hideAsleep, with Config.WakeLast, takes the parked and the booting
+// nodes out of the plan, as the control plane drains the nodes parked or
+// being woken, and returns them.
+func (s *Simulator) hideAsleep() []hiddenNode {
 	if !s.cfg.WakeLast || !s.acct.park.active {
 		return nil
 	}
-	var parked []hiddenNode
+	var hidden []hiddenNode
 	for i := range s.snap.Nodes {
-		if s.free.Ready(i) && s.acct.park.parked(s, i) {
-			parked = append(parked, hiddenNode{i: i, state: s.snap.Nodes[i].State})
+		booting := s.acct.park.bootUntil[i].After(s.now)
+		if s.free.Ready(i) && (booting || s.acct.park.parked(s, i)) {
+			hidden = append(hidden, hiddenNode{i: i, state: s.snap.Nodes[i].State, booting: booting})
 			s.free.SetReady(i, false)
 			s.snap.Nodes[i].State = cluster.NodeDrained
 		}
 	}
-	return parked
+	return hidden
 }
 
-// hiddenNode is a parked node hideParked took out of the plan, and its
-// state before.
+// hiddenNode is a node hideAsleep took out of the plan, its state before
+// and whether it was booting (else parked).
 type hiddenNode struct {
-	i     int
-	state cluster.NodeState
+	i       int
+	state   cluster.NodeState
+	booting bool
 }
 
-// showParked gives the hidden parked nodes back to the plan.
-func (s *Simulator) showParked(parked []hiddenNode) {
-	for _, h := range parked {
-		s.free.SetReady(h.i, true)
-		s.snap.Nodes[h.i].State = h.state
-	}
-}
-
-// waitingForStopping is the queued jobs that the GPUs of the jobs being
-// stopped will take, by a plan on the awake nodes with those GPUs free
-// (the control plane's first stage); its placements are not applied.
-func (s *Simulator) waitingForStopping(ctx context.Context, in executor.PlanInput) (waits map[cluster.JobID]bool, err error) {
-	type freed struct {
-		id     cluster.JobID
-		allocs []cluster.Allocation
-	}
-	var stopping []freed
-	var running []*executor.RunningJob
-	for _, r := range s.running {
-		// A job stopping frees all its GPUs, as in the control plane;
-		// those on a node out of the plan (an inference node being taken
-		// back) go to no waiting job, and those of a gang on the other
-		// nodes do.
-		if !r.Stopping {
-			running = append(running, r)
-			continue
-		}
-		allocs := s.snap.Release(r.Job.ID)
-		s.free.Release(allocs)
-		stopping = append(stopping, freed{r.Job.ID, allocs})
-	}
-	if len(stopping) == 0 {
-		return nil, nil
-	}
-	defer func() { // as they were
-		for _, f := range stopping {
-			out := s.readyFor(f.allocs) // both refuse GPUs on nodes out of the plan
-			if e := s.snap.Allocate(f.id, f.allocs); e != nil && err == nil {
-				err = fmt.Errorf("sim: restoring the GPUs of %s, being stopped: %w: %w", f.id, e, ErrInvariant)
-			}
-			if e := s.free.Allocate(f.allocs); e != nil && err == nil {
-				err = fmt.Errorf("sim: restoring the capacity of %s, being stopped: %w: %w", f.id, e, ErrInvariant)
-			}
-			out()
+// wakeNeeded, once the plan is carried out, wakes the hidden parked nodes
+// that the jobs it left waiting need (park.Needed: what the GPUs being
+// freed and the booting nodes will not take), as the control plane wakes
+// them, and gives the hidden nodes back to the plan. A woken node boots
+// for WakeTime, out of the plan until it is up.
+func (s *Simulator) wakeNeeded(ctx context.Context, in executor.PlanInput, hidden []hiddenNode) error {
+	defer func() {
+		for _, h := range hidden {
+			s.free.SetReady(h.i, true)
+			s.snap.Nodes[h.i].State = h.state
 		}
 	}()
 	s.jobsNow(&in)
-	in.Running = running // those that keep their GPUs
-	if len(in.Queue) == 0 {
-		return nil, nil
+	need := park.Need{In: in, Nodes: s.snap.Nodes, Tenants: s.snap.Tenants}
+	for _, h := range hidden {
+		n := s.snap.Nodes[h.i]
+		n.State = h.state
+		if h.booting {
+			need.Waking = append(need.Waking, n)
+		} else {
+			need.Asleep = append(need.Asleep, n)
+		}
 	}
-	p, err := s.cfg.Planner.Plan(ctx, in)
+	if len(need.Asleep) == 0 || len(in.Queue) == 0 {
+		return nil
+	}
+	wake, _, err := park.Needed(ctx, s.cfg.Planner, need)
 	if err != nil {
-		return nil, fmt.Errorf("sim: plan on the GPUs being freed at %s: %w", s.now.Format(time.RFC3339), err)
+		return fmt.Errorf("sim: the parked nodes the waiting jobs need at %s: %w", s.now.Format(time.RFC3339), err)
 	}
 	s.acct.cycles++
-	waits = map[cluster.JobID]bool{}
-	for _, pl := range p.Placements {
-		waits[pl.Job] = true
-	}
-	return waits, nil
-}
-
-// readyFor takes the nodes of allocs that are out of the plan into it,
-// so that their GPUs may be given back, and returns what takes them out
-// again.
-func (s *Simulator) readyFor(allocs []cluster.Allocation) (out func()) {
-	var back []hiddenNode
-	for _, a := range allocs {
-		i, ok := s.free.NodeIndex(a.GPU.Node)
-		if !ok || s.free.Ready(i) || slices.ContainsFunc(back, func(h hiddenNode) bool { return h.i == i }) {
-			continue
-		}
-		back = append(back, hiddenNode{i: i, state: s.snap.Nodes[i].State})
-		s.free.SetReady(i, true)
-		s.snap.Nodes[i].State = cluster.NodeReady
-	}
-	return func() {
-		for _, h := range back {
-			s.free.SetReady(h.i, false)
-			s.snap.Nodes[h.i].State = h.state
+	for _, h := range hidden {
+		if !h.booting && wake[s.snap.Nodes[h.i].Name] != "" {
+			s.acct.park.wake(s, h.i)
 		}
 	}
-}
-
-// planOnParked plans again, with the parked nodes back, for the jobs the
-// first plan left waiting but those waiting for the GPUs of jobs being
-// stopped, and starts its placements (the jobs it places on parked nodes
-// wake them); its preemptions do not count: the awake nodes' were the
-// first plan's.
-func (s *Simulator) planOnParked(ctx context.Context, in executor.PlanInput, waits map[cluster.JobID]bool) (executor.Plan, error) {
-	s.jobsNow(&in)
-	if len(waits) > 0 {
-		in.Queue = slices.DeleteFunc(slices.Clone(in.Queue), func(v *executor.JobView) bool { return waits[v.Job.ID] })
-	}
-	if len(in.Queue) == 0 {
-		return executor.Plan{}, nil
-	}
-	s.caches.warmQueue(s, in.Queue)
-	p, err := s.cfg.Planner.Plan(ctx, in)
-	if err != nil {
-		return p, fmt.Errorf("sim: plan on the parked nodes at %s: %w", s.now.Format(time.RFC3339), err)
-	}
-	s.acct.cycles++
-	s.acct.decisions += len(p.Placements)
-	for _, pl := range p.Placements {
-		if err := s.start(pl); err != nil {
-			return p, err
-		}
-	}
-	return p, nil
+	return nil
 }
 
 // jobsNow brings the running jobs' views up to now and gives in the

@@ -255,8 +255,7 @@ func (p *parking) review(s *Simulator) {
 	for _, a := range pol.Decide(in) {
 		i, _ := s.free.NodeIndex(a.Node)
 		if a.Kind == park.Wake {
-			p.endSpell(s, &s.acct, i, true) // a boot of WakeTime from now
-			p.beginSpell(s, i)
+			p.wake(s, i)
 			continue
 		}
 		p.afterOf[i] = s.now.Sub(p.emptyAt[i]).Seconds() // parked from now on
@@ -273,6 +272,14 @@ func (p *parking) review(s *Simulator) {
 // parkedAt is when node i, parked, parked.
 func (p *parking) parkedAt(i int) time.Time {
 	return p.emptyAt[i].Add(time.Duration(p.afterOf[i] * float64(time.Second)))
+}
+
+// wake wakes parked node i now: it boots for WakeTime, drawing its base
+// power, and the replay plans again once it is up.
+func (p *parking) wake(s *Simulator, i int) {
+	p.endSpell(s, &s.acct, i, true)
+	p.beginSpell(s, i)
+	s.ev.push(event{at: p.bootUntil[i], kind: evWake})
 }
 
 // ParkReview is how soon, with forecast parking, the replay looks again

@@ -84,10 +84,12 @@ type Config struct {
 	// job placed on one starts working WakeTime later. Without
 	// ParkIdleAfter they are the only nodes ever parked.
 	ParkedAtStart []string
-	// WakeLast plans on the parked nodes only for the jobs the awake
-	// nodes leave waiting, as the control plane wakes them (a second plan,
-	// whose placements only count); otherwise the planner takes a parked
-	// node as it takes any.
+	// WakeLast keeps the parked and booting nodes out of the plan and
+	// wakes the parked nodes the jobs the awake ones leave waiting need
+	// (park.Needed), as the control plane does: a woken node takes jobs
+	// once its boot is over. Otherwise the planner takes a parked node as
+	// it takes any, and a job placed there starts working when its boot
+	// ends.
 	WakeLast bool
 	// DataCacheBytes is each node's local dataset cache: an attempt that
 	// starts on a node leaves a warm copy of its dataset (JobSpec.Data)
