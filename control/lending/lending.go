@@ -23,7 +23,12 @@ import (
 
 // Config is which pools lend and how.
 type Config struct {
-	Pools                  []string
+	// Pools are the inference pools that lend: the values of the nodes'
+	// cluster.PoolLabel.
+	Pools []string
+	// Every, MinLoan and Notice are lend.Policy's: how often loans are
+	// decided, the shortest loan, the jobs' notice when a node is taken
+	// back (defaults lend.DefaultEvery, DefaultMinLoan, DefaultNotice).
 	Every, MinLoan, Notice time.Duration
 	// Level is the quantile of the idle model's forecast lent on (default
 	// lend.DefaultLevel); Recent caps the model by what was idle throughout

@@ -20,8 +20,12 @@ import (
 	"github.com/prescient-sched/prescient/store"
 )
 
-// Config is when nodes park and wake, and how they power down and up.
+// Config is when nodes park and wake (park.Policy's IdleAfter, Forecast
+// and Lookahead), and how they power down and up.
 type Config struct {
+	// IdleAfter parks a node that has run nothing that long; with
+	// Forecast a node is parked before when the outlook finds it spare,
+	// and parked nodes are woken ahead of the demand.
 	IdleAfter time.Duration
 	Forecast  bool
 	// Lookahead is how far the forecast looks (default
