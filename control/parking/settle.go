@@ -153,6 +153,9 @@ func (p *Parking) reconcileMarks(ctx context.Context, now time.Time, ready map[s
 		}
 	}
 	p.mu.Unlock()
+	byName := func(a, b cluster.Node) int { return strings.Compare(a.Name, b.Name) }
+	slices.SortFunc(waking, byName) // in the same order at every restart, not the map's
+	slices.SortFunc(unmarked, byName)
 	for _, n := range waking {
 		if !p.setParked(ctx, n, park.Waking, park.Parked, now, "a node restored waking bears the parked mark: another replica parked it again", "") {
 			done = false
