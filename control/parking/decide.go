@@ -39,10 +39,11 @@ func (p *Parking) Decide(ctx context.Context, lv *live.State, plan executor.Plan
 		for _, pn := range wakeable {
 			need.Asleep = append(need.Asleep, pn.node)
 		}
-		var err error
-		if needed, planned, err = park.Needed(ctx, p.d.Planner, need); err != nil {
+		w, err := park.Needed(ctx, p.d.Planner, need)
+		if err != nil {
 			p.log.Error("parking: planning the jobs that wait failed", "error", err)
 		}
+		needed, planned = w.Wake, w.Planned // the next cycle plans again: NextReplan is the replay's
 	}
 	byName := map[string]cluster.Node{}
 	for _, pn := range wakeable {

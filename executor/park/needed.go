@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/executor"
@@ -27,11 +28,24 @@ type Need struct {
 	Waking, Asleep []cluster.Node
 }
 
+// Wakes is Needed's answer.
+type Wakes struct {
+	// Wake is the Asleep nodes the waiting jobs need, with why
+	// (Asleep.Needed of Decide).
+	Wake map[string]string
+	// Planned is the nodes the waiting jobs were planned on: not to be
+	// parked.
+	Planned map[string]bool
+	// NextReplan is the earliest time a stage's plan asked to be made
+	// again (zero: none): a job held now (a carbon hold) may want a
+	// parked node then, which only a plan then will say.
+	NextReplan time.Time
+}
+
 // Needed says which Asleep nodes the jobs the plan left waiting need,
-// and why (Asleep.Needed of Decide), and on which nodes it planned them
-// (not to be parked). It plans those jobs in stages, each on top of what
-// the earlier placed (as running, so that their tenants' quotas count
-// them):
+// and why, and on which nodes it planned them. It plans those jobs in
+// stages, each on top of what the earlier placed (as running, so that
+// their tenants' quotas count them):
 //
 //  1. on the nodes up, with the GPUs of the jobs being stopped (and of
 //     the plan's victims) free;
@@ -42,10 +56,11 @@ type Need struct {
 // So a job that waits for a victim's GPUs, or for a node that is booting,
 // wakes nothing more. A stage whose plan fails places nothing; its error
 // is returned with the answer of the other stages.
-func Needed(ctx context.Context, planner executor.Planner, n Need) (wake map[string]string, planned map[string]bool, err error) {
+func Needed(ctx context.Context, planner executor.Planner, n Need) (Wakes, error) {
 	st := newStages(planner, n)
+	w := Wakes{Wake: map[string]string{}, Planned: st.planned}
 	if len(st.queue) == 0 {
-		return map[string]string{}, st.planned, nil // nothing waits
+		return w, nil // nothing waits
 	}
 	if st.stopping {
 		st.plan(ctx, "the GPUs being freed")
@@ -54,23 +69,22 @@ func Needed(ctx context.Context, planner executor.Planner, n Need) (wake map[str
 		st.up(n.Waking)
 		st.plan(ctx, "the waking nodes")
 	}
-	wake = map[string]string{}
-	if len(st.queue) == 0 {
-		return wake, st.planned, errors.Join(st.errs...)
-	}
-	st.up(n.Asleep)
-	asleep := map[string]bool{}
-	for _, node := range n.Asleep {
-		asleep[node.Name] = true
-	}
-	for _, pl := range st.plan(ctx, "the parked nodes") {
-		for _, a := range pl.Allocations {
-			if _, known := wake[a.GPU.Node]; !known && asleep[a.GPU.Node] {
-				wake[a.GPU.Node] = fmt.Sprintf("job %s waits for it", pl.Job)
+	if len(st.queue) > 0 {
+		st.up(n.Asleep)
+		asleep := map[string]bool{}
+		for _, node := range n.Asleep {
+			asleep[node.Name] = true
+		}
+		for _, pl := range st.plan(ctx, "the parked nodes") {
+			for _, a := range pl.Allocations {
+				if _, known := w.Wake[a.GPU.Node]; !known && asleep[a.GPU.Node] {
+					w.Wake[a.GPU.Node] = fmt.Sprintf("job %s waits for it", pl.Job)
+				}
 			}
 		}
 	}
-	return wake, st.planned, errors.Join(st.errs...)
+	w.NextReplan = st.next
+	return w, errors.Join(st.errs...)
 }
 
 // stages is Needed's plans, each on top of the ones before.
@@ -84,6 +98,7 @@ type stages struct {
 	nodes    []cluster.Node
 	at       map[string]int // nodes' indices
 	planned  map[string]bool
+	next     time.Time // the earliest NextReplan of the stages' plans
 	errs     []error
 }
 
@@ -152,6 +167,9 @@ func (st *stages) plan(ctx context.Context, name string) []executor.Placement {
 		return nil
 	}
 	st.placed(got.Placements)
+	if t := got.NextReplan; !t.IsZero() && (st.next.IsZero() || t.Before(st.next)) {
+		st.next = t
+	}
 	for _, pl := range got.Placements {
 		for _, a := range pl.Allocations {
 			st.planned[a.GPU.Node] = true

@@ -53,16 +53,16 @@ func TestNeededWakesOnlyForWorkNothingUpWillTake(t *testing.T) {
 			if len(plan.Placements) != 0 {
 				t.Fatalf("the plan placed %v on the nodes up", executortest.Placed(plan))
 			}
-			wake, planned, err := park.Needed(context.Background(), planner, park.Need{In: in, Plan: plan,
+			got, err := park.Needed(context.Background(), planner, park.Need{In: in, Plan: plan,
 				Nodes: []cluster.Node{n0}, Waking: tc.waking, Asleep: []cluster.Node{p0}})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !maps.Equal(wake, tc.wake) {
-				t.Errorf("wake %v, want %v", wake, tc.wake)
+			if !maps.Equal(got.Wake, tc.wake) {
+				t.Errorf("wake %v, want %v", got.Wake, tc.wake)
 			}
-			if got := slices.Sorted(maps.Keys(planned)); !slices.Equal(got, tc.plannedOnto) {
-				t.Errorf("planned onto %v, want %v", got, tc.plannedOnto)
+			if onto := slices.Sorted(maps.Keys(got.Planned)); !slices.Equal(onto, tc.plannedOnto) {
+				t.Errorf("planned onto %v, want %v", onto, tc.plannedOnto)
 			}
 		})
 	}

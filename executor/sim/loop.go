@@ -191,15 +191,14 @@ func (s *Simulator) plan(ctx context.Context) error {
 			return err
 		}
 	}
-	if len(hidden) > 0 {
-		if err := s.wakeNeeded(ctx, in, hidden); err != nil {
-			return err
-		}
+	again, err := s.wakeNeeded(ctx, in, hidden)
+	if err != nil {
+		return err
 	}
 	if len(p.Placements) > 0 {
 		s.wakeLending()
 	}
-	if next := p.NextReplan; !next.IsZero() && !next.Equal(s.wakeAt) {
+	if next := earliest(p.NextReplan, again); !next.IsZero() && !next.Equal(s.wakeAt) {
 		s.wakeAt = next
 		s.ev.push(event{at: next, kind: evWake})
 	}
@@ -233,43 +232,60 @@ type hiddenNode struct {
 	booting bool
 }
 
-// wakeNeeded, once the plan is carried out, wakes the hidden parked nodes
-// that the jobs it left waiting need (park.Needed: what the GPUs being
-// freed and the booting nodes will not take), as the control plane wakes
-// them, and gives the hidden nodes back to the plan. A woken node boots
-// for WakeTime, out of the plan until it is up.
-func (s *Simulator) wakeNeeded(ctx context.Context, in executor.PlanInput, hidden []hiddenNode) error {
+// wakeNeeded, with Config.WakeLast, once the plan is carried out, wakes
+// the hidden parked nodes that the jobs it left waiting need (park.Needed:
+// what the GPUs being freed and the booting nodes will not take), keeps up
+// the nodes it planned them on, as the control plane does, and gives the
+// hidden nodes back to the plan. A woken node boots for WakeTime, out of
+// the plan until it is up. It returns when to plan again for a job that
+// a parked node would take later (a carbon hold), as the plane's cycles
+// would (zero: no need).
+func (s *Simulator) wakeNeeded(ctx context.Context, in executor.PlanInput, hidden []hiddenNode) (time.Time, error) {
+	if !s.cfg.WakeLast || !s.acct.park.active {
+		return time.Time{}, nil
+	}
 	defer func() {
 		for _, h := range hidden {
 			s.free.SetReady(h.i, true)
 			s.snap.Nodes[h.i].State = h.state
 		}
 	}()
-	s.jobsNow(&in)
-	need := park.Need{In: in, Nodes: s.snap.Nodes, Tenants: s.snap.Tenants}
-	for _, h := range hidden {
-		n := s.snap.Nodes[h.i]
-		n.State = h.state
-		if h.booting {
-			need.Waking = append(need.Waking, n)
-		} else {
-			need.Asleep = append(need.Asleep, n)
+	var w park.Wakes
+	if len(hidden) > 0 { // the plane asks only while nodes are parked or booting
+		s.jobsNow(&in)
+		need := park.Need{In: in, Nodes: s.snap.Nodes, Tenants: s.snap.Tenants}
+		for _, h := range hidden {
+			n := s.snap.Nodes[h.i]
+			n.State = h.state
+			if h.booting {
+				need.Waking = append(need.Waking, n)
+			} else {
+				need.Asleep = append(need.Asleep, n)
+			}
+		}
+		var err error
+		if w, err = park.Needed(ctx, s.cfg.Planner, need); err != nil {
+			return time.Time{}, fmt.Errorf("sim: the parked nodes the waiting jobs need at %s: %w", s.now.Format(time.RFC3339), err)
+		}
+		if len(in.Queue) > 0 {
+			s.acct.cycles++
+		}
+		for _, h := range hidden {
+			if !h.booting && w.Wake[s.snap.Nodes[h.i].Name] != "" {
+				s.acct.park.wake(s, h.i)
+			}
 		}
 	}
-	if len(need.Asleep) == 0 || len(in.Queue) == 0 {
-		return nil
+	s.acct.park.hold(s, w.Planned)
+	return w.NextReplan, nil
+}
+
+// earliest is the earlier of two times, zero meaning none.
+func earliest(a, b time.Time) time.Time {
+	if a.IsZero() || (!b.IsZero() && b.Before(a)) {
+		return b
 	}
-	wake, _, err := park.Needed(ctx, s.cfg.Planner, need)
-	if err != nil {
-		return fmt.Errorf("sim: the parked nodes the waiting jobs need at %s: %w", s.now.Format(time.RFC3339), err)
-	}
-	s.acct.cycles++
-	for _, h := range hidden {
-		if !h.booting && wake[s.snap.Nodes[h.i].Name] != "" {
-			s.acct.park.wake(s, h.i)
-		}
-	}
-	return nil
+	return a
 }
 
 // jobsNow brings the running jobs' views up to now and gives in the

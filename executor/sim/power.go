@@ -107,8 +107,13 @@ type parking struct {
 	// before then start working then.
 	bootUntil []time.Time
 	open      []bool // node i is in an idle spell (empty and up)
-	parkedS   float64
-	wakes     int
+	// since is when node i's idle delay counts from: the start of its
+	// spell, the end of its boot, the last plan that held it.
+	since []time.Time
+	// held is node i kept up for the jobs that wait (hold).
+	held    []bool
+	parkedS float64
+	wakes   int
 	// pending counts the steps due for review (evParkDue) not come yet;
 	// reviewAt is the latest review due to look again at nodes left up.
 	pending  int
@@ -128,6 +133,8 @@ func (p *parking) init(s *Simulator, a *accounting) {
 	p.emptyAt = make([]time.Time, len(s.snap.Nodes))
 	p.bootUntil = make([]time.Time, len(s.snap.Nodes))
 	p.open = make([]bool, len(s.snap.Nodes))
+	p.since = make([]time.Time, len(s.snap.Nodes))
+	p.held = make([]bool, len(s.snap.Nodes))
 	for i := range s.snap.Nodes {
 		p.startSpell(s, a, i)
 		if slices.Contains(s.cfg.ParkedAtStart, s.snap.Nodes[i].Name) {
@@ -177,19 +184,52 @@ func (p *parking) startSpell(s *Simulator, a *accounting, i int) {
 	p.beginSpell(s, i)
 }
 
-// beginSpell opens node i's idle spell now: it parks after ParkIdleAfter,
-// or, with forecast parking, at the step review finds it may (a step is
-// due when ParkIdleAfter has passed). A lent inference node never parks:
-// lending decides it, as in the control plane.
+// beginSpell opens node i's idle spell now.
 func (p *parking) beginSpell(s *Simulator, i int) {
-	p.emptyAt[i], p.open[i], p.afterOf[i] = s.now, true, p.after
+	p.emptyAt[i], p.open[i], p.held[i] = s.now, true, false
+	p.countFrom(s, i, s.now)
+}
+
+// countFrom starts node i's idle delay at t: it parks ParkIdleAfter
+// later, or, with forecast parking, at the step review finds it may (a
+// step is due when ParkIdleAfter has passed). A lent inference node never
+// parks: lending decides it, as in the control plane.
+func (p *parking) countFrom(s *Simulator, i int, t time.Time) {
+	p.since[i] = t
 	switch {
 	case s.inferenceNode(i):
 		p.afterOf[i] = math.Inf(1)
 	case p.forecast(s):
 		p.afterOf[i] = math.Inf(1)
-		p.due(s, s.now.Add(s.cfg.ParkIdleAfter))
+		p.due(s, t.Add(s.cfg.ParkIdleAfter))
+	default:
+		p.afterOf[i] = t.Sub(p.emptyAt[i]).Seconds() + p.after
 	}
+}
+
+// hold, with Config.WakeLast, keeps up the empty nodes the waiting jobs
+// were planned on (park.Needed), as the control plane does: their idle
+// delay starts again at every plan that plans on them. A node it held
+// that no plan needs now counts its delay from now (or from the end of
+// its boot).
+func (p *parking) hold(s *Simulator, planned map[string]bool) {
+	for i, n := range s.snap.Nodes {
+		switch {
+		case !p.open[i] || p.parked(s, i):
+		case planned[n.Name]:
+			p.held[i], p.afterOf[i] = true, math.Inf(1)
+		case p.held[i]:
+			p.held[i] = false
+			p.countFrom(s, i, latest(s.now, p.bootUntil[i]))
+		}
+	}
+}
+
+func latest(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // due makes a step happen at t, after which review runs.
@@ -221,11 +261,11 @@ func (p *parking) review(s *Simulator) {
 	for i := range s.snap.Nodes {
 		n := &s.snap.Nodes[i]
 		switch {
-		case !p.open[i] || s.down[i] || s.inferenceNode(i):
+		case !p.open[i] || s.down[i] || s.inferenceNode(i) || p.held[i]:
 		case p.parked(s, i):
 			in.Asleep = append(in.Asleep, park.Asleep{Node: n.Name, GPUs: len(n.GPUs), Since: p.parkedAt(i)})
 		case !p.bootUntil[i].After(s.now):
-			in.Empty = append(in.Empty, park.Empty{Node: n.Name, GPUs: s.free.WholeFree(i), Since: p.emptyAt[i]})
+			in.Empty = append(in.Empty, park.Empty{Node: n.Name, GPUs: s.free.WholeFree(i), Since: p.since[i]})
 		}
 	}
 	if len(in.Empty) == 0 && len(in.Asleep) == 0 {
@@ -278,7 +318,8 @@ func (p *parking) parkedAt(i int) time.Time {
 // power, and the replay plans again once it is up.
 func (p *parking) wake(s *Simulator, i int) {
 	p.endSpell(s, &s.acct, i, true)
-	p.beginSpell(s, i)
+	p.emptyAt[i], p.open[i], p.held[i] = s.now, true, false
+	p.countFrom(s, i, p.bootUntil[i]) // the plane counts a node empty once it is up
 	s.ev.push(event{at: p.bootUntil[i], kind: evWake})
 }
 

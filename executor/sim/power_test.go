@@ -197,6 +197,55 @@ func TestWakeLastWakesNothingForAJobWaitingForAVictimsGPUs(t *testing.T) {
 	}
 }
 
+// With WakeLast the awake node a gang was planned on with parked ones
+// stays up while they boot, as the control plane keeps up the nodes the
+// waiting jobs were planned on: else it parks meanwhile, its waking
+// leaves the others time to park again, and the gang never starts.
+func TestWakeLastKeepsUpTheNodesAGangWaitsWith(t *testing.T) {
+	var ns []cluster.Node
+	for _, name := range []string{"n0", "n1", "n2"} {
+		ns = append(ns, clustertest.Node(name).GPUs(1, "V100").Obj())
+	}
+	submit := clustertest.Epoch.Add(30 * time.Second) // n0 up, empty for less than ParkIdleAfter
+	gang := clustertest.Job("gang").GPUs(3).Gang(3).Submitted(submit).Obj()
+	gang.Outcome.RunTime = time.Hour
+	r := replay(t, "fifo", clustertest.Fleet(ns...), []cluster.Job{gang}, func(c *sim.Config) {
+		c.ParkIdleAfter, c.ParkedAtStart, c.WakeLast, c.Outcomes = time.Minute, []string{"n1", "n2"}, true, true
+		c.Until = clustertest.Epoch.Add(24 * time.Hour)
+	})
+	if want := submit.Add(sim.DefaultWakeTime); r.Finished != 1 || !r.Outcomes[0].Start.Equal(want) {
+		t.Errorf("%d of 1 jobs finished, outcomes %+v; want the gang working at %s, once n1 and n2 are up", r.Finished, r.Outcomes, want)
+	}
+}
+
+// With WakeLast a job held for cleaner power while every node is parked
+// wakes one when the hold ends: the replay plans again when the plan on
+// the parked nodes asks to, as the control plane's cycles would.
+func TestWakeLastWakesForAJobHeldWhileAllNodesAreParked(t *testing.T) {
+	t0 := clustertest.Epoch
+	pol, err := policies.New("fifo", policies.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pol.Hold, err = executor.NewCarbonHold([]cluster.Tier{cluster.TierBatch}, 6*time.Hour, 0.2); err != nil {
+		t.Fatal(err)
+	}
+	carbon, err := sim.NewCarbonSeries([]time.Time{t0, t0.Add(4 * time.Hour)}, []float64{500, 150})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := clustertest.Job("held").GPUs(1).Tier(cluster.TierBatch).Submitted(t0.Add(time.Minute)).Obj()
+	j.Outcome.RunTime = time.Hour
+	fleet := clustertest.Fleet(clustertest.Node("n0").GPUs(1, "V100").Obj())
+	r := replayPolicy(t, pol, fleet, []cluster.Job{j}, func(c *sim.Config) {
+		c.ParkIdleAfter, c.ParkedAtStart, c.WakeLast, c.Carbon, c.Outcomes = time.Minute, []string{"n0"}, true, carbon, true
+		c.Until = t0.Add(24 * time.Hour)
+	})
+	if want := t0.Add(4*time.Hour + sim.DefaultWakeTime); r.Finished != 1 || !r.Outcomes[0].Start.Equal(want) {
+		t.Errorf("%d of 1 jobs finished, outcomes %+v; want the job working at %s, a boot after the cleaner hours begin", r.Finished, r.Outcomes, want)
+	}
+}
+
 func TestCarbonSeriesIntegral(t *testing.T) {
 	t0 := clustertest.Epoch
 	c, err := sim.NewCarbonSeries([]time.Time{t0, t0.Add(time.Hour)}, []float64{100, 400})

@@ -87,9 +87,10 @@ type Config struct {
 	// WakeLast keeps the parked and booting nodes out of the plan and
 	// wakes the parked nodes the jobs the awake ones leave waiting need
 	// (park.Needed), as the control plane does: a woken node takes jobs
-	// once its boot is over. Otherwise the planner takes a parked node as
-	// it takes any, and a job placed there starts working when its boot
-	// ends.
+	// once its boot is over, counts as empty from then, and the nodes the
+	// waiting jobs were planned on are not parked meanwhile. Otherwise the
+	// planner takes a parked node as it takes any, and a job placed there
+	// starts working when its boot ends.
 	WakeLast bool
 	// DataCacheBytes is each node's local dataset cache: an attempt that
 	// starts on a node leaves a warm copy of its dataset (JobSpec.Data)
