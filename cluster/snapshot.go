@@ -3,6 +3,8 @@ package cluster
 import (
 	"errors"
 	"fmt"
+	"iter"
+	"maps"
 	"sort"
 	"time"
 )
@@ -59,6 +61,10 @@ func (s *Snapshot) Node(name string) (*Node, bool) {
 
 // FreeMilli is the unallocated share of a GPU in milli-GPUs.
 func (s *Snapshot) FreeMilli(g GPURef) int { return MilliGPU - s.used[g] }
+
+// Used is every GPU with a share allocated, with the milli-GPUs
+// allocated, in no order.
+func (s *Snapshot) Used() iter.Seq2[GPURef, int] { return maps.All(s.used) }
 
 // Allocations returns what a job holds, in GPU order.
 func (s *Snapshot) Allocations(job JobID) []Allocation { return s.byJob[job] }

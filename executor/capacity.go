@@ -41,16 +41,19 @@ func NewCapacity(s *cluster.Snapshot) *Capacity {
 	c.pos = make([]int32, len(s.Nodes))
 	c.buckets = make([][]int32, c.maxNode+1)
 	for i := range s.Nodes {
-		n := &s.Nodes[i]
-		for g := range n.GPUs {
-			f := s.FreeMilli(cluster.GPURef{Node: n.Name, Index: g})
-			c.milli[c.first[i]+g] = int16(f)
-			if f == cluster.MilliGPU {
-				c.whole[i]++
-			}
+		for g := c.first[i]; g < c.first[i+1]; g++ {
+			c.milli[g] = cluster.MilliGPU
 		}
+		c.whole[i] = int16(len(s.Nodes[i].GPUs))
+	}
+	for g, used := range s.Used() { // the allocated GPUs only: a fleet mostly free indexes fast
+		i := c.index[g.Node]
+		c.milli[c.first[i]+g.Index] -= int16(used)
+		c.whole[i]--
+	}
+	for i := range s.Nodes {
 		c.pos[i] = -1
-		if n.State == "" || n.State == cluster.NodeReady {
+		if n := &s.Nodes[i]; n.State == "" || n.State == cluster.NodeReady {
 			c.setReady(i, true)
 		}
 	}

@@ -95,8 +95,8 @@ type stages struct {
 	running  []*executor.RunningJob // those that hold GPUs in the stages
 	stopping bool                   // jobs are being stopped: their GPUs are free in the stages
 	queue    []*executor.JobView    // the jobs still waiting
-	nodes    []cluster.Node
-	at       map[string]int // nodes' indices
+	nodes    []cluster.Node         // n.Nodes until up changes them
+	own      bool                   // nodes is a copy of n.Nodes
 	planned  map[string]bool
 	next     time.Time // the earliest NextReplan of the stages' plans
 	errs     []error
@@ -106,7 +106,7 @@ type stages struct {
 // the stopping jobs' GPUs are free.
 func newStages(planner executor.Planner, n Need) *stages {
 	st := &stages{planner: planner, n: n, views: make(map[cluster.JobID]*executor.JobView, len(n.In.Queue)),
-		queue: slices.Clone(n.In.Queue), nodes: slices.Clone(n.Nodes), at: map[string]int{}, planned: map[string]bool{}}
+		queue: slices.Clone(n.In.Queue), nodes: n.Nodes, planned: map[string]bool{}}
 	for _, v := range n.In.Queue {
 		st.views[v.Job.ID] = v
 	}
@@ -120,9 +120,6 @@ func newStages(planner executor.Planner, n Need) *stages {
 			continue
 		}
 		st.running = append(st.running, r)
-	}
-	for i := range st.nodes {
-		st.at[st.nodes[i].Name] = i
 	}
 	st.placed(n.Plan.Placements)
 	return st
@@ -140,14 +137,26 @@ func (st *stages) placed(pls []executor.Placement) {
 	st.queue = slices.DeleteFunc(st.queue, func(v *executor.JobView) bool { return done[v.Job.ID] })
 }
 
-// up brings nodes up for the stages that follow.
+// up brings nodes up for the stages that follow: those in the fleet
+// become ready, the others join it.
 func (st *stages) up(ns []cluster.Node) {
+	if !st.own {
+		st.nodes, st.own = slices.Clone(st.nodes), true
+	}
+	pending := make(map[string]bool, len(ns))
 	for _, node := range ns {
-		if i, ok := st.at[node.Name]; ok {
+		pending[node.Name] = true
+	}
+	for i := range st.nodes {
+		if pending[st.nodes[i].Name] {
 			st.nodes[i].State = cluster.NodeReady
-		} else {
-			st.at[node.Name] = len(st.nodes)
+			delete(pending, st.nodes[i].Name)
+		}
+	}
+	for _, node := range ns {
+		if pending[node.Name] {
 			st.nodes = append(st.nodes, node)
+			delete(pending, node.Name)
 		}
 	}
 }

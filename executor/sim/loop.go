@@ -253,7 +253,9 @@ func (s *Simulator) wakeNeeded(ctx context.Context, in executor.PlanInput, hidde
 	var w park.Wakes
 	if len(hidden) > 0 { // the plane asks only while nodes are parked or booting
 		s.jobsNow(&in)
-		need := park.Need{In: in, Nodes: s.snap.Nodes, Tenants: s.snap.Tenants}
+	}
+	if len(hidden) > 0 && len(in.Queue) > 0 { // else nothing waits, and Needed would say so
+		need := park.Need{In: in, Nodes: s.snap.Nodes, Tenants: s.snap.Tenants, Asleep: make([]cluster.Node, 0, len(hidden))}
 		for _, h := range hidden {
 			n := s.snap.Nodes[h.i]
 			n.State = h.state
@@ -267,9 +269,7 @@ func (s *Simulator) wakeNeeded(ctx context.Context, in executor.PlanInput, hidde
 		if w, err = park.Needed(ctx, s.cfg.Planner, need); err != nil {
 			return time.Time{}, fmt.Errorf("sim: the parked nodes the waiting jobs need at %s: %w", s.now.Format(time.RFC3339), err)
 		}
-		if len(in.Queue) > 0 {
-			s.acct.cycles++
-		}
+		s.acct.cycles++
 		for _, h := range hidden {
 			if !h.booting && w.Wake[s.snap.Nodes[h.i].Name] != "" {
 				s.acct.park.wake(s, h.i)
