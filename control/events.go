@@ -50,6 +50,12 @@ func (p *Plane) apply(ctx context.Context, e executor.JobEvent) {
 }
 
 func (p *Plane) applyOnce(ctx context.Context, e executor.JobEvent) error {
+	switch e.Type {
+	case executor.JobStarted, executor.JobCheckpointed, executor.JobExited, executor.JobLost:
+		if elsewhere, err := p.placedElsewhere(ctx, e); err != nil || elsewhere {
+			return err
+		}
+	}
 	var err error
 	switch e.Type {
 	case executor.JobStarted:
@@ -97,6 +103,32 @@ func (p *Plane) current(ctx context.Context, job cluster.JobID, attempt int) (st
 	return pl, pl.Attempt == attempt, nil
 }
 
+// placedElsewhere reports, and logs, an event from a node about the
+// attempt the store runs on other nodes: a node speaks only of its own
+// work, whatever its backend let through.
+func (p *Plane) placedElsewhere(ctx context.Context, e executor.JobEvent) (bool, error) {
+	if e.Node == "" {
+		return false, nil
+	}
+	pl, ok, err := p.current(ctx, e.Job, e.Attempt)
+	if err != nil || !ok || onNode(pl.Allocations, e.Node) {
+		return false, err
+	}
+	p.log.Warn("backend event refused: its node does not run the attempt", "type", e.Type, "job", e.Job,
+		"attempt", e.Attempt, "node", e.Node)
+	return true, nil
+}
+
+// stopStale stops an attempt the store does not run, through the
+// backend's StopAttempt where it has one (Stop stops the newest attempt,
+// which may be the one the store runs).
+func (p *Plane) stopStale(ctx context.Context, job cluster.JobID, attempt int) error {
+	if s, ok := p.cfg.Backend.(executor.AttemptStopper); ok {
+		return s.StopAttempt(ctx, job, attempt, p.grace)
+	}
+	return p.cfg.Backend.Stop(ctx, job, p.grace)
+}
+
 func (p *Plane) started(ctx context.Context, e executor.JobEvent) error {
 	_, ok, err := p.current(ctx, e.Job, e.Attempt)
 	if err != nil {
@@ -104,7 +136,7 @@ func (p *Plane) started(ctx context.Context, e executor.JobEvent) error {
 	}
 	if !ok {
 		p.log.Warn("an attempt the store does not run started; stopping it", "job", e.Job, "attempt", e.Attempt, "node", e.Node)
-		return p.cfg.Backend.Stop(ctx, e.Job, p.grace)
+		return p.stopStale(ctx, e.Job, e.Attempt)
 	}
 	return p.cfg.Store.ConfirmPlacement(ctx, e.Job, e.Attempt)
 }
@@ -238,9 +270,18 @@ func (p *Plane) synced(ctx context.Context, e executor.JobEvent) error {
 		p.log.Warn("reconcile: job lost", "job", pl.Job, "attempt", pl.Attempt, "node", e.Node)
 		errs = append(errs, p.requeue(ctx, pl.Job, pl.Attempt, store.EventRequeued, msg))
 	}
+	current := map[cluster.JobID]int{} // the attempt the store runs of each job placed
+	for _, pl := range placements {
+		current[pl.Job] = pl.Attempt
+	}
 	var ad *adoption // read once, when the first attempt may be adopted
 	for _, r := range e.Running {
 		if expected[r] {
+			continue
+		}
+		if att, ok := current[r.Job]; ok && att == r.Attempt {
+			p.log.Warn("reconcile: node lists an attempt that runs on other nodes; ignored", "job", r.Job,
+				"attempt", r.Attempt, "node", e.Node)
 			continue
 		}
 		allocs := e.Holdings[r]
@@ -262,7 +303,7 @@ func (p *Plane) synced(ctx context.Context, e executor.JobEvent) error {
 			}
 		}
 		p.log.Warn("reconcile: node runs an attempt the store does not; stopping it", "job", r.Job, "attempt", r.Attempt, "node", e.Node)
-		errs = append(errs, p.cfg.Backend.Stop(ctx, r.Job, p.grace))
+		errs = append(errs, p.stopStale(ctx, r.Job, r.Attempt))
 	}
 	return errors.Join(errs...)
 }

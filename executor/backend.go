@@ -106,6 +106,15 @@ type Waiter interface {
 	Waiting(id cluster.JobID) bool
 }
 
+// AttemptStopper is implemented by a backend that can stop one attempt of
+// a job and leave a newer one running: the control plane stops an attempt
+// it does not run (a node that came back still running a requeued job's
+// old attempt) through it where the backend has it, and through Stop,
+// which stops the newest, where it has not.
+type AttemptStopper interface {
+	StopAttempt(ctx context.Context, job cluster.JobID, attempt int, grace time.Duration) error
+}
+
 // ErrNodeNotReady is wrapped by a backend's Start when a node of the
 // assignment is not (yet) reachable: after a control-plane restart its
 // agent may not have registered again. The job may still run there; the

@@ -55,6 +55,12 @@ type HubOptions struct {
 	// agent token cannot take another node's jobs. serve reads it from
 	// the API's principal (an agent token with a node).
 	BoundNode func(r *http.Request) (node string, ok bool)
+	// Placement, when set, says where the control plane's record places
+	// an attempt: its nodes in rank order (ok false: it places no such
+	// attempt). The hub asks it of an attempt it did not start itself
+	// (after a control-plane restart), so that no agent speaks for
+	// another node's ranks then either. serve reads it from the store.
+	Placement func(job string, attempt int) (nodes []string, ok bool)
 }
 
 // Hub is the control plane's side of the agent protocol: an
@@ -69,6 +75,12 @@ type HubOptions struct {
 // exited once, when the first rank fails (the others are then stopped with
 // FailStopGrace) or when every rank has exited; lost once, when any rank is
 // lost.
+//
+// An agent speaks only for its own ranks: an event or a running entry
+// about an attempt placed on other nodes (by Start, or by
+// HubOptions.Placement), or giving its node another rank, is refused
+// and logged, so that one node's agent token can neither end, checkpoint
+// nor stop another node's job.
 //
 // Silence: while Watch's context lives, a node whose agent was not heard
 // from for SilentAfter is reported once as a NodeSilent event (and
@@ -94,7 +106,10 @@ type Hub struct {
 // start twice); the agents' state files remember longer.
 const maxEndedAttempts = 100000
 
-var _ executor.Backend = (*Hub)(nil)
+var (
+	_ executor.Backend        = (*Hub)(nil)
+	_ executor.AttemptStopper = (*Hub)(nil)
+)
 
 // hubNode is one registered agent.
 type hubNode struct {
@@ -115,6 +130,7 @@ type hubNode struct {
 type hubJob struct {
 	ranks     map[string]*rankState // by node
 	worldSize int
+	placed    bool // ranks holds every node of the attempt: no other may join
 	started   bool // started reported
 	ended     bool // exited or lost reported
 	stopping  bool
@@ -204,7 +220,7 @@ func (h *Hub) Start(ctx context.Context, a executor.Assignment) error {
 		}
 	}
 	// 2. One start command per node.
-	job := &hubJob{ranks: map[string]*rankState{}, worldSize: len(order)}
+	job := &hubJob{ranks: map[string]*rankState{}, worldSize: len(order), placed: true}
 	for rank, n := range order {
 		slices.Sort(gpus[n])
 		spec := &protocol.StartSpec{GPUs: gpus[n], Command: slices.Clone(a.Command), Env: maps.Clone(a.Env),
@@ -252,7 +268,7 @@ func checkAssignment(a executor.Assignment) error {
 
 // Checkpoint asks every rank of the job's newest attempt to checkpoint.
 func (h *Hub) Checkpoint(ctx context.Context, job cluster.JobID) error {
-	return h.toRanks(job, "checkpoint", func(att int) protocol.Command {
+	return h.toRanks(job, -1, "checkpoint", func(att int) protocol.Command {
 		return protocol.Command{Type: protocol.CommandCheckpoint, Job: string(job), Attempt: att}
 	})
 }
@@ -260,18 +276,31 @@ func (h *Hub) Checkpoint(ctx context.Context, job cluster.JobID) error {
 // Stop stops every rank of the job's newest attempt: SIGTERM, then SIGKILL
 // after grace.
 func (h *Hub) Stop(ctx context.Context, job cluster.JobID, grace time.Duration) error {
+	return h.StopAttempt(ctx, job, -1, grace)
+}
+
+// StopAttempt stops every rank of one attempt of the job (-1: its newest)
+// and leaves the others running: the control plane's word for an attempt
+// it does not run, while a newer one may run elsewhere
+// (executor.AttemptStopper).
+func (h *Hub) StopAttempt(ctx context.Context, job cluster.JobID, attempt int, grace time.Duration) error {
 	if grace < 0 {
 		return fmt.Errorf("stop %s: grace %s is negative", job, grace)
 	}
-	return h.toRanks(job, "stop", func(att int) protocol.Command {
+	return h.toRanks(job, attempt, "stop", func(att int) protocol.Command {
 		return protocol.Command{Type: protocol.CommandStop, Job: string(job), Attempt: att, GraceS: grace.Seconds()}
 	})
 }
 
-func (h *Hub) toRanks(job cluster.JobID, what string, cmd func(attempt int) protocol.Command) error {
+// toRanks queues cmd for every rank of the attempt (-1: the newest) that
+// has not exited.
+func (h *Hub) toRanks(job cluster.JobID, attempt int, what string, cmd func(attempt int) protocol.Command) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	att, ok := h.current[job]
+	if attempt >= 0 {
+		att, ok = attempt, true
+	}
 	j := h.jobs[attemptKey{string(job), att}]
 	if !ok || j == nil {
 		return fmt.Errorf("%s %s: %w", what, job, ErrUnknownJob)
@@ -353,39 +382,39 @@ func (h *Hub) register(r protocol.RegisterRequest) protocol.RegisterResponse {
 	}
 	n.info, n.session, n.lastSeen, n.connected = r.Node, newID(), now, true
 	h.eventsLocked(r.Node.Name, r.Instance, r.Events)
-	n.running = slices.Clone(r.Running)
 
 	// The node's list wins: what it runs is known to run there (a control
 	// plane that restarted learns where to send Stop), what it does not
 	// list does not.
 	listed := map[attemptKey]bool{}
+	running := make([]protocol.RunningAttempt, 0, len(r.Running))
 	for _, ra := range r.Running {
 		key := attemptKey{ra.Job, ra.Attempt}
+		j, rs, ok := h.rankLocked(key, r.Node.Name, ra.Rank, ra.WorldSize, "running")
+		if !ok {
+			continue
+		}
+		running = append(running, ra)
 		listed[key] = true
-		j := h.jobs[key]
-		if j == nil {
-			j = &hubJob{ranks: map[string]*rankState{}, worldSize: ra.WorldSize}
-			h.jobs[key] = j
+		if rs.exited {
+			*rs = rankState{rank: ra.Rank}
 		}
-		if rs := j.ranks[r.Node.Name]; rs == nil || rs.exited {
-			j.ranks[r.Node.Name] = &rankState{rank: ra.Rank, started: true}
-		} else {
-			rs.started = true
-		}
+		rs.started = true
 		j.started = j.started || allStarted(j)
-		h.current[cluster.JobID(ra.Job)] = max(h.current[cluster.JobID(ra.Job)], ra.Attempt)
 	}
+	n.running = running
 	for key, j := range h.jobs {
 		if rs := j.ranks[r.Node.Name]; rs != nil && rs.started && !rs.exited && !listed[key] {
 			rs.exited, rs.exitCode = true, -1
 		}
 	}
-	h.emitLocked(executor.JobEvent{Type: executor.NodeSynced, Time: now.UTC(), Node: r.Node.Name, Running: toRunning(r.Running)})
+	h.emitLocked(executor.JobEvent{Type: executor.NodeSynced, Time: now.UTC(), Node: r.Node.Name, Running: toRunning(running)})
 	return protocol.RegisterResponse{Session: n.session, Hub: h.id, PollWaitS: h.opts.PollWait.Seconds()}
 }
 
-// eventsLocked takes an agent's events, dropping those already seen;
-// h.mu is held. It returns how many were new.
+// eventsLocked takes an agent's events, dropping those already seen and
+// those about other nodes' ranks; h.mu is held. It returns how many it
+// took.
 func (h *Hub) eventsLocked(node, instance string, events []protocol.Event) int {
 	n := h.nodes[node]
 	if n == nil {
@@ -404,26 +433,20 @@ func (h *Hub) eventsLocked(node, instance string, events []protocol.Event) int {
 			continue
 		}
 		n.lastSeq = e.Seq
-		accepted++
-		h.combineLocked(node, e)
+		if h.combineLocked(node, e) {
+			accepted++
+		}
 	}
 	return accepted
 }
 
 // combineLocked turns one rank's event into the job's (see Hub); h.mu is
-// held.
-func (h *Hub) combineLocked(node string, e protocol.Event) {
+// held. It reports false for an event it refused.
+func (h *Hub) combineLocked(node string, e protocol.Event) bool {
 	key := attemptKey{e.Job, e.Attempt}
-	j := h.jobs[key]
-	if j == nil { // started by an earlier control plane
-		j = &hubJob{ranks: map[string]*rankState{}, worldSize: e.WorldSize}
-		h.jobs[key] = j
-		h.current[cluster.JobID(e.Job)] = max(h.current[cluster.JobID(e.Job)], e.Attempt)
-	}
-	rs := j.ranks[node]
-	if rs == nil {
-		rs = &rankState{rank: e.Rank}
-		j.ranks[node] = rs
+	j, rs, ok := h.rankLocked(key, node, e.Rank, e.WorldSize, string(e.Type))
+	if !ok {
+		return false
 	}
 	je := executor.JobEvent{Time: e.Time.UTC(), Node: node, Job: cluster.JobID(e.Job), Attempt: e.Attempt, Message: e.Message}
 	if n := h.nodes[node]; n != nil {
@@ -451,7 +474,7 @@ func (h *Hub) combineLocked(node string, e protocol.Event) {
 		rs.exited, rs.exitCode = true, e.ExitCode
 		failed := e.ExitCode != 0 && !e.Stopped
 		if j.ended || !(failed || allExited(j)) {
-			return
+			return true
 		}
 		h.endLocked(key, j)
 		je.Type, je.ExitCode, je.Stopped = executor.JobExited, e.ExitCode, e.Stopped || j.stopping
@@ -477,6 +500,49 @@ func (h *Hub) combineLocked(node string, e protocol.Event) {
 			h.emitLocked(je)
 		}
 	}
+	return true
+}
+
+// rankLocked returns the attempt and the node's rank in it that an agent
+// speaks of (an event, a running entry), making them where the hub knew
+// neither; h.mu is held. ok is false, and it logs why, when the attempt is
+// placed on other nodes or gives the node another rank or world size: an
+// agent speaks only for its own ranks.
+func (h *Hub) rankLocked(key attemptKey, node string, rank, worldSize int, what string) (*hubJob, *rankState, bool) {
+	j := h.jobs[key]
+	if j == nil { // started by an earlier control plane, or not at all
+		j = &hubJob{ranks: map[string]*rankState{}, worldSize: worldSize}
+		if h.opts.Placement != nil {
+			if nodes, ok := h.opts.Placement(key.job, key.attempt); ok && len(nodes) > 0 {
+				for r, n := range nodes {
+					j.ranks[n] = &rankState{rank: r}
+				}
+				j.placed, j.worldSize = true, len(nodes)
+			}
+		}
+		h.jobs[key] = j
+		if j.placed || h.opts.Placement == nil {
+			// An attempt the record does not place never becomes the
+			// job's newest: Stop and Checkpoint keep to the one it runs.
+			h.current[cluster.JobID(key.job)] = max(h.current[cluster.JobID(key.job)], key.attempt)
+		}
+	}
+	rs := j.ranks[node]
+	switch {
+	case rs == nil && j.placed:
+		h.log.Warn("agent refused: it spoke of an attempt placed on other nodes", "node", node, "about", what,
+			"job", key.job, "attempt", key.attempt, "nodes", slices.Sorted(maps.Keys(j.ranks)))
+		return nil, nil, false
+	case rs != nil && rs.rank != rank, worldSize != j.worldSize:
+		h.log.Warn("agent refused: it gave its node another rank of the attempt", "node", node, "about", what,
+			"job", key.job, "attempt", key.attempt, "rank", rank, "world_size", worldSize, "want_world_size", j.worldSize)
+		return nil, nil, false
+	}
+	if rs == nil {
+		rs = &rankState{rank: rank}
+		j.ranks[node] = rs
+	}
+	return j, rs, true
 }
 
 // endLocked marks an attempt ended and forgets the oldest ended ones

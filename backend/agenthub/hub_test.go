@@ -1,6 +1,7 @@
 package agenthub
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -9,6 +10,8 @@ import (
 	"time"
 
 	"github.com/prescient-sched/prescient/agent/protocol"
+	"github.com/prescient-sched/prescient/cluster"
+	"github.com/prescient-sched/prescient/executor"
 )
 
 func TestHubAnswersBadRequestsWithTheErrorShape(t *testing.T) {
@@ -106,5 +109,70 @@ func TestHubDropsEventsItHasSeen(t *testing.T) {
 	h.mu.Unlock()
 	if first != 1 || again != 0 || restarted != 1 {
 		t.Errorf("accepted %d, %d, %d; want 1, 0 (a retried post), 1 (a new instance)", first, again, restarted)
+	}
+}
+
+func TestAnAgentSpeaksOnlyForItsOwnRanks(t *testing.T) {
+	h := NewHub(HubOptions{})
+	for _, n := range []string{"n1", "n2", "n3"} {
+		h.register(protocol.RegisterRequest{Node: protocol.NodeInfo{Name: n}, Instance: n})
+	}
+	a := executor.Assignment{Job: cluster.Job{ID: "j"}, Attempt: 1, Command: []string{"true"},
+		Allocations: []cluster.Allocation{{GPU: cluster.GPURef{Node: "n1"}, Milli: 1000}, {GPU: cluster.GPURef{Node: "n2"}, Milli: 1000}}}
+	if err := h.Start(context.Background(), a); err != nil {
+		t.Fatal(err)
+	}
+	ev := func(seq int64, typ protocol.EventType, rank, code int) protocol.Event {
+		return protocol.Event{Seq: seq, Type: typ, Time: time.Now(), Job: "j", Attempt: 1, Rank: rank, WorldSize: 2, ExitCode: code}
+	}
+	h.mu.Lock()
+	other := h.eventsLocked("n3", "n3", []protocol.Event{ev(1, protocol.EventExited, 1, 1)})
+	wrongRank := h.eventsLocked("n2", "n2", []protocol.Event{ev(1, protocol.EventExited, 0, 1)})
+	own := h.eventsLocked("n2", "n2", []protocol.Event{ev(2, protocol.EventStarted, 1, 0)})
+	ended := h.jobs[attemptKey{"j", 1}].ended
+	stops := len(h.nodes["n1"].cmds) - 1 // beyond its start
+	h.mu.Unlock()
+	if other != 0 || wrongRank != 0 || own != 1 || ended || stops != 0 {
+		t.Errorf("accepted %d from another node, %d with another rank, %d of its own; ended %v, %d stops to n1; want 0, 0, 1, false, 0",
+			other, wrongRank, own, ended, stops)
+	}
+	// A running list naming the attempt from another node joins nothing.
+	h.register(protocol.RegisterRequest{Node: protocol.NodeInfo{Name: "n3"}, Instance: "n3b",
+		Running: []protocol.RunningAttempt{{Job: "j", Attempt: 1, Rank: 0, WorldSize: 2}}})
+	if _, ok := h.jobs[attemptKey{"j", 1}].ranks["n3"]; ok {
+		t.Error("n3's running list made it a rank of an attempt placed on n1 and n2")
+	}
+
+	// After a restart the hub asks where the record places the attempt.
+	h = NewHub(HubOptions{Placement: func(job string, attempt int) ([]string, bool) {
+		return []string{"n1", "n2"}, job == "j" && attempt == 1
+	}})
+	h.mu.Lock()
+	other = h.eventsLocked("n3", "n3", []protocol.Event{ev(1, protocol.EventExited, 0, 1)})
+	own = h.eventsLocked("n1", "n1", []protocol.Event{ev(1, protocol.EventStarted, 0, 0)})
+	h.mu.Unlock()
+	if other != 0 || own != 1 {
+		t.Errorf("after a restart: accepted %d from another node, %d from its own; want 0, 1", other, own)
+	}
+}
+
+func TestStopAttemptLeavesTheNewerAttemptRunning(t *testing.T) {
+	h := NewHub(HubOptions{})
+	h.register(protocol.RegisterRequest{Node: protocol.NodeInfo{Name: "n1"}, Instance: "a",
+		Running: []protocol.RunningAttempt{{Job: "j", Attempt: 1, Rank: 0, WorldSize: 1}}})
+	h.register(protocol.RegisterRequest{Node: protocol.NodeInfo{Name: "n2"}, Instance: "b"})
+	a := executor.Assignment{Job: cluster.Job{ID: "j"}, Attempt: 2, Command: []string{"true"},
+		Allocations: []cluster.Allocation{{GPU: cluster.GPURef{Node: "n2"}, Milli: 1000}}}
+	if err := h.Start(context.Background(), a); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.StopAttempt(context.Background(), "j", 1, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if c := h.nodes["n1"].cmds; len(c) != 1 || c[0].Type != protocol.CommandStop || c[0].Attempt != 1 {
+		t.Errorf("n1's commands %+v; want one stop of attempt 1", c)
+	}
+	if c := h.nodes["n2"].cmds; len(c) != 1 || c[0].Type != protocol.CommandStart {
+		t.Errorf("n2's commands %+v; want its start only", c)
 	}
 }

@@ -38,6 +38,8 @@ const (
 	e2eAdminToken  = "e2e-admin-token-0123456789"
 	e2eSubmitToken = "e2e-submit-token-0123456789"
 	e2eAgentToken  = "e2e-agent-token-0123456789"
+	// e2eNode2Token is an agent token bound to node-002.
+	e2eNode2Token = "e2e-agent-node-002-0123456789"
 	e2eFleet       = "uniform:2x4:A100-SXM4-80GB"
 )
 
@@ -133,7 +135,9 @@ func newE2ECluster(t *testing.T, bin string) *e2eCluster {
 	tokens := fmt.Sprintf("tokens:\n"+
 		"  - {name: admin, token: %q, tenant: ops, role: admin}\n"+
 		"  - {name: ml, token: %q, tenant: ml, role: submitter}\n"+
-		"  - {name: agents, token: %q, role: agent}\n", e2eAdminToken, e2eSubmitToken, e2eAgentToken)
+		"  - {name: agents, token: %q, role: agent}\n"+
+		"  - {name: agent-node-002, token: %q, role: agent, node: node-002}\n",
+		e2eAdminToken, e2eSubmitToken, e2eAgentToken, e2eNode2Token)
 	if err := os.WriteFile(filepath.Join(dir, "tokens.yaml"), []byte(tokens), 0o600); err != nil {
 		t.Fatal(err)
 	}

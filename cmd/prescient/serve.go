@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os/exec"
+	"slices"
 	"strings"
 	"time"
 
@@ -307,7 +309,7 @@ func runServe(ctx context.Context, g *globals, o serveOptions, stdout io.Writer)
 	defer stopRetraining() // before the store closes
 
 	// 4. The backend and where the fleet's nodes come from.
-	backend, nodes, hub, err := serveBackend(o, g)
+	backend, nodes, hub, err := serveBackend(o, g, st)
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
@@ -432,7 +434,7 @@ func serveTokens(o serveOptions) (api.Tokens, error) {
 
 // serveBackend builds the backend of --backend and the source of nodes.
 // hub is non-nil for the agent backend, whose routes the API mounts.
-func serveBackend(o serveOptions, g *globals) (executor.Backend, service.NodeSource, *agenthub.Hub, error) {
+func serveBackend(o serveOptions, g *globals, st *store.Store) (executor.Backend, service.NodeSource, *agenthub.Hub, error) {
 	switch o.backend {
 	case "kubernetes":
 		b, client, err := newKubeBackend(o.kube, g)
@@ -452,7 +454,8 @@ func serveBackend(o serveOptions, g *globals) (executor.Backend, service.NodeSou
 		}
 		return b, service.StaticFleet{Fleet: fleet}, nil, nil
 	default:
-		hub := agenthub.NewHub(agenthub.HubOptions{SilentAfter: o.agentSilent, Logger: g.logger, BoundNode: tokenNode})
+		hub := agenthub.NewHub(agenthub.HubOptions{SilentAfter: o.agentSilent, Logger: g.logger, BoundNode: tokenNode,
+			Placement: placedNodes(st, g.logger)})
 		return hub, hubNodes{hub}, hub, nil
 	}
 }
@@ -462,6 +465,34 @@ func serveBackend(o serveOptions, g *globals) (executor.Backend, service.NodeSou
 func tokenNode(r *http.Request) (string, bool) {
 	p, ok := api.PrincipalFrom(r.Context())
 	return p.Node, ok && p.Node != ""
+}
+
+// placedNodes says where the store places an attempt, for the hub to
+// refuse an agent's word on another node's ranks after a restart: the
+// nodes in order of first appearance among its allocations, as the hub
+// ranks them. A store that cannot answer places nothing (and says so).
+func placedNodes(st *store.Store, log *slog.Logger) func(job string, attempt int) ([]string, bool) {
+	return func(job string, attempt int) ([]string, bool) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		pl, err := st.GetPlacement(ctx, cluster.JobID(job))
+		if err != nil {
+			if !errors.Is(err, store.ErrNotFound) {
+				log.Error("agent hub: reading a placement", "job", job, "attempt", attempt, "error", err)
+			}
+			return nil, false
+		}
+		if pl.Attempt != attempt {
+			return nil, false
+		}
+		var nodes []string
+		for _, a := range pl.Allocations {
+			if !slices.Contains(nodes, a.GPU.Node) {
+				nodes = append(nodes, a.GPU.Node)
+			}
+		}
+		return nodes, true
+	}
 }
 
 // labelledDuration is how long a job runs on the simulated backend: its
