@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/gin-gonic/gin"
 )
@@ -30,20 +31,30 @@ func (s *Server) authorize(a access) gin.HandlerFunc {
 			c.Next()
 			return
 		}
+		// No body is read before the token is checked; after a refusal
+		// the connection closes at once rather than wait for the body to
+		// drain (the server would read it to reuse the connection).
+		refuse := func(status int, code, msg string) {
+			if c.Request.ContentLength != 0 {
+				c.Header("Connection", "close")
+				_ = http.NewResponseController(c.Writer).SetReadDeadline(time.Now())
+			}
+			writeError(c, status, code, msg)
+		}
 		token, given := bearerToken(c.Request)
 		if !given {
 			c.Header("WWW-Authenticate", `Bearer realm="prescient"`)
-			writeError(c, http.StatusUnauthorized, "unauthorized", "missing bearer token: send the header Authorization: Bearer <token>")
+			refuse(http.StatusUnauthorized, "unauthorized", "missing bearer token: send the header Authorization: Bearer <token>")
 			return
 		}
 		p, ok := s.cfg.Tokens.Lookup(token)
 		if !ok {
 			c.Header("WWW-Authenticate", `Bearer realm="prescient", error="invalid_token"`)
-			writeError(c, http.StatusUnauthorized, "unauthorized", "the bearer token is not valid")
+			refuse(http.StatusUnauthorized, "unauthorized", "the bearer token is not valid")
 			return
 		}
 		if want := a.roles(); !slices.Contains(want, p.Role) {
-			writeError(c, http.StatusForbidden, "forbidden",
+			refuse(http.StatusForbidden, "forbidden",
 				"role "+string(p.Role)+" may not "+c.Request.Method+" "+c.FullPath()+" (it takes "+joinRoles(want)+")")
 			return
 		}

@@ -29,6 +29,10 @@ type ReadyCheck struct {
 // otherwise.
 const DefaultMaxBodyBytes = 1 << 20
 
+// DefaultBodyTimeout bounds a request body's arrival unless Config says
+// otherwise.
+const DefaultBodyTimeout = 15 * time.Second
+
 // Config configures a Server.
 type Config struct {
 	Checks  []ReadyCheck
@@ -49,6 +53,11 @@ type Config struct {
 	MetricsNeedToken bool
 	// MaxBodyBytes bounds a JSON request body (default 1 MiB).
 	MaxBodyBytes int64
+	// BodyTimeout bounds how long a request's body may take to arrive
+	// after its headers (default 15 s): a client that declares a body and
+	// sends it slowly, or never, is cut off then instead of holding a
+	// connection. It does not bound the answer: long polls live on.
+	BodyTimeout time.Duration
 	// Agents serves /v1/agents/ (the agent hub); only agent tokens reach
 	// it, and the handler sees the full path and the Principal in the
 	// request's context.
@@ -118,6 +127,9 @@ func New(cfg Config) *Server {
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
 	}
+	if cfg.BodyTimeout <= 0 {
+		cfg.BodyTimeout = DefaultBodyTimeout
+	}
 	if cfg.Registry == nil {
 		cfg.Registry = prometheus.NewRegistry()
 		cfg.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -184,8 +196,10 @@ func (s *Server) routeTable() []route {
 	return rs
 }
 
-// Handler returns the server's HTTP handler.
-func (s *Server) Handler() http.Handler { return s.engine }
+// Handler returns the server's HTTP handler. Serve it with a
+// ReadHeaderTimeout: the handler bounds the body's arrival itself
+// (Config.BodyTimeout).
+func (s *Server) Handler() http.Handler { return boundBody(s.engine, s.cfg.BodyTimeout) }
 
 // noRoute hands GET and HEAD outside /v1 to the dashboard; everything else
 // is a JSON 404.
