@@ -57,8 +57,8 @@ var callers = []caller{
 
 // TestAuthorization runs every route class with every role and tenant: no
 // valid token is 401 with WWW-Authenticate, a role the route does not take
-// 403, a job of another tenant 403 (admins excepted), everything else the
-// route's success status.
+// 403, a job of another tenant 404 as a missing one (admins excepted),
+// everything else the route's success status.
 func TestAuthorization(t *testing.T) {
 	calls := []struct {
 		name, method, path, body string
@@ -100,7 +100,7 @@ func TestAuthorization(t *testing.T) {
 				case !call.class.allows(who.role):
 					want = http.StatusForbidden
 				case call.jobOfA && who.role != api.RoleAdmin && who.tenant != "a":
-					want = http.StatusForbidden
+					want = http.StatusNotFound // as if it did not exist: IDs are not enumerable
 				}
 				rec := e.do(call.method, call.path, who.token, call.body)
 				if rec.Code != want {
@@ -117,6 +117,11 @@ func TestAuthorization(t *testing.T) {
 				case http.StatusForbidden:
 					if errorOf(t, rec).Code != "forbidden" {
 						t.Fatalf("403 body: %s", rec.Body)
+					}
+				case http.StatusNotFound:
+					missing := e.do(call.method, strings.Replace(call.path, "/ja", "/jz", 1), who.token, call.body)
+					if got, want := rec.Body.String(), strings.Replace(missing.Body.String(), "jz", "ja", 1); missing.Code != 404 || got != want {
+						t.Fatalf("another tenant's job answered %s; a missing one %d %s", got, missing.Code, missing.Body)
 					}
 				}
 			})
@@ -217,8 +222,10 @@ func TestTenantsSeeOnlyTheirOwnJobs(t *testing.T) {
 		}
 	})
 	t.Run("what-if removes only one's own jobs and shows one's own", func(t *testing.T) {
-		if rec := e.do("POST", "/v1/whatif", tokViewerA, `{"remove_jobs":["jb1"]}`); rec.Code != 403 {
-			t.Fatalf("removing b's job as a = %d %s", rec.Code, rec.Body)
+		rec := e.do("POST", "/v1/whatif", tokViewerA, `{"remove_jobs":["jb1"]}`)
+		missing := e.do("POST", "/v1/whatif", tokViewerA, `{"remove_jobs":["jz1"]}`)
+		if rec.Code != 400 || rec.Body.String() != strings.Replace(missing.Body.String(), "jz1", "jb1", 1) {
+			t.Fatalf("removing b's job as a = %d %s; a missing one %d %s", rec.Code, rec.Body, missing.Code, missing.Body)
 		}
 		var res service.WhatIfResult
 		decode(t, e.do("POST", "/v1/whatif", tokViewerA, `{"remove_jobs":["ja2"],"add_jobs":[{"gpus":1}]}`), &res)

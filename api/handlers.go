@@ -169,20 +169,24 @@ func (h *handlers) jobQuery(c *gin.Context) (service.JobQuery, bool) {
 	return q, true
 }
 
-// job fetches the job of the :id parameter and checks the tenant.
+// job fetches the job of the :id parameter and checks the tenant. Another
+// tenant's job is answered as a missing one, word for word, so that no
+// tenant learns which IDs exist.
 func (h *handlers) job(c *gin.Context) (service.JobStatus, bool) {
 	id := cluster.JobID(c.Param("id"))
 	st, err := h.svc.Job(c.Request.Context(), id)
+	if err == nil && !mayTouch(principal(c), st.Tenant) {
+		err = notFound(id)
+	}
 	if err != nil {
 		serviceError(c, h.log, err)
 		return service.JobStatus{}, false
 	}
-	if p := principal(c); !mayTouch(p, st.Tenant) {
-		writeError(c, http.StatusForbidden, "forbidden", fmt.Sprintf("job %s belongs to another tenant than %s", id, p.Tenant))
-		return service.JobStatus{}, false
-	}
 	return st, true
 }
+
+// notFound is the service's error for a job it does not have.
+func notFound(id cluster.JobID) error { return fmt.Errorf("job %s: %w", id, service.ErrNotFound) }
 
 // getJob is GET /v1/jobs/{id}.
 func (h *handlers) getJob(c *gin.Context) {
@@ -353,8 +357,8 @@ func (h *handlers) whatIf(c *gin.Context) {
 			return
 		}
 		for i, id := range req.RemoveJobs {
-			if !own[id] {
-				writeError(c, http.StatusForbidden, "forbidden", fmt.Sprintf("remove_jobs[%d]: %s is not a queued or running job of tenant %s", i, id, p.Tenant))
+			if !own[id] { // another tenant's and a missing job alike
+				abortRequest(c, badRequest("remove_jobs[%d]: %s is not a queued or running job of tenant %s", i, id, p.Tenant))
 				return
 			}
 		}
