@@ -7,9 +7,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"strings"
 
 	"github.com/gin-gonic/gin"
+
+	"github.com/prescient-sched/prescient/internal/strictjson"
 )
 
 // requestError is the caller's fault: a 400 with a code and a message that
@@ -41,11 +44,15 @@ func readJSON(c *gin.Context, limit int64, dst any, optional bool) *requestError
 
 // decodeJSON is readJSON on bytes read.
 func decodeJSON(data []byte, dst any, optional bool) *requestError {
-	if len(bytes.TrimSpace(data)) == 0 {
+	trimmed := bytes.TrimSpace(data)
+	if len(trimmed) == 0 {
 		if optional {
 			return nil
 		}
 		return &requestError{code: "malformed_json", msg: "request body is empty; want a JSON object"}
+	}
+	if bytes.Equal(trimmed, []byte("null")) { // which decodes into any object as nothing at all
+		return &requestError{code: "malformed_json", msg: "want a JSON object, got null"}
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -54,6 +61,11 @@ func decodeJSON(data []byte, dst any, optional bool) *requestError {
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return &requestError{code: "malformed_json", msg: fmt.Sprintf("malformed JSON: data after the object at byte %d", dec.InputOffset())}
+	}
+	if err := strictjson.Check(data, reflect.TypeOf(dst)); errors.Is(err, strictjson.ErrUnknownField) {
+		return &requestError{code: "unknown_field", msg: err.Error()}
+	} else if err != nil {
+		return badRequest("%s", err)
 	}
 	return nil
 }

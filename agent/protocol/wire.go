@@ -8,11 +8,13 @@ import (
 	"io"
 	"maps"
 	"net/http"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/prescient-sched/prescient/cluster"
+	"github.com/prescient-sched/prescient/internal/strictjson"
 )
 
 // The agent routes, relative to the control plane's base URL.
@@ -203,10 +205,16 @@ func WriteError(w http.ResponseWriter, status int, code, msg string) {
 	WriteJSON(w, status, b)
 }
 
-// DecodeStrict decodes one JSON object into v, rejecting unknown fields and
-// trailing data, and names the offset of a syntax error.
+// DecodeStrict decodes one JSON object into v, rejecting unknown fields,
+// trailing data and what strictjson.Check refuses (a key of the wrong
+// case, a key twice, text that is not Unicode), and names the offset of a
+// syntax error.
 func DecodeStrict(r io.Reader, v any) error {
-	dec := json.NewDecoder(r)
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		var se *json.SyntaxError
@@ -226,7 +234,7 @@ func DecodeStrict(r io.Reader, v any) error {
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return errors.New("trailing data after the JSON object")
 	}
-	return nil
+	return strictjson.Check(data, reflect.TypeOf(v))
 }
 
 // DecodeRegister reads and checks a RegisterRequest.
