@@ -133,6 +133,10 @@ type Config struct {
 	// NodeSynced since) before its jobs are requeued (default
 	// DefaultNodeLostAfter).
 	NodeLostAfter time.Duration
+	// MaxFailedStarts is how many starts of one job the backend may refuse
+	// before the job fails with the last refusal as its reason (default
+	// DefaultMaxFailedStarts). Preemptions and lost nodes do not count.
+	MaxFailedStarts int
 }
 
 // Defaults of Config.
@@ -146,6 +150,10 @@ const (
 	// not been heard for the hub's silence bound, 90 s by default) five more
 	// minutes to come back before its jobs run elsewhere.
 	DefaultNodeLostAfter = 5 * time.Minute
+	// DefaultMaxFailedStarts lets a passing refusal (a node that just
+	// failed) pass, and stops a job the backend can never start within a
+	// few cycles.
+	DefaultMaxFailedStarts = 5
 )
 
 // Validate checks the configuration; the errors name the field.
@@ -174,6 +182,9 @@ func (c *Config) Validate() error {
 	}
 	if c.RefineEvery < 0 {
 		errs = append(errs, fmt.Errorf("control: config: RefineEvery %s must not be negative", c.RefineEvery))
+	}
+	if c.MaxFailedStarts < 0 {
+		errs = append(errs, fmt.Errorf("control: config: MaxFailedStarts %d is negative", c.MaxFailedStarts))
 	}
 	if c.Tick < 0 || c.Debounce < 0 || c.Grace < 0 || c.UsageHalfLife < 0 || c.WaitHalfLife < 0 || c.NodeSyncTimeout < 0 || c.NodeLostAfter < 0 {
 		errs = append(errs, errors.New("control: config: Tick, Debounce, Grace, UsageHalfLife, WaitHalfLife, NodeSyncTimeout and NodeLostAfter must not be negative"))

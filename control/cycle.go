@@ -2,6 +2,7 @@ package control
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -209,9 +210,39 @@ func (p *Plane) start(ctx context.Context, pl executor.Placement) error {
 		if ctx.Err() != nil {
 			return nil // shutting down: whether it started is for recover to settle
 		}
-		return p.requeue(ctx, j.ID, placed.Attempt, store.EventRequeued, "the backend refused the start: "+err.Error())
+		return p.startRefused(ctx, j.ID, placed.Attempt, "the backend refused the start", err)
 	}
 	return nil
+}
+
+// startRefused puts back in the queue a job whose start the backend
+// refused, or fails it once the backend refused MaxFailedStarts of its
+// starts: a job it can never start must not be started and requeued
+// forever. A node not ready yet (executor.ErrNodeNotReady) is not the
+// job's fault, and does not count.
+func (p *Plane) startRefused(ctx context.Context, id cluster.JobID, attempt int, what string, refusal error) error {
+	msg := what + ": " + refusal.Error()
+	if errors.Is(refusal, executor.ErrNodeNotReady) {
+		return p.requeue(ctx, id, attempt, store.EventRequeued, msg)
+	}
+	evs, err := p.cfg.Store.Events(ctx, id)
+	if err != nil {
+		return err
+	}
+	n := 1
+	for _, e := range evs {
+		if e.Type == store.EventStartFailed {
+			n++
+		}
+	}
+	if n < p.cfg.MaxFailedStarts {
+		return p.requeue(ctx, id, attempt, store.EventStartFailed, fmt.Sprintf("%s (failed start %d; the job fails at %d)", msg, n, p.cfg.MaxFailedStarts))
+	}
+	if _, ok, err := p.current(ctx, id, attempt); err != nil || !ok {
+		return err
+	}
+	p.log.Warn("job failed: the backend refused its every start", "job", id, "failed_starts", n, "error", refusal)
+	return p.transition(ctx, id, cluster.StateFailed, store.EventFailed, fmt.Sprintf("%s (failed start %d, the last allowed)", msg, n))
 }
 
 func (p *Plane) preempt(ctx context.Context, lv *live.State, pr executor.Preemption) error {

@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/prescient-sched/prescient/cluster"
@@ -26,6 +27,9 @@ const DefaultJobsLimit = 100
 func (p *Plane) Submit(ctx context.Context, req service.SubmitRequest) (service.JobStatus, error) {
 	spec, err := p.checkSpec(req.Spec, "spec")
 	if err != nil {
+		return service.JobStatus{}, err
+	}
+	if err := p.checkRun(req.Command, req.Env); err != nil {
 		return service.JobStatus{}, err
 	}
 	id := req.ID
@@ -103,12 +107,16 @@ func (p *Plane) checkSpec(s cluster.JobSpec, prefix string) (cluster.JobSpec, er
 	if err := s.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("%s: %w", prefix, err))
 	}
+	if s.GPUs == 0 {
+		errs = append(errs, fmt.Errorf("%s.gpus: 0; a job needs at least one GPU (gpu_milli asks for a share of one)", prefix))
+	}
 	if s.GangSize > 1 && s.GPUs > 0 && s.GPUs%s.GangSize != 0 {
 		errs = append(errs, fmt.Errorf("%s.gang_size: %d does not divide gpus %d", prefix, s.GangSize, s.GPUs))
 	}
-	if total := fleetGPUs(p.cfg.Nodes.Nodes()); total > 0 && s.GPUs > total {
-		errs = append(errs, fmt.Errorf("%s.gpus: %d is more than the fleet's %d", prefix, s.GPUs, total))
+	if y := s.Deadline.Year(); !s.Deadline.IsZero() && (y < minDeadlineYear || y > maxDeadlineYear) {
+		errs = append(errs, fmt.Errorf("%s.deadline: %s is outside the years %d to %d", prefix, s.Deadline.Format(time.RFC3339), minDeadlineYear, maxDeadlineYear))
 	}
+	errs = append(errs, fitsFleet(p.cfg.Nodes.Nodes(), s, prefix))
 	for k := range s.Labels {
 		if k == "" {
 			errs = append(errs, fmt.Errorf("%s.labels: empty key", prefix))
@@ -120,16 +128,56 @@ func (p *Plane) checkSpec(s cluster.JobSpec, prefix string) (cluster.JobSpec, er
 	return s, nil
 }
 
+// checkRun refuses at submit a command the backend could never run (none,
+// on the node agents: executor.RunChecker), and env without a command.
+func (p *Plane) checkRun(command []string, env map[string]string) error {
+	if len(command) == 0 && len(env) > 0 {
+		return fmt.Errorf("%w: env: given without a command", service.ErrInvalid)
+	}
+	if rc, ok := p.cfg.Backend.(executor.RunChecker); ok {
+		if err := rc.CheckRun(command, env); err != nil {
+			return fmt.Errorf("%w: %w", service.ErrInvalid, err)
+		}
+	}
+	return nil
+}
+
 func cloneSpec(s cluster.JobSpec) cluster.JobSpec {
 	return cluster.Job{Spec: s}.Clone().Spec
 }
 
-func fleetGPUs(nodes []cluster.Node) int {
-	n := 0
+// The deadlines a job may carry: a time the store can keep (nanoseconds
+// since 1970 in 64 bits end in 2262) and a scheduler can mean.
+const (
+	minDeadlineYear = 1970
+	maxDeadlineYear = 2200
+)
+
+// fitsFleet refuses a job the fleet could not run were it empty: GPU
+// models it has none of, or more GPUs than it has of those models. A fleet
+// with no nodes yet (agents still to register) refuses nothing.
+func fitsFleet(nodes []cluster.Node, s cluster.JobSpec, prefix string) error {
+	total, usable := 0, 0
+	models := map[string]bool{}
 	for i := range nodes {
-		n += len(nodes[i].GPUs)
+		for _, g := range nodes[i].GPUs {
+			total++
+			models[g.Model] = true
+			if s.AllowsModel(g.Model) {
+				usable++
+			}
+		}
 	}
-	return n
+	switch {
+	case total == 0:
+		return nil
+	case usable == 0 && len(s.GPUModels) > 0:
+		return fmt.Errorf("%s.gpu_models: the fleet has no GPU of %s (it has %s)", prefix,
+			strings.Join(s.GPUModels, ", "), strings.Join(slices.Sorted(maps.Keys(models)), ", "))
+	case s.GPUs > usable:
+		return fmt.Errorf("%s.gpus: %d is more than the fleet's %d GPUs it may use", prefix, s.GPUs, usable)
+	}
+	return nil
 }
 
 // newJobID makes an ID for a job submitted without one.

@@ -95,6 +95,9 @@ func New(cfg Config) (*Plane, error) {
 	if cfg.Debounce == 0 {
 		cfg.Debounce = DefaultDebounce
 	}
+	if cfg.MaxFailedStarts == 0 {
+		cfg.MaxFailedStarts = DefaultMaxFailedStarts
+	}
 	if cfg.NodeLostAfter == 0 {
 		cfg.NodeLostAfter = DefaultNodeLostAfter
 	}
@@ -384,7 +387,7 @@ func (p *Plane) recover(ctx context.Context) error {
 				continue
 			}
 			p.log.Warn("recover: resend start failed; requeueing", "job", j.ID, "attempt", pl.Attempt, "error", err)
-			p.requeue(ctx, j.ID, pl.Attempt, store.EventRequeued, "the backend refused the start after a restart: "+err.Error())
+			p.startRefused(ctx, j.ID, pl.Attempt, "the backend refused the start after a restart", err)
 			continue
 		}
 		resent++

@@ -115,6 +115,14 @@ type AttemptStopper interface {
 	StopAttempt(ctx context.Context, job cluster.JobID, attempt int, grace time.Duration) error
 }
 
+// RunChecker is implemented by a backend that can tell at submit a job's
+// command it could never run: the node agents need one. The control plane
+// refuses such a job there, naming the field, instead of starting it to
+// fail.
+type RunChecker interface {
+	CheckRun(command []string, env map[string]string) error
+}
+
 // ErrNodeNotReady is wrapped by a backend's Start when a node of the
 // assignment is not (yet) reachable: after a control-plane restart its
 // agent may not have registered again. The job may still run there; the

@@ -23,6 +23,7 @@ const (
 	EventCheckpointAbandoned EventType = "checkpoint_abandoned" // → running (a requested checkpoint never landed)
 	EventPreempted           EventType = "preempted"            // → queued, to make room
 	EventRequeued            EventType = "requeued"             // → queued, e.g. its node failed
+	EventStartFailed         EventType = "start_failed"         // → queued, the backend refused its start
 	EventFinished            EventType = "finished"             // → succeeded
 	EventFailed              EventType = "failed"               // → failed
 	EventCancelled           EventType = "cancelled"            // → cancelled
@@ -31,14 +32,14 @@ const (
 // EventTypes lists every event type.
 func EventTypes() []EventType {
 	return []EventType{EventSubmitted, EventStarted, EventCheckpointRequested, EventCheckpointed,
-		EventCheckpointAbandoned, EventPreempted, EventRequeued, EventFinished, EventFailed, EventCancelled}
+		EventCheckpointAbandoned, EventPreempted, EventRequeued, EventStartFailed, EventFinished, EventFailed, EventCancelled}
 }
 
 // Target is the state a job is in after an event of type t; ok is false
 // for an unknown type.
 func (t EventType) Target() (state cluster.JobState, ok bool) {
 	switch t {
-	case EventSubmitted, EventPreempted, EventRequeued:
+	case EventSubmitted, EventPreempted, EventRequeued, EventStartFailed:
 		return cluster.StateQueued, true
 	case EventStarted, EventCheckpointed, EventCheckpointAbandoned:
 		return cluster.StateRunning, true

@@ -17,7 +17,7 @@ import (
 // loan changes and a node's parking.
 var eventTypes = []string{
 	"submitted", "started", "checkpoint_requested", "checkpointed", "checkpoint_abandoned",
-	"preempted", "requeued", "finished", "failed", "cancelled",
+	"preempted", "requeued", "start_failed", "finished", "failed", "cancelled",
 	// An inference node's loan (lending.Config): no job, no tenant.
 	"node_lent", "node_returning", "node_serving",
 	// A node's parking (parking.Config): no job, no tenant.

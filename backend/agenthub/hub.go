@@ -109,6 +109,7 @@ const maxEndedAttempts = 100000
 var (
 	_ executor.Backend        = (*Hub)(nil)
 	_ executor.AttemptStopper = (*Hub)(nil)
+	_ executor.RunChecker     = (*Hub)(nil)
 )
 
 // hubNode is one registered agent.
@@ -236,6 +237,15 @@ func (h *Hub) Start(ctx context.Context, a executor.Assignment) error {
 	h.current[a.Job.ID] = max(h.current[a.Job.ID], a.Attempt)
 	h.log.Info("start sent", "job", a.Job.ID, "attempt", a.Attempt, "nodes", order)
 	return nil
+}
+
+// CheckRun refuses a command no agent could run, naming the field
+// (executor.RunChecker): none at all, or one the start spec refuses.
+func (h *Hub) CheckRun(command []string, env map[string]string) error {
+	if len(command) == 0 {
+		return errors.New("command: empty; the agent backend runs a job's command on its nodes")
+	}
+	return protocol.StartSpec{Command: command, Env: env, GPUs: []int{0}, WorldSize: 1}.Validate()
 }
 
 // checkAssignment rejects what no agent could run, naming the field.

@@ -40,7 +40,7 @@ const (
 	e2eAgentToken  = "e2e-agent-token-0123456789"
 	// e2eNode2Token is an agent token bound to node-002.
 	e2eNode2Token = "e2e-agent-node-002-0123456789"
-	e2eFleet       = "uniform:2x4:A100-SXM4-80GB"
+	e2eFleet      = "uniform:2x4:A100-SXM4-80GB"
 )
 
 // e2eBinary is the prescient binary the end-to-end tests share, built

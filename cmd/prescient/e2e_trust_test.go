@@ -14,11 +14,14 @@ import (
 	"github.com/prescient-sched/prescient/service"
 )
 
-// An agent speaks only of the attempts placed on its own node: node-002's
-// token cannot end, checkpoint or stop a job that runs on node-001, by
-// events or by a running list, before or after a control-plane restart
-// (when the hub learns the placement from the store).
-func TestEndToEndAnAgentSpeaksOnlyForItsNode(t *testing.T) {
+// What serve refuses, with an agent and a job as real processes:
+//   - at submit, a job the agents could never run (no command, GPU models
+//     the fleet has none of), with a 400 naming the field;
+//   - events from an agent about another node's work: node-002's token
+//     cannot end, checkpoint or stop a job that runs on node-001, by
+//     events or by a running list, before or after a control-plane
+//     restart (when the hub learns the placement from the store).
+func TestEndToEndTrust(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end: builds the binary and runs serve, an agent and a job")
 	}
@@ -31,6 +34,22 @@ func TestEndToEndAnAgentSpeaksOnlyForItsNode(t *testing.T) {
 		c.do(http.MethodGet, "/v1/fleet", e2eAdminToken, nil, &f)
 		return f.GPUs == 4, fmt.Sprintf("%d GPUs", f.GPUs)
 	})
+	for body, field := range map[string]string{
+		`{"gpus":1}`: "command: empty",
+		`{"gpus":1,"command":["true"],"gpu_models":["H100"]}`: "gpu_models: the fleet has no GPU of H100",
+	} {
+		req, _ := http.NewRequest(http.MethodPost, c.url("/v1/jobs"), bytes.NewBufferString(body))
+		req.Header.Set("Authorization", "Bearer "+e2eSubmitToken)
+		res, err := c.client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusBadRequest || !bytes.Contains(b, []byte(field)) {
+			t.Errorf("POST /v1/jobs %s: %d %s; want 400 naming %q", body, res.StatusCode, b, field)
+		}
+	}
 	req := api.SubmitRequest{ID: "victim", JobSpecRequest: api.JobSpecRequest{Name: "victim", GPUs: 4, Checkpointable: true},
 		Command: []string{bin, "workload", "--steps", "600", "--step-time", "200ms"}}
 	if code := c.do(http.MethodPost, "/v1/jobs", e2eSubmitToken, req, nil); code != http.StatusCreated {

@@ -65,6 +65,7 @@ type serveOptions struct {
 	pricePerKWh   float64
 	currency      string
 	agentSilent   time.Duration
+	maxFailed     int
 	lend          lending.Config
 	park          parking.Config
 
@@ -140,6 +141,7 @@ token printed for the dashboard and the API.`,
 	f.Float64Var(&o.pricePerKWh, "price-kwh", 0.15, "price of one kWh, for the dashboard's cost per workload")
 	f.StringVar(&o.currency, "currency", "USD", "currency of the prices")
 	f.DurationVar(&o.agentSilent, "agent-silent-after", 90*time.Second, "an agent not heard from for this long is reported silent")
+	f.IntVar(&o.maxFailed, "max-failed-starts", control.DefaultMaxFailedStarts, "a job whose start the backend refuses this many times fails with the refusal as its reason (preemptions and lost nodes do not count)")
 	f.StringSliceVar(&o.lend.Pools, "lend-pools", nil, "inference pools (values of the nodes' prescient.io/pool label) whose idle nodes are lent to training and taken back before the forecast demand returns; needs telemetry")
 	f.DurationVar(&o.lend.Every, "lend-every", lend.DefaultEvery, "how often loans are decided, on a forecast of the pools' idle GPUs in steps this long")
 	f.DurationVar(&o.lend.MinLoan, "lend-min-loan", lend.DefaultMinLoan, "lend a node only while the forecast keeps it idle this long")
@@ -230,6 +232,9 @@ func (o *serveOptions) validate() error {
 	errs = append(errs, o.validateParking()...)
 	if o.tick <= 0 {
 		errs = append(errs, fmt.Errorf("--tick %s: want a positive duration", o.tick))
+	}
+	if o.maxFailed < 1 {
+		errs = append(errs, fmt.Errorf("--max-failed-starts %d: want at least 1", o.maxFailed))
 	}
 	if o.grace < 0 || o.shutdownTimeout < 0 || o.agentSilent < 0 || o.preemptMinRun < 0 {
 		errs = append(errs, errors.New("--grace, --shutdown-timeout, --agent-silent-after and --preempt-min-run must not be negative"))
@@ -333,6 +338,7 @@ func runServe(ctx context.Context, g *globals, o serveOptions, stdout io.Writer)
 		PolicyOptions: policies.Options{PreemptMinRun: o.preemptMinRun},
 		Prices:        control.Prices{PerGPUHour: o.pricePerGPUH, PerKWh: o.pricePerKWh, Currency: o.currency},
 		IdleJobAfter:  o.idleJobAfter, PowerCapPrice: o.powerCapPrice, AllowCrossTenantSharing: o.crossTenant,
+		MaxFailedStarts: o.maxFailed,
 	}
 	if o.models != "" {
 		cfg.Idle = newLiveIdle(reg, g.logger)

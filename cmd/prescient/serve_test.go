@@ -69,7 +69,8 @@ func waitFor(t *testing.T, url string) int {
 
 func TestServeRefusesFlagsThatCannotWork(t *testing.T) {
 	base := func() serveOptions {
-		return serveOptions{listen: "127.0.0.1:0", mode: "advisor", backend: "agent", policy: "prescient", tick: time.Second, backfillDepth: 100}
+		return serveOptions{listen: "127.0.0.1:0", mode: "advisor", backend: "agent", policy: "prescient", tick: time.Second, backfillDepth: 100,
+			maxFailed: 5}
 	}
 	for _, tc := range []struct {
 		name string
@@ -98,6 +99,7 @@ func TestServeRefusesFlagsThatCannotWork(t *testing.T) {
 			o.park = parkDefaults()
 			o.park.Suspend = "/nonexistent/ipmi-off"
 		}, "--park-suspend-program /nonexistent/ipmi-off"},
+		{"no failed start allowed", func(o *serveOptions) { o.maxFailed = 0 }, "--max-failed-starts 0"},
 		{"parking with no wake timeout", func(o *serveOptions) { o.park = parkDefaults(); o.park.WakeTimeout = 0 }, "--park-wake-timeout"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
