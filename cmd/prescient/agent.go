@@ -120,8 +120,8 @@ func (o agentOptions) validate() (nvml.Mode, error) {
 		return "", errors.New("--node: want the node's name")
 	case o.workDir == "":
 		return "", errors.New("--work-dir: want a directory")
-	case o.fleet != "" && mode == nvml.ModeReal:
-		return "", errors.New("--fleet: simulates a node, which --nvml real does not")
+	case o.fleet != "" && mode != nvml.ModeSim:
+		return "", fmt.Errorf("--fleet: simulates a node, which only --nvml sim does, not --nvml %s", mode)
 	case o.pollWait <= 0:
 		return "", fmt.Errorf("--poll-wait %s: want a positive duration", o.pollWait)
 	case o.backoffMax <= 0:
@@ -275,7 +275,7 @@ func agentNode(mode nvml.Mode, o agentOptions, log *slog.Logger) (nvml.Host, *nv
 		node.Topology.Rack = nonEmpty(o.rack, node.Topology.Rack)
 		node.Topology.Leaf = nonEmpty(o.leaf, node.Topology.Leaf)
 	}
-	host, sim, err := nvml.Open(mode, nvml.SimOptions{Node: node, Seed: 1}, log)
+	host, sim, err := nvml.Open(mode, nvml.SimOptions{Node: node, Seed: 1})
 	if err != nil {
 		if errors.Is(err, nvml.ErrNoLibrary) {
 			return nil, nil, protocol.NodeInfo{}, fmt.Errorf("--nvml %s: %w (--nvml sim simulates GPUs)", mode, err)

@@ -111,8 +111,8 @@ func (o collectOptions) validate() (nvml.Mode, error) {
 		return "", fmt.Errorf("--flush-interval %s: want a positive duration", o.flushInterval)
 	case o.spoolDir == "":
 		return "", errors.New("--spool-dir: want a directory")
-	case o.fleet != "" && mode == nvml.ModeReal:
-		return "", errors.New("--fleet: simulates a fleet, which --nvml real does not")
+	case o.fleet != "" && mode != nvml.ModeSim:
+		return "", fmt.Errorf("--fleet: simulates a fleet, which only --nvml sim does, not --nvml %s", mode)
 	case o.fleet == "" && o.node == "":
 		return "", errors.New("--node: want the node's name")
 	}
@@ -228,7 +228,7 @@ func openHosts(mode nvml.Mode, o collectOptions, logger *slog.Logger) ([]collect
 	}
 	procJobs := collector.ProcJobs{}
 	if o.fleet == "" {
-		host, sim, err := nvml.Open(mode, simOpts, logger)
+		host, sim, err := nvml.Open(mode, simOpts)
 		if err != nil {
 			if errors.Is(err, nvml.ErrNoLibrary) {
 				return nil, nil, "", fmt.Errorf("--nvml %s: %w (--nvml sim simulates GPUs)", mode, err)

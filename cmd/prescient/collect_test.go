@@ -52,10 +52,12 @@ func TestCollectRejectsBadSettingsNamingTheFlag(t *testing.T) {
 		{"a fleet with real NVML", []string{"--nvml", "real", "--fleet", "uniform:1x8"}, "--fleet: simulates a fleet"},
 		{"a bucket with two slashes", []string{"--influx-url", "http://127.0.0.1:1", "--influx-bucket", "a/b/c"}, "--influx-url/--influx-bucket"},
 		{"real NVML on a machine without it says what to do", []string{"--nvml", "real"}, "--nvml sim simulates GPUs"},
+		{"the default on a machine without NVML fails too, saying what to do", nil, "--nvml auto: nvml: init: libnvidia-ml.so could not be loaded (is the NVIDIA driver installed?) (--nvml sim simulates GPUs)"},
+		{"a fleet without --nvml sim", []string{"--fleet", "uniform:1x8"}, "--fleet: simulates a fleet, which only --nvml sim does"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if strings.Contains(tt.want, "--nvml sim") {
+			if strings.Contains(tt.want, "--nvml sim") || strings.Contains(tt.want, "libnvidia-ml") {
 				if h, err := nvml.OpenReal(); err == nil {
 					h.Close()
 					t.Skip("this machine has NVML")

@@ -1,9 +1,7 @@
 package nvml
 
 import (
-	"errors"
 	"fmt"
-	"log/slog"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 )
@@ -13,7 +11,7 @@ type Mode string
 
 // The modes of Open.
 const (
-	ModeAuto Mode = "auto" // real NVML when libnvidia-ml.so loads, else a simulated host
+	ModeAuto Mode = "auto" // real NVML when libnvidia-ml.so loads, else an error that names ModeSim
 	ModeReal Mode = "real" // real NVML or an error
 	ModeSim  Mode = "sim"  // a simulated host
 )
@@ -37,27 +35,16 @@ func OpenReal() (Host, error) {
 	return h, nil
 }
 
-// Open opens a host in the given mode. In ModeAuto it falls back to a
-// simulated host built from sim, and logs that it did, when the real
-// library does not load. The returned Sim is nil unless the host is
-// simulated.
-func Open(mode Mode, sim SimOptions, log *slog.Logger) (Host, *Sim, error) {
+// Open opens a host in the given mode. Simulated GPUs come only from
+// ModeSim: a production node without its driver must not report made-up
+// figures, so ModeAuto, like ModeReal, fails there (the error wraps
+// ErrNoLibrary). The returned Sim is nil unless the host is simulated.
+func Open(mode Mode, sim SimOptions) (Host, *Sim, error) {
 	switch mode {
-	case ModeReal:
+	case ModeReal, ModeAuto:
 		h, err := OpenReal()
 		return h, nil, err
 	case ModeSim:
-		s, err := NewSim(sim)
-		return s, s, err
-	case ModeAuto:
-		h, err := OpenReal()
-		if err == nil {
-			return h, nil, nil
-		}
-		if !errors.Is(err, ErrNoLibrary) {
-			return nil, nil, err
-		}
-		log.Info("NVML is not available: using a simulated host", "component", "nvml", "reason", err, "node", sim.Node.Name)
 		s, err := NewSim(sim)
 		return s, s, err
 	}

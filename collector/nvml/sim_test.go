@@ -2,7 +2,6 @@ package nvml_test
 
 import (
 	"errors"
-	"log/slog"
 	"math"
 	"sort"
 	"strings"
@@ -168,20 +167,24 @@ func TestXIDErrorsAreCountedOnTheirGPU(t *testing.T) {
 	}
 }
 
-func TestRealNVMLFailsCleanlyWithoutTheLibraryAndAutoFallsBack(t *testing.T) {
+// Without the library auto fails as real does: simulated GPUs only on
+// request, never on a production node whose driver is missing.
+func TestWithoutTheLibraryRealAndAutoFailAndOnlySimSimulates(t *testing.T) {
 	if _, err := nvml.OpenReal(); err == nil {
 		t.Skip("this machine has NVML")
 	} else if !errors.Is(err, nvml.ErrNoLibrary) {
 		t.Fatalf("OpenReal() = %v; want ErrNoLibrary", err)
 	}
-	h, sim, err := nvml.Open(nvml.ModeAuto, nvml.SimOptions{}, slog.New(slog.DiscardHandler))
+	for _, m := range []nvml.Mode{nvml.ModeAuto, nvml.ModeReal} {
+		if h, _, err := nvml.Open(m, nvml.SimOptions{}); !errors.Is(err, nvml.ErrNoLibrary) {
+			t.Errorf("Open(%s) = %v, %v; want ErrNoLibrary", m, h, err)
+		}
+	}
+	h, sim, err := nvml.Open(nvml.ModeSim, nvml.SimOptions{})
 	if err != nil || sim == nil {
-		t.Fatalf("Open(auto) = %v, sim %v; want the simulated host", err, sim)
+		t.Fatalf("Open(sim) = %v, sim %v; want the simulated host", err, sim)
 	}
 	h.Close()
-	if _, _, err := nvml.Open(nvml.ModeReal, nvml.SimOptions{}, slog.New(slog.DiscardHandler)); !errors.Is(err, nvml.ErrNoLibrary) {
-		t.Errorf("Open(real) = %v; want ErrNoLibrary", err)
-	}
 }
 
 // The stochastic load, run long, reproduces AcmeTrace Seren's share of idle
