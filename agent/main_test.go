@@ -20,6 +20,12 @@ import (
 const childEnv = "AGENT_TEST_RUN_WORKLOAD"
 
 func TestMain(m *testing.M) {
+	// The agent starts its jobs through its own executable, the test
+	// binary here, as their supervisor; the job environment makes the
+	// supervisor's child the workload.
+	if len(os.Args) > 1 && os.Args[1] == SuperviseArg {
+		os.Exit(Supervise(os.Args[2:]))
+	}
 	if os.Getenv(childEnv) == "1" {
 		os.Exit(runWorkloadChild(os.Args[1:]))
 	}
