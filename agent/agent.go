@@ -56,6 +56,10 @@ type Config struct {
 	Env []string
 	// ProcRoot is the proc file system; default /proc.
 	ProcRoot string
+	// Supervisor is the program every job is started through, with
+	// SuperviseArg as its first argument (see Supervise); default
+	// /proc/self/exe, the agent's own executable.
+	Supervisor string
 	// Load, when set (a simulated host), is told which GPUs each running
 	// job holds, so that the simulated GPUs show its load and process:
 	// SimulatedUtil busy and SimulatedMemFraction of the memory.
@@ -125,6 +129,9 @@ func (c *Config) defaults() error {
 	}
 	if c.ProcRoot == "" {
 		c.ProcRoot = "/proc"
+	}
+	if c.Supervisor == "" {
+		c.Supervisor = "/proc/self/exe"
 	}
 	return nil
 }

@@ -172,14 +172,13 @@ func TestTheSameStartRunsOnce(t *testing.T) {
 		t.Errorf("JobOfPID(%d) = %q, %v: want j1", pid, job, ok)
 	}
 	// The new control plane learnt where j1 runs from the sync: it can
-	// stop it; the exit status of a process the agent did not start is
-	// unknown.
+	// stop it; the job's supervisor tells the new agent its exit status.
 	if err := hub2.Stop(context.Background(), "j1", 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	e := p.next(executor.JobExited, "j1")
-	if !e.Stopped || e.ExitCode != -1 {
-		t.Errorf("exit of the taken-over job: %+v, want stopped, code -1", e)
+	if !e.Stopped || e.ExitCode != 143 {
+		t.Errorf("exit of the taken-over job: %+v, want stopped with the workload's code 143", e)
 	}
 }
 

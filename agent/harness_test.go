@@ -3,10 +3,13 @@ package agent
 import (
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -136,11 +139,10 @@ func (p *plane) next(typ executor.JobEventType, job cluster.JobID) executor.JobE
 	}
 }
 
-// runAgent starts an agent for node on dir, and stops it and kills its jobs
-// at cleanup.
-func runAgent(t *testing.T, server, node, dir string) (*Agent, context.CancelFunc) {
-	t.Helper()
-	a, err := New(Config{
+// testConfig is the configuration of the tests' agents: node with four
+// GPUs, working in dir.
+func testConfig(server, node, dir string) Config {
+	return Config{
 		Server: server, Token: testToken, WorkDir: dir,
 		Node: protocol.NodeInfo{Name: node, Rack: "r1", GPUs: []protocol.GPUInfo{
 			{Index: 0, Model: "A100-SXM4-40GB", MemoryBytes: 40 << 30}, {Index: 1, Model: "A100-SXM4-40GB", MemoryBytes: 40 << 30},
@@ -148,7 +150,14 @@ func runAgent(t *testing.T, server, node, dir string) (*Agent, context.CancelFun
 		}},
 		PollWait: 2 * time.Second, BackoffMin: 20 * time.Millisecond, BackoffMax: 200 * time.Millisecond, AckPoll: 20 * time.Millisecond,
 		Env: []string{"PATH=" + os.Getenv("PATH")},
-	})
+	}
+}
+
+// runAgent starts an agent for node on dir, and stops it and kills its jobs
+// at cleanup.
+func runAgent(t *testing.T, server, node, dir string) (*Agent, context.CancelFunc) {
+	t.Helper()
+	a, err := New(testConfig(server, node, dir))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,4 +238,72 @@ func waitSteps(t *testing.T, dir, job string, attempt int) {
 		b, _ := os.ReadFile(path)
 		return strings.Contains(string(b), "step 1/")
 	})
+}
+
+// agentProcEnv makes the test binary run an agent (runAgentChild) instead
+// of the tests; its value is "SERVER NODE DIR".
+const agentProcEnv = "AGENT_TEST_RUN_AGENT"
+
+// runAgentChild runs the agent of spec until it is killed.
+func runAgentChild(spec string) int {
+	f := strings.Fields(spec)
+	if len(f) != 3 {
+		fmt.Fprintf(os.Stderr, "%s=%q: want SERVER NODE DIR\n", agentProcEnv, spec)
+		return 2
+	}
+	cfg := testConfig(f[0], f[1], f[2])
+	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	a, err := New(cfg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	a.Run(context.Background())
+	return 0
+}
+
+// agentProc is an agent in a process of its own, which a test kills as
+// kill -9 does: it leaves nothing in order, and its jobs run on without it.
+type agentProc struct {
+	t   *testing.T
+	cmd *exec.Cmd
+	log string
+}
+
+// spawnAgent starts an agent process for node on dir; cleanup kills it.
+func spawnAgent(t *testing.T, server, node, dir string) *agentProc {
+	t.Helper()
+	ap := &agentProc{t: t, log: filepath.Join(t.TempDir(), "agent.log")}
+	logFile, err := os.Create(ap.log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logFile.Close()
+	ap.cmd = exec.Command(os.Args[0], "-test.run=^$")
+	ap.cmd.Env = append(os.Environ(), agentProcEnv+"="+server+" "+node+" "+dir)
+	ap.cmd.Stdout, ap.cmd.Stderr = logFile, logFile
+	if err := ap.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ap.kill()
+		if t.Failed() {
+			b, _ := os.ReadFile(ap.log)
+			t.Logf("log of the agent process:\n%s", b)
+		}
+	})
+	return ap
+}
+
+// kill kills the agent process with SIGKILL and waits for it to end.
+func (ap *agentProc) kill() {
+	if ap.cmd.ProcessState == nil {
+		ap.cmd.Process.Kill()
+		ap.cmd.Wait()
+	}
+}
+
+// statusPath is the exit status file of an attempt's supervisor.
+func statusPath(dir, job string, attempt int) string {
+	return filepath.Join(dir, "jobs", safeName(job), "attempt-"+strconv.Itoa(attempt)+".status.json")
 }

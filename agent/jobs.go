@@ -35,12 +35,13 @@ const (
 
 // attempt is one attempt (this node's rank of it) the agent started.
 type attempt struct {
-	rec   record
-	sig   syscall.Signal
-	child *exec.Cmd // nil for an attempt taken over from an earlier agent
-	// stopping is set once a stop was asked for; kill fires SIGKILL.
-	stopping bool
-	kill     *time.Timer
+	rec record
+	sig syscall.Signal
+	// supervisor is the job's supervisor, a child of this agent; nil for
+	// an attempt taken over from an earlier agent.
+	supervisor *exec.Cmd
+	// kill fires SIGKILL at the end of a stop's grace (rec.KillAt).
+	kill *time.Timer
 	// lastAck is the acknowledgement last reported.
 	lastAck protocol.Ack
 }
@@ -191,7 +192,7 @@ func (a *Agent) start(c protocol.Command) {
 	dir := filepath.Join(jobDir, fmt.Sprintf("attempt-%d", c.Attempt))
 	p := &attempt{sig: sig, rec: record{
 		Job: c.Job, Attempt: c.Attempt, Rank: s.Rank, WorldSize: s.WorldSize, GPUs: slices.Clone(s.GPUs),
-		StartedAt: time.Now().UTC(), Dir: dir, AckPath: filepath.Join(dir, "checkpoint.ack"),
+		StartedAt: time.Now().UTC(), Dir: dir, AckPath: filepath.Join(dir, "checkpoint.ack"), StatusPath: dir + ".status.json",
 		CheckpointSignal: s.CheckpointSignal, CheckpointEveryS: s.CheckpointEveryS, Labels: maps.Clone(s.Labels),
 		PowerLimitFraction: s.PowerLimitFraction,
 	}}
@@ -225,35 +226,74 @@ func (a *Agent) start(c protocol.Command) {
 		a.fail(p, 127, fmt.Sprintf("log file: %v", err))
 		return
 	}
-	defer logFile.Close() // the child holds its own descriptor
-	cmd := exec.Command(s.Command[0], s.Command[1:]...)
-	cmd.Dir, cmd.Stdout, cmd.Stderr = dir, logFile, logFile
-	cmd.Env = a.jobEnv(c, ckptDir, p.rec.AckPath)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	a.capPower(p) // before the job draws anything
-	if err := cmd.Start(); err != nil {
-		a.uncapPower(p)
-		fmt.Fprintf(logFile, "prescient agent: start: %v\n", err)
-		a.fail(p, 127, fmt.Sprintf("start: %v", err))
+	defer logFile.Close() // the supervisor holds its own descriptor
+	sup, err := a.startSupervised(p, s.Command, dir, logFile, a.jobEnv(c, ckptDir, p.rec.AckPath))
+	if err != nil {
+		a.fail(p, 127, err.Error())
 		return
 	}
 
-	// 3. Record the process, report it, and watch it.
+	// 3. Record the processes, report the start, and watch the job.
 	a.mu.Lock()
-	p.child = cmd
-	p.rec.PID = cmd.Process.Pid
-	if st, err := readProcStat(a.cfg.ProcRoot, p.rec.PID); err == nil {
-		p.rec.StartTicks = st.StartTicks
-	}
-	a.byPID[p.rec.PID] = p
+	p.supervisor = sup
 	if err := a.saveLocked(); err != nil {
 		log.Error("state file not written: a restarted agent may not know this attempt runs", "error", err)
 	}
 	a.mu.Unlock()
-	log.Info("started", "pid", p.rec.PID, "gpus", s.GPUs, "dir", dir)
+	log.Info("started", "pid", p.rec.PID, "supervisor_pid", p.rec.SupervisorPID, "gpus", s.GPUs, "dir", dir)
 	a.assignLoad(p)
 	a.emit(a.event(p, protocol.EventStarted))
 	a.watch(p)
+}
+
+// startReportTimeout bounds the wait for a supervisor's start report.
+const startReportTimeout = 30 * time.Second
+
+// startSupervised starts the attempt's command through its supervisor
+// (Supervise), in a session of its own so that both outlive the agent, and
+// fills in the processes of p.rec (a.byPID too). An error is the reason the
+// command did not start; the power cap is lifted again then.
+func (a *Agent) startSupervised(p *attempt, argv []string, dir string, logFile *os.File, env []string) (*exec.Cmd, error) {
+	os.Remove(p.rec.StatusPath)
+	cmd := exec.Command(a.cfg.Supervisor, append([]string{SuperviseArg, p.rec.StatusPath, "--"}, argv...)...)
+	cmd.Args[0] = "prescient-supervise"
+	cmd.Dir, cmd.Stdout, cmd.Stderr, cmd.Env = dir, logFile, logFile, env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	rd, wr, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("start: %w", err)
+	}
+	defer rd.Close()
+	cmd.ExtraFiles = []*os.File{wr}
+	a.capPower(p) // before the job draws anything
+	err = cmd.Start()
+	wr.Close()
+	if err != nil {
+		a.uncapPower(p)
+		fmt.Fprintf(logFile, "prescient agent: start the supervisor %s: %v\n", a.cfg.Supervisor, err)
+		return nil, fmt.Errorf("start the supervisor: %w", err)
+	}
+	rep, err := readStartReport(rd, startReportTimeout)
+	if err == nil && rep.Error != "" {
+		err = fmt.Errorf("start: %s", rep.Error)
+	}
+	if err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		a.uncapPower(p)
+		return nil, err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	p.rec.SupervisorPID, p.rec.PID = cmd.Process.Pid, rep.PID
+	if st, err := readProcStat(a.cfg.ProcRoot, p.rec.SupervisorPID); err == nil {
+		p.rec.SupervisorStartTicks = st.StartTicks
+	}
+	if st, err := readProcStat(a.cfg.ProcRoot, p.rec.PID); err == nil {
+		p.rec.StartTicks = st.StartTicks
+	}
+	a.byPID[p.rec.PID] = p
+	return cmd, nil
 }
 
 // jobEnv is the job's environment: the base, the job's own, then what the
@@ -303,21 +343,26 @@ func (a *Agent) fail(p *attempt, code int, msg string) {
 }
 
 // watch follows a started attempt until its process ends: its
-// acknowledgement file, its periodic checkpoint requests and its exit.
+// acknowledgement file, its periodic checkpoint requests and its exit,
+// which its supervisor ending tells (Wait on a child, else polling its PID).
 func (a *Agent) watch(p *attempt) {
-	exited := make(chan int, 1)
-	if p.child != nil {
+	a.mu.Lock()
+	r := p.rec
+	a.mu.Unlock()
+	exited := make(chan outcome, 1)
+	if p.supervisor != nil {
 		go func() {
-			err := p.child.Wait()
-			exited <- exitCode(p.child.ProcessState, err)
+			p.supervisor.Wait()
+			exited <- a.outcomeOf(r)
 		}()
 	} else {
+		pid, ticks := r.watched()
 		go func() {
 			t := time.NewTicker(a.cfg.AckPoll)
 			defer t.Stop()
 			for range t.C {
-				if !alive(a.cfg.ProcRoot, p.rec.PID, p.rec.StartTicks) {
-					exited <- -1
+				if !alive(a.cfg.ProcRoot, pid, ticks) {
+					exited <- a.outcomeOf(r)
 					return
 				}
 			}
@@ -340,9 +385,9 @@ func (a *Agent) watch(p *attempt) {
 				if err := a.signal(p, p.sig, false); err != nil {
 					a.log.Warn("periodic checkpoint signal not sent", "job", p.rec.Job, "error", err)
 				}
-			case code := <-exited:
+			case o := <-exited:
 				a.checkAck(p) // a checkpoint written on the way out comes first
-				a.ended(p, code)
+				a.ended(p, o)
 				return
 			}
 		}
@@ -371,8 +416,48 @@ func (a *Agent) checkAck(p *attempt) {
 	a.emit(e)
 }
 
+// outcome is how an attempt's process ended.
+type outcome struct {
+	code int // -1: killed by a signal, or unknown
+	at   time.Time
+	msg  string // the signal that killed it, or why the code is unknown
+}
+
+// watched is the process whose end is the attempt's: its supervisor, or
+// the job's own for an attempt started without one.
+func (r *record) watched() (pid int, startTicks uint64) {
+	if r.SupervisorPID > 0 {
+		return r.SupervisorPID, r.SupervisorStartTicks
+	}
+	return r.PID, r.StartTicks
+}
+
+// outcomeOf reads how an attempt whose supervisor ended ended: the exit
+// status its supervisor wrote, else -1 and why it is unknown.
+func (a *Agent) outcomeOf(r record) outcome {
+	now := time.Now().UTC()
+	if r.StatusPath == "" {
+		return outcome{code: -1, at: now, msg: "exit status unknown: the process was started by an agent without a supervisor"}
+	}
+	st, ok, err := readExitStatus(r.StatusPath)
+	switch {
+	case err != nil:
+		return outcome{code: -1, at: now, msg: fmt.Sprintf("exit status unknown: %v", err)}
+	case !ok:
+		return outcome{code: -1, at: now, msg: fmt.Sprintf("exit status unknown: its supervisor (pid %d) ended without writing %s", r.SupervisorPID, r.StatusPath)}
+	}
+	o := outcome{code: st.ExitCode, at: st.EndedAt.UTC(), msg: ""}
+	if st.Signal != "" {
+		o.msg = "killed by " + st.Signal
+	}
+	if o.at.IsZero() {
+		o.at = now
+	}
+	return o
+}
+
 // ended records and reports the end of an attempt's process.
-func (a *Agent) ended(p *attempt, code int) {
+func (a *Agent) ended(p *attempt, o outcome) {
 	// The cap goes first: once the exit is out, the control plane may
 	// start another job on these GPUs, with a cap of its own.
 	a.uncapPower(p)
@@ -380,46 +465,61 @@ func (a *Agent) ended(p *attempt, code int) {
 	if p.kill != nil {
 		p.kill.Stop()
 	}
-	p.rec.Ended, p.rec.EndedAt, p.rec.ExitCode, p.rec.Stopped = true, time.Now().UTC(), code, p.stopping
 	delete(a.byPID, p.rec.PID)
+	// The exit is queued while a.mu is held, so that a registration sees
+	// either the attempt running or its exit queued, never neither.
+	e := a.endLocked(p, o)
+	a.mu.Unlock()
+	a.releaseLoad(p)
+	a.log.Info("exited", "job", p.rec.Job, "attempt", p.rec.Attempt, "exit_code", o.code, "stopped", e.Stopped, "message", o.msg)
+}
+
+// endLocked marks the attempt ended, writes the state file and queues the
+// exit; a.mu is held.
+func (a *Agent) endLocked(p *attempt, o outcome) protocol.Event {
+	p.rec.Ended, p.rec.EndedAt, p.rec.ExitCode, p.rec.Stopped = true, o.at, o.code, p.rec.Stopping
 	if err := a.saveLocked(); err != nil {
 		a.log.Error("state file not written", "error", err)
 	}
-	// The exit is queued while a.mu is held, so that a registration sees
-	// either the attempt running or its exit queued, never neither.
 	e := a.event(p, protocol.EventExited)
-	e.ExitCode, e.Stopped = code, p.rec.Stopped
-	if p.child == nil {
-		e.Message = "exit status unknown: the process was started by an earlier agent"
-	}
+	e.Time, e.ExitCode, e.Stopped, e.Message = o.at, o.code, p.rec.Stopped, o.msg
 	a.emit(e)
-	a.mu.Unlock()
-	a.releaseLoad(p)
-	a.log.Info("exited", "job", p.rec.Job, "attempt", p.rec.Attempt, "exit_code", code, "stopped", e.Stopped)
+	return e
 }
 
 // stop sends SIGTERM to the attempt's process group and SIGKILL after
 // grace; asking again changes nothing.
 func (a *Agent) stop(p *attempt, grace time.Duration) {
 	a.mu.Lock()
-	if p.stopping || p.rec.Ended {
+	if p.rec.Stopping || p.rec.Ended {
 		a.mu.Unlock()
 		return
 	}
-	p.stopping = true
+	// Written down first: an agent that takes the attempt over reports
+	// its exit as stopped and still kills it at the end of the grace.
+	p.rec.Stopping, p.rec.KillAt = true, time.Now().Add(grace).UTC()
+	if err := a.saveLocked(); err != nil {
+		a.log.Error("state file not written", "error", err)
+	}
 	a.mu.Unlock()
 	log := a.log.With("job", p.rec.Job, "attempt", p.rec.Attempt)
 	if err := a.signal(p, syscall.SIGTERM, true); err != nil {
 		log.Warn("SIGTERM not sent", "error", err)
 	}
 	log.Info("stopping", "grace", grace)
+	a.armKill(p)
+}
+
+// armKill sends SIGKILL to the attempt's process group at rec.KillAt.
+func (a *Agent) armKill(p *attempt) {
 	a.mu.Lock()
+	defer a.mu.Unlock()
+	grace := time.Until(p.rec.KillAt)
 	p.kill = time.AfterFunc(grace, func() {
 		if err := a.signal(p, syscall.SIGKILL, true); err == nil {
-			log.Warn("grace period over: SIGKILL sent", "grace", grace)
+			a.log.Warn("grace period over: SIGKILL sent", "job", p.rec.Job, "attempt", p.rec.Attempt, "kill_at", p.rec.KillAt)
 		}
 	})
-	a.mu.Unlock()
 }
 
 // signal sends sig to the attempt's leader process, or with group to its
@@ -440,9 +540,10 @@ func (a *Agent) signal(p *attempt, sig syscall.Signal, group bool) error {
 	return syscall.Kill(pid, sig)
 }
 
-// adopt takes over an attempt from the state file: one that runs is
-// returned, to be watched once every record is adopted (New), one that
-// ended while no agent watched is reported.
+// adopt takes over an attempt from the state file (New, before the agent
+// runs anything else): one that runs is returned, to be watched once every record is adopted (New),
+// one that ended while no agent watched is reported with the exit status
+// its supervisor wrote.
 func (a *Agent) adopt(r record) *attempt {
 	sig, err := protocol.ParseSignal(r.CheckpointSignal)
 	if err != nil {
@@ -453,18 +554,27 @@ func (a *Agent) adopt(r record) *attempt {
 	if r.Ended {
 		return nil
 	}
-	if r.PID > 0 && alive(a.cfg.ProcRoot, r.PID, r.StartTicks) {
+	log := a.log.With("job", r.Job, "attempt", r.Attempt)
+	if r.PID <= 0 {
+		o := outcome{code: -1, at: time.Now().UTC(),
+			msg: "exit status unknown: an agent stopped while starting it, before it knew its process; no agent watched it since"}
+		log.Warn("an attempt claimed but not known to run is reported ended", "message", o.msg)
+		a.endLocked(p, o)
+		return nil
+	}
+	if pid, ticks := r.watched(); alive(a.cfg.ProcRoot, pid, ticks) {
 		a.byPID[r.PID] = p
 		p.lastAck, _, _ = protocol.ReadAck(r.AckPath)
-		a.log.Info("took over a running job", "job", r.Job, "attempt", r.Attempt, "pid", r.PID)
+		log.Info("took over a running job", "pid", r.PID, "supervisor_pid", r.SupervisorPID)
 		a.assignLoad(p)
+		if r.Stopping {
+			a.armKill(p)
+		}
 		return p
 	}
-	p.rec.Ended, p.rec.EndedAt, p.rec.ExitCode = true, time.Now().UTC(), -1
-	e := a.event(p, protocol.EventExited)
-	e.ExitCode = -1
-	e.Message = "ended while no agent watched it; exit status unknown"
-	a.emit(e)
+	o := a.outcomeOf(r)
+	log.Info("a job ended while no agent watched it", "exit_code", o.code, "ended_at", o.at, "message", o.msg)
+	a.endLocked(p, o)
 	return nil
 }
 
@@ -483,7 +593,8 @@ func (a *Agent) saveLocked() error {
 	return saveState(a.statePath(), recs)
 }
 
-// exitCode is the process's exit status, -1 when a signal killed it.
+// exitCode is the process's exit status, -1 when a signal killed it (or
+// it did not start).
 func exitCode(ps *os.ProcessState, err error) int {
 	if ps == nil {
 		return -1

@@ -29,6 +29,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(childEnv) == "1" {
 		os.Exit(runWorkloadChild(os.Args[1:]))
 	}
+	if spec := os.Getenv(agentProcEnv); spec != "" {
+		os.Exit(runAgentChild(spec))
+	}
 	os.Exit(m.Run())
 }
 

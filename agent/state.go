@@ -33,8 +33,17 @@ type record struct {
 	// started. StartTicks is its start time in clock ticks since boot
 	// (/proc/PID/stat), which tells it from a later process with the same
 	// PID.
-	PID              int    `json:"pid"`
-	StartTicks       uint64 `json:"start_ticks"`
+	PID        int    `json:"pid"`
+	StartTicks uint64 `json:"start_ticks"`
+	// SupervisorPID is the job's supervisor (supervise.go), its parent,
+	// which writes its exit status to StatusPath when it ends and then
+	// exits; SupervisorStartTicks is its start time. Both are 0 for an
+	// attempt an agent without supervisors started: its exit status is
+	// unknown to a later agent.
+	SupervisorPID        int    `json:"supervisor_pid,omitempty"`
+	SupervisorStartTicks uint64 `json:"supervisor_start_ticks,omitempty"`
+	StatusPath           string `json:"status_path,omitempty"`
+
 	Dir              string `json:"dir"`
 	AckPath          string `json:"ack_path"`
 	CheckpointSignal string `json:"checkpoint_signal,omitempty"`
@@ -44,6 +53,12 @@ type record struct {
 	// PowerLimitFraction is the attempt's power cap (StartSpec's), set on
 	// its GPUs while it runs and lifted when it ends.
 	PowerLimitFraction float64 `json:"power_limit_fraction,omitempty"`
+
+	// Stopping is set once a stop was asked for; at KillAt, the end of
+	// its grace period, the process group gets SIGKILL (also from an agent
+	// that took the attempt over).
+	Stopping bool      `json:"stopping,omitempty"`
+	KillAt   time.Time `json:"kill_at,omitzero"`
 
 	Ended    bool      `json:"ended"`
 	EndedAt  time.Time `json:"ended_at,omitzero"`

@@ -1,0 +1,162 @@
+package agent
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prescient-sched/prescient/backend/agenthub"
+	"github.com/prescient-sched/prescient/executor"
+)
+
+// The agent is killed (kill -9) while its job runs; the job ends while no
+// agent runs; the next agent on the work directory reports the job's own
+// exit code, which the job's supervisor wrote down.
+func TestAJobThatEndsWhileTheAgentIsDownIsReportedWithItsExitCode(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		command []string // nil: the workload with args
+		args    []string
+		want    int
+	}{
+		{name: "a workload that finishes exits 0", args: []string{"--steps=20", "--step-time=25ms"}, want: 0},
+		{name: "a command that fails exits 3", command: []string{"/bin/sh", "-c", "sleep 0.5; exit 3"}, want: 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newPlane(t, agenthub.HubOptions{})
+			dir := t.TempDir()
+			first := spawnAgent(t, p.url(), "n1", dir)
+			p.next(executor.NodeSynced, "")
+			as := assignment("j1", 1, gpusOf("n1", 0), tc.args...)
+			if tc.command != nil {
+				as.Command = tc.command
+			}
+			if err := p.hub.Start(context.Background(), as); err != nil {
+				t.Fatal(err)
+			}
+			p.next(executor.JobStarted, "j1")
+			first.kill()
+			status := statusPath(dir, "j1", 1)
+			if _, err := os.Stat(status); err == nil {
+				t.Fatal("the job ended before the agent was killed: make it longer")
+			}
+			recs, err := loadState(filepath.Join(dir, stateFileName))
+			if err != nil || len(recs) != 1 || recs[0].SupervisorPID <= 0 {
+				t.Fatalf("state file: %+v, %v; want the attempt with its supervisor", recs, err)
+			}
+			waitFor(t, "the job and its supervisor to end while no agent runs", func() bool {
+				_, err := os.Stat(status)
+				return err == nil && !alive("/proc", recs[0].SupervisorPID, recs[0].SupervisorStartTicks)
+			})
+
+			runAgent(t, p.url(), "n1", dir)
+			e := p.next(executor.JobExited, "j1")
+			if e.ExitCode != tc.want || e.Stopped || e.Message != "" {
+				t.Errorf("exit reported after the restart: %+v, want code %d, not stopped, no message", e, tc.want)
+			}
+			if sync := p.next(executor.NodeSynced, ""); len(sync.Running) != 0 {
+				t.Errorf("sync after the restart: %+v, want nothing running", sync.Running)
+			}
+		})
+	}
+}
+
+// A job that still runs when the new agent starts is taken over; its later
+// exit is reported with its code, as if the agent had never gone.
+func TestAJobTakenOverAtRestartIsReportedWithItsExitCode(t *testing.T) {
+	p := newPlane(t, agenthub.HubOptions{})
+	dir := t.TempDir()
+	first := spawnAgent(t, p.url(), "n1", dir)
+	p.next(executor.NodeSynced, "")
+	if err := p.hub.Start(context.Background(), assignment("j1", 1, gpusOf("n1", 0), "--steps=60", "--step-time=25ms")); err != nil {
+		t.Fatal(err)
+	}
+	p.next(executor.JobStarted, "j1")
+	waitSteps(t, dir, "j1", 1)
+	first.kill()
+
+	a, _ := runAgent(t, p.url(), "n1", dir)
+	sync := p.next(executor.NodeSynced, "")
+	if !slices.Equal(sync.Running, []executor.RunningAttempt{{Job: "j1", Attempt: 1}}) {
+		t.Fatalf("sync from the new agent: %+v, want j1 attempt 1 running", sync.Running)
+	}
+	e := p.next(executor.JobExited, "j1")
+	if e.ExitCode != 0 || e.Stopped || e.Message != "" {
+		t.Errorf("exit of the taken-over job: %+v, want code 0, not stopped, no message", e)
+	}
+	if log := jobLog(t, dir, "j1", 1); !strings.Contains(log, "done: 60 steps") {
+		t.Errorf("the job did not run to its end:\n%s", log)
+	}
+	if jobs := a.Jobs(); len(jobs) != 1 || !jobs[0].Ended || jobs[0].ExitCode != 0 {
+		t.Errorf("jobs of the new agent: %+v, want j1 ended with code 0", jobs)
+	}
+}
+
+// A stop asked of an agent that is killed during the grace period is
+// carried on by the next agent: the job that ignores SIGTERM gets SIGKILL
+// at the end of the grace, and its exit is reported as stopped.
+func TestAStopOutlivesTheAgentThatWasAskedForIt(t *testing.T) {
+	p := newPlane(t, agenthub.HubOptions{})
+	dir := t.TempDir()
+	first := spawnAgent(t, p.url(), "n1", dir)
+	p.next(executor.NodeSynced, "")
+	p.hub.Start(context.Background(), assignment("j1", 1, gpusOf("n1", 0), "--steps=100000", "--step-time=5ms", "--ignore-sigterm"))
+	p.next(executor.JobStarted, "j1")
+	waitSteps(t, dir, "j1", 1)
+	begin := time.Now()
+	const grace = 1500 * time.Millisecond
+	if err := p.hub.Stop(context.Background(), "j1", grace); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the job to get SIGTERM", func() bool {
+		return strings.Contains(jobLog(t, dir, "j1", 1), "SIGTERM received: ignored")
+	})
+	first.kill()
+
+	runAgent(t, p.url(), "n1", dir)
+	e := p.next(executor.JobExited, "j1")
+	if took := time.Since(begin); took < grace {
+		t.Errorf("exited after %s, before the grace of %s", took, grace)
+	}
+	if e.ExitCode != -1 || !e.Stopped || e.Message != "killed by SIGKILL" {
+		t.Errorf("exited: %+v, want killed (-1, killed by SIGKILL) and stopped", e)
+	}
+}
+
+// Only when no exit status can be found is it reported unknown (-1), with
+// the reason.
+func TestAnExitWithoutAStatusIsReportedUnknownWithTheReason(t *testing.T) {
+	gone := exec.Command("/bin/true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	recs := []record{
+		// Its supervisor was killed before the job ended.
+		{Job: "no-status", Attempt: 1, WorldSize: 1, StartedAt: time.Now(), PID: gone.Process.Pid, StartTicks: 1,
+			SupervisorPID: gone.Process.Pid, SupervisorStartTicks: 1, StatusPath: filepath.Join(dir, "none.status.json")},
+		// Started by an agent from before supervisors.
+		{Job: "old-agent", Attempt: 1, WorldSize: 1, StartedAt: time.Now(), PID: gone.Process.Pid, StartTicks: 1},
+	}
+	if err := saveState(filepath.Join(dir, stateFileName), recs); err != nil {
+		t.Fatal(err)
+	}
+	p := newPlane(t, agenthub.HubOptions{})
+	runAgent(t, p.url(), "n1", dir)
+	got := map[string]executor.JobEvent{}
+	for range recs {
+		e := p.next(executor.JobExited, "")
+		got[string(e.Job)] = e
+	}
+	for job, want := range map[string]string{"no-status": "ended without writing", "old-agent": "without a supervisor"} {
+		e, ok := got[job]
+		if !ok || e.ExitCode != -1 || !strings.Contains(e.Message, "exit status unknown") || !strings.Contains(e.Message, want) {
+			t.Errorf("exit of %s: %+v, want -1, exit status unknown: %s", job, e, want)
+		}
+	}
+}
