@@ -169,16 +169,19 @@ func scanEvent(sc scanner) (Event, error) {
 	return ev, nil
 }
 
-// insertEvent records ev in tx.
-func insertEvent(ctx context.Context, tx *sql.Tx, ev Event) error {
+// insertEvent records ev in tx and sets its ID.
+func insertEvent(ctx context.Context, tx *sql.Tx, ev *Event) error {
 	t, err := unixNanos(ev.Time)
 	if err != nil {
 		return fmt.Errorf("event time: %w", err)
 	}
 	from := sql.NullString{String: string(ev.From), Valid: ev.From != ""}
 	details := sql.NullString{String: string(ev.Details), Valid: len(ev.Details) > 0}
-	_, err = tx.ExecContext(ctx, `INSERT INTO job_events (job_id, time, type, from_state, to_state, message, details)
+	res, err := tx.ExecContext(ctx, `INSERT INTO job_events (job_id, time, type, from_state, to_state, message, details)
 		VALUES (?, ?, ?, ?, ?, ?, ?)`, string(ev.JobID), t, string(ev.Type), from, string(ev.To), ev.Message, details)
+	if err == nil {
+		ev.ID, err = res.LastInsertId()
+	}
 	if err != nil {
 		return fmt.Errorf("record %s event: %w", ev.Type, err)
 	}

@@ -167,7 +167,7 @@ func seedJobs(t testing.TB, s *Store, n int, mk func(i int) cluster.Job) {
 				return err
 			}
 			ev := Event{JobID: j.ID, Time: j.SubmitTime, Type: EventSubmitted, To: cluster.StateQueued}
-			if err := insertEvent(ctx, tx, ev); err != nil {
+			if err := insertEvent(ctx, tx, &ev); err != nil {
 				return err
 			}
 		}

@@ -43,7 +43,10 @@ func (s *Store) submitJobWith(ctx context.Context, job cluster.Job, also func(*s
 		if err := insertJob(ctx, tx, &row); err != nil {
 			return err
 		}
-		if err := insertEvent(ctx, tx, ev); err != nil {
+		if err := insertEvent(ctx, tx, &ev); err != nil {
+			return err
+		}
+		if err := s.addEventDeliveries(ctx, tx, job, ev); err != nil {
 			return err
 		}
 		if also != nil {

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
@@ -41,6 +42,9 @@ type Store struct {
 	r     *sql.DB
 	clock func() time.Time
 	log   *slog.Logger
+	// eventOutbox, when set, writes the webhook deliveries of each job
+	// event in the event's transaction (SetEventOutbox).
+	eventOutbox atomic.Pointer[EventOutbox]
 }
 
 // Option configures a Store.

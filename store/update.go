@@ -14,8 +14,8 @@ import (
 type UpdateFunc func(job *cluster.Job) (EventType, string, error)
 
 // UpdateJob reads a job, lets fn change it and stores the result with an
-// event from the old state to the new, stamped by the Store's clock; all in
-// one transaction, during which no other update of any job runs. fn must
+// event from the old state to the new, stamped by the Store's clock, and
+// the event's webhook deliveries (SetEventOutbox); all in one transaction, during which no other update of any job runs. fn must
 // not call the Store's write methods, which would wait for it forever.
 //
 // Nothing is written when the job is not stored (an error wrapping
@@ -68,7 +68,10 @@ func (s *Store) updateJob(ctx context.Context, tx *sql.Tx, id cluster.JobID, fn 
 			return cluster.Job{}, err
 		}
 	}
-	return job, insertEvent(ctx, tx, ev)
+	if err := insertEvent(ctx, tx, &ev); err != nil {
+		return cluster.Job{}, err
+	}
+	return job, s.addEventDeliveries(ctx, tx, job, ev)
 }
 
 // checkUpdate checks that after is a job before could have become through

@@ -2,8 +2,11 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"time"
+
+	"github.com/prescient-sched/prescient/cluster"
 )
 
 // WebhookDelivery is a lifecycle event on its way to one webhook (the
@@ -15,16 +18,63 @@ type WebhookDelivery struct {
 	Created time.Time
 }
 
+// EventOutbox turns a job event, as the store records it, into the webhook
+// deliveries to store with it (the webhook package's Notifier is one).
+// Deliveries runs inside the transaction that records the event, with the
+// store's writer held: it must be quick and must not call the Store.
+type EventOutbox interface {
+	Deliveries(job cluster.Job, ev Event) []WebhookDelivery
+}
+
+// SetEventOutbox makes every job event recorded from now on (SubmitJob,
+// UpdateJob, StartJob, AdoptJob, RequestStop) write o's deliveries for it
+// in the same transaction: an event the store accepted is in the outbox,
+// whatever becomes of the process after. nil stops it.
+func (s *Store) SetEventOutbox(o EventOutbox) {
+	if o == nil {
+		s.eventOutbox.Store(nil)
+		return
+	}
+	s.eventOutbox.Store(&o)
+}
+
+// addEventDeliveries writes the outbox rows of ev in tx, when an
+// EventOutbox is set.
+func (s *Store) addEventDeliveries(ctx context.Context, tx *sql.Tx, job cluster.Job, ev Event) error {
+	o := s.eventOutbox.Load()
+	if o == nil {
+		return nil
+	}
+	for _, d := range (*o).Deliveries(job, ev) {
+		if err := insertWebhookDelivery(ctx, tx, d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// execer is what *sql.DB and *sql.Tx share for writing.
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+func insertWebhookDelivery(ctx context.Context, db execer, d WebhookDelivery) error {
+	t, err := unixNanos(d.Created)
+	if err != nil {
+		return fmt.Errorf("webhook delivery %s to %s: created: %w", d.ID, d.Hook, err)
+	}
+	if _, err := db.ExecContext(ctx, `INSERT INTO webhook_outbox (hook, id, body, created) VALUES (?, ?, ?, ?)
+		ON CONFLICT (hook, id) DO NOTHING`, d.Hook, d.ID, string(d.Body), t); err != nil {
+		return fmt.Errorf("webhook delivery %s to %s: %w", d.ID, d.Hook, err)
+	}
+	return nil
+}
+
 // AddWebhookDelivery records a delivery before its first attempt; adding
 // the same (hook, ID) again changes nothing.
 func (s *Store) AddWebhookDelivery(ctx context.Context, d WebhookDelivery) error {
-	t, err := unixNanos(d.Created)
-	if err != nil {
-		return fmt.Errorf("store: webhook delivery %s to %s: created: %w", d.ID, d.Hook, err)
-	}
-	if _, err := s.w.ExecContext(ctx, `INSERT INTO webhook_outbox (hook, id, body, created) VALUES (?, ?, ?, ?)
-		ON CONFLICT (hook, id) DO NOTHING`, d.Hook, d.ID, string(d.Body), t); err != nil {
-		return fmt.Errorf("store: webhook delivery %s to %s: %w", d.ID, d.Hook, err)
+	if err := insertWebhookDelivery(ctx, s.w, d); err != nil {
+		return fmt.Errorf("store: %w", err)
 	}
 	return nil
 }
@@ -41,7 +91,44 @@ func (s *Store) DeleteWebhookDelivery(ctx context.Context, hook, id string) erro
 // WebhookDeliveries lists the deliveries not done, in the order they were
 // added.
 func (s *Store) WebhookDeliveries(ctx context.Context) ([]WebhookDelivery, error) {
-	rows, err := s.r.QueryContext(ctx, "SELECT hook, id, body, created FROM webhook_outbox ORDER BY seq")
+	return s.webhookDeliveries(ctx, "SELECT hook, id, body, created FROM webhook_outbox ORDER BY seq")
+}
+
+// HookDeliveries lists up to limit of one hook's deliveries not done, in
+// the order they were added (all of them when limit is 0).
+func (s *Store) HookDeliveries(ctx context.Context, hook string, limit int) ([]WebhookDelivery, error) {
+	if limit <= 0 {
+		limit = -1 // SQLite: no limit
+	}
+	return s.webhookDeliveries(ctx, "SELECT hook, id, body, created FROM webhook_outbox WHERE hook = ? ORDER BY seq LIMIT ?", hook, limit)
+}
+
+// WebhookDeliveryCounts counts the deliveries not done, by hook.
+func (s *Store) WebhookDeliveryCounts(ctx context.Context) (map[string]int, error) {
+	rows, err := s.r.QueryContext(ctx, "SELECT hook, COUNT(*) FROM webhook_outbox GROUP BY hook")
+	if err != nil {
+		return nil, fmt.Errorf("store: webhook delivery counts: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]int{}
+	for rows.Next() {
+		var (
+			hook string
+			n    int
+		)
+		if err := rows.Scan(&hook, &n); err != nil {
+			return nil, fmt.Errorf("store: webhook delivery counts: %w", err)
+		}
+		out[hook] = n
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: webhook delivery counts: %w", err)
+	}
+	return out, nil
+}
+
+func (s *Store) webhookDeliveries(ctx context.Context, query string, args ...any) ([]WebhookDelivery, error) {
+	rows, err := s.r.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: webhook deliveries: %w", err)
 	}
