@@ -18,6 +18,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/service"
 	"github.com/prescient-sched/prescient/store"
 )
@@ -31,8 +32,10 @@ type Payload struct {
 
 // Options tune a Notifier; zero fields take the defaults.
 type Options struct {
-	// QueueSize bounds each hook's queue of undelivered events (default
-	// 1000); an event that finds it full is dropped.
+	// QueueSize bounds each hook's undelivered events (default 1000): its
+	// in-memory queue, or with an Outbox, about how many of its rows the
+	// outbox holds. An event that finds the bound reached is dropped for
+	// that hook, counted and logged.
 	QueueSize int
 	// MaxAttempts is how often one delivery is tried (default 6).
 	MaxAttempts int
@@ -46,18 +49,36 @@ type Options struct {
 	Rand *mrand.Rand
 	// Registerer, when set, gets the delivery counters.
 	Registerer prometheus.Registerer
-	// Outbox, when set, keeps each event until its hook acknowledged it
-	// or the notifier gave up on it, so that a control plane that stops
-	// while a receiver is down sends it when it starts again (New reads
-	// what is left). *store.Store is one.
+	// Outbox, when set, holds every event until its hook acknowledged it
+	// or the notifier gave up on it, and each hook's sender reads its
+	// events from there: events a stop (or a crash) leaves undelivered are
+	// sent by the next run. *store.Store is one.
 	Outbox Outbox
+	// Recorder, with an Outbox, is the store that records the job events:
+	// New has it write each job event's deliveries in the transaction that
+	// records the event (store.SetEventOutbox), so that no event the store
+	// accepted is lost, and Notify then only wakes the senders for job
+	// events. *store.Store is one; serve passes the same store as Outbox.
+	Recorder EventRecorder
+	// PollInterval is how often a sender with an Outbox looks for events
+	// it was not woken for (default 1 s).
+	PollInterval time.Duration
 }
 
 // Outbox is durable storage of the deliveries not done yet.
 type Outbox interface {
 	AddWebhookDelivery(ctx context.Context, d store.WebhookDelivery) error
 	DeleteWebhookDelivery(ctx context.Context, hook, id string) error
-	WebhookDeliveries(ctx context.Context) ([]store.WebhookDelivery, error)
+	// HookDeliveries lists up to limit of a hook's deliveries, oldest
+	// first (all of them when limit is 0).
+	HookDeliveries(ctx context.Context, hook string, limit int) ([]store.WebhookDelivery, error)
+	WebhookDeliveryCounts(ctx context.Context) (map[string]int, error)
+}
+
+// EventRecorder records job events and writes their deliveries, as an
+// EventOutbox makes them, in the same transaction.
+type EventRecorder interface {
+	SetEventOutbox(o store.EventOutbox)
 }
 
 // Stats count what a Notifier did, over all hooks.
@@ -81,25 +102,35 @@ type Notifier struct {
 	// cancelled and backoffs cut short.
 	stopped context.Context
 	stop    context.CancelFunc
-	wg      sync.WaitGroup
-	rmu     sync.Mutex // guards opts.Rand
-	stats   struct{ delivered, failed, dropped, retries atomic.Int64 }
-	metrics *prometheus.CounterVec
+	// With an Outbox: spool takes Notify's events to the outbox (those the
+	// Recorder does not store), spoolDone ends when it has, and closing
+	// tells the senders to end once their outbox is empty.
+	spool     chan service.LifecycleEvent
+	spoolDone chan struct{}
+	closing   chan struct{}
+	wg        sync.WaitGroup
+	rmu       sync.Mutex // guards opts.Rand
+	stats     struct{ delivered, failed, dropped, retries atomic.Int64 }
+	metrics   *prometheus.CounterVec
 }
 
-var _ service.Notifier = (*Notifier)(nil)
+var (
+	_ service.Notifier  = (*Notifier)(nil)
+	_ store.EventOutbox = (*Notifier)(nil)
+)
 
-// item is one event for one hook; body is set for a delivery read back
-// from the outbox (already stored, sent as it was first encoded).
-type item struct {
-	p    Payload
-	body []byte
-}
+// outboxBatch is how many deliveries a sender reads from the outbox at once.
+const outboxBatch = 100
 
-// sender is one hook's queue and the goroutine that empties it.
+// sender is one hook's queue (without an Outbox) or its share of the
+// outbox, and the goroutine that delivers them.
 type sender struct {
-	hook        Hook
-	queue       chan item
+	hook  Hook
+	queue chan Payload // without an Outbox
+	// With an Outbox: wake asks the sender to read the outbox now, and
+	// pending counts, about, the hook's rows there (the bound).
+	wake        chan struct{}
+	pending     atomic.Int64
 	lastDropLog atomic.Int64 // unix nanoseconds
 	dropsSince  atomic.Int64
 }
@@ -121,6 +152,9 @@ func New(cfg Config, opts Options) (*Notifier, error) {
 	if opts.MaxDelay <= 0 {
 		opts.MaxDelay = time.Minute
 	}
+	if opts.PollInterval <= 0 {
+		opts.PollInterval = time.Second
+	}
 	if opts.Client == nil {
 		opts.Client = &http.Client{}
 	}
@@ -141,56 +175,99 @@ func New(cfg Config, opts Options) (*Notifier, error) {
 			return nil, fmt.Errorf("webhook: metrics: %w", err)
 		}
 	}
-	// What an earlier run left undelivered goes first, in its order.
-	left := map[string][]store.WebhookDelivery{}
-	if opts.Outbox != nil {
-		ds, err := opts.Outbox.WebhookDeliveries(context.Background())
-		if err != nil {
-			return nil, fmt.Errorf("webhook: outbox: %w", err)
+	if opts.Outbox == nil {
+		if opts.Recorder != nil {
+			return nil, fmt.Errorf("webhook: a Recorder needs an Outbox")
 		}
-		for _, d := range ds {
-			left[d.Hook] = append(left[d.Hook], d)
+		for _, h := range cfg.Hooks {
+			n.start(&sender{hook: withTimeout(h), queue: make(chan Payload, opts.QueueSize)}, n.run)
 		}
+		return n, nil
 	}
-	for _, h := range cfg.Hooks {
-		if h.Timeout == 0 {
-			h.Timeout = DefaultTimeout
-		}
-		pending := left[h.Name]
-		delete(left, h.Name)
-		s := &sender{hook: h, queue: make(chan item, opts.QueueSize+len(pending))}
-		for _, d := range pending {
-			var p Payload
-			if err := json.Unmarshal(d.Body, &p); err != nil {
-				n.log.Warn("webhook: an undelivered event does not decode; dropped", "hook", h.Name, "id", d.ID, "err", err)
-				n.forget(h.Name, d.ID)
-				continue
-			}
-			s.queue <- item{p: p, body: d.Body}
-		}
-		if len(pending) > 0 {
-			n.log.Info("webhook: sending the events an earlier run left undelivered", "hook", h.Name, "events", len(pending))
-		}
-		n.senders = append(n.senders, s)
-		n.wg.Add(1)
-		go n.run(s)
-	}
-	for hook, ds := range left {
-		n.log.Warn("webhook: undelivered events of a hook no longer configured; dropped", "hook", hook, "events", len(ds))
-		for _, d := range ds {
-			n.forget(hook, d.ID)
-		}
+	if err := n.startOutbox(cfg); err != nil {
+		return nil, err
 	}
 	return n, nil
 }
 
+func withTimeout(h Hook) Hook {
+	if h.Timeout == 0 {
+		h.Timeout = DefaultTimeout
+	}
+	return h
+}
+
+func (n *Notifier) start(s *sender, run func(*sender)) {
+	n.senders = append(n.senders, s)
+	n.wg.Add(1)
+	go run(s)
+}
+
+// startOutbox starts the senders that read the outbox, the spool, and
+// has the Recorder store job events' deliveries. What an earlier run left
+// undelivered is sent first, in its order; that of a hook no longer
+// configured is dropped.
+func (n *Notifier) startOutbox(cfg Config) error {
+	ctx := context.Background()
+	left, err := n.opts.Outbox.WebhookDeliveryCounts(ctx)
+	if err != nil {
+		return fmt.Errorf("webhook: outbox: %w", err)
+	}
+	n.spool = make(chan service.LifecycleEvent, n.opts.QueueSize)
+	n.spoolDone = make(chan struct{})
+	n.closing = make(chan struct{})
+	for _, h := range cfg.Hooks {
+		s := &sender{hook: withTimeout(h), wake: make(chan struct{}, 1)}
+		s.pending.Store(int64(left[h.Name]))
+		if left[h.Name] > 0 {
+			n.log.Info("webhook: sending the events an earlier run left undelivered", "hook", h.Name, "events", left[h.Name])
+		}
+		delete(left, h.Name)
+		n.start(s, n.runOutbox)
+	}
+	for hook, count := range left {
+		n.log.Warn("webhook: undelivered events of a hook no longer configured; dropped", "hook", hook, "events", count)
+		ds, err := n.opts.Outbox.HookDeliveries(ctx, hook, 0)
+		if err != nil {
+			n.log.Warn("webhook: outbox", "hook", hook, "err", err)
+		}
+		for _, d := range ds {
+			n.forget(nil, hook, d.ID)
+		}
+	}
+	go n.runSpool()
+	if n.opts.Recorder != nil {
+		n.opts.Recorder.SetEventOutbox(n)
+	}
+	return nil
+}
+
 // Notify queues the event for every hook that takes it. It never blocks:
-// an event that finds a hook's queue full is dropped and counted.
+// an event that finds a hook's queue full is dropped and counted. With a
+// Recorder, a job event is in the outbox already and Notify only wakes
+// the senders.
 func (n *Notifier) Notify(_ context.Context, e service.LifecycleEvent) {
 	n.mu.RLock()
 	defer n.mu.RUnlock()
+	if n.opts.Recorder != nil && e.Job != "" {
+		n.wakeAll()
+		return
+	}
 	if n.closed {
 		n.count(nil, "dropped")
+		return
+	}
+	if n.opts.Outbox != nil {
+		select {
+		case n.spool <- e:
+		default:
+			for _, s := range n.senders {
+				if s.takes(e) {
+					n.count(s, "dropped")
+					n.logDrop(s)
+				}
+			}
+		}
 		return
 	}
 	p := Payload{ID: newID(), LifecycleEvent: e}
@@ -199,10 +276,90 @@ func (n *Notifier) Notify(_ context.Context, e service.LifecycleEvent) {
 			continue
 		}
 		select {
-		case s.queue <- item{p: p}:
+		case s.queue <- p:
 		default:
 			n.count(s, "dropped")
 			n.logDrop(s)
+		}
+	}
+}
+
+// Deliveries implements store.EventOutbox: the outbox rows of a job event
+// the store records, one per hook that takes it and is under its bound.
+// It runs inside the store's transaction.
+func (n *Notifier) Deliveries(j cluster.Job, ev store.Event) []store.WebhookDelivery {
+	e := service.LifecycleEvent{Type: string(ev.Type), Time: ev.Time, Job: j.ID, Tenant: j.Spec.Tenant, State: j.State,
+		Attempt: j.Attempts, Message: ev.Message, Labels: j.Spec.Labels}
+	if ev.Type == store.EventFinished || ev.Type == store.EventFailed {
+		code := j.Outcome.ExitCode
+		e.ExitCode = &code
+	}
+	return n.deliveries(e, time.Now())
+}
+
+// deliveries are the outbox rows of e: one per hook that takes it, unless
+// the hook's outbox is at its bound (then the event is dropped for it).
+func (n *Notifier) deliveries(e service.LifecycleEvent, now time.Time) []store.WebhookDelivery {
+	var (
+		out  []store.WebhookDelivery
+		body []byte
+	)
+	p := Payload{ID: newID(), LifecycleEvent: e}
+	for _, s := range n.senders {
+		if !s.takes(e) {
+			continue
+		}
+		if s.pending.Load() >= int64(n.opts.QueueSize) {
+			n.count(s, "dropped")
+			n.logDrop(s)
+			continue
+		}
+		if body == nil {
+			b, err := json.Marshal(p)
+			if err != nil {
+				n.count(s, "failed")
+				n.log.Error("webhook: event does not encode", "hook", s.hook.Name, "job", e.Job, "err", err)
+				return nil
+			}
+			body = b
+		}
+		s.pending.Add(1)
+		out = append(out, store.WebhookDelivery{Hook: s.hook.Name, ID: p.ID, Body: body, Created: now})
+	}
+	return out
+}
+
+// runSpool stores the events Notify spooled (those no Recorder stores)
+// and wakes their senders; it ends when Close has closed the spool and it
+// is empty.
+func (n *Notifier) runSpool() {
+	defer close(n.spoolDone)
+	for e := range n.spool {
+		for _, d := range n.deliveries(e, time.Now()) {
+			if err := n.opts.Outbox.AddWebhookDelivery(context.Background(), d); err != nil {
+				n.count(nil, "dropped")
+				n.log.Warn("webhook: event not stored; dropped", "hook", d.Hook, "id", d.ID, "err", err)
+				n.senderOf(d.Hook).pending.Add(-1)
+			}
+		}
+		n.wakeAll()
+	}
+}
+
+func (n *Notifier) senderOf(hook string) *sender {
+	for _, s := range n.senders {
+		if s.hook.Name == hook {
+			return s
+		}
+	}
+	return nil
+}
+
+func (n *Notifier) wakeAll() {
+	for _, s := range n.senders {
+		select {
+		case s.wake <- struct{}{}:
+		default: // a wake is pending already
 		}
 	}
 }
@@ -225,7 +382,9 @@ func (n *Notifier) logDrop(s *sender) {
 
 // Close stops taking events and waits until the queued ones are delivered
 // or ctx ends; what is still queued then is dropped and counted, or, with
-// an Outbox, kept there for the next run.
+// an Outbox, kept there for the next run. A Recorder keeps writing the
+// deliveries of the job events it records after Close: the next run sends
+// them.
 func (n *Notifier) Close(ctx context.Context) error {
 	n.mu.Lock()
 	if n.closed {
@@ -234,11 +393,23 @@ func (n *Notifier) Close(ctx context.Context) error {
 	}
 	n.closed = true
 	for _, s := range n.senders {
-		close(s.queue)
+		if s.queue != nil {
+			close(s.queue)
+		}
+	}
+	if n.spool != nil {
+		close(n.spool)
 	}
 	n.mu.Unlock()
 	done := make(chan struct{})
-	go func() { n.wg.Wait(); close(done) }()
+	go func() {
+		if n.spool != nil {
+			<-n.spoolDone
+			close(n.closing)
+		}
+		n.wg.Wait()
+		close(done)
+	}()
 	select {
 	case <-done:
 		n.stop()
@@ -258,47 +429,94 @@ func (n *Notifier) Stats() Stats {
 	}
 }
 
-// run delivers one hook's events in order. With an outbox, an event is
-// stored before its first attempt and forgotten once done; what Close
-// leaves (queued, or cut short) stays stored for the next run.
+// run delivers one hook's events from its in-memory queue, in order;
+// what Close leaves queued is dropped and counted.
 func (n *Notifier) run(s *sender) {
 	defer n.wg.Done()
-	for it := range s.queue {
-		body := it.body
-		if body == nil {
-			b, err := json.Marshal(it.p)
-			if err != nil {
-				n.count(s, "failed")
-				n.log.Error("webhook: event does not encode", "hook", s.hook.Name, "job", it.p.Job, "err", err)
-				continue
-			}
-			body = b
-			if n.opts.Outbox != nil {
-				d := store.WebhookDelivery{Hook: s.hook.Name, ID: it.p.ID, Body: body, Created: time.Now()}
-				if err := n.opts.Outbox.AddWebhookDelivery(context.Background(), d); err != nil {
-					n.log.Warn("webhook: event not stored; it is sent, but lost if this process stops first", "hook", s.hook.Name, "id", it.p.ID, "err", err)
-				}
-			}
+	for p := range s.queue {
+		body, err := json.Marshal(p)
+		if err != nil {
+			n.count(s, "failed")
+			n.log.Error("webhook: event does not encode", "hook", s.hook.Name, "job", p.Job, "err", err)
+			continue
 		}
 		if n.stopped.Err() != nil {
-			if n.opts.Outbox == nil {
-				n.count(s, "dropped")
+			n.count(s, "dropped")
+			continue
+		}
+		n.deliver(s, p, body)
+	}
+}
+
+// runOutbox delivers one hook's events from the outbox, oldest first, and
+// deletes each once done. It reads the outbox when woken and every
+// PollInterval; it ends when Close stops it, leaving what is not done in
+// the outbox, or when the notifier is closing and its outbox is empty.
+func (n *Notifier) runOutbox(s *sender) {
+	defer n.wg.Done()
+	for {
+		ds, err := n.opts.Outbox.HookDeliveries(n.stopped, s.hook.Name, outboxBatch)
+		if err != nil && n.stopped.Err() == nil {
+			n.log.Warn("webhook: outbox unreadable; will try again", "hook", s.hook.Name, "err", err)
+		}
+		if len(ds) == 0 {
+			if err == nil {
+				// Nothing stored: what the bound counts starts again from
+				// here (a rolled-back transaction may have counted a row).
+				s.pending.Store(0)
+			}
+			if !n.idle(s) {
+				return
 			}
 			continue
 		}
-		if n.deliver(s, it.p, body) {
-			n.forget(s.hook.Name, it.p.ID)
+		for _, d := range ds {
+			if n.stopped.Err() != nil {
+				return
+			}
+			var p Payload
+			if err := json.Unmarshal(d.Body, &p); err != nil {
+				n.count(s, "failed")
+				n.log.Warn("webhook: an undelivered event does not decode; dropped", "hook", s.hook.Name, "id", d.ID, "err", err)
+				n.forget(s, s.hook.Name, d.ID)
+				continue
+			}
+			if !n.deliver(s, p, d.Body) {
+				return // cut short by Close: it stays in the outbox
+			}
+			n.forget(s, s.hook.Name, d.ID)
 		}
 	}
 }
 
-// forget deletes a delivery that is done from the outbox.
-func (n *Notifier) forget(hook, id string) {
-	if n.opts.Outbox == nil {
-		return
+// idle waits until the sender is woken, PollInterval passes or the
+// notifier is closing; false when the sender is to end.
+func (n *Notifier) idle(s *sender) bool {
+	select {
+	case <-n.closing:
+		return false
+	default:
 	}
+	t := time.NewTimer(n.opts.PollInterval)
+	defer t.Stop()
+	select {
+	case <-s.wake:
+	case <-t.C:
+	case <-n.closing:
+	case <-n.stopped.Done():
+		return false
+	}
+	return true
+}
+
+// forget deletes a delivery that is done from the outbox.
+func (n *Notifier) forget(s *sender, hook, id string) {
 	if err := n.opts.Outbox.DeleteWebhookDelivery(context.Background(), hook, id); err != nil {
 		n.log.Warn("webhook: a delivery done stays stored; it may be sent again", "hook", hook, "id", id, "err", err)
+		return
+	}
+	if s != nil && s.pending.Add(-1) < 0 {
+		s.pending.Store(0)
 	}
 }
 

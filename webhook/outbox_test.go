@@ -3,12 +3,14 @@ package webhook_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/prescient-sched/prescient/cluster/clustertest"
 	"github.com/prescient-sched/prescient/store"
 	"github.com/prescient-sched/prescient/webhook"
 )
@@ -96,4 +98,39 @@ func eventually(t *testing.T, what string, cond func() bool) {
 		}
 	}
 	t.Fatalf("%s: not within 10s", what)
+}
+
+// A receiver down for long does not let the outbox grow without end: past
+// QueueSize a hook's new events are dropped, counted and logged, and the
+// ones stored wait for it.
+func TestTheOutboxOfAHookDownIsBounded(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "prescient.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	down := newReceiver(t, http.StatusServiceUnavailable)
+	n, err := webhook.New(webhook.Config{Hooks: []webhook.Hook{hook("pipeline", down.srv.URL)}},
+		webhook.Options{Outbox: st, Recorder: st, QueueSize: 5, BaseDelay: time.Hour, MaxDelay: time.Hour, Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		j := clustertest.Job(fmt.Sprintf("job-%02d", i)).Tenant("ml").Submitted(time.Now()).Obj()
+		if err := st.SubmitJob(ctx, j); err != nil {
+			t.Fatal(err)
+		}
+		n.Notify(ctx, event("submitted", string(j.ID), "ml"))
+	}
+	stopCtx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	_ = n.Close(stopCtx)
+	left, err := st.WebhookDeliveries(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := n.Stats(); len(left) != 5 || s.Dropped != 15 {
+		t.Fatalf("outbox %d, dropped %d; want 5 kept and 15 dropped", len(left), s.Dropped)
+	}
 }

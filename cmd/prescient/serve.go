@@ -539,11 +539,19 @@ func (h hubNodes) Connected(node string) bool {
 	return false
 }
 
+// webhookStore is the outbox of the webhooks and the recorder of the job
+// events whose deliveries it writes with them (*store.Store).
+type webhookStore interface {
+	webhook.Outbox
+	webhook.EventRecorder
+}
+
 // serveWebhooks starts the webhooks of --webhooks, with their outbox in the
-// store: events not delivered when serve stops are sent by the next run.
-// close delivers what is queued (bounded) and stops them; it must run
-// before the store closes.
-func serveWebhooks(path string, g *globals, reg prometheus.Registerer, outbox webhook.Outbox) (*webhook.Notifier, func(), error) {
+// store, which writes each job event's deliveries in the transaction that
+// records the event: events not delivered when serve stops, or is killed,
+// are sent by the next run. close delivers what is queued (bounded) and
+// stops them; it must run before the store closes.
+func serveWebhooks(path string, g *globals, reg prometheus.Registerer, outbox webhookStore) (*webhook.Notifier, func(), error) {
 	if path == "" {
 		return nil, func() {}, nil
 	}
@@ -551,7 +559,7 @@ func serveWebhooks(path string, g *globals, reg prometheus.Registerer, outbox we
 	if err != nil {
 		return nil, nil, fmt.Errorf("--webhooks: %w", err)
 	}
-	n, err := webhook.New(cfg, webhook.Options{Logger: g.logger, Registerer: reg, Outbox: outbox})
+	n, err := webhook.New(cfg, webhook.Options{Logger: g.logger, Registerer: reg, Outbox: outbox, Recorder: outbox})
 	if err != nil {
 		return nil, nil, fmt.Errorf("--webhooks: %w", err)
 	}
