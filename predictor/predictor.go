@@ -59,34 +59,48 @@ type Predictor struct {
 	log     *slog.Logger
 	current map[models.Target]*atomic.Pointer[served]
 	peak    atomic.Pointer[servedPeak] // the online refinement (RefinePeak)
+
+	// rmu serializes Reload; refused holds, by target, the current version
+	// last refused, which is not tried again while CURRENT names it.
+	rmu     sync.Mutex
+	refused map[models.Target]int
 }
 
 // New loads the current version of each target (duration, memory and the
 // peak refinement) from the registry. A target with no published model is
-// served without forecasts; a current version that fails to load is an
-// error, and so is a registry with no model at all.
+// served without forecasts; a current version that fails to load is
+// logged and the target served by its newest version that loads (see
+// Reload). A registry with nothing to serve is an error.
 func New(reg training.Registry, log *slog.Logger) (*Predictor, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	p := &Predictor{reg: reg, targets: []models.Target{models.TargetDuration, models.TargetMemory},
-		log: log.With("component", "predictor"), current: map[models.Target]*atomic.Pointer[served]{}}
+		log: log.With("component", "predictor"), current: map[models.Target]*atomic.Pointer[served]{},
+		refused: map[models.Target]int{}}
 	for _, t := range p.targets {
 		p.current[t] = &atomic.Pointer[served]{}
 	}
-	if _, err := p.Reload(); err != nil {
-		return nil, err
-	}
+	_, err := p.Reload()
 	if p.Versions() == "" && p.PeakVersion() == 0 {
+		if err != nil {
+			return nil, err
+		}
 		return nil, fmt.Errorf("predictor: registry %s: %w", reg.Dir, training.ErrNoModel)
 	}
 	return p, nil
 }
 
 // Reload loads any target whose current version changed. A version that
-// fails to load (corrupt, incompatible) is refused with an error and the
-// previous one keeps serving. It reports whether anything changed.
+// fails to load (corrupt, incompatible) is refused with an error naming
+// its file, and the target is served by its newest version that loads
+// (Fallback says which), or by the one serving when none does; a refused
+// version is not tried again while CURRENT names it. Reload reports
+// whether anything changed; it is cheap when nothing did (a read of each
+// CURRENT).
 func (p *Predictor) Reload() (bool, error) {
+	p.rmu.Lock()
+	defer p.rmu.Unlock()
 	changed := false
 	var errs []error
 	for _, t := range p.targets {
@@ -99,26 +113,96 @@ func (p *Predictor) Reload() (bool, error) {
 			continue
 		}
 		if s := p.current[t].Load(); s != nil && s.art.Version == v {
+			delete(p.refused, t)
 			continue
 		}
-		art, err := p.reg.Load(t, v)
-		if err == nil {
-			var m models.Model
-			if m, err = art.Model(art.Selected); err == nil {
-				p.current[t].Store(&served{art: art, model: m})
-				p.log.Info("model loaded", "target", t, "version", v, "model", art.Selected)
-				changed = true
-				continue
-			}
+		if p.refused[t] == v {
+			continue
 		}
-		p.log.Error("refused model version; keeping the previous one", "target", t, "version", v, "err", err)
-		errs = append(errs, fmt.Errorf("predictor: %s version %d refused: %w", t, v, err))
+		s, err := p.load(t, v)
+		if err == nil {
+			delete(p.refused, t)
+			p.current[t].Store(s)
+			p.log.Info("model loaded", "target", t, "version", v, "model", s.art.Selected)
+			changed = true
+			continue
+		}
+		p.refused[t] = v
+		err = fmt.Errorf("predictor: %s version %d (%s) refused: %w", t, v, p.reg.ArtifactPath(t, v), err)
+		errs = append(errs, err)
+		if s, ok := p.fallback(t, v); ok {
+			p.current[t].Store(s)
+			changed = true
+			p.log.Error("refused the current model version; serving the newest version that loads", "target", t,
+				"version", v, "file", p.reg.ArtifactPath(t, v), "serving", s.art.Version, "err", err)
+			continue
+		}
+		p.log.Error("refused the current model version; no newer valid version, the one serving stays", "target", t,
+			"version", v, "file", p.reg.ArtifactPath(t, v), "serving", p.servingVersion(t), "err", err)
 	}
 	peakChanged, err := p.reloadPeak()
 	if err != nil {
 		errs = append(errs, err)
 	}
 	return changed || peakChanged, errors.Join(errs...)
+}
+
+// load decodes version v of t.
+func (p *Predictor) load(t models.Target, v int) (*served, error) {
+	art, err := p.reg.Load(t, v)
+	if err != nil {
+		return nil, err
+	}
+	m, err := art.Model(art.Selected)
+	if err != nil {
+		return nil, err
+	}
+	return &served{art: art, model: m}, nil
+}
+
+// fallback loads the newest version of t that loads, other than refused;
+// ok is false when that is the version serving or there is none.
+func (p *Predictor) fallback(t models.Target, refused int) (*served, bool) {
+	vs, err := p.reg.Versions(t)
+	if err != nil {
+		p.log.Warn("registry unreadable", "target", t, "err", err)
+		return nil, false
+	}
+	serving := p.servingVersion(t)
+	for i := len(vs) - 1; i >= 0; i-- {
+		switch v := vs[i]; {
+		case v == refused:
+		case v == serving:
+			return nil, false
+		default:
+			s, err := p.load(t, v)
+			if err == nil {
+				return s, true
+			}
+			p.log.Warn("model version does not load either", "target", t, "version", v, "file", p.reg.ArtifactPath(t, v), "err", err)
+		}
+	}
+	return nil, false
+}
+
+func (p *Predictor) servingVersion(t models.Target) int {
+	if s := p.current[t].Load(); s != nil {
+		return s.art.Version
+	}
+	return 0
+}
+
+// Fallback reports, for a target whose current version was refused, that
+// version and the one serving instead (0 when none); ok is false when the
+// target serves its current version or has none.
+func (p *Predictor) Fallback(t models.Target) (refused, serving int, ok bool) {
+	p.rmu.Lock()
+	defer p.rmu.Unlock()
+	v, ok := p.refused[t]
+	if !ok {
+		return 0, 0, false
+	}
+	return v, p.servingVersion(t), true
 }
 
 // Watch reloads every interval until ctx ends. It does nothing when the

@@ -92,6 +92,21 @@ func TestPredictor(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+	t.Run("a start with a corrupt current version serves the newest version that loads", func(t *testing.T) {
+		p2, err := predictor.New(reg, nil)
+		if err != nil {
+			t.Fatalf("New with a corrupt current version: %v; want the newest valid version served", err)
+		}
+		if p2.Versions() != "duration:2" {
+			t.Fatalf("serving %q, want duration:2", p2.Versions())
+		}
+		if refused, serving, ok := p2.Fallback(models.TargetDuration); !ok || refused != 3 || serving != 2 {
+			t.Fatalf("Fallback = %d, %d, %v; want 3, 2, true", refused, serving, ok)
+		}
+		if changed, err := p2.Reload(); changed || err != nil {
+			t.Fatalf("a second reload: changed %v, err %v; want the refused version left alone", changed, err)
+		}
+	})
 	t.Run("an observed outcome changes the next forecast of comparable jobs", func(t *testing.T) {
 		q := queued(1, at)
 		before, _ := p.Forecast(context.Background(), q)

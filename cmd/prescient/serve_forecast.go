@@ -24,14 +24,24 @@ const (
 	defaultP90 = 4 * time.Hour
 	// retryModelsEvery is how often an empty registry is looked at again.
 	retryModelsEvery = 30 * time.Second
+	// pollModelsEvery is how often the registry's CURRENT pointers are
+	// read while models serve, so that a version made current by hand,
+	// by a rollback or by another process serves within this long: a
+	// read of a few small files.
+	pollModelsEvery = 5 * time.Second
 )
 
 // liveForecaster serves the registry's published models to the control
-// plane and picks up new versions (retraining, rollback); before the first
-// duration model is published it answers defaultP50/defaultP90.
+// plane and picks up new versions (retraining, rollback, CURRENT changed
+// on disk: it reads the CURRENT pointers at most every pollModelsEvery);
+// a current version that does not load is logged and the newest version
+// that does serves instead. Before the first duration model is published
+// it answers defaultP50/defaultP90.
 type liveForecaster struct {
 	reg training.Registry
 	log *slog.Logger
+	// poll is how often CURRENT is read while models serve.
+	poll time.Duration
 
 	mu      sync.Mutex
 	p       *predictor.Predictor
@@ -45,7 +55,7 @@ var (
 )
 
 func newLiveForecaster(reg training.Registry, log *slog.Logger) *liveForecaster {
-	f := &liveForecaster{reg: reg, log: log.With("component", "forecasts")}
+	f := &liveForecaster{reg: reg, log: log.With("component", "forecasts"), poll: pollModelsEvery}
 	f.reload()
 	return f
 }
@@ -60,7 +70,7 @@ func (f *liveForecaster) reload() {
 	f.lastTry = time.Now()
 	if f.p != nil {
 		if _, err := f.p.Reload(); err != nil {
-			f.log.Warn("a published model failed to load; the previous one keeps serving", "err", err)
+			f.log.Warn("a published model failed to load; the newest one that loads serves", "versions", f.p.Versions(), "err", err)
 		}
 		return
 	}
@@ -76,9 +86,16 @@ func (f *liveForecaster) reload() {
 	}
 }
 
+// current is the predictor serving, reloaded first when the registry is
+// due a look: every poll while models serve, every retryModelsEvery
+// while none does.
 func (f *liveForecaster) current() *predictor.Predictor {
 	f.mu.Lock()
-	p, stale := f.p, f.p == nil && time.Since(f.lastTry) > retryModelsEvery
+	every := f.poll
+	if f.p == nil {
+		every = retryModelsEvery
+	}
+	p, stale := f.p, time.Since(f.lastTry) > every
 	f.mu.Unlock()
 	if stale {
 		f.reload()
