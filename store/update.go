@@ -15,8 +15,9 @@ type UpdateFunc func(job *cluster.Job) (EventType, string, error)
 
 // UpdateJob reads a job, lets fn change it and stores the result with an
 // event from the old state to the new, stamped by the Store's clock, and
-// the event's webhook deliveries (SetEventOutbox); all in one transaction, during which no other update of any job runs. fn must
-// not call the Store's write methods, which would wait for it forever.
+// the event's webhook deliveries (SetEventOutbox); all in one
+// transaction, during which no other update of any job runs. fn must not
+// call the Store's write methods, which would wait for it forever.
 //
 // Nothing is written when the job is not stored (an error wrapping
 // ErrNotFound), when fn returns an error (returned wrapped, so a

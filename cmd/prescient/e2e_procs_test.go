@@ -29,6 +29,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prescient-sched/prescient/agent"
 	"github.com/prescient-sched/prescient/service"
 )
 
@@ -51,8 +52,13 @@ var e2eBinary struct {
 	err       error
 }
 
-// TestMain removes the end-to-end tests' binary once they have run.
+// TestMain removes the end-to-end tests' binary once they have run. An
+// agent run in this test binary starts its jobs' supervisors as this
+// binary too (/proc/self/exe): such a run supervises, as main does.
 func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == agent.SuperviseArg {
+		os.Exit(agent.Supervise(os.Args[2:]))
+	}
 	code := m.Run()
 	if e2eBinary.dir != "" {
 		_ = os.RemoveAll(e2eBinary.dir)
