@@ -72,6 +72,7 @@ func TestAuthorization(t *testing.T) {
 		{"OpenAPI document", "GET", "/v1/openapi.json", "", open, 200, false},
 		{"list jobs", "GET", "/v1/jobs", "", read, 200, false},
 		{"get a job", "GET", "/v1/jobs/ja", "", read, 200, true},
+		{"a job's history", "GET", "/v1/jobs/ja/events", "", read, 200, true},
 		{"submit", "POST", "/v1/jobs", `{"gpus":1}`, write, 201, false},
 		{"cancel with DELETE", "DELETE", "/v1/jobs/ja", "", write, 200, true},
 		{"cancel with POST", "POST", "/v1/jobs/ja/cancel", "", write, 200, true},

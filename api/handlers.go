@@ -32,6 +32,12 @@ type JobList struct {
 	Jobs []service.JobStatus `json:"jobs"`
 }
 
+// JobEventList answers GET /v1/jobs/{id}/events.
+type JobEventList struct {
+	Job    cluster.JobID      `json:"job"`
+	Events []service.JobEvent `json:"events"`
+}
+
 // RecommendationList answers GET /v1/recommendations.
 type RecommendationList struct {
 	Recommendations []service.Recommendation `json:"recommendations"`
@@ -193,6 +199,20 @@ func (h *handlers) getJob(c *gin.Context) {
 	if st, ok := h.job(c); ok {
 		writeJSON(c, http.StatusOK, st)
 	}
+}
+
+// jobEvents is GET /v1/jobs/{id}/events: the job's history, oldest first.
+func (h *handlers) jobEvents(c *gin.Context) {
+	st, ok := h.job(c)
+	if !ok {
+		return
+	}
+	evs, err := h.svc.JobEvents(c.Request.Context(), st.ID)
+	if err != nil {
+		serviceError(c, h.log, err)
+		return
+	}
+	writeJSON(c, http.StatusOK, JobEventList{Job: st.ID, Events: evs})
 }
 
 // cancel is DELETE /v1/jobs/{id} and POST /v1/jobs/{id}/cancel.

@@ -70,6 +70,9 @@ func TestTheRealPlaneAnswersAsDocumented(t *testing.T) {
 		{"GET", "/v1/jobs/a-1", tokViewerA, "", 200},
 		{"GET", "/v1/jobs/nope", tokViewerA, "", 404},
 		{"GET", "/v1/jobs/b-1", tokViewerA, "", 404}, // another tenant's: as if missing
+		{"GET", "/v1/jobs/a-1/events", tokViewerA, "", 200},
+		{"GET", "/v1/jobs/b-1/events", tokViewerA, "", 404},
+		{"GET", "/v1/jobs/nope/events", tokAdmin, "", 404},
 		{"GET", "/v1/fleet", tokViewerA, "", 200},
 		{"POST", "/v1/predict", tokViewerA, `{"jobs":[{"gpus":1},{"gpus":8}]}`, 200},
 		{"GET", "/v1/recommendations", tokAdmin, "", 200},

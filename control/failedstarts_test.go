@@ -45,6 +45,23 @@ func TestAJobTheBackendCannotStartFailsAfterItsFailedStarts(t *testing.T) {
 	if n := slices.IndexFunc(evs, func(ev store.Event) bool { return ev.Type == store.EventStartFailed }); n < 0 {
 		t.Errorf("bad's events %v hold no start_failed", e.eventTypes("bad"))
 	}
+	// Where a user looks: the job's last error and its history.
+	st, err := e.plane.Job(e.ctx, "bad")
+	if err != nil || !strings.Contains(st.LastError, "command: empty (failed start 3, the last allowed)") || st.Attempts != 3 {
+		t.Errorf("GET bad: last error %q, %d attempts (%v); want the refusal and 3", st.LastError, st.Attempts, err)
+	}
+	hist, err := e.plane.JobEvents(e.ctx, "bad")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var types []string
+	for _, h := range hist {
+		types = append(types, h.Type)
+	}
+	want := "submitted started start_failed started start_failed started failed"
+	if strings.Join(types, " ") != want || hist[2].Message == "" || hist[2].From != cluster.StateRunning || hist[2].To != cluster.StateQueued {
+		t.Errorf("bad's history %v (%+v); want %s with the reasons", types, hist[2], want)
+	}
 	if later := e.job("later"); later.State != cluster.StateQueued || later.Attempts != 6 {
 		t.Errorf("later: %s after %d attempts; want queued after 6 (a node not ready is no failed start)", later.State, later.Attempts)
 	}

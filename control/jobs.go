@@ -242,7 +242,44 @@ func (p *Plane) Job(ctx context.Context, id cluster.JobID) (service.JobStatus, e
 	if err != nil {
 		return service.JobStatus{}, err
 	}
-	return p.status(ctx, j)
+	st, err := p.status(ctx, j)
+	if err != nil {
+		return service.JobStatus{}, err
+	}
+	evs, err := p.cfg.Store.Events(ctx, id)
+	if err != nil {
+		return service.JobStatus{}, err
+	}
+	st.LastError = lastError(evs)
+	return st, nil
+}
+
+// JobEvents implements Service.
+func (p *Plane) JobEvents(ctx context.Context, id cluster.JobID) ([]service.JobEvent, error) {
+	if _, err := p.getJob(ctx, id); err != nil {
+		return nil, err
+	}
+	evs, err := p.cfg.Store.Events(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]service.JobEvent, len(evs))
+	for i, e := range evs {
+		out[i] = service.JobEvent{Time: e.Time.UTC(), Type: string(e.Type), From: e.From, To: e.To, Message: e.Message}
+	}
+	return out, nil
+}
+
+// lastError is the message of the newest event that says what went wrong
+// (JobStatus.LastError).
+func lastError(evs []store.Event) string {
+	for i := len(evs) - 1; i >= 0; i-- {
+		switch evs[i].Type {
+		case store.EventFailed, store.EventStartFailed, store.EventRequeued, store.EventCheckpointAbandoned:
+			return evs[i].Message
+		}
+	}
+	return ""
 }
 
 func (p *Plane) getJob(ctx context.Context, id cluster.JobID) (cluster.Job, error) {

@@ -18,6 +18,10 @@ type Service interface {
 	Submit(ctx context.Context, req SubmitRequest) (JobStatus, error)
 	Jobs(ctx context.Context, q JobQuery) ([]JobStatus, error)
 	Job(ctx context.Context, id cluster.JobID) (JobStatus, error)
+	// JobEvents is a job's history, oldest first: every state change with
+	// its reason (submit, start, checkpoint, preemption, requeue, failed
+	// start, exit).
+	JobEvents(ctx context.Context, id cluster.JobID) ([]JobEvent, error)
 	// Cancel cancels a queued job or stops a running one.
 	Cancel(ctx context.Context, id cluster.JobID) (JobStatus, error)
 
@@ -111,6 +115,21 @@ type JobStatus struct {
 	PredictedEnd   *time.Time `json:"predicted_end,omitempty"`
 	ExitCode       *int       `json:"exit_code,omitempty"`
 	LastCheckpoint *time.Time `json:"last_checkpoint,omitempty"`
+	// LastError is the reason of the job's newest failure, failed start or
+	// requeue (a lost node, say); Job fills it, the listing leaves it out.
+	LastError string `json:"last_error,omitempty"`
+}
+
+// JobEvent is one step of a job's history: the store's event types
+// (submitted, started, checkpoint_requested, checkpointed,
+// checkpoint_abandoned, preempted, requeued, start_failed, finished,
+// failed, cancelled), the states it moved between, and why.
+type JobEvent struct {
+	Time    time.Time        `json:"time"`
+	Type    string           `json:"type"`
+	From    cluster.JobState `json:"from,omitempty"`
+	To      cluster.JobState `json:"to"`
+	Message string           `json:"message,omitempty"`
 }
 
 // Forecast is a job's forecast as the API shows it.

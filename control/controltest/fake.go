@@ -106,6 +106,7 @@ type entry struct {
 	firstStart time.Time
 	runs       []interval // one per attempt; the last is open while it runs
 	seq        int
+	events     []service.JobEvent
 }
 
 type interval struct{ from, to time.Time }
@@ -272,6 +273,28 @@ func (f *Fake) Cancel(_ context.Context, id cluster.JobID) (service.JobStatus, e
 	return f.status(e), nil
 }
 
+// eventType is the store's event type of a move to each state, as the
+// fake records them (requeues and preemptions alike "requeued").
+var eventType = map[cluster.JobState]string{
+	cluster.StateQueued: "requeued", cluster.StateRunning: "started", cluster.StateCheckpointing: "checkpoint_requested",
+	cluster.StateSucceeded: "finished", cluster.StateFailed: "failed", cluster.StateCancelled: "cancelled",
+}
+
+// JobEvents lists the job's moves since its submission, oldest first.
+func (f *Fake) JobEvents(_ context.Context, id cluster.JobID) ([]service.JobEvent, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.failure("JobEvents"); err != nil {
+		return nil, err
+	}
+	e, err := f.get(id)
+	if err != nil {
+		return nil, err
+	}
+	first := service.JobEvent{Time: e.job.SubmitTime, Type: "submitted", To: cluster.StateQueued}
+	return append([]service.JobEvent{first}, e.events...), nil
+}
+
 func (f *Fake) get(id cluster.JobID) (*entry, error) {
 	e, ok := f.jobs[id]
 	if !ok {
@@ -284,10 +307,11 @@ func (f *Fake) get(id cluster.JobID) (*entry, error) {
 // releasing its GPUs when it stops running.
 func (f *Fake) transition(e *entry, to cluster.JobState) error {
 	now := f.clock()
-	wasActive := e.job.State.Active()
+	wasActive, from := e.job.State.Active(), e.job.State
 	if err := e.job.Transition(to, now); err != nil {
 		return err
 	}
+	e.events = append(e.events, service.JobEvent{Time: now, Type: eventType[to], From: from, To: to})
 	if wasActive && !to.Active() {
 		e.runs[len(e.runs)-1].to = now
 		e.placement = nil
