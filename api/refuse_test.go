@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"path/filepath"
@@ -20,7 +21,7 @@ import (
 
 // realPlane serves the real control plane (the SQLite store, the simulated
 // backend, advisor mode) on a fleet of 16 A100s.
-func realPlane(t *testing.T) *env {
+func realPlane(t testing.TB) *env {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -44,6 +45,35 @@ func realPlane(t *testing.T) *env {
 	go func() { done <- plane.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done; st.Close() })
 	return &env{t: t, now: time.Now(), srv: api.New(api.Config{Service: plane, Tokens: testTokens(), Logger: log})}
+}
+
+// FuzzSubmitToTheRealPlane posts arbitrary bodies to POST /v1/jobs of the
+// real control plane and store (FuzzSubmit's fake checks less): never a
+// 5xx, never a panic, a JSON answer, a 400 with its code and message.
+func FuzzSubmitToTheRealPlane(f *testing.F) {
+	for _, s := range []string{
+		`{"gpus":1}`, `{"gpus":0}`, `null`, `{"gpus":1,"deadline":"9999-12-31T23:59:59Z"}`,
+		`{"gpus":1,"env":{"LD_PRELOAD":"x"}}`, `{"gpus":1,"GPUS":2}`, `{"gpus":1,"name":"\ud800"}`,
+		`{"gpus":1,"gpu_models":["H100"]}`, `{"gpus":4,"gang_size":3}`, `{"gpus":1,"gpu_milli":1}`,
+		`{"id":"a","gpus":1,"labels":{"k":"v"},"deadline":"2027-01-01T00:00:00Z","checkpoint_cost_s":1e300}`,
+		`{"gpus":1,"command":["true"],"env":{"A":"1"},"tier":"production","data":{"name":"d","bytes":-1}}`,
+	} {
+		f.Add(s)
+	}
+	e := realPlane(f)
+	f.Fuzz(func(t *testing.T, body string) {
+		e.t = t
+		rec := e.do("POST", "/v1/jobs", tokSubmitterA, body)
+		if rec.Code != 200 && rec.Code != 201 && rec.Code != 400 && rec.Code != 409 {
+			t.Fatalf("POST /v1/jobs %q = %d: %s", body, rec.Code, rec.Body)
+		}
+		if !json.Valid(rec.Body.Bytes()) {
+			t.Fatalf("POST /v1/jobs %q: the answer is not JSON: %s", body, rec.Body)
+		}
+		if rec.Code == 400 {
+			errorOf(t, rec)
+		}
+	})
 }
 
 // What can never run, or is not what it seems, is refused at submit with a

@@ -25,6 +25,9 @@ func FuzzHubHandler(f *testing.F) {
 		f.Add("POST", protocol.PathRegister, []byte(s))
 	}
 	f.Add("POST", "/v1/agents/n1/events", []byte(`{"instance":"i","events":[]}`))
+	// Another node's word on j1's attempt 1, which the record places on n1.
+	f.Add("POST", "/v1/agents/n2/events", []byte(`{"instance":"i","events":[{"seq":1,"type":"exited","time":"2026-01-01T00:00:00Z","job":"j1","attempt":1,"rank":0,"world_size":1,"exit_code":1}]}`))
+	f.Add("POST", protocol.PathRegister, []byte(`{"node":{"name":"n2"},"instance":"i","running":[{"job":"j1","attempt":1,"rank":0,"world_size":1}]}`))
 	f.Add("GET", "/v1/agents/n1/commands?after=x", []byte(nil))
 	f.Add("GET", "/v1/agents/n1/commands?after=0&wait_s=0&session=s", []byte(nil))
 	f.Fuzz(func(t *testing.T, method, path string, body []byte) {
@@ -34,7 +37,9 @@ func FuzzHubHandler(f *testing.F) {
 		if _, err := url.ParseRequestURI(path); err != nil {
 			return // not a request the server would hand the handler
 		}
-		h := NewHub(HubOptions{PollWait: 1}).Handler()
+		h := NewHub(HubOptions{PollWait: 1, Placement: func(job string, attempt int) ([]string, bool) {
+			return []string{"n1"}, job == "j1" && attempt == 1
+		}}).Handler()
 		req := httptest.NewRequest(method, path, bytes.NewReader(body))
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, req)
