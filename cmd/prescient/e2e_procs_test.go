@@ -130,8 +130,10 @@ type e2eCluster struct {
 	dir    string
 	db     string
 	addr   string
-	serves []*e2eProc // every incarnation, the current last
-	agents map[string]*e2eProc
+	serves []*e2eProc          // every incarnation, the current last
+	agents map[string]*e2eProc // the current agent of each node
+	// older are the agents killed, whose logs dumpLogs shows too.
+	older  []*e2eProc
 	client *http.Client
 }
 
@@ -247,13 +249,28 @@ func (c *e2eCluster) stopServe() {
 // control plane's SQLite file.
 func (c *e2eCluster) startAgent(node string) *e2eProc {
 	c.t.Helper()
-	p := c.spawn("agent-"+node, "agent", "--nvml", "sim", "--fleet", e2eFleet, "--node", node,
+	name := "agent-" + node
+	if old := c.agents[node]; old != nil {
+		c.older = append(c.older, old)
+		name = fmt.Sprintf("%s-%d", name, len(c.older)+1)
+	}
+	p := c.spawn(name, "agent", "--nvml", "sim", "--fleet", e2eFleet, "--node", node,
 		"--server", "http://"+c.addr, "--token", e2eAgentToken, "--work-dir", c.workDir(node),
 		"--backoff-max", "1s", "--poll-wait", "5s",
 		"--collect", "--db", c.db, "--spool-dir", filepath.Join(c.dir, "spool-"+node), "--interval", "1s",
 		"--log-format", "json")
 	c.agents[node] = p
 	return p
+}
+
+// killAgent kills node's agent with SIGKILL (kill -9); its jobs run on.
+func (c *e2eCluster) killAgent(node string) {
+	c.t.Helper()
+	p := c.agents[node]
+	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		c.t.Fatalf("kill -9 %s: %v", p.name, err)
+	}
+	<-p.done
 }
 
 func (c *e2eCluster) workDir(node string) string { return filepath.Join(c.dir, "agent-"+node) }
@@ -464,6 +481,9 @@ func e2eSameProcess(pid int, startTicks uint64) bool {
 func (c *e2eCluster) dumpLogs() {
 	for _, p := range c.serves {
 		c.t.Logf("--- %s (%s) ---\n%s", p.name, p.log, e2eTail(p.log, 40))
+	}
+	for _, p := range c.older {
+		c.t.Logf("--- %s (%s) ---\n%s", p.name, p.log, e2eTail(p.log, 30))
 	}
 	for _, p := range c.agents {
 		c.t.Logf("--- %s (%s) ---\n%s", p.name, p.log, e2eTail(p.log, 30))
