@@ -12,6 +12,13 @@ import (
 	"github.com/prescient-sched/prescient/training"
 )
 
+// ModelServer is implemented by a forecaster that serves the registry's
+// versions: by target, the version it serves, which is not CURRENT's
+// when that one did not load. Models marks them serving.
+type ModelServer interface {
+	ServingModels() map[string]int
+}
+
 // modelTargets are the registry's targets the models endpoints list.
 var modelTargets = []models.Target{models.TargetDuration, models.TargetMemory, models.TargetPeak, idle.Target}
 
@@ -21,6 +28,10 @@ func (p *Plane) Models(_ context.Context) ([]service.ModelVersion, error) {
 	if p.cfg.Registry.Dir == "" {
 		return nil, nil
 	}
+	var serving map[string]int
+	if ms, ok := p.cfg.Forecaster.(ModelServer); ok {
+		serving = ms.ServingModels()
+	}
 	var out []service.ModelVersion
 	for _, t := range modelTargets {
 		ms, err := p.cfg.Registry.List(t)
@@ -28,7 +39,9 @@ func (p *Plane) Models(_ context.Context) ([]service.ModelVersion, error) {
 			return nil, fmt.Errorf("models: %w", err)
 		}
 		for _, m := range ms {
-			out = append(out, modelVersion(m))
+			mv := modelVersion(m)
+			mv.Serving = serving[mv.Target] == mv.Version
+			out = append(out, mv)
 		}
 	}
 	return out, nil

@@ -12,6 +12,11 @@ import (
 	"github.com/prescient-sched/prescient/training"
 )
 
+// servingOne is a forecaster that serves version 1 of duration.
+type servingOne struct{ labelForecaster }
+
+func (servingOne) ServingModels() map[string]int { return map[string]int{"duration": 1} }
+
 func TestModelsRetrainAndRollback(t *testing.T) {
 	philly := datasetstest.Philly(t)
 	reg := training.Registry{Dir: t.TempDir()}
@@ -26,6 +31,7 @@ func TestModelsRetrainAndRollback(t *testing.T) {
 	release := make(chan struct{})
 	e := newEnv(t, fleetOf(1, 8), func(c *Config) {
 		c.Registry = reg
+		c.Forecaster = servingOne{labelForecaster{}} // version 1 serves: CURRENT's did not load
 		c.Retrain = func(context.Context) error { close(ran); <-release; return nil }
 	})
 	ms, err := e.plane.Models(e.ctx)
@@ -34,6 +40,9 @@ func TestModelsRetrainAndRollback(t *testing.T) {
 	}
 	if len(ms) != 2 || ms[0].Version != 2 || !ms[0].Current || ms[1].Current || ms[0].Target != "duration" || len(ms[0].Metrics) == 0 {
 		t.Fatalf("models %+v, want versions 2 (current) and 1 of duration with metrics", ms)
+	}
+	if ms[0].Serving || !ms[1].Serving {
+		t.Errorf("serving %v, %v; want version 1 marked, which the forecaster serves", ms[0].Serving, ms[1].Serving)
 	}
 	back, err := e.plane.Rollback(e.ctx, "duration", 0)
 	if err != nil || back.Version != 1 || !back.Current {

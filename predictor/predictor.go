@@ -69,7 +69,7 @@ type Predictor struct {
 // New loads the current version of each target (duration, memory and the
 // peak refinement) from the registry. A target with no published model is
 // served without forecasts; a current version that fails to load is
-// logged and the target served by its newest version that loads (see
+// logged and the target served by another version that loads (see
 // Reload). A registry with nothing to serve is an error.
 func New(reg training.Registry, log *slog.Logger) (*Predictor, error) {
 	if log == nil {
@@ -93,8 +93,9 @@ func New(reg training.Registry, log *slog.Logger) (*Predictor, error) {
 
 // Reload loads any target whose current version changed. A version that
 // fails to load (corrupt, incompatible) is refused with an error naming
-// its file, and the target is served by its newest version that loads
-// (Fallback says which), or by the one serving when none does; a refused
+// its file, and the target is served by its newest older version that
+// loads (a newer one only when nothing serves yet; Fallback says which),
+// or by the one serving when none does; a refused
 // version is not tried again while CURRENT names it. Reload reports
 // whether anything changed; it is cheap when nothing did (a read of each
 // CURRENT).
@@ -160,8 +161,10 @@ func (p *Predictor) load(t models.Target, v int) (*served, error) {
 	return &served{art: art, model: m}, nil
 }
 
-// fallback loads the newest version of t that loads, other than refused;
-// ok is false when that is the version serving or there is none.
+// fallback loads the newest version of t below refused that loads: a
+// rollback to a corrupt version must not bring back the newer one it left.
+// Only when nothing serves (at start) may a newer version serve. ok is
+// false when the version found is the one serving, or there is none.
 func (p *Predictor) fallback(t models.Target, refused int) (*served, bool) {
 	vs, err := p.reg.Versions(t)
 	if err != nil {
@@ -169,17 +172,21 @@ func (p *Predictor) fallback(t models.Target, refused int) (*served, bool) {
 		return nil, false
 	}
 	serving := p.servingVersion(t)
-	for i := len(vs) - 1; i >= 0; i-- {
-		switch v := vs[i]; {
-		case v == refused:
-		case v == serving:
-			return nil, false
-		default:
-			s, err := p.load(t, v)
-			if err == nil {
-				return s, true
+	older := func(v int) bool { return v < refused }
+	newer := func(v int) bool { return v > refused && serving == 0 }
+	for _, may := range []func(int) bool{older, newer} {
+		for i := len(vs) - 1; i >= 0; i-- {
+			switch v := vs[i]; {
+			case !may(v):
+			case v == serving:
+				return nil, false
+			default:
+				s, err := p.load(t, v)
+				if err == nil {
+					return s, true
+				}
+				p.log.Warn("model version does not load either", "target", t, "version", v, "file", p.reg.ArtifactPath(t, v), "err", err)
 			}
-			p.log.Warn("model version does not load either", "target", t, "version", v, "file", p.reg.ArtifactPath(t, v), "err", err)
 		}
 	}
 	return nil, false
@@ -190,6 +197,18 @@ func (p *Predictor) servingVersion(t models.Target) int {
 		return s.art.Version
 	}
 	return 0
+}
+
+// Serving is the version of t that serves forecasts (0: none), which is
+// not CURRENT's when that one did not load (Fallback).
+func (p *Predictor) Serving(t models.Target) int {
+	if t == models.TargetPeak {
+		return p.PeakVersion()
+	}
+	if _, ok := p.current[t]; !ok {
+		return 0
+	}
+	return p.servingVersion(t)
 }
 
 // Fallback reports, for a target whose current version was refused, that

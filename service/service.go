@@ -301,9 +301,12 @@ type ForecastCheck struct {
 
 // ModelVersion is one published model.
 type ModelVersion struct {
-	Target    string                        `json:"target"`
-	Version   int                           `json:"version"`
-	Current   bool                          `json:"current"`
+	Target  string `json:"target"`
+	Version int    `json:"version"`
+	Current bool   `json:"current"`
+	// Serving: forecasts come from this version now (where CURRENT's did
+	// not load, another version serves).
+	Serving   bool                          `json:"serving"`
 	CreatedAt time.Time                     `json:"created_at"`
 	Selected  string                        `json:"selected"`
 	Metrics   map[string]map[string]float64 `json:"metrics"`

@@ -9,9 +9,11 @@ import (
 	"time"
 
 	"github.com/prescient-sched/prescient/cluster"
+	"github.com/prescient-sched/prescient/control"
 	"github.com/prescient-sched/prescient/control/telemetry"
 	"github.com/prescient-sched/prescient/datasets"
 	"github.com/prescient-sched/prescient/executor"
+	"github.com/prescient-sched/prescient/models"
 	"github.com/prescient-sched/prescient/models/idle"
 	"github.com/prescient-sched/prescient/predictor"
 	"github.com/prescient-sched/prescient/training"
@@ -52,6 +54,7 @@ var (
 	_ executor.Forecaster   = (*liveForecaster)(nil)
 	_ executor.Observer     = (*liveForecaster)(nil)
 	_ telemetry.PeakRefiner = (*liveForecaster)(nil)
+	_ control.ModelServer   = (*liveForecaster)(nil)
 )
 
 func newLiveForecaster(reg training.Registry, log *slog.Logger) *liveForecaster {
@@ -104,6 +107,22 @@ func (f *liveForecaster) current() *predictor.Predictor {
 		f.mu.Unlock()
 	}
 	return p
+}
+
+// ServingModels implements control.ModelServer: the duration, memory and
+// peak versions that serve forecasts now.
+func (f *liveForecaster) ServingModels() map[string]int {
+	p := f.current()
+	if p == nil {
+		return nil
+	}
+	out := map[string]int{}
+	for _, t := range []models.Target{models.TargetDuration, models.TargetMemory, models.TargetPeak} {
+		if v := p.Serving(t); v > 0 {
+			out[string(t)] = v
+		}
+	}
+	return out
 }
 
 // Forecast implements executor.Forecaster.

@@ -84,3 +84,26 @@ func TestACorruptCurrentVersionServesTheNewestValidOne(t *testing.T) {
 		t.Fatalf("source %q with version 2 corrupt, want model duration:1", src)
 	}
 }
+
+// What serves is what /v1/models marks serving, and a rollback to a
+// version that does not load keeps the one serving rather than bring back
+// a newer one.
+func TestTheServingVersionIsMarkedAndARollbackToACorruptOneKeepsIt(t *testing.T) {
+	reg := twoDurationVersions(t)
+	f := newLiveForecaster(reg, slog.New(slog.DiscardHandler))
+	f.poll = 20 * time.Millisecond
+	if got := f.ServingModels()["duration"]; got != 2 {
+		t.Fatalf("serving duration %d, want 2", got)
+	}
+	if err := os.WriteFile(reg.ArtifactPath(models.TargetDuration, 1), []byte("garbage"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	setCurrent(t, reg, "1")
+	time.Sleep(50 * time.Millisecond)
+	if src := forecastSource(t, f); src != "model duration:2" {
+		t.Fatalf("source %q after a rollback to a corrupt version 1, want model duration:2 still", src)
+	}
+	if got := f.ServingModels()["duration"]; got != 2 {
+		t.Errorf("serving duration %d, want 2", got)
+	}
+}
