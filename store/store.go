@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -100,6 +102,9 @@ func open(ctx context.Context, path string, o options) (*Store, error) {
 	s.w.SetConnMaxLifetime(0)
 	s.w.SetConnMaxIdleTime(0)
 	if err := s.init(ctx); err != nil {
+		if why := unwritable(path); why != nil {
+			err = fmt.Errorf("%w: %w", why, err)
+		}
 		return nil, errors.Join(err, s.w.Close())
 	}
 	if s.r, err = sql.Open("sqlite", dsn(path, readerParams())); err != nil {
@@ -111,6 +116,28 @@ func open(ctx context.Context, path string, o options) (*Store, error) {
 		return nil, errors.Join(fmt.Errorf("open a reader: %w", err), s.r.Close(), s.w.Close())
 	}
 	return s, nil
+}
+
+// unwritable says why SQLite cannot write the database, when the file or
+// its folder (which holds its -wal and -shm files) cannot be written: a
+// read-only filesystem or permissions, which SQLite reports only as
+// "unable to open database file". nil when both can be written.
+func unwritable(path string) error {
+	if _, err := os.Stat(path); err == nil {
+		f, err := os.OpenFile(path, os.O_RDWR, 0)
+		if err != nil {
+			return fmt.Errorf("the database file cannot be written: %w", err)
+		}
+		f.Close()
+	}
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, ".prescient-write-probe-*")
+	if err != nil {
+		return fmt.Errorf("the database's folder %s cannot be written (SQLite keeps its -wal and -shm files there): %w", dir, err)
+	}
+	f.Close()
+	os.Remove(f.Name())
+	return nil
 }
 
 // init switches the file to WAL mode and brings its schema up to date.
