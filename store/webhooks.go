@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"time"
 
@@ -22,8 +23,11 @@ type WebhookDelivery struct {
 // deliveries to store with it (the webhook package's Notifier is one).
 // Deliveries runs inside the transaction that records the event, with the
 // store's writer held: it must be quick and must not call the Store.
+// queued counts a hook's deliveries in the outbox, as the transaction sees
+// them: exact, since one transaction writes at a time, so a bound on them
+// holds.
 type EventOutbox interface {
-	Deliveries(job cluster.Job, ev Event) []WebhookDelivery
+	Deliveries(job cluster.Job, ev Event, queued func(hook string) int) []WebhookDelivery
 }
 
 // SetEventOutbox makes every job event recorded from now on (SubmitJob,
@@ -45,7 +49,19 @@ func (s *Store) addEventDeliveries(ctx context.Context, tx *sql.Tx, job cluster.
 	if o == nil {
 		return nil
 	}
-	for _, d := range (*o).Deliveries(job, ev) {
+	var errs []error
+	queued := func(hook string) int {
+		var n int
+		if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM webhook_outbox WHERE hook = ?", hook).Scan(&n); err != nil {
+			errs = append(errs, fmt.Errorf("count the outbox of hook %s: %w", hook, err))
+		}
+		return n
+	}
+	ds := (*o).Deliveries(job, ev, queued)
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	for _, d := range ds {
 		if err := insertWebhookDelivery(ctx, tx, d); err != nil {
 			return err
 		}

@@ -49,7 +49,7 @@ func TestWebhookDeliveriesOutliveTheStoreInOrder(t *testing.T) {
 // hookPerEvent is an EventOutbox with one delivery per event, to "h".
 type hookPerEvent struct{}
 
-func (hookPerEvent) Deliveries(j cluster.Job, ev Event) []WebhookDelivery {
+func (hookPerEvent) Deliveries(j cluster.Job, ev Event, _ func(string) int) []WebhookDelivery {
 	return []WebhookDelivery{{Hook: "h", ID: fmt.Sprintf("%s-%d", ev.Type, ev.ID), Body: []byte(string(j.ID)), Created: ev.Time}}
 }
 

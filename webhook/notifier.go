@@ -127,10 +127,8 @@ const outboxBatch = 100
 type sender struct {
 	hook  Hook
 	queue chan Payload // without an Outbox
-	// With an Outbox: wake asks the sender to read the outbox now, and
-	// pending counts, about, the hook's rows there (the bound).
+	// With an Outbox: wake asks the sender to read the outbox now.
 	wake        chan struct{}
-	pending     atomic.Int64
 	lastDropLog atomic.Int64 // unix nanoseconds
 	dropsSince  atomic.Int64
 }
@@ -218,7 +216,6 @@ func (n *Notifier) startOutbox(cfg Config) error {
 	n.closing = make(chan struct{})
 	for _, h := range cfg.Hooks {
 		s := &sender{hook: withTimeout(h), wake: make(chan struct{}, 1)}
-		s.pending.Store(int64(left[h.Name]))
 		if left[h.Name] > 0 {
 			n.log.Info("webhook: sending the events an earlier run left undelivered", "hook", h.Name, "events", left[h.Name])
 		}
@@ -232,7 +229,7 @@ func (n *Notifier) startOutbox(cfg Config) error {
 			n.log.Warn("webhook: outbox", "hook", hook, "err", err)
 		}
 		for _, d := range ds {
-			n.forget(nil, hook, d.ID)
+			n.forget(hook, d.ID)
 		}
 	}
 	go n.runSpool()
@@ -287,19 +284,20 @@ func (n *Notifier) Notify(_ context.Context, e service.LifecycleEvent) {
 // Deliveries implements store.EventOutbox: the outbox rows of a job event
 // the store records, one per hook that takes it and is under its bound.
 // It runs inside the store's transaction.
-func (n *Notifier) Deliveries(j cluster.Job, ev store.Event) []store.WebhookDelivery {
+func (n *Notifier) Deliveries(j cluster.Job, ev store.Event, queued func(hook string) int) []store.WebhookDelivery {
 	e := service.LifecycleEvent{Type: string(ev.Type), Time: ev.Time, Job: j.ID, Tenant: j.Spec.Tenant, State: j.State,
 		Attempt: j.Attempts, Message: ev.Message, Labels: j.Spec.Labels}
 	if ev.Type == store.EventFinished || ev.Type == store.EventFailed {
 		code := j.Outcome.ExitCode
 		e.ExitCode = &code
 	}
-	return n.deliveries(e, time.Now())
+	return n.deliveries(e, time.Now(), queued)
 }
 
 // deliveries are the outbox rows of e: one per hook that takes it, unless
-// the hook's outbox is at its bound (then the event is dropped for it).
-func (n *Notifier) deliveries(e service.LifecycleEvent, now time.Time) []store.WebhookDelivery {
+// the hook's outbox holds QueueSize deliveries (queued says how many)
+// already: then the event is dropped for it.
+func (n *Notifier) deliveries(e service.LifecycleEvent, now time.Time, queued func(hook string) int) []store.WebhookDelivery {
 	var (
 		out  []store.WebhookDelivery
 		body []byte
@@ -309,7 +307,7 @@ func (n *Notifier) deliveries(e service.LifecycleEvent, now time.Time) []store.W
 		if !s.takes(e) {
 			continue
 		}
-		if s.pending.Load() >= int64(n.opts.QueueSize) {
+		if queued(s.hook.Name) >= n.opts.QueueSize {
 			n.count(s, "dropped")
 			n.logDrop(s)
 			continue
@@ -323,7 +321,6 @@ func (n *Notifier) deliveries(e service.LifecycleEvent, now time.Time) []store.W
 			}
 			body = b
 		}
-		s.pending.Add(1)
 		out = append(out, store.WebhookDelivery{Hook: s.hook.Name, ID: p.ID, Body: body, Created: now})
 	}
 	return out
@@ -335,24 +332,20 @@ func (n *Notifier) deliveries(e service.LifecycleEvent, now time.Time) []store.W
 func (n *Notifier) runSpool() {
 	defer close(n.spoolDone)
 	for e := range n.spool {
-		for _, d := range n.deliveries(e, time.Now()) {
+		// Read beside the job events' transactions: the bound holds to
+		// within the deliveries those add meanwhile.
+		counts, err := n.opts.Outbox.WebhookDeliveryCounts(context.Background())
+		if err != nil {
+			n.log.Warn("webhook: outbox unreadable; its bound is not checked", "err", err)
+		}
+		for _, d := range n.deliveries(e, time.Now(), func(hook string) int { return counts[hook] }) {
 			if err := n.opts.Outbox.AddWebhookDelivery(context.Background(), d); err != nil {
 				n.count(nil, "dropped")
 				n.log.Warn("webhook: event not stored; dropped", "hook", d.Hook, "id", d.ID, "err", err)
-				n.senderOf(d.Hook).pending.Add(-1)
 			}
 		}
 		n.wakeAll()
 	}
-}
-
-func (n *Notifier) senderOf(hook string) *sender {
-	for _, s := range n.senders {
-		if s.hook.Name == hook {
-			return s
-		}
-	}
-	return nil
 }
 
 func (n *Notifier) wakeAll() {
@@ -460,11 +453,6 @@ func (n *Notifier) runOutbox(s *sender) {
 			n.log.Warn("webhook: outbox unreadable; will try again", "hook", s.hook.Name, "err", err)
 		}
 		if len(ds) == 0 {
-			if err == nil {
-				// Nothing stored: what the bound counts starts again from
-				// here (a rolled-back transaction may have counted a row).
-				s.pending.Store(0)
-			}
 			if !n.idle(s) {
 				return
 			}
@@ -478,13 +466,13 @@ func (n *Notifier) runOutbox(s *sender) {
 			if err := json.Unmarshal(d.Body, &p); err != nil {
 				n.count(s, "failed")
 				n.log.Warn("webhook: an undelivered event does not decode; dropped", "hook", s.hook.Name, "id", d.ID, "err", err)
-				n.forget(s, s.hook.Name, d.ID)
+				n.forget(s.hook.Name, d.ID)
 				continue
 			}
 			if !n.deliver(s, p, d.Body) {
 				return // cut short by Close: it stays in the outbox
 			}
-			n.forget(s, s.hook.Name, d.ID)
+			n.forget(s.hook.Name, d.ID)
 		}
 	}
 }
@@ -510,13 +498,10 @@ func (n *Notifier) idle(s *sender) bool {
 }
 
 // forget deletes a delivery that is done from the outbox.
-func (n *Notifier) forget(s *sender, hook, id string) {
+func (n *Notifier) forget(hook, id string) {
 	if err := n.opts.Outbox.DeleteWebhookDelivery(context.Background(), hook, id); err != nil {
 		n.log.Warn("webhook: a delivery done stays stored; it may be sent again", "hook", hook, "id", id, "err", err)
 		return
-	}
-	if s != nil && s.pending.Add(-1) < 0 {
-		s.pending.Store(0)
 	}
 }
 
