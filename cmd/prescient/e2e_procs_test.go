@@ -400,9 +400,12 @@ type e2eRecord struct {
 	GPUs       []int  `json:"gpus"`
 	PID        int    `json:"pid"`
 	StartTicks uint64 `json:"start_ticks"`
-	Ended      bool   `json:"ended"`
-	ExitCode   int    `json:"exit_code"`
-	Stopped    bool   `json:"stopped"`
+	// The job's supervisor, which leads a session (and group) of its own.
+	SupervisorPID        int    `json:"supervisor_pid"`
+	SupervisorStartTicks uint64 `json:"supervisor_start_ticks"`
+	Ended                bool   `json:"ended"`
+	ExitCode             int    `json:"exit_code"`
+	Stopped              bool   `json:"stopped"`
 }
 
 // stateFile reads node's agent state file.
@@ -421,8 +424,8 @@ func (c *e2eCluster) stateFile(node string) ([]e2eRecord, error) {
 }
 
 // cleanup kills every process the test started: the control planes, the
-// agents, and the jobs' process groups the agents' state files name (only
-// when the PID still is the process the agent started). On failure it
+// agents, and the jobs' supervisors and process groups the agents' state
+// files name (only when the PID still is the process the agent started). On failure it
 // first logs the tails of the logs.
 func (c *e2eCluster) cleanup() {
 	if c.t.Failed() {
@@ -446,6 +449,11 @@ func (c *e2eCluster) cleanup() {
 			continue
 		}
 		for _, r := range recs {
+			// The supervisor first: it would write the job's status into
+			// the test's directory while it is being removed.
+			if r.SupervisorPID > 0 && e2eSameProcess(r.SupervisorPID, r.SupervisorStartTicks) {
+				_ = syscall.Kill(-r.SupervisorPID, syscall.SIGKILL)
+			}
 			if r.Ended || r.PID <= 0 || !e2eSameProcess(r.PID, r.StartTicks) {
 				continue
 			}
