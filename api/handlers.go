@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 	"math"
@@ -27,9 +28,11 @@ type handlers struct {
 	maxBody int64
 }
 
-// JobList answers GET /v1/jobs.
+// JobList answers GET /v1/jobs. Next, when set, is the after= of the next
+// page: the page was full, and more may follow.
 type JobList struct {
 	Jobs []service.JobStatus `json:"jobs"`
+	Next cluster.JobID       `json:"next,omitempty"`
 }
 
 // JobEventList answers GET /v1/jobs/{id}/events.
@@ -115,7 +118,8 @@ func (h *handlers) submit(c *gin.Context) {
 	writeJSON(c, status, st)
 }
 
-// listJobs is GET /v1/jobs?tenant=&state=&label=k=v&limit=.
+// listJobs is GET /v1/jobs?tenant=&state=&label=k=v&limit=&after=: after
+// (the answer's next) continues a listing.
 func (h *handlers) listJobs(c *gin.Context) {
 	q, ok := h.jobQuery(c)
 	if !ok {
@@ -129,12 +133,16 @@ func (h *handlers) listJobs(c *gin.Context) {
 	if jobs == nil {
 		jobs = []service.JobStatus{}
 	}
-	writeJSON(c, http.StatusOK, JobList{Jobs: jobs})
+	list := JobList{Jobs: jobs}
+	if limit := cmp.Or(q.Limit, service.DefaultJobsLimit); len(jobs) == limit {
+		list.Next = jobs[len(jobs)-1].ID
+	}
+	writeJSON(c, http.StatusOK, list)
 }
 
 func (h *handlers) jobQuery(c *gin.Context) (service.JobQuery, bool) {
 	params := c.Request.URL.Query()
-	if e := onlyParams(params, "tenant", "state", "label", "limit"); e != nil {
+	if e := onlyParams(params, "tenant", "state", "label", "limit", "after"); e != nil {
 		abortRequest(c, e)
 		return service.JobQuery{}, false
 	}
@@ -145,7 +153,7 @@ func (h *handlers) jobQuery(c *gin.Context) (service.JobQuery, bool) {
 	if principal(c).Role == RoleAdmin && params.Get("tenant") == "" {
 		tenant = "" // an admin without a tenant lists every tenant's jobs
 	}
-	q := service.JobQuery{Tenant: tenant}
+	q := service.JobQuery{Tenant: tenant, After: cluster.JobID(params.Get("after"))}
 	for _, v := range params["state"] {
 		for _, s := range strings.Split(v, ",") {
 			st, err := cluster.ParseJobState(strings.TrimSpace(s))

@@ -3,6 +3,7 @@ package api_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"path/filepath"
@@ -100,5 +101,37 @@ func TestSubmitRefusesWhatCanNeverRun(t *testing.T) {
 	}
 	if rec := e.do("POST", "/v1/jobs", tokSubmitterA, `{"gpus":1,"gpu_models":["A100-SXM4-80GB","H100"]}`); rec.Code != 201 {
 		t.Errorf("a job one of whose GPU models the fleet has: %d %s", rec.Code, rec.Body)
+	}
+}
+
+// GET /v1/jobs pages with limit and after (the answer's next), in the
+// order submitted; a cursor of another tenant's job answers as a missing one.
+func TestJobListingPagesWithAfter(t *testing.T) {
+	e := realPlane(t)
+	for i := range 5 {
+		e.do("POST", "/v1/jobs", tokSubmitterA, fmt.Sprintf(`{"id":"a%d","gpus":1}`, i))
+	}
+	e.do("POST", "/v1/jobs", tokSubmitterB, `{"id":"b0","gpus":1}`)
+	var seen []string
+	path := "/v1/jobs?limit=2"
+	for range 4 {
+		var page api.JobList
+		rec := e.do("GET", path, tokViewerA, "")
+		decode(t, rec, &page)
+		for _, j := range page.Jobs {
+			seen = append(seen, string(j.ID))
+		}
+		if page.Next == "" {
+			break
+		}
+		path = "/v1/jobs?limit=2&after=" + string(page.Next)
+	}
+	if strings.Join(seen, ",") != "a0,a1,a2,a3,a4" {
+		t.Errorf("pages of tenant a: %v; want a0 to a4, each once", seen)
+	}
+	other := e.do("GET", "/v1/jobs?after=b0", tokViewerA, "")
+	missing := e.do("GET", "/v1/jobs?after=zz", tokViewerA, "")
+	if other.Code != 400 || other.Body.String() != strings.Replace(missing.Body.String(), "zz", "b0", 1) {
+		t.Errorf("after another tenant's job: %d %s; after a missing one: %d %s", other.Code, other.Body, missing.Code, missing.Body)
 	}
 }

@@ -21,7 +21,7 @@ import (
 )
 
 // DefaultJobsLimit is how many jobs Jobs lists when the query says 0.
-const DefaultJobsLimit = 100
+const DefaultJobsLimit = service.DefaultJobsLimit
 
 // Submit implements Service.
 func (p *Plane) Submit(ctx context.Context, req service.SubmitRequest) (service.JobStatus, error) {
@@ -201,7 +201,18 @@ func (p *Plane) Jobs(ctx context.Context, q service.JobQuery) ([]service.JobStat
 	if limit == 0 {
 		limit = DefaultJobsLimit
 	}
-	f := store.JobFilter{Tenant: q.Tenant, States: q.States, Limit: store.DefaultLimit}
+	f := store.JobFilter{Tenant: q.Tenant, States: q.States, Limit: store.DefaultLimit, After: q.After}
+	if q.After != "" {
+		// A cursor is one of the jobs listed: another tenant's job answers
+		// as a missing one, so that IDs cannot be probed through it.
+		j, err := p.cfg.Store.GetJob(ctx, q.After)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return nil, err
+		}
+		if err != nil || q.Tenant != "" && j.Spec.Tenant != q.Tenant {
+			return nil, fmt.Errorf("after: %s is not a job of this listing: %w", q.After, service.ErrInvalid)
+		}
+	}
 	var out []service.JobStatus
 	for {
 		page, err := p.cfg.Store.ListJobs(ctx, f)

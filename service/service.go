@@ -80,10 +80,16 @@ type SubmitRequest struct {
 type JobQuery struct {
 	Tenant string             // "" for all
 	States []cluster.JobState // empty for all
-	Limit  int                // 0 for the default (100)
+	Limit  int                // 0 for DefaultJobsLimit
 	// Labels keeps jobs whose labels include all of these.
 	Labels map[string]string
+	// After continues a listing after this job, the last of the previous
+	// page; a job not among those the query selects is ErrInvalid.
+	After cluster.JobID
 }
+
+// DefaultJobsLimit is how many jobs Jobs lists when the query says 0.
+const DefaultJobsLimit = 100
 
 // JobStatus is a job as the API shows it.
 type JobStatus struct {

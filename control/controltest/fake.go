@@ -216,6 +216,13 @@ func (f *Fake) Jobs(_ context.Context, q service.JobQuery) ([]service.JobStatus,
 	slices.SortFunc(out, func(a, b *entry) int {
 		return cmp.Or(b.job.SubmitTime.Compare(a.job.SubmitTime), cmp.Compare(b.seq, a.seq))
 	})
+	if q.After != "" {
+		i := slices.IndexFunc(out, func(e *entry) bool { return e.job.ID == q.After })
+		if i < 0 {
+			return nil, fmt.Errorf("after: %s is not a job of this listing: %w", q.After, service.ErrInvalid)
+		}
+		out = out[i+1:]
+	}
 	res := make([]service.JobStatus, 0, min(limit, len(out)))
 	for _, e := range out[:min(limit, len(out))] {
 		res = append(res, f.status(e))
