@@ -71,6 +71,9 @@ Unknown keys and values that do not parse are errors, never ignored.`,
 		newModelsCmd(g),
 		newCollectCmd(g),
 		newAgentCmd(g),
+		newJobsCmd(g),
+		newQueueCmd(g),
+		newWhatIfCmd(g),
 		newWorkloadCmd(g),
 	)
 	return root

@@ -51,7 +51,7 @@ func TestServeAnswersProbesAndShutsDownCleanly(t *testing.T) {
 	}
 }
 
-func waitFor(t *testing.T, url string) int {
+func waitFor(t testing.TB, url string) int {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
