@@ -283,6 +283,7 @@ func (a *Agent) register(ctx context.Context) (protocol.RegisterResponse, error)
 	}
 	if len(events) > 0 {
 		a.out.delivered(events[len(events)-1].Seq)
+		a.reported(events)
 	}
 	if resp.Session == "" {
 		return protocol.RegisterResponse{}, errors.New("register: the answer has no session")
@@ -346,6 +347,7 @@ func (a *Agent) sendEvents(ctx context.Context) error {
 		return err
 	}
 	a.out.delivered(events[len(events)-1].Seq)
+	a.reported(events)
 	return nil
 }
 

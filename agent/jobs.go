@@ -478,13 +478,41 @@ func (a *Agent) ended(p *attempt, o outcome) {
 // exit; a.mu is held.
 func (a *Agent) endLocked(p *attempt, o outcome) protocol.Event {
 	p.rec.Ended, p.rec.EndedAt, p.rec.ExitCode, p.rec.Stopped = true, o.at, o.code, p.rec.Stopping
+	p.rec.ExitMessage = o.msg
 	if err := a.saveLocked(); err != nil {
 		a.log.Error("state file not written", "error", err)
 	}
+	return a.emitExitLocked(p)
+}
+
+// emitExitLocked queues the exit of an ended attempt, as its record says;
+// a.mu is held.
+func (a *Agent) emitExitLocked(p *attempt) protocol.Event {
 	e := a.event(p, protocol.EventExited)
-	e.Time, e.ExitCode, e.Stopped, e.Message = o.at, o.code, p.rec.Stopped, o.msg
+	e.Time, e.ExitCode, e.Stopped, e.Message = p.rec.EndedAt, p.rec.ExitCode, p.rec.Stopped, p.rec.ExitMessage
 	a.emit(e)
 	return e
+}
+
+// reported marks the exits among events delivered to the control plane,
+// so that no later agent reports them again.
+func (a *Agent) reported(events []protocol.Event) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	changed := false
+	for _, e := range events {
+		if e.Type != protocol.EventExited {
+			continue
+		}
+		if p := a.attempts[attemptKey{e.Job, e.Attempt}]; p != nil && p.rec.Ended && !p.rec.Reported {
+			p.rec.Reported, changed = true, true
+		}
+	}
+	if changed {
+		if err := a.saveLocked(); err != nil {
+			a.log.Error("state file not written", "error", err)
+		}
+	}
 }
 
 // stop sends SIGTERM to the attempt's process group and SIGKILL after
@@ -552,6 +580,10 @@ func (a *Agent) adopt(r record) *attempt {
 	p := &attempt{rec: r, sig: sig}
 	a.attempts[attemptKey{r.Job, r.Attempt}] = p
 	if r.Ended {
+		if !r.Reported {
+			a.log.Info("reporting an exit the control plane may not have", "job", r.Job, "attempt", r.Attempt, "exit_code", r.ExitCode)
+			a.emitExitLocked(p)
+		}
 		return nil
 	}
 	log := a.log.With("job", r.Job, "attempt", r.Attempt)

@@ -160,3 +160,40 @@ func TestAnExitWithoutAStatusIsReportedUnknownWithTheReason(t *testing.T) {
 		}
 	}
 }
+
+// An exit the agent recorded but never delivered (killed in between) is
+// reported by the next agent; one it delivered, or one a version 1 state
+// file holds, is not reported again.
+func TestAnExitNotDeliveredIsReportedByTheNextAgent(t *testing.T) {
+	p := newPlane(t, agenthub.HubOptions{})
+	dir := t.TempDir()
+	ended := time.Now().Add(-time.Minute).UTC().Truncate(time.Second)
+	rec := func(job string, reported bool) record {
+		return record{Job: job, Attempt: 1, WorldSize: 1, GPUs: []int{0}, StartedAt: ended.Add(-time.Minute), PID: 1 << 22,
+			Ended: true, EndedAt: ended, ExitCode: 0, Reported: reported}
+	}
+	if err := saveState(filepath.Join(dir, stateFileName), []record{rec("lost-exit", false), rec("told", true)}); err != nil {
+		t.Fatal(err)
+	}
+	runAgent(t, p.url(), "n1", dir)
+	e := p.next(executor.JobExited, "lost-exit")
+	if e.ExitCode != 0 || !e.Time.Equal(ended) {
+		t.Errorf("the exit reported again: %+v; want code 0 at %s", e, ended)
+	}
+	p.next(executor.NodeSynced, "")
+	waitFor(t, "the state file to say the exit was reported", func() bool {
+		recs, err := loadState(filepath.Join(dir, stateFileName))
+		return err == nil && slices.ContainsFunc(recs, func(r record) bool { return r.Job == "lost-exit" && r.Reported })
+	})
+
+	// A version 1 file: its ended attempts count as reported.
+	old := t.TempDir()
+	v1 := `{"version":1,"attempts":[{"job":"old","attempt":1,"rank":0,"world_size":1,"gpus":[0],"pid":4194304,"ended":true,"exit_code":0}]}`
+	if err := os.WriteFile(filepath.Join(old, stateFileName), []byte(v1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := loadState(filepath.Join(old, stateFileName))
+	if err != nil || len(recs) != 1 || !recs[0].Reported {
+		t.Fatalf("a version 1 state file: %+v, %v; want its ended attempt taken as reported", recs, err)
+	}
+}

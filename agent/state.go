@@ -64,6 +64,12 @@ type record struct {
 	EndedAt  time.Time `json:"ended_at,omitzero"`
 	ExitCode int       `json:"exit_code"`
 	Stopped  bool      `json:"stopped,omitempty"`
+	// ExitMessage is the exit's message, and Reported whether the control
+	// plane took the exit: an agent that starts again reports the exits of
+	// the ended attempts it finds not reported (a kill -9 between the exit
+	// and its delivery), which the plane would otherwise read as lost.
+	ExitMessage string `json:"exit_message,omitempty"`
+	Reported    bool   `json:"reported,omitempty"`
 }
 
 type stateDoc struct {
@@ -71,7 +77,9 @@ type stateDoc struct {
 	Attempts []record `json:"attempts"`
 }
 
-const stateVersion = 1
+// stateVersion 2 added Reported; a version 1 file's ended attempts are
+// taken as reported, since no agent then kept count.
+const stateVersion = 2
 
 // loadState reads the state file; a missing file is an empty state.
 func loadState(path string) ([]record, error) {
@@ -86,8 +94,14 @@ func loadState(path string) ([]record, error) {
 	if err := json.Unmarshal(b, &doc); err != nil {
 		return nil, fmt.Errorf("state file %s: %w (move it away to start afresh; the agent then cannot tell which attempts it started)", path, err)
 	}
-	if doc.Version != stateVersion {
-		return nil, fmt.Errorf("state file %s: version %d, want %d", path, doc.Version, stateVersion)
+	switch doc.Version {
+	case 1:
+		for i := range doc.Attempts {
+			doc.Attempts[i].Reported = doc.Attempts[i].Ended
+		}
+	case stateVersion:
+	default:
+		return nil, fmt.Errorf("state file %s: version %d, want %d (or 1)", path, doc.Version, stateVersion)
 	}
 	return doc.Attempts, nil
 }
