@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -515,6 +516,45 @@ func (a *Agent) reported(events []protocol.Event) {
 	}
 }
 
+// StopAll stops every attempt that runs here, as a stop command does
+// (SIGTERM, which a job answers by checkpointing, and SIGKILL after
+// grace), and waits until they ended or ctx ends: a demo that started the
+// jobs leaves none behind it. Exits not delivered by then are reported by
+// the next agent on the work directory.
+func (a *Agent) StopAll(ctx context.Context, grace time.Duration) (stopped int, err error) {
+	a.mu.Lock()
+	var ps []*attempt
+	for _, p := range a.attempts {
+		if !p.rec.Ended {
+			ps = append(ps, p)
+		}
+	}
+	a.mu.Unlock()
+	for _, p := range ps {
+		a.stop(p, grace)
+	}
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	for {
+		a.mu.Lock()
+		left := 0
+		for _, p := range ps {
+			if !p.rec.Ended {
+				left++
+			}
+		}
+		a.mu.Unlock()
+		if left == 0 {
+			return len(ps), nil
+		}
+		select {
+		case <-ctx.Done():
+			return len(ps) - left, fmt.Errorf("%d of %d jobs still running: %w", left, len(ps), ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
 // stop sends SIGTERM to the attempt's process group and SIGKILL after
 // grace; asking again changes nothing.
 func (a *Agent) stop(p *attempt, grace time.Duration) {
@@ -582,6 +622,7 @@ func (a *Agent) adopt(r record) *attempt {
 	if r.Ended {
 		if !r.Reported {
 			a.log.Info("reporting an exit the control plane may not have", "job", r.Job, "attempt", r.Attempt, "exit_code", r.ExitCode)
+			a.checkAck(p) // the checkpoint it wrote on the way out first
 			a.emitExitLocked(p)
 		}
 		return nil
@@ -606,6 +647,7 @@ func (a *Agent) adopt(r record) *attempt {
 	}
 	o := a.outcomeOf(r)
 	log.Info("a job ended while no agent watched it", "exit_code", o.code, "ended_at", o.at, "message", o.msg)
+	a.checkAck(p) // the checkpoint it wrote on the way out first
 	a.endLocked(p, o)
 	return nil
 }

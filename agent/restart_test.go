@@ -197,3 +197,35 @@ func TestAnExitNotDeliveredIsReportedByTheNextAgent(t *testing.T) {
 		t.Fatalf("a version 1 state file: %+v, %v; want its ended attempt taken as reported", recs, err)
 	}
 }
+
+// StopAll, once the agent stopped, stops its jobs as a stop command does:
+// the workload checkpoints on SIGTERM and exits; the next agent reports
+// the checkpoint, then the stopped exit.
+func TestStopAllCheckpointsAndStopsTheJobsForTheNextAgentToReport(t *testing.T) {
+	p := newPlane(t, agenthub.HubOptions{})
+	dir := t.TempDir()
+	a, stop := runAgent(t, p.url(), "n1", dir)
+	p.next(executor.NodeSynced, "")
+	if err := p.hub.Start(context.Background(), assignment("j1", 1, gpusOf("n1", 0), "--steps=100000", "--step-time=5ms")); err != nil {
+		t.Fatal(err)
+	}
+	p.next(executor.JobStarted, "j1")
+	waitSteps(t, dir, "j1", 1)
+	stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if n, err := a.StopAll(ctx, 5*time.Second); n != 1 || err != nil {
+		t.Fatalf("StopAll = %d, %v; want the one job stopped", n, err)
+	}
+	if jobs := a.Jobs(); len(jobs) != 1 || !jobs[0].Ended || jobs[0].ExitCode != 143 {
+		t.Fatalf("jobs after StopAll: %+v; want j1 ended by SIGTERM (143)", jobs)
+	}
+
+	runAgent(t, p.url(), "n1", dir)
+	if cp := p.next(executor.JobCheckpointed, "j1"); cp.Checkpoint == nil || cp.Checkpoint.Step <= 0 {
+		t.Errorf("checkpoint reported by the next agent: %+v", cp)
+	}
+	if e := p.next(executor.JobExited, "j1"); !e.Stopped {
+		t.Errorf("exit reported by the next agent: %+v; want stopped", e)
+	}
+}

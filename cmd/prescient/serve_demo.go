@@ -190,6 +190,16 @@ func (d *demoSetup) start(ctx context.Context, server string, plane service.Serv
 			if err := a.Run(ctx); err != nil && ctx.Err() == nil {
 				d.g.logger.Error("demo agent stopped", "component", "demo", "node", info.Name, "err", err)
 			}
+			// The demo started its jobs: it leaves none behind. They
+			// checkpoint on SIGTERM; the next demo resumes them.
+			sctx, cancel := context.WithTimeout(context.Background(), demoStopGrace+5*time.Second)
+			defer cancel()
+			n, err := a.StopAll(sctx, demoStopGrace)
+			if err != nil {
+				d.g.logger.Error("demo jobs not all stopped", "component", "demo", "node", info.Name, "err", err)
+			} else if n > 0 {
+				d.g.logger.Info("demo jobs checkpointed and stopped", "component", "demo", "node", info.Name, "jobs", n)
+			}
 		}()
 	}
 	c, err := collector.New(collector.Config{Hosts: hosts, Jobs: append(regs, collector.ProcJobs{}), Interval: 5 * time.Second, Logger: d.g.logger})
@@ -218,8 +228,13 @@ func (d *demoSetup) start(ctx context.Context, server string, plane service.Serv
 	return nil
 }
 
-// wait returns once the demo's goroutines stopped (after ctx ended). The
-// jobs' processes keep running; the next demo's agents take them over.
+// demoStopGrace is how long a demo job has to checkpoint and exit when the
+// demo stops, before SIGKILL.
+const demoStopGrace = 10 * time.Second
+
+// wait returns once the demo's goroutines stopped (after ctx ended), its
+// jobs' processes stopped with them (a kill -9 of serve leaves them
+// running; the next demo's agents take them over).
 func (d *demoSetup) wait() { d.wg.Wait() }
 
 // stream submits synthetic jobs, drawn from the same generator as the
