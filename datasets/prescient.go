@@ -3,6 +3,7 @@ package datasets
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -297,7 +298,7 @@ func readPrescient(r io.Reader, file string, opt ReadOptions) (Result, error) {
 		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
 			continue
 		}
-		job, err := decodeRecord(sc.Bytes(), file, line)
+		job, err := decodeRecord(sc.Bytes(), file, line, opt)
 		if err == nil {
 			err = sink.add(job, file, line)
 		}
@@ -312,12 +313,20 @@ func readPrescient(r io.Reader, file string, opt ReadOptions) (Result, error) {
 }
 
 // decodeRecord parses one line into a job; errors are *ParseError.
-func decodeRecord(data []byte, file string, line int) (cluster.Job, error) {
+func decodeRecord(data []byte, file string, line int, opt ReadOptions) (cluster.Job, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	var rec Record
 	if err := dec.Decode(&rec); err != nil {
 		return cluster.Job{}, &ParseError{File: file, Line: line, Err: fmt.Errorf("not a JSON record: %w", err)}
+	}
+	if opt.Specs {
+		if rec.State == "" {
+			rec.State = string(cluster.StateQueued)
+		}
+		if rec.SubmitTime == "" {
+			rec.SubmitTime = cmp.Or(opt.Now, time.Now()).UTC().Format(time.RFC3339Nano)
+		}
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return cluster.Job{}, &ParseError{File: file, Line: line, Err: errors.New("more than one JSON value on the line")}

@@ -27,6 +27,11 @@ type ReadOptions struct {
 	// MaxErrors is how many row errors a lenient read keeps in
 	// Result.Errors; zero means DefaultMaxErrors. Negative is an error.
 	MaxErrors int
+	// Specs reads Prescient JSONL rows as job specs to forecast (predict),
+	// not a history: a row without a state is queued, one without a
+	// submit_time is submitted at Now (zero: the time of the read).
+	Specs bool
+	Now   time.Time
 }
 
 // DefaultOpenbEpoch is the time openb's offsets count from when

@@ -73,7 +73,7 @@ func TestForecastCommands(t *testing.T) {
 		if err := os.WriteFile(specs, []byte(body), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		out, err := run(t, "predict", "--models", reg, "--jobs", specs)
+		out, err := run(t, "predict", "--models", reg, "--jobs", specs, "-o", "json")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -89,6 +89,23 @@ func TestForecastCommands(t *testing.T) {
 			if _, ok := fc[k]; !ok {
 				t.Errorf("forecast lacks %s: %s", k, lines[0])
 			}
+		}
+	})
+	t.Run("predict takes a spec without state or time, and prints a table", func(t *testing.T) {
+		specs := filepath.Join(dir, "bare.jsonl")
+		if err := os.WriteFile(specs, []byte(`{"id":"a","gpus":1}`+"\n"+`{"id":"b","gpus":8,"tenant":"11cb48"}`+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out, err := run(t, "predict", "--models", reg, "--jobs", specs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		if len(lines) != 3 || !strings.HasPrefix(lines[0], "JOB") || !strings.HasPrefix(lines[1], "a ") || strings.Contains(out, "{") {
+			t.Fatalf("want a header and two rows:\n%s", out)
+		}
+		if strings.Contains(out, ".99999") || strings.Contains(out, ".00000") {
+			t.Errorf("unrounded figures:\n%s", out)
 		}
 	})
 	t.Run("predict names the line and field of a malformed job spec", func(t *testing.T) {
