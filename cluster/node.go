@@ -3,6 +3,9 @@ package cluster
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 )
 
 // GPU is one accelerator. Vendor and Model are separate so that other
@@ -146,4 +149,32 @@ func (f *Fleet) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// FitsFleet refuses a job the nodes could not run were they all free:
+// GPU models they have none of, or more GPUs than they have of those
+// models; the error names the field (gpu_models, gpus). No nodes (a fleet
+// whose agents are still to register) refuse nothing.
+func FitsFleet(nodes []Node, s JobSpec) error {
+	total, usable := 0, 0
+	models := map[string]bool{}
+	for i := range nodes {
+		for _, g := range nodes[i].GPUs {
+			total++
+			models[g.Model] = true
+			if s.AllowsModel(g.Model) {
+				usable++
+			}
+		}
+	}
+	switch {
+	case total == 0:
+		return nil
+	case usable == 0 && len(s.GPUModels) > 0:
+		return fmt.Errorf("gpu_models: the fleet has no GPU of %s (it has %s)",
+			strings.Join(s.GPUModels, ", "), strings.Join(slices.Sorted(maps.Keys(models)), ", "))
+	case s.GPUs > usable:
+		return fmt.Errorf("gpus: %d is more than the fleet's %d GPUs it may use", s.GPUs, usable)
+	}
+	return nil
 }

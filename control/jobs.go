@@ -10,7 +10,6 @@ import (
 	"reflect"
 	"slices"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/prescient-sched/prescient/cluster"
@@ -116,7 +115,9 @@ func (p *Plane) checkSpec(s cluster.JobSpec, prefix string) (cluster.JobSpec, er
 	if y := s.Deadline.Year(); !s.Deadline.IsZero() && (y < minDeadlineYear || y > maxDeadlineYear) {
 		errs = append(errs, fmt.Errorf("%s.deadline: %s is outside the years %d to %d", prefix, s.Deadline.Format(time.RFC3339), minDeadlineYear, maxDeadlineYear))
 	}
-	errs = append(errs, fitsFleet(p.cfg.Nodes.Nodes(), s, prefix))
+	if err := cluster.FitsFleet(p.cfg.Nodes.Nodes(), s); err != nil {
+		errs = append(errs, fmt.Errorf("%s.%w", prefix, err))
+	}
 	for k := range s.Labels {
 		if k == "" {
 			errs = append(errs, fmt.Errorf("%s.labels: empty key", prefix))
@@ -152,33 +153,6 @@ const (
 	minDeadlineYear = 1970
 	maxDeadlineYear = 2200
 )
-
-// fitsFleet refuses a job the fleet could not run were it empty: GPU
-// models it has none of, or more GPUs than it has of those models. A fleet
-// with no nodes yet (agents still to register) refuses nothing.
-func fitsFleet(nodes []cluster.Node, s cluster.JobSpec, prefix string) error {
-	total, usable := 0, 0
-	models := map[string]bool{}
-	for i := range nodes {
-		for _, g := range nodes[i].GPUs {
-			total++
-			models[g.Model] = true
-			if s.AllowsModel(g.Model) {
-				usable++
-			}
-		}
-	}
-	switch {
-	case total == 0:
-		return nil
-	case usable == 0 && len(s.GPUModels) > 0:
-		return fmt.Errorf("%s.gpu_models: the fleet has no GPU of %s (it has %s)", prefix,
-			strings.Join(s.GPUModels, ", "), strings.Join(slices.Sorted(maps.Keys(models)), ", "))
-	case s.GPUs > usable:
-		return fmt.Errorf("%s.gpus: %d is more than the fleet's %d GPUs it may use", prefix, s.GPUs, usable)
-	}
-	return nil
-}
 
 // newJobID makes an ID for a job submitted without one.
 func newJobID() cluster.JobID {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -167,8 +168,8 @@ func priorArrivals(before []cluster.Job, from time.Time) park.Arrivals {
 }
 
 // loadReplay reads the trace and fleet and applies --from, --limit and
-// --deadlines.
-func (o *simulateOptions) loadReplay() ([]cluster.Job, map[cluster.JobID]cluster.Job, *cluster.Fleet, error) {
+// --deadlines; it warns of a replay that cannot say much (warnReplay).
+func (o *simulateOptions) loadReplay(log *slog.Logger) ([]cluster.Job, map[cluster.JobID]cluster.Job, *cluster.Fleet, error) {
 	fleet, err := datasets.ReadFleet(o.fleet)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("--fleet: %w", err)
@@ -190,6 +191,7 @@ func (o *simulateOptions) loadReplay() ([]cluster.Job, map[cluster.JobID]cluster
 	if o.limit > 0 && len(jobs) > o.limit {
 		jobs = jobs[:o.limit]
 	}
+	o.warnReplay(log, res.Jobs, jobs, fleet)
 	orig := make(map[cluster.JobID]cluster.Job, len(jobs))
 	for _, j := range jobs {
 		orig[j.ID] = j.Clone()
@@ -226,6 +228,34 @@ func (o *simulateOptions) loadReplay() ([]cluster.Job, map[cluster.JobID]cluster
 	return jobs, orig, fleet, nil
 }
 
+// warnReplay warns of a replay that cannot say much: a window with no job
+// (a --from after the trace's end), and jobs the fleet can never run
+// (they wait to the end, never finishing).
+func (o *simulateOptions) warnReplay(log *slog.Logger, all, jobs []cluster.Job, fleet *cluster.Fleet) {
+	if len(jobs) == 0 {
+		last := time.Time{}
+		for _, j := range all {
+			if j.SubmitTime.After(last) {
+				last = j.SubmitTime
+			}
+		}
+		log.Warn("the replay holds no job: the trace's last submission is before --from", "component", "simulate",
+			"trace", o.trace, "from", o.from, "last_submit", last)
+	}
+	never, first := 0, ""
+	for _, j := range jobs {
+		if err := cluster.FitsFleet(fleet.Nodes, j.Spec); err != nil {
+			if never++; first == "" {
+				first = fmt.Sprintf("%s: %v", j.ID, err)
+			}
+		}
+	}
+	if never > 0 {
+		log.Warn("jobs the fleet can never run: they wait to the end and never finish", "component", "simulate",
+			"jobs", never, "of", len(jobs), "first", first, "fleet", o.fleet)
+	}
+}
+
 func runSimulate(ctx context.Context, g *globals, o *simulateOptions, stdout, stderr io.Writer) error {
 	if o.experiment == experimentFill {
 		return runFill(ctx, g, o, stdout, stderr)
@@ -233,7 +263,7 @@ func runSimulate(ctx context.Context, g *globals, o *simulateOptions, stdout, st
 	if err := o.validate(); err != nil {
 		return err
 	}
-	jobs, orig, fleet, err := o.loadReplay()
+	jobs, orig, fleet, err := o.loadReplay(g.logger)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"math"
 	"os"
@@ -112,5 +113,32 @@ func TestPriorArrivalsCountTheSixHoursBeforeFrom(t *testing.T) {
 	want := (4 + 8*math.Exp(-1)) / park.ArrivalTau.Seconds()
 	if r := got.Rate(from); math.Abs(r-want) > 1e-12 {
 		t.Errorf("rate %g GPUs/s, want %g (a and b, not the 7-hour-old job)", r, want)
+	}
+}
+
+// A replay that cannot say much says so: a --from after the trace's end,
+// and jobs the fleet can never run.
+func TestSimulateWarnsOfAnEmptyWindowAndJobsThatNeverFit(t *testing.T) {
+	trace := "philly:" + filepath.Join(testenv.RepoRoot(t), "datasets", "testdata", "philly_small.csv")
+	logs := func(args ...string) string {
+		t.Helper()
+		root := newRootCmd()
+		var out, errOut bytes.Buffer
+		root.SetOut(&out)
+		root.SetErr(&errOut)
+		root.SetArgs(append([]string{"simulate", "--trace", trace, "--policy", "fifo", "-o", "json", "--log-level", "warn"}, args...))
+		if err := root.Execute(); err != nil {
+			t.Fatal(err)
+		}
+		return errOut.String()
+	}
+	if l := logs("--fleet", "uniform:2x8:V100", "--from", "2030-01-01"); !strings.Contains(l, "the replay holds no job") {
+		t.Errorf("a window after the trace: no warning in\n%s", l)
+	}
+	if l := logs("--fleet", "uniform:1x1:V100"); !strings.Contains(l, "jobs the fleet can never run") || !strings.Contains(l, "gpus: ") {
+		t.Errorf("jobs bigger than the fleet: no warning in\n%s", l)
+	}
+	if l := logs("--fleet", "uniform:16x8:V100"); strings.Contains(l, "never run") || strings.Contains(l, "no job") {
+		t.Errorf("a replay with nothing to warn of warned:\n%s", l)
 	}
 }
