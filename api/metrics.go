@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net/http"
 	"strconv"
 	"time"
 
@@ -31,7 +32,7 @@ func newMetrics(reg *prometheus.Registry, svc service.Service, log *slog.Logger)
 		}, []string{"route", "method", "code"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "prescient_api_request_duration_seconds",
-			Help:    "Time to answer an HTTP request, by route pattern, method and status code.",
+			Help:    "Time to answer an HTTP request, by route pattern, method and status code; the agents' long polls (GET /v1/agents/...) are counted, not timed.",
 			Buckets: []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30},
 		}, []string{"route", "method", "code"}),
 	}
@@ -75,8 +76,14 @@ func (m *metrics) middleware(c *gin.Context) {
 	}
 	code := strconv.Itoa(c.Writer.Status())
 	m.requests.WithLabelValues(route, c.Request.Method, code).Inc()
+	if route == agentRoute && c.Request.Method == http.MethodGet {
+		return // a long poll waits up to 30 s by design: its time says nothing of the API's
+	}
 	m.duration.WithLabelValues(route, c.Request.Method, code).Observe(time.Since(start).Seconds())
 }
+
+// agentRoute is the route pattern of the agent protocol.
+const agentRoute = "/v1/agents/*path"
 
 // serviceCollector reports what the control plane knows cheaply, read at
 // each scrape: the mode and the fleet's counts.

@@ -11,7 +11,9 @@ import (
 )
 
 func TestMetricsCountRequestsByRouteAndCode(t *testing.T) {
-	e := newEnv(t)
+	e := newEnv(t, withAgents())
+	e.do("GET", "/v1/agents/n1/commands", tokAgent, "")  // a long poll: counted, not timed
+	e.do("POST", "/v1/agents/n1/events", tokAgent, `{}`) // timed
 	e.submit(tokSubmitterA, "ja")
 	e.do("GET", "/v1/jobs/ja", tokViewerA, "")
 	e.do("GET", "/v1/jobs/nope", tokViewerA, "")
@@ -41,6 +43,11 @@ func TestMetricsCountRequestsByRouteAndCode(t *testing.T) {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %s", want)
 		}
+	}
+	if !strings.Contains(body, `prescient_api_requests_total{code="200",method="GET",route="/v1/agents/*path"} 1`) ||
+		strings.Contains(body, `prescient_api_request_duration_seconds_count{code="200",method="GET",route="/v1/agents/*path"}`) ||
+		!strings.Contains(body, `prescient_api_request_duration_seconds_count{code="200",method="POST",route="/v1/agents/*path"} 1`) {
+		t.Error("the agents' long polls are to be counted and not timed, their events timed")
 	}
 	if strings.Contains(body, `route="/v1/jobs/ja"`) {
 		t.Error("a raw path became a label value")

@@ -191,7 +191,7 @@ func (s *Server) routeTable() []route {
 	}
 	if s.cfg.Agents != nil {
 		for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete} {
-			rs = append(rs, route{m, "/v1/agents/*path", accessAgent, gin.WrapH(s.cfg.Agents)})
+			rs = append(rs, route{m, agentRoute, accessAgent, gin.WrapH(s.cfg.Agents)})
 		}
 	}
 	return rs
