@@ -8,6 +8,8 @@ import (
 	"math"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/collector"
 	"github.com/prescient-sched/prescient/control/lending"
@@ -100,6 +102,10 @@ type Config struct {
 	// predict each queued job's start and end (default
 	// whatif.DefaultQueueForecastEvery; negative: never).
 	QueueForecastEvery time.Duration
+	// Metrics, when set, gets the plane's metrics of its jobs: waits,
+	// lifecycle events, failures by reason, forecast error and P90
+	// coverage (see jobMetrics). One plane per registry.
+	Metrics *prometheus.Registry
 	// Notifier hears every job lifecycle event; nil for none. Notify must
 	// not block.
 	Notifier service.Notifier

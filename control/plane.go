@@ -35,6 +35,7 @@ type Plane struct {
 	planner *executor.Framework
 	policy  executor.Policy
 	grace   time.Duration
+	metrics *jobMetrics  // nil without Config.Metrics
 	advice  *advice.Book // the advisor's recommendations, of every concern
 
 	poke  chan struct{} // something changed: plan soon
@@ -127,8 +128,14 @@ func New(cfg Config) (*Plane, error) {
 	if err != nil {
 		return nil, fmt.Errorf("control: %w", err)
 	}
+	var metrics *jobMetrics
+	if cfg.Metrics != nil {
+		if metrics, err = newJobMetrics(cfg.Metrics); err != nil {
+			return nil, err
+		}
+	}
 	log := cfg.Logger.With("component", "control")
-	p := &Plane{cfg: cfg, log: log, planner: planner, policy: pol, advice: advice.New(cfg.Store, cfg.Recommendations, log),
+	p := &Plane{cfg: cfg, log: log, planner: planner, policy: pol, metrics: metrics, advice: advice.New(cfg.Store, cfg.Recommendations, log),
 		poke: make(chan struct{}, 1), ready: make(chan struct{}), mode: cfg.Mode,
 		forecasts: map[cluster.JobID]executor.Forecast{}, reasons: map[cluster.JobID]string{},
 		deadlines: map[cluster.JobID]executor.DeadlineReport{},
@@ -520,6 +527,14 @@ func (p *Plane) SetMode(_ context.Context, m service.Mode) error {
 
 // notify tells the notifier about a transition recorded in the store.
 func (p *Plane) notify(ctx context.Context, typ store.EventType, j cluster.Job, msg string) {
+	if p.metrics != nil {
+		var f executor.Forecast
+		var known bool
+		if typ == store.EventFinished {
+			f, known = p.knownForecast(ctx, j.ID)
+		}
+		p.metrics.observe(typ, j, msg, f, known, p.cfg.Clock())
+	}
 	if p.cfg.Notifier == nil {
 		return
 	}

@@ -338,7 +338,7 @@ func runServe(ctx context.Context, g *globals, o serveOptions, stdout io.Writer)
 		PolicyOptions: policies.Options{PreemptMinRun: o.preemptMinRun},
 		Prices:        control.Prices{PerGPUHour: o.pricePerGPUH, PerKWh: o.pricePerKWh, Currency: o.currency},
 		IdleJobAfter:  o.idleJobAfter, PowerCapPrice: o.powerCapPrice, AllowCrossTenantSharing: o.crossTenant,
-		MaxFailedStarts: o.maxFailed,
+		MaxFailedStarts: o.maxFailed, Metrics: promReg,
 	}
 	if o.models != "" {
 		cfg.Idle = newLiveIdle(reg, g.logger)
