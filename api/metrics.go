@@ -99,10 +99,17 @@ var (
 	descGPUsBusy = prometheus.NewDesc("prescient_fleet_gpus_busy", "GPUs allocated to jobs, in whole GPUs.", nil, nil)
 	descJobs     = prometheus.NewDesc("prescient_jobs", "Jobs queued and running now.", []string{"state"}, nil)
 	descNodes    = prometheus.NewDesc("prescient_fleet_nodes", "Nodes by state.", []string{"state"}, nil)
+
+	// The fleet's latest GPU telemetry named, labelled and in the units of
+	// NVIDIA's dcgm-exporter, so that dashboards written for it work.
+	dcgmLabels   = []string{"gpu", "modelName", "Hostname"}
+	descDCGMUtil = prometheus.NewDesc("DCGM_FI_DEV_GPU_UTIL", "GPU utilization (in %).", dcgmLabels, nil)
+	descDCGMFB   = prometheus.NewDesc("DCGM_FI_DEV_FB_USED", "Framebuffer memory used (in MiB).", dcgmLabels, nil)
+	descDCGMPow  = prometheus.NewDesc("DCGM_FI_DEV_POWER_USAGE", "Power draw (in W).", dcgmLabels, nil)
 )
 
 func (sc *serviceCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descMode, descGPUs, descGPUsBusy, descJobs, descNodes} {
+	for _, d := range []*prometheus.Desc{descMode, descGPUs, descGPUsBusy, descJobs, descNodes, descDCGMUtil, descDCGMFB, descDCGMPow} {
 		ch <- d
 	}
 }
@@ -130,6 +137,20 @@ func (sc *serviceCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for state, n := range nodes {
 		ch <- prometheus.MustNewConstMetric(descNodes, prometheus.GaugeValue, float64(n), state)
+	}
+	for _, n := range fs.Nodes {
+		for _, g := range n.GPUs {
+			labels := []string{strconv.Itoa(g.Index), g.Model, n.Name}
+			if g.UtilizationPct != nil {
+				ch <- prometheus.MustNewConstMetric(descDCGMUtil, prometheus.GaugeValue, *g.UtilizationPct, labels...)
+			}
+			if g.MemoryUsedBytes != nil {
+				ch <- prometheus.MustNewConstMetric(descDCGMFB, prometheus.GaugeValue, float64(*g.MemoryUsedBytes)/(1<<20), labels...)
+			}
+			if g.PowerW != nil {
+				ch <- prometheus.MustNewConstMetric(descDCGMPow, prometheus.GaugeValue, *g.PowerW, labels...)
+			}
+		}
 	}
 }
 

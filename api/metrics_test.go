@@ -8,6 +8,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/prescient-sched/prescient/api"
+	"github.com/prescient-sched/prescient/cluster"
+	"github.com/prescient-sched/prescient/control/controltest"
 )
 
 func TestMetricsCountRequestsByRouteAndCode(t *testing.T) {
@@ -21,6 +23,7 @@ func TestMetricsCountRequestsByRouteAndCode(t *testing.T) {
 	if err := e.fake.Start("ja", "n1", 3); err != nil {
 		t.Fatal(err)
 	}
+	e.fake.SetGPUTelemetry(cluster.GPURef{Node: "n1", Index: 3}, controltest.GPUTelemetry{UtilizationPct: 87, MemoryUsedBytes: 3 << 30, PowerW: 301.5})
 	rec := e.do("GET", "/metrics", "", "")
 	if rec.Code != 200 {
 		t.Fatalf("GET /metrics = %d", rec.Code)
@@ -38,6 +41,9 @@ func TestMetricsCountRequestsByRouteAndCode(t *testing.T) {
 		`prescient_mode{mode="advisor"} 1`,
 		`prescient_mode{mode="autopilot"} 0`,
 		`prescient_fleet_nodes{state="ready"} 1`,
+		`DCGM_FI_DEV_GPU_UTIL{Hostname="n1",gpu="3",modelName="A100-SXM4-80GB"} 87`,
+		`DCGM_FI_DEV_FB_USED{Hostname="n1",gpu="3",modelName="A100-SXM4-80GB"} 3072`,
+		`DCGM_FI_DEV_POWER_USAGE{Hostname="n1",gpu="3",modelName="A100-SXM4-80GB"} 301.5`,
 		`go_goroutines`,
 	} {
 		if !strings.Contains(body, want) {

@@ -124,6 +124,7 @@ func (c *Collector) SampleOnce(now time.Time) []Sample {
 		c.buf = append(c.buf, s)
 	}
 	c.cfg.Metrics.Samples.Add(float64(len(c.buf)))
+	c.cfg.Metrics.dcgm.update(c.buf)
 	return c.buf
 }
 

@@ -27,6 +27,8 @@ type Metrics struct {
 	// Errors counts failures by device (a GPU's UUID, "sink" or "spool")
 	// and kind (the NVML call, "write", "append", ...).
 	Errors *prometheus.CounterVec
+	// dcgm serves the devices' latest samples with dcgm-exporter's names.
+	dcgm *dcgmGauges
 }
 
 // NewMetrics creates the metrics and registers them with reg (which may be
@@ -56,8 +58,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "prescient_collector_errors_total", Help: "Errors by device (GPU UUID, sink, spool) and kind (NVML call, write, ...).",
 		}, []string{"device", "kind"}),
 	}
+	m.dcgm = newDCGMGauges()
 	if reg != nil {
-		reg.MustRegister(m.Samples, m.Written, m.Rejected, m.Dropped, m.WriteSeconds, m.SpoolBytes, m.Errors)
+		reg.MustRegister(m.Samples, m.Written, m.Rejected, m.Dropped, m.WriteSeconds, m.SpoolBytes, m.Errors, m.dcgm)
 	}
 	return m
 }
