@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -135,6 +136,22 @@ func (p *plane) next(typ executor.JobEventType, job cluster.JobID) executor.JobE
 			p.t.Logf("event %s %s (skipped while waiting for %s %s)", e.Type, e.Job, typ, job)
 		case <-timeout:
 			p.t.Fatalf("no %s event for %q within 15s", typ, job)
+		}
+	}
+}
+
+// nextOf returns the next event of one of the types, skipping others.
+func (p *plane) nextOf(types ...executor.JobEventType) executor.JobEvent {
+	p.t.Helper()
+	timeout := time.After(15 * time.Second)
+	for {
+		select {
+		case e := <-p.events:
+			if slices.Contains(types, e.Type) {
+				return e
+			}
+		case <-timeout:
+			p.t.Fatalf("no %v event within 15s", types)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -629,11 +630,28 @@ func (a *Agent) adopt(r record) *attempt {
 	}
 	log := a.log.With("job", r.Job, "attempt", r.Attempt)
 	if r.PID <= 0 {
-		o := outcome{code: -1, at: time.Now().UTC(),
-			msg: "exit status unknown: an agent stopped while starting it, before it knew its process; no agent watched it since"}
-		log.Warn("an attempt claimed but not known to run is reported ended", "message", o.msg)
-		a.endLocked(p, o)
-		return nil
+		// An agent stopped while starting it, before it knew its process:
+		// its supervisor may run it still, or have written how it ended,
+		// or it never started.
+		if found := a.findSupervised(r); found.PID > 0 {
+			log.Info("found the process of an attempt its agent stopped while starting", "pid", found.PID, "supervisor_pid", found.SupervisorPID)
+			r = found
+			p.rec = r
+			if err := a.saveLocked(); err != nil {
+				log.Error("state file not written", "error", err)
+			}
+		} else if _, ok, _ := readExitStatus(r.StatusPath); !ok {
+			log.Warn("an attempt claimed but never started is reported lost: its agent stopped while starting it")
+			p.rec.Ended, p.rec.EndedAt, p.rec.ExitCode = true, time.Now().UTC(), -1
+			p.rec.ExitMessage = "never started: its agent stopped while starting it"
+			if err := a.saveLocked(); err != nil {
+				log.Error("state file not written", "error", err)
+			}
+			e := a.event(p, protocol.EventLost)
+			e.Message = p.rec.ExitMessage
+			a.emit(e)
+			return nil
+		}
 	}
 	if pid, ticks := r.watched(); alive(a.cfg.ProcRoot, pid, ticks) {
 		a.byPID[r.PID] = p
@@ -650,6 +668,50 @@ func (a *Agent) adopt(r record) *attempt {
 	a.checkAck(p) // the checkpoint it wrote on the way out first
 	a.endLocked(p, o)
 	return nil
+}
+
+// findSupervised finds the supervisor of an attempt that its agent
+// stopped while starting (its command line names the attempt's status
+// file) and the job it runs (the supervisor's child), and returns the
+// record with their processes; PID stays 0 when there is none.
+func (a *Agent) findSupervised(r record) record {
+	if r.StatusPath == "" {
+		return r
+	}
+	entries, err := os.ReadDir(a.cfg.ProcRoot)
+	if err != nil {
+		return r
+	}
+	want := []byte("\x00" + SuperviseArg + "\x00" + r.StatusPath + "\x00")
+	var sup int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if cmd, err := os.ReadFile(filepath.Join(a.cfg.ProcRoot, e.Name(), "cmdline")); err == nil && bytes.Contains(cmd, want) {
+			sup = pid
+			break
+		}
+	}
+	if sup == 0 {
+		return r
+	}
+	st, err := readProcStat(a.cfg.ProcRoot, sup)
+	if err != nil {
+		return r
+	}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if js, err := readProcStat(a.cfg.ProcRoot, pid); err == nil && js.PPID == sup {
+			r.SupervisorPID, r.SupervisorStartTicks, r.PID, r.StartTicks = sup, st.StartTicks, pid, js.StartTicks
+			return r
+		}
+	}
+	return r
 }
 
 func (a *Agent) event(p *attempt, t protocol.EventType) protocol.Event {

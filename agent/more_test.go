@@ -65,16 +65,17 @@ func TestJobOfPIDFindsTheJobsDescendants(t *testing.T) {
 
 func TestAnAttemptClaimedButNotStartedIsNeverStarted(t *testing.T) {
 	// The agent died between writing its claim and starting the process:
-	// the next agent reports the attempt ended and does not start it.
+	// the next agent reports the attempt lost (for the plane to start
+	// another) and does not start it.
 	dir := t.TempDir()
 	if err := saveState(filepath.Join(dir, stateFileName), []record{{Job: "j1", Attempt: 3, WorldSize: 1, StartedAt: time.Now()}}); err != nil {
 		t.Fatal(err)
 	}
 	p := newPlane(t, agenthub.HubOptions{})
 	a, _ := runAgent(t, p.url(), "n1", dir)
-	e := p.next(executor.JobExited, "j1")
-	if e.Attempt != 3 || e.ExitCode != -1 || !strings.Contains(e.Message, "no agent watched") {
-		t.Errorf("exit: %+v", e)
+	e := p.next(executor.JobLost, "j1")
+	if e.Attempt != 3 || !strings.Contains(e.Message, "never started") {
+		t.Errorf("lost: %+v", e)
 	}
 	a.handle(protocol.Command{Seq: 1, Type: protocol.CommandStart, Job: "j1", Attempt: 3, Start: &protocol.StartSpec{Command: []string{"/bin/true"}, WorldSize: 1}})
 	if jobs := a.Jobs(); len(jobs) != 1 || jobs[0].PID != 0 {

@@ -6,7 +6,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -228,4 +230,69 @@ func TestStopAllCheckpointsAndStopsTheJobsForTheNextAgentToReport(t *testing.T) 
 	if e := p.next(executor.JobExited, "j1"); !e.Stopped {
 		t.Errorf("exit reported by the next agent: %+v; want stopped", e)
 	}
+}
+
+// An attempt its agent was killed while starting (claimed, its process
+// not yet known) is settled by the next agent from what there is: the
+// supervisor still running it (found by its command line, then watched),
+// the exit status it wrote, or, with neither, a start that never happened,
+// reported lost for the plane to start again (not failed).
+func TestAnAttemptWhoseAgentDiedStartingItIsSettled(t *testing.T) {
+	p := newPlane(t, agenthub.HubOptions{})
+	dir := t.TempDir()
+	claimed := func(job string) record {
+		return record{Job: job, Attempt: 1, WorldSize: 1, GPUs: []int{0}, StartedAt: time.Now().UTC(),
+			Dir: filepath.Join(dir, "jobs", job, "attempt-1"), StatusPath: statusPath(dir, job, 1)}
+	}
+	running, wrote, never := claimed("running"), claimed("wrote"), claimed("never")
+	for _, r := range []record{running, wrote, never} {
+		if err := os.MkdirAll(r.Dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := writeExitStatus(wrote.StatusPath, exitStatus{PID: 1, ExitCode: 4, EndedAt: time.Now().UTC()}); err != nil {
+		t.Fatal(err)
+	}
+	sup := exec.Command(os.Args[0], SuperviseArg, running.StatusPath, "--", "/bin/sh", "-c", "sleep 1; exit 0")
+	sup.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := sup.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer sup.Wait()
+	waitFor(t, "the supervisor to start its job", func() bool { return len(childrenOf(sup.Process.Pid)) > 0 })
+	if err := saveState(filepath.Join(dir, stateFileName), []record{running, wrote, never}); err != nil {
+		t.Fatal(err)
+	}
+
+	runAgent(t, p.url(), "n1", dir)
+	got := map[string]executor.JobEvent{}
+	for range 3 {
+		e := p.nextOf(executor.JobExited, executor.JobLost)
+		got[string(e.Job)] = e
+	}
+	if e := got["wrote"]; e.Type != executor.JobExited || e.ExitCode != 4 {
+		t.Errorf("the attempt whose supervisor wrote exit 4: %+v", e)
+	}
+	if e := got["never"]; e.Type != executor.JobLost {
+		t.Errorf("the attempt that never started: %+v, want lost", e)
+	}
+	if e := got["running"]; e.Type != executor.JobExited || e.ExitCode != 0 {
+		t.Errorf("the attempt whose supervisor ran on: %+v, want its exit 0 once it ended", e)
+	}
+}
+
+// childrenOf lists the processes whose parent is pid.
+func childrenOf(pid int) []int {
+	var out []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		n, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if st, err := readProcStat("/proc", n); err == nil && st.PPID == pid {
+			out = append(out, n)
+		}
+	}
+	return out
 }
