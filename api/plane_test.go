@@ -29,18 +29,16 @@ func (hourForecaster) Forecast(_ context.Context, jobs []*cluster.Job) ([]execut
 	return out, nil
 }
 
-// TestTheRealPlaneAnswersAsDocumented serves the real control plane (the
-// SQLite store, the simulated backend, advisor mode) and checks the API's
-// answers against the OpenAPI document, as the fake's are.
-func TestTheRealPlaneAnswersAsDocumented(t *testing.T) {
+// realPlane serves the real control plane (the SQLite store, the simulated
+// backend, advisor mode) on a fleet of 16 A100s.
+func realPlane(t testing.TB) *env {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "prescient.db"), store.WithLogger(log))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
 	backend, err := simbackend.New(simbackend.Config{Duration: func(*cluster.Job) time.Duration { return time.Hour }})
 	if err != nil {
 		t.Fatal(err)
@@ -55,9 +53,15 @@ func TestTheRealPlaneAnswersAsDocumented(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- plane.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	t.Cleanup(func() { cancel(); <-done; st.Close() })
+	return &env{t: t, now: time.Now(), srv: api.New(api.Config{Service: plane, Tokens: testTokens(), Logger: log})}
+}
 
-	e := &env{t: t, now: time.Now(), srv: api.New(api.Config{Service: plane, Tokens: testTokens(), Logger: log})}
+// TestTheRealPlaneAnswersAsDocumented serves the real control plane (the
+// SQLite store, the simulated backend, advisor mode) and checks the API's
+// answers against the OpenAPI document, as the fake's are.
+func TestTheRealPlaneAnswersAsDocumented(t *testing.T) {
+	e := realPlane(t)
 	e.submit(tokSubmitterA, "a-1")
 	e.submit(tokSubmitterA, "a-2")
 	e.submit(tokSubmitterB, "b-1")

@@ -1,52 +1,13 @@
 package api_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/prescient-sched/prescient/api"
-	"github.com/prescient-sched/prescient/backend/simbackend"
-	"github.com/prescient-sched/prescient/cluster"
-	"github.com/prescient-sched/prescient/cluster/clustertest"
-	"github.com/prescient-sched/prescient/control"
-	"github.com/prescient-sched/prescient/service"
-	"github.com/prescient-sched/prescient/store"
 )
-
-// realPlane serves the real control plane (the SQLite store, the simulated
-// backend, advisor mode) on a fleet of 16 A100s.
-func realPlane(t testing.TB) *env {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "prescient.db"), store.WithLogger(log))
-	if err != nil {
-		t.Fatal(err)
-	}
-	backend, err := simbackend.New(simbackend.Config{Duration: func(*cluster.Job) time.Duration { return time.Hour }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	fleet := clustertest.Fleet(clustertest.Node("n1").GPUs(8, "A100-SXM4-80GB").Obj(), clustertest.Node("n2").GPUs(8, "A100-SXM4-80GB").Obj())
-	plane, err := control.New(control.Config{
-		Store: st, Nodes: service.StaticFleet{Fleet: fleet}, Backend: backend, Forecaster: hourForecaster{},
-		Mode: service.ModeAdvisor, Logger: log, Tick: 50 * time.Millisecond, Debounce: time.Millisecond,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- plane.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done; st.Close() })
-	return &env{t: t, now: time.Now(), srv: api.New(api.Config{Service: plane, Tokens: testTokens(), Logger: log})}
-}
 
 // FuzzSubmitToTheRealPlane posts arbitrary bodies to POST /v1/jobs of the
 // real control plane and store (FuzzSubmit's fake checks less): never a

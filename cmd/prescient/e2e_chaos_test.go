@@ -165,7 +165,9 @@ func TestEndToEndChaos(t *testing.T) {
 				t.Errorf("%s attempt %d ran on %s and on %s", id, a.attempt, prev, a.node)
 			}
 			seen[a.attempt] = a.node
-			if n := strings.Count(a.log, "workload start"); n != 1 {
+			// None twice; none at all is an attempt its agent was killed
+			// starting, reported ended for the plane to start another.
+			if n := strings.Count(a.log, "workload start"); n > 1 {
 				t.Errorf("%s attempt %d on %s started %d times", id, a.attempt, a.node, n)
 			}
 			if a.attempt > js.Attempts {

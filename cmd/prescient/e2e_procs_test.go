@@ -313,6 +313,24 @@ func (c *e2eCluster) do(method, path, token string, body, out any) int {
 	return res.StatusCode
 }
 
+// postRaw posts body as it is with token, and returns the status and the
+// answer.
+func (c *e2eCluster) postRaw(path, token, body string) (int, []byte) {
+	c.t.Helper()
+	req, err := http.NewRequest(http.MethodPost, c.url(path), strings.NewReader(body))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	res, err := c.client.Do(req)
+	if err != nil {
+		c.t.Fatalf("POST %s: %v", path, err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res.StatusCode, b
+}
+
 // job reads a job through the API.
 func (c *e2eCluster) job(id string) service.JobStatus {
 	c.t.Helper()

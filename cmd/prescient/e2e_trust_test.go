@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 	"testing"
@@ -38,16 +37,8 @@ func TestEndToEndTrust(t *testing.T) {
 		`{"gpus":1}`: "command: empty",
 		`{"gpus":1,"command":["true"],"gpu_models":["H100"]}`: "gpu_models: the fleet has no GPU of H100",
 	} {
-		req, _ := http.NewRequest(http.MethodPost, c.url("/v1/jobs"), bytes.NewBufferString(body))
-		req.Header.Set("Authorization", "Bearer "+e2eSubmitToken)
-		res, err := c.client.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(res.Body)
-		res.Body.Close()
-		if res.StatusCode != http.StatusBadRequest || !bytes.Contains(b, []byte(field)) {
-			t.Errorf("POST /v1/jobs %s: %d %s; want 400 naming %q", body, res.StatusCode, b, field)
+		if code, b := c.postRaw("/v1/jobs", e2eSubmitToken, body); code != http.StatusBadRequest || !bytes.Contains(b, []byte(field)) {
+			t.Errorf("POST /v1/jobs %s: %d %s; want 400 naming %q", body, code, b, field)
 		}
 	}
 	req := api.SubmitRequest{ID: "victim", JobSpecRequest: api.JobSpecRequest{Name: "victim", GPUs: 4, Checkpointable: true},
@@ -64,16 +55,9 @@ func TestEndToEndTrust(t *testing.T) {
 	forge := func(instance string) {
 		t.Helper()
 		post := func(path, body string) int {
-			req, _ := http.NewRequest(http.MethodPost, c.url(path), bytes.NewBufferString(body))
-			req.Header.Set("Authorization", "Bearer "+e2eNode2Token)
-			res, err := c.client.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			b, _ := io.ReadAll(res.Body)
-			res.Body.Close()
-			t.Logf("node-002 %s: %d %s", path, res.StatusCode, bytes.TrimSpace(b))
-			return res.StatusCode
+			code, b := c.postRaw(path, e2eNode2Token, body)
+			t.Logf("node-002 %s: %d %s", path, code, bytes.TrimSpace(b))
+			return code
 		}
 		att := `"job":"victim","attempt":1,"rank":0,"world_size":1`
 		if code := post("/v1/agents/register", `{"node":{"name":"node-002"},"instance":"`+instance+`","running":[{`+att+`}]}`); code != http.StatusOK {
