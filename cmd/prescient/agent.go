@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
-	"log/slog"
 	"net/url"
 	"os"
 	"time"
@@ -172,7 +172,7 @@ func runAgent(ctx context.Context, g *globals, o agentOptions, stdout io.Writer)
 	start := time.Now()
 
 	// 1. The host: its GPUs from NVML (real or simulated), its topology.
-	host, sim, info, err := agentNode(mode, o, g.logger)
+	host, sim, info, err := agentNode(mode, o, true)
 	if err != nil {
 		return fmt.Errorf("agent: %w", err)
 	}
@@ -255,8 +255,10 @@ func runAgentCollector(ctx context.Context, g *globals, o collectOptions, host n
 }
 
 // agentNode opens the node's GPUs through NVML (the returned Sim is nil
-// unless they are simulated) and describes them with the node's topology.
-func agentNode(mode nvml.Mode, o agentOptions, log *slog.Logger) (nvml.Host, *nvml.Sim, protocol.NodeInfo, error) {
+// unless they are simulated) and describes them with the node's topology;
+// simulated GPUs idle without a job where the agent assigns its jobs' load
+// (assigns), and follow the stochastic load where it does not.
+func agentNode(mode nvml.Mode, o agentOptions, assigns bool) (nvml.Host, *nvml.Sim, protocol.NodeInfo, error) {
 	node := cluster.Node{Name: o.node, Topology: cluster.Topology{Rack: o.rack, Leaf: o.leaf}}
 	if o.fleet != "" {
 		fleet, err := datasets.ReadFleet(o.fleet)
@@ -275,7 +277,11 @@ func agentNode(mode nvml.Mode, o agentOptions, log *slog.Logger) (nvml.Host, *nv
 		node.Topology.Rack = nonEmpty(o.rack, node.Topology.Rack)
 		node.Topology.Leaf = nonEmpty(o.leaf, node.Topology.Leaf)
 	}
-	host, sim, err := nvml.Open(mode, nvml.SimOptions{Node: node, Seed: 1})
+	// A simulated node whose agent assigns its jobs' load (assigns) idles
+	// where it runs nothing; each node's noise is its own.
+	seed := fnv.New64a()
+	seed.Write([]byte(node.Name))
+	host, sim, err := nvml.Open(mode, nvml.SimOptions{Node: node, Seed: seed.Sum64(), IdleUnassigned: assigns})
 	if err != nil {
 		if errors.Is(err, nvml.ErrNoLibrary) {
 			return nil, nil, protocol.NodeInfo{}, fmt.Errorf("--nvml %s: %w (--nvml sim simulates GPUs)", mode, err)

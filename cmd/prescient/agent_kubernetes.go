@@ -81,7 +81,7 @@ func runKubeAgent(ctx context.Context, g *globals, o agentOptions, stdout io.Wri
 	}
 	var collectErr chan error
 	if o.collect {
-		host, _, _, err := agentNode(mode, o, g.logger)
+		host, _, _, err := agentNode(mode, o, false) // pods' load is not the agent's to assign
 		if err != nil {
 			return fmt.Errorf("agent: %w", err)
 		}

@@ -171,7 +171,7 @@ func (d *demoSetup) start(ctx context.Context, server string, plane service.Serv
 	var regs collector.JobRegistries
 	for _, n := range d.fleet.Nodes {
 		opts := agentOptions{node: n.Name, fleet: demoFleet}
-		host, sim, info, err := agentNode(nvml.ModeSim, opts, d.g.logger)
+		host, sim, info, err := agentNode(nvml.ModeSim, opts, true)
 		if err != nil {
 			return err
 		}

@@ -25,7 +25,8 @@ type Assignment struct {
 }
 
 // LoadModel is how the node agent or the simulator tells simulated GPUs
-// what runs on them. A GPU with no assignment follows the stochastic load.
+// what runs on them. A GPU with no assignment follows the stochastic load
+// (or idles, with SimOptions.IdleUnassigned).
 type LoadModel interface {
 	Assign(gpuUUID string, a Assignment) error
 	Release(gpuUUID string) error
@@ -46,6 +47,10 @@ type SimOptions struct {
 	// MeanSegmentSteps is the mean length of a steady load segment in
 	// steps; default 30.
 	MeanSegmentSteps float64
+	// IdleUnassigned makes a GPU with no job assigned idle (no
+	// utilization, no memory, idle power) instead of following the
+	// stochastic load: for a node agent, which assigns every job it runs.
+	IdleUnassigned bool
 }
 
 // Sim is a simulated GPU host on go-nvml's mock server. It is a Host and a
@@ -69,6 +74,7 @@ type simGPU struct {
 	rng    *rand.Rand
 	load   stochasticLoad
 	assign *Assignment
+	idle   bool // unassigned: idle, not the stochastic load (IdleUnassigned)
 	stepAt time.Time
 	state  gpuState
 	// energyMJ is the energy counter at stepAt, in mJ as NVML counts.
@@ -116,7 +122,7 @@ func NewSim(o SimOptions) (*Sim, error) {
 		// Stable UUIDs: a restarted simulator continues the same series.
 		dev.UUID = fmt.Sprintf("GPU-%s-%02d-%08x", safeName(node.Name), i, o.Seed&0xffffffff)
 		rng := rand.New(rand.NewPCG(o.Seed, uint64(i)+1))
-		g := &simGPU{dev: dev, spec: specOf(node.GPUs[i], configs[i]), rng: rng, stepAt: now, failing: map[string]bool{},
+		g := &simGPU{dev: dev, spec: specOf(node.GPUs[i], configs[i]), rng: rng, stepAt: now, failing: map[string]bool{}, idle: o.IdleUnassigned,
 			load: stochasticLoad{rng: rng, cal: o.Calibration, meanSegment: o.MeanSegmentSteps}}
 		g.defaultW, g.minW = g.spec.PowerLimitW, node.GPUs[i].MinPowerLimitW
 		if g.minW <= 0 || g.minW > g.defaultW {
@@ -234,8 +240,11 @@ func (s *Sim) popXID(uint32) (nvml.EventData, nvml.Return) {
 
 // next is the state of the GPU's next step.
 func (g *simGPU) next() gpuState {
-	if g.assign != nil {
+	switch {
+	case g.assign != nil:
 		return jobLoad(g.rng, *g.assign, g.spec)
+	case g.idle:
+		return jobLoad(g.rng, Assignment{}, g.spec) // no load: idle power, clock and temperature
 	}
 	return g.load.step(g.spec)
 }

@@ -309,3 +309,31 @@ func TestPowerLimitsCapTheDrawAndReset(t *testing.T) {
 		t.Error("a fraction of 1.5 was accepted")
 	}
 }
+
+// With IdleUnassigned (a node agent's host) a GPU no job runs on idles:
+// no utilization, no memory, idle power and clock; one a job runs on
+// shows the job's load.
+func TestAnAgentsSimulatedGPUsIdleWithoutAJob(t *testing.T) {
+	clk := newClock()
+	s := newSim(t, nvml.SimOptions{Seed: 2, Clock: clk.Now, IdleUnassigned: true})
+	if err := s.Assign(s.UUIDs()[1], nvml.Assignment{JobID: "j", Util: 0.8, MemBytes: 10 << 30}); err != nil {
+		t.Fatal(err)
+	}
+	devs, _ := s.Devices()
+	for step := range 60 {
+		clk.Add(time.Second)
+		for i, d := range devs[:3] {
+			smp, err := d.Sample()
+			if err != nil {
+				t.Fatal(err)
+			}
+			busy := i == 1
+			if !busy && (smp.UtilGPUPct != 0 || smp.MemUsedBytes != 0 || smp.PowerW > 0.3*smp.PowerLimitW) {
+				t.Fatalf("step %d: idle GPU %d shows %+v", step, i, smp)
+			}
+			if busy && (smp.UtilGPUPct < 60 || smp.MemUsedBytes != 10<<30) {
+				t.Fatalf("step %d: GPU %d running a job at 80%% shows %+v", step, i, smp)
+			}
+		}
+	}
+}
