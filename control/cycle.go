@@ -303,8 +303,8 @@ func (p *Plane) recommend(ctx context.Context, lv *live.State, plan executor.Pla
 	}
 	for _, pl := range plan.Placements {
 		p.advice.Add(ctx, lv.Now, current, advice.Start, pl.Job, pl.Reason, advice.Details{Placement: gpuNames(pl.Allocations),
-			CheckpointEveryS: pl.CheckpointEvery.Seconds(), DurationP50S: pl.Forecast.DurationP50.Seconds(),
-			DurationP90S: pl.Forecast.DurationP90.Seconds(), ForecastSource: pl.Forecast.Source})
+			CheckpointEveryS: pl.CheckpointEvery.Seconds(), DurationP50S: apiSeconds(pl.Forecast.DurationP50),
+			DurationP90S: apiSeconds(pl.Forecast.DurationP90), ForecastSource: pl.Forecast.Source})
 	}
 	p.advice.Dismiss(ctx, current, advice.Start, advice.Preempt)
 }

@@ -66,3 +66,13 @@ func TestAJobTheBackendCannotStartFailsAfterItsFailedStarts(t *testing.T) {
 		t.Errorf("later: %s after %d attempts; want queued after 6 (a node not ready is no failed start)", later.State, later.Attempts)
 	}
 }
+
+func TestTheAPIShowsForecastSecondsToTheMillisecond(t *testing.T) {
+	model := 899.9999999999 // a model's float seconds
+	if got := apiSeconds(time.Duration(model * float64(time.Second))); got != 900 {
+		t.Errorf("apiSeconds(899.9999999999 s) = %v, want 900", got)
+	}
+	if got := apiSeconds(1500 * time.Millisecond); got != 1.5 {
+		t.Errorf("apiSeconds(1.5 s) = %v", got)
+	}
+}

@@ -163,7 +163,7 @@ func (p *Plane) Predict(ctx context.Context, specs []cluster.JobSpec) ([]service
 	}
 	out := make([]service.Forecast, len(fc))
 	for i, f := range fc {
-		out[i] = service.Forecast{DurationP50S: f.DurationP50.Seconds(), DurationP90S: f.DurationP90.Seconds(),
+		out[i] = service.Forecast{DurationP50S: apiSeconds(f.DurationP50), DurationP90S: apiSeconds(f.DurationP90),
 			MemoryP90Bytes: f.MemoryP90Bytes, Source: f.Source}
 	}
 	return out, nil

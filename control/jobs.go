@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"reflect"
 	"slices"
 	"sort"
@@ -336,7 +337,7 @@ func (p *Plane) status(ctx context.Context, j cluster.Job) (service.JobStatus, e
 	}
 	f, ok := p.knownForecast(ctx, j.ID)
 	if ok {
-		st.Forecast = &service.Forecast{Job: j.ID, DurationP50S: f.DurationP50.Seconds(), DurationP90S: f.DurationP90.Seconds(),
+		st.Forecast = &service.Forecast{Job: j.ID, DurationP50S: apiSeconds(f.DurationP50), DurationP90S: apiSeconds(f.DurationP90),
 			MemoryP90Bytes: f.MemoryP90Bytes, Source: f.Source}
 		if m, ok := p.refiner.Memory(j.ID); ok && j.State.Active() {
 			st.Forecast.MemoryP90RefinedBytes = m
@@ -479,3 +480,8 @@ func timePtr(t time.Time) *time.Time {
 	u := t.UTC()
 	return &u
 }
+
+// apiSeconds is a duration in seconds to the millisecond, as the API shows
+// forecasts: a model's float seconds, once a time.Duration, would show
+// 899.999999999.
+func apiSeconds(d time.Duration) float64 { return math.Round(d.Seconds()*1000) / 1000 }

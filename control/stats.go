@@ -299,7 +299,7 @@ func (p *Plane) forecastChecks(ctx context.Context, jobs []cluster.Job, finished
 		if !ok || jobs[i].State != cluster.StateSucceeded {
 			continue
 		}
-		out = append(out, service.ForecastCheck{Job: jobs[i].ID, DurationP50S: f.DurationP50.Seconds(), DurationP90S: f.DurationP90.Seconds(),
+		out = append(out, service.ForecastCheck{Job: jobs[i].ID, DurationP50S: apiSeconds(f.DurationP50), DurationP90S: apiSeconds(f.DurationP90),
 			ActualS: jobs[i].Outcome.RunTime.Seconds()})
 	}
 	return out, nil
