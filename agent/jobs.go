@@ -487,23 +487,29 @@ func (a *Agent) endLocked(p *attempt, o outcome) protocol.Event {
 	return a.emitExitLocked(p)
 }
 
-// emitExitLocked queues the exit of an ended attempt, as its record says;
-// a.mu is held.
+// emitExitLocked queues the end of an ended attempt, as its record says:
+// its exit, or that it was lost (record.Lost); a.mu is held.
 func (a *Agent) emitExitLocked(p *attempt) protocol.Event {
+	if p.rec.Lost {
+		e := a.event(p, protocol.EventLost)
+		e.Time, e.Message = p.rec.EndedAt, p.rec.ExitMessage
+		a.emit(e)
+		return e
+	}
 	e := a.event(p, protocol.EventExited)
 	e.Time, e.ExitCode, e.Stopped, e.Message = p.rec.EndedAt, p.rec.ExitCode, p.rec.Stopped, p.rec.ExitMessage
 	a.emit(e)
 	return e
 }
 
-// reported marks the exits among events delivered to the control plane,
-// so that no later agent reports them again.
+// reported marks the ends (exits, losses) among events delivered to the
+// control plane, so that no later agent reports them again.
 func (a *Agent) reported(events []protocol.Event) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	changed := false
 	for _, e := range events {
-		if e.Type != protocol.EventExited {
+		if e.Type != protocol.EventExited && e.Type != protocol.EventLost {
 			continue
 		}
 		if p := a.attempts[attemptKey{e.Job, e.Attempt}]; p != nil && p.rec.Ended && !p.rec.Reported {
@@ -610,9 +616,9 @@ func (a *Agent) signal(p *attempt, sig syscall.Signal, group bool) error {
 }
 
 // adopt takes over an attempt from the state file (New, before the agent
-// runs anything else): one that runs is returned, to be watched once every record is adopted (New),
-// one that ended while no agent watched is reported with the exit status
-// its supervisor wrote.
+// runs anything else): one that runs is returned, to be watched once
+// every record is adopted; one that ended while no agent watched is
+// reported with the exit status its supervisor wrote.
 func (a *Agent) adopt(r record) *attempt {
 	sig, err := protocol.ParseSignal(r.CheckpointSignal)
 	if err != nil {
@@ -642,14 +648,8 @@ func (a *Agent) adopt(r record) *attempt {
 			}
 		} else if _, ok, _ := readExitStatus(r.StatusPath); !ok {
 			log.Warn("an attempt claimed but never started is reported lost: its agent stopped while starting it")
-			p.rec.Ended, p.rec.EndedAt, p.rec.ExitCode = true, time.Now().UTC(), -1
-			p.rec.ExitMessage = "never started: its agent stopped while starting it"
-			if err := a.saveLocked(); err != nil {
-				log.Error("state file not written", "error", err)
-			}
-			e := a.event(p, protocol.EventLost)
-			e.Message = p.rec.ExitMessage
-			a.emit(e)
+			p.rec.Lost = true
+			a.endLocked(p, outcome{code: -1, at: time.Now().UTC(), msg: "never started: its agent stopped while starting it"})
 			return nil
 		}
 	}

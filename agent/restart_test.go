@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/prescient-sched/prescient/backend/agenthub"
+	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/executor"
 )
 
@@ -174,13 +175,24 @@ func TestAnExitNotDeliveredIsReportedByTheNextAgent(t *testing.T) {
 		return record{Job: job, Attempt: 1, WorldSize: 1, GPUs: []int{0}, StartedAt: ended.Add(-time.Minute), PID: 1 << 22,
 			Ended: true, EndedAt: ended, ExitCode: 0, Reported: reported}
 	}
-	if err := saveState(filepath.Join(dir, stateFileName), []record{rec("lost-exit", false), rec("told", true)}); err != nil {
+	neverRan := rec("never-ran", false)
+	neverRan.Lost, neverRan.ExitCode = true, -1
+	if err := saveState(filepath.Join(dir, stateFileName), []record{rec("lost-exit", false), rec("told", true), neverRan}); err != nil {
 		t.Fatal(err)
 	}
 	runAgent(t, p.url(), "n1", dir)
-	e := p.next(executor.JobExited, "lost-exit")
-	if e.ExitCode != 0 || !e.Time.Equal(ended) {
+	ends := map[cluster.JobID]executor.JobEvent{}
+	for range 2 {
+		e := p.nextOf(executor.JobExited, executor.JobLost)
+		ends[e.Job] = e
+	}
+	if e := ends["lost-exit"]; e.Type != executor.JobExited || e.ExitCode != 0 || !e.Time.Equal(ended) {
 		t.Errorf("the exit reported again: %+v; want code 0 at %s", e, ended)
+	}
+	// An attempt that never started is reported lost again, never as an exit
+	// (which would fail its job).
+	if e := ends["never-ran"]; e.Type != executor.JobLost {
+		t.Errorf("the undelivered loss reported again as %+v; want lost", e)
 	}
 	p.next(executor.NodeSynced, "")
 	waitFor(t, "the state file to say the exit was reported", func() bool {

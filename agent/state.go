@@ -70,6 +70,10 @@ type record struct {
 	// and its delivery), which the plane would otherwise read as lost.
 	ExitMessage string `json:"exit_message,omitempty"`
 	Reported    bool   `json:"reported,omitempty"`
+	// Lost: the attempt never started (its agent stopped while starting
+	// it); its end is reported as lost, for the plane to start another,
+	// not as an exit.
+	Lost bool `json:"lost,omitempty"`
 }
 
 type stateDoc struct {
