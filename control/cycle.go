@@ -210,7 +210,7 @@ func (p *Plane) start(ctx context.Context, pl executor.Placement) error {
 		if ctx.Err() != nil {
 			return nil // shutting down: whether it started is for recover to settle
 		}
-		return p.startRefused(ctx, j.ID, placed.Attempt, "the backend refused the start", err)
+		return p.startRefused(ctx, j.ID, placed.Attempt, failStartRefused, err)
 	}
 	return nil
 }

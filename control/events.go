@@ -18,6 +18,13 @@ const (
 	stopCancel  = "cancel: "
 )
 
+// How a failure's message begins, by its cause: the metrics count
+// failures by it (jobMetrics).
+const (
+	failExitCode     = "exited with code"              // the job's own exit
+	failStartRefused = "the backend refused the start" // MaxFailedStarts refusals
+)
+
 // How often apply tries an event the store refused because another process
 // held the database's write lock (store.IsBusy), and its first wait between
 // tries (doubled each time). An event is the only record of what happened
@@ -178,7 +185,7 @@ func (p *Plane) exited(ctx context.Context, e executor.JobEvent) error {
 	}
 	typ, to, msg := store.EventFinished, cluster.StateSucceeded, "exited 0"
 	if e.ExitCode != 0 {
-		typ, to, msg = store.EventFailed, cluster.StateFailed, fmt.Sprintf("exited with code %d", e.ExitCode)
+		typ, to, msg = store.EventFailed, cluster.StateFailed, fmt.Sprintf("%s %d", failExitCode, e.ExitCode)
 		if e.Message != "" {
 			msg += ": " + e.Message
 		}

@@ -77,9 +77,9 @@ func (m *jobMetrics) observe(typ store.EventType, j cluster.Job, msg string, f e
 	case store.EventFailed:
 		reason := "other"
 		switch {
-		case strings.HasPrefix(msg, "exited with code"):
+		case strings.HasPrefix(msg, failExitCode):
 			reason = "exit_code"
-		case strings.Contains(msg, "refused the start"):
+		case strings.HasPrefix(msg, failStartRefused):
 			reason = "start_refused"
 		}
 		m.failures.WithLabelValues(reason, tier).Inc()

@@ -394,7 +394,7 @@ func (p *Plane) recover(ctx context.Context) error {
 				continue
 			}
 			p.log.Warn("recover: resend start failed; requeueing", "job", j.ID, "attempt", pl.Attempt, "error", err)
-			p.startRefused(ctx, j.ID, pl.Attempt, "the backend refused the start after a restart", err)
+			p.startRefused(ctx, j.ID, pl.Attempt, failStartRefused+" after a restart", err)
 			continue
 		}
 		resent++
