@@ -42,6 +42,16 @@ func readJSON(c *gin.Context, limit int64, dst any, optional bool) *requestError
 	return decodeJSON(data, dst, optional)
 }
 
+// DecodeBody decodes a request body for dst as the server does (one JSON
+// object, no unknown fields, what strictjson refuses), for a client that
+// checks its request before sending it: the same input, the same words.
+func DecodeBody(data []byte, dst any) error {
+	if e := decodeJSON(data, dst, false); e != nil {
+		return e
+	}
+	return nil
+}
+
 // decodeJSON is readJSON on bytes read.
 func decodeJSON(data []byte, dst any, optional bool) *requestError {
 	trimmed := bytes.TrimSpace(data)

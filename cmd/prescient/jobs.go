@@ -2,7 +2,6 @@ package main
 
 import (
 	"cmp"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -143,9 +142,7 @@ func readSubmitFile(path string) (api.SubmitRequest, error) {
 		return api.SubmitRequest{}, fmt.Errorf("--file: %w", err)
 	}
 	var req api.SubmitRequest
-	dec := json.NewDecoder(strings.NewReader(string(b)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
+	if err := api.DecodeBody(b, &req); err != nil {
 		return api.SubmitRequest{}, fmt.Errorf("--file %s: %w", path, err)
 	}
 	return req, nil
@@ -393,17 +390,13 @@ func newWhatIfCmd(g *globals) *cobra.Command {
 				if err != nil {
 					return fmt.Errorf("--file: %w", err)
 				}
-				dec := json.NewDecoder(strings.NewReader(string(b)))
-				dec.DisallowUnknownFields()
-				if err := dec.Decode(&req); err != nil {
+				if err := api.DecodeBody(b, &req); err != nil {
 					return fmt.Errorf("--file %s: %w", file, err)
 				}
 			}
 			for i, s := range addJobs {
 				var j api.SubmitRequest
-				dec := json.NewDecoder(strings.NewReader(s))
-				dec.DisallowUnknownFields()
-				if err := dec.Decode(&j); err != nil {
+				if err := api.DecodeBody([]byte(s), &j); err != nil {
 					return fmt.Errorf("--add-job %d (%s): %w", i+1, s, err)
 				}
 				req.AddJobs = append(req.AddJobs, j)
