@@ -450,7 +450,7 @@ func seconds(s float64) string {
 	if s <= 0 {
 		return "-"
 	}
-	return (time.Duration(s) * time.Second).Round(time.Second).String()
+	return time.Duration(s * float64(time.Second)).Round(time.Second).String()
 }
 
 func orDash(s string) string {

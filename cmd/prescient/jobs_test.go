@@ -188,6 +188,14 @@ func TestTheUserCommandsAgainstARunningServe(t *testing.T) {
 	}
 }
 
+func TestDurationsPrintToTheNearestSecond(t *testing.T) {
+	for s, want := range map[float64]string{899.9999999: "15m0s", 49.61: "50s", 3600: "1h0m0s", 0: "-"} {
+		if got := seconds(s); got != want {
+			t.Errorf("seconds(%v) = %s, want %s", s, got, want)
+		}
+	}
+}
+
 func TestTheUserCommandsRefuseBadFlags(t *testing.T) {
 	for name, tc := range map[string]struct {
 		args []string
