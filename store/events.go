@@ -99,19 +99,28 @@ type Event struct {
 // eventDetails is the JSON of Event.Details.
 type eventDetails struct {
 	Checkpoint *checkpointRecord `json:"checkpoint,omitempty"`
+	// Attempt and Allocations are a started event's: the attempt and the
+	// GPU shares it runs on, kept after the placement is gone (Attempts).
+	Attempt     int                `json:"attempt,omitempty"`
+	Allocations []allocationRecord `json:"allocations,omitempty"`
 }
 
 // detailsOf returns the details an event of type t about job j records:
-// the job row keeps only its newest checkpoint, the events keep them all.
-func detailsOf(t EventType, j cluster.Job) (json.RawMessage, error) {
-	if t != EventCheckpointed || j.LastCheckpoint == nil {
-		return nil, nil
+// the job row keeps only its newest checkpoint and the placements table
+// only the running attempt, the events keep them all. allocs are a started
+// event's.
+func detailsOf(t EventType, j cluster.Job, allocs []cluster.Allocation) (json.RawMessage, error) {
+	switch {
+	case t == EventCheckpointed && j.LastCheckpoint != nil:
+		cp, err := newCheckpointRecord(*j.LastCheckpoint)
+		if err != nil {
+			return nil, fmt.Errorf("checkpoint: %w", err)
+		}
+		return json.Marshal(eventDetails{Checkpoint: &cp})
+	case t == EventStarted && len(allocs) > 0:
+		return json.Marshal(eventDetails{Attempt: j.Attempts, Allocations: allocationRecords(allocs)})
 	}
-	cp, err := newCheckpointRecord(*j.LastCheckpoint)
-	if err != nil {
-		return nil, fmt.Errorf("checkpoint: %w", err)
-	}
-	return json.Marshal(eventDetails{Checkpoint: &cp})
+	return nil, nil
 }
 
 // Events returns the events of a job, oldest first. A job that is not

@@ -78,7 +78,7 @@ func (s *Store) StartJob(ctx context.Context, id cluster.JobID, allocs []cluster
 				return "", "", &cluster.TransitionError{Job: j.ID, From: j.State, To: cluster.StateRunning}
 			}
 			return EventStarted, msg, j.Transition(cluster.StateRunning, s.clock())
-		})
+		}, allocs)
 		if err != nil {
 			return err
 		}
@@ -117,7 +117,7 @@ func (s *Store) AdoptJob(ctx context.Context, id cluster.JobID, attempt int, all
 			}
 			j.Attempts = attempt
 			return EventStarted, msg, nil
-		})
+		}, allocs)
 		if err != nil {
 			return err
 		}
@@ -133,12 +133,26 @@ func (s *Store) AdoptJob(ctx context.Context, id cluster.JobID, attempt int, all
 	return job, nil
 }
 
-func insertPlacement(ctx context.Context, tx *sql.Tx, p Placement) error {
-	recs := make([]allocationRecord, len(p.Allocations))
-	for i, a := range p.Allocations {
+// allocationRecords is the storage form of allocs.
+func allocationRecords(allocs []cluster.Allocation) []allocationRecord {
+	recs := make([]allocationRecord, len(allocs))
+	for i, a := range allocs {
 		recs[i] = allocationRecord{Node: a.GPU.Node, GPU: a.GPU.Index, Milli: a.Milli}
 	}
-	text, err := marshal(recs)
+	return recs
+}
+
+// allocations is the cluster form of the records of job id's allocations.
+func allocations(id cluster.JobID, recs []allocationRecord) []cluster.Allocation {
+	out := make([]cluster.Allocation, len(recs))
+	for i, r := range recs {
+		out[i] = cluster.Allocation{Job: id, GPU: cluster.GPURef{Node: r.Node, Index: r.GPU}, Milli: r.Milli}
+	}
+	return out
+}
+
+func insertPlacement(ctx context.Context, tx *sql.Tx, p Placement) error {
+	text, err := marshal(allocationRecords(p.Allocations))
 	if err != nil {
 		return err
 	}
@@ -176,10 +190,7 @@ func scanPlacement(sc scanner) (Placement, error) {
 	if err := json.Unmarshal([]byte(text), &recs); err != nil {
 		return Placement{}, fmt.Errorf("placement of %s: allocations: %w", p.Job, err)
 	}
-	p.Allocations = make([]cluster.Allocation, len(recs))
-	for i, r := range recs {
-		p.Allocations[i] = cluster.Allocation{Job: p.Job, GPU: cluster.GPURef{Node: r.Node, Index: r.GPU}, Milli: r.Milli}
-	}
+	p.Allocations = allocations(p.Job, recs)
 	p.CheckpointEvery, p.Confirmed, p.StopBy = time.Duration(every), conf != 0, fromNullNanos(stopBy)
 	return p, nil
 }
@@ -276,7 +287,7 @@ func (s *Store) RequestStop(ctx context.Context, id cluster.JobID, stopBy time.T
 		}
 		job, err = s.updateJob(ctx, tx, id, func(j *cluster.Job) (EventType, string, error) {
 			return EventCheckpointRequested, reason, j.Transition(cluster.StateCheckpointing, s.clock())
-		})
+		}, nil)
 		return err
 	})
 	if err != nil {

@@ -31,7 +31,7 @@ func (s *Store) UpdateJob(ctx context.Context, id cluster.JobID, fn UpdateFunc) 
 	var job cluster.Job
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		var err error
-		job, err = s.updateJob(ctx, tx, id, fn)
+		job, err = s.updateJob(ctx, tx, id, fn, nil)
 		return err
 	})
 	if err != nil {
@@ -40,7 +40,9 @@ func (s *Store) UpdateJob(ctx context.Context, id cluster.JobID, fn UpdateFunc) 
 	return job, nil
 }
 
-func (s *Store) updateJob(ctx context.Context, tx *sql.Tx, id cluster.JobID, fn UpdateFunc) (cluster.Job, error) {
+// updateJob is UpdateJob in tx; allocs are the allocations a started
+// event records (StartJob, AdoptJob), nil for other events.
+func (s *Store) updateJob(ctx context.Context, tx *sql.Tx, id cluster.JobID, fn UpdateFunc, allocs []cluster.Allocation) (cluster.Job, error) {
 	job, err := selectJob(ctx, tx, id)
 	if err != nil {
 		return cluster.Job{}, err
@@ -54,7 +56,7 @@ func (s *Store) updateJob(ctx context.Context, tx *sql.Tx, id cluster.JobID, fn 
 	if err := checkUpdate(&before, &job, typ); err != nil {
 		return cluster.Job{}, err
 	}
-	if ev.Details, err = detailsOf(typ, job); err != nil {
+	if ev.Details, err = detailsOf(typ, job, allocs); err != nil {
 		return cluster.Job{}, err
 	}
 	row, err := encodeJob(job)
