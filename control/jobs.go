@@ -237,6 +237,9 @@ func (p *Plane) Job(ctx context.Context, id cluster.JobID) (service.JobStatus, e
 		return service.JobStatus{}, err
 	}
 	st.LastError = lastError(evs)
+	if err := p.history(ctx, &st, evs, p.cfg.Clock()); err != nil {
+		return service.JobStatus{}, fmt.Errorf("job %s: history: %w", id, err)
+	}
 	return st, nil
 }
 

@@ -124,6 +124,42 @@ type JobStatus struct {
 	// LastError is the reason of the job's newest failure, failed start or
 	// requeue (a lost node, say); Job fills it, the listing leaves it out.
 	LastError string `json:"last_error,omitempty"`
+	// History is the job's attempts, oldest first, and RunS, GPUHours and
+	// EnergyKWh their sums (a running attempt counted to now); Job fills
+	// them, the listing leaves them out. EnergyKWh is nil when an
+	// attempt's energy is unavailable.
+	History   []JobAttempt `json:"history,omitempty"`
+	RunS      float64      `json:"run_s,omitempty"`
+	GPUHours  float64      `json:"gpu_hours,omitempty"`
+	EnergyKWh *float64     `json:"energy_kwh,omitempty"`
+}
+
+// JobAttempt is one run of a job: where, from when to when, what ended it
+// and what it used.
+type JobAttempt struct {
+	Attempt int `json:"attempt"`
+	// Allocations are the GPU shares it held; none for an attempt
+	// recorded before their recording began.
+	Allocations []GPUShare `json:"allocations,omitempty"`
+	StartTime   time.Time  `json:"start_time"`
+	EndTime     *time.Time `json:"end_time,omitempty"`
+	// EndedBy is the event that ended it (finished, failed, cancelled,
+	// preempted, requeued, start_failed); empty while it runs.
+	EndedBy  string  `json:"ended_by,omitempty"`
+	Message  string  `json:"message,omitempty"`
+	RunS     float64 `json:"run_s"`
+	GPUHours float64 `json:"gpu_hours"`
+	// EnergyKWh is its GPU shares' energy from power telemetry; nil when
+	// unavailable, and EnergyUnavailable says why.
+	EnergyKWh         *float64 `json:"energy_kwh,omitempty"`
+	EnergyUnavailable string   `json:"energy_unavailable,omitempty"`
+}
+
+// GPUShare is a share of one GPU, in thousandths.
+type GPUShare struct {
+	Node  string `json:"node"`
+	GPU   int    `json:"gpu"`
+	Milli int    `json:"milli"`
 }
 
 // JobEvent is one step of a job's history: the store's event types

@@ -505,7 +505,38 @@ func (r jobReport) writeTable(w io.Writer) error {
 	if j.LastError != "" {
 		t.row("last error", j.LastError)
 	}
+	if len(j.History) > 0 {
+		t.row("run time", seconds(j.RunS))
+		t.row("gpu-hours", fmt.Sprintf("%.2f", j.GPUHours))
+		t.row("energy", kWh(j.EnergyKWh))
+	}
+	if err := t.flush(); err != nil || len(j.History) == 0 {
+		return err
+	}
+	// Its attempts, as sacct lists a job's steps.
+	fmt.Fprintln(w)
+	t = newTable(w)
+	t.row("ATTEMPT", "GPUS", "START", "END", "ELAPSED", "GPU-H", "ENERGY", "ENDED BY")
+	for _, a := range j.History {
+		gpus := make([]string, len(a.Allocations))
+		for i, g := range a.Allocations {
+			gpus[i] = fmt.Sprintf("%s/gpu%d", g.Node, g.GPU)
+			if g.Milli < cluster.MilliGPU {
+				gpus[i] += fmt.Sprintf(":%dm", g.Milli)
+			}
+		}
+		t.row(a.Attempt, orDash(strings.Join(gpus, ",")), when(&a.StartTime), when(a.EndTime), seconds(a.RunS),
+			fmt.Sprintf("%.2f", a.GPUHours), kWh(a.EnergyKWh), orDash(a.EndedBy))
+	}
 	return t.flush()
+}
+
+// kWh is an energy for a table, "-" when unknown.
+func kWh(e *float64) string {
+	if e == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.3f kWh", *e)
 }
 
 // jobListReport is jobs as sacct lists them.

@@ -146,7 +146,8 @@ func TestTheUserCommandsAgainstARunningServe(t *testing.T) {
 		t.Fatalf("jobs list: %v\n%s", err, out)
 	}
 	out, err = cli(t, url, cliMLToken, nil, "jobs", "show", string(running.ID))
-	if err != nil || !strings.Contains(out, "running") || !strings.Contains(out, "placement") || strings.Contains(out, "0000000") {
+	if err != nil || !strings.Contains(out, "running") || !strings.Contains(out, "placement") || strings.Contains(out, "0000000") ||
+		!strings.Contains(out, "gpu-hours") || !strings.Contains(out, "ATTEMPT") || !strings.Contains(out, "node-") {
 		t.Fatalf("jobs show: %v\n%s", err, out)
 	}
 	if _, err := cli(t, url, cliMLToken, nil, "jobs", "show", "nope"); err == nil || !strings.Contains(err.Error(), "404") {
