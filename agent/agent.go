@@ -210,6 +210,8 @@ func (a *Agent) Run(ctx context.Context) error {
 // sends it back to registering, with backoff, so every reconnection
 // re-registers the running list.
 func (a *Agent) connectLoop(ctx context.Context) {
+	var wg sync.WaitGroup
+	defer wg.Wait()
 	b := a.backoff()
 	var hub string
 	var after int64
@@ -243,7 +245,11 @@ func (a *Agent) connectLoop(ctx context.Context) {
 				break
 			}
 			for _, c := range cmds {
-				a.handle(c)
+				if c.Type == protocol.CommandLog {
+					wg.Go(func() { a.sendLog(ctx, c) }) // reading a log holds up no stop
+				} else {
+					a.handle(c)
+				}
 				after = c.Seq
 			}
 		}
@@ -296,7 +302,7 @@ var errSessionExpired = errors.New("session expired")
 // poll waits for commands.
 func (a *Agent) poll(ctx context.Context, session string, after int64, wait time.Duration) ([]protocol.Command, error) {
 	q := url.Values{"session": {session}, "after": {strconv.FormatInt(after, 10)},
-		"wait_s": {strconv.FormatFloat(wait.Seconds(), 'f', -1, 64)}}
+		"wait_s": {strconv.FormatFloat(wait.Seconds(), 'f', -1, 64)}, "can": {protocol.CanLog}}
 	path := fmt.Sprintf(protocol.PathCommands, url.PathEscape(a.cfg.Node.Name)) + "?" + q.Encode()
 	var resp protocol.CommandsResponse
 	err := a.do(ctx, http.MethodGet, path, nil, &resp, wait+15*time.Second)

@@ -115,6 +115,25 @@ type AttemptStopper interface {
 	StopAttempt(ctx context.Context, job cluster.JobID, attempt int, grace time.Duration) error
 }
 
+// LogReader is implemented by a backend that can read the end of an
+// attempt's log where it ran: one LogTail per node asked, in that order,
+// each with the text or why it is unavailable (a node gone or silent, an
+// agent too old, no log kept), never an error for the whole. It returns
+// when every node answered or ctx ends.
+type LogReader interface {
+	JobLog(ctx context.Context, job cluster.JobID, attempt int, nodes []string, maxBytes int) []LogTail
+}
+
+// LogTail is the end of an attempt's log on one node.
+type LogTail struct {
+	Node string
+	Text string
+	// Truncated is set when the log is longer than Text.
+	Truncated bool
+	// Unavailable says why there is no text; empty when there is.
+	Unavailable string
+}
+
 // RunChecker is implemented by a backend that can tell at submit a job's
 // command it could never run: the node agents need one. The control plane
 // refuses such a job there, naming the field, instead of starting it to

@@ -65,12 +65,17 @@ func FuzzDecodeCommands(f *testing.F) {
 	f.Add([]byte(`{"commands":[{"seq":1,"type":"start","job":"j","attempt":1,"start":{"gpus":[1,1],"command":["x"],"rank":0,"world_size":1}}]}`))
 	f.Add([]byte(`{"commands":[{"seq":1,"type":"start","job":"j","attempt":1,"start":{"gpus":[0],"command":["x"],"env":{"PRESCIENT_JOB_ID":"other"},"rank":0,"world_size":1}}]}`))
 	f.Add([]byte(`{"commands":[{"seq":1,"type":"stop","job":"j","attempt":1,"grace_s":-1}]}`))
+	f.Add([]byte(`{"commands":[{"seq":4,"type":"log","job":"j","attempt":2,"log":{"id":"r1","max_bytes":65536}}]}`))
+	f.Add([]byte(`{"commands":[{"seq":4,"type":"log","job":"j","attempt":2,"log":{"id":"","max_bytes":0}}]}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		r, err := protocol.DecodeCommands(b)
 		if err != nil {
 			return
 		}
 		for _, c := range r.Commands {
+			if c.Type == protocol.CommandLog && (c.Log == nil || c.Log.ID == "" || c.Log.MaxBytes < 1 || c.Log.MaxBytes > protocol.MaxLogBytes) {
+				t.Fatalf("accepted a log command asking for %+v", c.Log)
+			}
 			if c.Type == protocol.CommandStart {
 				if c.Start == nil || len(c.Start.Command) == 0 {
 					t.Fatalf("accepted a start without a command: %+v", c)
@@ -84,6 +89,22 @@ func FuzzDecodeCommands(f *testing.F) {
 					t.Fatal(err)
 				}
 			}
+		}
+	})
+}
+
+func FuzzDecodeLogReply(f *testing.F) {
+	f.Add([]byte(`{"id":"r1","text":"step 10\n","truncated":true}`))
+	f.Add([]byte(`{"id":"r1","text":"","error":"no log of job j attempt 2 on this node"}`))
+	f.Add([]byte(`{"id":"a b","text":"x"}`))
+	f.Add([]byte(`{"ID":"r1","text":"x"}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r, err := protocol.DecodeLogReply(b)
+		if err != nil {
+			return
+		}
+		if protocol.CheckID("id", r.ID) != nil {
+			t.Fatalf("accepted the ID %q", r.ID)
 		}
 	})
 }

@@ -19,15 +19,22 @@ import (
 
 // The agent routes, relative to the control plane's base URL.
 const (
-	PathRegister        = "/v1/agents/register"    // POST RegisterRequest → RegisterResponse
-	PathCommands        = "/v1/agents/%s/commands" // GET ?session=&after=&wait_s= → CommandsResponse
-	PathEvents          = "/v1/agents/%s/events"   // POST EventsRequest → EventsResponse
-	MaxBodyBytes        = 8 << 20                  // largest request or response body either side reads
-	maxNameBytes        = 253                      // a node name, as a DNS name
-	maxIDBytes          = 256                      // a job ID, as the collector tags it
-	maxArgs             = 4096                     // argv entries of a start command
-	maxGPUs             = 1024                     // GPUs of one node
-	MaxEventsPerRequest = 10000                    // events in one request
+	PathRegister = "/v1/agents/register"    // POST RegisterRequest → RegisterResponse
+	PathCommands = "/v1/agents/%s/commands" // GET ?session=&after=&wait_s= → CommandsResponse
+	PathEvents   = "/v1/agents/%s/events"   // POST EventsRequest → EventsResponse
+	PathLogs     = "/v1/agents/%s/logs"     // POST LogReply → LogReplyResponse
+	// CanLog is the value of a poll's "can" query parameter from an agent
+	// that answers log commands; the hub sends them to no other (an older
+	// agent would refuse the whole list).
+	CanLog = "log"
+	// MaxLogBytes is the longest log tail a log command may ask for.
+	MaxLogBytes         = 1 << 20
+	MaxBodyBytes        = 8 << 20 // largest request or response body either side reads
+	maxNameBytes        = 253     // a node name, as a DNS name
+	maxIDBytes          = 256     // a job ID, as the collector tags it
+	maxArgs             = 4096    // argv entries of a start command
+	maxGPUs             = 1024    // GPUs of one node
+	MaxEventsPerRequest = 10000   // events in one request
 )
 
 // RegisterRequest is what an agent says when it (re)connects: its host, the
@@ -92,6 +99,9 @@ const (
 	CommandStart      CommandType = "start"
 	CommandCheckpoint CommandType = "checkpoint"
 	CommandStop       CommandType = "stop"
+	// CommandLog asks for the tail of the attempt's log on the node,
+	// answered by a LogReply posted to PathLogs.
+	CommandLog CommandType = "log"
 )
 
 // Command is one thing the hub asks of an agent. Seq numbers a node's
@@ -105,6 +115,33 @@ type Command struct {
 	Start *StartSpec `json:"start,omitempty"`
 	// Stop only: how long SIGTERM has before SIGKILL.
 	GraceS float64 `json:"grace_s,omitempty"`
+	// Log only.
+	Log *LogSpec `json:"log,omitempty"`
+}
+
+// LogSpec is what a log command asks for.
+type LogSpec struct {
+	// ID names the request; the reply carries it.
+	ID string `json:"id"`
+	// MaxBytes is how much of the log's end to send, 1 to MaxLogBytes.
+	MaxBytes int `json:"max_bytes"`
+}
+
+// LogReply answers a log command: the tail of the attempt's log on the
+// node, or why there is none.
+type LogReply struct {
+	ID   string `json:"id"`
+	Text string `json:"text"`
+	// Truncated is set when the log is longer than Text; Text then starts
+	// at a line.
+	Truncated bool `json:"truncated,omitempty"`
+	// Error says why there is no log (Text is empty).
+	Error string `json:"error,omitempty"`
+}
+
+// LogReplyResponse says whether a request waited for the reply.
+type LogReplyResponse struct {
+	Accepted bool `json:"accepted"`
 }
 
 // StartSpec is how to start one rank of an attempt.
@@ -244,6 +281,15 @@ func DecodeRegister(b []byte) (RegisterRequest, error) {
 		return RegisterRequest{}, err
 	}
 	return r, r.Validate()
+}
+
+// DecodeLogReply reads and checks a LogReply.
+func DecodeLogReply(b []byte) (LogReply, error) {
+	var r LogReply
+	if err := DecodeStrict(bytes.NewReader(b), &r); err != nil {
+		return LogReply{}, err
+	}
+	return r, CheckID("id", r.ID)
 }
 
 // DecodeEvents reads and checks an EventsRequest.
@@ -406,12 +452,22 @@ func (c Command) Validate() error {
 			return fmt.Errorf("start: %w", err)
 		}
 	case CommandCheckpoint:
+	case CommandLog:
+		if c.Log == nil {
+			return errors.New("log: missing on a log command")
+		}
+		if err := CheckID("log.id", c.Log.ID); err != nil {
+			return err
+		}
+		if c.Log.MaxBytes < 1 || c.Log.MaxBytes > MaxLogBytes {
+			return fmt.Errorf("log.max_bytes: %d is outside 1..%d", c.Log.MaxBytes, MaxLogBytes)
+		}
 	case CommandStop:
 		if c.GraceS < 0 || c.GraceS > 7*24*3600 || c.GraceS != c.GraceS {
 			return fmt.Errorf("grace_s: %g is outside 0..%d", c.GraceS, 7*24*3600)
 		}
 	default:
-		return fmt.Errorf("type: %q is not one of start, checkpoint, stop", c.Type)
+		return fmt.Errorf("type: %q is not one of start, checkpoint, stop, log", c.Type)
 	}
 	return nil
 }

@@ -100,6 +100,14 @@ type Hub struct {
 	// ended lists the attempts that ended, oldest first; beyond
 	// maxEndedAttempts the oldest are forgotten.
 	ended []attemptKey
+	// logs are the log commands waiting for their reply, by request ID.
+	logs map[string]*logWait
+}
+
+// logWait is a log command waiting for node's reply.
+type logWait struct {
+	node  string
+	reply chan protocol.LogReply // buffered: one reply
 }
 
 // maxEndedAttempts bounds the ended attempts the hub remembers (to send no
@@ -110,6 +118,7 @@ var (
 	_ executor.Backend        = (*Hub)(nil)
 	_ executor.AttemptStopper = (*Hub)(nil)
 	_ executor.RunChecker     = (*Hub)(nil)
+	_ executor.LogReader      = (*Hub)(nil)
 )
 
 // hubNode is one registered agent.
@@ -125,6 +134,7 @@ type hubNode struct {
 	nextSeq   int64
 	wake      chan struct{} // closed when a command is queued
 	running   []protocol.RunningAttempt
+	canLog    bool // its polls say it answers log commands
 }
 
 // hubJob is one attempt and its ranks.
@@ -166,7 +176,7 @@ func NewHub(o HubOptions) *Hub {
 	}
 	log := o.Logger.With("component", "agent-hub")
 	return &Hub{opts: o, log: log, id: newID(), events: backend.NewEvents("agent hub", o.MaxEvents, log),
-		nodes: map[string]*hubNode{}, jobs: map[attemptKey]*hubJob{}, current: map[cluster.JobID]int{}}
+		nodes: map[string]*hubNode{}, jobs: map[attemptKey]*hubJob{}, current: map[cluster.JobID]int{}, logs: map[string]*logWait{}}
 }
 
 // NodeStatus is a registered node as the hub sees it.
@@ -324,6 +334,72 @@ func (h *Hub) toRanks(job cluster.JobID, attempt int, what string, cmd func(atte
 		}
 	}
 	return nil
+}
+
+// JobLog implements executor.LogReader: it sends each node a log command
+// and waits for the replies until ctx ends.
+func (h *Hub) JobLog(ctx context.Context, job cluster.JobID, attempt int, nodes []string, maxBytes int) []executor.LogTail {
+	maxBytes = min(max(maxBytes, 1), protocol.MaxLogBytes)
+	out := make([]executor.LogTail, len(nodes))
+	waits := make([]*logWait, len(nodes))
+	ids := make([]string, len(nodes))
+	h.mu.Lock()
+	for i, name := range nodes {
+		out[i].Node = name
+		n := h.nodes[name]
+		switch {
+		case n == nil || n.session == "":
+			out[i].Unavailable = fmt.Sprintf("no agent of node %s is registered (the node may be gone)", name)
+		case !n.connected:
+			out[i].Unavailable = fmt.Sprintf("the agent of node %s is silent since %s", name, n.lastSeen.UTC().Format(time.RFC3339))
+		case !n.canLog:
+			out[i].Unavailable = fmt.Sprintf("the agent of node %s is too old to send logs", name)
+		default:
+			ids[i], waits[i] = newID(), &logWait{node: name, reply: make(chan protocol.LogReply, 1)}
+			h.logs[ids[i]] = waits[i]
+			h.enqueueLocked(name, protocol.Command{Type: protocol.CommandLog, Job: string(job), Attempt: attempt,
+				Log: &protocol.LogSpec{ID: ids[i], MaxBytes: maxBytes}})
+		}
+	}
+	h.mu.Unlock()
+	for i, w := range waits {
+		if w == nil {
+			continue
+		}
+		select {
+		case r := <-w.reply:
+			out[i].Text, out[i].Truncated, out[i].Unavailable = r.Text, r.Truncated, r.Error
+		case <-ctx.Done():
+			out[i].Unavailable = fmt.Sprintf("the agent of node %s did not answer in time", nodes[i])
+		}
+	}
+	// Forget the requests, and the commands no poll took yet.
+	h.mu.Lock()
+	for i, id := range ids {
+		if id == "" {
+			continue
+		}
+		delete(h.logs, id)
+		if n := h.nodes[nodes[i]]; n != nil {
+			n.cmds = slices.DeleteFunc(n.cmds, func(c protocol.Command) bool { return c.Log != nil && c.Log.ID == id })
+		}
+	}
+	h.mu.Unlock()
+	return out
+}
+
+// logReply hands node's reply to the request waiting for it; false when
+// none waits (it ended, or the ID names another node's request).
+func (h *Hub) logReply(node string, r protocol.LogReply) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	w := h.logs[r.ID]
+	if w == nil || w.node != node {
+		return false
+	}
+	delete(h.logs, r.ID)
+	w.reply <- r
+	return true
 }
 
 // enqueueLocked queues a command for node n and wakes its poll; h.mu is

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -16,10 +17,12 @@ import (
 //	POST /v1/agents/register              RegisterRequest → RegisterResponse
 //	GET  /v1/agents/{node}/commands       ?session=&after=SEQ&wait_s=S → CommandsResponse
 //	POST /v1/agents/{node}/events         EventsRequest → EventsResponse
+//	POST /v1/agents/{node}/logs           LogReply → LogReplyResponse
 //
 // A poll returns the node's commands numbered above after (acknowledging
 // those up to it) as soon as there are any, or an empty list after wait_s
-// (at most the hub's PollWait). A poll with a stale session is answered 409
+// (at most the hub's PollWait); log commands go only to agents whose polls
+// say can=log. A poll with a stale session is answered 409
 // session_expired, and the agent registers again. Errors are
 // {"error": {"code", "message"}}. Authentication (an agent token) is the
 // API's, in front of this handler.
@@ -28,6 +31,7 @@ func (h *Hub) Handler() http.Handler {
 	mux.HandleFunc("POST "+protocol.PathRegister, h.serveRegister)
 	mux.HandleFunc("GET /v1/agents/{node}/commands", h.serveCommands)
 	mux.HandleFunc("POST /v1/agents/{node}/events", h.serveEvents)
+	mux.HandleFunc("POST /v1/agents/{node}/logs", h.serveLogs)
 	mux.HandleFunc("/v1/agents/", func(w http.ResponseWriter, r *http.Request) {
 		protocol.WriteError(w, http.StatusNotFound, "not_found", fmt.Sprintf("%s %s: no such agent route", r.Method, r.URL.Path))
 	})
@@ -74,6 +78,27 @@ func (h *Hub) serveEvents(w http.ResponseWriter, r *http.Request) {
 	protocol.WriteJSON(w, http.StatusOK, protocol.EventsResponse{Accepted: n})
 }
 
+func (h *Hub) serveLogs(w http.ResponseWriter, r *http.Request) {
+	node := r.PathValue("node")
+	if err := protocol.CheckName("node", node); err != nil {
+		protocol.WriteError(w, http.StatusBadRequest, "invalid_request", "logs: path: "+err.Error())
+		return
+	}
+	if !h.mayActFor(w, r, "logs", node) {
+		return
+	}
+	b, ok := readBody(w, r)
+	if !ok {
+		return
+	}
+	reply, err := protocol.DecodeLogReply(b)
+	if err != nil {
+		protocol.WriteError(w, http.StatusBadRequest, "invalid_request", "logs: "+err.Error())
+		return
+	}
+	protocol.WriteJSON(w, http.StatusOK, protocol.LogReplyResponse{Accepted: h.logReply(node, reply)})
+}
+
 func (h *Hub) serveCommands(w http.ResponseWriter, r *http.Request) {
 	node := r.PathValue("node")
 	if !h.mayActFor(w, r, "commands", node) {
@@ -116,6 +141,7 @@ func (h *Hub) serveCommands(w http.ResponseWriter, r *http.Request) {
 	n.cmds = n.cmds[i:]
 	n.polls++
 	n.lastSeen, n.connected = h.opts.Clock(), true
+	n.canLog = slices.Contains(q["can"], protocol.CanLog)
 	wake, pending := n.wake, len(n.cmds) > 0
 	h.mu.Unlock()
 	defer func() {
