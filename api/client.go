@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -73,6 +74,25 @@ func (c *Client) Job(ctx context.Context, id string) (service.JobStatus, error) 
 func (c *Client) JobEvents(ctx context.Context, id string) (JobEventList, error) {
 	var out JobEventList
 	err := c.do(ctx, http.MethodGet, "/v1/jobs/"+url.PathEscape(id)+"/events", nil, &out)
+	return out, err
+}
+
+// JobLog is GET /v1/jobs/{id}/log; attempt 0 is the newest, maxBytes 0
+// the server's default.
+func (c *Client) JobLog(ctx context.Context, id string, attempt, maxBytes int) (service.JobLog, error) {
+	q := url.Values{}
+	if attempt > 0 {
+		q.Set("attempt", strconv.Itoa(attempt))
+	}
+	if maxBytes > 0 {
+		q.Set("bytes", strconv.Itoa(maxBytes))
+	}
+	path := "/v1/jobs/" + url.PathEscape(id) + "/log"
+	if len(q) > 0 {
+		path += "?" + q.Encode()
+	}
+	var out service.JobLog
+	err := c.do(ctx, http.MethodGet, path, nil, &out)
 	return out, err
 }
 

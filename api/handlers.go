@@ -223,6 +223,36 @@ func (h *handlers) jobEvents(c *gin.Context) {
 	writeJSON(c, http.StatusOK, JobEventList{Job: st.ID, Events: evs})
 }
 
+// jobLog is GET /v1/jobs/{id}/log?attempt=N&bytes=N: the end of an
+// attempt's log (the newest by default) on each node it ran on.
+func (h *handlers) jobLog(c *gin.Context) {
+	params := c.Request.URL.Query()
+	if e := onlyParams(params, "attempt", "bytes"); e != nil {
+		abortRequest(c, e)
+		return
+	}
+	attempt, e := intParam(params, "attempt", 1, math.MaxInt32)
+	if e != nil {
+		abortRequest(c, e)
+		return
+	}
+	size, e := intParam(params, "bytes", 1, service.MaxLogBytes)
+	if e != nil {
+		abortRequest(c, e)
+		return
+	}
+	st, ok := h.job(c)
+	if !ok {
+		return
+	}
+	log, err := h.svc.JobLog(c.Request.Context(), st.ID, attempt, cmp.Or(size, service.DefaultLogBytes))
+	if err != nil {
+		serviceError(c, h.log, err)
+		return
+	}
+	writeJSON(c, http.StatusOK, log)
+}
+
 // cancel is DELETE /v1/jobs/{id} and POST /v1/jobs/{id}/cancel.
 func (h *handlers) cancel(c *gin.Context) {
 	if _, ok := h.job(c); !ok {

@@ -80,7 +80,7 @@ func TestOpenAPISchemasMatchTheGoTypes(t *testing.T) {
 		"Error": ErrorBody{}, "JobSpecRequest": JobSpecRequest{}, "SubmitRequest": SubmitRequest{},
 		"PredictRequest": PredictRequest{}, "PredictResponse": PredictResponse{}, "NodeRequest": NodeRequest{},
 		"WhatIfRequest": WhatIfRequest{}, "ModeBody": ModeBody{}, "RollbackRequest": RollbackRequest{},
-		"JobList": JobList{}, "JobEventList": JobEventList{}, "JobEvent": service.JobEvent{}, "RecommendationList": RecommendationList{}, "ModelList": ModelList{}, "StatusBody": StatusBody{},
+		"JobList": JobList{}, "JobEventList": JobEventList{}, "JobEvent": service.JobEvent{}, "JobLog": service.JobLog{}, "NodeLog": service.NodeLog{}, "RecommendationList": RecommendationList{}, "ModelList": ModelList{}, "StatusBody": StatusBody{},
 		"JobStatus": service.JobStatus{}, "JobAttempt": service.JobAttempt{}, "GPUShare": service.GPUShare{}, "Forecast": service.Forecast{}, "FleetState": service.FleetState{},
 		"NodeState": service.NodeState{}, "NodeLoan": service.NodeLoan{}, "GPUState": service.GPUState{}, "Recommendation": service.Recommendation{},
 		"WhatIfResult": service.WhatIfResult{}, "WhatIfJob": service.WhatIfJob{}, "WhatIfSummary": service.WhatIfSummary{},

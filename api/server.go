@@ -174,6 +174,7 @@ func (s *Server) routeTable() []route {
 			route{http.MethodGet, "/v1/jobs", accessRead, h.listJobs},
 			route{http.MethodGet, "/v1/jobs/:id", accessRead, h.getJob},
 			route{http.MethodGet, "/v1/jobs/:id/events", accessRead, h.jobEvents},
+			route{http.MethodGet, "/v1/jobs/:id/log", accessRead, h.jobLog},
 			route{http.MethodDelete, "/v1/jobs/:id", accessSubmit, h.cancel},
 			route{http.MethodPost, "/v1/jobs/:id/cancel", accessSubmit, h.cancel},
 			route{http.MethodGet, "/v1/fleet", accessRead, h.fleet},

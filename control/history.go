@@ -10,6 +10,7 @@ import (
 
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/collector"
+	"github.com/prescient-sched/prescient/executor"
 	"github.com/prescient-sched/prescient/service"
 	"github.com/prescient-sched/prescient/store"
 )
@@ -62,6 +63,69 @@ func (p *Plane) history(ctx context.Context, st *service.JobStatus, evs []store.
 		st.EnergyKWh = &total
 	}
 	return nil
+}
+
+// logWait bounds how long JobLog waits for the nodes' answers.
+const logWait = 10 * time.Second
+
+// JobLog implements Service: it asks the backend for the attempt's log on
+// each node the attempt ran on.
+func (p *Plane) JobLog(ctx context.Context, id cluster.JobID, attempt, maxBytes int) (service.JobLog, error) {
+	if _, err := p.getJob(ctx, id); err != nil {
+		return service.JobLog{}, err
+	}
+	evs, err := p.cfg.Store.Events(ctx, id)
+	if err != nil {
+		return service.JobLog{}, err
+	}
+	attempts, err := store.Attempts(evs)
+	if err != nil {
+		return service.JobLog{}, fmt.Errorf("job %s: %w", id, err)
+	}
+	a, ok := findAttempt(attempts, attempt)
+	switch {
+	case !ok && attempt == 0:
+		return service.JobLog{}, fmt.Errorf("job %s has not started: it has no log: %w", id, service.ErrNotFound)
+	case !ok:
+		return service.JobLog{}, fmt.Errorf("job %s has no attempt %d: %w", id, attempt, service.ErrNotFound)
+	}
+	out := service.JobLog{Job: id, Attempt: a.Number}
+	var nodes []string
+	for _, al := range a.Allocations {
+		if !slices.Contains(nodes, al.GPU.Node) {
+			nodes = append(nodes, al.GPU.Node)
+		}
+	}
+	if len(nodes) == 0 {
+		out.Nodes = []service.NodeLog{{Unavailable: fmt.Sprintf("where attempt %d ran was not recorded (an older release started it)", a.Number)}}
+		return out, nil
+	}
+	lr, ok := p.cfg.Backend.(executor.LogReader)
+	if !ok {
+		for _, n := range nodes {
+			out.Nodes = append(out.Nodes, service.NodeLog{Node: n, Unavailable: "this control plane's backend keeps no job logs"})
+		}
+		return out, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, logWait)
+	defer cancel()
+	for _, t := range lr.JobLog(ctx, id, a.Number, nodes, min(max(maxBytes, 1), service.MaxLogBytes)) {
+		out.Nodes = append(out.Nodes, service.NodeLog{Node: t.Node, Text: t.Text, Truncated: t.Truncated, Unavailable: t.Unavailable})
+	}
+	return out, nil
+}
+
+// findAttempt is attempt number n of attempts, or the newest for n 0.
+func findAttempt(attempts []store.Attempt, n int) (store.Attempt, bool) {
+	if n == 0 && len(attempts) > 0 {
+		return attempts[len(attempts)-1], true
+	}
+	for _, a := range attempts {
+		if a.Number == n {
+			return a, true
+		}
+	}
+	return store.Attempt{}, false
 }
 
 // gpuUUIDs maps the fleet's GPUs to their UUIDs, where known.

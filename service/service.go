@@ -22,6 +22,10 @@ type Service interface {
 	// its reason (submit, start, checkpoint, preemption, requeue, failed
 	// start, exit).
 	JobEvents(ctx context.Context, id cluster.JobID) ([]JobEvent, error)
+	// JobLog is the end of an attempt's log (0: the newest attempt), up to
+	// maxBytes, on each node it ran on, or why a node's is unavailable.
+	// A job that never started has none (ErrNotFound).
+	JobLog(ctx context.Context, id cluster.JobID, attempt, maxBytes int) (JobLog, error)
 	// Cancel cancels a queued job or stops a running one.
 	Cancel(ctx context.Context, id cluster.JobID) (JobStatus, error)
 
@@ -133,6 +137,31 @@ type JobStatus struct {
 	GPUHours  float64      `json:"gpu_hours,omitempty"`
 	EnergyKWh *float64     `json:"energy_kwh,omitempty"`
 }
+
+// JobLog is the end of one attempt's log on each node it ran on.
+type JobLog struct {
+	Job     cluster.JobID `json:"job"`
+	Attempt int           `json:"attempt"`
+	Nodes   []NodeLog     `json:"nodes"`
+}
+
+// NodeLog is the end of an attempt's log on one node.
+type NodeLog struct {
+	Node string `json:"node"`
+	Text string `json:"text"`
+	// Truncated is set when the log is longer than Text, which then
+	// starts at a line.
+	Truncated bool `json:"truncated,omitempty"`
+	// Unavailable says why there is no text (the node is gone, its agent
+	// silent, the backend keeps no logs).
+	Unavailable string `json:"unavailable,omitempty"`
+}
+
+// DefaultLogBytes and MaxLogBytes bound the log tail JobLog returns.
+const (
+	DefaultLogBytes = 64 << 10
+	MaxLogBytes     = 1 << 20
+)
 
 // JobAttempt is one run of a job: where, from when to when, what ended it
 // and what it used.

@@ -171,15 +171,64 @@ func TestEndToEnd(t *testing.T) {
 		return len(pending) == 0, strings.Join(pending, " ")
 	})
 	stopPolling()
+
+	// 8. Each job's history outlives its placement: a victim's first
+	// attempt ran where the API said and was preempted; the production
+	// job's log is read back from its node through its agent; energy is
+	// integrated from the agents' power telemetry.
+	e2eCheckHistory(t, c, obs, accepted, victims, prodNode, prodDone)
 	c.stopServe()
 
-	// 8. The checks of what happened, from the agents' side and the store's.
+	// 9. The checks of what happened, from the agents' side and the store's.
 	e2eCheckAttempts(t, c, accepted)
 	e2eCheckResumes(t, c, victims)
 	e2eCheckStore(t, c, accepted, victims)
 	obs.checkDevices()
 	c.logProblems()
 	t.Logf("end-to-end wall time %.1f s (binary build included)", time.Since(began).Seconds())
+}
+
+// e2eCheckHistory checks GET /v1/jobs/{id} history and /log of finished
+// jobs on the restarted control plane.
+func e2eCheckHistory(t *testing.T, c *e2eCluster, obs *e2eObserver, accepted, victims []string, prodNode, prodDone string) {
+	t.Helper()
+	for _, id := range victims {
+		js := c.job(id)
+		if len(js.History) < 2 || js.History[0].EndedBy != "preempted" || js.History[len(js.History)-1].EndedBy != "finished" {
+			t.Errorf("history of victim %s: %+v; want a preempted attempt, then a finished one", id, js.History)
+			continue
+		}
+		var gpus []string
+		for _, g := range js.History[0].Allocations {
+			gpus = append(gpus, fmt.Sprintf("%s/gpu%d", g.Node, g.GPU))
+		}
+		slices.Sort(gpus)
+		if want := obs.placementOf(id, 1); !slices.Equal(gpus, want) {
+			t.Errorf("history of %s attempt 1 on %v; the API said %v while it ran", id, gpus, want)
+		}
+	}
+	var log service.JobLog
+	if code := c.do(http.MethodGet, "/v1/jobs/prod/log?attempt=1", e2eSubmitToken, nil, &log); code != http.StatusOK ||
+		len(log.Nodes) != 1 || log.Nodes[0].Node != prodNode || !strings.Contains(log.Nodes[0].Text, prodDone) {
+		t.Errorf("GET /v1/jobs/prod/log = %d %+v; want %s's log with %q", code, log, prodNode, prodDone)
+	}
+	withEnergy := 0
+	for _, id := range accepted {
+		js := c.job(id)
+		if js.RunS <= 0 || js.GPUHours <= 0 {
+			t.Errorf("job %s: run %g s, %g GPU-hours; want both above 0", id, js.RunS, js.GPUHours)
+		}
+		for _, a := range js.History {
+			if a.EnergyKWh != nil && *a.EnergyKWh > 0 {
+				withEnergy++
+			} else {
+				t.Logf("job %s attempt %d: energy unavailable: %s", id, a.Attempt, a.EnergyUnavailable)
+			}
+		}
+	}
+	if withEnergy == 0 {
+		t.Error("no attempt has an energy from the agents' power telemetry")
+	}
 }
 
 // e2eStartLine is the first line the workload prints.

@@ -50,7 +50,7 @@ func newJobsCmd(g *globals) *cobra.Command {
 	}
 	cf.register(cmd.PersistentFlags())
 	cmd.AddCommand(newJobsSubmitCmd(g, &cf), newJobsListCmd(g, &cf), newJobsShowCmd(g, &cf),
-		newJobsCancelCmd(g, &cf), newJobsEventsCmd(g, &cf))
+		newJobsCancelCmd(g, &cf), newJobsLogsCmd(g, &cf), newJobsEventsCmd(g, &cf))
 	return cmd
 }
 
@@ -291,6 +291,62 @@ func newJobsCancelCmd(g *globals, cf *clientFlags) *cobra.Command {
 			return errors.Join(errs...)
 		},
 	}
+}
+
+func newJobsLogsCmd(g *globals, cf *clientFlags) *cobra.Command {
+	var attempt, size int
+	cmd := &cobra.Command{
+		Use:   "logs JOB",
+		Short: "The end of a job's log, read from the nodes it ran on",
+		Long: "The end of a job's log (its newest attempt unless --attempt) on each node it ran on, read through\n" +
+			"the node's agent; a node whose log cannot be read (gone, silent) says why.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if attempt < 0 {
+				return fmt.Errorf("--attempt %d: want 1 or more (0: the newest)", attempt)
+			}
+			if size < 1 || size > service.MaxLogBytes {
+				return fmt.Errorf("--bytes %d: want 1 to %d", size, service.MaxLogBytes)
+			}
+			c, err := cf.client()
+			if err != nil {
+				return err
+			}
+			l, err := c.JobLog(cmd.Context(), args[0], attempt, size)
+			if err != nil {
+				return fmt.Errorf("job %s: %w", args[0], err)
+			}
+			return g.print(cmd.OutOrStdout(), jobLogReport(l))
+		},
+	}
+	cmd.Flags().IntVar(&attempt, "attempt", 0, "the attempt (0: the newest)")
+	cmd.Flags().IntVar(&size, "bytes", service.DefaultLogBytes, "how much of the log's end to show")
+	return cmd
+}
+
+// jobLogReport prints the log as it is; with several nodes, each under a
+// header, as kubectl logs --prefix would tell them apart.
+type jobLogReport service.JobLog
+
+func (r jobLogReport) writeTable(w io.Writer) error {
+	for _, n := range r.Nodes {
+		if len(r.Nodes) > 1 {
+			fmt.Fprintf(w, "==> %s (attempt %d) <==\n", n.Node, r.Attempt)
+		}
+		switch {
+		case n.Unavailable != "":
+			fmt.Fprintf(w, "(log unavailable: %s)\n", n.Unavailable)
+		default:
+			if n.Truncated {
+				fmt.Fprintln(w, "(…)")
+			}
+			fmt.Fprint(w, n.Text)
+			if n.Text != "" && !strings.HasSuffix(n.Text, "\n") {
+				fmt.Fprintln(w)
+			}
+		}
+	}
+	return nil
 }
 
 func newJobsEventsCmd(g *globals, cf *clientFlags) *cobra.Command {

@@ -154,6 +154,15 @@ func TestTheUserCommandsAgainstARunningServe(t *testing.T) {
 		t.Errorf("jobs show of a missing job: %v; want a 404", err)
 	}
 
+	// jobs logs: the simulated backend keeps none, and says so per node.
+	out, err = cli(t, url, cliMLToken, nil, "jobs", "logs", string(running.ID))
+	if err != nil || !strings.Contains(out, "log unavailable") {
+		t.Fatalf("jobs logs: %v\n%s", err, out)
+	}
+	if _, err := cli(t, url, cliMLToken, nil, "jobs", "logs", string(waiting.ID)); err == nil || !strings.Contains(err.Error(), "404") {
+		t.Errorf("jobs logs of a job that never started: %v; want a 404", err)
+	}
+
 	// whatif: one more job of the whole fleet.
 	var wi service.WhatIfResult
 	if _, err := cli(t, url, cliMLToken, &wi, "whatif", "--add-job", `{"gpus":16,"labels":{"duration_s":"60"}}`); err != nil || len(wi.Jobs) == 0 {

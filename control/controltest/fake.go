@@ -288,6 +288,30 @@ var eventType = map[cluster.JobState]string{
 }
 
 // JobEvents lists the job's moves since its submission, oldest first.
+// JobLog implements service.Service: the fake keeps no logs, so each node
+// of the job's placement is unavailable.
+func (f *Fake) JobLog(_ context.Context, id cluster.JobID, attempt, _ int) (service.JobLog, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.failure("JobLog"); err != nil {
+		return service.JobLog{}, err
+	}
+	e, err := f.get(id)
+	if err != nil {
+		return service.JobLog{}, err
+	}
+	if e.job.Attempts == 0 || attempt > e.job.Attempts {
+		return service.JobLog{}, fmt.Errorf("job %s has no attempt %d: %w", id, attempt, service.ErrNotFound)
+	}
+	out := service.JobLog{Job: id, Attempt: cmp.Or(attempt, e.job.Attempts)}
+	for _, g := range e.placement {
+		if len(out.Nodes) == 0 || out.Nodes[len(out.Nodes)-1].Node != g.Node {
+			out.Nodes = append(out.Nodes, service.NodeLog{Node: g.Node, Unavailable: "the fake control plane keeps no logs"})
+		}
+	}
+	return out, nil
+}
+
 func (f *Fake) JobEvents(_ context.Context, id cluster.JobID) ([]service.JobEvent, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
