@@ -6,7 +6,7 @@ import (
 )
 
 // Metrics are the collector's own Prometheus metrics. Names and meaning
-// are documented in the README.
+// are documented in docs/telemetry.md.
 type Metrics struct {
 	// Samples counts device samples taken (one per GPU or MIG device and
 	// interval).

@@ -28,7 +28,8 @@ type ProcessSample struct {
 	LabelFields map[string]string `json:",omitempty"`
 }
 
-// Measurement names, as written to InfluxDB and documented in the README.
+// Measurement names, as written to InfluxDB and documented in
+// docs/telemetry.md.
 const (
 	MeasurementGPU     = "gpu"
 	MeasurementProcess = "gpu_process"

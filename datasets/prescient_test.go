@@ -230,27 +230,28 @@ func TestDurationsSurviveJSONToTheNanosecond(t *testing.T) {
 	}
 }
 
-// The README documents the format with an example record; it must stay one
-// that the reader takes.
-func TestREADMEExampleRecordIsValid(t *testing.T) {
-	readme, err := os.ReadFile(filepath.Join(testenv.RepoRoot(t), "README.md"))
+// docs/data-formats.md documents the format with an example record; it must
+// stay one that the reader takes.
+func TestDataFormatsExampleRecordIsValid(t *testing.T) {
+	const doc = "docs/data-formats.md"
+	text, err := os.ReadFile(filepath.Join(testenv.RepoRoot(t), doc))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, rest, ok := strings.Cut(string(readme), "```json\n")
+	_, rest, ok := strings.Cut(string(text), "```json\n")
 	example, _, ok2 := strings.Cut(rest, "```")
 	if !ok || !ok2 {
-		t.Fatal("README.md has no ```json example of the prescient format")
+		t.Fatal(doc + " has no ```json example of the prescient format")
 	}
 	var compact bytes.Buffer
 	if err := json.Compact(&compact, []byte(example)); err != nil {
-		t.Fatalf("README example is not JSON: %v", err)
+		t.Fatalf("%s example is not JSON: %v", doc, err)
 	}
-	res, err := readPrescient(bytes.NewReader(append(compact.Bytes(), '\n')), "README.md", ReadOptions{})
+	res, err := readPrescient(bytes.NewReader(append(compact.Bytes(), '\n')), doc, ReadOptions{})
 	if err != nil || len(res.Jobs) != 1 {
-		t.Fatalf("README example record: %v (%d jobs)", err, len(res.Jobs))
+		t.Fatalf("%s example record: %v (%d jobs)", doc, err, len(res.Jobs))
 	}
 	if j := res.Jobs[0]; j.Attempts != 2 || j.LastCheckpoint == nil || j.Spec.Labels[cluster.LabelFramework] != "pytorch" {
-		t.Fatalf("README example read as %+v", j)
+		t.Fatalf("%s example read as %+v", doc, j)
 	}
 }

@@ -92,10 +92,10 @@ through the backend (--mode autopilot):
   --backend kubernetes  Prescient schedules the pods with schedulerName
                    "prescient" (--kubeconfig, else in cluster; --namespace);
                    the fleet is the Nodes; with --leader-elect only the
-                   holder of a Lease plans and acts (see the README).
+                   holder of a Lease plans and acts (see docs/kubernetes.md).
 
 It serves the HTTP API under /v1 (bearer tokens from --tokens, a YAML file:
-see the README), /metrics, /healthz, /readyz, /v1/openapi.json and the web
+see docs/api.md), /metrics, /healthz, /readyz, /v1/openapi.json and the web
 dashboard at /. With --retrain-every and --models it retrains the models from
 the finished jobs in the store on that schedule and publishes what passes the
 gate; POST /v1/models/retrain does the same at once. Restarting it, even with
