@@ -58,8 +58,23 @@ func newJobMetrics(reg *prometheus.Registry) (*jobMetrics, error) {
 			return nil, err
 		}
 	}
+	// Every counter's series exists from the start at zero, so that a rate
+	// or an alert on one that has not happened yet reads 0, not no data.
+	for _, t := range cluster.Tiers() {
+		for _, typ := range store.EventTypes() {
+			m.events.WithLabelValues(string(typ), t.String())
+		}
+		for _, r := range failureReasons {
+			m.failures.WithLabelValues(r, t.String())
+		}
+	}
+	m.p90Coverage.WithLabelValues("true")
+	m.p90Coverage.WithLabelValues("false")
 	return m, nil
 }
+
+// failureReasons are the reason labels of prescient_job_failures_total.
+var failureReasons = []string{"exit_code", "start_refused", "other"}
 
 // observe counts one lifecycle event of j (as the store has it after the
 // event); f is the job's forecast, known or not.
