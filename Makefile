@@ -26,7 +26,7 @@ test: lint
 	# The Kubernetes backend against a real kube-apiserver and etcd: a module of its own (its first build ~20 min).
 	cd test/kubernetes && $(GO) test -timeout $(GOTEST_TIMEOUT) ./...
 
-# The demo on the embedded default: no GPU, no InfluxDB. Four simulated DGX-A100 nodes with local agents running real
+# The demo on the embedded default: no GPU, no InfluxDB. Four simulated nodes (2 × 8 A100, 2 × 4 A40) with local agents running real
 # `prescient workload` processes, a synthetic job stream, models trained at start; state in $(RUN_DIR)/prescient.db,
 # the agents' work in $(RUN_DIR)/demo. It prints the dashboard's address and an admin token.
 run: build

@@ -106,6 +106,18 @@ func TestPrometheusScrapesTheDemo(t *testing.T) {
 		time.Sleep(2 * time.Second)
 	}
 
+	// The demo's fleet has two node shapes, and Prometheus sees both GPU
+	// models under dcgm-exporter's label.
+	var models []string
+	for _, m := range []string{"A100-SXM4-80GB", "A40"} {
+		if n, err := q.value(fmt.Sprintf(`count(DCGM_FI_DEV_GPU_UTIL{modelName=%q})`, m)); err == nil && !math.IsNaN(n) {
+			models = append(models, fmt.Sprintf("%s×%g", m, n))
+		}
+	}
+	if len(models) != 2 {
+		t.Errorf("GPUs by model in Prometheus: %v; want the demo's A100s and A40s", models)
+	}
+
 	// 4. Every panel query of the dashboard returns a number, with the
 	// rate window over the whole run.
 	data, err := deploy.Files.ReadFile("grafana/prescient-prometheus.json")

@@ -101,7 +101,8 @@ the finished jobs in the store on that schedule and publishes what passes the
 gate; POST /v1/models/retrain does the same at once. Restarting it, even with
 kill -9, loses no accepted job and starts none twice.
 
---demo runs everything on this machine: four simulated DGX-A100 nodes with
+--demo runs everything on this machine: four simulated nodes (two of 8 A100s,
+two of 4 A40s) with
 local agents that run real "prescient workload" processes, a synthetic job
 stream, models trained at start on synthetic history, autopilot, and an admin
 token printed for the dashboard and the API.`,

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -26,8 +27,30 @@ import (
 	"github.com/prescient-sched/prescient/training"
 )
 
-// The demo's fleet: four DGX-A100-like nodes.
-const demoFleet = "uniform:4x8:A100-SXM4-80GB"
+// demoFleetYAML is the demo's fleet, two node shapes as a lab has them:
+// two DGX-A100-like nodes (8 SXM GPUs on one NVSwitch) and two PCIe nodes
+// of 4 A40s joined in NVLink pairs. It is written to the demo directory
+// (fleet.yaml) for the agents to read, and for a user to look at.
+const demoFleetYAML = `# The demo's fleet (prescient serve --demo writes it; edits are overwritten).
+name: demo
+nodes:
+  - name: node-001
+    rack: rack-a
+    gpus: {count: 8, model: A100-SXM4-80GB, nvlink_domains: [[0, 1, 2, 3, 4, 5, 6, 7]]}
+  - name: node-002
+    rack: rack-a
+    gpus: {count: 8, model: A100-SXM4-80GB, nvlink_domains: [[0, 1, 2, 3, 4, 5, 6, 7]]}
+  - name: node-003
+    rack: rack-b
+    cpu_milli: 64000
+    memory: 512GiB
+    gpus: {count: 4, model: A40, nvlink_domains: [[0, 1], [2, 3]]}
+  - name: node-004
+    rack: rack-b
+    cpu_milli: 64000
+    memory: 512GiB
+    gpus: {count: 4, model: A40, nvlink_domains: [[0, 1], [2, 3]]}
+`
 
 type demoOptions struct {
 	enabled bool
@@ -43,10 +66,10 @@ type demoOptions struct {
 }
 
 func addDemoFlags(f *pflag.FlagSet, o *demoOptions) {
-	f.BoolVar(&o.enabled, "demo", false, "run the demo on this machine: simulated DGX-A100 nodes, local agents, real workload processes, a synthetic job stream (implies --mode autopilot --backend agent)")
+	f.BoolVar(&o.enabled, "demo", false, "run the demo on this machine: simulated A100 and A40 nodes, local agents, real workload processes, a synthetic job stream (implies --mode autopilot --backend agent)")
 	f.StringVar(&o.dir, "demo-dir", "", "with --demo: directory of the agents' work, the spool and the models (default: beside --db)")
 	f.Float64Var(&o.jobsPerMinute, "demo-jobs-per-minute", 3, "with --demo: mean arrival rate of the synthetic jobs (0: submit none)")
-	f.Float64Var(&o.timeScale, "demo-time-scale", 120, "with --demo: the synthetic jobs run this many times faster than the trace they come from")
+	f.Float64Var(&o.timeScale, "demo-time-scale", 20, "with --demo: the synthetic jobs run this many times faster than the trace they come from")
 	f.StringVar(&o.token, "demo-token", "", "with --demo: the admin token (default: a new random one, printed at start)")
 	f.StringVar(&o.workload, "demo-workload", "", "with --demo: the prescient binary the agents run as the workload (default: this one)")
 	_ = f.MarkHidden("demo-workload")
@@ -76,6 +99,7 @@ type demoSetup struct {
 	g          *globals
 	st         *store.Store
 	fleet      *cluster.Fleet
+	fleetSpec  string // the --fleet of its agents
 	adminToken string
 	agentToken string
 	workload   string
@@ -92,9 +116,14 @@ func newDemo(ctx context.Context, g *globals, o *serveOptions, st *store.Store, 
 	if err := os.MkdirAll(d.o.dir, 0o755); err != nil {
 		return nil, fmt.Errorf("--demo-dir: %w", err)
 	}
-	fleet, err := datasets.ReadFleet(demoFleet)
+	path := filepath.Join(d.o.dir, "fleet.yaml")
+	if err := os.WriteFile(path, []byte(demoFleetYAML), 0o644); err != nil {
+		return nil, fmt.Errorf("the demo's fleet: %w", err)
+	}
+	d.fleetSpec = "yaml:" + path
+	fleet, err := datasets.ReadFleet(d.fleetSpec)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("the demo's fleet: %w", err)
 	}
 	d.fleet = fleet
 	d.workload = d.o.workload
@@ -170,7 +199,7 @@ func (d *demoSetup) start(ctx context.Context, server string, plane service.Serv
 	var hosts []collector.HostSource
 	var regs collector.JobRegistries
 	for _, n := range d.fleet.Nodes {
-		opts := agentOptions{node: n.Name, fleet: demoFleet}
+		opts := agentOptions{node: n.Name, fleet: d.fleetSpec}
 		host, sim, info, err := agentNode(nvml.ModeSim, opts, true)
 		if err != nil {
 			return err
@@ -223,9 +252,35 @@ func (d *demoSetup) start(ctx context.Context, server string, plane service.Serv
 		defer d.wg.Done()
 		d.stream(ctx, plane)
 	}()
-	fmt.Fprintf(stdout, "Prescient demo: %d nodes × 8 GPUs, autopilot, %g jobs a minute.\n  dashboard and API: %s/\n  admin token:       %s\n",
-		len(d.fleet.Nodes), d.o.jobsPerMinute, server, d.adminToken)
+	fmt.Fprintf(stdout, "Prescient demo: %s, autopilot, %g jobs a minute.\n  dashboard and API: %s/\n  admin token:       %s\n",
+		describeFleet(d.fleet), d.o.jobsPerMinute, server, d.adminToken)
 	return nil
+}
+
+// describeFleet says what a fleet holds: "2 nodes × 8 A100-SXM4-80GB, 2
+// nodes × 4 A40".
+func describeFleet(f *cluster.Fleet) string {
+	type shape struct {
+		gpus  int
+		model string
+	}
+	var order []shape
+	count := map[shape]int{}
+	for _, n := range f.Nodes {
+		sh := shape{len(n.GPUs), ""}
+		if len(n.GPUs) > 0 {
+			sh.model = n.GPUs[0].Model
+		}
+		if count[sh] == 0 {
+			order = append(order, sh)
+		}
+		count[sh]++
+	}
+	parts := make([]string, len(order))
+	for i, sh := range order {
+		parts[i] = fmt.Sprintf("%d nodes × %d %s", count[sh], sh.gpus, sh.model)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // demoStopGrace is how long a demo job has to checkpoint and exit when the
