@@ -57,7 +57,8 @@ func TestTheRolesGrantOnlyWhatTheirUsersUse(t *testing.T) {
 	want := map[string]map[string][]string{
 		"prescient-scheduler": { // the backend
 			"nodes": {"list", "watch"}, "pods": {"delete", "list", "patch", "watch"},
-			"pods/binding": {"create"}, "pods/eviction": {"create"}, "events": {"create", "patch"}, "batch/jobs": {"list", "watch"},
+			"pods/binding": {"create"}, "pods/eviction": {"create"}, "pods/log": {"get"}, "events": {"create", "patch"},
+			"batch/jobs": {"list", "watch"},
 		},
 		"prescient-leader-election": {"coordination.k8s.io/leases": {"create", "get", "update"}},
 		"prescient-parking":         {"nodes": {"get", "patch"}},                                // the backend's Cordon and Uncordon
