@@ -12,15 +12,25 @@ import (
 )
 
 // Evaluate scores every model of the artifact on the labelled jobs
-// submitted at or after from. Jobs before from serve only as history; a
-// scored job's features see only jobs that ended before its submit time.
-func Evaluate(ctx context.Context, art *models.Artifact, jobs []cluster.Job, from time.Time) (Report, error) {
+// submitted at or after from and before until (zero: no end). Other jobs
+// serve only as history; a scored job's features see only jobs that ended
+// before its submit time, those of the window included, as in serving.
+func Evaluate(ctx context.Context, art *models.Artifact, jobs []cluster.Job, from, until time.Time) (Report, error) {
 	sorted := slices.Clone(jobs)
 	slices.SortStableFunc(sorted, func(a, b cluster.Job) int { return a.SubmitTime.Compare(b.SubmitTime) })
-	k, _ := slices.BinarySearchFunc(sorted, from, func(j cluster.Job, t time.Time) int { return j.SubmitTime.Compare(t) })
-	d := rowsFor(art.Features, sorted, sorted[k:])
+	bySubmit := func(j cluster.Job, t time.Time) int { return j.SubmitTime.Compare(t) }
+	k, _ := slices.BinarySearchFunc(sorted, from, bySubmit)
+	u := len(sorted)
+	if !until.IsZero() {
+		u, _ = slices.BinarySearchFunc(sorted, until, bySubmit)
+	}
+	d := rowsFor(art.Features, sorted, sorted[k:max(k, u)])
 	if len(d.y) < 1 {
-		return Report{}, fmt.Errorf("evaluate: %w: no job with a known %s submitted from %s on", ErrNoData, art.Target, from.Format(time.RFC3339))
+		window := "from " + from.Format(time.RFC3339) + " on"
+		if !until.IsZero() {
+			window = "from " + from.Format(time.RFC3339) + " until " + until.Format(time.RFC3339)
+		}
+		return Report{}, fmt.Errorf("evaluate: %w: no job with a known %s submitted %s", ErrNoData, art.Target, window)
 	}
 	rep := newReport(art.Target, d)
 	rep.ModelVersion, rep.Rows, rep.Selected = art.Version, art.Rows, art.Selected

@@ -64,14 +64,14 @@ func TestTrainOnPhillyBeatsTheGlobalMedianOnTheLaterWindow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ev, err := training.Evaluate(context.Background(), art, later, from)
+	ev, err := training.Evaluate(context.Background(), art, later, from, time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if ev.EvaluatedRows != 1500 || ev.ModelVersion != 1 || ev.Models[ev.Selected] == nil && ev.Baselines[ev.Selected] == nil {
 		t.Fatalf("evaluation report: %+v", ev)
 	}
-	if _, err := training.Evaluate(context.Background(), art, later, later[len(later)-1].SubmitTime.Add(time.Hour)); !errors.Is(err, training.ErrNoData) {
+	if _, err := training.Evaluate(context.Background(), art, later, later[len(later)-1].SubmitTime.Add(time.Hour), time.Time{}); !errors.Is(err, training.ErrNoData) {
 		t.Fatalf("evaluating an empty window: err = %v, want ErrNoData", err)
 	}
 }

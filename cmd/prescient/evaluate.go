@@ -5,10 +5,13 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/datasets"
 	"github.com/prescient-sched/prescient/models"
 	"github.com/prescient-sched/prescient/models/idle"
@@ -16,12 +19,17 @@ import (
 )
 
 type evaluateOptions struct {
-	target string
-	models string
-	trace  string
-	from   string
-	series string
-	idle   idleFlags
+	target   string
+	models   string
+	trace    string
+	from     string
+	until    string
+	origins  []string
+	rolling  string
+	learners []string
+	seed     int64
+	series   string
+	idle     idleFlags
 }
 
 func newEvaluateCmd(g *globals) *cobra.Command {
@@ -34,6 +42,14 @@ every model it holds on the jobs of --trace submitted from --from on. Jobs
 before --from serve only as history; each scored job's features see only jobs
 that ended before it was submitted (Philly: submit + run time, as the trace has
 no start times).
+
+With --origins DATE,DATE,...,END (or --from, --until and --rolling 10d), a
+rolling-origin backtest instead, without --models: at each origin but the
+last, every learner is trained on the jobs submitted before it (nothing is
+published) and scored, with the model the gate selects, on the window to the
+next origin, the outcomes of that window feeding the features as they arrive.
+It reports each window and each model's worst figures over them ("served" is
+the gate's pick of each window).
 
 With --series FORMAT:PATH (genai-memory), evaluate instead the online refinement
 of the memory footprint: at each refinement point of a series (after its first
@@ -69,12 +85,24 @@ shorter than two days, the mean of the last hour).`,
 				}
 				return g.print(cmd.OutOrStdout(), peakReport(rep))
 			}
+			if len(o.origins) > 0 || o.rolling != "" {
+				return runBacktest(cmd, g, o, t)
+			}
 			if o.models == "" || o.trace == "" || o.from == "" {
-				return fmt.Errorf("--models, --trace and --from are required")
+				return fmt.Errorf("--models, --trace and --from are required (or --origins for a backtest)")
 			}
 			from, err := datasets.ParseTime(o.from)
 			if err != nil {
 				return fmt.Errorf("--from: %w", err)
+			}
+			var until time.Time
+			if o.until != "" {
+				if until, err = datasets.ParseTime(o.until); err != nil {
+					return fmt.Errorf("--until: %w", err)
+				}
+				if !until.After(from) {
+					return fmt.Errorf("--until %s: want a time after --from %s", o.until, o.from)
+				}
 			}
 			art, err := training.Registry{Dir: o.models}.LoadCurrent(t)
 			if err != nil {
@@ -84,7 +112,7 @@ shorter than two days, the mean of the last hour).`,
 			if err != nil {
 				return err
 			}
-			rep, err := training.Evaluate(cmd.Context(), art, res.Jobs, from)
+			rep, err := training.Evaluate(cmd.Context(), art, res.Jobs, from, until)
 			if err != nil {
 				return err
 			}
@@ -97,8 +125,128 @@ shorter than two days, the mean of the last hour).`,
 	f.StringVar(&o.trace, "trace", "", "job history, FORMAT:PATH ("+traceFormatNames()+")")
 	f.StringVar(&o.from, "from", "", "score the jobs submitted from this date on (YYYY-MM-DD or RFC 3339)")
 	f.StringVar(&o.series, "series", "", "evaluate the online memory refinement on GPU-memory series (--target memory) or the idle forecaster (--target idle), FORMAT:PATH ("+seriesFormatNames()+", influx)")
+	f.StringVar(&o.until, "until", "", "score only the jobs submitted before this date (with --from; with --rolling, the end of the last window)")
+	f.StringSliceVar(&o.origins, "origins", nil, "backtest: train at each date but the last, score to the next (e.g. 2017-10-25,2017-11-10,2017-12-01)")
+	f.StringVar(&o.rolling, "rolling", "", "backtest: origins every this long (e.g. 10d, 240h) from --from to --until (default: the trace's end)")
+	f.StringSliceVar(&o.learners, "learners", nil, "backtest: learners to fit (default all): "+learnerNames())
+	f.Int64Var(&o.seed, "seed", 1, "backtest: random seed")
 	o.idle.register(cmd, true)
 	return cmd
+}
+
+// runBacktest is evaluate --origins or --rolling.
+func runBacktest(cmd *cobra.Command, g *globals, o evaluateOptions, t models.Target) error {
+	switch {
+	case o.trace == "":
+		return fmt.Errorf("--trace is required for a backtest")
+	case o.models != "":
+		return fmt.Errorf("--models: a backtest trains its own models at each origin (and publishes none); leave --models out")
+	case len(o.origins) > 0 && o.rolling != "":
+		return fmt.Errorf("--origins and --rolling: give one")
+	case len(o.origins) > 0 && (o.from != "" || o.until != ""):
+		return fmt.Errorf("--origins: the first origin and the last date are the span; leave --from and --until out")
+	}
+	res, err := datasets.ReadTrace(o.trace, datasets.ReadOptions{})
+	if err != nil {
+		return err
+	}
+	var origins []time.Time
+	for i, s := range o.origins {
+		at, err := datasets.ParseTime(strings.TrimSpace(s))
+		if err != nil {
+			return fmt.Errorf("--origins: date %d: %w", i+1, err)
+		}
+		origins = append(origins, at)
+	}
+	if o.rolling != "" {
+		step, err := parseDays(o.rolling)
+		if err != nil {
+			return fmt.Errorf("--rolling: %w", err)
+		}
+		if o.from == "" {
+			return fmt.Errorf("--rolling needs --from, the first origin")
+		}
+		from, err := datasets.ParseTime(o.from)
+		if err != nil {
+			return fmt.Errorf("--from: %w", err)
+		}
+		until := traceEnd(res.Jobs)
+		if o.until != "" {
+			if until, err = datasets.ParseTime(o.until); err != nil {
+				return fmt.Errorf("--until: %w", err)
+			}
+		}
+		if origins, err = training.RollingOrigins(from, until, step); err != nil {
+			return fmt.Errorf("--rolling: %w", err)
+		}
+	}
+	cfg := training.Config{Target: t, Learners: o.learners, Seed: o.seed, Logger: g.logger}
+	prog := newProgress(cmd.ErrOrStderr(), g)
+	cfg.Progress = prog.update
+	rep, err := training.Backtest(cmd.Context(), cfg, res.Jobs, origins, func(w, n int) { prog.update("windows", w, n) })
+	prog.done()
+	if err != nil {
+		return fmt.Errorf("--origins: %w", err)
+	}
+	return g.print(cmd.OutOrStdout(), backtestReport(rep))
+}
+
+// parseDays is a duration that may be given in days ("10d").
+func parseDays(s string) (time.Duration, error) {
+	if d, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.ParseFloat(d, 64)
+		if err != nil || !(n > 0 && n <= 3650) { // NaN fails too
+			return 0, fmt.Errorf("%q: want a positive number of days (e.g. 10d) or a Go duration (240h)", s)
+		}
+		return time.Duration(n * 24 * float64(time.Hour)), nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("%q: want a positive number of days (e.g. 10d) or a Go duration (240h)", s)
+	}
+	return d, nil
+}
+
+// traceEnd is just after the last submission of jobs.
+func traceEnd(jobs []cluster.Job) time.Time {
+	var end time.Time
+	for i := range jobs {
+		if jobs[i].SubmitTime.After(end) {
+			end = jobs[i].SubmitTime
+		}
+	}
+	return end.Add(time.Nanosecond)
+}
+
+// backtestReport prints a backtest: one row per window and model, then
+// each model's worst.
+type backtestReport training.BacktestReport
+
+func (r backtestReport) writeTable(w io.Writer) error {
+	t := newTable(w)
+	t.row("window", "jobs", "train_rows", "model", "kind", "mae_log", "spearman", "p90_coverage")
+	row := func(win, jobs, rows, name, kind string, m map[string]float64) {
+		t.row(win, jobs, rows, name, kind, fmt.Sprintf("%.3f", m["mae_log"]), fmt.Sprintf("%.3f", m["spearman"]), fmt.Sprintf("%.3f", m["p90_coverage"]))
+	}
+	for _, win := range r.Windows {
+		span := win.Origin.Format(time.DateOnly) + " → " + win.Until.Format(time.DateOnly)
+		for _, kind := range []struct {
+			name string
+			m    map[string]map[string]float64
+		}{{"learned", win.Models}, {"baseline", win.Baselines}} {
+			for _, n := range slices.Sorted(maps.Keys(kind.m)) {
+				k := kind.name
+				if n == win.Selected {
+					k += " (served)"
+				}
+				row(span, fmt.Sprint(win.Jobs), fmt.Sprint(win.TrainRows), n, k, kind.m[n])
+			}
+		}
+	}
+	for _, n := range slices.Sorted(maps.Keys(r.Worst)) {
+		row("worst of all", "-", "-", n, "-", r.Worst[n])
+	}
+	return t.flush()
 }
 
 func seriesFormatNames() string {

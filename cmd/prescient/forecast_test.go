@@ -66,6 +66,48 @@ func TestForecastCommands(t *testing.T) {
 			t.Fatalf("%v: %s", err, out)
 		}
 	})
+	t.Run("evaluate --until bounds the window", func(t *testing.T) {
+		end := res.Jobs[3750].SubmitTime.Format("2006-01-02T15:04:05Z")
+		out, err := run(t, "evaluate", "--target", "duration", "--models", reg, "--trace", "prescient:"+trace, "--from", until, "--until", end, "--output", "json")
+		var rep struct {
+			EvaluatedRows int `json:"evaluated_rows"`
+		}
+		if err != nil || json.Unmarshal([]byte(out), &rep) != nil || rep.EvaluatedRows != 250 {
+			t.Fatalf("%v: %s", err, out)
+		}
+		if _, err := run(t, "evaluate", "--models", reg, "--trace", "prescient:"+trace, "--from", until, "--until", until); err == nil || !strings.Contains(err.Error(), "--until") {
+			t.Errorf("an empty window: %v, want an error naming --until", err)
+		}
+	})
+	t.Run("evaluate --origins backtests window by window", func(t *testing.T) {
+		origins := res.Jobs[2500].SubmitTime.Format("2006-01-02T15:04:05Z") + "," + res.Jobs[3250].SubmitTime.Format("2006-01-02T15:04:05Z") + "," + until
+		out, err := run(t, "evaluate", "--target", "duration", "--trace", "prescient:"+trace, "--origins", origins, learners, "--output", "json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rep struct {
+			Windows []struct {
+				Jobs     int                           `json:"jobs"`
+				Selected string                        `json:"selected"`
+				Models   map[string]map[string]float64 `json:"models"`
+			} `json:"windows"`
+			Worst map[string]map[string]float64 `json:"worst"`
+		}
+		if err := json.Unmarshal([]byte(out), &rep); err != nil {
+			t.Fatalf("not one JSON object: %v\n%s", err, out)
+		}
+		if len(rep.Windows) != 2 || rep.Windows[0].Jobs != 750 || rep.Windows[1].Jobs != 250 || rep.Worst["served"] == nil ||
+			rep.Worst["rolling_median"]["mae_log"] == 0 {
+			t.Fatalf("backtest report: %+v", rep)
+		}
+		table, err := run(t, "evaluate", "--trace", "prescient:"+trace, "--origins", origins, learners)
+		if err != nil || !strings.Contains(table, "(served)") || !strings.Contains(table, "worst of all") {
+			t.Fatalf("backtest table: %v\n%s", err, table)
+		}
+		if _, err := run(t, "evaluate", "--trace", "prescient:"+trace, "--origins", origins, "--models", reg); err == nil || !strings.Contains(err.Error(), "--models") {
+			t.Errorf("a backtest with --models: %v, want an error naming --models", err)
+		}
+	})
 	t.Run("predict writes one JSON object per job", func(t *testing.T) {
 		specs := filepath.Join(dir, "specs.jsonl")
 		body := `{"id":"a","tenant":"11cb48","gpus":4,"submit_time":"2017-12-01T10:00:00Z","state":"queued"}` + "\n" +
@@ -162,4 +204,16 @@ func TestServeWithRetrainingStopsWhenTheListenerFails(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("serve hung after its listener failed")
 	}
+}
+
+func FuzzParseDays(f *testing.F) {
+	for _, s := range []string{"10d", "0.5d", "240h", "-1d", "d", "1e9d", "NaNd", "10"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		d, err := parseDays(s)
+		if err == nil && d <= 0 {
+			t.Fatalf("parseDays(%q) = %s without an error", s, d)
+		}
+	})
 }

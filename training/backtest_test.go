@@ -1,0 +1,84 @@
+package training_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/prescient-sched/prescient/datasets/datasetstest"
+	"github.com/prescient-sched/prescient/models"
+	"github.com/prescient-sched/prescient/training"
+)
+
+// A backtest trains at each origin on what came before and scores the
+// window to the next origin only: each window's figures are its own jobs'.
+func TestBacktestScoresEachWindowOnItsOwnJobs(t *testing.T) {
+	jobs := datasetstest.Philly(t)[:9000]
+	origins := []time.Time{jobs[4000].SubmitTime, jobs[6000].SubmitTime, jobs[8999].SubmitTime}
+	var calls []int
+	cfg := training.Config{Target: models.TargetDuration, Seed: 1, NoRefit: true, Learners: quick}
+	rep, err := training.Backtest(context.Background(), cfg, jobs, origins, func(w, n int) { calls = append(calls, w) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Windows) != 2 || len(calls) != 3 || calls[2] != 2 {
+		t.Fatalf("%d windows, progress %v: want 2 windows, progress 0, 1, 2", len(rep.Windows), calls)
+	}
+	for i, w := range rep.Windows {
+		if !w.Origin.Equal(origins[i]) || !w.Until.Equal(origins[i+1]) {
+			t.Errorf("window %d spans %s to %s", i, w.Origin, w.Until)
+		}
+		// Each window scores the labelled jobs submitted in it, and trains
+		// on fewer jobs than precede its origin (the gate's holdout).
+		before := 0
+		in := 0
+		for _, j := range jobs {
+			if _, ok := models.TargetDuration.Label(&j); !ok {
+				continue
+			}
+			switch {
+			case j.SubmitTime.Before(w.Origin):
+				before++
+			case j.SubmitTime.Before(w.Until):
+				in++
+			}
+		}
+		if w.Jobs != in || w.TrainRows <= 0 || w.TrainRows >= before {
+			t.Errorf("window %d: %d jobs scored (want %d), %d train rows (of %d before)", i, w.Jobs, in, w.TrainRows, before)
+		}
+		if w.Models[w.Selected] == nil && w.Baselines[w.Selected] == nil {
+			t.Errorf("window %d: selected %q has no figures", i, w.Selected)
+		}
+	}
+	// The worst of the served model is no better than each window's.
+	served := rep.Worst[training.ServedName]
+	for i, w := range rep.Windows {
+		row := w.Models[w.Selected]
+		if row == nil {
+			row = w.Baselines[w.Selected]
+		}
+		if served["mae_log"] < row["mae_log"] || served["spearman"] > row["spearman"] {
+			t.Errorf("worst served %v is better than window %d's %v", served, i, row)
+		}
+	}
+	if _, err := training.Backtest(context.Background(), cfg, jobs, origins[:1], nil); err == nil {
+		t.Error("one origin: no error")
+	}
+	if _, err := training.Backtest(context.Background(), cfg, jobs, []time.Time{origins[1], origins[0]}, nil); err == nil {
+		t.Error("decreasing origins: no error")
+	}
+}
+
+func TestRollingOrigins(t *testing.T) {
+	from := time.Date(2017, 10, 25, 0, 0, 0, 0, time.UTC)
+	got, err := training.RollingOrigins(from, from.AddDate(0, 0, 25), 10*24*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 4 || !got[1].Equal(from.AddDate(0, 0, 10)) || !got[3].Equal(from.AddDate(0, 0, 25)) {
+		t.Errorf("origins %v", got)
+	}
+	if _, err := training.RollingOrigins(from, from, time.Hour); err == nil {
+		t.Error("an empty span: no error")
+	}
+}
