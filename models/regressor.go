@@ -100,6 +100,11 @@ type Learner struct {
 	// Baseline learners need no learning; every learned model is compared
 	// with them.
 	Baseline bool
+	// Compared learners are fitted and reported beside the others but
+	// never selected to serve: the gate does not yet choose across time
+	// windows, and such a learner won the holdout and then lost the next
+	// window (see GBT).
+	Compared bool
 	New      func(o Options) Model
 }
 

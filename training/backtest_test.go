@@ -82,3 +82,24 @@ func TestRollingOrigins(t *testing.T) {
 		t.Error("an empty span: no error")
 	}
 }
+
+// A learner only compared is reported but not served, unless it is all
+// there is.
+func TestTheGateServesNoComparedLearner(t *testing.T) {
+	jobs := datasetstest.Philly(t)[:3000]
+	for _, c := range []struct {
+		learners []string
+		want     string
+	}{
+		{[]string{models.GBTName, models.GlobalMedianName}, models.GlobalMedianName},
+		{[]string{models.GBTName}, models.GBTName},
+	} {
+		_, rep, err := training.Train(context.Background(), training.Config{Target: models.TargetDuration, Seed: 1, NoRefit: true, Learners: c.learners}, jobs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Selected != c.want || rep.Models[models.GBTName] == nil {
+			t.Errorf("learners %v: selected %s (gbt reported: %v), want %s", c.learners, rep.Selected, rep.Models[models.GBTName] != nil, c.want)
+		}
+	}
+}

@@ -262,12 +262,23 @@ func GateMetric(t models.Target) string {
 	return "mae_log"
 }
 
+// selectBest is the learner with the lowest gate metric, leaving out
+// those only compared (models.Learner.Compared) unless nothing else was
+// fitted.
 func selectBest(t models.Target, metrics map[string]map[string]float64) string {
 	key := GateMetric(t)
 	best := ""
-	for _, name := range slices.Sorted(maps.Keys(metrics)) {
-		if best == "" || metrics[name][key] < metrics[best][key] {
-			best = name
+	for _, compared := range []bool{false, true} {
+		for _, name := range slices.Sorted(maps.Keys(metrics)) {
+			if l, err := models.LookupLearner(name); err == nil && l.Compared != compared {
+				continue
+			}
+			if best == "" || metrics[name][key] < metrics[best][key] {
+				best = name
+			}
+		}
+		if best != "" {
+			return best
 		}
 	}
 	return best
