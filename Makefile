@@ -48,6 +48,9 @@ eval: build
 	rm -rf $(RUN_DIR)/eval-models
 	$(BIN) train --target duration --trace philly:$(DATASETS)/philly/philly_jobs.csv --until 2017-11-10 --models $(RUN_DIR)/eval-models
 	$(BIN) evaluate --target duration --trace philly:$(DATASETS)/philly/philly_jobs.csv --from 2017-11-10 --models $(RUN_DIR)/eval-models
+	@echo "== duration forecasts, rolling-origin backtest: trained at each origin, scored to the next (W1 Oct 25 → Nov 10, W2 → Nov 20, W3 → Dec 1), then Nov 10 → Dec 1"
+	$(BIN) evaluate --target duration --trace $(PHILLY) --origins 2017-10-25,2017-11-10,2017-11-20,2017-12-01
+	$(BIN) evaluate --target duration --trace $(PHILLY) --origins 2017-11-10,2017-12-01
 	$(BIN) train --target memory --trace prescient:$(RUN_DIR)/synthetic.jsonl.gz --models $(RUN_DIR)/eval-models
 	$(BIN) evaluate --target memory --series genai-memory:$(DATASETS)/alibaba-genai/pod_gpu_memory_used_bytes_anon.csv.gz
 	@echo "== idle forecasts: trained on 75% of the series, scored on the 25% held out (philly-nodes: its last 25% of time)"
