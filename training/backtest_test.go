@@ -103,3 +103,42 @@ func TestTheGateServesNoComparedLearner(t *testing.T) {
 		}
 	}
 }
+
+// The gate averages each learner's metric over the holdout and the window
+// before it, each scored by a fit on the jobs before it, and selects by
+// that average.
+func TestTheGateSelectsOverTwoWindows(t *testing.T) {
+	jobs := datasetstest.Philly(t)[:4000]
+	learners := []string{models.RollingMedianName, models.GlobalMedianName, models.KNNName}
+	art, rep, err := training.Train(context.Background(), training.Config{Target: models.TargetDuration, Seed: 1, NoRefit: true, Learners: learners, GateWindows: 2}, jobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	best, bestScore := "", 0.0
+	for _, name := range learners {
+		row := art.Metrics[name]
+		w2, ok := row["mae_log_window_2"]
+		if !ok {
+			t.Fatalf("%s: no score on the second window: %v", name, row)
+		}
+		if want := (row["mae_log"] + w2) / 2; row["gate_score"] != want {
+			t.Errorf("%s: gate score %g, want the mean of %g and %g", name, row["gate_score"], row["mae_log"], w2)
+		}
+		if best == "" || row["gate_score"] < bestScore {
+			best, bestScore = name, row["gate_score"]
+		}
+	}
+	if rep.Selected != best {
+		t.Errorf("selected %s, want %s (lowest gate score)", rep.Selected, best)
+	}
+	one, _, err := training.Train(context.Background(), training.Config{Target: models.TargetDuration, Seed: 1, NoRefit: true, Learners: learners, GateWindows: 1}, jobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := one.Metrics[models.KNNName]["mae_log_window_2"]; ok {
+		t.Error("one gate window scored a second")
+	}
+	if _, _, err := training.Train(context.Background(), training.Config{Target: models.TargetDuration, GateWindows: 9}, jobs); err == nil {
+		t.Error("nine gate windows: no error")
+	}
+}

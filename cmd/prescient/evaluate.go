@@ -28,6 +28,7 @@ type evaluateOptions struct {
 	rolling  string
 	learners []string
 	seed     int64
+	gateWins int
 	series   string
 	idle     idleFlags
 }
@@ -130,6 +131,7 @@ shorter than two days, the mean of the last hour).`,
 	f.StringVar(&o.rolling, "rolling", "", "backtest: origins every this long (e.g. 10d, 240h) from --from to --until (default: the trace's end)")
 	f.StringSliceVar(&o.learners, "learners", nil, "backtest: learners to fit (default all): "+learnerNames())
 	f.Int64Var(&o.seed, "seed", 1, "backtest: random seed")
+	f.IntVar(&o.gateWins, "gate-windows", training.DefaultGateWindows, "backtest: the gate's windows at each origin (as train --gate-windows)")
 	o.idle.register(cmd, true)
 	return cmd
 }
@@ -180,7 +182,7 @@ func runBacktest(cmd *cobra.Command, g *globals, o evaluateOptions, t models.Tar
 			return fmt.Errorf("--rolling: %w", err)
 		}
 	}
-	cfg := training.Config{Target: t, Learners: o.learners, Seed: o.seed, Logger: g.logger}
+	cfg := training.Config{Target: t, Learners: o.learners, Seed: o.seed, GateWindows: o.gateWins, Logger: g.logger}
 	prog := newProgress(cmd.ErrOrStderr(), g)
 	cfg.Progress = prog.update
 	rep, err := training.Backtest(cmd.Context(), cfg, res.Jobs, origins, func(w, n int) { prog.update("windows", w, n) })

@@ -29,6 +29,7 @@ type trainOptions struct {
 	learners []string
 	keep     int
 	seed     int64
+	gateWins int
 	every    time.Duration
 	series   string    // --target idle or memory: telemetry series, FORMAT:PATH
 	idle     idleFlags // --target idle
@@ -84,6 +85,7 @@ draw and the mean working draw as fractions of the power limit, written to
 	f.StringSliceVar(&o.learners, "learners", nil, "learners to fit (default all): "+learnerNames())
 	f.IntVar(&o.keep, "keep", training.DefaultKeep, "versions to keep in the registry")
 	f.Int64Var(&o.seed, "seed", 1, "random seed")
+	f.IntVar(&o.gateWins, "gate-windows", training.DefaultGateWindows, "select the model on this many windows of the latest jobs, each the holdout's size (1: the holdout alone; each more costs every learner a fit)")
 	f.DurationVar(&o.every, "every", 0, "retrain on this schedule (e.g. 6h) until interrupted; 0 trains once")
 	f.StringVar(&o.telemetryDB, "telemetry-db", "", "--target memory: fill the peak GPU memory of finished jobs without one from the telemetry in this SQLite file (the embedded store, --db of collect/serve)")
 	f.StringVar(&o.influx.URL, "influx-url", "", "--target memory: fill missing peaks from the telemetry in this InfluxDB instead")
@@ -169,7 +171,7 @@ func (o trainOptions) config(g *globals) (training.Config, training.Registry, er
 	if o.keep < 1 {
 		return training.Config{}, training.Registry{}, fmt.Errorf("--keep: %d is below 1", o.keep)
 	}
-	cfg := training.Config{Target: t, Learners: o.learners, Seed: o.seed, Logger: g.logger}
+	cfg := training.Config{Target: t, Learners: o.learners, Seed: o.seed, GateWindows: o.gateWins, Logger: g.logger}
 	if o.until != "" {
 		if cfg.Until, err = datasets.ParseTime(o.until); err != nil {
 			return training.Config{}, training.Registry{}, fmt.Errorf("--until: %w", err)
