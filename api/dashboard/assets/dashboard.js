@@ -36,6 +36,9 @@ function showLogin(message) {
   resetJobs();
   const confirm = $('#confirm-dialog');
   if (confirm.open) confirm.close(); // its question is answered no
+  // What the last session did is not the next one's business.
+  for (const s of ['#submit-result', '#jobs-error', '#mode-result']) $(s).hidden = true;
+  $('#whatif-result').replaceChildren();
   $('#app').hidden = true;
   $('#nav').hidden = true;
   $('#logout').hidden = true;
