@@ -86,6 +86,7 @@ func TestAuthorization(t *testing.T) {
 		{"rollback", "POST", "/v1/models/duration/rollback", "", adminOnly, 200, false},
 		{"get mode", "GET", "/v1/mode", "", read, 200, false},
 		{"set mode", "PUT", "/v1/mode", `{"mode":"autopilot"}`, adminOnly, 200, false},
+		{"who the token is", "GET", "/v1/whoami", "", read, 200, false},
 		{"agent protocol", "POST", "/v1/agents/register", `{}`, agentOnly, 200, false},
 	}
 	for _, call := range calls {

@@ -64,6 +64,9 @@ func TestResponsesConformToTheOpenAPIDocument(t *testing.T) {
 		{"PUT", "/v1/mode", tokAdmin, `{"mode":"autopilot"}`, 0},
 		{"PUT", "/v1/mode", tokAdmin, `{"mode":"chaos"}`, 0},
 		{"PUT", "/v1/mode", tokSubmitterA, `{"mode":"advisor"}`, 0},
+		{"GET", "/v1/whoami", tokViewerA, "", 200},
+		{"GET", "/v1/whoami", tokAdmin, "", 200},
+		{"GET", "/v1/whoami", "", "", 401},
 	}
 	checkConformance(t, e, requests)
 }

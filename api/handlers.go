@@ -51,6 +51,14 @@ type ModelList struct {
 	Models []service.ModelVersion `json:"models"`
 }
 
+// Identity answers GET /v1/whoami: the tenant and role the token speaks
+// for, so that a client such as the dashboard shows only what it may do.
+type Identity struct {
+	Name   string `json:"name,omitempty"`
+	Tenant string `json:"tenant"`
+	Role   Role   `json:"role"`
+}
+
 // StatusBody answers requests that start something.
 type StatusBody struct {
 	Status string `json:"status"`
@@ -628,6 +636,12 @@ func (h *handlers) rollback(c *gin.Context) {
 	}
 	h.log.Info("model rolled back", "target", mv.Target, "version", mv.Version, "by", principal(c).Name)
 	writeJSON(c, http.StatusOK, mv)
+}
+
+// whoami is GET /v1/whoami.
+func (h *handlers) whoami(c *gin.Context) {
+	p := principal(c)
+	writeJSON(c, http.StatusOK, Identity{Name: p.Name, Tenant: p.Tenant, Role: p.Role})
 }
 
 // getMode is GET /v1/mode.

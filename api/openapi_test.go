@@ -79,7 +79,7 @@ func TestOpenAPISchemasMatchTheGoTypes(t *testing.T) {
 	types := map[string]any{
 		"Error": ErrorBody{}, "JobSpecRequest": JobSpecRequest{}, "SubmitRequest": SubmitRequest{},
 		"PredictRequest": PredictRequest{}, "PredictResponse": PredictResponse{}, "NodeRequest": NodeRequest{},
-		"WhatIfRequest": WhatIfRequest{}, "ModeBody": ModeBody{}, "RollbackRequest": RollbackRequest{},
+		"WhatIfRequest": WhatIfRequest{}, "ModeBody": ModeBody{}, "Identity": Identity{}, "RollbackRequest": RollbackRequest{},
 		"JobList": JobList{}, "JobEventList": JobEventList{}, "JobEvent": service.JobEvent{}, "JobLog": service.JobLog{}, "NodeLog": service.NodeLog{}, "RecommendationList": RecommendationList{}, "ModelList": ModelList{}, "StatusBody": StatusBody{},
 		"JobStatus": service.JobStatus{}, "JobAttempt": service.JobAttempt{}, "GPUShare": service.GPUShare{}, "Forecast": service.Forecast{}, "FleetState": service.FleetState{},
 		"NodeState": service.NodeState{}, "NodeLoan": service.NodeLoan{}, "GPUState": service.GPUState{}, "Recommendation": service.Recommendation{},

@@ -188,6 +188,7 @@ func (s *Server) routeTable() []route {
 			route{http.MethodPost, "/v1/models/:target/rollback", accessAdmin, h.rollback},
 			route{http.MethodGet, "/v1/mode", accessRead, h.getMode},
 			route{http.MethodPut, "/v1/mode", accessAdmin, h.setMode},
+			route{http.MethodGet, "/v1/whoami", accessRead, h.whoami},
 		)
 	}
 	if s.cfg.Agents != nil {

@@ -58,3 +58,21 @@ func TestWrongMethodOnAProbeIs405(t *testing.T) {
 		t.Fatalf("POST /healthz = %d (Allow %q) %s; want 405 method_not_allowed with Allow", rec.Code, rec.Header().Get("Allow"), rec.Body)
 	}
 }
+
+func TestWhoAmISaysTheTokensTenantAndRole(t *testing.T) {
+	e := newEnv(t)
+	for _, c := range []struct {
+		token string
+		want  api.Identity
+	}{
+		{tokViewerA, api.Identity{Tenant: "a", Role: api.RoleViewer}},
+		{tokSubmitterB, api.Identity{Tenant: "b", Role: api.RoleSubmitter}},
+		{tokAdmin, api.Identity{Tenant: "ops", Role: api.RoleAdmin}},
+	} {
+		rec := e.do(http.MethodGet, "/v1/whoami", c.token, "")
+		var got api.Identity
+		if rec.Code != http.StatusOK || json.Unmarshal(rec.Body.Bytes(), &got) != nil || got != c.want {
+			t.Errorf("GET /v1/whoami as %s = %d %s; want %+v", c.want.Role, rec.Code, rec.Body, c.want)
+		}
+	}
+}

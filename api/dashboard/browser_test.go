@@ -145,14 +145,28 @@ func TestBadInputIsShownWithTheField(t *testing.T) {
 	}
 }
 
+// TestSessionSurvivesAReloadAndEndsAtLogout logs in, reloads the page and
+// is still logged in with the same identity, with the token in this tab's
+// sessionStorage only (no localStorage, no cookie, so a new browser or tab
+// asks again), and ends the session at logout.
 func TestSessionSurvivesAReloadAndEndsAtLogout(t *testing.T) {
 	s := newStack(t)
+	addUtilization(s.fake, time.Now())
 	b := browsertest.Start(t)
 	browsertest.Open(b, s.url)
+	shoot(b, "", "login")
 	browsertest.Login(b, submitterToken)
+	whoami := `document.getElementById('whoami').textContent === 'submitter · tenant ml'`
+	browsertest.Poll[bool](b, "wait for who the token is", whoami, browsertest.ScenarioTimeout)
 	b.Do("reload the page", chromedp.Reload())
 	browsertest.Poll[bool](b, "wait for the dashboard without a new login",
-		`!document.getElementById('app').hidden && document.getElementById('login').hidden`, browsertest.ScenarioTimeout)
+		`!document.getElementById('app').hidden && document.getElementById('login').hidden && `+whoami, browsertest.ScenarioTimeout)
+	browsertest.WaitForUtilization(b)
+	if kept := browsertest.Eval[string](b, "read where the token is kept",
+		`JSON.stringify([sessionStorage.getItem('prescient.token') !== null, localStorage.length, document.cookie])`); kept != `[true,0,""]` {
+		t.Errorf("[token in sessionStorage, localStorage entries, cookies] = %s; want the token in the session only", kept)
+	}
+	shoot(b, "", "overview")
 	b.Do("log out", chromedp.Click(chromedp.ID("logout")))
 	browsertest.Poll[bool](b, "wait for the login form",
 		`!document.getElementById('login').hidden && sessionStorage.getItem('prescient.token') === null`, browsertest.ScenarioTimeout)
@@ -254,24 +268,6 @@ func TestARevokedTokenEndsTheSession(t *testing.T) {
 		browsertest.ScenarioTimeout)
 	if !strings.Contains(msg, "session ended") || !strings.Contains(msg, "401") {
 		t.Errorf("after a 401 the login form says %q; want that the session ended, with the 401", msg)
-	}
-}
-
-func TestCancelFromTheJobList(t *testing.T) {
-	s := newStack(t)
-	st, err := s.fake.Submit(context.Background(), service.SubmitRequest{Spec: cluster.JobSpec{
-		Name: "to-cancel", Tenant: "ml", Tier: cluster.TierStandard, GPUs: 1, GPUMilli: cluster.MilliGPU}})
-	must(t, err)
-	b := browsertest.Start(t)
-	browsertest.Open(b, s.url)
-	browsertest.Login(b, submitterToken)
-	row := `#jobs tr[data-job-id="` + string(st.ID) + `"]`
-	b.Do("cancel the job", chromedp.Click(chromedp.CSS(row+` button[data-cancel]`)))
-	browsertest.Poll[bool](b, "wait for the job to show cancelled",
-		`document.querySelector('`+row+`').dataset.state === 'cancelled' && !document.querySelector('`+row+` button[data-cancel]')`,
-		browsertest.ScenarioTimeout)
-	if got, _ := s.fake.Job(context.Background(), st.ID); got.State != cluster.StateCancelled {
-		t.Errorf("the control plane has the job %s, want cancelled", got.State)
 	}
 }
 

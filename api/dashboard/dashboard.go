@@ -17,7 +17,8 @@ const contentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 
 	"connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 
 // Handler serves the dashboard: the page at / and its assets beside it
-// (/dashboard.js, /charts.js, /dashboard.css). Paths it does not know get
+// (/dashboard.js and the modules it imports, /charts.js, /dashboard.css).
+// Paths it does not know get
 // 404; it answers GET and HEAD only. The page calls the API on the same
 // origin, so the API server mounts this handler at / next to /v1.
 func Handler() http.Handler {

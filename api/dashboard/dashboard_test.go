@@ -24,7 +24,12 @@ func TestHandlerServesThePageAndItsAssets(t *testing.T) {
 	}{
 		{name: "the page at /", method: "GET", path: "/", wantStatus: 200, wantType: "text/html", wantContain: `id="util-chart"`},
 		{name: "the page asks for a token", method: "GET", path: "/", wantStatus: 200, wantType: "text/html", wantContain: `id="login-form"`},
-		{name: "its script", method: "GET", path: "/dashboard.js", wantStatus: 200, wantType: "text/javascript", wantContain: "Authorization"},
+		{name: "its script", method: "GET", path: "/dashboard.js", wantStatus: 200, wantType: "text/javascript", wantContain: "import"},
+		{name: "the API client", method: "GET", path: "/core.js", wantStatus: 200, wantType: "text/javascript", wantContain: "Authorization"},
+		{name: "the jobs panel", method: "GET", path: "/jobs.js", wantStatus: 200, wantType: "text/javascript", wantContain: "/v1/jobs"},
+		{name: "the fleet panel", method: "GET", path: "/fleet.js", wantStatus: 200, wantType: "text/javascript", wantContain: "AGGREGATE_ABOVE"},
+		{name: "the what-if panel", method: "GET", path: "/whatif.js", wantStatus: 200, wantType: "text/javascript", wantContain: "/v1/whatif"},
+		{name: "the models and mode panels", method: "GET", path: "/models.js", wantStatus: 200, wantType: "text/javascript", wantContain: "/v1/mode"},
 		{name: "the charts", method: "GET", path: "/charts.js", wantStatus: 200, wantType: "text/javascript", wantContain: "createElementNS"},
 		{name: "its style", method: "GET", path: "/dashboard.css", wantStatus: 200, wantType: "text/css", wantContain: ".chart svg"},
 		{name: "HEAD of the page", method: "HEAD", path: "/", wantStatus: 200, wantType: "text/html"},
@@ -83,7 +88,8 @@ func FuzzHandlerPaths(f *testing.F) {
 		f.Add(seed)
 	}
 	// The names the page and its assets have after cleaning the path.
-	served := map[string]bool{"": true, "index.html": true, "dashboard.js": true, "charts.js": true, "dashboard.css": true}
+	served := map[string]bool{"": true, "index.html": true, "dashboard.js": true, "charts.js": true, "dashboard.css": true,
+		"core.js": true, "jobs.js": true, "fleet.js": true, "whatif.js": true, "models.js": true}
 	h := dashboard.Handler()
 	f.Fuzz(func(t *testing.T, p string) {
 		req := httptest.NewRequest(http.MethodGet, "/", nil)

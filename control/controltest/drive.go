@@ -61,6 +61,14 @@ func (f *Fake) SetParking(node, state string) {
 	f.power[node] = state
 }
 
+// SetJobLog gives the log of job id's attempt on node the text JobLog
+// answers; nodes without one answer "unavailable".
+func (f *Fake) SetJobLog(id cluster.JobID, attempt int, node, text string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.logs[logKey{id, attempt, node}] = text
+}
+
 // Retrains counts the calls of Retrain that succeeded.
 func (f *Fake) Retrains() int {
 	f.mu.Lock()

@@ -89,6 +89,7 @@ type Fake struct {
 	fail     map[string]error
 	retrains int
 	idleFor  map[cluster.GPURef]time.Duration
+	logs     map[logKey]string // SetJobLog
 }
 
 var _ service.Service = (*Fake)(nil)
@@ -107,9 +108,24 @@ type entry struct {
 	runs       []interval // one per attempt; the last is open while it runs
 	seq        int
 	events     []service.JobEvent
+	lastError  string // the reason of the newest failure or requeue
 }
 
-type interval struct{ from, to time.Time }
+// interval is one attempt: when it ran, on which GPUs, and the event that
+// ended it with its message.
+type interval struct {
+	from, to time.Time
+	refs     []cluster.GPURef
+	endedBy  string
+	message  string
+}
+
+// logKey names one attempt's log on one node.
+type logKey struct {
+	job     cluster.JobID
+	attempt int
+	node    string
+}
 
 type sample struct {
 	t              time.Time
@@ -128,6 +144,7 @@ func New(opts ...Option) *Fake {
 		loans:    map[string]service.NodeLoan{},
 		power:    map[string]string{},
 		fail:     map[string]error{},
+		logs:     map[logKey]string{},
 	}
 	for _, o := range opts {
 		o(f)
@@ -256,7 +273,39 @@ func (f *Fake) Job(_ context.Context, id cluster.JobID) (service.JobStatus, erro
 	if err != nil {
 		return service.JobStatus{}, err
 	}
-	return f.status(e), nil
+	st := f.status(e)
+	st.LastError = e.lastError
+	f.history(e, &st)
+	return st, nil
+}
+
+// history fills st's attempts and their sums as the control plane does; a
+// running attempt counts to now. Energy is the GPU-hours at the draw of
+// Prices.GPUPowerW, unavailable when that is 0.
+func (f *Fake) history(e *entry, st *service.JobStatus) {
+	now := f.clock()
+	total, known := 0.0, true
+	for i, r := range e.runs {
+		end := cmp.Or(r.to, now)
+		a := service.JobAttempt{Attempt: i + 1, StartTime: r.from, EndTime: timePtr(r.to), EndedBy: r.endedBy,
+			Message: r.message, RunS: max(end.Sub(r.from), 0).Seconds()}
+		for _, ref := range r.refs {
+			a.Allocations = append(a.Allocations, service.GPUShare{Node: ref.Node, GPU: ref.Index, Milli: e.job.Spec.GPUMilli})
+		}
+		a.GPUHours = a.RunS / 3600 * float64(len(r.refs)*e.job.Spec.GPUMilli) / cluster.MilliGPU
+		if f.prices.GPUPowerW > 0 {
+			kwh := a.GPUHours * f.prices.GPUPowerW / 1000
+			a.EnergyKWh, total = &kwh, total+kwh
+		} else {
+			a.EnergyUnavailable, known = "the fake control plane reads no power telemetry", false
+		}
+		st.RunS += a.RunS
+		st.GPUHours += a.GPUHours
+		st.History = append(st.History, a)
+	}
+	if known && len(e.runs) > 0 {
+		st.EnergyKWh = &total
+	}
 }
 
 // Cancel cancels a queued or running job; a finished one is ErrConflict.
@@ -273,7 +322,7 @@ func (f *Fake) Cancel(_ context.Context, id cluster.JobID) (service.JobStatus, e
 	if e.job.State.Terminal() {
 		return f.status(e), fmt.Errorf("job %s is already %s: %w", id, e.job.State, service.ErrConflict)
 	}
-	if err := f.transition(e, cluster.StateCancelled); err != nil {
+	if err := f.transition(e, cluster.StateCancelled, ""); err != nil {
 		return service.JobStatus{}, err
 	}
 	e.reason = "cancelled"
@@ -287,10 +336,10 @@ var eventType = map[cluster.JobState]string{
 	cluster.StateSucceeded: "finished", cluster.StateFailed: "failed", cluster.StateCancelled: "cancelled",
 }
 
-// JobEvents lists the job's moves since its submission, oldest first.
-// JobLog implements service.Service: the fake keeps no logs, so each node
-// of the job's placement is unavailable.
-func (f *Fake) JobLog(_ context.Context, id cluster.JobID, attempt, _ int) (service.JobLog, error) {
+// JobLog implements service.Service: the text SetJobLog gave each node of
+// the attempt (the newest for attempt 0), and "unavailable" for the nodes
+// it gave none.
+func (f *Fake) JobLog(_ context.Context, id cluster.JobID, attempt, maxBytes int) (service.JobLog, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.failure("JobLog"); err != nil {
@@ -300,18 +349,28 @@ func (f *Fake) JobLog(_ context.Context, id cluster.JobID, attempt, _ int) (serv
 	if err != nil {
 		return service.JobLog{}, err
 	}
-	if e.job.Attempts == 0 || attempt > e.job.Attempts {
+	if len(e.runs) == 0 || attempt > len(e.runs) {
 		return service.JobLog{}, fmt.Errorf("job %s has no attempt %d: %w", id, attempt, service.ErrNotFound)
 	}
-	out := service.JobLog{Job: id, Attempt: cmp.Or(attempt, e.job.Attempts)}
-	for _, g := range e.placement {
-		if len(out.Nodes) == 0 || out.Nodes[len(out.Nodes)-1].Node != g.Node {
+	out := service.JobLog{Job: id, Attempt: cmp.Or(attempt, len(e.runs))}
+	for _, g := range e.runs[out.Attempt-1].refs {
+		if len(out.Nodes) > 0 && out.Nodes[len(out.Nodes)-1].Node == g.Node {
+			continue
+		}
+		text, ok := f.logs[logKey{id, out.Attempt, g.Node}]
+		switch {
+		case !ok:
 			out.Nodes = append(out.Nodes, service.NodeLog{Node: g.Node, Unavailable: "the fake control plane keeps no logs"})
+		case maxBytes > 0 && len(text) > maxBytes:
+			out.Nodes = append(out.Nodes, service.NodeLog{Node: g.Node, Text: text[len(text)-maxBytes:], Truncated: true})
+		default:
+			out.Nodes = append(out.Nodes, service.NodeLog{Node: g.Node, Text: text})
 		}
 	}
 	return out, nil
 }
 
+// JobEvents lists the job's moves since its submission, oldest first.
 func (f *Fake) JobEvents(_ context.Context, id cluster.JobID) ([]service.JobEvent, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -334,17 +393,18 @@ func (f *Fake) get(id cluster.JobID) (*entry, error) {
 	return e, nil
 }
 
-// transition moves e's job, closing or opening its run interval and
-// releasing its GPUs when it stops running.
-func (f *Fake) transition(e *entry, to cluster.JobState) error {
+// transition moves e's job with message as the event's reason, closing
+// its run interval and releasing its GPUs when it stops running.
+func (f *Fake) transition(e *entry, to cluster.JobState, message string) error {
 	now := f.clock()
 	wasActive, from := e.job.State.Active(), e.job.State
 	if err := e.job.Transition(to, now); err != nil {
 		return err
 	}
-	e.events = append(e.events, service.JobEvent{Time: now, Type: eventType[to], From: from, To: to})
+	e.events = append(e.events, service.JobEvent{Time: now, Type: eventType[to], From: from, To: to, Message: message})
 	if wasActive && !to.Active() {
-		e.runs[len(e.runs)-1].to = now
+		r := &e.runs[len(e.runs)-1]
+		r.to, r.endedBy, r.message = now, eventType[to], message
 		e.placement = nil
 	}
 	return nil
@@ -378,14 +438,14 @@ func (f *Fake) Start(id cluster.JobID, node string, gpus ...int) error {
 		}
 		refs = append(refs, ref)
 	}
-	if err := f.transition(e, cluster.StateRunning); err != nil {
+	if err := f.transition(e, cluster.StateRunning, ""); err != nil {
 		return err
 	}
 	now := f.clock()
 	if e.firstStart.IsZero() {
 		e.firstStart = now
 	}
-	e.runs = append(e.runs, interval{from: now})
+	e.runs = append(e.runs, interval{from: now, refs: refs})
 	e.placement, e.reason = refs, "started by the test"
 	return nil
 }
@@ -409,10 +469,10 @@ func (f *Fake) Preempt(id cluster.JobID, reason string) error {
 	if err != nil {
 		return err
 	}
-	if err := f.transition(e, cluster.StateQueued); err != nil {
+	if err := f.transition(e, cluster.StateQueued, reason); err != nil {
 		return err
 	}
-	e.reason = reason
+	e.reason, e.lastError = reason, reason
 	return nil
 }
 
@@ -433,8 +493,11 @@ func (f *Fake) Finish(id cluster.JobID, exitCode int, reason string) error {
 	if !e.job.State.Active() {
 		return fmt.Errorf("controltest: finish %s: it is %s, not running", id, e.job.State)
 	}
-	if err := f.transition(e, to); err != nil {
+	if err := f.transition(e, to, e.failure); err != nil {
 		return err
+	}
+	if to == cluster.StateFailed {
+		e.lastError = e.failure
 	}
 	e.exitCode = &exitCode
 	e.reason = cmp.Or(e.failure, "finished")

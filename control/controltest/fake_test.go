@@ -3,6 +3,7 @@ package controltest_test
 import (
 	"context"
 	"errors"
+	"math"
 	"testing"
 	"time"
 
@@ -312,5 +313,78 @@ func TestFailWithAndSetMode(t *testing.T) {
 	}
 	if err := f.SetMode(ctx, service.ModeAutopilot); err != nil || f.Mode() != service.ModeAutopilot {
 		t.Fatalf("SetMode autopilot: %v, mode %s", err, f.Mode())
+	}
+}
+
+func TestJobKeepsItsAttemptsEventsAndLogs(t *testing.T) {
+	ctx := context.Background()
+	c := newClock()
+	f := controltest.New(controltest.WithClock(c.now),
+		controltest.WithPrices(controltest.Prices{GPUPowerW: 400}),
+		controltest.WithNodes(clustertest.Node("n1").GPUs(4, "A100-SXM4-80GB").Obj()))
+	st, err := f.Submit(ctx, service.SubmitRequest{ID: "a", Spec: spec("t1", 2)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.JobLog(ctx, "a", 0, 0); !errors.Is(err, service.ErrNotFound) {
+		t.Fatalf("the log of a job that never started: err %v, want ErrNotFound", err)
+	}
+	// An hour on GPUs 0 and 1, preempted; half an hour on 2 and 3, failed.
+	must(t, f.Start(st.ID, "n1", 0, 1))
+	c.advance(time.Hour)
+	must(t, f.Preempt(st.ID, "a production job needs the GPUs"))
+	must(t, f.Start(st.ID, "n1", 2, 3))
+	c.advance(30 * time.Minute)
+	must(t, f.Finish(st.ID, 137, "CUDA out of memory"))
+	f.SetJobLog(st.ID, 2, "n1", "step 1\nstep 2\nOOM\n")
+
+	got, err := f.Job(ctx, st.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.History) != 2 || got.LastError != "CUDA out of memory" || got.RunS != 5400 || got.GPUHours != 3 {
+		t.Fatalf("Job = %d attempts, last error %q, run %g s, %g GPU-h; want 2, the OOM, 5400 s, 3 GPU-h",
+			len(got.History), got.LastError, got.RunS, got.GPUHours)
+	}
+	first, second := got.History[0], got.History[1]
+	if first.EndedBy != "requeued" || first.Message != "a production job needs the GPUs" || len(first.Allocations) != 2 ||
+		first.Allocations[1] != (service.GPUShare{Node: "n1", GPU: 1, Milli: 1000}) {
+		t.Errorf("attempt 1 = %+v; want requeued with the reason, on n1 GPUs 0 and 1", first)
+	}
+	if second.EndedBy != "failed" || second.EnergyKWh == nil || math.Abs(*second.EnergyKWh-0.4) > 1e-9 || math.Abs(*got.EnergyKWh-1.2) > 1e-9 {
+		t.Errorf("attempt 2 = %+v, job energy %v; want failed, 0.4 kWh of 1.2", second, got.EnergyKWh)
+	}
+	evs, err := f.JobEvents(ctx, st.ID)
+	if err != nil || len(evs) != 5 || evs[2].Message != "a production job needs the GPUs" || evs[4].Type != "failed" {
+		t.Errorf("JobEvents = %+v, %v; want submitted, started, requeued with its reason, started, failed", evs, err)
+	}
+	log, err := f.JobLog(ctx, st.ID, 0, 4)
+	if err != nil || log.Attempt != 2 || len(log.Nodes) != 1 || log.Nodes[0].Text != "OOM\n" || !log.Nodes[0].Truncated {
+		t.Errorf("JobLog(newest, 4 bytes) = %+v, %v; want attempt 2's last 4 bytes on n1, truncated", log, err)
+	}
+	log, err = f.JobLog(ctx, st.ID, 1, 0)
+	if err != nil || len(log.Nodes) != 1 || log.Nodes[0].Unavailable == "" {
+		t.Errorf("JobLog(attempt 1) = %+v, %v; want n1 unavailable", log, err)
+	}
+}
+
+func TestEnergyIsUnavailableWithoutADraw(t *testing.T) {
+	ctx := context.Background()
+	f := newFake(newClock())
+	st, err := f.Submit(ctx, service.SubmitRequest{Spec: spec("t1", 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(t, f.Start(st.ID, "n1", 0))
+	got, err := f.Job(ctx, st.ID)
+	if err != nil || len(got.History) != 1 || got.History[0].EnergyUnavailable == "" || got.EnergyKWh != nil {
+		t.Fatalf("Job = %+v, %v; want one running attempt whose energy is unavailable, and no total", got, err)
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
 	}
 }

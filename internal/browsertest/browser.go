@@ -26,6 +26,24 @@ const DefaultChromium = "/usr/bin/chromium"
 // which the test removes).
 const EnvScreenshots = "PRESCIENT_BROWSERTEST_SCREENSHOTS"
 
+// EnvViews names the folder where tests keep the screenshot of each view
+// they check (Browser.ShootView). Unlike a failure's screenshot it is
+// kept when the test passes: it is a test artefact, to look at or to
+// attach to a review. By default it is ViewsDirName in the system's
+// temporary folder ($TMPDIR, else /tmp).
+const EnvViews = "PRESCIENT_SCREENSHOTS"
+
+// ViewsDirName is the default folder of the view screenshots, under
+// os.TempDir().
+const ViewsDirName = "prescient-dashboard-screenshots"
+
+// WindowWidth and WindowHeight are the browser window's size in CSS
+// pixels, and so the size of every view screenshot.
+const (
+	WindowWidth  = 1400
+	WindowHeight = 1000
+)
+
 // StepTimeout bounds one step of a browser test (starting the browser,
 // waiting for the page to show something). Two shared cores start Chromium
 // in a few seconds; a minute is generous without hanging forever.
@@ -75,7 +93,7 @@ func Start(t testing.TB) *Browser {
 		// The tests talk to servers on loopback; no proxy setting of the machine applies.
 		chromedp.Flag("no-proxy-server", true),
 		chromedp.UserDataDir(profile),
-		chromedp.WindowSize(1400, 1000),
+		chromedp.WindowSize(WindowWidth, WindowHeight),
 		chromedp.CombinedOutput(&b.output),
 	}
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
@@ -94,6 +112,11 @@ func Start(t testing.TB) *Browser {
 	case err := <-started:
 		if err != nil {
 			t.Fatalf("browsertest: starting %s: %v\nbrowser output:\n%s", bin, err, b.output.String())
+		}
+		// The window's size need not be its page's: fix the viewport,
+		// so that screenshots are WindowWidth x WindowHeight at scale 1.
+		if err := b.run(chromedp.EmulateViewport(WindowWidth, WindowHeight)); err != nil {
+			t.Fatalf("browsertest: setting the viewport to %dx%d: %v", WindowWidth, WindowHeight, err)
 		}
 	case <-time.After(StepTimeout):
 		cancelTab()
@@ -134,6 +157,12 @@ func (b *Browser) recordConsole() {
 		}
 		b.mu.Unlock()
 	}
+}
+
+func (b *Browser) run(steps ...chromedp.Action[chromedp.Void]) error {
+	ctx, cancel := context.WithTimeout(b.tab, StepTimeout)
+	defer cancel()
+	return chromedp.Do(ctx, steps...)
 }
 
 // Do runs steps in the tab within StepTimeout. When one fails it takes a
@@ -200,19 +229,48 @@ func (b *Browser) Fail(what string, err error) {
 }
 
 func (b *Browser) screenshot(what string) (string, error) {
-	ctx, cancel := context.WithTimeout(b.tab, 10*time.Second)
-	defer cancel()
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)) // quality 100 makes a PNG
-	if err != nil {
-		return "", err
-	}
 	dir := os.Getenv(EnvScreenshots)
 	if dir == "" {
 		dir = b.t.TempDir()
-	} else if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("%s=%s: %w", EnvScreenshots, dir, err)
 	}
 	name := strings.NewReplacer("/", "_", " ", "_", ":", "_").Replace(b.t.Name()+"-"+what) + ".png"
+	return b.savePNG(chromedp.FullScreenshot(100), dir, name) // quality 100 makes a PNG
+}
+
+// ViewsDir is where ShootView writes: $PRESCIENT_SCREENSHOTS, else
+// prescient-dashboard-screenshots in the system's temporary folder.
+func ViewsDir() string {
+	if d := os.Getenv(EnvViews); d != "" {
+		return d
+	}
+	return filepath.Join(os.TempDir(), ViewsDirName)
+}
+
+// ShootView saves what the window shows now (WindowWidth x WindowHeight) as
+// name.png in ViewsDir, replacing the one of an earlier run, logs where,
+// and returns the path. A screenshot that cannot be taken or written fails
+// the test: it is one of the test's results.
+func (b *Browser) ShootView(name string) string {
+	b.t.Helper()
+	path, err := b.savePNG(chromedp.CaptureScreenshot(), ViewsDir(), name+".png")
+	if err != nil {
+		b.Fail("take the screenshot "+name, err)
+	}
+	b.t.Logf("screenshot of the view: %s", path)
+	return path
+}
+
+// savePNG takes a screenshot with shot and writes it as dir/name.
+func (b *Browser) savePNG(shot chromedp.Action[[]byte], dir, name string) (string, error) {
+	ctx, cancel := context.WithTimeout(b.tab, 10*time.Second)
+	defer cancel()
+	png, err := chromedp.Run(ctx, shot)
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("the screenshots' folder: %w", err)
+	}
 	path := filepath.Join(dir, name)
 	if err := os.WriteFile(path, png, 0o644); err != nil {
 		return "", fmt.Errorf("writing the screenshot: %w", err)

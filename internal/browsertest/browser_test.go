@@ -1,10 +1,13 @@
 package browsertest_test
 
 import (
+	"bytes"
 	"fmt"
+	"image/png"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"regexp"
 	"runtime"
 	"strings"
@@ -113,5 +116,31 @@ func TestFailedStepLeavesAScreenshotAndThePage(t *testing.T) {
 	}
 	if !strings.HasPrefix(m[1], shots) {
 		t.Errorf("screenshot %s is not in %s=%s", m[1], browsertest.EnvScreenshots, shots)
+	}
+}
+
+func TestShootViewKeepsAWindowSizedPNG(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "views")
+	t.Setenv(browsertest.EnvViews, dir)
+	b := browsertest.Start(t)
+	b.Do("open the page", chromedp.Navigate(servePage(t)))
+	path := b.ShootView("greeting")
+	if want := filepath.Join(dir, "greeting.png"); path != want {
+		t.Errorf("ShootView wrote %s, want %s", path, want)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := png.DecodeConfig(bytes.NewReader(data))
+	if err != nil || cfg.Width != browsertest.WindowWidth || cfg.Height != browsertest.WindowHeight {
+		t.Fatalf("%s: %dx%d (%v); want a PNG of %dx%d", path, cfg.Width, cfg.Height, err, browsertest.WindowWidth, browsertest.WindowHeight)
+	}
+}
+
+func TestViewsDirDefaultsToTheTemporaryFolder(t *testing.T) {
+	t.Setenv(browsertest.EnvViews, "")
+	if got, want := browsertest.ViewsDir(), filepath.Join(os.TempDir(), browsertest.ViewsDirName); got != want {
+		t.Errorf("ViewsDir() = %s, want %s", got, want)
 	}
 }

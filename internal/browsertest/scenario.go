@@ -74,8 +74,9 @@ func Open(b *Browser, baseURL string) {
 }
 
 // Login enters token in the open login form and waits for the dashboard to
-// replace the form. A refused token fails the test with the message the
-// page showed.
+// replace the form and finish its first refresh (it says when it was
+// updated). A refused token fails the test with the message the page
+// showed.
 func Login(b *Browser, token string) {
 	b.t.Helper()
 	if outcome := tryLogin(b, token); outcome != "ok" {
@@ -99,10 +100,10 @@ func LoginRefused(b *Browser, token string) string {
 func tryLogin(b *Browser, token string) string {
 	b.t.Helper()
 	b.Do("enter the token",
-		setField("token", token),
+		SetField("token", token),
 		chromedp.Click(chromedp.ID("login-submit")))
 	return Poll[string](b, "wait for the dashboard or a login error", `(() => {
-		if (!document.getElementById('app').hidden) return 'ok';
+		if (!document.getElementById('app').hidden) return document.getElementById('refreshed').textContent ? 'ok' : '';
 		const e = document.getElementById('login-error');
 		return e.hidden ? '' : 'refused: ' + e.textContent;
 	})()`, ScenarioTimeout)
@@ -156,13 +157,13 @@ func trySubmit(b *Browser, job JobInput) string {
 	}
 	// Every field is set, so that a second submission carries nothing of the first.
 	steps := []chromedp.Action[chromedp.Void]{
-		setField("submit-name", job.Name),
-		setField("submit-tier", tier),
-		setField("submit-gpus", strconv.Itoa(job.GPUs)),
-		setField("submit-gpu-milli", strconv.Itoa(milli)),
-		setField("submit-labels", formatLabels(job.Labels)),
-		setField("submit-command", command),
-		setField("submit-deadline", deadline),
+		SetField("submit-name", job.Name),
+		SetField("submit-tier", tier),
+		SetField("submit-gpus", strconv.Itoa(job.GPUs)),
+		SetField("submit-gpu-milli", strconv.Itoa(milli)),
+		SetField("submit-labels", formatLabels(job.Labels)),
+		SetField("submit-command", command),
+		SetField("submit-deadline", deadline),
 	}
 	// A click toggles the box: click only when it is not as wanted.
 	checked := Eval[bool](b, "read the checkpointable box", `document.getElementById('submit-checkpointable').checked`)
@@ -223,10 +224,10 @@ func formatLabels(labels map[string]string) string {
 	return strings.Join(parts, ", ")
 }
 
-// setField sets the value of the form field with that id as typing would
+// SetField sets the value of the form field with that id as typing would
 // (it fires input and change) and checks that the field took it: a number
 // field refuses what is not a number, a select what is not an option.
-func setField(id, value string) chromedp.Action[chromedp.Void] {
+func SetField(id, value string) chromedp.Action[chromedp.Void] {
 	idJS, _ := json.Marshal(id)
 	valueJS, _ := json.Marshal(value)
 	expr := `(() => {
