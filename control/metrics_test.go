@@ -1,6 +1,7 @@
 package control
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/executor"
+	"github.com/prescient-sched/prescient/store"
 )
 
 // The plane's metrics of its jobs: the wait to the first start by tenant
@@ -29,23 +31,41 @@ func TestThePlaneCountsItsJobsLives(t *testing.T) {
 	e.event(executor.JobEvent{Type: executor.JobExited, Job: "ok", Attempt: 1, Node: "n0", ExitCode: 0})
 	e.event(executor.JobEvent{Type: executor.JobExited, Job: "bad", Attempt: 1, Node: "n0", ExitCode: 2})
 
-	want := `
-# HELP prescient_job_failures_total Jobs failed, by reason: exit_code (the job's own), start_refused (the backend refused its every start), other.
-# TYPE prescient_job_failures_total counter
-prescient_job_failures_total{reason="exit_code",tier="standard"} 1
-# HELP prescient_forecast_p90_covered_total Jobs that succeeded, by whether their run time was within the forecast P90 (covered=true): the P90's coverage is true over all.
-# TYPE prescient_forecast_p90_covered_total counter
-prescient_forecast_p90_covered_total{covered="true"} 1
-`
-	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "prescient_job_failures_total", "prescient_forecast_p90_covered_total"); err != nil {
-		t.Error(err)
+	// Every reason and tier, and both coverages, has a series from the
+	// start (0 until it happens); these happened once.
+	want := map[string]float64{
+		`prescient_job_failures_total{reason="exit_code",tier="standard"}`: 1,
+		`prescient_job_failures_total{reason="other",tier="standard"}`:     0,
+		`prescient_job_failures_total{reason="exit_code",tier="batch"}`:    0,
+		`prescient_forecast_p90_covered_total{covered="true"}`:             1,
+		`prescient_forecast_p90_covered_total{covered="false"}`:            0,
 	}
-	if n := testutil.CollectAndCount(reg, "prescient_job_wait_seconds"); n != 1 {
-		t.Errorf("%d wait series, want 1 (tenant t1, tier standard)", n)
-	}
+	got := map[string]float64{}
+	counts := map[string]int{}
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			var labels []string
+			for _, l := range m.GetLabel() {
+				labels = append(labels, fmt.Sprintf("%s=%q", l.GetName(), l.GetValue()))
+			}
+			got[mf.GetName()+"{"+strings.Join(labels, ",")+"}"] = m.GetCounter().GetValue()
+			counts[mf.GetName()]++
+		}
+	}
+	for k, v := range want {
+		if g, ok := got[k]; !ok || g != v {
+			t.Errorf("%s = %v (present %v), want %v", k, g, ok, v)
+		}
+	}
+	if counts["prescient_job_failures_total"] != 3*len(cluster.Tiers()) || counts["prescient_job_events_total"] != len(store.EventTypes())*len(cluster.Tiers()) {
+		t.Errorf("%d failure and %d event series, want one per reason or type and tier from the start", counts["prescient_job_failures_total"], counts["prescient_job_events_total"])
+	}
+	if n := testutil.CollectAndCount(reg, "prescient_job_wait_seconds"); n != 1 {
+		t.Errorf("%d wait series, want 1 (tenant t1, tier standard)", n)
 	}
 	for _, mf := range mfs {
 		switch mf.GetName() {
@@ -62,7 +82,7 @@ prescient_forecast_p90_covered_total{covered="true"} 1
 		case "prescient_job_events_total":
 			got := map[string]float64{}
 			for _, m := range mf.GetMetric() {
-				got[m.GetLabel()[1].GetValue()] = m.GetCounter().GetValue() // labels sorted: tier, type
+				got[m.GetLabel()[1].GetValue()] += m.GetCounter().GetValue() // labels sorted: tier, type
 			}
 			if got["started"] != 2 || got["finished"] != 1 || got["failed"] != 1 || got["submitted"] != 2 {
 				t.Errorf("events %v, want 2 submitted, 2 started, 1 finished, 1 failed", got)

@@ -39,7 +39,7 @@ each command's flags under the command's name:
 
   log_level: info
   serve:
-    addr: 127.0.0.1:8080
+    listen: 127.0.0.1:8080
   datasets:
     inspect:
       lenient: true

@@ -88,7 +88,7 @@ through the backend (--mode autopilot):
   --backend agent  node agents (prescient agent) register their GPUs here and
                    run the jobs as processes; the fleet is what registered.
   --backend sim    jobs run on --fleet without processes, each for the
-                   duration in its label "duration_s" (else its P50 forecast).
+                   duration in its label "duration_s" (else one hour).
   --backend kubernetes  Prescient schedules the pods with schedulerName
                    "prescient" (--kubeconfig, else in cluster; --namespace);
                    the fleet is the Nodes; with --leader-elect only the
