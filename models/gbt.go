@@ -1,6 +1,7 @@
 package models
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -223,7 +224,7 @@ func (m *GBT) learnSpread(X [][]float64, r []float64) {
 		v := m.raw(X[i], buf)
 		pts[i] = pe{v, r[i] - v}
 	}
-	slices.SortFunc(pts, func(a, b pe) int { return cmpFloat(a.p50, b.p50) })
+	slices.SortFunc(pts, func(a, b pe) int { return cmp.Compare(a.p50, b.p50) })
 	groups := min(m.Config.SpreadBins, len(pts))
 	m.SpreadEdges, m.Spread = nil, nil
 	for gi := range groups {
@@ -489,16 +490,6 @@ func sign(v float64) float64 {
 		return 1
 	case v < 0:
 		return -1
-	}
-	return 0
-}
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
 	}
 	return 0
 }
