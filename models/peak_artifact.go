@@ -39,9 +39,13 @@ type PeakArtifact struct {
 	// DataFrom and DataUntil span their samples.
 	Series              int
 	DataFrom, DataUntil time.Time
-	Features            []string
-	Selected            string // the learner
-	Model               []byte // its MarshalBinary
+	// FittedSeries are the IDs of the series it was fitted or calibrated
+	// on, so that it can be scored on others only; nil in artifacts
+	// published before they were recorded.
+	FittedSeries []string
+	Features     []string
+	Selected     string // the learner
+	Model        []byte // its MarshalBinary
 	// ShiftP90 is added to the learner's P90 in log space.
 	ShiftP90 float64
 	// Metrics are every learner's and baseline's figures on the scored

@@ -92,10 +92,10 @@ func fitPeakScored(ctx context.Context, cfg PeakConfig, series []datasets.Series
 	var fit, calib, test []models.PeakExample
 	for _, s := range series {
 		ex := cfg.Window.Examples(s.ID, s.Times, s.Values, cfg.Step)
-		switch {
-		case inTest(s.ID, cfg.TestShare):
+		switch peakRoleOf(s.ID, cfg.TestShare) {
+		case peakScored:
 			test = append(test, ex...)
-		case inTest("calibrate\x00"+s.ID, calibShare):
+		case peakCalibrates:
 			calib = append(calib, ex...)
 		default:
 			fit = append(fit, ex...)
@@ -125,13 +125,7 @@ func fitPeakScored(ctx context.Context, cfg PeakConfig, series []datasets.Series
 	}
 
 	// 2. The baselines: the peak so far, and 1.2 times it.
-	for name, factor := range map[string]float64{"peak_so_far": 1, "peak_so_far_x1_2": 1.2} {
-		p90 := make([]float64, len(test))
-		for i, e := range test {
-			p90[i] = factor * e.PeakSoFar
-		}
-		rep.Baselines[name] = peakScore(test, p90, p90, baseRes)
-	}
+	rep.Baselines = peakBaselines(peakTest{examples: test, reservation: baseRes})
 
 	// 3. The learners, on log(future peak / peak so far).
 	var fitted []fittedPeak
@@ -172,6 +166,92 @@ func fitPeakScored(ctx context.Context, cfg PeakConfig, series []datasets.Series
 
 // calibShare of the series that are not scored calibrate the P90.
 const calibShare = 0.2
+
+// peakRole is what a series is used for in fitting the refinement.
+type peakRole int
+
+const (
+	peakFits peakRole = iota
+	peakCalibrates
+	peakScored
+)
+
+// peakRoleOf is the one rule that says, by a hash of its ID, whether a
+// series is scored (testShare of them), calibrates the P90 (calibShare of
+// the rest) or is fitted on.
+func peakRoleOf(id string, testShare float64) peakRole {
+	switch {
+	case inTest(id, testShare):
+		return peakScored
+	case inTest("calibrate\x00"+id, calibShare):
+		return peakCalibrates
+	}
+	return peakFits
+}
+
+// fittedSeries are the IDs of the series cfg fits or calibrates on.
+func fittedSeries(cfg PeakConfig, series []datasets.Series) []string {
+	var out []string
+	for _, s := range series {
+		if peakRoleOf(s.ID, cfg.TestShare) != peakScored {
+			out = append(out, s.ID)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// EvaluatePublishedPeak scores the published refinement art, without
+// fitting anything, on the windows of the series it was neither fitted
+// nor calibrated on, beside the "peak so far" baselines: how it holds on
+// containers it never saw. The report names it as Selected, with
+// FitExamples 0.
+func EvaluatePublishedPeak(art *models.PeakArtifact, series []datasets.Series) (PeakReport, error) {
+	if art.FittedSeries == nil {
+		return PeakReport{}, fmt.Errorf("peak refinement version %d does not record the series it was fitted on (published by an older release): train it again to score it on unseen series", art.Version)
+	}
+	seen := map[string]bool{}
+	for _, id := range art.FittedSeries {
+		seen[id] = true
+	}
+	var test []models.PeakExample
+	unseen := 0
+	for _, s := range series {
+		if seen[s.ID] {
+			continue
+		}
+		unseen++
+		test = append(test, art.Window.Examples(s.ID, s.Times, s.Values, art.Step)...)
+	}
+	if len(test) < minRows {
+		return PeakReport{}, fmt.Errorf("peak refinement: %w: %d of the %d series are new to version %d, with %d windows to score", ErrNoData, unseen, len(series), art.Version, len(test))
+	}
+	pt := peakTest{examples: test}
+	for _, e := range test {
+		pt.reservation += 1.2 * e.PeakSoFar
+	}
+	row, err := scorePeakArtifact(art, pt)
+	if err != nil {
+		return PeakReport{}, fmt.Errorf("peak refinement version %d: %w", art.Version, err)
+	}
+	rep := PeakReport{Series: unseen, ScoredSamples: len(test), ObserveS: art.Window.Observe.Seconds(), HorizonS: art.Window.Horizon.Seconds(),
+		Models: map[string]map[string]float64{art.Selected: row}, Baselines: peakBaselines(pt),
+		Selected: art.Selected, ModelVersion: art.Version}
+	return rep, nil
+}
+
+// peakBaselines scores reserving the peak so far, and 1.2 times it.
+func peakBaselines(t peakTest) map[string]map[string]float64 {
+	out := map[string]map[string]float64{}
+	for name, factor := range map[string]float64{"peak_so_far": 1, "peak_so_far_x1_2": 1.2} {
+		p90 := make([]float64, len(t.examples))
+		for i, e := range t.examples {
+			p90[i] = factor * e.PeakSoFar
+		}
+		out[name] = peakScore(t.examples, p90, p90, t.reservation)
+	}
+	return out
+}
 
 // conformalShift is how much (in log space) the model's level-q quantile
 // must be raised for the calibration windows to be covered with

@@ -39,7 +39,8 @@ func TrainPeak(ctx context.Context, cfg PeakConfig, series []datasets.Series, re
 func publishPeak(cfg PeakConfig, rep PeakReport, best fittedPeak, series []datasets.Series, reg Registry) (PeakReport, error) {
 	from, until := seriesSpan(series)
 	art := &models.PeakArtifact{Format: models.PeakArtifactFormat, CreatedAt: time.Now().UTC(), Window: cfg.Window, Step: cfg.Step,
-		Series: len(series), DataFrom: from, DataUntil: until, Features: models.PeakFeatureNames(), ShiftP90: best.shift,
+		Series: len(series), DataFrom: from, DataUntil: until, FittedSeries: fittedSeries(cfg, series),
+		Features: models.PeakFeatureNames(), ShiftP90: best.shift,
 		Metrics: map[string]map[string]float64{}}
 	for name, m := range rep.Models {
 		art.Metrics[name] = m

@@ -2,6 +2,8 @@ package training_test
 
 import (
 	"context"
+	"errors"
+	"slices"
 	"testing"
 
 	"github.com/prescient-sched/prescient/datasets"
@@ -38,5 +40,34 @@ func TestRefinedPeakCoversNinetyPercentReservingLessThanPeakSoFarTimes1_2(t *tes
 	if m["p90_coverage"] < 0.90 || m["mean_reservation_vs_peak_x1_2"] >= 1 {
 		t.Errorf("forest: P90 coverage %.3f reserving %.3f × (peak so far × 1.2) on unseen containers; want ≥ 0.90 reserving < 1",
 			m["p90_coverage"], m["mean_reservation_vs_peak_x1_2"])
+	}
+
+	// The published version, scored as it is on the series it never saw,
+	// gives the figures training reported for them.
+	ev, err := training.EvaluatePublishedPeak(art, series)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev.Selected != models.ForestName || ev.FitExamples != 0 || ev.ModelVersion != 1 || ev.ScoredSamples != rep.ScoredSamples ||
+		len(art.FittedSeries)+ev.Series != len(series) {
+		t.Fatalf("evaluation of the published version: %+v (fitted on %d series)", ev, len(art.FittedSeries))
+	}
+	for k, v := range m {
+		if k != "fit_s" && ev.Models[models.ForestName][k] != v {
+			t.Errorf("%s: %g as published, %g at training", k, ev.Models[models.ForestName][k], v)
+		}
+	}
+	var seen []datasets.Series
+	for _, s := range series {
+		if slices.Contains(art.FittedSeries, s.ID) {
+			seen = append(seen, s)
+		}
+	}
+	if _, err := training.EvaluatePublishedPeak(art, seen); !errors.Is(err, training.ErrNoData) {
+		t.Errorf("only series it was fitted on: %v, want ErrNoData", err)
+	}
+	art.FittedSeries = nil
+	if _, err := training.EvaluatePublishedPeak(art, series); err == nil {
+		t.Error("an artifact without its series: no error")
 	}
 }

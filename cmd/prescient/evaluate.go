@@ -56,7 +56,9 @@ With --series FORMAT:PATH (genai-memory), evaluate instead the online refinement
 of the memory footprint: at each refinement point of a series (after its first
 10 minutes, then every 30 minutes), the peak of the next 2 hours from all of the
 series seen so far, fitted on 70% of the series and scored on the rest against
-reserving the peak so far (× 1.2).
+reserving the peak so far (× 1.2). With --models too, the serving refinement of
+that registry is scored as published, fitted on nothing, on the series it was
+not fitted or calibrated on.
 
 With --target idle, score the idle-window forecaster on --series FORMAT:PATH
 (helios, genai, philly-nodes, influx) from --from on, --horizon ahead: the
@@ -79,6 +81,9 @@ shorter than two days, the mean of the last hour).`,
 				series, err := datasets.ReadSeries(o.series)
 				if err != nil {
 					return err
+				}
+				if o.models != "" {
+					return evaluatePublishedPeak(cmd, g, o.models, series)
 				}
 				rep, err := training.EvaluatePeak(cmd.Context(), training.DefaultPeakConfig(), series)
 				if err != nil {
@@ -134,6 +139,26 @@ shorter than two days, the mean of the last hour).`,
 	f.IntVar(&o.gateWins, "gate-windows", training.DefaultGateWindows, "backtest: the gate's windows at each origin (as train --gate-windows)")
 	o.idle.register(cmd, true)
 	return cmd
+}
+
+// evaluatePublishedPeak is evaluate --target memory --series with
+// --models: the serving peak refinement, not refitted, on the series it
+// was not fitted on.
+func evaluatePublishedPeak(cmd *cobra.Command, g *globals, dir string, series []datasets.Series) error {
+	reg := training.Registry{Dir: dir}
+	v, err := reg.Current(models.TargetPeak)
+	if err != nil {
+		return fmt.Errorf("--models %s: no peak refinement is published (train --target memory --series publishes one): %w", dir, err)
+	}
+	art, err := reg.LoadPeak(v)
+	if err != nil {
+		return fmt.Errorf("--models: %w", err)
+	}
+	rep, err := training.EvaluatePublishedPeak(art, series)
+	if err != nil {
+		return err
+	}
+	return g.print(cmd.OutOrStdout(), peakReport(rep))
 }
 
 // runBacktest is evaluate --origins or --rolling.
@@ -267,8 +292,11 @@ func (r peakReport) writeTable(w io.Writer) error {
 	t.row("series", r.Series)
 	t.row("windows", fmt.Sprintf("%d fitted, %d scored (unseen series)", r.FitExamples, r.ScoredSamples))
 	t.row("watch / horizon", fmt.Sprintf("%.0f s / %.0f s", r.ObserveS, r.HorizonS))
-	if r.Published != nil {
+	switch {
+	case r.Published != nil:
 		t.row("published", fmt.Sprintf("%s as peak version %d", r.Selected, r.ModelVersion))
+	case r.Selected != "":
+		t.row("scored", fmt.Sprintf("peak version %d (%s) as published, on the series it was not fitted on", r.ModelVersion, r.Selected))
 	}
 	if err := t.flush(); err != nil {
 		return err

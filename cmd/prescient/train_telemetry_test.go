@@ -135,6 +135,23 @@ func TestTrainPeakRefinementPublishesThePeakTarget(t *testing.T) {
 		!strings.Contains(err.Error(), "--series") {
 		t.Errorf("--series with --target duration: %v", err)
 	}
+	// evaluate with --models scores the published version, fitted on
+	// nothing, on the series it did not see.
+	out, err = run(t, "evaluate", "--target", "memory", "--series", "genai-memory:"+series, "--models", reg, "--output", "json")
+	var ev struct {
+		Selected    string                        `json:"selected"`
+		FitExamples int                           `json:"fit_examples"`
+		Series      int                           `json:"series"`
+		Models      map[string]map[string]float64 `json:"models"`
+	}
+	if err != nil || json.Unmarshal([]byte(out), &ev) != nil || ev.Selected != "golearn_forest" || ev.FitExamples != 0 ||
+		ev.Series == 0 || ev.Models["golearn_forest"] == nil {
+		t.Fatalf("evaluate --models: %v, %+v\n%s", err, ev, out)
+	}
+	if _, err := run(t, "evaluate", "--target", "memory", "--series", "genai-memory:"+series, "--models", filepath.Join(dir, "none")); err == nil ||
+		!strings.Contains(err.Error(), "--models") {
+		t.Errorf("evaluate --models with no peak version: %v", err)
+	}
 }
 
 // train --target power measures the fleet's draw from its telemetry and
