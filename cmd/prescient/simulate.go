@@ -28,7 +28,8 @@ type simulateOptions struct {
 	models                string
 	oracle                bool
 	oracleNoise           float64
-	from, deadlines       string
+	from, until           string
+	deadlines             string
 	nodeMTBF, nodeRepair  time.Duration
 	checkpoint            string
 	checkpointCost, grace time.Duration
@@ -86,6 +87,7 @@ noise).`,
 	f.BoolVar(&o.oracle, "oracle", false, "forecast true durations")
 	f.Float64Var(&o.oracleNoise, "oracle-noise", 0, "with --oracle, log-normal noise σ on the forecasts")
 	f.StringVar(&o.from, "from", "", "replay only jobs submitted from this date (YYYY-MM-DD or RFC 3339)")
+	f.StringVar(&o.until, "until", "", "replay only jobs submitted before this date; the replay still runs until every job has finished")
 	f.StringVar(&o.deadlines, "deadlines", "", "FRACTION:SLACK: give FRACTION of jobs the deadline submit + SLACK × true duration")
 	f.StringVar(&o.jobTypes, "job-types", "", "gavel: label every job with one of Gavel's 26 job types, drawn uniformly with --seed, so that --speeds gavel runs it at its type's speed on each GPU model")
 	f.StringVar(&o.datasets, "datasets", "", "N:SIZE: give every job one of N datasets of SIZE (e.g. 200:500GB), drawn by Zipf popularity, for --data-cache")
@@ -187,6 +189,18 @@ func (o *simulateOptions) loadReplay(log *slog.Logger) ([]cluster.Job, map[clust
 		var before []cluster.Job
 		before, jobs = datasets.SplitByTime(jobs, from)
 		o.arrivals = priorArrivals(before, from)
+	}
+	if o.until != "" {
+		until, err := datasets.ParseTime(o.until)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("--until: %w", err)
+		}
+		if o.from != "" {
+			if from, _ := datasets.ParseTime(o.from); !until.After(from) {
+				return nil, nil, nil, fmt.Errorf("--until %s: want a time after --from %s", o.until, o.from)
+			}
+		}
+		jobs, _ = datasets.SplitByTime(jobs, until)
 	}
 	if o.limit > 0 && len(jobs) > o.limit {
 		jobs = jobs[:o.limit]

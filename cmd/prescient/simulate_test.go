@@ -41,6 +41,35 @@ func TestSimulateOnePolicyIsOneObjectWithTheIssuesKeys(t *testing.T) {
 	}
 }
 
+// --until bounds the submissions of a window; the replay still finishes
+// every job it took.
+func TestSimulateUntilBoundsTheWindow(t *testing.T) {
+	trace := "philly:" + filepath.Join(testenv.RepoRoot(t), "datasets", "testdata", "philly_small.csv")
+	count := func(args ...string) float64 {
+		t.Helper()
+		out, err := run(t, append([]string{"simulate", "--trace", trace, "--fleet", "uniform:2x8:V100", "--policy", "fifo", "-o", "json", "--log-level", "error"}, args...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got map[string]any
+		if err := json.Unmarshal([]byte(out), &got); err != nil {
+			t.Fatal(err)
+		}
+		if got["jobs"] != got["finished"] {
+			t.Errorf("%v: %v jobs, %v finished", args, got["jobs"], got["finished"])
+		}
+		return got["jobs"].(float64)
+	}
+	all, window := count(), count("--from", "2017-10-01", "--until", "2017-10-09T07:00:00Z")
+	if all != 6 || window != 3 {
+		t.Errorf("%g jobs in the whole trace, %g from Oct 1 to Oct 9 07:00; want 6 and 3", all, window)
+	}
+	if _, err := run(t, "simulate", "--trace", trace, "--fleet", "uniform:2x8", "--policy", "fifo", "--from", "2017-10-09", "--until", "2017-10-01"); err == nil ||
+		!strings.Contains(err.Error(), "--until") {
+		t.Errorf("--until before --from: %v", err)
+	}
+}
+
 func TestSimulateSeveralPoliciesGivesRunsAndAPlot(t *testing.T) {
 	path := testenv.Dataset(t, "philly", "philly_jobs.csv")
 	plot := filepath.Join(t.TempDir(), "jct.svg")
