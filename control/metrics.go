@@ -70,8 +70,17 @@ func newJobMetrics(reg *prometheus.Registry) (*jobMetrics, error) {
 	}
 	m.p90Coverage.WithLabelValues("true")
 	m.p90Coverage.WithLabelValues("false")
+	for _, src := range forecastSources {
+		m.fcError.WithLabelValues(src)
+	}
 	return m, nil
 }
+
+// forecastSources are the sources of the plane's forecasts as the
+// forecast error's label has them: the served model and the default when
+// none serves. Their series exist from the start, so that the first jobs
+// to finish show as an increase.
+var forecastSources = []string{"model", "default"}
 
 // failureReasons are the reason labels of prescient_job_failures_total.
 var failureReasons = []string{"exit_code", "start_refused", "other"}

@@ -119,7 +119,8 @@ func TestPrometheusScrapesTheDemo(t *testing.T) {
 	}
 
 	// 4. Every panel query of the dashboard returns a number, with the
-	// rate window over the whole run.
+	// rate window over the whole run: at once, or after a few more scrapes
+	// (a rate needs two samples since the first increase).
 	data, err := deploy.Files.ReadFile("grafana/prescient-prometheus.json")
 	if err != nil {
 		t.Fatal(err)
@@ -138,20 +139,30 @@ func TestPrometheusScrapesTheDemo(t *testing.T) {
 	if len(dash.Panels) == 0 {
 		t.Fatal("grafana/prescient-prometheus.json: no panels")
 	}
-	for _, p := range dash.Panels {
-		if len(p.Targets) == 0 {
-			t.Errorf("panel %q: no query", p.Title)
-		}
-		for _, tg := range p.Targets {
-			expr := strings.NewReplacer("$__rate_interval", "5m", "$__range", "5m", "$__interval", "15s").Replace(tg.Expr)
-			n, err := q.value(expr)
-			switch {
-			case err != nil:
-				t.Errorf("panel %q: %s: %v", p.Title, expr, err)
-			case math.IsNaN(n):
-				t.Errorf("panel %q: %s: no number", p.Title, expr)
+	for {
+		var failed []string
+		for _, p := range dash.Panels {
+			if len(p.Targets) == 0 {
+				t.Errorf("panel %q: no query", p.Title)
+			}
+			for _, tg := range p.Targets {
+				expr := strings.NewReplacer("$__rate_interval", "5m", "$__range", "5m", "$__interval", "15s").Replace(tg.Expr)
+				n, err := q.value(expr)
+				switch {
+				case err != nil:
+					failed = append(failed, fmt.Sprintf("panel %q: %s: %v", p.Title, expr, err))
+				case math.IsNaN(n):
+					failed = append(failed, fmt.Sprintf("panel %q: %s: no number", p.Title, expr))
+				}
 			}
 		}
+		if len(failed) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after 4 minutes:\n%s", strings.Join(failed, "\n"))
+		}
+		time.Sleep(2 * time.Second)
 	}
 }
 
