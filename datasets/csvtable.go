@@ -95,6 +95,13 @@ func (t *csvTable) readError(err error) error {
 // col returns the index of a column checked by newCSVTable.
 func (t *csvTable) col(name string) int { return t.cols[name] }
 
+// has reports whether the header has a column, for columns a format may
+// lack (newCSVTable checks only those it must have).
+func (t *csvTable) has(name string) bool {
+	_, ok := t.cols[name]
+	return ok
+}
+
 // fieldError builds the error for a bad value in column col of the current row.
 func (t *csvTable) fieldError(col int, err error) *ParseError {
 	return &ParseError{File: t.file, Line: t.line, Field: t.header[col], Value: t.rec[col], Err: err}

@@ -24,6 +24,8 @@ func FuzzPhilly(f *testing.F) {
 func FuzzOpenb(f *testing.F) {
 	f.Add(readTestdata(f, "openb_small.csv"))
 	f.Add([]byte(openbHeader + "p,1,1,1,500,A||B,,Pending,1e9,,\np,1,1,1,1000,,LS,Running,0,,0\n"))
+	f.Add([]byte("name,cpu_milli,memory_mib,num_gpu,gpu_milli\np,1000,1024,1,500\nq,0,1,0,0\n"))
+	f.Add([]byte("name,cpu_milli,memory_mib,num_gpu,gpu_milli,creation_time\np,1,1,1,1000,0\n"))
 	f.Fuzz(func(t *testing.T, data []byte) { checkTraceReader(t, bytesReader(readOpenb), data) })
 }
 

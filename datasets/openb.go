@@ -24,8 +24,19 @@ const openbDoc = "Alibaba openb pod list (openb_pod_list_*.csv); times are secon
 // OpenbTenant is the tenant of every openb job: the trace names none.
 const OpenbTenant = "openb"
 
-var openbColumns = []string{"name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli", "gpu_spec", "qos",
-	"pod_phase", "creation_time", "deletion_time", "scheduled_time"}
+// openbColumns are the columns every openb list has; several variants
+// Alibaba publishes (the multigpu* lists, for one) carry only these.
+var openbColumns = []string{"name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli"}
+
+// openbLife are the columns of a pod's life: a list has all or none.
+var openbLife = []string{"pod_phase", "creation_time", "deletion_time", "scheduled_time"}
+
+// openbMissing says what each optional column's absence leaves out.
+var openbMissing = []struct{ col, what string }{
+	{"gpu_spec", "gpu_spec: no pod is bound to a GPU model"},
+	{"qos", "qos: no pod has its QoS class (label qos)"},
+	{"pod_phase", "pod_phase, creation_time, deletion_time, scheduled_time: no times or outcomes; every pod is a pending request at the epoch, for placement experiments (simulate --experiment fill) only"},
+}
 
 func init() {
 	registerTrace(TraceFormat{Name: "openb", Doc: openbDoc, Read: readOpenb})
@@ -43,13 +54,53 @@ func init() {
 //     EndTime zero and RunTime = deletion_time - scheduled_time, the run
 //     time observed so far (a lower bound).
 //   - Pending: never scheduled (scheduled_time empty): queued, no start.
+//
+// A list with only the five request columns (some published variants) is
+// read too: see openbMissing for what each absent column leaves out, and
+// Result.Missing and Result.Untimed.
 func readOpenb(r io.Reader, file string, opt ReadOptions) (Result, error) {
-	p := openbParser{epoch: opt.epoch()}
-	return readCSVJobs(r, file, opt, openbColumns, true, p.job)
+	p := &openbParser{epoch: opt.epoch()}
+	res, err := readCSVJobs(r, file, opt, openbColumns, true, p.job)
+	if err != nil {
+		return res, err
+	}
+	if p.has == nil {
+		return res, nil // no rows: nothing to say
+	}
+	for _, m := range openbMissing {
+		if !p.has[m.col] {
+			res.Missing = append(res.Missing, m.what)
+		}
+	}
+	res.Untimed = !p.has["pod_phase"]
+	return res, nil
 }
 
 type openbParser struct {
 	epoch time.Time
+	// has says which optional columns the header has, once the first row
+	// is read.
+	has map[string]bool
+}
+
+// columns notes the optional columns of the header and checks that the
+// life columns come all or none.
+func (p *openbParser) columns(t *csvTable) error {
+	p.has = map[string]bool{"gpu_spec": t.has("gpu_spec"), "qos": t.has("qos")}
+	var have, lack []string
+	for _, c := range openbLife {
+		if t.has(c) {
+			have = append(have, c)
+		} else {
+			lack = append(lack, c)
+		}
+	}
+	if len(have) > 0 && len(lack) > 0 {
+		return &ParseError{File: t.file, Line: 1, Err: fmt.Errorf("header: has %s but not %s: a pod's life needs all four or none",
+			strings.Join(have, ","), strings.Join(lack, ","))}
+	}
+	p.has["pod_phase"] = len(lack) == 0
+	return nil
 }
 
 // openbPhases maps pod phases to job states.
@@ -60,7 +111,12 @@ var openbPhases = map[string]cluster.JobState{
 	"Pending":   cluster.StateQueued,
 }
 
-func (p openbParser) job(t *csvTable) (cluster.Job, error) {
+func (p *openbParser) job(t *csvTable) (cluster.Job, error) {
+	if p.has == nil {
+		if err := p.columns(t); err != nil {
+			return cluster.Job{}, err
+		}
+	}
 	name := t.rec[t.col("name")]
 	if name == "" {
 		return cluster.Job{}, t.fieldError(t.col("name"), errEmpty)
@@ -71,6 +127,10 @@ func (p openbParser) job(t *csvTable) (cluster.Job, error) {
 	}
 	spec.Name = name
 	job := cluster.Job{ID: cluster.JobID(name), Spec: spec}
+	if !p.has["pod_phase"] {
+		job.State, job.SubmitTime = cluster.StateQueued, p.epoch // a request, not a history
+		return job, nil
+	}
 	if err := p.life(t, &job); err != nil {
 		return cluster.Job{}, err
 	}
@@ -89,13 +149,17 @@ func openbSpec(t *csvTable) (cluster.JobSpec, error) {
 	if err := checkGPUShare(spec); err != nil {
 		return spec, t.fieldError(t.col("gpu_milli"), err)
 	}
-	for _, m := range strings.Split(t.rec[t.col("gpu_spec")], "|") {
-		if m = strings.TrimSpace(m); m != "" {
-			spec.GPUModels = append(spec.GPUModels, m)
+	if t.has("gpu_spec") {
+		for _, m := range strings.Split(t.rec[t.col("gpu_spec")], "|") {
+			if m = strings.TrimSpace(m); m != "" {
+				spec.GPUModels = append(spec.GPUModels, m)
+			}
 		}
 	}
-	if q := t.rec[t.col("qos")]; q != "" {
-		spec.Labels = map[string]string{cluster.LabelQoS: q}
+	if t.has("qos") {
+		if q := t.rec[t.col("qos")]; q != "" {
+			spec.Labels = map[string]string{cluster.LabelQoS: q}
+		}
 	}
 	return spec, nil
 }

@@ -1,6 +1,7 @@
 package datasets
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -122,5 +123,45 @@ func TestOpenbBadRows(t *testing.T) {
 			data := openbHeader + openbGoodRow + tt.row + "\n" + strings.Replace(openbGoodRow, "0000", "0009", 1)
 			assertBadRow(t, readOpenb, data, tt.field, tt.cause, 2)
 		})
+	}
+}
+
+// A list with only the five request columns, made from the default one,
+// gives the same requests, pending at the epoch, and says what it lacks.
+func TestReadOpenbFiveColumnList(t *testing.T) {
+	full, err := ReadTrace("openb:"+sharedDataset(t, "alibaba-openb", "openb_pod_list_default.csv"), ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(full.Missing) != 0 || full.Untimed {
+		t.Errorf("the default list: missing %v, untimed %v", full.Missing, full.Untimed)
+	}
+	var b strings.Builder
+	b.WriteString("name,cpu_milli,memory_mib,num_gpu,gpu_milli\n")
+	byName := map[string]cluster.JobSpec{}
+	for _, j := range full.Jobs {
+		s := j.Spec
+		fmt.Fprintf(&b, "%s,%d,%d,%d,%d\n", j.ID, s.CPUMilli, s.MemoryBytes>>20, s.GPUs, s.GPUMilli)
+		byName[string(j.ID)] = s
+	}
+	five, err := readOpenb(strings.NewReader(b.String()), "five.csv", ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(five.Jobs) != len(full.Jobs) || !five.Untimed || len(five.Missing) != 3 {
+		t.Fatalf("%d jobs (want %d), untimed %v, missing %q", len(five.Jobs), len(full.Jobs), five.Untimed, five.Missing)
+	}
+	assertSortedValid(t, five.Jobs)
+	for _, j := range five.Jobs {
+		want := byName[string(j.ID)]
+		want.GPUModels, want.Labels = nil, nil
+		if !reflect.DeepEqual(j.Spec, want) || j.State != cluster.StateQueued || !j.SubmitTime.Equal(DefaultOpenbEpoch()) {
+			t.Fatalf("job %s: %+v (%s at %s), want %+v pending at the epoch", j.ID, j.Spec, j.State, j.SubmitTime, want)
+		}
+	}
+	// Some of a pod's life and not the rest is refused, naming both.
+	_, err = readOpenb(strings.NewReader("name,cpu_milli,memory_mib,num_gpu,gpu_milli,pod_phase,creation_time\np,1,1,1,1000,Running,0\n"), "half.csv", ReadOptions{})
+	if err == nil || !strings.Contains(err.Error(), "creation_time") || !strings.Contains(err.Error(), "scheduled_time") {
+		t.Errorf("half a life: %v", err)
 	}
 }

@@ -78,6 +78,13 @@ type Result struct {
 	// Errors holds the first MaxErrors row errors of a lenient read, each a
 	// *ParseError.
 	Errors []error
+	// Missing names the columns of the format the file lacks and what
+	// their absence leaves out, one sentence each (a format that allows
+	// it: openb's published variants).
+	Missing []string
+	// Untimed is set when the file gives no times or outcomes: its jobs
+	// are requests for placement experiments, not a history to replay.
+	Untimed bool
 }
 
 // ParseError locates a bad row or header: the file, the 1-based line (a

@@ -180,6 +180,10 @@ func (o *simulateOptions) loadReplay(log *slog.Logger) ([]cluster.Job, map[clust
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("--trace: %w", err)
 	}
+	if res.Untimed {
+		return nil, nil, nil, fmt.Errorf("--trace %s: the list has no times or outcomes (%s): only --experiment fill can use it",
+			o.trace, strings.Join(res.Missing, "; "))
+	}
 	jobs := res.Jobs
 	if o.from != "" {
 		from, err := datasets.ParseTime(o.from)

@@ -146,6 +146,9 @@ func runFill(ctx context.Context, g *globals, o *simulateOptions, stdout, stderr
 	if err != nil {
 		return fmt.Errorf("--trace: %w", err)
 	}
+	for _, m := range res.Missing {
+		g.logger.Warn("the pod list lacks a column: the figures leave it out", "component", "simulate", "trace", o.trace, "missing", m)
+	}
 	bar := newProgress(stderr, g)
 	r, err := sim.Fill(ctx, sim.FillConfig{Fleet: fleet, Pods: res.Jobs, Placement: o.placement, Tune: o.tune, Seed: o.seed,
 		Progress: func(done, total int) { bar.update(o.placement, done, total) }})

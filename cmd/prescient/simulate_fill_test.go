@@ -95,3 +95,35 @@ func TestSimulateReportsCarbonAndParking(t *testing.T) {
 		t.Errorf("energy %.1f kWh, %.1f kgCO2 (want 200-400 g/kWh of it), parked %.0f s", kwh, kg, parked)
 	}
 }
+
+// A pod list with only the five request columns (as several published
+// variants are) runs the fill experiment; a replay refuses it.
+func TestSimulateFillReadsAFiveColumnPodList(t *testing.T) {
+	data, err := os.ReadFile(testenv.Dataset(t, "alibaba-openb", "openb_pod_list_default.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		cols := strings.Split(line, ",")
+		b.WriteString(strings.Join(cols[:5], ",") + "\n")
+	}
+	five := filepath.Join(t.TempDir(), "openb_pod_list_five.csv")
+	if err := os.WriteFile(five, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fleet := "openb:" + testenv.Dataset(t, "alibaba-openb", "openb_node_list_gpu_node.csv") + "?every=5"
+	out, err := run(t, "simulate", "--trace", "openb:"+five, "--fleet", fleet, "--experiment", "fill", "--placement", "best-fit",
+		"--tune", "1.3", "--seed", "42", "--output", "json", "--log-level", "error")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	if err := json.Unmarshal([]byte(out), &got); err != nil || got["gpu_alloc_pct"].(float64) < 80 {
+		t.Fatalf("fill on the five-column list: %v\n%s", err, out)
+	}
+	if _, err := run(t, "simulate", "--trace", "openb:"+five, "--fleet", fleet, "--policy", "fifo", "--log-level", "error"); err == nil ||
+		!strings.Contains(err.Error(), "--experiment fill") {
+		t.Errorf("a replay of the five-column list: %v, want a refusal naming --experiment fill", err)
+	}
+}
