@@ -60,6 +60,9 @@ file, line and field; with --lenient bad rows are counted and skipped.`,
 			if res.Skipped > len(res.Errors) {
 				g.logger.Warn("more rows skipped than shown", "component", "datasets", "skipped", res.Skipped, "shown", len(res.Errors))
 			}
+			for _, m := range res.Missing {
+				g.logger.Warn("the file lacks a column of its format", "component", "datasets", "missing", m)
+			}
 			return g.print(cmd.OutOrStdout(), summaryReport{Trace: args[0], Summary: datasets.Summarize(res)})
 		},
 	}
