@@ -20,9 +20,9 @@ import (
 func newDatasetsCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "datasets",
-		Short: "Inspect job traces and generate synthetic ones",
+		Short: "Inspect job traces, generate synthetic ones, export feature rows",
 	}
-	cmd.AddCommand(newDatasetsInspectCmd(g), newDatasetsGenerateCmd(g))
+	cmd.AddCommand(newDatasetsInspectCmd(g), newDatasetsGenerateCmd(g), newDatasetsFeaturesCmd(g))
 	return cmd
 }
 

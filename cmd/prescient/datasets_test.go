@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/prescient-sched/prescient/internal/testenv"
+	"github.com/prescient-sched/prescient/models"
 )
 
 // The foundation's acceptance check: the Philly job table has 74,167 rows
@@ -76,5 +77,30 @@ func TestGenerateWritesHistoryThatInspectReads(t *testing.T) {
 	}
 	if _, err := run(t, "datasets", "generate", "--tier-mix", "urgent=1"); err == nil || !strings.Contains(err.Error(), "--tier-mix") {
 		t.Fatalf("bad --tier-mix: %v", err)
+	}
+}
+
+// datasets features writes one causal row per labelled job, in submit
+// order, with the learners' feature names as its header.
+func TestDatasetsFeaturesWritesTheLearnersRows(t *testing.T) {
+	trace := "philly:" + filepath.Join(testenv.RepoRoot(t), "datasets", "testdata", "philly_small.csv")
+	out := filepath.Join(t.TempDir(), "features.csv")
+	if _, err := run(t, "datasets", "features", "--trace", trace, "--out", out); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	names := models.DefaultFeatureConfig(models.TargetDuration).FeatureNames()
+	if len(lines) != 7 || lines[0] != "id,submit_time,label_log,"+strings.Join(names, ",") {
+		t.Fatalf("%d lines, header %q", len(lines), lines[0])
+	}
+	if !strings.Contains(lines[1], ",2017-09-29T07:58:32Z,") || strings.Count(lines[1], ",") != len(names)+2 {
+		t.Errorf("first row %q: want the earliest job, every feature", lines[1])
+	}
+	if _, err := run(t, "datasets", "features", "--trace", trace, "--target", "peak"); err == nil || !strings.Contains(err.Error(), "--target") {
+		t.Errorf("--target peak: %v", err)
 	}
 }
