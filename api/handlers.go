@@ -109,8 +109,8 @@ func (h *handlers) submit(c *gin.Context) {
 	}
 	status := http.StatusCreated
 	if sub.ID != "" {
-		if prev, err := h.svc.Job(c.Request.Context(), sub.ID); err == nil {
-			if !mayTouch(principal(c), prev.Tenant) {
+		if tenant, err := h.svc.JobTenant(c.Request.Context(), sub.ID); err == nil {
+			if !mayTouch(principal(c), tenant) {
 				writeError(c, http.StatusConflict, "conflict", fmt.Sprintf("job ID %s is taken", sub.ID))
 				return
 			}
@@ -207,6 +207,21 @@ func (h *handlers) job(c *gin.Context) (service.JobStatus, bool) {
 	return st, true
 }
 
+// jobID checks that the caller may touch the job of the :id parameter, as
+// job does, reading only its tenant, and returns its ID.
+func (h *handlers) jobID(c *gin.Context) (cluster.JobID, bool) {
+	id := cluster.JobID(c.Param("id"))
+	tenant, err := h.svc.JobTenant(c.Request.Context(), id)
+	if err == nil && !mayTouch(principal(c), tenant) {
+		err = notFound(id)
+	}
+	if err != nil {
+		serviceError(c, h.log, err)
+		return "", false
+	}
+	return id, true
+}
+
 // notFound is the service's error for a job it does not have.
 func notFound(id cluster.JobID) error { return fmt.Errorf("job %s: %w", id, service.ErrNotFound) }
 
@@ -219,16 +234,16 @@ func (h *handlers) getJob(c *gin.Context) {
 
 // jobEvents is GET /v1/jobs/{id}/events: the job's history, oldest first.
 func (h *handlers) jobEvents(c *gin.Context) {
-	st, ok := h.job(c)
+	id, ok := h.jobID(c)
 	if !ok {
 		return
 	}
-	evs, err := h.svc.JobEvents(c.Request.Context(), st.ID)
+	evs, err := h.svc.JobEvents(c.Request.Context(), id)
 	if err != nil {
 		serviceError(c, h.log, err)
 		return
 	}
-	writeJSON(c, http.StatusOK, JobEventList{Job: st.ID, Events: evs})
+	writeJSON(c, http.StatusOK, JobEventList{Job: id, Events: evs})
 }
 
 // jobLog is GET /v1/jobs/{id}/log?attempt=N&bytes=N: the end of an
@@ -249,11 +264,11 @@ func (h *handlers) jobLog(c *gin.Context) {
 		abortRequest(c, e)
 		return
 	}
-	st, ok := h.job(c)
+	id, ok := h.jobID(c)
 	if !ok {
 		return
 	}
-	log, err := h.svc.JobLog(c.Request.Context(), st.ID, attempt, cmp.Or(size, service.DefaultLogBytes))
+	log, err := h.svc.JobLog(c.Request.Context(), id, attempt, cmp.Or(size, service.DefaultLogBytes))
 	if err != nil {
 		serviceError(c, h.log, err)
 		return
@@ -263,10 +278,11 @@ func (h *handlers) jobLog(c *gin.Context) {
 
 // cancel is DELETE /v1/jobs/{id} and POST /v1/jobs/{id}/cancel.
 func (h *handlers) cancel(c *gin.Context) {
-	if _, ok := h.job(c); !ok {
+	id, ok := h.jobID(c)
+	if !ok {
 		return
 	}
-	st, err := h.svc.Cancel(c.Request.Context(), cluster.JobID(c.Param("id")))
+	st, err := h.svc.Cancel(c.Request.Context(), id)
 	if err != nil {
 		serviceError(c, h.log, err)
 		return
@@ -320,8 +336,8 @@ func (h *handlers) tenantsOf(c *gin.Context) func(cluster.JobID) string {
 	return func(id cluster.JobID) string {
 		t, ok := seen[id]
 		if !ok {
-			if st, err := h.svc.Job(c.Request.Context(), id); err == nil {
-				t = st.Tenant
+			if tenant, err := h.svc.JobTenant(c.Request.Context(), id); err == nil {
+				t = tenant
 			}
 			seen[id] = t
 		}

@@ -243,6 +243,12 @@ func (p *Plane) Job(ctx context.Context, id cluster.JobID) (service.JobStatus, e
 	return st, nil
 }
 
+// JobTenant implements Service.
+func (p *Plane) JobTenant(ctx context.Context, id cluster.JobID) (string, error) {
+	j, err := p.getJob(ctx, id)
+	return j.Spec.Tenant, err
+}
+
 // JobEvents implements Service.
 func (p *Plane) JobEvents(ctx context.Context, id cluster.JobID) ([]service.JobEvent, error) {
 	if _, err := p.getJob(ctx, id); err != nil {

@@ -18,6 +18,10 @@ type Service interface {
 	Submit(ctx context.Context, req SubmitRequest) (JobStatus, error)
 	Jobs(ctx context.Context, q JobQuery) ([]JobStatus, error)
 	Job(ctx context.Context, id cluster.JobID) (JobStatus, error)
+	// JobTenant is the tenant of a job (ErrNotFound for none): what a
+	// check of who may see it needs, without the status's forecast,
+	// history and energy, which Job reads.
+	JobTenant(ctx context.Context, id cluster.JobID) (string, error)
 	// JobEvents is a job's history, oldest first: every state change with
 	// its reason (submit, start, checkpoint, preemption, requeue, failed
 	// start, exit).

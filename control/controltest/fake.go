@@ -262,6 +262,20 @@ func matches(e *entry, q service.JobQuery) bool {
 	return true
 }
 
+// JobTenant answers a job's tenant or ErrNotFound.
+func (f *Fake) JobTenant(_ context.Context, id cluster.JobID) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.failure("JobTenant"); err != nil {
+		return "", err
+	}
+	e, err := f.get(id)
+	if err != nil {
+		return "", err
+	}
+	return e.job.Spec.Tenant, nil
+}
+
 // Job answers one job or ErrNotFound.
 func (f *Fake) Job(_ context.Context, id cluster.JobID) (service.JobStatus, error) {
 	f.mu.Lock()
