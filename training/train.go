@@ -190,20 +190,9 @@ func train(ctx context.Context, cfg Config, jobs []cluster.Job) (*trained, error
 	rep.Rows = len(fit.y)
 	fitted := map[string]models.Model{}
 	for _, l := range learnersOf(cfg) {
-		opt := models.Options{Features: art.FeatureNames, Seed: cfg.Seed, Logger: log}
-		if cfg.Progress != nil {
-			name := l.Name
-			opt.Progress = func(done, total int) { cfg.Progress(name, done, total) }
-		}
-		m := l.New(opt)
-		start := time.Now()
-		if err := m.Fit(ctx, fit.X, fit.y); err != nil {
-			return nil, fmt.Errorf("train: %s: %w", l.Name, err)
-		}
-		fitS := time.Since(start).Seconds()
-		met, err := scoreModel(m, hold)
+		m, met, fitS, err := fitAndScore(ctx, cfg, l, art.FeatureNames, fit, hold, l.Name, log)
 		if err != nil {
-			return nil, fmt.Errorf("train: %s: %w", l.Name, err)
+			return nil, fmt.Errorf("train: %w", err)
 		}
 		if art.Models[l.Name], err = m.MarshalBinary(); err != nil {
 			return nil, fmt.Errorf("train: %s: %w", l.Name, err)
@@ -289,7 +278,8 @@ func GateMetric(t models.Target) string {
 }
 
 // gateScoreKey is the metrics key of a learner's gate metric averaged
-// over the gate windows, which selectBest reads where it is set.
+// over the gate windows (set only with more than one), which selectBest
+// reads where it is set.
 const gateScoreKey = "gate_score"
 
 // earlierWindows scores every learner on the GateWindows-1 windows of size
@@ -318,18 +308,9 @@ func earlierWindows(ctx context.Context, cfg Config, fc models.FeatureConfig, fi
 			break
 		}
 		for _, l := range learnersOf(cfg) {
-			opt := models.Options{Features: art.FeatureNames, Seed: cfg.Seed, Logger: log}
-			if cfg.Progress != nil {
-				name := fmt.Sprintf("%s (gate window %d)", l.Name, w+1)
-				opt.Progress = func(done, total int) { cfg.Progress(name, done, total) }
-			}
-			m := l.New(opt)
-			if err := m.Fit(ctx, fit.X, fit.y); err != nil {
-				return fmt.Errorf("train: %s, gate window %d: %w", l.Name, w+1, err)
-			}
-			met, err := scoreModel(m, hold)
+			_, met, _, err := fitAndScore(ctx, cfg, l, art.FeatureNames, fit, hold, fmt.Sprintf("%s (gate window %d)", l.Name, w+1), log)
 			if err != nil {
-				return fmt.Errorf("train: %s, gate window %d: %w", l.Name, w+1, err)
+				return fmt.Errorf("train: gate window %d: %w", w+1, err)
 			}
 			v := met.Map(cfg.Target)[key]
 			sums[l.Name] += v
@@ -337,10 +318,33 @@ func earlierWindows(ctx context.Context, cfg Config, fc models.FeatureConfig, fi
 		}
 		scored++
 	}
+	if scored == 1 {
+		return nil // the holdout alone: the gate metric itself selects
+	}
 	for name, row := range art.Metrics {
 		row[gateScoreKey] = sums[name] / float64(scored)
 	}
 	return nil
+}
+
+// fitAndScore fits a new model of learner l on fit, in fitS seconds, and
+// scores it on hold; label names it to cfg.Progress.
+func fitAndScore(ctx context.Context, cfg Config, l models.Learner, features []string, fit, hold dataset, label string,
+	log *slog.Logger) (m models.Model, met Metrics, fitS float64, err error) {
+	opt := models.Options{Features: features, Seed: cfg.Seed, Logger: log}
+	if cfg.Progress != nil {
+		opt.Progress = func(done, total int) { cfg.Progress(label, done, total) }
+	}
+	m = l.New(opt)
+	start := time.Now()
+	if err := m.Fit(ctx, fit.X, fit.y); err != nil {
+		return nil, Metrics{}, 0, fmt.Errorf("%s: %w", l.Name, err)
+	}
+	fitS = time.Since(start).Seconds()
+	if met, err = scoreModel(m, hold); err != nil {
+		return nil, Metrics{}, 0, fmt.Errorf("%s: %w", l.Name, err)
+	}
+	return m, met, fitS, nil
 }
 
 // selectBest is the learner with the lowest gate metric, leaving out
