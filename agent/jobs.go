@@ -190,8 +190,8 @@ func (a *Agent) start(c protocol.Command) {
 		log.Error("start refused", "error", err)
 		return
 	}
-	jobDir := filepath.Join(a.cfg.WorkDir, "jobs", safeName(c.Job))
-	dir := filepath.Join(jobDir, fmt.Sprintf("attempt-%d", c.Attempt))
+	jobDir := a.jobDir(c.Job)
+	dir := attemptDir(jobDir, c.Attempt)
 	p := &attempt{sig: sig, rec: record{
 		Job: c.Job, Attempt: c.Attempt, Rank: s.Rank, WorldSize: s.WorldSize, GPUs: slices.Clone(s.GPUs),
 		StartedAt: time.Now().UTC(), Dir: dir, AckPath: filepath.Join(dir, "checkpoint.ack"), StatusPath: dir + ".status.json",
@@ -223,7 +223,7 @@ func (a *Agent) start(c protocol.Command) {
 		return
 	}
 	os.Remove(p.rec.AckPath)
-	logFile, err := os.OpenFile(filepath.Join(dir, "job.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	logFile, err := os.OpenFile(filepath.Join(dir, jobLogName), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		a.fail(p, 127, fmt.Sprintf("log file: %v", err))
 		return
@@ -740,6 +740,18 @@ func exitCode(ps *os.ProcessState, err error) int {
 	}
 	return ps.ExitCode()
 }
+
+// jobDir is where a job's attempts and checkpoints live on this node.
+func (a *Agent) jobDir(job string) string { return filepath.Join(a.cfg.WorkDir, "jobs", safeName(job)) }
+
+// attemptDir is an attempt's working directory in its job's directory; its
+// log is jobLogName there.
+func attemptDir(jobDir string, attempt int) string {
+	return filepath.Join(jobDir, fmt.Sprintf("attempt-%d", attempt))
+}
+
+// jobLogName is the name of an attempt's log in its directory.
+const jobLogName = "job.log"
 
 var unsafeChars = regexp.MustCompile(`[^A-Za-z0-9._-]`)
 

@@ -20,7 +20,7 @@ import (
 // this node.
 func (a *Agent) sendLog(ctx context.Context, c protocol.Command) {
 	reply := protocol.LogReply{ID: c.Log.ID}
-	path := filepath.Join(a.cfg.WorkDir, "jobs", safeName(c.Job), fmt.Sprintf("attempt-%d", c.Attempt), "job.log")
+	path := filepath.Join(attemptDir(a.jobDir(c.Job), c.Attempt), jobLogName)
 	text, truncated, err := tail(path, c.Log.MaxBytes)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
