@@ -287,8 +287,6 @@ func (m *GBT) PredictQuantiles(X [][]float64, qs []float64) ([][]float64, error)
 		for k, q := range qs {
 			row[k] = offsetOf(x, m.Offset) + v + spreadAt(spread, q)
 		}
-		// The spread's quantiles are non-decreasing in q; keep the row so
-		// even for qs given out of order.
 		out[i] = row
 	}
 	return out, nil

@@ -127,6 +127,17 @@ func rowsFor(fc models.FeatureConfig, history, queries []cluster.Job) dataset {
 	return dataset{jobs: history, queries: labelled, X: fc.Rows(history, labelled), y: y}
 }
 
+// Rows are the causal feature rows of target t's labelled jobs among
+// jobs, as training and evaluation compute them: each job's row sees the
+// jobs that ended before its submit time. It returns those jobs, in submit
+// order, their rows and their log labels.
+func Rows(t models.Target, jobs []cluster.Job) ([]cluster.Job, [][]float64, []float64) {
+	sorted := slices.Clone(jobs)
+	slices.SortStableFunc(sorted, func(a, b cluster.Job) int { return a.SubmitTime.Compare(b.SubmitTime) })
+	d := rowsFor(models.DefaultFeatureConfig(t), sorted, sorted)
+	return d.queries, d.X, d.y
+}
+
 // Train fits every learner on the earlier part of jobs, scores each on the
 // later holdout window, selects the one with the best gate metric and
 // returns the artifact (unpublished, Version 0) with its report.

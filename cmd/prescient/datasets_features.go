@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"strconv"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/datasets"
 	"github.com/prescient-sched/prescient/models"
+	"github.com/prescient-sched/prescient/training"
 )
 
 type featuresOptions struct {
@@ -55,21 +55,11 @@ func runFeatures(cmd *cobra.Command, g *globals, o featuresOptions) error {
 	if err != nil {
 		return err
 	}
-	jobs := slices.Clone(res.Jobs)
-	slices.SortStableFunc(jobs, func(a, b cluster.Job) int { return a.SubmitTime.Compare(b.SubmitTime) })
-	var labelled []cluster.Job
-	var labels []float64
-	for i := range jobs {
-		if v, ok := t.Label(&jobs[i]); ok {
-			labelled = append(labelled, jobs[i])
-			labels = append(labels, models.Log(v))
-		}
-	}
+	labelled, rows, labels := training.Rows(t, res.Jobs)
 	if len(labelled) == 0 {
 		return fmt.Errorf("--trace %s: no job with a known %s", o.trace, t)
 	}
-	fc := models.DefaultFeatureConfig(t)
-	rows := fc.Rows(jobs, labelled)
+	names := models.DefaultFeatureConfig(t).FeatureNames()
 	w := cmd.OutOrStdout()
 	if o.out != "-" {
 		f, err := os.Create(o.out)
@@ -79,10 +69,10 @@ func runFeatures(cmd *cobra.Command, g *globals, o featuresOptions) error {
 		defer f.Close()
 		w = f
 	}
-	if err := writeFeatures(w, fc.FeatureNames(), labelled, labels, rows); err != nil {
+	if err := writeFeatures(w, names, labelled, labels, rows); err != nil {
 		return fmt.Errorf("--out %s: %w", o.out, err)
 	}
-	g.logger.Info("wrote feature rows", "component", "datasets", "rows", len(rows), "features", len(fc.FeatureNames()), "path", o.out)
+	g.logger.Info("wrote feature rows", "component", "datasets", "rows", len(rows), "features", len(names), "path", o.out)
 	return nil
 }
 
