@@ -182,7 +182,7 @@ func prometheusBinary(t *testing.T) string {
 }
 
 // freeAddr is a loopback address with a port free a moment ago.
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
