@@ -37,7 +37,17 @@ func (p *Plane) Submit(ctx context.Context, req service.SubmitRequest) (service.
 		id = newJobID()
 	}
 	job := cluster.NewJob(id, spec, p.cfg.Clock())
-	err = p.cfg.Store.SubmitJobWithRun(ctx, job, store.RunSpec{Command: req.Command, Env: req.Env})
+	sub := store.Submission{Job: job, Run: store.RunSpec{Command: req.Command, Env: req.Env}}
+	// The forecast is stored with the job, in its transaction: one fsync.
+	fc, fcErr := p.cfg.Forecaster.Forecast(ctx, []*cluster.Job{&job})
+	if fcErr == nil && (len(fc) != 1 || fc[0].Job != id) {
+		fcErr = fmt.Errorf("%d forecasts for one job", len(fc))
+	}
+	if fcErr == nil {
+		f := storedForecast(fc[0])
+		sub.Forecast = &f
+	}
+	err = p.cfg.Store.Submit(ctx, sub)
 	if errors.Is(err, store.ErrExists) {
 		return p.resubmitted(ctx, job, req)
 	}
@@ -45,8 +55,12 @@ func (p *Plane) Submit(ctx context.Context, req service.SubmitRequest) (service.
 		return service.JobStatus{}, fmt.Errorf("submit %s: %w", id, err)
 	}
 	p.notify(ctx, store.EventSubmitted, job, "")
-	if _, err := p.forecastsFor(ctx, []cluster.Job{job}); err != nil {
-		p.log.Warn("no forecast for a submitted job", "job", id, "error", err)
+	if fcErr != nil {
+		p.log.Warn("no forecast for a submitted job", "job", id, "error", fcErr)
+	} else {
+		p.mu.Lock()
+		p.forecasts[id] = fc[0]
+		p.mu.Unlock()
 	}
 	p.wake()
 	return p.status(ctx, job)

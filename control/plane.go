@@ -483,8 +483,7 @@ func (p *Plane) forecastsFor(ctx context.Context, jobs []cluster.Job) (map[clust
 		}
 		rows := make([]store.JobForecast, len(fresh))
 		for i, f := range fresh {
-			rows[i] = store.JobForecast{Job: f.Job, DurationP50: f.DurationP50, DurationP90: f.DurationP90,
-				MemoryP90Bytes: f.MemoryP90Bytes, Source: f.Source}
+			rows[i] = storedForecast(f)
 		}
 		if err := p.cfg.Store.PutForecasts(ctx, rows); err != nil {
 			p.log.Warn("forecasts not stored", "jobs", len(rows), "error", err)
@@ -500,6 +499,12 @@ func (p *Plane) forecastsFor(ctx context.Context, jobs []cluster.Job) (map[clust
 		out[f.Job] = f
 	}
 	return out, nil
+}
+
+// storedForecast is a forecast as the store keeps it.
+func storedForecast(f executor.Forecast) store.JobForecast {
+	return store.JobForecast{Job: f.Job, DurationP50: f.DurationP50, DurationP90: f.DurationP90,
+		MemoryP90Bytes: f.MemoryP90Bytes, Source: f.Source}
 }
 
 // Mode implements Service.

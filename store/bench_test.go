@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -74,4 +75,25 @@ func BenchmarkListJobs(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkSubmitJobConcurrent is BenchmarkSubmitJob from 4 goroutines
+// per CPU: their submissions share transactions (group commit).
+func BenchmarkSubmitJobConcurrent(b *testing.B) {
+	ctx := context.Background()
+	s, _ := openTest(b)
+	var next atomic.Int64
+	b.ReportAllocs()
+	b.SetParallelism(4)
+	b.RunParallel(func(pb *testing.PB) {
+		job := fullJob("")
+		for pb.Next() {
+			job.ID = cluster.JobID(fmt.Sprintf("bench-%09d", next.Add(1)))
+			if err := s.SubmitJob(ctx, job); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "jobs/s")
 }

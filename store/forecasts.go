@@ -28,28 +28,8 @@ func (s *Store) PutForecasts(ctx context.Context, fs []JobForecast) error {
 		return nil
 	}
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		stmt, err := tx.PrepareContext(ctx, `INSERT OR REPLACE INTO job_forecasts
-			(job_id, time, duration_p50_ns, duration_p90_ns, memory_p90_bytes, source) VALUES (?, ?, ?, ?, ?, ?)`)
-		if err != nil {
-			return err
-		}
-		defer stmt.Close()
 		for _, f := range fs {
-			if f.Time.IsZero() {
-				f.Time = s.clock()
-			}
-			t, err := unixNanos(f.Time)
-			if err != nil {
-				return fmt.Errorf("job %s: %w", f.Job, err)
-			}
-			if f.DurationP50 < 0 || f.DurationP90 < 0 || f.MemoryP90Bytes < 0 {
-				return fmt.Errorf("job %s: negative forecast", f.Job)
-			}
-			_, err = stmt.ExecContext(ctx, string(f.Job), t, int64(f.DurationP50), int64(f.DurationP90), f.MemoryP90Bytes, f.Source)
-			if isForeignKeyViolation(err) {
-				return fmt.Errorf("job %s: %w", f.Job, ErrNotFound)
-			}
-			if err != nil {
+			if err := s.insertForecast(ctx, tx, f); err != nil {
 				return err
 			}
 		}
@@ -59,6 +39,28 @@ func (s *Store) PutForecasts(ctx context.Context, fs []JobForecast) error {
 		return fmt.Errorf("store: put forecasts: %w", err)
 	}
 	return nil
+}
+
+// insertForecast stores f in tx, replacing the job's earlier one; a zero
+// time is now.
+func (s *Store) insertForecast(ctx context.Context, tx *sql.Tx, f JobForecast) error {
+	if f.Time.IsZero() {
+		f.Time = s.clock()
+	}
+	t, err := unixNanos(f.Time)
+	if err != nil {
+		return fmt.Errorf("job %s: %w", f.Job, err)
+	}
+	if f.DurationP50 < 0 || f.DurationP90 < 0 || f.MemoryP90Bytes < 0 {
+		return fmt.Errorf("job %s: negative forecast", f.Job)
+	}
+	_, err = tx.ExecContext(ctx, `INSERT OR REPLACE INTO job_forecasts
+		(job_id, time, duration_p50_ns, duration_p90_ns, memory_p90_bytes, source) VALUES (?, ?, ?, ?, ?, ?)`,
+		string(f.Job), t, int64(f.DurationP50), int64(f.DurationP90), f.MemoryP90Bytes, f.Source)
+	if isForeignKeyViolation(err) {
+		return fmt.Errorf("job %s: %w", f.Job, ErrNotFound)
+	}
+	return err
 }
 
 // Forecasts returns the stored forecasts of the given jobs; jobs without

@@ -10,52 +10,6 @@ import (
 	"github.com/prescient-sched/prescient/cluster"
 )
 
-// SubmitJob stores a new job together with its submitted event, both or
-// neither. The job must be queued and pass job.Validate; a job whose ID is
-// stored already gives an error wrapping ErrExists. When SubmitJob returns
-// nil the job is on disk.
-func (s *Store) SubmitJob(ctx context.Context, job cluster.Job) error {
-	if err := s.submitJob(ctx, job); err != nil {
-		return fmt.Errorf("store: submit job %s: %w", job.ID, err)
-	}
-	return nil
-}
-
-func (s *Store) submitJob(ctx context.Context, job cluster.Job) error {
-	return s.submitJobWith(ctx, job, nil)
-}
-
-// submitJobWith stores the job and its submitted event and runs also, if
-// set, in the same transaction.
-func (s *Store) submitJobWith(ctx context.Context, job cluster.Job, also func(*sql.Tx) error) error {
-	if job.State != cluster.StateQueued {
-		return fmt.Errorf("state is %q, a new job must be %s", job.State, cluster.StateQueued)
-	}
-	if err := job.Validate(); err != nil {
-		return fmt.Errorf("invalid job: %w", err)
-	}
-	row, err := encodeJob(job)
-	if err != nil {
-		return err
-	}
-	ev := Event{JobID: job.ID, Time: job.SubmitTime, Type: EventSubmitted, To: cluster.StateQueued}
-	return s.inTx(ctx, func(tx *sql.Tx) error {
-		if err := insertJob(ctx, tx, &row); err != nil {
-			return err
-		}
-		if err := insertEvent(ctx, tx, &ev); err != nil {
-			return err
-		}
-		if err := s.addEventDeliveries(ctx, tx, job, ev); err != nil {
-			return err
-		}
-		if also != nil {
-			return also(tx)
-		}
-		return nil
-	})
-}
-
 func insertJob(ctx context.Context, tx *sql.Tx, row *jobRow) error {
 	_, err := tx.ExecContext(ctx, "INSERT INTO jobs ("+jobColumns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 		row.args()...)

@@ -16,18 +16,6 @@ type RunSpec struct {
 	Env     map[string]string
 }
 
-// SubmitJobWithRun stores a new job, its submitted event and what it runs,
-// all or nothing, as SubmitJob does. An empty run stores no run.
-func (s *Store) SubmitJobWithRun(ctx context.Context, job cluster.Job, run RunSpec) error {
-	if len(run.Command) == 0 && len(run.Env) > 0 {
-		return fmt.Errorf("store: submit job %s: env without a command", job.ID)
-	}
-	if err := s.submitJobWith(ctx, job, func(tx *sql.Tx) error { return insertRun(ctx, tx, job.ID, run) }); err != nil {
-		return fmt.Errorf("store: submit job %s: %w", job.ID, err)
-	}
-	return nil
-}
-
 func insertRun(ctx context.Context, tx *sql.Tx, id cluster.JobID, run RunSpec) error {
 	if len(run.Command) == 0 {
 		return nil

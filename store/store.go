@@ -47,6 +47,8 @@ type Store struct {
 	// eventOutbox, when set, writes the webhook deliveries of each job
 	// event in the event's transaction (SetEventOutbox).
 	eventOutbox atomic.Pointer[EventOutbox]
+	// group gathers concurrent submissions into one transaction (Submit).
+	group groupCommit
 }
 
 // Option configures a Store.
