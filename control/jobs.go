@@ -259,8 +259,11 @@ func (p *Plane) Job(ctx context.Context, id cluster.JobID) (service.JobStatus, e
 
 // JobTenant implements Service.
 func (p *Plane) JobTenant(ctx context.Context, id cluster.JobID) (string, error) {
-	j, err := p.getJob(ctx, id)
-	return j.Spec.Tenant, err
+	tenant, err := p.cfg.Store.JobTenant(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return "", fmt.Errorf("job %s: %w", id, service.ErrNotFound)
+	}
+	return tenant, err
 }
 
 // JobEvents implements Service.

@@ -32,6 +32,20 @@ func (s *Store) GetJob(ctx context.Context, id cluster.JobID) (cluster.Job, erro
 	return job, nil
 }
 
+// JobTenant returns the tenant of a stored job, without reading the rest
+// of it; one that is not stored gives an error wrapping ErrNotFound.
+func (s *Store) JobTenant(ctx context.Context, id cluster.JobID) (string, error) {
+	var tenant string
+	err := s.r.QueryRowContext(ctx, "SELECT tenant FROM jobs WHERE id = ?", string(id)).Scan(&tenant)
+	if errors.Is(err, sql.ErrNoRows) {
+		err = ErrNotFound
+	}
+	if err != nil {
+		return "", fmt.Errorf("store: tenant of job %s: %w", id, err)
+	}
+	return tenant, nil
+}
+
 func selectJob(ctx context.Context, q querier, id cluster.JobID) (cluster.Job, error) {
 	var row jobRow
 	err := row.scan(q.QueryRowContext(ctx, "SELECT "+jobColumns+" FROM jobs WHERE id = ?", string(id)))

@@ -96,6 +96,13 @@ func TestGetJobAndEventsOfMissingJob(t *testing.T) {
 	if _, err := s.Events(ctx, "nope"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("Events: %v, want ErrNotFound", err)
 	}
+	if _, err := s.JobTenant(ctx, "nope"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("JobTenant: %v, want ErrNotFound", err)
+	}
+	mustSubmit(t, s, testJob("yes").Tenant("team-a").Obj())
+	if tenant, err := s.JobTenant(ctx, "yes"); err != nil || tenant != "team-a" {
+		t.Errorf("JobTenant(yes) = %q, %v; want team-a", tenant, err)
+	}
 }
 
 func TestListJobs(t *testing.T) {
