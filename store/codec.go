@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"sync"
 	"time"
 
 	"github.com/prescient-sched/prescient/cluster"
@@ -152,22 +153,60 @@ func encodeJob(j cluster.Job) (jobRow, error) {
 }
 
 // decode converts a row back to the job it was encoded from.
-func (r *jobRow) decode() (cluster.Job, error) {
-	j, err := r.decodeFields()
+func (r *jobRow) decode() (cluster.Job, error) { return r.decodeWith(nil) }
+
+// decodeWith is decode with the spec from specs (nil: decoded here).
+func (r *jobRow) decodeWith(specs *specCache) (cluster.Job, error) {
+	j, err := r.decodeFields(specs)
 	if err != nil {
 		return cluster.Job{}, fmt.Errorf("decode job %s: %w", r.id, err)
 	}
 	return j, nil
 }
 
-func (r *jobRow) decodeFields() (cluster.Job, error) {
+// specCache keeps decoded specs by their stored text. The plan loop lists
+// every queued job each cycle, and decoding a spec's JSON is most of
+// reading a job; a spec's text decodes the same every time. Each caller
+// gets a copy of its own.
+type specCache struct {
+	mu sync.Mutex
+	m  map[string]cluster.JobSpec
+}
+
+// maxCachedSpecs bounds the cache; when full it starts over.
+const maxCachedSpecs = 1 << 16
+
+func (c *specCache) decode(text string) (cluster.JobSpec, error) {
+	c.mu.Lock()
+	spec, ok := c.m[text]
+	c.mu.Unlock()
+	if !ok {
+		var err error
+		if spec, err = decodeSpec(text); err != nil {
+			return cluster.JobSpec{}, err
+		}
+		c.mu.Lock()
+		if c.m == nil || len(c.m) >= maxCachedSpecs {
+			c.m = make(map[string]cluster.JobSpec)
+		}
+		c.m[text] = spec
+		c.mu.Unlock()
+	}
+	return cluster.Job{Spec: spec}.Clone().Spec, nil
+}
+
+func (r *jobRow) decodeFields(specs *specCache) (cluster.Job, error) {
 	j := cluster.Job{ID: cluster.JobID(r.id), SubmitTime: fromNanos(r.submitTime), Attempts: int(r.attempts),
 		StartTime: fromNullNanos(r.startTime), EndTime: fromNullNanos(r.endTime)}
 	var err error
 	if j.State, err = cluster.ParseJobState(r.state); err != nil {
 		return j, err
 	}
-	if j.Spec, err = decodeSpec(r.spec); err != nil {
+	decode := decodeSpec
+	if specs != nil {
+		decode = specs.decode
+	}
+	if j.Spec, err = decode(r.spec); err != nil {
 		return j, fmt.Errorf("spec: %w", err)
 	}
 	if j.Spec.Tier, err = cluster.ParseTier(r.tier); err != nil {

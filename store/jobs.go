@@ -100,7 +100,7 @@ func (s *Store) listJobs(ctx context.Context, f JobFilter) ([]cluster.Job, error
 		if err := row.scan(rows); err != nil {
 			return nil, err
 		}
-		job, err := row.decode()
+		job, err := row.decodeWith(&s.specs)
 		if err != nil {
 			return nil, err
 		}

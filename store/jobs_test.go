@@ -199,3 +199,28 @@ func TestListJobsRejects(t *testing.T) {
 		})
 	}
 }
+
+// TestListedSpecsAreTheCallersOwn lists the same jobs twice (the second
+// time from the decoded-spec cache): the two listings are equal, and
+// changing what the first returned changes neither the second nor the
+// store.
+func TestListedSpecsAreTheCallersOwn(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTest(t)
+	mustSubmit(t, s, fullJob("j1"))
+	first, err := s.ListJobs(ctx, JobFilter{})
+	if err != nil || len(first) != 1 {
+		t.Fatalf("ListJobs: %d jobs, %v", len(first), err)
+	}
+	want := first[0].Clone()
+	first[0].Spec.Labels["changed"] = "yes"
+	first[0].Spec.GPUModels[0] = "changed"
+	first[0].Spec.Data.Nodes[0] = "changed"
+	second, err := s.ListJobs(ctx, JobFilter{})
+	if err != nil || len(second) != 1 {
+		t.Fatalf("ListJobs again: %d jobs, %v", len(second), err)
+	}
+	if !reflect.DeepEqual(second[0], want) {
+		t.Errorf("second listing:\n%+v\nwant\n%+v", second[0], want)
+	}
+}

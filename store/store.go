@@ -49,6 +49,8 @@ type Store struct {
 	eventOutbox atomic.Pointer[EventOutbox]
 	// group gathers concurrent submissions into one transaction (Submit).
 	group groupCommit
+	// specs are the specs ListJobs decoded.
+	specs specCache
 }
 
 // Option configures a Store.
