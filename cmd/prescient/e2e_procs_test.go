@@ -67,7 +67,7 @@ func TestMain(m *testing.M) {
 }
 
 // e2eBin is the shared binary, built on first use.
-func e2eBin(t *testing.T) string {
+func e2eBin(t testing.TB) string {
 	t.Helper()
 	e2eBinary.once.Do(func() {
 		if e2eBinary.dir, e2eBinary.err = os.MkdirTemp("", "prescient-e2e-"); e2eBinary.err != nil {
@@ -125,7 +125,7 @@ func (p *e2eProc) exited() bool {
 // e2eCluster is a control plane (prescient serve) and its node agents,
 // each a real process, in one directory.
 type e2eCluster struct {
-	t      *testing.T
+	t      testing.TB
 	bin    string
 	dir    string
 	db     string
@@ -137,7 +137,7 @@ type e2eCluster struct {
 	client *http.Client
 }
 
-func newE2ECluster(t *testing.T, bin string) *e2eCluster {
+func newE2ECluster(t testing.TB, bin string) *e2eCluster {
 	t.Helper()
 	dir := t.TempDir()
 	tokens := fmt.Sprintf("tokens:\n"+
