@@ -26,10 +26,12 @@ func (s *Simulator) loop(ctx context.Context) error {
 	for step := 0; s.acct.finished+s.acct.unplaceable < total; step++ {
 		if next >= total && s.ev.len() == 0 {
 			s.log.Warn("replay stalled: jobs left that nothing will start", "queued", s.queueLen())
+			s.cut = CutStalled
 			break
 		}
 		t := s.nextTime(next)
 		if !s.cfg.Until.IsZero() && t.After(s.cfg.Until) {
+			s.cut = CutUntil
 			break
 		}
 		s.advance(t)
@@ -50,6 +52,10 @@ func (s *Simulator) loop(ctx context.Context) error {
 		s.acct.park.review(s)
 		if err := s.stepDone(ctx, step); err != nil {
 			return err
+		}
+		if !s.cfg.StopBy.IsZero() && s.acct.finished+s.acct.unplaceable < total && time.Now().After(s.cfg.StopBy) {
+			s.cut = CutBudget
+			break
 		}
 	}
 	return nil

@@ -70,7 +70,23 @@ type Result struct {
 	// Outcomes lists every job's start and end, in the order of the
 	// simulator's jobs (by submit time), when Config.Outcomes asks.
 	Outcomes []JobOutcome
+	// Cut says why the replay ended with jobs left ("" when none were);
+	// Horizon is how far it got: what happened until then is in the
+	// result, a job that had not started or ended by then starts or ends
+	// later.
+	Cut     Cut
+	Horizon time.Time
 }
+
+// Cut is why a replay ended before every job finished.
+type Cut string
+
+// The cuts.
+const (
+	CutUntil   Cut = "until"   // Config.Until
+	CutBudget  Cut = "budget"  // Config.StopBy
+	CutStalled Cut = "stalled" // jobs left that nothing would start
+)
 
 // result computes the metrics. Wait is the time a job spent queued, over
 // all its attempts (JCT less the time it held GPUs). Jain's index is over
@@ -144,6 +160,10 @@ func (s *Simulator) result(wall time.Duration) *Result {
 	}
 	if s.cfg.Outcomes {
 		r.Outcomes = s.outcomes()
+	}
+	r.Cut, r.Horizon = s.cut, s.now
+	if s.cut == CutUntil {
+		r.Horizon = s.cfg.Until // every event until then was handled
 	}
 	m.SimWallS = wall.Seconds()
 	if wall > 0 {

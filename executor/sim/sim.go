@@ -112,6 +112,11 @@ type Config struct {
 	Start time.Time
 	// Until, when set, ends the replay at that time even if jobs are left.
 	Until time.Time
+	// StopBy, when set, is a budget in wall-clock time: once it has
+	// passed the replay ends after the step under way, where its clock
+	// is (Result.Horizon says where). For answers that must come in
+	// bounded time (what-if); a replay cut so depends on the machine.
+	StopBy time.Time
 	// Running are jobs that hold GPUs at Start (which they need): each keeps
 	// its allocations and the work it has done (live.go).
 	Running []Placed
@@ -207,6 +212,7 @@ type Simulator struct {
 	arrivals park.Arrivals
 	dirty    bool
 	wakeAt   time.Time
+	cut      Cut // why the replay ended with jobs left
 	down     []bool
 	lend     *lending // nil without Config.Lending
 }
