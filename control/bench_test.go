@@ -223,3 +223,69 @@ func BenchmarkIdleForecast10kGPUs(b *testing.B) {
 	}
 	reportLatency(b, ds)
 }
+
+// BenchmarkWhatIfBusyFleet is the what-if of a busy fleet: an added 8-GPU
+// job with 1,000 jobs running (750 of 8 GPUs, 250 of 16 on two nodes) on
+// 1,250 8-GPU nodes (10,000 GPUs, all busy) and 5,000 queued (1 to 16
+// GPUs; P50 from 5 minutes to 8 hours), with the default compute budget
+// (whatif.DefaultWhatIfBudget; "unbounded": none). It reports how far
+// ahead the answer looked (horizon-min) and how many jobs start beyond
+// that. Target: p99 under 200 ms.
+func BenchmarkWhatIfBusyFleet(b *testing.B) {
+	for _, budget := range []time.Duration{0, time.Hour} {
+		name := "budget=default"
+		if budget > 0 {
+			name = "unbounded"
+		}
+		b.Run(name, func(b *testing.B) { benchWhatIfBusyFleet(b, budget) })
+	}
+}
+
+func benchWhatIfBusyFleet(b *testing.B, budget time.Duration) {
+	e := newEnv(b, fleetOf(1250, 8), func(c *Config) { c.WhatIfBudget = budget })
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range 1000 {
+		g := 8
+		if i%4 == 3 {
+			g = 16
+		}
+		s := spec(g, time.Duration(3600+rng.Float64()*11*3600)*time.Second)
+		s.Tenant = fmt.Sprintf("t%d", i%8)
+		e.submit(fmt.Sprintf("run%04d", i), s)
+	}
+	e.plane.cycle(e.ctx)
+	e.clock.Advance(30 * time.Minute)
+	for i := range 5000 {
+		s := spec(1<<rng.IntN(5), time.Duration(300+rng.Float64()*8*3600)*time.Second)
+		s.Tenant = fmt.Sprintf("t%d", i%8)
+		s.Tier = cluster.Tier(1 + rng.IntN(3))
+		if _, err := e.plane.Submit(e.ctx, service.SubmitRequest{ID: cluster.JobID(fmt.Sprintf("q%04d", i)), Spec: s}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	req := service.WhatIfRequest{AddJobs: []service.SubmitRequest{{ID: "new", Spec: spec(8, 2*time.Hour)}}}
+	var ds []time.Duration
+	var ahead time.Duration
+	beyond := 0
+	b.ResetTimer()
+	cpu0 := cpuTime(b)
+	for b.Loop() {
+		start := time.Now()
+		res, err := e.plane.WhatIf(e.ctx, req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ds = append(ds, time.Since(start))
+		if len(res.Jobs) != 6001 {
+			b.Fatalf("%d jobs in the answer, want 6001", len(res.Jobs))
+		}
+		if res.Horizon != nil {
+			ahead += res.Horizon.Sub(e.clock.Now())
+		}
+		beyond += res.Scenario.BeyondHorizon
+	}
+	b.ReportMetric(float64((cpuTime(b)-cpu0).Microseconds())/1000/float64(len(ds)), "cpu-ms/op")
+	b.ReportMetric(ahead.Minutes()/float64(len(ds)), "horizon-min")
+	b.ReportMetric(float64(beyond)/float64(len(ds)), "beyond")
+	reportLatency(b, ds)
+}

@@ -102,6 +102,11 @@ type Config struct {
 	// predict each queued job's start and end (default
 	// whatif.DefaultQueueForecastEvery; negative: never).
 	QueueForecastEvery time.Duration
+	// WhatIfBudget bounds the wall-clock time of each simulation of a
+	// what-if answer (default whatif.DefaultWhatIfBudget): on a fleet too
+	// busy to simulate to the horizon in it, the answer covers what it
+	// reached and says so.
+	WhatIfBudget time.Duration
 	// Metrics, when set, gets the plane's metrics of its jobs: waits,
 	// lifecycle events, failures by reason, forecast error and P90
 	// coverage (see jobMetrics). One plane per registry.
@@ -192,8 +197,8 @@ func (c *Config) Validate() error {
 	if c.MaxFailedStarts < 0 {
 		errs = append(errs, fmt.Errorf("control: config: MaxFailedStarts %d is negative", c.MaxFailedStarts))
 	}
-	if c.Tick < 0 || c.Debounce < 0 || c.Grace < 0 || c.UsageHalfLife < 0 || c.WaitHalfLife < 0 || c.NodeSyncTimeout < 0 || c.NodeLostAfter < 0 {
-		errs = append(errs, errors.New("control: config: Tick, Debounce, Grace, UsageHalfLife, WaitHalfLife, NodeSyncTimeout and NodeLostAfter must not be negative"))
+	if c.Tick < 0 || c.Debounce < 0 || c.Grace < 0 || c.UsageHalfLife < 0 || c.WaitHalfLife < 0 || c.NodeSyncTimeout < 0 || c.NodeLostAfter < 0 || c.WhatIfBudget < 0 {
+		errs = append(errs, errors.New("control: config: Tick, Debounce, Grace, UsageHalfLife, WaitHalfLife, NodeSyncTimeout, NodeLostAfter and WhatIfBudget must not be negative"))
 	}
 	if c.Lending != nil {
 		if err := c.Lending.WithDefaults().Validate("control: config: lending: "); err != nil {

@@ -153,7 +153,8 @@ func (e *env) open() {
 	e.store = st
 	e.t.Cleanup(func() { _ = st.Close() })
 	cfg := Config{Store: st, Nodes: service.StaticFleet{Fleet: e.fleet}, Tenants: e.fleet.Tenants, Backend: e.backend,
-		Forecaster: labelForecaster{}, Mode: service.ModeAutopilot, Policy: "prescient", Clock: e.clock.Now}
+		Forecaster: labelForecaster{}, Mode: service.ModeAutopilot, Policy: "prescient", Clock: e.clock.Now,
+		WhatIfBudget: time.Minute} // what-ifs are compared with full simulations, on however loaded a machine
 	if e.mod != nil {
 		e.mod(&cfg)
 	}

@@ -383,8 +383,8 @@ func (p *Plane) status(ctx context.Context, j cluster.Job) (service.JobStatus, e
 		st.PredictedStart, st.PredictedEnd = timePtr(j.StartTime), timePtr(now.Add(v.RemainingP50()))
 	}
 	if j.State == cluster.StateQueued {
-		if start, end, ok := p.whatif.QueuedAhead(j.ID, now); ok {
-			st.PredictedStart, st.PredictedEnd = timePtr(start), timePtr(end)
+		if a, ok := p.whatif.QueuedAhead(j.ID, now); ok {
+			st.PredictedStart, st.PredictedEnd, st.PredictedStartAfter = timePtr(a.Start), timePtr(a.End), timePtr(a.After)
 		}
 	}
 	if j.Spec.HasDeadline() {

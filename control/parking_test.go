@@ -573,9 +573,9 @@ func TestTheQueueForecastWakesParkedNodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := e.clock.Now()
-	start, end, ok := e.plane.whatif.QueuedAhead("b", now)
-	if boot := now.Add(sim.DefaultWakeTime); !ok || !start.Equal(boot) || !end.Equal(boot.Add(20*time.Hour)) {
-		t.Errorf("b forecast to start at %s and end at %s (%v); want a boot from now (%s) and 20 hours later", start, end, ok, boot)
+	a, ok := e.plane.whatif.QueuedAhead("b", now)
+	if boot := now.Add(sim.DefaultWakeTime); !ok || !a.Start.Equal(boot) || !a.End.Equal(boot.Add(20*time.Hour)) {
+		t.Errorf("b forecast to start at %s and end at %s (%v); want a boot from now (%s) and 20 hours later", a.Start, a.End, ok, boot)
 	}
 }
 

@@ -154,7 +154,7 @@ func New(cfg Config) (*Plane, error) {
 		parked = p.parking
 	}
 	p.whatif = whatif.New(whatif.Deps{Source: planeSource{p}, Policy: pol, Planner: planner, Parked: parked,
-		Forecaster: cfg.Forecaster, Tenants: cfg.Tenants, QueueEvery: cfg.QueueForecastEvery, Clock: cfg.Clock, Log: log})
+		Forecaster: cfg.Forecaster, Tenants: cfg.Tenants, QueueEvery: cfg.QueueForecastEvery, Budget: cfg.WhatIfBudget, Clock: cfg.Clock, Log: log})
 	p.grace = cfg.Grace
 	if p.grace == 0 {
 		p.grace = pol.Grace

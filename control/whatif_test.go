@@ -7,6 +7,7 @@ import (
 
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/cluster/clustertest"
+	"github.com/prescient-sched/prescient/control/whatif"
 	"github.com/prescient-sched/prescient/service"
 )
 
@@ -203,5 +204,73 @@ func TestQueuedJobsArePredictedFromASimulationOfTheQueue(t *testing.T) {
 	}
 	if !st.PredictedStart.Equal(e.clock.Now()) {
 		t.Errorf("q0's passed start shown as %v; want now (%v)", st.PredictedStart, e.clock.Now())
+	}
+}
+
+// TestAWhatIfSaysHowFarItLooked asks with a one-hour horizon: the four
+// jobs that start 40 minutes from now have a start and no end (they end
+// after it), the two that start at 70 minutes are beyond the horizon in
+// both plans, and the summaries count them and stop at the horizon. With
+// a compute budget already spent the answer covers only now.
+func TestAWhatIfSaysHowFarItLooked(t *testing.T) {
+	e := whatIfEnv(t, "fifo")
+	now := e.clock.Now()
+	res, err := e.plane.WhatIf(e.ctx, service.WhatIfRequest{Horizon: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Horizon == nil || !res.Horizon.Equal(now.Add(time.Hour)) || res.HorizonReason != "horizon" {
+		t.Fatalf("horizon %v (%q), want now+1h (horizon)", res.Horizon, res.HorizonReason)
+	}
+	got := byJob(res)
+	for _, id := range []cluster.JobID{"q0", "q1", "q2", "q3"} {
+		j := got[id]
+		if j.Start == nil || !j.Start.Equal(now.Add(40*time.Minute)) || j.End != nil || j.BeyondHorizon || j.DeltaEndS != nil {
+			t.Errorf("%s: %+v; want a start 40 minutes from now, no end and no delta", id, j)
+		}
+	}
+	for _, id := range []cluster.JobID{"q4", "q5"} {
+		j := got[id]
+		if j.Start != nil || j.BaselineStart != nil || !j.BeyondHorizon || !j.BaselineBeyondHorizon {
+			t.Errorf("%s: %+v; want beyond the horizon in both plans", id, j)
+		}
+	}
+	if s := res.Scenario; s.BeyondHorizon != 2 || s.MakespanS != 3600 || s.MeanWaitS != 40*60 {
+		t.Errorf("scenario summary %+v; want 2 beyond the horizon, makespan 3600 s (the horizon), mean wait 2400 s", s)
+	}
+
+	e2 := newEnv(t, fleetOf(2, 8), func(c *Config) { c.Policy = "fifo"; c.WhatIfBudget = time.Nanosecond })
+	e2.submit("r0", spec(8, time.Hour))
+	e2.submit("r1", spec(8, time.Hour))
+	e2.plane.cycle(e2.ctx)
+	e2.submit("q0", spec(4, 30*time.Minute))
+	res, err = e2.plane.WhatIf(e2.ctx, service.WhatIfRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Horizon == nil || !res.Horizon.Equal(e2.clock.Now()) || res.HorizonReason != "budget" || !byJob(res)["q0"].BeyondHorizon {
+		t.Errorf("with the budget spent: horizon %v (%q), q0 %+v; want now (budget) and q0 beyond it", res.Horizon, res.HorizonReason, byJob(res)["q0"])
+	}
+}
+
+// TestAQueuedJobBeyondTheForecastSaysSo queues a job behind two that run
+// for ten days: the queue forecast looks 7 days ahead, so the job's
+// status says it starts after that, not when.
+func TestAQueuedJobBeyondTheForecastSaysSo(t *testing.T) {
+	e := newEnv(t, fleetOf(2, 8), func(c *Config) { c.Policy = "fifo" })
+	e.submit("r0", spec(8, 240*time.Hour))
+	e.submit("r1", spec(8, 240*time.Hour))
+	e.plane.cycle(e.ctx)
+	e.submit("q0", spec(4, time.Hour))
+	if err := e.plane.whatif.RefreshQueue(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	st, err := e.plane.Job(e.ctx, "q0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := e.clock.Now().Add(whatif.DefaultWhatIfHorizon)
+	if st.PredictedStart != nil || st.PredictedEnd != nil || st.PredictedStartAfter == nil || !st.PredictedStartAfter.Equal(want) {
+		t.Errorf("q0 predicted start %v, end %v, after %v; want only after %s", st.PredictedStart, st.PredictedEnd, st.PredictedStartAfter, want)
 	}
 }

@@ -124,9 +124,12 @@ type JobStatus struct {
 	// the job has none).
 	DeadlineFeasible *bool      `json:"deadline_feasible,omitempty"`
 	LatestStart      *time.Time `json:"latest_start,omitempty"`
-	// Predicted start and end from the current plan, when known.
-	PredictedStart *time.Time `json:"predicted_start,omitempty"`
-	PredictedEnd   *time.Time `json:"predicted_end,omitempty"`
+	// Predicted start and end from the current plan, when known. A
+	// queued job the queue forecast did not see start within its horizon
+	// has PredictedStartAfter, the horizon, instead: it starts later.
+	PredictedStart      *time.Time `json:"predicted_start,omitempty"`
+	PredictedEnd        *time.Time `json:"predicted_end,omitempty"`
+	PredictedStartAfter *time.Time `json:"predicted_start_after,omitempty"`
 	ExitCode       *int       `json:"exit_code,omitempty"`
 	LastCheckpoint *time.Time `json:"last_checkpoint,omitempty"`
 	// LastError is the reason of the job's newest failure, failed start or
@@ -286,7 +289,15 @@ type WhatIfResult struct {
 	// Summary figures of both plans.
 	Baseline WhatIfSummary `json:"baseline"`
 	Scenario WhatIfSummary `json:"scenario"`
-	WallS    float64       `json:"wall_s"`
+	// Horizon, when set, is how far ahead both plans were followed:
+	// starts and ends after it are not known, and the jobs that start
+	// later say so (BeyondHorizon). HorizonReason says what set it: the
+	// request's horizon ("horizon"), the compute budget of an answer
+	// ("budget") or jobs that nothing would start ("stalled"). Without a
+	// horizon every job started and ended in both plans.
+	Horizon       *time.Time `json:"horizon,omitempty"`
+	HorizonReason string     `json:"horizon_reason,omitempty"`
+	WallS         float64    `json:"wall_s"`
 }
 
 // WhatIfJob is one job's predicted start and finish in both plans.
@@ -299,14 +310,23 @@ type WhatIfJob struct {
 	BaselineEnd      *time.Time    `json:"baseline_end,omitempty"`
 	DeltaEndS        *float64      `json:"delta_end_s,omitempty"`
 	DeadlineFeasible *bool         `json:"deadline_feasible,omitempty"`
+	// BeyondHorizon and BaselineBeyondHorizon: the job starts after the
+	// result's horizon in the scenario and in the baseline, where Start
+	// and BaselineStart are left out. A start with no end ends after it.
+	BeyondHorizon         bool `json:"beyond_horizon,omitempty"`
+	BaselineBeyondHorizon bool `json:"baseline_beyond_horizon,omitempty"`
 }
 
-// WhatIfSummary sums up one plan.
+// WhatIfSummary sums up one plan: the mean wait of the jobs that start
+// in it (within the horizon), the time until the last of them ends (the
+// horizon, when jobs are left after it), the deadlines met of those
+// known by then, and how many jobs start after the horizon.
 type WhatIfSummary struct {
 	MeanWaitS      float64 `json:"mean_wait_s"`
 	MakespanS      float64 `json:"makespan_s"`
 	DeadlinesMet   int     `json:"deadlines_met"`
 	DeadlinesTotal int     `json:"deadlines_total"`
+	BeyondHorizon  int     `json:"beyond_horizon"`
 }
 
 // StatsQuery asks for the dashboard's figures over a window ending now.

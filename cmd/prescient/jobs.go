@@ -545,8 +545,11 @@ func (r jobReport) writeTable(w io.Writer) error {
 	if j.Forecast != nil {
 		t.row("forecast", fmt.Sprintf("P50 %s, P90 %s (%s)", seconds(j.Forecast.DurationP50S), seconds(j.Forecast.DurationP90S), j.Forecast.Source))
 	}
-	if j.PredictedStart != nil || j.PredictedEnd != nil {
+	switch {
+	case j.PredictedStart != nil || j.PredictedEnd != nil:
 		t.row("predicted", fmt.Sprintf("start %s, end %s", when(j.PredictedStart), when(j.PredictedEnd)))
+	case j.PredictedStartAfter != nil:
+		t.row("predicted", fmt.Sprintf("start after %s (beyond the queue forecast)", when(j.PredictedStartAfter)))
 	}
 	if j.Deadline != nil {
 		feasible := "-"
@@ -624,12 +627,15 @@ func (r queueReport) writeTable(w io.Writer) error {
 	t := newTable(w)
 	t.row("JOBID", "NAME", "TENANT", "TIER", "GPUS", "STATE", "START_TIME", "END_TIME", "NODES(REASON)")
 	for _, j := range r.Jobs {
-		start, end := j.PredictedStart, j.PredictedEnd
+		start, end := when(j.PredictedStart), when(j.PredictedEnd)
+		if j.PredictedStartAfter != nil {
+			start = "after " + when(j.PredictedStartAfter)
+		}
 		where := "(" + orDash(j.Reason) + ")"
 		if j.State != cluster.StateQueued {
-			start, where = cmp.Or(j.StartTime, start), nodesOf(j.Placement)
+			start, where = when(cmp.Or(j.StartTime, j.PredictedStart)), nodesOf(j.Placement)
 		}
-		t.row(j.ID, orDash(j.Name), j.Tenant, j.Tier, j.GPUs, j.State, when(start), when(end), where)
+		t.row(j.ID, orDash(j.Name), j.Tenant, j.Tier, j.GPUs, j.State, start, end, where)
 	}
 	return t.flush()
 }
@@ -662,6 +668,15 @@ func (r jobEventsReport) writeTable(w io.Writer) error {
 	return t.flush()
 }
 
+// startOrAfter is a predicted start, or "after" the horizon when the job
+// starts beyond it.
+func startOrAfter(start *time.Time, beyond bool, horizon *time.Time) string {
+	if beyond && horizon != nil {
+		return "after " + when(horizon)
+	}
+	return when(start)
+}
+
 // whatIfReport is a what-if answer: both plans' figures, then each job
 // whose plan changed.
 type whatIfReport service.WhatIfResult
@@ -674,6 +689,10 @@ func (r whatIfReport) writeTable(w io.Writer) error {
 	t.row("makespan", seconds(r.Baseline.MakespanS), seconds(r.Scenario.MakespanS))
 	t.row("deadlines met", fmt.Sprintf("%d of %d", r.Baseline.DeadlinesMet, r.Baseline.DeadlinesTotal),
 		fmt.Sprintf("%d of %d", r.Scenario.DeadlinesMet, r.Scenario.DeadlinesTotal))
+	if r.Horizon != nil {
+		t.row("horizon", fmt.Sprintf("%s (%s)", when(r.Horizon), r.HorizonReason), "")
+		t.row("start after it", r.Baseline.BeyondHorizon, r.Scenario.BeyondHorizon)
+	}
 	if err := t.flush(); err != nil {
 		return err
 	}
@@ -691,7 +710,8 @@ func (r whatIfReport) writeTable(w io.Writer) error {
 		if j.DeltaEndS != nil {
 			delta = fmt.Sprintf("%+ds", int64(*j.DeltaEndS))
 		}
-		t.row(id, when(j.Start), when(j.End), when(j.BaselineStart), when(j.BaselineEnd), delta)
+		t.row(id, startOrAfter(j.Start, j.BeyondHorizon, r.Horizon), when(j.End),
+			startOrAfter(j.BaselineStart, j.BaselineBeyondHorizon, r.Horizon), when(j.BaselineEnd), delta)
 	}
 	return t.flush()
 }

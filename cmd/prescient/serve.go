@@ -27,6 +27,7 @@ import (
 	"github.com/prescient-sched/prescient/control/lending"
 	"github.com/prescient-sched/prescient/control/parking"
 	"github.com/prescient-sched/prescient/control/telemetry"
+	"github.com/prescient-sched/prescient/control/whatif"
 	"github.com/prescient-sched/prescient/datasets"
 	"github.com/prescient-sched/prescient/executor"
 	"github.com/prescient-sched/prescient/executor/lend"
@@ -51,6 +52,7 @@ type serveOptions struct {
 	policy        string
 	placement     string
 	backfillDepth int
+	whatIfBudget  time.Duration
 	tick          time.Duration
 	grace         time.Duration
 	preemptMinRun time.Duration
@@ -125,6 +127,7 @@ token printed for the dashboard and the API.`,
 	f.StringVar(&o.policy, "policy", "prescient", "queue policy: "+joinNames(policies.Names()))
 	f.StringVar(&o.placement, "placement", "", "placement policy (empty: the queue policy's own)")
 	f.IntVar(&o.backfillDepth, "backfill-depth", 100, "queued jobs one plan considers for backfill after the first reservation (Slurm's bf_max_job_test)")
+	f.DurationVar(&o.whatIfBudget, "whatif-budget", whatif.DefaultWhatIfBudget, "compute time of each simulation of a what-if answer: on a fleet too busy to simulate to the horizon in it, the answer covers what it reached and says how far (horizon)")
 	f.DurationVar(&o.tick, "tick", control.DefaultTick, "plan at least this often when nothing happens")
 	f.DurationVar(&o.grace, "grace", 0, "how long a stopped job may take to exit before SIGKILL (0: the policy's)")
 	f.DurationVar(&o.preemptMinRun, "preempt-min-run", 0, "how long a job runs before the prescient policy may preempt it (0: the policy's, 10m)")
@@ -237,8 +240,8 @@ func (o *serveOptions) validate() error {
 	if o.maxFailed < 1 {
 		errs = append(errs, fmt.Errorf("--max-failed-starts %d: want at least 1", o.maxFailed))
 	}
-	if o.grace < 0 || o.shutdownTimeout < 0 || o.agentSilent < 0 || o.preemptMinRun < 0 {
-		errs = append(errs, errors.New("--grace, --shutdown-timeout, --agent-silent-after and --preempt-min-run must not be negative"))
+	if o.grace < 0 || o.shutdownTimeout < 0 || o.agentSilent < 0 || o.preemptMinRun < 0 || o.whatIfBudget < 0 {
+		errs = append(errs, errors.New("--grace, --shutdown-timeout, --agent-silent-after, --preempt-min-run and --whatif-budget must not be negative"))
 	}
 	if o.pricePerGPUH < 0 || o.pricePerKWh < 0 {
 		errs = append(errs, errors.New("--price-gpu-hour and --price-kwh must not be negative"))
@@ -334,7 +337,7 @@ func runServe(ctx context.Context, g *globals, o serveOptions, stdout io.Writer)
 	// 5. The control plane itself.
 	cfg := control.Config{
 		Store: st, Nodes: nodes, Backend: backend, Policy: o.policy, Placement: o.placement,
-		BackfillDepth: o.backfillDepth, Forecaster: forecaster, PeakRefiner: forecaster, Registry: reg, Retrain: retrain,
+		BackfillDepth: o.backfillDepth, WhatIfBudget: o.whatIfBudget, Forecaster: forecaster, PeakRefiner: forecaster, Registry: reg, Retrain: retrain,
 		Telemetry: telemetry, Mode: service.Mode(o.mode), Tick: o.tick, Grace: o.grace, Logger: g.logger,
 		PolicyOptions: policies.Options{PreemptMinRun: o.preemptMinRun},
 		Prices:        control.Prices{PerGPUHour: o.pricePerGPUH, PerKWh: o.pricePerKWh, Currency: o.currency},

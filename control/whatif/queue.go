@@ -34,7 +34,7 @@ func (p *WhatIf) ForecastQueue(ctx context.Context) {
 // RefreshQueue simulates the queue forward now and keeps the
 // outcomes of the jobs that were queued.
 func (p *WhatIf) RefreshQueue(ctx context.Context) error {
-	b, err := p.baselineFor(ctx, DefaultWhatIfHorizon)
+	b, err := p.baselineFor(ctx, DefaultWhatIfHorizon, p.d.QueueBudget)
 	if err != nil {
 		return err
 	}
@@ -52,33 +52,52 @@ func (p *WhatIf) RefreshQueue(ctx context.Context) error {
 		queued[j.ID] = true
 	}
 	ahead := make(map[cluster.JobID]sim.JobOutcome, len(queued))
-	for _, o := range b.out {
+	for _, o := range b.run.out {
 		if queued[o.Job] {
 			ahead[o.Job] = o
 		}
 	}
+	var horizon time.Time
+	if b.run.cut != "" {
+		horizon = b.run.horizon
+	}
 	p.aheadMu.Lock()
-	p.ahead = ahead
+	p.ahead, p.aheadHorizon = ahead, horizon
 	p.aheadMu.Unlock()
 	return nil
 }
 
-// QueuedAhead is a queued job's predicted start and end from the last
-// queue forecast; a start that has passed without the job starting is
-// now.
-func (p *WhatIf) QueuedAhead(id cluster.JobID, now time.Time) (start, end time.Time, ok bool) {
+// Ahead is a queued job in the last queue forecast: its predicted Start
+// and End (End zero when it ends after the forecast's horizon), or, when
+// it does not start within the horizon, After, the horizon (Start and
+// End zero).
+type Ahead struct {
+	Start, End, After time.Time
+}
+
+// QueuedAhead is a queued job in the last queue forecast; false when the
+// forecast did not see it. A start (or horizon) that has passed without
+// the job starting is now.
+func (p *WhatIf) QueuedAhead(id cluster.JobID, now time.Time) (Ahead, bool) {
 	p.aheadMu.Lock()
 	o, ok := p.ahead[id]
+	horizon := p.aheadHorizon
 	p.aheadMu.Unlock()
-	if !ok || o.Start.IsZero() {
-		return time.Time{}, time.Time{}, false
+	if !ok {
+		return Ahead{}, false
 	}
-	start, end = o.Start, o.End // End is zero when it does not end within the horizon
-	if start.Before(now) {
-		if !end.IsZero() {
-			end = end.Add(now.Sub(start))
+	if o.Start.IsZero() {
+		if horizon.IsZero() {
+			return Ahead{}, false // never started, and nothing cut the forecast short
 		}
-		start = now
+		return Ahead{After: later(horizon, now)}, true
 	}
-	return start, end, true
+	a := Ahead{Start: o.Start, End: o.End}
+	if a.Start.Before(now) {
+		if !a.End.IsZero() {
+			a.End = a.End.Add(now.Sub(a.Start))
+		}
+		a.Start = now
+	}
+	return a, true
 }

@@ -235,11 +235,11 @@ func (p *WhatIf) addHypothetical(ctx context.Context, lv *live.State, sc *scenar
 }
 
 // simulate runs a scenario from now and returns every job's outcome.
-func simulate(ctx context.Context, now, until time.Time, sc *scenario, tenants []cluster.Tenant) ([]sim.JobOutcome, error) {
+func simulate(ctx context.Context, now, until time.Time, budget time.Duration, sc *scenario, tenants []cluster.Tenant) (*simRun, error) {
 	cfg := sim.Config{Fleet: &cluster.Fleet{Nodes: slices.Clone(sc.nodes), Tenants: tenants}, Jobs: sc.queued,
 		Running: sc.running, Planner: sc.planner, Forecaster: known(sc.fc), Order: sc.policy.Order,
-		Preemptive: sc.policy.Preemptor != nil, Start: now, Until: until, Outcomes: true, Seed: 1, Usage: sc.usage, Waits: sc.waits,
-		Logger: slog.New(slog.DiscardHandler)}
+		Preemptive: sc.policy.Preemptor != nil, Start: now, Until: until, StopBy: time.Now().Add(budget), Outcomes: true, Seed: 1,
+		Usage: sc.usage, Waits: sc.waits, Logger: slog.New(slog.DiscardHandler)}
 	if len(sc.parked) > 0 {
 		// The nodes parked now, woken only for what the awake nodes leave
 		// waiting, as the plane wakes them; the simulation parks no more.
@@ -249,7 +249,39 @@ func simulate(ctx context.Context, now, until time.Time, sc *scenario, tenants [
 	if err != nil {
 		return nil, err
 	}
-	return r.Outcomes, nil
+	return &simRun{out: r.Outcomes, cut: r.Cut, horizon: r.Horizon}, nil
+}
+
+// simRun is one simulation's outcomes and, when it was cut short, why and
+// how far it got.
+type simRun struct {
+	out     []sim.JobOutcome
+	cut     sim.Cut
+	horizon time.Time
+}
+
+// commonHorizon is how far both runs were followed: the earlier horizon of
+// those cut short and why, in the words of service.WhatIfResult; zero when
+// neither was.
+func commonHorizon(a, b *simRun) (time.Time, string) {
+	var h time.Time
+	var why sim.Cut
+	for _, r := range []*simRun{a, b} {
+		if r.cut != "" && (h.IsZero() || r.horizon.Before(h)) {
+			h, why = r.horizon, r.cut
+		}
+	}
+	reason := map[sim.Cut]string{sim.CutUntil: "horizon", sim.CutBudget: "budget", sim.CutStalled: "stalled"}[why]
+	return h, reason
+}
+
+// within is t when it is known and not after the horizon h (zero: none),
+// else zero.
+func within(t, h time.Time) time.Time {
+	if !h.IsZero() && t.After(h) {
+		return time.Time{}
+	}
+	return t
 }
 
 var _ executor.Forecaster = known(nil)
@@ -269,10 +301,12 @@ func (k known) Forecast(_ context.Context, jobs []*cluster.Job) ([]executor.Fore
 	return out, nil
 }
 
-// compare lines up the scenario's outcomes against the baseline's.
-func compare(now time.Time, sc *scenario, base, scen []sim.JobOutcome) service.WhatIfResult {
-	byID := make(map[cluster.JobID]sim.JobOutcome, len(base))
-	for _, o := range base {
+// compare lines up the scenario's outcomes against the baseline's, both
+// up to their common horizon.
+func compare(now time.Time, sc *scenario, base, scen *simRun) service.WhatIfResult {
+	h, reason := commonHorizon(base, scen)
+	byID := make(map[cluster.JobID]sim.JobOutcome, len(base.out))
+	for _, o := range base.out {
 		byID[o.Job] = o
 	}
 	jobs := map[cluster.JobID]*cluster.Job{}
@@ -282,31 +316,44 @@ func compare(now time.Time, sc *scenario, base, scen []sim.JobOutcome) service.W
 	for i := range sc.running {
 		jobs[sc.running[i].Job.ID] = &sc.running[i].Job
 	}
-	res := service.WhatIfResult{Jobs: make([]service.WhatIfJob, 0, len(scen))}
-	for _, o := range scen {
-		wj := service.WhatIfJob{Job: o.Job, Hypothetical: sc.hypo[o.Job], Start: timePtr(o.Start), End: timePtr(o.End)}
+	res := service.WhatIfResult{Jobs: make([]service.WhatIfJob, 0, len(scen.out)), Horizon: timePtr(h), HorizonReason: reason}
+	for _, o := range scen.out {
+		start, end := within(o.Start, h), within(o.End, h)
+		wj := service.WhatIfJob{Job: o.Job, Hypothetical: sc.hypo[o.Job], Start: timePtr(start), End: timePtr(end), BeyondHorizon: start.IsZero()}
 		if b, ok := byID[o.Job]; ok {
-			wj.BaselineStart, wj.BaselineEnd = timePtr(b.Start), timePtr(b.End)
-			if !o.End.IsZero() && !b.End.IsZero() {
-				d := o.End.Sub(b.End).Seconds()
+			bStart, bEnd := within(b.Start, h), within(b.End, h)
+			wj.BaselineStart, wj.BaselineEnd, wj.BaselineBeyondHorizon = timePtr(bStart), timePtr(bEnd), bStart.IsZero()
+			if !end.IsZero() && !bEnd.IsZero() {
+				d := end.Sub(bEnd).Seconds()
 				wj.DeltaEndS = &d
 			}
 		}
 		if j := jobs[o.Job]; j != nil && j.Spec.HasDeadline() {
-			met := !o.End.IsZero() && !o.End.After(j.Spec.Deadline)
-			wj.DeadlineFeasible = &met
+			wj.DeadlineFeasible = deadlineMet(j, end, h)
 		}
 		res.Jobs = append(res.Jobs, wj)
 	}
-	res.Scenario = summarize(now, scen, jobs)
-	res.Baseline = summarize(now, base, jobs)
+	res.Scenario = summarize(now, h, scen.out, jobs)
+	res.Baseline = summarize(now, h, base.out, jobs)
 	return res
 }
 
-// summarize sums up one simulation: the mean wait from now (or from
-// submission, for later jobs) of the jobs that start in it, the time until
-// the last job ends, and the deadlines met.
-func summarize(now time.Time, outs []sim.JobOutcome, jobs map[cluster.JobID]*cluster.Job) service.WhatIfSummary {
+// deadlineMet is whether a job that ends at end (zero: after the
+// horizon h) meets its deadline; nil when the horizon leaves it unknown.
+func deadlineMet(j *cluster.Job, end, h time.Time) *bool {
+	met := !end.IsZero() && !end.After(j.Spec.Deadline)
+	if end.IsZero() && !h.IsZero() && j.Spec.Deadline.After(h) {
+		return nil // it may still end in time after the horizon
+	}
+	return &met
+}
+
+// summarize sums up one simulation up to the horizon h (zero: none): the
+// mean wait from now (or from submission, for later jobs) of the jobs
+// that start in it, the time until the last job ends (the horizon, when
+// jobs start or end after it), the deadlines known met, and the jobs that
+// start after the horizon.
+func summarize(now, h time.Time, outs []sim.JobOutcome, jobs map[cluster.JobID]*cluster.Job) service.WhatIfSummary {
 	var s service.WhatIfSummary
 	var waitSum float64
 	waits := 0
@@ -316,17 +363,26 @@ func summarize(now time.Time, outs []sim.JobOutcome, jobs map[cluster.JobID]*clu
 		if j == nil {
 			continue
 		}
-		if !o.Start.IsZero() && !o.Start.Before(now) {
-			waitSum += o.Start.Sub(later(now, j.SubmitTime)).Seconds()
+		start, end := within(o.Start, h), within(o.End, h)
+		switch {
+		case start.IsZero():
+			s.BeyondHorizon++
+		case !start.Before(now):
+			waitSum += start.Sub(later(now, j.SubmitTime)).Seconds()
 			waits++
 		}
-		if o.End.After(last) {
-			last = o.End
+		if end.IsZero() && !h.IsZero() {
+			last = h
+		}
+		if end.After(last) {
+			last = end
 		}
 		if j.Spec.HasDeadline() {
-			s.DeadlinesTotal++
-			if !o.End.IsZero() && !o.End.After(j.Spec.Deadline) {
-				s.DeadlinesMet++
+			if met := deadlineMet(j, end, h); met != nil {
+				s.DeadlinesTotal++
+				if *met {
+					s.DeadlinesMet++
+				}
 			}
 		}
 	}

@@ -89,7 +89,8 @@ function jobRow(j) {
       j.exit_code !== undefined && j.exit_code !== null ? ` exit ${j.exit_code}` : ''),
     el('td', { class: 'placement' }, (j.placement || []).join(', ') || '–'),
     el('td', { class: 'forecast' }, fmtForecast(j.forecast)),
-    el('td', {}, j.start_time ? 'started ' + fmtTime(j.start_time) : j.predicted_start ? 'start ≈ ' + fmtTime(j.predicted_start) : '–',
+    el('td', {}, j.start_time ? 'started ' + fmtTime(j.start_time) : j.predicted_start ? 'start ≈ ' + fmtTime(j.predicted_start)
+      : j.predicted_start_after ? 'starts after ' + fmtTime(j.predicted_start_after) : '–',
       j.predicted_end && !j.end_time ? el('div', { class: 'muted' }, 'end ≈ ' + fmtTime(j.predicted_end)) : null,
       j.end_time ? el('div', { class: 'muted' }, 'ended ' + fmtTime(j.end_time)) : null),
     el('td', {}, deadline),
@@ -248,7 +249,8 @@ function renderFields(j) {
     ['GPUs', gpusOf(j)], ['State', j.state + (j.exit_code !== undefined && j.exit_code !== null ? `, exit code ${j.exit_code}` : '')],
     ['Reason', j.reason || '–'], ['Last error', j.last_error || '–'], ['Attempts', String(j.attempts)],
     ['Submitted', fmtTime(j.submit_time)], ['Started', fmtTime(j.start_time)], ['Ended', fmtTime(j.end_time)],
-    ['Predicted', j.predicted_start || j.predicted_end ? `start ${fmtTime(j.predicted_start)}, end ${fmtTime(j.predicted_end)}` : '–'],
+    ['Predicted', j.predicted_start || j.predicted_end ? `start ${fmtTime(j.predicted_start)}, end ${fmtTime(j.predicted_end)}`
+      : j.predicted_start_after ? `start after ${fmtTime(j.predicted_start_after)} (beyond the queue forecast)` : '–'],
     ['Deadline', j.deadline ? fmtTime(j.deadline) + (j.deadline_feasible === false ? ' (at risk)' : j.deadline_feasible === true ? ' (feasible)' : '') +
       (j.latest_start ? `; latest start ${fmtTime(j.latest_start)}` : '') : '–'],
     ['Forecast', fmtForecast(j.forecast) + (j.forecast && j.forecast.source ? ` (${j.forecast.source})` : '')],

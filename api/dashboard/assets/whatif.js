@@ -100,13 +100,17 @@ function render(res, body) {
   const moved = jobs.filter((j) => j.hypothetical || Math.abs(j.delta_end_s || 0) >= 0.5).length;
   const rows = jobs.slice(0, MAX_ROWS).map((j) => el('tr', { 'data-whatif-job': j.job, class: j.hypothetical ? 'hypothetical' : '' },
     el('td', { class: 'mono' }, j.job, j.hypothetical ? el('span', { class: 'badge' }, 'added') : null),
-    el('td', {}, j.hypothetical ? '–' : fmtTime(j.baseline_start)), el('td', {}, j.start ? fmtTime(j.start) : 'does not start'),
+    el('td', {}, j.hypothetical ? '–' : j.baseline_beyond_horizon ? 'after ' + fmtTime(res.horizon) : fmtTime(j.baseline_start)),
+    el('td', {}, j.start ? fmtTime(j.start) : j.beyond_horizon ? 'after ' + fmtTime(res.horizon) : 'does not start'),
     el('td', {}, j.hypothetical ? '–' : fmtTime(j.baseline_end)), el('td', {}, j.end ? fmtTime(j.end) : '–'),
     el('td', { class: 'num delta' }, j.hypothetical ? (j.start && j.end ? 'runs ' + fmtDuration((Date.parse(j.end) - Date.parse(j.start)) / 1000) : '–') : fmtDelta(j.delta_end_s)),
     el('td', {}, j.deadline_feasible === true ? 'met' : j.deadline_feasible === false ? 'missed' : '–')));
   $('#whatif-result').replaceChildren(
     el('p', {}, 'If we ', el('strong', {}, asked(body)), ` (policy ${res.policy || 'as now'}; simulated in ${!Number.isFinite(res.wall_s) ? '–' : res.wall_s < 0.001 ? 'under 1 ms' : (res.wall_s * 1000).toFixed(0) + ' ms'}):`),
     summary,
+    res.horizon ? el('p', { class: 'muted', 'data-figure': 'horizon' }, `Followed until ${fmtTime(res.horizon)} (${
+      res.horizon_reason === 'budget' ? 'the compute budget of an answer ran out' : res.horizon_reason === 'stalled' ? 'jobs are left that nothing starts' : 'the horizon asked'
+    }): ${b.beyond_horizon} jobs start after it now, ${s.beyond_horizon} in the scenario; their times are not known.`) : null,
     el('p', { class: 'muted' }, `${jobs.length} jobs in the scenario, ${moved} of them added or moved` +
       (jobs.length > MAX_ROWS ? `; the ${MAX_ROWS} most changed are shown.` : '.')),
     jobs.length ? table(['Job', 'Start now', 'Start in scenario', 'End now', 'End in scenario', 'Change of end', 'Deadline'], rows, { class: 'whatif-jobs' })
