@@ -122,10 +122,18 @@ func (p *Placer) Place(job *cluster.Job, c *executor.Capacity) ([]cluster.Alloca
 // forecast memory, and the queued jobs' forecast footprints.
 func (p *Placer) ForCycle(in *executor.PlanInput) executor.Placer {
 	cp := &cyclePlacer{Placer: p, quiet: in.Unexplained, shared: map[cluster.GPURef]occupancy{}, memP90: map[cluster.JobID]int64{},
-		now: in.Now, remaining: map[cluster.JobID]time.Duration{}, nodeEnd: map[string]time.Time{}}
+		now: in.Now, remaining: make(map[cluster.JobID]time.Duration, len(in.Queue)), nodeEnd: map[string]time.Time{}}
+	typical := NeedsTypical(p.name)
 	var reqs []Request
 	var weights []float64
+	if typical {
+		n := len(in.Queue) + len(in.Running)
+		reqs, weights = make([]Request, 0, n), make([]float64, 0, n)
+	}
 	add := func(v *executor.JobView) {
+		if !typical {
+			return
+		}
 		reqs = append(reqs, RequestOf(&v.Job.Spec))
 		age := in.Now.Sub(v.Job.SubmitTime)
 		weights = append(weights, math.Exp2(-max(age, 0).Seconds()/p.args.HalfLife.Seconds()))
@@ -140,8 +148,9 @@ func (p *Placer) ForCycle(in *executor.PlanInput) executor.Placer {
 	for _, r := range in.Running {
 		add(&r.JobView)
 		end := in.Now.Add(r.RemainingP90())
-		for _, a := range r.Allocations {
-			if end.After(cp.nodeEnd[a.GPU.Node]) {
+		for i, a := range r.Allocations {
+			// A job's GPUs on one node come together: one look per node.
+			if (i == 0 || a.GPU.Node != r.Allocations[i-1].GPU.Node) && end.After(cp.nodeEnd[a.GPU.Node]) {
 				cp.nodeEnd[a.GPU.Node] = end
 			}
 			if a.Milli < cluster.MilliGPU {
@@ -149,7 +158,7 @@ func (p *Placer) ForCycle(in *executor.PlanInput) executor.Placer {
 			}
 		}
 	}
-	if NeedsTypical(p.name) && len(reqs) > 0 {
+	if typical && len(reqs) > 0 {
 		cp.typical, _ = NewTypicalWeighted(reqs, weights, DefaultPopularity) // weights are positive: no error
 	}
 	return cp
