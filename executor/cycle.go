@@ -19,12 +19,11 @@ type cycle struct {
 	holdUntil time.Time
 
 	queue   *orderedQueue
-	buf     *[]entry      // the heap's backing array, back to the pool after the cycle
-	scanned int           // jobs considered since the first reservation
-	small   bool          // the queue holds jobs that may fit in no whole GPU (shares, CPU only)
-	running []*RunningJob // candidates: not stopping
-	runKeys []Key
-	maxRun  Key // the worst key among running jobs that may be preempted
+	buf     *[]entry   // the heap's backing array, back to the pool after the cycle
+	scanned int        // jobs considered since the first reservation
+	small   bool       // the queue holds jobs that may fit in no whole GPU (shares, CPU only)
+	cands   Candidates // the running jobs that may be preempted (not stopping)
+	maxRun  Key        // the worst key among running jobs that may be preempted
 	victims map[cluster.JobID]bool
 
 	free    *Capacity // free now, after this cycle's placements
@@ -120,6 +119,10 @@ func (c *cycle) countTenants() {
 // rankRunning keys the running jobs that may be preempted and builds the
 // pending capacity when some are already stopping.
 func (c *cycle) rankRunning() {
+	if c.p.Preemptor != nil {
+		n := len(c.in.Running)
+		c.cands = Candidates{Jobs: make([]*RunningJob, 0, n), Keys: make([]Key, 0, n), Facts: make([]CandidateFacts, 0, n)}
+	}
 	stopping := false
 	for _, r := range c.in.Running {
 		if r.Stopping {
@@ -130,11 +133,10 @@ func (c *cycle) rankRunning() {
 			continue
 		}
 		k := c.p.Order.Key(&r.JobView, c.octx)
-		if len(c.running) == 0 || c.maxRun.Less(k) {
+		if c.cands.Len() == 0 || c.maxRun.Less(k) {
 			c.maxRun = k
 		}
-		c.running = append(c.running, r)
-		c.runKeys = append(c.runKeys, k)
+		c.cands.Add(r, k)
 	}
 	if stopping {
 		c.pending = c.free.Clone()
@@ -166,7 +168,7 @@ func (c *cycle) done() bool {
 		}
 	}
 	full := c.free.FreeGPUs() == 0 || c.minFail <= 1
-	mayPreempt := c.p.Preemptor != nil && c.attempts < c.f.limits.PreemptionAttempts && (len(c.running) > 0 || c.pending != nil)
+	mayPreempt := c.p.Preemptor != nil && c.attempts < c.f.limits.PreemptionAttempts && (c.cands.Len() > 0 || c.pending != nil)
 	if mayPreempt && c.free.FreeGPUs() == 0 && !c.small && c.noLaterVictims() {
 		mayPreempt = false
 	}

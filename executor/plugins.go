@@ -100,13 +100,53 @@ type CyclePlacer interface {
 }
 
 // Preemptor chooses, for a queued job that does not fit, at most limit
-// running jobs it may displace, in the order they should go. running holds
-// the jobs that may be preempted (in no particular order); keys are their
-// order keys.
+// of the candidates (the running jobs that may be preempted) it may
+// displace, in the order they should go.
 type Preemptor interface {
 	Name() string
-	Victims(job *JobView, jobKey Key, running []*RunningJob, keys []Key, ctx *OrderContext, limit int) []*RunningJob
+	Victims(job *JobView, jobKey Key, cands *Candidates, ctx *OrderContext, limit int) []*RunningJob
 }
+
+// Candidates are the running jobs a plan may preempt (in no particular
+// order), their order keys, and side by side the facts preemptors filter
+// them by: a pass over thousands of them reads no job. A cycle builds
+// them once for all its preemption attempts.
+type Candidates struct {
+	Jobs  []*RunningJob
+	Keys  []Key
+	Facts []CandidateFacts
+}
+
+// CandidateFacts are Jobs[i]'s tier, whether it has a deadline, its
+// attempts, when its attempt started and the work it would lose.
+type CandidateFacts struct {
+	StartedUnixNano     int64
+	WorkSinceCheckpoint time.Duration
+	Attempts            int32
+	Tier                int8
+	HasDeadline         bool
+}
+
+// NewCandidates are the running jobs with their keys (keys[i] is
+// running[i]'s).
+func NewCandidates(running []*RunningJob, keys []Key) *Candidates {
+	c := &Candidates{}
+	for i, r := range running {
+		c.Add(r, keys[i])
+	}
+	return c
+}
+
+// Add appends a candidate with its key.
+func (c *Candidates) Add(r *RunningJob, k Key) {
+	c.Jobs = append(c.Jobs, r)
+	c.Keys = append(c.Keys, k)
+	c.Facts = append(c.Facts, CandidateFacts{StartedUnixNano: r.Started.UnixNano(), WorkSinceCheckpoint: r.WorkSinceCheckpoint,
+		Attempts: int32(min(r.Job.Attempts, 1<<30)), Tier: int8(r.Job.Spec.Tier), HasDeadline: r.Job.Spec.HasDeadline()})
+}
+
+// Len is the number of candidates.
+func (c *Candidates) Len() int { return len(c.Jobs) }
 
 // CheckpointTimer sets how often a running job checkpoints; zero means never.
 type CheckpointTimer interface {

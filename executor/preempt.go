@@ -24,11 +24,11 @@ func (c *cycle) tryPreempt(r ranked) bool {
 	}
 	// A job later in the order has no more victims than an earlier one, so
 	// a plain job at least as large as one that found no room finds none.
-	if len(c.running) == 0 || !r.key.Less(c.maxRun) || (plain(r.v.Job) && r.v.Job.Spec.GPUs >= c.minNoVictims) {
+	if c.cands.Len() == 0 || !r.key.Less(c.maxRun) || (plain(r.v.Job) && r.v.Job.Spec.GPUs >= c.minNoVictims) {
 		return false
 	}
 	c.attempts++
-	cands := c.p.Preemptor.Victims(r.v, r.key, c.running, c.runKeys, c.octx, c.f.limits.VictimsPerJob+len(c.victims))
+	cands := c.p.Preemptor.Victims(r.v, r.key, &c.cands, c.octx, c.f.limits.VictimsPerJob+len(c.victims))
 	if c.pending == nil && len(cands) > 0 {
 		c.pending = c.free.Clone()
 	}

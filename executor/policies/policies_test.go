@@ -74,7 +74,7 @@ func TestPreemptMinRunSetsHowLongThePrescientPolicySparesAJob(t *testing.T) {
 			t.Fatal(err)
 		}
 		key := executor.Key{0, 0, 0}
-		return len(p.Preemptor.Victims(prod, key, []*executor.RunningJob{batch}, []executor.Key{key}, &executor.OrderContext{Now: now}, 4))
+		return len(p.Preemptor.Victims(prod, key, executor.NewCandidates([]*executor.RunningJob{batch}, []executor.Key{key}), &executor.OrderContext{Now: now}, 4))
 	}
 	if n := victims(Options{}); n != 0 {
 		t.Errorf("default: a batch job that ran 1 minute was preempted (%d victims); the default spares it %s", n, DefaultPreemptMinRun)

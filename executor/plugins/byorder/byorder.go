@@ -43,7 +43,8 @@ func (*ByOrder) Name() string { return Name }
 // Victims implements executor.Preemptor.
 // It keeps the limit worst candidates by insertion, O(running × limit) at
 // worst and about O(running) in practice.
-func (b *ByOrder) Victims(_ *executor.JobView, key executor.Key, running []*executor.RunningJob, keys []executor.Key, _ *executor.OrderContext, limit int) []*executor.RunningJob {
+func (b *ByOrder) Victims(_ *executor.JobView, key executor.Key, cands *executor.Candidates, _ *executor.OrderContext, limit int) []*executor.RunningJob {
+	running, keys := cands.Jobs, cands.Keys
 	threshold := key[0] + b.args.Margin
 	idx := make([]int, 0, limit)
 	for i := range running {

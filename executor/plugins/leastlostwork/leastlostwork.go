@@ -69,44 +69,54 @@ func (*LeastLostWork) Name() string { return Name }
 
 // Victims implements executor.Preemptor.
 // It keeps the best limit candidates by insertion, O(running × limit) at
-// worst and about O(running) in practice.
-func (l *LeastLostWork) Victims(job *executor.JobView, jobKey executor.Key, running []*executor.RunningJob, keys []executor.Key, ctx *executor.OrderContext, limit int) []*executor.RunningJob {
+// worst and about O(running) in practice; it reads the candidates' facts,
+// not their jobs.
+func (l *LeastLostWork) Victims(job *executor.JobView, jobKey executor.Key, cands *executor.Candidates, ctx *executor.OrderContext, limit int) []*executor.RunningJob {
 	urgent := executor.Urgent(job, ctx.Now, l.args.UrgencyWindow)
-	tier := job.Job.Spec.Tier
-	out := make([]*executor.RunningJob, 0, limit)
-	for k, r := range running {
-		rt := r.Job.Spec.Tier
-		ran := ctx.Now.Sub(r.Started)
+	tier := int8(job.Job.Spec.Tier)
+	now := ctx.Now.UnixNano()
+	idx := make([]int, 0, limit)
+	for k := range cands.Facts {
+		f := &cands.Facts[k]
+		if f.Tier > tier {
+			continue
+		}
+		ran := time.Duration(now - f.StartedUnixNano)
 		if ran < l.args.MinRun {
 			continue
 		}
-		sameTier := rt == tier && ran >= l.minRun(r) // the back-off holds against the job's own tier only
-		if !(rt < tier || (urgent && rt == tier && !r.Job.Spec.HasDeadline()) || (sameTier && l.longer(jobKey, keys[k])) ||
-			(sameTier && !urgent && !r.Job.Spec.HasDeadline() && l.laterClass(jobKey, keys[k]))) {
+		sameTier := f.Tier == tier && ran >= l.minRun(f.Attempts) // the back-off holds against the job's own tier only
+		if !(f.Tier < tier || (urgent && f.Tier == tier && !f.HasDeadline) || (sameTier && l.longer(jobKey, cands.Keys[k])) ||
+			(sameTier && !urgent && !f.HasDeadline && l.laterClass(jobKey, cands.Keys[k]))) {
 			continue
 		}
-		i := len(out)
-		for i > 0 && loses(r, out[i-1]) {
+		i := len(idx)
+		for i > 0 && loses(f, &cands.Facts[idx[i-1]]) {
 			i--
 		}
 		if i >= limit {
 			continue
 		}
-		if len(out) < limit {
-			out = append(out, nil)
+		if len(idx) < limit {
+			idx = append(idx, 0)
 		}
-		copy(out[i+1:], out[i:len(out)-1])
-		out[i] = r
+		copy(idx[i+1:], idx[i:len(idx)-1])
+		idx[i] = k
+	}
+	out := make([]*executor.RunningJob, len(idx))
+	for n, k := range idx {
+		out[n] = cands.Jobs[k]
 	}
 	return out
 }
 
-// minRun is how long r is protected after it started.
-func (l *LeastLostWork) minRun(r *executor.RunningJob) time.Duration {
-	if !l.args.BackOff || r.Job.Attempts <= 1 {
+// minRun is how long a job of that many attempts is protected after it
+// started.
+func (l *LeastLostWork) minRun(attempts int32) time.Duration {
+	if !l.args.BackOff || attempts <= 1 {
 		return l.args.MinRun
 	}
-	return l.args.MinRun * time.Duration(1<<min(r.Job.Attempts-1, 16)) // bounded for the arithmetic only
+	return l.args.MinRun * time.Duration(1<<min(attempts-1, 16)) // bounded for the arithmetic only
 }
 
 // longer reports whether a running job's key is ShorterBy times longer than
@@ -131,9 +141,9 @@ func (l *LeastLostWork) laterClass(job, victim executor.Key) bool {
 
 // loses reports whether a is the better victim: lower tier, then less work
 // since its checkpoint.
-func loses(a, b *executor.RunningJob) bool {
-	if a.Job.Spec.Tier != b.Job.Spec.Tier {
-		return a.Job.Spec.Tier < b.Job.Spec.Tier
+func loses(a, b *executor.CandidateFacts) bool {
+	if a.Tier != b.Tier {
+		return a.Tier < b.Tier
 	}
 	return a.WorkSinceCheckpoint < b.WorkSinceCheckpoint
 }

@@ -57,7 +57,7 @@ func victimsOf(t *testing.T, l *LeastLostWork, jobKey executor.Key, keys []execu
 		})
 	}
 	var ids []string
-	for _, r := range l.Victims(job, jobKey, running, keys, &executor.OrderContext{Now: now}, len(running)) {
+	for _, r := range l.Victims(job, jobKey, executor.NewCandidates(running, keys), &executor.OrderContext{Now: now}, len(running)) {
 		ids = append(ids, string(r.Job.ID))
 	}
 	slices.Sort(ids)
@@ -114,8 +114,8 @@ func TestBackOffDoesNotShieldFromHigherTiers(t *testing.T) {
 		Started: now.Add(-15 * time.Minute), // under its backed-off 160 min, past MinRun
 	}
 	job := &executor.JobView{Job: &cluster.Job{ID: "prod", Spec: cluster.JobSpec{Tier: cluster.TierProduction}}}
-	got := l.Victims(job, executor.Key{-float64(cluster.TierProduction), 3, 60}, []*executor.RunningJob{victim},
-		[]executor.Key{{-float64(cluster.TierBatch), 3, 60}}, &executor.OrderContext{Now: now}, 1)
+	got := l.Victims(job, executor.Key{-float64(cluster.TierProduction), 3, 60},
+		executor.NewCandidates([]*executor.RunningJob{victim}, []executor.Key{{-float64(cluster.TierBatch), 3, 60}}), &executor.OrderContext{Now: now}, 1)
 	if len(got) != 1 {
 		t.Errorf("a production job found victims %v, want the batch job whose back-off holds only against its tier", got)
 	}
