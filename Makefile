@@ -39,6 +39,7 @@ bench:
 # Evaluation reports on the public traces in $(DATASETS): printed, not asserted (make test asserts what it can).
 PHILLY       := philly:$(DATASETS)/philly/philly_jobs.csv
 SIM_POLICIES := fifo,fifo-strict,sjf-oracle,srtf-oracle,tiresias,easy-backfill,prescient
+SIM_WINDOWS  := 2017-10-25,2017-11-10 2017-11-10,2017-11-20 2017-11-20,2017-12-01 2017-11-10,2017-12-01
 eval: build
 	@mkdir -p $(RUN_DIR)
 	$(BIN) datasets inspect philly:$(DATASETS)/philly/philly_jobs.csv
@@ -74,6 +75,17 @@ eval: build
 	$(BIN) simulate --trace $(PHILLY) --fleet uniform:50x8:V100 --from 2017-11-10 --policy fifo,sjf-oracle,easy-backfill,prescient --models $(RUN_DIR)/eval-models
 	$(BIN) simulate --trace $(PHILLY) --fleet uniform:50x8:V100 --from 2017-11-10 --policy easy-backfill,prescient --models $(RUN_DIR)/eval-models --deadlines 0.3:2
 	$(BIN) simulate --trace $(PHILLY) --fleet uniform:50x8:V100 --from 2017-11-10 --policy prescient --models $(RUN_DIR)/eval-models --node-mtbf 720h
+	@echo "== simulate: each window (W1 Oct 25 → Nov 10, W2 → Nov 20, W3 → Dec 1, and Nov 10 → Dec 1) on 40, 50 and 60 8-GPU nodes,"
+	@echo "   learned forecasts trained with train --until the window's start; WORST TENANT: the mean wait of the tenant with"
+	@echo "   at least 20 jobs that waits most, over the average wait"
+	for w in $(SIM_WINDOWS); do from=$${w%,*}; until=$${w#*,}; \
+	  rm -rf $(RUN_DIR)/eval-window-models; \
+	  $(BIN) train --target duration --trace $(PHILLY) --until $$from --seed 1 --models $(RUN_DIR)/eval-window-models >/dev/null || exit 1; \
+	  for f in uniform:40x8:V100 uniform:50x8:V100 uniform:60x8:V100; do \
+	    echo "-- $$from → $$until on $$f"; \
+	    $(BIN) simulate --trace $(PHILLY) --fleet $$f --from $$from --until $$until --policy prescient,tiresias,sjf-oracle,fifo --models $(RUN_DIR)/eval-window-models || exit 1; \
+	  done; \
+	done
 	@echo "== simulate: the whole Philly table on uniform:75x8 (speed: sim_wall_s per policy)"
 	$(BIN) simulate --trace $(PHILLY) --fleet uniform:75x8 --policy $(SIM_POLICIES) --oracle
 	@echo "== placement: the FGD fill experiment, openb pods on every 5th openb GPU node (243 nodes, 1,257 GPUs), seed 42"

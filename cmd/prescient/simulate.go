@@ -434,11 +434,12 @@ func (r simulateReport) MarshalJSON() ([]byte, error) {
 
 func (r simulateReport) writeTable(w io.Writer) error {
 	t := newTable(w)
-	t.row("POLICY", "JOBS", "FINISHED", "AVG JCT", "P99 JCT", "AVG WAIT", "GPU ALLOC", "DEADLINES MET", "PREEMPTIONS", "LOST GPU-H", "ENERGY KWH", "JAIN", "WALL")
+	t.row("POLICY", "JOBS", "FINISHED", "AVG JCT", "P99 JCT", "AVG WAIT", "GPU ALLOC", "DEADLINES MET", "PREEMPTIONS", "LOST GPU-H", "ENERGY KWH", "JAIN", "WORST TENANT", "WALL")
 	for _, m := range r.runs {
 		t.row(m.Policy, m.Jobs, m.Finished, hours(m.AvgJCTS), hours(m.P99JCTS), hours(m.AvgWaitS),
 			fmt.Sprintf("%.1f%%", m.GPUAllocPct), deadlineCell(m), m.Preemptions, fmt.Sprintf("%.1f", m.LostGPUS/3600),
-			fmt.Sprintf("%.0f", m.EnergyKWh), fmt.Sprintf("%.3f", m.JainFairness), fmt.Sprintf("%.1fs", m.SimWallS))
+			fmt.Sprintf("%.0f", m.EnergyKWh), fmt.Sprintf("%.3f", m.JainFairness), fmt.Sprintf("%.2fx", m.WorstTenantWaitRatio),
+			fmt.Sprintf("%.1fs", m.SimWallS))
 	}
 	if err := t.flush(); err != nil {
 		return err

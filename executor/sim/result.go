@@ -36,8 +36,14 @@ type Metrics struct {
 	JainFairness       float64            `json:"jain_fairness"`
 	WaitByTierS        map[string]float64 `json:"wait_by_tier_s"`
 	WaitByTenantS      map[string]float64 `json:"wait_by_tenant_s"`
-	SimWallS           float64            `json:"sim_wall_s"`
-	DecisionsPerS      float64            `json:"decisions_per_s"`
+	// JobsByTenant counts each tenant's finished jobs (the ones its mean
+	// wait is over); WorstTenantWaitRatio is the largest mean wait of a
+	// tenant with at least MinTenantJobs of them over AvgWaitS (0 without
+	// waits): fairness as a tenant sees it.
+	JobsByTenant         map[string]int `json:"jobs_by_tenant"`
+	WorstTenantWaitRatio float64        `json:"worst_tenant_wait_ratio"`
+	SimWallS             float64        `json:"sim_wall_s"`
+	DecisionsPerS        float64        `json:"decisions_per_s"`
 	// Lending is there with Config.Lending.
 	Lending *LendingMetrics `json:"lending,omitempty"`
 }
@@ -77,6 +83,11 @@ type Result struct {
 	Cut     Cut
 	Horizon time.Time
 }
+
+// MinTenantJobs is the fewest jobs a tenant needs in a replay for its
+// mean wait to count in WorstTenantWaitRatio: a tenant with a handful of
+// jobs can wait long by the luck of when they came.
+const MinTenantJobs = 20
 
 // Cut is why a replay ended before every job finished.
 type Cut string
@@ -153,6 +164,13 @@ func (s *Simulator) result(wall time.Duration) *Result {
 	m.EnergyKWh, m.ParkedNodeS, m.KgCO2 = a.energyJ/3.6e6, a.park.parkedS, a.co2g/1000
 	m.PowerCappedStarts, m.TransferSavedBytes = a.capped, a.savedBytes
 	m.WaitByTierS, m.WaitByTenantS = means(tierW), means(tenantW)
+	m.JobsByTenant = make(map[string]int, len(tenantW))
+	for t, e := range tenantW {
+		m.JobsByTenant[t] = e.n
+		if e.n >= MinTenantJobs && m.AvgWaitS > 0 {
+			m.WorstTenantWaitRatio = max(m.WorstTenantWaitRatio, e.sum/float64(e.n)/m.AvgWaitS)
+		}
+	}
 	m.JainFairness = jain(slow)
 	if l := s.lend; l != nil {
 		m.Lending = &LendingMetrics{LentGPUS: l.lentS, InferenceBusyGPUS: l.busyS, InferenceShortGPUS: l.shortS,
