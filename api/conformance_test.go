@@ -51,6 +51,7 @@ func TestResponsesConformToTheOpenAPIDocument(t *testing.T) {
 		{"GET", "/v1/recommendations?since=2026-01-01T00:00:00Z&limit=10", tokAdmin, "", 0},
 		{"POST", "/v1/whatif", tokAdmin, `{"add_jobs":[{"gpus":8,"deadline":"` + deadline + `"}],"add_nodes":[{"name":"n2","gpus":8,"gpu_model":"H100-SXM5-80GB"}],"policy":"sjf","horizon_s":86400}`, 0},
 		{"POST", "/v1/whatif", tokAdmin, `{"remove_nodes":["n9"]}`, 0},
+		{"POST", "/v1/whatif", tokAdmin, `{"add_jobs":[{"gpus":16},{"gpus":16},{"gpus":16}],"horizon_s":1800}`, 0},
 		{"GET", "/v1/stats?window_s=7200&step_s=600", tokAdmin, "", 0},
 		{"GET", "/v1/forecasts/idle", tokViewerA, "", 200},
 		{"GET", "/v1/forecasts/idle?horizon_s=3600&step_s=600&min_window_s=600&min_probability=0.7&node=n1", tokAdmin, "", 200},

@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"path/filepath"
@@ -82,6 +83,7 @@ func TestTheRealPlaneAnswersAsDocumented(t *testing.T) {
 		{"GET", "/v1/recommendations", tokAdmin, "", 200},
 		{"POST", "/v1/whatif", tokAdmin, `{"add_jobs":[{"gpus":8}],"add_nodes":[{"name":"n3","gpus":8,"gpu_model":"A100-SXM4-80GB"}],"horizon_s":86400}`, 200},
 		{"POST", "/v1/whatif", tokViewerA, `{"remove_jobs":["a-2"]}`, 200},
+		{"POST", "/v1/whatif", tokAdmin, `{"add_jobs":[{"gpus":16},{"gpus":16},{"gpus":16}],"horizon_s":1800}`, 200},
 		{"GET", "/v1/stats", tokAdmin, "", 200},
 		{"GET", "/v1/stats?window_s=3600&step_s=60", tokViewerB, "", 200},
 		{"GET", "/v1/models", tokAdmin, "", 200},
@@ -90,4 +92,37 @@ func TestTheRealPlaneAnswersAsDocumented(t *testing.T) {
 		{"DELETE", "/v1/jobs/a-2", tokSubmitterA, "", 200},
 		{"DELETE", "/v1/jobs/a-2", tokSubmitterA, "", 409},
 	})
+}
+
+// TestTheRealPlaneSaysWhatStartsBeyondTheHorizon adds three 16-GPU jobs of
+// an hour to an empty 16-GPU fleet and asks only 30 minutes ahead: the
+// answer's horizon is 30 minutes from now, set by the request, the first
+// job starts, and the other two are beyond the horizon with no start.
+func TestTheRealPlaneSaysWhatStartsBeyondTheHorizon(t *testing.T) {
+	e := realPlane(t)
+	rec := e.do("POST", "/v1/whatif", tokAdmin, `{"add_jobs":[{"id":"h1","gpus":16},{"id":"h2","gpus":16},{"id":"h3","gpus":16}],"horizon_s":1800}`)
+	if rec.Code != 200 {
+		t.Fatalf("POST /v1/whatif = %d: %s", rec.Code, rec.Body)
+	}
+	var res service.WhatIfResult
+	if err := json.Unmarshal(rec.Body.Bytes(), &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Horizon == nil || res.HorizonReason != "horizon" || res.Horizon.Sub(time.Now()) > 30*time.Minute || res.Horizon.Sub(time.Now()) < 29*time.Minute {
+		t.Fatalf("horizon %v (%q), want 30 minutes from now (horizon)", res.Horizon, res.HorizonReason)
+	}
+	started, beyond := 0, 0
+	for _, j := range res.Jobs {
+		switch {
+		case j.Start != nil && !j.BeyondHorizon && j.End == nil: // an hour's run ends after the horizon
+			started++
+		case j.Start == nil && j.BeyondHorizon:
+			beyond++
+		default:
+			t.Errorf("%s: start %v, end %v, beyond %v", j.Job, j.Start, j.End, j.BeyondHorizon)
+		}
+	}
+	if started != 1 || beyond != 2 || res.Scenario.BeyondHorizon != 2 {
+		t.Errorf("%d started and %d beyond (summary %d); want 1 and 2", started, beyond, res.Scenario.BeyondHorizon)
+	}
 }

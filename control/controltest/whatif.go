@@ -86,8 +86,31 @@ func (f *Fake) WhatIf(_ context.Context, req service.WhatIfRequest) (service.Wha
 		}
 		res.Jobs = append(res.Jobs, wj)
 	}
+	markHorizon(&res, now, until)
 	res.WallS = time.Since(began).Seconds()
 	return res, nil
+}
+
+// markHorizon says, as the plane does, that the plans were followed only
+// until the horizon when a job starts after it in either; their
+// makespans are then the horizon.
+func markHorizon(res *service.WhatIfResult, now, until time.Time) {
+	for i := range res.Jobs {
+		j := &res.Jobs[i]
+		j.BeyondHorizon = j.Start == nil
+		j.BaselineBeyondHorizon = !j.Hypothetical && j.BaselineStart == nil
+		if j.BeyondHorizon {
+			res.Scenario.BeyondHorizon++
+		}
+		if j.BaselineBeyondHorizon {
+			res.Baseline.BeyondHorizon++
+		}
+	}
+	if res.Scenario.BeyondHorizon+res.Baseline.BeyondHorizon == 0 {
+		return
+	}
+	res.Horizon, res.HorizonReason = &until, "horizon"
+	res.Baseline.MakespanS, res.Scenario.MakespanS = until.Sub(now).Seconds(), until.Sub(now).Seconds()
 }
 
 // liveJobs is every job that is queued or runs; jobs running on a node in

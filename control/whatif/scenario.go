@@ -319,10 +319,13 @@ func compare(now time.Time, sc *scenario, base, scen *simRun) service.WhatIfResu
 	res := service.WhatIfResult{Jobs: make([]service.WhatIfJob, 0, len(scen.out)), Horizon: timePtr(h), HorizonReason: reason}
 	for _, o := range scen.out {
 		start, end := within(o.Start, h), within(o.End, h)
-		wj := service.WhatIfJob{Job: o.Job, Hypothetical: sc.hypo[o.Job], Start: timePtr(start), End: timePtr(end), BeyondHorizon: start.IsZero()}
+		// A job with no start and no horizon never starts (it fits nowhere).
+		wj := service.WhatIfJob{Job: o.Job, Hypothetical: sc.hypo[o.Job], Start: timePtr(start), End: timePtr(end),
+			BeyondHorizon: start.IsZero() && !h.IsZero()}
 		if b, ok := byID[o.Job]; ok {
 			bStart, bEnd := within(b.Start, h), within(b.End, h)
-			wj.BaselineStart, wj.BaselineEnd, wj.BaselineBeyondHorizon = timePtr(bStart), timePtr(bEnd), bStart.IsZero()
+			wj.BaselineStart, wj.BaselineEnd = timePtr(bStart), timePtr(bEnd)
+			wj.BaselineBeyondHorizon = bStart.IsZero() && !h.IsZero()
 			if !end.IsZero() && !bEnd.IsZero() {
 				d := end.Sub(bEnd).Seconds()
 				wj.DeltaEndS = &d
@@ -366,7 +369,9 @@ func summarize(now, h time.Time, outs []sim.JobOutcome, jobs map[cluster.JobID]*
 		start, end := within(o.Start, h), within(o.End, h)
 		switch {
 		case start.IsZero():
-			s.BeyondHorizon++
+			if !h.IsZero() {
+				s.BeyondHorizon++
+			}
 		case !start.Before(now):
 			waitSum += start.Sub(later(now, j.SubmitTime)).Seconds()
 			waits++
