@@ -130,8 +130,8 @@ type JobStatus struct {
 	PredictedStart      *time.Time `json:"predicted_start,omitempty"`
 	PredictedEnd        *time.Time `json:"predicted_end,omitempty"`
 	PredictedStartAfter *time.Time `json:"predicted_start_after,omitempty"`
-	ExitCode       *int       `json:"exit_code,omitempty"`
-	LastCheckpoint *time.Time `json:"last_checkpoint,omitempty"`
+	ExitCode            *int       `json:"exit_code,omitempty"`
+	LastCheckpoint      *time.Time `json:"last_checkpoint,omitempty"`
 	// LastError is the reason of the job's newest failure, failed start or
 	// requeue (a lost node, say); Job fills it, the listing leaves it out.
 	LastError string `json:"last_error,omitempty"`
