@@ -148,6 +148,36 @@ func (c *Candidates) Add(r *RunningJob, k Key) {
 // Len is the number of candidates.
 func (c *Candidates) Len() int { return len(c.Jobs) }
 
+// Best is at most limit of the candidates for which eligible holds, in
+// the order of better (a strict order on candidates' indexes, the better
+// victim first). It keeps them by insertion: O(candidates × limit) at
+// worst, about O(candidates) in practice.
+func (c *Candidates) Best(limit int, eligible func(k int) bool, better func(a, b int) bool) []*RunningJob {
+	idx := make([]int, 0, limit)
+	for k := range c.Jobs {
+		if !eligible(k) {
+			continue
+		}
+		i := len(idx)
+		for i > 0 && better(k, idx[i-1]) {
+			i--
+		}
+		if i >= limit {
+			continue
+		}
+		if len(idx) < limit {
+			idx = append(idx, 0)
+		}
+		copy(idx[i+1:], idx[i:len(idx)-1])
+		idx[i] = k
+	}
+	out := make([]*RunningJob, len(idx))
+	for n, k := range idx {
+		out[n] = c.Jobs[k]
+	}
+	return out
+}
+
 // CheckpointTimer sets how often a running job checkpoints; zero means never.
 type CheckpointTimer interface {
 	Name() string

@@ -41,34 +41,10 @@ func New(a Args) (*ByOrder, error) {
 func (*ByOrder) Name() string { return Name }
 
 // Victims implements executor.Preemptor.
-// It keeps the limit worst candidates by insertion, O(running × limit) at
-// worst and about O(running) in practice.
 func (b *ByOrder) Victims(_ *executor.JobView, key executor.Key, cands *executor.Candidates, _ *executor.OrderContext, limit int) []*executor.RunningJob {
-	running, keys := cands.Jobs, cands.Keys
 	threshold := key[0] + b.args.Margin
-	idx := make([]int, 0, limit)
-	for i := range running {
-		if keys[i][0] <= threshold {
-			continue
-		}
-		k := len(idx)
-		for k > 0 && worse(keys, running, i, idx[k-1]) {
-			k--
-		}
-		if k >= limit {
-			continue
-		}
-		if len(idx) < limit {
-			idx = append(idx, 0)
-		}
-		copy(idx[k+1:], idx[k:len(idx)-1])
-		idx[k] = i
-	}
-	out := make([]*executor.RunningJob, len(idx))
-	for k, i := range idx {
-		out[k] = running[i]
-	}
-	return out
+	return cands.Best(limit, func(i int) bool { return cands.Keys[i][0] > threshold },
+		func(i, j int) bool { return worse(cands.Keys, cands.Jobs, i, j) })
 }
 
 // worse reports whether running job i should go before j: a worse key,

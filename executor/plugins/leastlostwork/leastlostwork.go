@@ -67,47 +67,26 @@ func New(a Args) (*LeastLostWork, error) {
 // Name implements executor.Preemptor.
 func (*LeastLostWork) Name() string { return Name }
 
-// Victims implements executor.Preemptor.
-// It keeps the best limit candidates by insertion, O(running × limit) at
-// worst and about O(running) in practice; it reads the candidates' facts,
+// Victims implements executor.Preemptor. It reads the candidates' facts,
 // not their jobs.
 func (l *LeastLostWork) Victims(job *executor.JobView, jobKey executor.Key, cands *executor.Candidates, ctx *executor.OrderContext, limit int) []*executor.RunningJob {
 	urgent := executor.Urgent(job, ctx.Now, l.args.UrgencyWindow)
 	tier := int8(job.Job.Spec.Tier)
 	now := ctx.Now.UnixNano()
-	idx := make([]int, 0, limit)
-	for k := range cands.Facts {
+	eligible := func(k int) bool {
 		f := &cands.Facts[k]
 		if f.Tier > tier {
-			continue
+			return false
 		}
 		ran := time.Duration(now - f.StartedUnixNano)
 		if ran < l.args.MinRun {
-			continue
+			return false
 		}
 		sameTier := f.Tier == tier && ran >= l.minRun(f.Attempts) // the back-off holds against the job's own tier only
-		if !(f.Tier < tier || (urgent && f.Tier == tier && !f.HasDeadline) || (sameTier && l.longer(jobKey, cands.Keys[k])) ||
-			(sameTier && !urgent && !f.HasDeadline && l.laterClass(jobKey, cands.Keys[k]))) {
-			continue
-		}
-		i := len(idx)
-		for i > 0 && loses(f, &cands.Facts[idx[i-1]]) {
-			i--
-		}
-		if i >= limit {
-			continue
-		}
-		if len(idx) < limit {
-			idx = append(idx, 0)
-		}
-		copy(idx[i+1:], idx[i:len(idx)-1])
-		idx[i] = k
+		return f.Tier < tier || (urgent && f.Tier == tier && !f.HasDeadline) || (sameTier && l.longer(jobKey, cands.Keys[k])) ||
+			(sameTier && !urgent && !f.HasDeadline && l.laterClass(jobKey, cands.Keys[k]))
 	}
-	out := make([]*executor.RunningJob, len(idx))
-	for n, k := range idx {
-		out[n] = cands.Jobs[k]
-	}
-	return out
+	return cands.Best(limit, eligible, func(a, b int) bool { return loses(&cands.Facts[a], &cands.Facts[b]) })
 }
 
 // minRun is how long a job of that many attempts is protected after it
