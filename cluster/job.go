@@ -96,23 +96,26 @@ func (s JobSpec) Splits(perNode int) bool {
 // perNode GPUs: a gang into GangSize equal tasks (false when they are not
 // equal or one does not fit a node), another job larger than a node into
 // whole nodes and a remainder.
-func (s JobSpec) Tasks(perNode int) ([]int, bool) {
+func (s JobSpec) Tasks(perNode int) ([]int, bool) { return s.AppendTasks(nil, perNode) }
+
+// AppendTasks is Tasks appending to dst: a planner that splits a job on
+// every placement it tries passes a buffer of its own and allocates
+// nothing.
+func (s JobSpec) AppendTasks(dst []int, perNode int) ([]int, bool) {
 	if !s.Splits(perNode) {
-		return nil, false
+		return dst, false
 	}
 	g := s.GPUs
 	if s.GangSize > 1 {
-		tasks := make([]int, s.GangSize)
-		for i := range tasks {
-			tasks[i] = g / s.GangSize
+		for range s.GangSize {
+			dst = append(dst, g/s.GangSize)
 		}
-		return tasks, true
+		return dst, true
 	}
-	var tasks []int
 	for ; g > perNode; g -= perNode {
-		tasks = append(tasks, perNode)
+		dst = append(dst, perNode)
 	}
-	return append(tasks, g), true
+	return append(dst, g), true
 }
 
 // HasDeadline reports whether the job has a deadline.

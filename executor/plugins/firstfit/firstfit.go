@@ -36,19 +36,28 @@ func (*FirstFit) Place(job *cluster.Job, c *executor.Capacity) ([]cluster.Alloca
 	if c.FreeGPUs() < spec.GPUs {
 		return nil, false, "not enough GPUs free"
 	}
-	tasks, ok := spec.Tasks(c.MaxNodeGPUs())
+	var buf, nodeBuf [8]int // most jobs are a few tasks: a failed try allocates nothing
+	tasks, ok := spec.AppendTasks(buf[:0], c.MaxNodeGPUs())
 	if !ok {
 		return nil, false, "gang cannot be split evenly onto nodes"
 	}
+	// Choose each task's node, then take the GPUs: Place does not change
+	// c, so the second pass sees what the first did.
 	var took taken
-	allocs := make([]cluster.Allocation, 0, spec.GPUs)
+	nodes := nodeBuf[:0]
 	for _, size := range tasks {
 		i, ok := leastLoaded(spec, c, size, took)
 		if !ok {
 			return nil, false, "no ready node has room for a task (fragmented)"
 		}
-		allocs = takeWhole(c, i, size, took.of(i), allocs)
+		nodes = append(nodes, i)
 		took.add(i, size)
+	}
+	took = taken{}
+	allocs := make([]cluster.Allocation, 0, spec.GPUs)
+	for k, size := range tasks {
+		allocs = takeWhole(c, nodes[k], size, took.of(nodes[k]), allocs)
+		took.add(nodes[k], size)
 	}
 	return allocs, true, fmt.Sprintf("first fit on the least-loaded node(s), %d task(s)", len(tasks))
 }
@@ -95,7 +104,8 @@ func takeWhole(c *executor.Capacity, i, size, skip int, allocs []cluster.Allocat
 // placeShare puts a fractional job on a GPU already shared if one has room,
 // else on a free GPU of the least-loaded node.
 func placeShare(spec *cluster.JobSpec, c *executor.Capacity) ([]cluster.Allocation, bool, string) {
-	var whole *cluster.Allocation
+	var whole cluster.Allocation
+	found := false
 	for k := c.MaxNodeGPUs(); k >= 0; k-- {
 		for _, i := range c.Bucket(k) {
 			n := c.Node(int(i))
@@ -108,14 +118,14 @@ func placeShare(spec *cluster.JobSpec, c *executor.Capacity) ([]cluster.Allocati
 				if f >= spec.GPUMilli && f < cluster.MilliGPU {
 					return []cluster.Allocation{a}, true, "shares a GPU already in use"
 				}
-				if f == cluster.MilliGPU && whole == nil {
-					whole = &a
+				if f == cluster.MilliGPU && !found {
+					whole, found = a, true
 				}
 			}
 		}
 	}
-	if whole != nil {
-		return []cluster.Allocation{*whole}, true, "share of a free GPU on the least-loaded node"
+	if found {
+		return []cluster.Allocation{whole}, true, "share of a free GPU on the least-loaded node"
 	}
 	return nil, false, "no GPU has the share free"
 }

@@ -274,7 +274,8 @@ func (cp *cyclePlacer) Place(job *cluster.Job, c *executor.Capacity) ([]cluster.
 	case c.FreeGPUs() < spec.GPUs:
 		return nil, false, "not enough GPUs free"
 	}
-	tasks, ok := spec.Tasks(c.MaxNodeGPUs())
+	var buf [8]int // most jobs are a few tasks: no allocation per try
+	tasks, ok := spec.AppendTasks(buf[:0], c.MaxNodeGPUs())
 	if !ok {
 		return nil, false, "gang cannot be split evenly onto nodes"
 	}
