@@ -21,7 +21,6 @@ type cycle struct {
 	queue   *orderedQueue
 	buf     *[]entry   // the heap's backing array, back to the pool after the cycle
 	scanned int        // jobs considered since the first reservation
-	small   bool       // the queue holds jobs that may fit in no whole GPU (shares, CPU only)
 	cands   Candidates // the running jobs that may be preempted (not stopping)
 	maxRun  Key        // the worst key among running jobs that may be preempted
 	victims map[cluster.JobID]bool
@@ -45,9 +44,37 @@ type cycle struct {
 	last   Key
 	walked bool
 	past   bool
-	// fewestPlain is the fewest GPUs a queued job asks for when every one
-	// is plain; 0 when some job is not.
+	// shape is what the queue holds (queueShape), read once a cycle needs
+	// it: a strict FIFO cycle that stops at its first job never does.
+	shape *queueShape
+}
+
+// queueShape is what the cycle's done needs of the whole queue: whether
+// it holds jobs that may fit in no whole GPU (shares, CPU only), and the
+// fewest GPUs a queued job asks for when every one is plain (0 when some
+// job is not).
+type queueShape struct {
+	small       bool
 	fewestPlain int
+}
+
+// queueShape reads the queue's shape on first use.
+func (c *cycle) queueShape() *queueShape {
+	if c.shape != nil {
+		return c.shape
+	}
+	s := &queueShape{fewestPlain: int(^uint(0) >> 1)}
+	for _, v := range c.in.Queue {
+		if v.Job.Spec.GPUs == 0 || v.Job.Spec.Fractional() {
+			s.small = true
+		}
+		if !plain(v.Job) {
+			s.fewestPlain = 0
+		}
+		s.fewestPlain = min(s.fewestPlain, v.Job.Spec.GPUs)
+	}
+	c.shape = s
+	return s
 }
 
 // reservation holds GPUs (fenced) for a blocked job from its shadow time on.
@@ -80,16 +107,6 @@ func newCycle(f *Framework, in *PlanInput) *cycle {
 	}
 	c.buf = buf
 	c.queue = newOrderedQueue(c.p.Order, in, c.octx, *buf)
-	c.fewestPlain = int(^uint(0) >> 1)
-	for _, v := range in.Queue {
-		if v.Job.Spec.GPUs == 0 || v.Job.Spec.Fractional() {
-			c.small = true
-		}
-		if !plain(v.Job) {
-			c.fewestPlain = 0
-		}
-		c.fewestPlain = min(c.fewestPlain, v.Job.Spec.GPUs)
-	}
 	c.countTenants()
 	c.rankRunning()
 	return c
@@ -169,10 +186,10 @@ func (c *cycle) done() bool {
 	}
 	full := c.free.FreeGPUs() == 0 || c.minFail <= 1
 	mayPreempt := c.p.Preemptor != nil && c.attempts < c.f.limits.PreemptionAttempts && (c.cands.Len() > 0 || c.pending != nil)
-	if mayPreempt && c.free.FreeGPUs() == 0 && !c.small && c.noLaterVictims() {
+	if mayPreempt && c.free.FreeGPUs() == 0 && !c.queueShape().small && c.noLaterVictims() {
 		mayPreempt = false
 	}
-	return full && !c.small && !mayPreempt
+	return full && !mayPreempt && !c.queueShape().small
 }
 
 // noLaterVictims reports whether no job left in the queue can preempt
@@ -189,7 +206,7 @@ func (c *cycle) noLaterVictims() bool {
 	if c.pending != nil && c.pending.FreeGPUs() > 0 || c.explaining() {
 		return false
 	}
-	if c.fewestPlain > 0 && c.fewestPlain >= c.minNoVictims {
+	if f := c.queueShape().fewestPlain; f > 0 && f >= c.minNoVictims {
 		return true
 	}
 	if !c.queue.total() {
@@ -336,7 +353,9 @@ func (c *cycle) wait(id cluster.JobID, reason string) {
 func (c *cycle) finish() {
 	now := c.in.Now
 	for _, v := range c.in.Queue {
-		if v.Job.Spec.HasDeadline() && v.QueuedSince.Equal(now) && v.Job.Attempts == 0 {
+		// The view's own field first: most of a long queue was not queued
+		// now, and reading each one's job costs a cache miss.
+		if v.QueuedSince.Equal(now) && v.Job.Attempts == 0 && v.Job.Spec.HasDeadline() {
 			latest := v.Job.Spec.Deadline.Add(-v.RemainingP90())
 			c.plan.Deadlines = append(c.plan.Deadlines, DeadlineReport{Job: v.Job.ID, Feasible: !now.After(latest), LatestStart: latest})
 		}
