@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"time"
@@ -387,17 +388,33 @@ func (c *cycle) finish() {
 // P90, soonest first. It is built once a cycle, when the first reservation
 // needs it; placements after that are inserted in order.
 func (c *cycle) sortedEnds() []end {
-	if c.ends == nil {
-		c.ends = make([]end, 0, len(c.in.Running)+len(c.plan.Placements))
-		for _, r := range c.in.Running {
-			at := endOf(r, c.in.Now)
-			if r.Stopping {
-				at = c.in.Now
-			}
-			c.ends = append(c.ends, end{at: at, allocs: r.Allocations})
+	if c.ends != nil {
+		return c.ends
+	}
+	ends := make([]end, 0, len(c.in.Running)+len(c.placedEnds))
+	for _, r := range c.in.Running {
+		at := endOf(r, c.in.Now)
+		if r.Stopping {
+			at = c.in.Now
 		}
-		c.ends = append(c.ends, c.placedEnds...)
-		slices.SortFunc(c.ends, func(a, b end) int { return a.at.Compare(b.at) })
+		ends = append(ends, end{at: at, allocs: r.Allocations})
+	}
+	ends = append(ends, c.placedEnds...)
+	// Sort small pointer-free keys, then lay the ends out once: moving
+	// the ends themselves (a time and a slice) costs a write barrier a swap.
+	// Ends at the same time are released together, so their order is free.
+	type key struct {
+		ns int64
+		i  int32
+	}
+	keys := make([]key, len(ends))
+	for i, e := range ends {
+		keys[i] = key{ns: e.at.UnixNano(), i: int32(i)}
+	}
+	slices.SortFunc(keys, func(a, b key) int { return cmp.Compare(a.ns, b.ns) })
+	c.ends = make([]end, len(ends))
+	for k, key := range keys {
+		c.ends[k] = ends[key.i]
 	}
 	return c.ends
 }
