@@ -139,7 +139,7 @@ func (c *cycle) countTenants() {
 func (c *cycle) rankRunning() {
 	if c.p.Preemptor != nil {
 		n := len(c.in.Running)
-		c.cands = Candidates{Jobs: make([]*RunningJob, 0, n), Keys: make([]Key, 0, n), Facts: make([]CandidateFacts, 0, n)}
+		c.cands = Candidates{Jobs: make([]*RunningJob, 0, n), Keys: make([]Key, 0, n)}
 	}
 	stopping := false
 	for _, r := range c.in.Running {

@@ -109,12 +109,12 @@ type Preemptor interface {
 
 // Candidates are the running jobs a plan may preempt (in no particular
 // order), their order keys, and side by side the facts preemptors filter
-// them by: a pass over thousands of them reads no job. A cycle builds
-// them once for all its preemption attempts.
+// them by (Facts): a pass over thousands of them reads no job. A cycle
+// builds them once for all its preemption attempts.
 type Candidates struct {
 	Jobs  []*RunningJob
 	Keys  []Key
-	Facts []CandidateFacts
+	facts []CandidateFacts // built on the first Facts
 }
 
 // CandidateFacts are Jobs[i]'s tier, whether it has a deadline, its
@@ -141,8 +141,22 @@ func NewCandidates(running []*RunningJob, keys []Key) *Candidates {
 func (c *Candidates) Add(r *RunningJob, k Key) {
 	c.Jobs = append(c.Jobs, r)
 	c.Keys = append(c.Keys, k)
-	c.Facts = append(c.Facts, CandidateFacts{StartedUnixNano: r.Started.UnixNano(), WorkSinceCheckpoint: r.WorkSinceCheckpoint,
-		Attempts: int32(min(r.Job.Attempts, 1<<30)), Tier: int8(r.Job.Spec.Tier), HasDeadline: r.Job.Spec.HasDeadline()})
+	c.facts = nil
+}
+
+// Facts are the candidates' facts, Facts()[i] of Jobs[i]; they are read
+// from the jobs on the first call (a cycle whose preemptor needs none,
+// or that tries no preemption, never reads them). Not safe for
+// concurrent use.
+func (c *Candidates) Facts() []CandidateFacts {
+	if c.facts == nil {
+		c.facts = make([]CandidateFacts, len(c.Jobs))
+		for i, r := range c.Jobs {
+			c.facts[i] = CandidateFacts{StartedUnixNano: r.Started.UnixNano(), WorkSinceCheckpoint: r.WorkSinceCheckpoint,
+				Attempts: int32(min(r.Job.Attempts, 1<<30)), Tier: int8(r.Job.Spec.Tier), HasDeadline: r.Job.Spec.HasDeadline()}
+		}
+	}
+	return c.facts
 }
 
 // Len is the number of candidates.

@@ -73,8 +73,9 @@ func (l *LeastLostWork) Victims(job *executor.JobView, jobKey executor.Key, cand
 	urgent := executor.Urgent(job, ctx.Now, l.args.UrgencyWindow)
 	tier := int8(job.Job.Spec.Tier)
 	now := ctx.Now.UnixNano()
+	facts := cands.Facts()
 	eligible := func(k int) bool {
-		f := &cands.Facts[k]
+		f := &facts[k]
 		if f.Tier > tier {
 			return false
 		}
@@ -86,7 +87,7 @@ func (l *LeastLostWork) Victims(job *executor.JobView, jobKey executor.Key, cand
 		return f.Tier < tier || (urgent && f.Tier == tier && !f.HasDeadline) || (sameTier && l.longer(jobKey, cands.Keys[k])) ||
 			(sameTier && !urgent && !f.HasDeadline && l.laterClass(jobKey, cands.Keys[k]))
 	}
-	return cands.Best(limit, eligible, func(a, b int) bool { return loses(&cands.Facts[a], &cands.Facts[b]) })
+	return cands.Best(limit, eligible, func(a, b int) bool { return loses(&facts[a], &facts[b]) })
 }
 
 // minRun is how long a job of that many attempts is protected after it
