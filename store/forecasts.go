@@ -28,8 +28,10 @@ func (s *Store) PutForecasts(ctx context.Context, fs []JobForecast) error {
 		return nil
 	}
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		w := s.forecastWriter(tx)
+		defer w.close()
 		for _, f := range fs {
-			if err := s.insertForecast(ctx, tx, f); err != nil {
+			if err := w.put(ctx, f); err != nil {
 				return err
 			}
 		}
@@ -41,11 +43,20 @@ func (s *Store) PutForecasts(ctx context.Context, fs []JobForecast) error {
 	return nil
 }
 
-// insertForecast stores f in tx, replacing the job's earlier one; a zero
-// time is now.
-func (s *Store) insertForecast(ctx context.Context, tx *sql.Tx, f JobForecast) error {
+// forecastWriter stores forecasts in one transaction, with one prepared
+// statement for all of them (prepared on the first put).
+type forecastWriter struct {
+	s    *Store
+	tx   *sql.Tx
+	stmt *sql.Stmt
+}
+
+func (s *Store) forecastWriter(tx *sql.Tx) *forecastWriter { return &forecastWriter{s: s, tx: tx} }
+
+// put stores f, replacing the job's earlier forecast; a zero time is now.
+func (w *forecastWriter) put(ctx context.Context, f JobForecast) error {
 	if f.Time.IsZero() {
-		f.Time = s.clock()
+		f.Time = w.s.clock()
 	}
 	t, err := unixNanos(f.Time)
 	if err != nil {
@@ -54,13 +65,24 @@ func (s *Store) insertForecast(ctx context.Context, tx *sql.Tx, f JobForecast) e
 	if f.DurationP50 < 0 || f.DurationP90 < 0 || f.MemoryP90Bytes < 0 {
 		return fmt.Errorf("job %s: negative forecast", f.Job)
 	}
-	_, err = tx.ExecContext(ctx, `INSERT OR REPLACE INTO job_forecasts
-		(job_id, time, duration_p50_ns, duration_p90_ns, memory_p90_bytes, source) VALUES (?, ?, ?, ?, ?, ?)`,
-		string(f.Job), t, int64(f.DurationP50), int64(f.DurationP90), f.MemoryP90Bytes, f.Source)
+	if w.stmt == nil {
+		if w.stmt, err = w.tx.PrepareContext(ctx, `INSERT OR REPLACE INTO job_forecasts
+			(job_id, time, duration_p50_ns, duration_p90_ns, memory_p90_bytes, source) VALUES (?, ?, ?, ?, ?, ?)`); err != nil {
+			return err
+		}
+	}
+	_, err = w.stmt.ExecContext(ctx, string(f.Job), t, int64(f.DurationP50), int64(f.DurationP90), f.MemoryP90Bytes, f.Source)
 	if isForeignKeyViolation(err) {
 		return fmt.Errorf("job %s: %w", f.Job, ErrNotFound)
 	}
 	return err
+}
+
+// close closes the statement, if one was prepared.
+func (w *forecastWriter) close() {
+	if w.stmt != nil {
+		w.stmt.Close()
+	}
 }
 
 // Forecasts returns the stored forecasts of the given jobs; jobs without

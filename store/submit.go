@@ -131,10 +131,12 @@ func (g *groupCommit) lead(s *Store) {
 func (s *Store) commitGroup(batch []*pendingSubmit) {
 	ctx := context.Background() // the group outlives any one caller's request
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		fw := s.forecastWriter(tx) // one statement for the group's forecasts
+		defer fw.close()
 		if len(batch) == 1 { // the transaction is its savepoint
 			p := batch[0]
 			if p.err = context.Cause(p.ctx); p.err == nil {
-				p.err = s.insertSubmission(ctx, tx, p)
+				p.err = s.insertSubmission(ctx, tx, fw, p)
 			}
 			return p.err
 		}
@@ -146,7 +148,7 @@ func (s *Store) commitGroup(batch []*pendingSubmit) {
 			if _, err := tx.ExecContext(ctx, "SAVEPOINT submit"); err != nil {
 				return fmt.Errorf("savepoint: %w", err)
 			}
-			p.err = s.insertSubmission(ctx, tx, p)
+			p.err = s.insertSubmission(ctx, tx, fw, p)
 			if p.err != nil {
 				if _, err := tx.ExecContext(ctx, "ROLLBACK TO submit"); err != nil {
 					return fmt.Errorf("roll back to the savepoint: %w", err)
@@ -166,8 +168,8 @@ func (s *Store) commitGroup(batch []*pendingSubmit) {
 	}
 }
 
-// insertSubmission writes one submission in tx.
-func (s *Store) insertSubmission(ctx context.Context, tx *sql.Tx, p *pendingSubmit) error {
+// insertSubmission writes one submission in tx, its forecast with fw.
+func (s *Store) insertSubmission(ctx context.Context, tx *sql.Tx, fw *forecastWriter, p *pendingSubmit) error {
 	job := &p.sub.Job
 	if err := insertJob(ctx, tx, p.row); err != nil {
 		return err
@@ -183,7 +185,7 @@ func (s *Store) insertSubmission(ctx context.Context, tx *sql.Tx, p *pendingSubm
 		return err
 	}
 	if f := p.sub.Forecast; f != nil {
-		if err := s.insertForecast(ctx, tx, *f); err != nil {
+		if err := fw.put(ctx, *f); err != nil {
 			return fmt.Errorf("forecast: %w", err)
 		}
 	}
