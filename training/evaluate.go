@@ -16,8 +16,7 @@ import (
 // serve only as history; a scored job's features see only jobs that ended
 // before its submit time, those of the window included, as in serving.
 func Evaluate(ctx context.Context, art *models.Artifact, jobs []cluster.Job, from, until time.Time) (Report, error) {
-	sorted := slices.Clone(jobs)
-	slices.SortStableFunc(sorted, func(a, b cluster.Job) int { return a.SubmitTime.Compare(b.SubmitTime) })
+	sorted := sortedBySubmit(jobs)
 	bySubmit := func(j cluster.Job, t time.Time) int { return j.SubmitTime.Compare(t) }
 	k, _ := slices.BinarySearchFunc(sorted, from, bySubmit)
 	u := len(sorted)

@@ -132,10 +132,17 @@ func rowsFor(fc models.FeatureConfig, history, queries []cluster.Job) dataset {
 // jobs that ended before its submit time. It returns those jobs, in submit
 // order, their rows and their log labels.
 func Rows(t models.Target, jobs []cluster.Job) ([]cluster.Job, [][]float64, []float64) {
-	sorted := slices.Clone(jobs)
-	slices.SortStableFunc(sorted, func(a, b cluster.Job) int { return a.SubmitTime.Compare(b.SubmitTime) })
+	sorted := sortedBySubmit(jobs)
 	d := rowsFor(models.DefaultFeatureConfig(t), sorted, sorted)
 	return d.queries, d.X, d.y
+}
+
+// sortedBySubmit is a copy of jobs in submit order (stable: jobs
+// submitted at the same time keep their order), as rowsFor wants them.
+func sortedBySubmit(jobs []cluster.Job) []cluster.Job {
+	sorted := slices.Clone(jobs)
+	slices.SortStableFunc(sorted, func(a, b cluster.Job) int { return a.SubmitTime.Compare(b.SubmitTime) })
+	return sorted
 }
 
 // Train fits every learner on the earlier part of jobs, scores each on the
@@ -167,11 +174,11 @@ func train(ctx context.Context, cfg Config, jobs []cluster.Job) (*trained, error
 	fc := models.DefaultFeatureConfig(cfg.Target)
 
 	// 1. The jobs before Until, split in time into fit and holdout windows.
-	all := slices.Clone(jobs)
+	all := jobs
 	if !cfg.Until.IsZero() {
-		all, _ = datasets.SplitByTime(all, cfg.Until)
+		all, _ = datasets.SplitByTime(jobs, cfg.Until)
 	}
-	slices.SortStableFunc(all, func(a, b cluster.Job) int { return a.SubmitTime.Compare(b.SubmitTime) })
+	all = sortedBySubmit(all)
 	if len(all) < 2*minRows {
 		return nil, fmt.Errorf("train: %w: %d jobs", ErrNoData, len(all))
 	}
