@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -61,9 +60,7 @@ func tail(path string, max int) (text string, truncated bool, err error) {
 		return "", false, err
 	}
 	if truncated {
-		if i := bytes.IndexByte(b, '\n'); i >= 0 && i < len(b)-1 {
-			b = b[i+1:]
-		}
+		return protocol.FromWholeLine(string(b)), true, nil
 	}
-	return string(b), truncated, nil
+	return string(b), false, nil
 }

@@ -127,6 +127,16 @@ type LogSpec struct {
 	MaxBytes int `json:"max_bytes"`
 }
 
+// FromWholeLine makes a log tail cut at an arbitrary byte start at a
+// line, as a truncated LogReply's Text does: what follows its first line
+// break, or the tail as it is when its only break ends it or it has none.
+func FromWholeLine(tail string) string {
+	if i := strings.IndexByte(tail, '\n'); i >= 0 && i < len(tail)-1 {
+		return tail[i+1:]
+	}
+	return tail
+}
+
 // LogReply answers a log command: the tail of the attempt's log on the
 // node, or why there is none.
 type LogReply struct {

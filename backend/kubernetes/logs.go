@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/prescient-sched/prescient/agent/protocol"
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/executor"
 )
@@ -69,10 +70,7 @@ func (b *Backend) JobLog(ctx context.Context, id cluster.JobID, attempt int, nod
 		}
 		s := text.String()
 		if len(s) > maxBytes {
-			s, out[i].Truncated = s[len(s)-maxBytes:], true
-			if j := strings.IndexByte(s, '\n'); j >= 0 && j < len(s)-1 {
-				s = s[j+1:]
-			}
+			s, out[i].Truncated = protocol.FromWholeLine(s[len(s)-maxBytes:]), true
 		}
 		out[i].Text = s
 		if s == "" && len(errs) > 0 {
