@@ -191,35 +191,35 @@ func (h *handlers) jobQuery(c *gin.Context) (service.JobQuery, bool) {
 	return q, true
 }
 
-// job fetches the job of the :id parameter and checks the tenant. Another
-// tenant's job is answered as a missing one, word for word, so that no
-// tenant learns which IDs exist.
+// job fetches the job of the :id parameter, if the caller may touch it
+// (mayTouchJob).
 func (h *handlers) job(c *gin.Context) (service.JobStatus, bool) {
 	id := cluster.JobID(c.Param("id"))
 	st, err := h.svc.Job(c.Request.Context(), id)
-	if err == nil && !mayTouch(principal(c), st.Tenant) {
-		err = notFound(id)
-	}
-	if err != nil {
-		serviceError(c, h.log, err)
-		return service.JobStatus{}, false
-	}
-	return st, true
+	return st, h.mayTouchJob(c, id, st.Tenant, err)
 }
 
-// jobID checks that the caller may touch the job of the :id parameter, as
-// job does, reading only its tenant, and returns its ID.
+// jobID checks that the caller may touch the job of the :id parameter
+// (mayTouchJob), reading only its tenant, and returns its ID.
 func (h *handlers) jobID(c *gin.Context) (cluster.JobID, bool) {
 	id := cluster.JobID(c.Param("id"))
 	tenant, err := h.svc.JobTenant(c.Request.Context(), id)
+	return id, h.mayTouchJob(c, id, tenant, err)
+}
+
+// mayTouchJob reports, for a lookup of job id that gave its tenant or
+// err, whether the caller may touch the job; when not, it answers. Another
+// tenant's job is answered as a missing one, word for word, so that no
+// tenant learns which IDs exist.
+func (h *handlers) mayTouchJob(c *gin.Context, id cluster.JobID, tenant string, err error) bool {
 	if err == nil && !mayTouch(principal(c), tenant) {
 		err = notFound(id)
 	}
 	if err != nil {
 		serviceError(c, h.log, err)
-		return "", false
+		return false
 	}
-	return id, true
+	return true
 }
 
 // notFound is the service's error for a job it does not have.
