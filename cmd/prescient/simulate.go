@@ -185,9 +185,9 @@ func (o *simulateOptions) loadReplay(log *slog.Logger) ([]cluster.Job, map[clust
 			o.trace, strings.Join(res.Missing, "; "))
 	}
 	jobs := res.Jobs
+	var from time.Time
 	if o.from != "" {
-		from, err := datasets.ParseTime(o.from)
-		if err != nil {
+		if from, err = datasets.ParseTime(o.from); err != nil {
 			return nil, nil, nil, fmt.Errorf("--from: %w", err)
 		}
 		var before []cluster.Job
@@ -199,10 +199,8 @@ func (o *simulateOptions) loadReplay(log *slog.Logger) ([]cluster.Job, map[clust
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("--until: %w", err)
 		}
-		if o.from != "" {
-			if from, _ := datasets.ParseTime(o.from); !until.After(from) {
-				return nil, nil, nil, fmt.Errorf("--until %s: want a time after --from %s", o.until, o.from)
-			}
+		if !from.IsZero() && !until.After(from) {
+			return nil, nil, nil, fmt.Errorf("--until %s: want a time after --from %s", o.until, o.from)
 		}
 		jobs, _ = datasets.SplitByTime(jobs, until)
 	}
