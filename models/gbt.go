@@ -277,17 +277,15 @@ func (m *GBT) PredictQuantiles(X [][]float64, qs []float64) ([][]float64, error)
 	if err := checkPredict(X, qs, m.P); err != nil {
 		return nil, err
 	}
-	out := make([][]float64, len(X))
+	out := matrix(len(X), len(qs))
 	buf := make([]uint8, m.P)
 	for i, x := range X {
 		v := m.raw(x, buf)
 		g, _ := slices.BinarySearch(m.SpreadEdges, v)
 		spread := m.Spread[min(g, len(m.Spread)-1)]
-		row := make([]float64, len(qs))
 		for k, q := range qs {
-			row[k] = offsetOf(x, m.Offset) + v + spreadAt(spread, q)
+			out[i][k] = offsetOf(x, m.Offset) + v + spreadAt(spread, q)
 		}
-		out[i] = row
 	}
 	return out, nil
 }
@@ -458,7 +456,8 @@ func leafOf(tree []gbtNode, binned [][]uint8, i int) int32 {
 	return n
 }
 
-// binEdges are at most bins-1 distinct quantiles of v (v is reordered).
+// binEdges are at most bins-1 distinct quantiles of v (v is left as it
+// is).
 func binEdges(v []float64, bins int) []float64 {
 	s := slices.Clone(v)
 	slices.Sort(s)
