@@ -24,7 +24,7 @@ import (
 // such a cordon is taken off. A cordon an operator set first keeps the
 // node from being parked (it is drained); one set while the node is
 // parked is taken off with Prescient's when the node is woken. The writes
-// need get and patch on nodes (deploy/kubernetes/parking.yaml).
+// need get and patch on nodes (deploy/kubernetes/components/parking/parking.yaml).
 
 // Unparkable implements service.Cordoner: a node where pods of other
 // schedulers run (but for DaemonSets' and static pods that hold no GPUs,

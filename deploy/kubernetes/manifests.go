@@ -7,24 +7,39 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"path"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/yaml"
 )
 
-// Files are the manifests and the dashboard.
+// Files are the manifests, their kustomizations and the dashboards, as in
+// the repository: kustomization.yaml (the default, base/), base/,
+// components/ (parking, monitoring), overlays/ (ha) and grafana/.
 //
-//go:embed *.yaml grafana/*.json
+//go:embed kustomization.yaml base components overlays grafana/*.json
 var Files embed.FS
 
-// Manifests names the manifest files, in the order they apply.
-var Manifests = []string{"namespace.yaml", "rbac.yaml", "configmap.yaml", "control-plane.yaml", "agent.yaml"}
-
-// Optional names the manifests applied only where their feature is on:
-// parking.yaml, the right to cordon nodes, with --park-idle-after.
-var Optional = []string{"parking.yaml"}
+// ManifestFiles names every manifest file in Files (the YAML files that are
+// not kustomizations), in lexical order.
+func ManifestFiles() ([]string, error) {
+	var out []string
+	err := fs.WalkDir(Files, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() && path.Ext(p) == ".yaml" && path.Base(p) != "kustomization.yaml" {
+			out = append(out, p)
+		}
+		return nil
+	})
+	return out, err
+}
 
 // strict decodes typed objects and refuses unknown or duplicate fields.
 var strict = serializer.NewCodecFactory(scheme.Scheme, serializer.EnableStrict).UniversalDeserializer()
@@ -40,7 +55,9 @@ func Objects(name string) ([]runtime.Object, error) {
 }
 
 // Decode decodes a multi-document YAML manifest strictly; name is used
-// in errors.
+// in errors. Kinds that client-go does not know (a CRD's, such as the
+// Prometheus Operator's ServiceMonitor) come back unstructured, their
+// fields left to the API server's validation against the CRD's schema.
 func Decode(name string, data []byte) ([]runtime.Object, error) {
 	var out []runtime.Object
 	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
@@ -56,6 +73,9 @@ func Decode(name string, data []byte) ([]runtime.Object, error) {
 			continue
 		}
 		obj, _, err := strict.Decode(raw, nil, nil)
+		if runtime.IsNotRegisteredError(err) {
+			obj, err = decodeUnstructured(raw)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%s: document %d: %w", name, doc, err)
 		}
@@ -73,4 +93,18 @@ func stripComments(b []byte) []byte {
 		}
 	}
 	return out
+}
+
+// decodeUnstructured decodes one document of a kind client-go does not
+// know, refusing duplicate fields as the strict decoder does.
+func decodeUnstructured(raw []byte) (runtime.Object, error) {
+	js, err := yaml.YAMLToJSONStrict(raw)
+	if err != nil {
+		return nil, err
+	}
+	var u unstructured.Unstructured
+	if err := u.UnmarshalJSON(js); err != nil {
+		return nil, err
+	}
+	return &u, nil
 }

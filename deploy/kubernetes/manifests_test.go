@@ -3,6 +3,8 @@ package kubernetes
 import (
 	"encoding/json"
 	"fmt"
+	"io/fs"
+	"path"
 	"regexp"
 	"slices"
 	"strings"
@@ -11,6 +13,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"sigs.k8s.io/yaml"
 
 	kubebackend "github.com/prescient-sched/prescient/backend/kubernetes"
 	"github.com/prescient-sched/prescient/collector"
@@ -18,7 +21,11 @@ import (
 
 func TestTheManifestsDecodeStrictly(t *testing.T) {
 	kinds := map[string]int{}
-	for _, name := range slices.Concat(Manifests, Optional) {
+	files, err := ManifestFiles()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range files {
 		objs, err := Objects(name)
 		if err != nil {
 			t.Fatal(err)
@@ -31,7 +38,7 @@ func TestTheManifestsDecodeStrictly(t *testing.T) {
 		}
 	}
 	for _, k := range []string{"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
-		"ConfigMap", "StatefulSet", "Service", "DaemonSet", "PersistentVolumeClaim"} {
+		"Secret", "StatefulSet", "Service", "DaemonSet", "PersistentVolumeClaim", "ServiceMonitor", "PodMonitor"} {
 		if kinds[k] == 0 {
 			t.Errorf("no %s in the manifests (%v)", k, kinds)
 		}
@@ -45,11 +52,11 @@ func TestTheManifestsDecodeStrictly(t *testing.T) {
 // Each role's rights are the least its user needs: no wildcard, no
 // secrets, no writes to nodes but parking's cordon, in a file of its own.
 func TestTheRolesGrantOnlyWhatTheirUsersUse(t *testing.T) {
-	objs, err := Objects("rbac.yaml")
+	objs, err := Objects("base/rbac.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	parking, err := Objects("parking.yaml")
+	parking, err := Objects("components/parking/parking.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +132,7 @@ func TestTheRolesGrantOnlyWhatTheirUsersUse(t *testing.T) {
 // The node agent runs on GPU nodes under its own ServiceAccount, sees the
 // host's processes and knows its node.
 func TestTheNodeAgentRunsOnEveryGPUNode(t *testing.T) {
-	objs, err := Objects("agent.yaml")
+	objs, err := Objects("base/agent.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,6 +148,9 @@ func TestTheNodeAgentRunsOnEveryGPUNode(t *testing.T) {
 			!strings.Contains(args, "--node=$(NODE_NAME)") || !strings.Contains(args, "--collect") {
 			t.Errorf("daemonset: service account %q, hostPID %v, args %q", spec.ServiceAccountName, spec.HostPID, args)
 		}
+		if c.SecurityContext == nil || c.SecurityContext.RunAsUser == nil || *c.SecurityContext.RunAsUser != 0 {
+			t.Errorf("daemonset: runs as %v; the image's user is not root, and the agent's capabilities need root", c.SecurityContext)
+		}
 		if len(c.Env) == 0 || c.Env[0].Name != "NODE_NAME" || c.Env[0].ValueFrom == nil || c.Env[0].ValueFrom.FieldRef.FieldPath != "spec.nodeName" {
 			t.Errorf("daemonset: NODE_NAME does not come from spec.nodeName: %+v", c.Env)
 		}
@@ -149,16 +159,15 @@ func TestTheNodeAgentRunsOnEveryGPUNode(t *testing.T) {
 	t.Fatal("no DaemonSet")
 }
 
+// The default control plane: one replica, under its ServiceAccount and the
+// leader election, its store and models on its own ReadWriteOnce volume,
+// its tokens from a Secret, its telemetry in the InfluxDB of base/. The
+// standby of overlays/ha is checked where kustomize renders it
+// (test/kubernetes).
 func TestTheControlPlaneRunsTheKubernetesBackendUnderItsServiceAccount(t *testing.T) {
-	objs, err := Objects("control-plane.yaml")
+	objs, err := Objects("base/control-plane.yaml")
 	if err != nil {
 		t.Fatal(err)
-	}
-	shared := map[string]bool{}
-	for _, o := range objs {
-		if c, ok := o.(*corev1.PersistentVolumeClaim); ok && slices.Contains(c.Spec.AccessModes, corev1.ReadWriteMany) {
-			shared[c.Name] = true
-		}
 	}
 	for _, o := range objs {
 		d, ok := o.(*appsv1.StatefulSet)
@@ -166,12 +175,13 @@ func TestTheControlPlaneRunsTheKubernetesBackendUnderItsServiceAccount(t *testin
 			continue
 		}
 		spec := d.Spec.Template.Spec
-		args := strings.Join(spec.Containers[0].Args, " ")
+		c := spec.Containers[0]
+		args := strings.Join(c.Args, " ")
 		if spec.ServiceAccountName != "prescient" || !strings.Contains(args, "--backend=kubernetes") || !strings.Contains(args, "--leader-elect") {
 			t.Errorf("control plane: service account %q, args %q", spec.ServiceAccountName, args)
 		}
 		env := map[string]string{}
-		for _, e := range spec.Containers[0].Env {
+		for _, e := range c.Env {
 			if e.ValueFrom != nil && e.ValueFrom.FieldRef != nil {
 				env[e.Name] = e.ValueFrom.FieldRef.FieldPath
 			}
@@ -179,37 +189,177 @@ func TestTheControlPlaneRunsTheKubernetesBackendUnderItsServiceAccount(t *testin
 		if env["POD_NAME"] != "metadata.name" || env["POD_NAMESPACE"] != "metadata.namespace" {
 			t.Errorf("control plane: env %v; want POD_NAME and POD_NAMESPACE for the leader label", env)
 		}
-		if d.Spec.Replicas == nil || *d.Spec.Replicas < 2 {
-			t.Errorf("control plane: %v replicas; want a standby", d.Spec.Replicas)
+		if d.Spec.Replicas == nil || *d.Spec.Replicas != 1 {
+			t.Errorf("control plane: %v replicas; want one by default", d.Spec.Replicas)
 		}
-		// Each replica's store on its own volume; the models on one that
-		// every replica reads.
-		if len(d.Spec.VolumeClaimTemplates) != 1 || d.Spec.VolumeClaimTemplates[0].Name != "state" {
-			t.Errorf("control plane: claim templates %v; want a state volume per replica", d.Spec.VolumeClaimTemplates)
+		if len(d.Spec.VolumeClaimTemplates) != 1 || d.Spec.VolumeClaimTemplates[0].Name != "state" ||
+			!slices.Equal(d.Spec.VolumeClaimTemplates[0].Spec.AccessModes, []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}) {
+			t.Errorf("control plane: claim templates %v; want one ReadWriteOnce state volume", d.Spec.VolumeClaimTemplates)
 		}
-		var models string
-		for _, m := range spec.Containers[0].VolumeMounts {
-			if strings.Contains(args, "--models="+m.MountPath) {
-				models = m.Name
+		for _, flag := range []string{"--db", "--models"} {
+			if m := mountOf(c, flagValue(c.Args, flag)); m == nil || m.Name != "state" {
+				t.Errorf("control plane: %s=%s is not on the state volume (%v)", flag, flagValue(c.Args, flag), m)
 			}
 		}
-		found := false
+		m := mountOf(c, flagValue(c.Args, "--tokens"))
+		if m == nil {
+			t.Fatalf("control plane: --tokens=%s is on no volume", flagValue(c.Args, "--tokens"))
+		}
 		for _, v := range spec.Volumes {
-			if v.Name == models && v.PersistentVolumeClaim != nil && shared[v.PersistentVolumeClaim.ClaimName] {
-				found = true
+			if v.Name == m.Name && (v.Secret == nil || v.Secret.SecretName != "prescient-tokens") {
+				t.Errorf("control plane: the tokens come from %+v, want the Secret prescient-tokens", v.VolumeSource)
 			}
 		}
-		if !found {
-			t.Errorf("control plane: --models is not on a ReadWriteMany volume (mount %q)", models)
+		if got := flagValue(c.Args, "--influx-url"); got != "http://influxdb.prescient.svc:8086" {
+			t.Errorf("control plane: --influx-url=%q, want base/influxdb.yaml's Service", got)
 		}
 		return
 	}
 	t.Fatal("no StatefulSet")
 }
 
+// flagValue is the value of --name=VALUE among args, or "".
+func flagValue(args []string, name string) string {
+	for _, a := range args {
+		if v, ok := strings.CutPrefix(a, name+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// mountOf is the volume mount of c that holds path (the deepest), or nil.
+func mountOf(c corev1.Container, p string) *corev1.VolumeMount {
+	var best *corev1.VolumeMount
+	for i, m := range c.VolumeMounts {
+		if p != "" && (p == m.MountPath || strings.HasPrefix(p, strings.TrimSuffix(m.MountPath, "/")+"/")) &&
+			(best == nil || len(m.MountPath) > len(best.MountPath)) {
+			best = &c.VolumeMounts[i]
+		}
+	}
+	return best
+}
+
+// Every Secret key a container reads, in any manifest, is one that
+// base/secret.yaml defines, and every Secret volume names one of them.
+func TestEverySecretReadIsShipped(t *testing.T) {
+	objs, err := Objects("base/secret.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := map[string]bool{}
+	for _, o := range objs {
+		s := o.(*corev1.Secret)
+		for k := range s.StringData {
+			keys[s.Name+"/"+k] = true
+		}
+		keys[s.Name] = true
+	}
+	files, err := ManifestFiles()
+	if err != nil {
+		t.Fatal(err)
+	}
+	reads := 0
+	for _, name := range files {
+		objs, err := Objects(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range objs {
+			var spec *corev1.PodSpec
+			switch w := o.(type) {
+			case *appsv1.StatefulSet:
+				spec = &w.Spec.Template.Spec
+			case *appsv1.DaemonSet:
+				spec = &w.Spec.Template.Spec
+			default:
+				continue
+			}
+			for _, c := range spec.Containers {
+				for _, e := range c.Env {
+					if r := e.ValueFrom; r != nil && r.SecretKeyRef != nil {
+						reads++
+						if !keys[r.SecretKeyRef.Name+"/"+r.SecretKeyRef.Key] {
+							t.Errorf("%s: container %s reads %s/%s, which base/secret.yaml lacks", name, c.Name, r.SecretKeyRef.Name, r.SecretKeyRef.Key)
+						}
+					}
+				}
+			}
+			for _, v := range spec.Volumes {
+				if v.Secret != nil {
+					reads++
+					if !keys[v.Secret.SecretName] {
+						t.Errorf("%s: volume %s is the Secret %s, which base/secret.yaml lacks", name, v.Name, v.Secret.SecretName)
+					}
+				}
+			}
+		}
+	}
+	if reads == 0 {
+		t.Fatal("no manifest reads a Secret")
+	}
+}
+
+// Every manifest file is a resource of exactly one kustomization, so
+// kubectl apply -k ships each, and each kustomization's files exist.
+func TestEveryManifestIsInOneKustomization(t *testing.T) {
+	listed := map[string]int{}
+	err := fs.WalkDir(Files, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || path.Base(p) != "kustomization.yaml" {
+			return err
+		}
+		data, err := Files.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		var k struct {
+			APIVersion string   `json:"apiVersion"`
+			Kind       string   `json:"kind"`
+			Resources  []string `json:"resources"`
+			Components []string `json:"components"`
+			Patches    []struct {
+				Path string `json:"path"`
+			} `json:"patches"`
+		}
+		if err := yaml.UnmarshalStrict(data, &k); err != nil {
+			return fmt.Errorf("%s: %w", p, err)
+		}
+		if k.Kind != "Kustomization" && k.Kind != "Component" {
+			return fmt.Errorf("%s: kind %q", p, k.Kind)
+		}
+		refs := slices.Concat(k.Resources, k.Components)
+		for _, pt := range k.Patches {
+			refs = append(refs, pt.Path)
+		}
+		for _, r := range refs {
+			full := path.Join(path.Dir(p), r)
+			info, err := fs.Stat(Files, full)
+			if err != nil {
+				return fmt.Errorf("%s names %s: %w", p, r, err)
+			}
+			if !info.IsDir() {
+				listed[full]++
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := ManifestFiles()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if listed[f] != 1 {
+			t.Errorf("%s: in %d kustomizations, want 1", f, listed[f])
+		}
+	}
+}
+
 // The Service reaches only the replica that leads.
 func TestTheServiceSelectsTheLeader(t *testing.T) {
-	objs, err := Objects("control-plane.yaml")
+	objs, err := Objects("base/control-plane.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,7 +443,11 @@ func checkQuery(q string, written map[string]map[string]bool) error {
 
 // FuzzDecode: any bytes decode or fail with an error, never a panic.
 func FuzzDecode(f *testing.F) {
-	for _, name := range slices.Concat(Manifests, Optional) {
+	files, err := ManifestFiles()
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, name := range files {
 		data, err := Files.ReadFile(name)
 		if err != nil {
 			f.Fatal(err)

@@ -30,6 +30,7 @@ import (
 	"github.com/prescient-sched/prescient/executor/policies"
 	"github.com/prescient-sched/prescient/service"
 	"github.com/prescient-sched/prescient/store"
+	"github.com/prescient-sched/prescient/test/kubernetes/internal/apiserver"
 )
 
 // serviceAccount is the user the scheduler runs as: deploy/kubernetes's
@@ -74,11 +75,11 @@ func (r recordForbidden) RoundTrip(req *http.Request) (*http.Response, error) {
 
 func newTestCluster(t *testing.T) *testCluster {
 	t.Helper()
-	s := startAPIServer(t)
+	s := apiserver.Start(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	c := &testCluster{t: t, ctx: ctx, admin: s.Client, denied: &deniedLog{}, adminCfg: s.Admin}
-	for _, name := range []string{"namespace.yaml", "rbac.yaml"} {
+	for _, name := range []string{"base/namespace.yaml", "base/rbac.yaml"} {
 		objs, err := manifests.Objects(name)
 		if err != nil {
 			t.Fatal(err)

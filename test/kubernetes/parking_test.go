@@ -21,7 +21,7 @@ import (
 // node wakes it, which is uncordoned and takes the pod once it is up.
 func TestAnEmptyNodeIsCordonedWhileParkedAndUncordonedWhenWoken(t *testing.T) {
 	c := newTestCluster(t)
-	objs, err := manifests.Objects("parking.yaml")
+	objs, err := manifests.Objects("components/parking/parking.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,6 @@
-package kubernetes
+// Package apiserver starts a real kube-apiserver on an embedded etcd for
+// the tests of this module, both torn down when the test ends.
+package apiserver
 
 import (
 	"fmt"
@@ -15,9 +17,9 @@ import (
 	kubeapiservertesting "k8s.io/kubernetes/cmd/kube-apiserver/app/testing"
 )
 
-// apiServer is a kube-apiserver backed by an embedded etcd, both torn down
+// Server is a kube-apiserver backed by an embedded etcd, both torn down
 // when the test ends.
-type apiServer struct {
+type Server struct {
 	// Admin is a loopback configuration with every right (system:masters).
 	Admin  *rest.Config
 	Client kubernetes.Interface
@@ -25,7 +27,7 @@ type apiServer struct {
 
 // startEtcd starts an embedded etcd on loopback ports with its data in
 // t.TempDir() and returns its client URL.
-func startEtcd(t *testing.T) string {
+func startEtcd(t testing.TB) string {
 	t.Helper()
 	cfg := embed.NewConfig()
 	cfg.Dir = filepath.Join(t.TempDir(), "etcd")
@@ -50,7 +52,7 @@ func startEtcd(t *testing.T) string {
 	return client.String()
 }
 
-func freeLoopbackURL(t *testing.T) url.URL {
+func freeLoopbackURL(t testing.TB) url.URL {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -63,8 +65,8 @@ func freeLoopbackURL(t *testing.T) url.URL {
 	return url.URL{Scheme: "http", Host: addr}
 }
 
-// startAPIServer starts etcd and a kube-apiserver with RBAC authorization.
-func startAPIServer(t *testing.T) *apiServer {
+// Start starts etcd and a kube-apiserver with RBAC authorization.
+func Start(t testing.TB) *Server {
 	t.Helper()
 	etcdURL := startEtcd(t)
 	storage := storagebackend.NewDefaultConfig(fmt.Sprintf("/registry-%d", time.Now().UnixNano()), nil)
@@ -80,5 +82,5 @@ func startAPIServer(t *testing.T) *apiServer {
 	if err != nil {
 		t.Fatalf("client for the test API server: %v", err)
 	}
-	return &apiServer{Admin: srv.ClientConfig, Client: client}
+	return &Server{Admin: srv.ClientConfig, Client: client}
 }
