@@ -10,7 +10,7 @@ export CGO_CFLAGS ?= -Wno-deprecated-declarations
 # One package's tests may take long on two cores (real servers, trace replays), never forever.
 GOTEST_TIMEOUT ?= 40m
 
-.PHONY: build test run bench eval lint fuzz influxdb influxdb-stop clean
+.PHONY: build image test run bench eval lint fuzz influxdb influxdb-stop clean
 
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/prescient
@@ -25,6 +25,11 @@ test: lint
 	scripts/with-influxdb.sh $(GO) test -timeout $(GOTEST_TIMEOUT) ./...
 	# The Kubernetes backend against a real kube-apiserver and etcd: a module of its own (its first build ~20 min).
 	cd test/kubernetes && $(GO) test -timeout $(GOTEST_TIMEOUT) ./...
+
+# The container image deploy/kubernetes runs (needs a container builder; see docs/kubernetes.md).
+IMAGE ?= ghcr.io/prescient-sched/prescient:$(VERSION)
+image:
+	docker build --build-arg VERSION=$(VERSION) -t $(IMAGE) .
 
 # The demo on the embedded default: no GPU, no InfluxDB. Four simulated nodes (2 × 8 A100, 2 × 4 A40) with local agents running real
 # `prescient workload` processes, a synthetic job stream, models trained at start; state in $(RUN_DIR)/prescient.db,
