@@ -16,7 +16,7 @@ import (
 //
 //	name: lab
 //	allow_cross_tenant_sharing: false
-//	tenants:
+//	tenants:              # as in a tenants file (tenantsfile.go)
 //	  - {name: research, weight: 2, quota_gpus: 32}
 //	nodes:
 //	  - name: dgx          # with count: N the nodes are dgx-01 .. dgx-NN
@@ -34,12 +34,6 @@ type fleetFile struct {
 	AllowCrossTenantSharing bool         `yaml:"allow_cross_tenant_sharing"`
 	Tenants                 []tenantFile `yaml:"tenants"`
 	Nodes                   []nodeFile   `yaml:"nodes"`
-}
-
-type tenantFile struct {
-	Name      string   `yaml:"name"`
-	Weight    *float64 `yaml:"weight"`
-	QuotaGPUs int      `yaml:"quota_gpus"`
 }
 
 type nodeFile struct {
@@ -107,14 +101,11 @@ func ReadFleetFile(r io.Reader, name string) (*Fleet, error) {
 
 	f := &Fleet{Name: ff.Name, AllowCrossTenantSharing: ff.AllowCrossTenantSharing}
 	var errs []error
-	for i, t := range ff.Tenants {
-		ten, err := t.tenant()
-		if err != nil {
-			errs = append(errs, &FleetFileError{File: name, Line: lineAt(tenantLines, i), Msg: fmt.Sprintf("tenants[%d]: %v", i, err)})
-			continue
-		}
-		f.Tenants = append(f.Tenants, ten)
+	tenants, err := readTenants(ff.Tenants, tenantLines, name)
+	if err != nil {
+		errs = append(errs, err)
 	}
+	f.Tenants = tenants
 	totalGPUs := 0
 	for i, nf := range ff.Nodes {
 		// Check the size before building anything: a short entry can ask for a lot.
@@ -169,23 +160,6 @@ func lineAt(lines []int, i int) int {
 		return lines[i]
 	}
 	return 0
-}
-
-func (t tenantFile) tenant() (Tenant, error) {
-	ten := Tenant{Name: t.Name, Weight: 1, QuotaGPUs: t.QuotaGPUs}
-	if t.Name == "" {
-		return ten, errors.New("name: missing")
-	}
-	if t.Weight != nil {
-		ten.Weight = *t.Weight
-	}
-	if ten.Weight <= 0 {
-		return ten, fmt.Errorf("weight: %g must be positive", ten.Weight)
-	}
-	if t.QuotaGPUs < 0 {
-		return ten, fmt.Errorf("quota_gpus: %d is negative", t.QuotaGPUs)
-	}
-	return ten, nil
 }
 
 // maxNodesPerEntry bounds count so that a typo cannot allocate millions of nodes.

@@ -38,7 +38,7 @@ func TestExampleFleetFile(t *testing.T) {
 	if fleet.Nodes[6].State != cluster.NodeDrained {
 		t.Fatalf("infer-01 state %s, want drained", fleet.Nodes[6].State)
 	}
-	if len(fleet.Tenants) != 3 || fleet.Tenants[1].Weight != 1 || fleet.Tenants[2].QuotaGPUs != 8 {
+	if len(fleet.Tenants) != 3 || fleet.Tenants[1].Weight != 1 || len(fleet.Tenants[2].Quota) != 1 || fleet.Tenants[2].Quota[0].GPUs != 8 {
 		t.Fatalf("tenants = %+v", fleet.Tenants)
 	}
 }

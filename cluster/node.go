@@ -71,13 +71,65 @@ type GPURef struct {
 
 func (r GPURef) String() string { return fmt.Sprintf("%s/gpu%d", r.Node, r.Index) }
 
-// Tenant is a team or account that shares the fleet.
+// Tenant is a team or account that shares the fleet: its fair share, its
+// quota and what its jobs may ask for (a tenants file, see tenantsfile.go).
 type Tenant struct {
 	Name string
 	// Weight is the tenant's fair share relative to the others' (default 1).
 	Weight float64
-	// QuotaGPUs caps the GPUs the tenant may hold at once; 0 means no cap.
-	QuotaGPUs int
+	// Cohort names the group whose members lend each other the quota they
+	// do not use (Kueue's cohort); "" for none.
+	Cohort string
+	// Quota is the tenant's nominal GPUs by flavour. Empty: no quota, any
+	// number of GPUs of any model. Otherwise its jobs use only the
+	// flavours listed.
+	Quota []Quota
+	// Tiers are the priority tiers its jobs may ask for; empty: all.
+	Tiers []Tier
+	// MaxRunningJobs caps its jobs running at once; 0: no cap.
+	MaxRunningJobs int
+}
+
+// Quota is a tenant's nominal GPUs of one flavour, as a Kueue
+// ClusterQueue's nominal quota of one resource flavour.
+type Quota struct {
+	// Model is the GPU model counted; "" counts every model that no other
+	// quota of the tenant names.
+	Model string
+	// GPUs is the nominal quota: what the tenant may always use.
+	GPUs int
+	// BorrowingLimit caps the GPUs beyond GPUs the tenant may borrow from
+	// its cohort's unused quota; nil: only the cohort's idle quota caps it.
+	// Without a cohort nothing is borrowed.
+	BorrowingLimit *int
+	// LendingLimit caps how much of GPUs the other members of the cohort
+	// may borrow while the tenant does not use it; nil: all of it.
+	LendingLimit *int
+}
+
+// AllowsTier reports whether the tenant's jobs may ask for tier.
+func (t *Tenant) AllowsTier(tier Tier) bool {
+	return len(t.Tiers) == 0 || slices.Contains(t.Tiers, tier)
+}
+
+// QuotaFor is the quota that counts the tenant's GPUs of model: the one
+// naming the model, else the one for any model; ok is false where the
+// tenant has quotas and none counts model (its jobs may not use it). A
+// tenant without quotas returns ok and a nil quota.
+func (t *Tenant) QuotaFor(model string) (q *Quota, ok bool) {
+	if len(t.Quota) == 0 {
+		return nil, true
+	}
+	var any *Quota
+	for i := range t.Quota {
+		switch t.Quota[i].Model {
+		case model:
+			return &t.Quota[i], true
+		case "":
+			any = &t.Quota[i]
+		}
+	}
+	return any, any != nil
 }
 
 // Fleet is a description of a cluster: its nodes and tenants.
@@ -144,8 +196,8 @@ func (f *Fleet) Validate() error {
 		if t.Weight <= 0 {
 			errs = append(errs, fmt.Errorf("tenant %s: weight %g must be positive", t.Name, t.Weight))
 		}
-		if t.QuotaGPUs < 0 {
-			errs = append(errs, fmt.Errorf("tenant %s: quota_gpus %d is negative", t.Name, t.QuotaGPUs))
+		if err := t.validateQuota(); err != nil {
+			errs = append(errs, fmt.Errorf("tenant %s: %w", t.Name, err))
 		}
 	}
 	return errors.Join(errs...)
@@ -177,4 +229,34 @@ func FitsFleet(nodes []Node, s JobSpec) error {
 		return fmt.Errorf("gpus: %d is more than the fleet's %d GPUs it may use", s.GPUs, usable)
 	}
 	return nil
+}
+
+// validateQuota checks the tenant's quotas and tiers.
+func (t *Tenant) validateQuota() error {
+	var errs []error
+	models := map[string]bool{}
+	for i, q := range t.Quota {
+		if models[q.Model] {
+			errs = append(errs, fmt.Errorf("quota[%d]: model %q has a quota already", i, q.Model))
+		}
+		models[q.Model] = true
+		if q.GPUs < 0 {
+			errs = append(errs, fmt.Errorf("quota[%d].gpus: %d is negative", i, q.GPUs))
+		}
+		if q.BorrowingLimit != nil && *q.BorrowingLimit < 0 {
+			errs = append(errs, fmt.Errorf("quota[%d].borrowing_limit: %d is negative", i, *q.BorrowingLimit))
+		}
+		if q.LendingLimit != nil && (*q.LendingLimit < 0 || *q.LendingLimit > q.GPUs) {
+			errs = append(errs, fmt.Errorf("quota[%d].lending_limit: %d is not within 0 and its gpus (%d)", i, *q.LendingLimit, q.GPUs))
+		}
+	}
+	for i, tier := range t.Tiers {
+		if !tier.Valid() {
+			errs = append(errs, fmt.Errorf("tiers[%d]: %v is not a tier", i, tier))
+		}
+	}
+	if t.MaxRunningJobs < 0 {
+		errs = append(errs, fmt.Errorf("max_running_jobs: %d is negative", t.MaxRunningJobs))
+	}
+	return errors.Join(errs...)
 }

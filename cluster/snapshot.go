@@ -59,6 +59,14 @@ func (s *Snapshot) Node(name string) (*Node, bool) {
 	return &s.Nodes[i], true
 }
 
+// GPUModel is the model of a GPU of the fleet, "" for one not in it.
+func (s *Snapshot) GPUModel(g GPURef) string {
+	if n, ok := s.Node(g.Node); ok && g.Index >= 0 && g.Index < len(n.GPUs) {
+		return n.GPUs[g.Index].Model
+	}
+	return ""
+}
+
 // FreeMilli is the unallocated share of a GPU in milli-GPUs.
 func (s *Snapshot) FreeMilli(g GPURef) int { return MilliGPU - s.used[g] }
 

@@ -430,7 +430,7 @@ func TestTheAdvisorRecommendsWakingParkedNodes(t *testing.T) {
 
 func TestAJobTheQuotaHoldsBackWakesNothing(t *testing.T) {
 	f := fleetOf(2, 4)
-	f.Tenants = []cluster.Tenant{{Name: "t1", Weight: 1, QuotaGPUs: 4}}
+	f.Tenants = []cluster.Tenant{{Name: "t1", Weight: 1, Quota: []cluster.Quota{{GPUs: 4}}}}
 	e := newEnv(t, f, nil)
 	rec := &recordingNotifier{}
 	e.mod = func(c *Config) { c.Parking, c.Notifier = &parking.Config{IdleAfter: 10 * time.Minute}, rec }

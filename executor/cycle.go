@@ -3,6 +3,7 @@ package executor
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -31,12 +32,12 @@ type cycle struct {
 	pending *Capacity // free once stopping jobs and victims are gone, less claims; nil until needed
 
 	reservations []reservation
-	ends         []end // expected ends, for shadow times; nil until needed
-	placedEnds   []end // expected ends of this cycle's placements, by P90 remaining time
-	minFail      int   // smallest plain whole-GPU demand that did not fit
-	minNoVictims int   // smallest plain demand for which preemption found no room
-	held         map[string]int
-	quota        map[string]int
+	ends         []end    // expected ends, for shadow times; nil until needed
+	placedEnds   []end    // expected ends of this cycle's placements, by P90 remaining time
+	minFail      int      // smallest plain whole-GPU demand that did not fit
+	minNoVictims int      // smallest plain demand for which preemption found no room
+	quotas       *Quotas  // tenants' GPUs against their quotas; nil when no tenant has one
+	models       []string // the fleet's GPU models, for quotas by model; read once needed
 	attempts     int
 	stopped      bool
 	// last is the key of the job considered last; past records that the
@@ -113,25 +114,26 @@ func newCycle(f *Framework, in *PlanInput) *cycle {
 	return c
 }
 
-// countTenants sums the GPUs each tenant holds, for quotas.
+// countTenants accounts the running jobs against the tenants' quotas.
 func (c *cycle) countTenants() {
-	if c.in.Cluster == nil {
+	if c.in.Cluster == nil || len(c.in.Cluster.Tenants) == 0 {
 		return
 	}
-	for _, t := range c.in.Cluster.Tenants {
-		if t.QuotaGPUs > 0 {
-			if c.quota == nil {
-				c.quota, c.held = map[string]int{}, map[string]int{}
+	c.quotas = NewQuotas(c.in.Cluster.Tenants, c.in.Running, c.in.Cluster.GPUModel)
+}
+
+// fleetModels are the GPU models of the fleet, in order.
+func (c *cycle) fleetModels() []string {
+	if c.models == nil {
+		seen := map[string]bool{}
+		for i := range c.in.Cluster.Nodes {
+			for _, g := range c.in.Cluster.Nodes[i].GPUs {
+				seen[g.Model] = true
 			}
-			c.quota[t.Name] = t.QuotaGPUs
 		}
+		c.models = slices.Sorted(maps.Keys(seen))
 	}
-	if c.quota == nil {
-		return
-	}
-	for _, r := range c.in.Running {
-		c.held[r.Job.Spec.Tenant] += gpusOf(r.Job)
-	}
+	return c.models
 }
 
 // rankRunning keys the running jobs that may be preempted and builds the
@@ -190,7 +192,8 @@ func (c *cycle) done() bool {
 	if mayPreempt && c.free.FreeGPUs() == 0 && !c.queueShape().small && c.noLaterVictims() {
 		mayPreempt = false
 	}
-	return full && !mayPreempt && !c.queueShape().small
+	mayReclaim := c.quotas != nil && c.attempts < c.f.limits.PreemptionAttempts
+	return full && !mayPreempt && !mayReclaim && !c.queueShape().small
 }
 
 // noLaterVictims reports whether no job left in the queue can preempt
@@ -223,11 +226,11 @@ func (c *cycle) noLaterVictims() bool {
 func (c *cycle) consider(r ranked) error {
 	j := r.v.Job
 	c.last, c.walked = r.key, true
-	if c.overQuota(j) {
-		if c.explaining() {
-			c.wait(j.ID, fmt.Sprintf("tenant %s at its quota of %d GPUs", j.Spec.Tenant, c.quota[j.Spec.Tenant]))
+	if c.quotas != nil {
+		if why, ok := c.quotas.Gate(j); !ok {
+			c.wait(j.ID, why)
+			return nil
 		}
-		return nil
 	}
 	if c.p.Hold != nil {
 		if until, why, hold := c.p.Hold.Hold(r.v, c.in); hold {
@@ -238,11 +241,30 @@ func (c *cycle) consider(r ranked) error {
 			return nil
 		}
 	}
-	allocs, ok, why := c.tryPlace(r.v)
+	v := r.v
+	if c.quotas != nil {
+		if ms := c.quotas.Models(j, c.fleetModels()); ms != nil {
+			if len(ms) == 0 {
+				c.wait(j.ID, fmt.Sprintf("tenant %s has no quota of the GPU models it asks for", j.Spec.Tenant))
+				return nil
+			}
+			v = withModels(v, ms)
+		}
+	}
+	allocs, ok, why := c.tryPlace(v)
+	if ok && c.quotas != nil {
+		if qwhy, admitted := c.quotas.Admit(j, allocs); !admitted {
+			if c.tryReclaim(r, v) {
+				return nil
+			}
+			c.wait(j.ID, qwhy)
+			return nil
+		}
+	}
 	if ok {
 		return c.place(r.v, allocs, why)
 	}
-	if c.tryPreempt(r) {
+	if c.tryPreempt(r) || c.tryReclaim(r, v) {
 		return nil
 	}
 	c.wait(j.ID, why)
@@ -255,9 +277,12 @@ func (c *cycle) consider(r ranked) error {
 	return nil
 }
 
-func (c *cycle) overQuota(j *cluster.Job) bool {
-	q, ok := c.quota[j.Spec.Tenant]
-	return ok && c.held[j.Spec.Tenant]+gpusOf(j) > q
+// withModels is v with its job asking for the GPU models ms only.
+func withModels(v *JobView, ms []string) *JobView {
+	w, j := *v, *v.Job
+	j.Spec.GPUModels = ms
+	w.Job = &j
+	return &w
 }
 
 // plain jobs ask for whole GPUs of any model, not as a gang: if one of n
@@ -321,8 +346,8 @@ func (c *cycle) place(v *JobView, allocs []cluster.Allocation, why string) error
 		}
 	}
 	c.plan.Placements = append(c.plan.Placements, p)
-	if c.held != nil {
-		c.held[v.Job.Spec.Tenant] += gpusOf(v.Job)
+	if c.quotas != nil {
+		c.quotas.Take(v.Job, allocs)
 	}
 	rem := v.RemainingP90()
 	if s := p.PowerCap.Slowdown; s > 1 {

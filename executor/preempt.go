@@ -16,8 +16,8 @@ func (c *cycle) tryPreempt(r ranked) bool {
 		return false
 	}
 	if c.pending != nil {
-		if allocs, ok, _ := c.p.Placer.Place(r.v.Job, c.pending); ok {
-			c.claim(allocs)
+		if allocs, ok, _ := c.p.Placer.Place(r.v.Job, c.pending); ok && c.admits(r.v.Job, allocs, nil) {
+			c.claim(r.v.Job, allocs)
 			c.wait(r.v.Job.ID, "waits for the GPUs of jobs that are stopping")
 			return true
 		}
@@ -58,11 +58,11 @@ func (c *cycle) displace(r ranked, cands []*RunningJob) bool {
 			continue
 		}
 		allocs, ok, _ := c.p.Placer.Place(r.v.Job, c.pending)
-		if !ok {
+		if !ok || !c.admits(r.v.Job, allocs, taken) {
 			continue
 		}
-		c.claim(allocs)
-		c.preempt(r, taken)
+		c.claim(r.v.Job, allocs)
+		c.preempt(r, taken, c.p.Preemptor.Name())
 		return true
 	}
 	for _, v := range taken {
@@ -71,7 +71,62 @@ func (c *cycle) displace(r ranked, cands []*RunningJob) bool {
 	return false
 }
 
-func (c *cycle) preempt(r ranked, victims []*RunningJob) {
+// admits reports whether the quotas let job run on allocs once victims
+// have stopped; the victims' GPUs are given back only if it does.
+func (c *cycle) admits(job *cluster.Job, allocs []cluster.Allocation, victims []*RunningJob) bool {
+	if c.quotas == nil {
+		return true
+	}
+	for _, v := range victims {
+		c.quotas.Give(v.Job, v.Allocations)
+	}
+	if _, ok := c.quotas.Admit(job, allocs); ok {
+		return true
+	}
+	for _, v := range victims {
+		c.quotas.Take(v.Job, v.Allocations)
+	}
+	return false
+}
+
+// tryReclaim takes back quota a job's tenant lent: when the tenant is
+// within its nominal quota and the job does not fit (no room, or its
+// cohort's pool in use), jobs of members that borrow are stopped for it,
+// the cheapest first, until it fits and the quotas admit it.
+func (c *cycle) tryReclaim(r ranked, v *JobView) bool {
+	if c.quotas == nil || c.attempts >= c.f.limits.PreemptionAttempts || !c.quotas.MayReclaim(r.v.Job) {
+		return false
+	}
+	cands := c.quotas.Borrowers(r.v.Job, c.in.Running, c.victims)
+	if len(cands) == 0 {
+		return false
+	}
+	c.attempts++
+	if c.pending == nil {
+		c.pending = c.free.Clone()
+	}
+	var taken []*RunningJob
+	for _, vic := range cands {
+		if len(taken) >= c.f.limits.VictimsPerJob {
+			break
+		}
+		c.pending.Release(vic.Allocations)
+		taken = append(taken, vic)
+		allocs, ok, _ := c.p.Placer.Place(v.Job, c.pending)
+		if !ok || !c.admits(r.v.Job, allocs, taken) {
+			continue
+		}
+		c.claim(r.v.Job, allocs)
+		c.preempt(r, taken, "quota reclaim")
+		return true
+	}
+	for _, vic := range taken {
+		_ = c.pending.Allocate(vic.Allocations)
+	}
+	return false
+}
+
+func (c *cycle) preempt(r ranked, victims []*RunningJob, by string) {
 	if c.victims == nil {
 		c.victims = map[cluster.JobID]bool{}
 	}
@@ -87,7 +142,7 @@ func (c *cycle) preempt(r ranked, victims []*RunningJob) {
 		pr := Preemption{Job: v.Job.ID, For: r.v.Job.ID, CheckpointFirst: ckpt, StopBy: stopBy, LostGPU: v.WorkSinceCheckpoint}
 		if !c.in.Unexplained {
 			pr.Reason = fmt.Sprintf("%s: makes room for %s (%d GPUs); %s of GPU work since its checkpoint",
-				c.p.Preemptor.Name(), r.v.Job.ID, gpusOf(r.v.Job), v.WorkSinceCheckpoint.Round(time.Second))
+				by, r.v.Job.ID, gpusOf(r.v.Job), v.WorkSinceCheckpoint.Round(time.Second))
 		}
 		c.plan.Preemptions = append(c.plan.Preemptions, pr)
 	}
@@ -100,8 +155,11 @@ func (c *cycle) preempt(r ranked, victims []*RunningJob) {
 // the part of them that is free now is taken from the free (and fenced)
 // capacity too, so that no later job of this cycle is placed on it and the
 // pending capacity stays at least the free one.
-func (c *cycle) claim(allocs []cluster.Allocation) {
+func (c *cycle) claim(job *cluster.Job, allocs []cluster.Allocation) {
 	_ = c.pending.Allocate(allocs)
+	if c.quotas != nil {
+		c.quotas.Take(job, allocs)
+	}
 	takeFree(c.free, allocs)
 	if c.fenced != nil {
 		takeFree(c.fenced, allocs)

@@ -133,12 +133,22 @@ func QueuedDemand(queue []*executor.JobView, running []*executor.RunningJob, nod
 		}
 		whole.node, whole.total = max(whole.node, len(nodes[i].GPUs)), whole.total+len(nodes[i].GPUs)
 	}
-	quota, held := map[string]int{}, map[string]int{}
-	for _, t := range tenants {
-		quota[t.Name] = t.QuotaGPUs
-	}
-	for _, r := range running {
-		held[r.Job.Spec.Tenant] += r.Job.Spec.GPUs
+	var quotas *executor.Quotas
+	if len(tenants) > 0 {
+		models := map[cluster.GPURef]string{}
+		for _, r := range running {
+			for _, a := range r.Allocations {
+				models[a.GPU] = ""
+			}
+		}
+		for i := range nodes {
+			for _, g := range nodes[i].GPUs {
+				if _, ok := models[cluster.GPURef{Node: nodes[i].Name, Index: g.Index}]; ok {
+					models[cluster.GPURef{Node: nodes[i].Name, Index: g.Index}] = g.Model
+				}
+			}
+		}
+		quotas = executor.NewQuotas(tenants, running, func(g cluster.GPURef) string { return models[g] })
 	}
 	demand := 0.0
 	for _, v := range queue {
@@ -156,10 +166,9 @@ func QueuedDemand(queue []*executor.JobView, running []*executor.RunningJob, nod
 		if !spec.Splits(r.node) || spec.GPUs > r.total {
 			continue // as the placer splits it: no node, or not all of them, could hold it
 		}
-		if q := quota[spec.Tenant]; q > 0 && held[spec.Tenant]+spec.GPUs > q {
+		if quotas != nil && !quotas.Reserve(v.Job) {
 			continue // its tenant's quota holds it back
 		}
-		held[spec.Tenant] += spec.GPUs
 		demand += float64(spec.MilliGPUs()) / cluster.MilliGPU
 	}
 	return demand

@@ -13,8 +13,12 @@ func view(j cluster.Job) *executor.JobView { return &executor.JobView{Job: &j} }
 
 func TestQueuedDemandLeavesOutWhatMoreNodesCannotServe(t *testing.T) {
 	nodes := []cluster.Node{clustertest.Node("n0").GPUs(4, "A100").Obj(), clustertest.Node("n1").GPUs(4, "A100").Obj()}
-	tenants := []cluster.Tenant{{Name: "t1", Weight: 1}, {Name: "capped", Weight: 1, QuotaGPUs: 4}}
-	running := []*executor.RunningJob{{JobView: *view(clustertest.Job("capped-running").GPUs(4).Tenant("capped").Obj())}}
+	tenants := []cluster.Tenant{{Name: "t1", Weight: 1}, {Name: "capped", Weight: 1, Quota: []cluster.Quota{{GPUs: 4}}}}
+	held := view(clustertest.Job("capped-running").GPUs(4).Tenant("capped").Obj())
+	running := []*executor.RunningJob{{JobView: *held}}
+	for i := range 4 {
+		running[0].Allocations = append(running[0].Allocations, cluster.Allocation{Job: held.Job.ID, GPU: cluster.GPURef{Node: "n0", Index: i}, Milli: cluster.MilliGPU})
+	}
 	queue := []*executor.JobView{
 		view(clustertest.Job("capped-queued").GPUs(4).Tenant("capped").Obj()),   // its tenant's quota holds it back
 		view(clustertest.Job("h100").GPUs(1).Tenant("t1").Models("H100").Obj()), // no node has its model

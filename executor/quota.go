@@ -1,0 +1,354 @@
+package executor
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/prescient-sched/prescient/cluster"
+)
+
+// Quotas is the account, in one plan, of the GPUs tenants hold against
+// their quotas, and the one place the quota rules are written (Kueue's
+// semantics, with GPU models as resource flavours):
+//
+//   - A tenant's GPUs of a model count against its quota naming that model,
+//     else against its quota for any model (Quota.Model ""); a tenant with
+//     quotas uses no flavour it lacks one for. A tenant without quotas or a
+//     cohort is not counted.
+//   - It may always use its nominal quota. Beyond it, it borrows from its
+//     cohort: the members' lendable quota (LendingLimit, default all of
+//     the nominal) of the same flavour, pooled, less what members already
+//     use beyond the part they do not lend. BorrowingLimit caps what it
+//     borrows. A tenant without a cohort borrows nothing.
+//   - A tenant within its nominal quota whose job does not fit may take
+//     back what it lent: jobs of members that borrow that flavour are its
+//     victims, whatever their tier (Kueue's reclaimWithinCohort: Any).
+//   - Tiers and MaxRunningJobs gate a job before any of that.
+//
+// Jobs that are stopping are not counted: their GPUs are as good as
+// returned.
+type Quotas struct {
+	modelOf func(cluster.GPURef) string
+	acct    map[string]*quotaAccount
+	pools   map[poolKey]*quotaPool
+}
+
+type quotaAccount struct {
+	t       *cluster.Tenant
+	used    map[string]int // by flavour (Quota.Model)
+	running int
+}
+
+// poolKey names a cohort's pool of one flavour; a tenant without a cohort
+// is a cohort of its own, named by the tenant with a prefix no cohort has.
+type poolKey struct{ cohort, model string }
+
+// quotaPool is a cohort's flavour: the members' lendable quota and what
+// they use of it (each member's use beyond the part it does not lend).
+type quotaPool struct{ lendable, used int }
+
+// NewQuotas accounts the running jobs of the tenants that have quotas, a
+// cohort or a cap on running jobs; modelOf names a GPU's model. It returns
+// nil when no tenant has any: nothing is gated.
+func NewQuotas(tenants []cluster.Tenant, running []*RunningJob, modelOf func(cluster.GPURef) string) *Quotas {
+	q := &Quotas{modelOf: modelOf}
+	for i := range tenants {
+		t := &tenants[i]
+		if len(t.Quota) == 0 && t.Cohort == "" && t.MaxRunningJobs == 0 && len(t.Tiers) == 0 {
+			continue
+		}
+		if q.acct == nil {
+			q.acct, q.pools = map[string]*quotaAccount{}, map[poolKey]*quotaPool{}
+		}
+		q.acct[t.Name] = &quotaAccount{t: t, used: map[string]int{}}
+		for _, qu := range t.Quota {
+			q.pool(t, qu.Model).lendable += lendable(&qu)
+		}
+	}
+	if q.acct == nil {
+		return nil
+	}
+	for _, r := range running {
+		if !r.Stopping {
+			q.Take(r.Job, r.Allocations)
+		}
+	}
+	return q
+}
+
+func (q *Quotas) pool(t *cluster.Tenant, model string) *quotaPool {
+	k := poolKey{t.Cohort, model}
+	if t.Cohort == "" {
+		k.cohort = "\x00" + t.Name
+	}
+	p := q.pools[k]
+	if p == nil {
+		p = &quotaPool{}
+		q.pools[k] = p
+	}
+	return p
+}
+
+func lendable(qu *cluster.Quota) int {
+	if qu.LendingLimit != nil {
+		return *qu.LendingLimit
+	}
+	return qu.GPUs
+}
+
+// kept is the part of a quota its tenant does not lend.
+func kept(qu *cluster.Quota) int { return qu.GPUs - lendable(qu) }
+
+// byFlavour counts a job's GPUs by the flavour of its tenant they count
+// against: its whole GPUs by model, a share of a GPU as its GPUs.
+func (q *Quotas) byFlavour(a *quotaAccount, j *cluster.Job, allocs []cluster.Allocation) (map[string]int, string, bool) {
+	out := map[string]int{}
+	if len(a.t.Quota) == 0 {
+		return out, "", true
+	}
+	for i, al := range allocs {
+		if j.Spec.Fractional() && i > 0 {
+			break
+		}
+		model := q.modelOf(al.GPU)
+		qu, ok := a.t.QuotaFor(model)
+		if !ok {
+			return nil, model, false
+		}
+		n := 1
+		if j.Spec.Fractional() {
+			n = gpusOf(j)
+		}
+		out[qu.Model] += n
+	}
+	return out, "", true
+}
+
+// Take counts a job's allocations against its tenant's quota.
+func (q *Quotas) Take(j *cluster.Job, allocs []cluster.Allocation) { q.add(j, allocs, 1) }
+
+// Give returns them (a victim chosen in this plan).
+func (q *Quotas) Give(j *cluster.Job, allocs []cluster.Allocation) { q.add(j, allocs, -1) }
+
+func (q *Quotas) add(j *cluster.Job, allocs []cluster.Allocation, sign int) {
+	a := q.acct[j.Spec.Tenant]
+	if a == nil {
+		return
+	}
+	a.running += sign
+	counts, _, _ := q.byFlavour(a, j, allocs)
+	for model, n := range counts {
+		q.addFlavour(a, model, sign*n)
+	}
+}
+
+func (q *Quotas) addFlavour(a *quotaAccount, model string, n int) {
+	qu, _ := a.t.QuotaFor(model)
+	p := q.pool(a.t, qu.Model)
+	p.used -= max(0, a.used[qu.Model]-kept(qu))
+	a.used[qu.Model] += n
+	p.used += max(0, a.used[qu.Model]-kept(qu))
+}
+
+// Reserve counts a queued job whose GPUs are not chosen yet against the
+// first of its tenant's quotas that admits it whole, and reports whether
+// one did (its gate included): what demand estimates (parking) need.
+func (q *Quotas) Reserve(j *cluster.Job) bool {
+	a := q.acct[j.Spec.Tenant]
+	if a == nil {
+		return true
+	}
+	if _, ok := q.Gate(j); !ok {
+		return false
+	}
+	if len(a.t.Quota) == 0 {
+		a.running++
+		return true
+	}
+	for i := range a.t.Quota {
+		m := a.t.Quota[i].Model
+		if len(j.Spec.GPUModels) > 0 && m != "" && !slices.Contains(j.Spec.GPUModels, m) {
+			continue
+		}
+		if _, ok := q.admitFlavour(a, m, gpusOf(j)); ok {
+			q.addFlavour(a, m, gpusOf(j))
+			a.running++
+			return true
+		}
+	}
+	return false
+}
+
+// Gate checks what holds a job back before its GPUs are chosen: its tier
+// and its tenant's cap on running jobs.
+func (q *Quotas) Gate(j *cluster.Job) (string, bool) {
+	a := q.acct[j.Spec.Tenant]
+	if a == nil {
+		return "", true
+	}
+	if !a.t.AllowsTier(j.Spec.Tier) {
+		return fmt.Sprintf("tenant %s may not use tier %s", a.t.Name, j.Spec.Tier), false
+	}
+	if a.t.MaxRunningJobs > 0 && a.running >= a.t.MaxRunningJobs {
+		return fmt.Sprintf("tenant %s runs %d jobs, its most", a.t.Name, a.t.MaxRunningJobs), false
+	}
+	return "", true
+}
+
+// Admit checks that a job on allocs keeps its tenant within its quotas
+// (nominal plus what it may borrow); why says which quota holds it back.
+func (q *Quotas) Admit(j *cluster.Job, allocs []cluster.Allocation) (string, bool) {
+	a := q.acct[j.Spec.Tenant]
+	if a == nil {
+		return "", true
+	}
+	counts, model, ok := q.byFlavour(a, j, allocs)
+	if !ok {
+		return fmt.Sprintf("tenant %s has no quota of %s GPUs", a.t.Name, model), false
+	}
+	for _, m := range slices.Sorted(maps.Keys(counts)) {
+		if why, ok := q.admitFlavour(a, m, counts[m]); !ok {
+			return why, false
+		}
+	}
+	return "", true
+}
+
+func (q *Quotas) admitFlavour(a *quotaAccount, model string, n int) (string, bool) {
+	qu, _ := a.t.QuotaFor(model)
+	used := a.used[qu.Model] + n
+	if qu.BorrowingLimit != nil && used > qu.GPUs+*qu.BorrowingLimit {
+		return fmt.Sprintf("tenant %s would hold %d %s GPUs, above its quota of %d plus its borrowing limit of %d",
+			a.t.Name, used, flavourName(qu.Model), qu.GPUs, *qu.BorrowingLimit), false
+	}
+	p := q.pool(a.t, qu.Model)
+	after := p.used - max(0, a.used[qu.Model]-kept(qu)) + max(0, used-kept(qu))
+	if after <= p.lendable {
+		return "", true
+	}
+	if a.t.Cohort == "" {
+		return fmt.Sprintf("tenant %s at its quota of %d %s GPUs", a.t.Name, qu.GPUs, flavourName(qu.Model)), false
+	}
+	return fmt.Sprintf("cohort %s's quota of %s GPUs is in use (%d of %d lendable; tenant %s holds %d of its %d)",
+		a.t.Cohort, flavourName(qu.Model), p.used, p.lendable, a.t.Name, a.used[qu.Model], qu.GPUs), false
+}
+
+func flavourName(model string) string {
+	if model == "" {
+		return "any-model"
+	}
+	return model
+}
+
+// Models are the GPU models a job may be placed on for its tenant's
+// quotas: nil for any (the tenant has no quota naming a model), else those
+// of fleetModels it has a quota for (of their own or under its any-model
+// quota), only those with room for the job if some have.
+func (q *Quotas) Models(j *cluster.Job, fleetModels []string) []string {
+	a := q.acct[j.Spec.Tenant]
+	if a == nil || len(a.t.Quota) == 0 || len(a.t.Quota) == 1 && a.t.Quota[0].Model == "" {
+		return nil
+	}
+	var allowed, roomy []string
+	for _, m := range fleetModels {
+		if len(j.Spec.GPUModels) > 0 && !slices.Contains(j.Spec.GPUModels, m) {
+			continue
+		}
+		if _, ok := a.t.QuotaFor(m); !ok {
+			continue
+		}
+		allowed = append(allowed, m)
+		if _, ok := q.admitFlavour(a, m, gpusOf(j)); ok {
+			roomy = append(roomy, m)
+		}
+	}
+	if len(roomy) > 0 {
+		return roomy
+	}
+	if allowed == nil {
+		return []string{} // none: not nil, which would mean any
+	}
+	return allowed
+}
+
+// MayReclaim reports whether a job of gpus GPUs keeps its tenant within
+// its nominal quota of some flavour whose pool others borrow from: then
+// the borrowers' jobs may be preempted for it.
+func (q *Quotas) MayReclaim(j *cluster.Job) bool {
+	a := q.acct[j.Spec.Tenant]
+	if a == nil || a.t.Cohort == "" {
+		return false
+	}
+	for i := range a.t.Quota {
+		qu := &a.t.Quota[i]
+		if a.used[qu.Model]+gpusOf(j) <= qu.GPUs && q.borrowed(a.t.Cohort, qu.Model, a.t.Name) {
+			return true
+		}
+	}
+	return false
+}
+
+// borrowed reports whether a member of cohort other than except holds more
+// of a flavour than its nominal quota.
+func (q *Quotas) borrowed(cohort, model, except string) bool {
+	for name, b := range q.acct {
+		if name == except || b.t.Cohort != cohort {
+			continue
+		}
+		if qu, ok := quotaNamed(b.t, model); ok && b.used[model] > qu.GPUs || !ok && b.used[model] > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func quotaNamed(t *cluster.Tenant, model string) (*cluster.Quota, bool) {
+	for i := range t.Quota {
+		if t.Quota[i].Model == model {
+			return &t.Quota[i], true
+		}
+	}
+	return nil, false
+}
+
+// Borrowers are the running jobs j's tenant may take its quota back from,
+// the cheapest to stop first (least work lost, then the latest started):
+// the jobs of other members of its cohort that hold more of a flavour j's
+// tenant is within its nominal quota of than their own nominal quota.
+func (q *Quotas) Borrowers(j *cluster.Job, running []*RunningJob, skip map[cluster.JobID]bool) []*RunningJob {
+	a := q.acct[j.Spec.Tenant]
+	if a == nil || a.t.Cohort == "" {
+		return nil
+	}
+	var out []*RunningJob
+	for _, r := range running {
+		b := q.acct[r.Job.Spec.Tenant]
+		if r.Stopping || skip[r.Job.ID] || b == nil || b == a || b.t.Cohort != a.t.Cohort {
+			continue
+		}
+		counts, _, _ := q.byFlavour(b, r.Job, r.Allocations)
+		for model := range counts {
+			mine, ok := quotaNamed(a.t, model)
+			theirs, named := quotaNamed(b.t, model)
+			if ok && a.used[model]+gpusOf(j) <= mine.GPUs && (!named || b.used[model] > theirs.GPUs) {
+				out = append(out, r)
+				break
+			}
+		}
+	}
+	slices.SortFunc(out, func(x, y *RunningJob) int {
+		return cmp.Or(cmp.Compare(x.WorkSinceCheckpoint, y.WorkSinceCheckpoint), y.Started.Compare(x.Started), cmp.Compare(x.Job.ID, y.Job.ID))
+	})
+	return out
+}
+
+// Usage is a tenant's GPUs held by flavour in this account (nil for a
+// tenant not counted).
+func (q *Quotas) Usage(tenant string) map[string]int {
+	if a := q.acct[tenant]; a != nil {
+		return a.used
+	}
+	return nil
+}

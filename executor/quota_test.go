@@ -1,0 +1,162 @@
+package executor_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prescient-sched/prescient/cluster"
+	"github.com/prescient-sched/prescient/cluster/clustertest"
+	"github.com/prescient-sched/prescient/executor"
+	"github.com/prescient-sched/prescient/executor/executortest"
+)
+
+// cohort is three tenants sharing 10 GPUs 4/4/2, borrowing what the others
+// leave idle; b may borrow at most 2 beyond its 4.
+func cohort() []cluster.Tenant {
+	two := 2
+	return []cluster.Tenant{
+		{Name: "a", Weight: 1, Cohort: "lab", Quota: []cluster.Quota{{GPUs: 4}}},
+		{Name: "b", Weight: 1, Cohort: "lab", Quota: []cluster.Quota{{GPUs: 4, BorrowingLimit: &two}}},
+		{Name: "c", Weight: 1, Cohort: "lab", Quota: []cluster.Quota{{GPUs: 2}}},
+	}
+}
+
+func quotaScenario(t *testing.T) *executortest.Scenario {
+	s := executortest.NewScenario(t, "fifo").At(epoch)
+	s.Nodes(node("n1", 8), node("n2", 2))
+	s.Tenants(cohort()...)
+	return s
+}
+
+func TestATenantBorrowsWhatItsCohortLeavesIdle(t *testing.T) {
+	s := quotaScenario(t)
+	for i := range 9 {
+		s.Queued(clustertest.Job("a" + string(rune('0'+i))).GPUs(1).Tenant("a").Submitted(epoch.Add(time.Duration(i) * time.Second)).Obj())
+	}
+	p := s.Plan()
+	// a's 4, then 6 more borrowed from b's and c's idle quota: 10 in all,
+	// so the ninth... every one of the 9 fits in the 10 the cohort lends.
+	if got := len(executortest.Placed(p)); got != 9 {
+		t.Errorf("placed %d of a's 9 one-GPU jobs, want 9 (borrowing b's and c's idle quota)", got)
+	}
+}
+
+func TestBorrowingStopsAtTheBorrowingLimit(t *testing.T) {
+	s := quotaScenario(t)
+	for i := range 8 {
+		s.Queued(clustertest.Job("b" + string(rune('0'+i))).GPUs(1).Tenant("b").Submitted(epoch.Add(time.Duration(i) * time.Second)).Obj())
+	}
+	p := s.Plan()
+	if got := len(executortest.Placed(p)); got != 6 {
+		t.Errorf("placed %d of b's jobs, want 6 (quota 4 + borrowing limit 2)", got)
+	}
+	if !waitsFor(p, "b6", "borrowing limit") {
+		t.Errorf("b6 waits for %q, want its borrowing limit named", waitReason(p, "b6"))
+	}
+}
+
+func TestALenderTakesItsQuotaBackFromBorrowers(t *testing.T) {
+	s := quotaScenario(t)
+	// a holds all 10 GPUs, 6 of them borrowed; c submits 2 jobs within its
+	// nominal 2, and b one.
+	for i := range 8 {
+		s.Running(clustertest.Job("a"+string(rune('0'+i))).GPUs(1).Tenant("a").Obj()).On("n1", i).For(time.Duration(i+1) * time.Minute)
+	}
+	s.Running(clustertest.Job("a8").GPUs(2).Tenant("a").Obj()).On("n2", 0, 1).For(time.Hour)
+	s.Queued(clustertest.Job("c0").GPUs(2).Tenant("c").Submitted(epoch.Add(-time.Minute)).Obj())
+	s.Queued(clustertest.Job("b0").GPUs(1).Tenant("b").Submitted(epoch.Add(-time.Second)).Obj())
+	p := s.Plan()
+	victims := executortest.Preempted(p)
+	if len(victims) != 3 {
+		t.Fatalf("preempted %v, want three of a's jobs: two for c0's 2 GPUs, one for b0", victims)
+	}
+	for _, v := range victims {
+		if !strings.HasPrefix(string(v), "a") {
+			t.Errorf("preempted %s, which is not a borrower's", v)
+		}
+	}
+	// The cheapest to stop go first: a0 and a1 ran least.
+	if !slices.Contains(victims, "a0") || !slices.Contains(victims, "a1") {
+		t.Errorf("victims %v; want the jobs that lose least (a0, a1) among them", victims)
+	}
+	for _, pr := range p.Preemptions {
+		if !strings.Contains(pr.Reason, "quota reclaim") {
+			t.Errorf("preemption of %s: reason %q, want it to say it reclaims quota", pr.Job, pr.Reason)
+		}
+	}
+}
+
+func TestNoReclaimBeyondTheNominalQuota(t *testing.T) {
+	s := quotaScenario(t)
+	// c already holds its 2; a third GPU would be borrowing, not reclaiming.
+	s.Running(clustertest.Job("c0").GPUs(2).Tenant("c").Obj()).On("n2", 0, 1).For(time.Hour)
+	for i := range 8 {
+		s.Running(clustertest.Job("a"+string(rune('0'+i))).GPUs(1).Tenant("a").Obj()).On("n1", i).For(time.Minute)
+	}
+	s.Queued(clustertest.Job("c1").GPUs(1).Tenant("c").Obj())
+	if p := s.Plan(); len(p.Preemptions) != 0 {
+		t.Errorf("preempted %v for a job beyond its tenant's nominal quota", executortest.Preempted(p))
+	}
+}
+
+func TestTiersAndRunningJobsGateATenant(t *testing.T) {
+	s := executortest.NewScenario(t, "fifo").At(epoch)
+	s.Nodes(node("n1", 8))
+	s.Tenants(cluster.Tenant{Name: "a", Weight: 1, Tiers: []cluster.Tier{cluster.TierBatch}, MaxRunningJobs: 2})
+	s.Running(clustertest.Job("r0").GPUs(1).Tenant("a").Tier(cluster.TierBatch).Obj()).On("n1", 0).For(time.Minute)
+	s.Queued(clustertest.Job("prod").GPUs(1).Tenant("a").Tier(cluster.TierProduction).Submitted(epoch.Add(-time.Minute)).Obj())
+	s.Queued(clustertest.Job("q1").GPUs(1).Tenant("a").Tier(cluster.TierBatch).Submitted(epoch.Add(-time.Second)).Obj())
+	s.Queued(clustertest.Job("q2").GPUs(1).Tenant("a").Tier(cluster.TierBatch).Obj())
+	p := s.Plan()
+	if got := executortest.Placed(p); !slices.Equal(got, []cluster.JobID{"q1"}) {
+		t.Errorf("placed %v, want [q1] (prod's tier is not a's; q2 would be a's third running job)", got)
+	}
+	if !waitsFor(p, "prod", "may not use tier production") || !waitsFor(p, "q2", "runs 2 jobs") {
+		t.Errorf("reasons: prod %q, q2 %q", waitReason(p, "prod"), waitReason(p, "q2"))
+	}
+}
+
+func TestQuotaByModelKeepsJobsOnTheirFlavours(t *testing.T) {
+	s := executortest.NewScenario(t, "fifo").At(epoch)
+	s.Nodes(clustertest.Node("h").GPUs(4, "H100").Obj(), clustertest.Node("v").GPUs(4, "V100").Obj())
+	s.Tenants(cluster.Tenant{Name: "a", Weight: 1, Quota: []cluster.Quota{{Model: "H100", GPUs: 1}, {GPUs: 2}}})
+	for i := range 4 {
+		s.Queued(clustertest.Job("j" + string(rune('0'+i))).GPUs(1).Tenant("a").Submitted(epoch.Add(time.Duration(i) * time.Second)).Obj())
+	}
+	p := s.Plan()
+	per := map[string]int{}
+	for _, pl := range p.Placements {
+		per[pl.Allocations[0].GPU.Node]++
+	}
+	if per["h"] > 1 || per["v"] > 2 || len(p.Placements) != 3 {
+		t.Errorf("placed %v by node, want at most 1 on the H100s and 2 on the V100s, 3 in all", per)
+	}
+}
+
+// The ledger alone: a stopping job's GPUs count as returned.
+func TestQuotasCountNoStoppingJob(t *testing.T) {
+	one := func(id string, stopping bool) *executor.RunningJob {
+		j := clustertest.Job(id).GPUs(1).Tenant("c").Obj()
+		return &executor.RunningJob{JobView: executor.JobView{Job: &j}, Stopping: stopping,
+			Allocations: []cluster.Allocation{{Job: j.ID, GPU: cluster.GPURef{Node: "n", Index: 0}, Milli: cluster.MilliGPU}}}
+	}
+	q := executor.NewQuotas(cohort(), []*executor.RunningJob{one("x", false), one("y", true)}, func(cluster.GPURef) string { return "V100" })
+	if got := q.Usage("c")[""]; got != 1 {
+		t.Errorf("c holds %d GPUs in the ledger, want 1 (the stopping job not counted)", got)
+	}
+}
+
+func waitReason(p executor.Plan, id cluster.JobID) string {
+	for _, w := range p.Waiting {
+		if w.Job == id {
+			return w.Reason
+		}
+	}
+	return ""
+}
+
+func waitsFor(p executor.Plan, id cluster.JobID, want string) bool {
+	return strings.Contains(waitReason(p, id), want)
+}
