@@ -120,6 +120,9 @@ func (c *cycle) countTenants() {
 		return
 	}
 	c.quotas = NewQuotas(c.in.Cluster.Tenants, c.in.Running, c.in.Cluster.GPUModel)
+	if c.quotas != nil && Reclaims(c.in.Cluster.Tenants) {
+		c.quotas.Want(c.in.Queue)
+	}
 }
 
 // fleetModels are the GPU models of the fleet, in order.

@@ -15,12 +15,8 @@ func (c *cycle) tryPreempt(r ranked) bool {
 	if c.p.Preemptor == nil || c.attempts >= c.f.limits.PreemptionAttempts {
 		return false
 	}
-	if c.pending != nil {
-		if allocs, ok, _ := c.p.Placer.Place(r.v.Job, c.pending); ok && c.admits(r.v.Job, allocs, nil) {
-			c.claim(r.v.Job, allocs)
-			c.wait(r.v.Job.ID, "waits for the GPUs of jobs that are stopping")
-			return true
-		}
+	if c.awaitStopping(r.v) {
+		return true
 	}
 	// A job later in the order has no more victims than an earlier one, so
 	// a plain job at least as large as one that found no room finds none.
@@ -71,6 +67,22 @@ func (c *cycle) displace(r ranked, cands []*RunningJob) bool {
 	return false
 }
 
+// awaitStopping claims for a job the GPUs of jobs that are stopping (or
+// victims of this cycle) where it fits in them: it starts when they are
+// free.
+func (c *cycle) awaitStopping(v *JobView) bool {
+	if c.pending == nil {
+		return false
+	}
+	allocs, ok, _ := c.p.Placer.Place(v.Job, c.pending)
+	if !ok || !c.admits(v.Job, allocs, nil) {
+		return false
+	}
+	c.claim(v.Job, allocs)
+	c.wait(v.Job.ID, "waits for the GPUs of jobs that are stopping")
+	return true
+}
+
 // admits reports whether the quotas let job run on allocs once victims
 // have stopped; the victims' GPUs are given back only if it does.
 func (c *cycle) admits(job *cluster.Job, allocs []cluster.Allocation, victims []*RunningJob) bool {
@@ -96,6 +108,9 @@ func (c *cycle) admits(job *cluster.Job, allocs []cluster.Allocation, victims []
 func (c *cycle) tryReclaim(r ranked, v *JobView) bool {
 	if c.quotas == nil || c.attempts >= c.f.limits.PreemptionAttempts || !c.quotas.MayReclaim(r.v.Job) {
 		return false
+	}
+	if c.awaitStopping(v) {
+		return true
 	}
 	cands := c.quotas.Borrowers(r.v.Job, c.in.Running, c.victims)
 	if len(cands) == 0 {

@@ -22,6 +22,11 @@ import (
 //     the nominal) of the same flavour, pooled, less what members already
 //     use beyond the part they do not lend. BorrowingLimit caps what it
 //     borrows. A tenant without a cohort borrows nothing.
+//   - Quota whose owner has jobs queued for it is not idle: a job that
+//     would borrow is admitted only if the pool keeps room for what the
+//     other members want up to their nominal quota (Want). So, as in
+//     Kueue, jobs within nominal quota go before jobs that borrow,
+//     whatever the queue's order.
 //   - A tenant within its nominal quota whose job does not fit may take
 //     back what it lent: jobs of members that borrow that flavour are its
 //     victims, whatever their tier (Kueue's reclaimWithinCohort: Any).
@@ -38,6 +43,7 @@ type Quotas struct {
 type quotaAccount struct {
 	t       *cluster.Tenant
 	used    map[string]int // by flavour (Quota.Model)
+	wanted  map[string]int // by flavour: GPUs its queued jobs ask for (Want)
 	running int
 }
 
@@ -48,6 +54,18 @@ type poolKey struct{ cohort, model string }
 // quotaPool is a cohort's flavour: the members' lendable quota and what
 // they use of it (each member's use beyond the part it does not lend).
 type quotaPool struct{ lendable, used int }
+
+// Reclaims reports whether the tenants lend quota (a cohort with quotas),
+// so that a plan may preempt for an arrival even under a policy that
+// preempts nothing itself.
+func Reclaims(tenants []cluster.Tenant) bool {
+	for i := range tenants {
+		if tenants[i].Cohort != "" && len(tenants[i].Quota) > 0 {
+			return true
+		}
+	}
+	return false
+}
 
 // NewQuotas accounts the running jobs of the tenants that have quotas, a
 // cohort or a cap on running jobs; modelOf names a GPU's model. It returns
@@ -126,8 +144,38 @@ func (q *Quotas) byFlavour(a *quotaAccount, j *cluster.Job, allocs []cluster.All
 	return out, "", true
 }
 
-// Take counts a job's allocations against its tenant's quota.
-func (q *Quotas) Take(j *cluster.Job, allocs []cluster.Allocation) { q.add(j, allocs, 1) }
+// Want records what the queued jobs ask for, by tenant and flavour (a
+// job's first quota that may count it), before any of them is placed.
+func (q *Quotas) Want(queue []*JobView) {
+	for _, v := range queue {
+		a := q.acct[v.Job.Spec.Tenant]
+		if a == nil || len(a.t.Quota) == 0 || !a.t.AllowsTier(v.Job.Spec.Tier) {
+			continue
+		}
+		for i := range a.t.Quota {
+			m := a.t.Quota[i].Model
+			if len(v.Job.Spec.GPUModels) == 0 || m == "" || slices.Contains(v.Job.Spec.GPUModels, m) {
+				if a.wanted == nil {
+					a.wanted = map[string]int{}
+				}
+				a.wanted[m] += gpusOf(v.Job)
+				break
+			}
+		}
+	}
+}
+
+// Take counts a job's allocations against its tenant's quota; a job of
+// the queue so placed is no longer wanted.
+func (q *Quotas) Take(j *cluster.Job, allocs []cluster.Allocation) {
+	q.add(j, allocs, 1)
+	if a := q.acct[j.Spec.Tenant]; a != nil && a.wanted != nil {
+		counts, _, _ := q.byFlavour(a, j, allocs)
+		for m, n := range counts {
+			a.wanted[m] = max(0, a.wanted[m]-n)
+		}
+	}
+}
 
 // Give returns them (a victim chosen in this plan).
 func (q *Quotas) Give(j *cluster.Job, allocs []cluster.Allocation) { q.add(j, allocs, -1) }
@@ -225,14 +273,41 @@ func (q *Quotas) admitFlavour(a *quotaAccount, model string, n int) (string, boo
 	}
 	p := q.pool(a.t, qu.Model)
 	after := p.used - max(0, a.used[qu.Model]-kept(qu)) + max(0, used-kept(qu))
-	if after <= p.lendable {
+	held := 0
+	if used > qu.GPUs {
+		held = q.heldFor(a, qu.Model)
+	}
+	if after+held <= p.lendable {
 		return "", true
+	}
+	if after <= p.lendable {
+		return fmt.Sprintf("tenant %s would borrow %s GPUs that other members of cohort %s have %d of their own quota's jobs queued for",
+			a.t.Name, flavourName(qu.Model), a.t.Cohort, held), false
 	}
 	if a.t.Cohort == "" {
 		return fmt.Sprintf("tenant %s at its quota of %d %s GPUs", a.t.Name, qu.GPUs, flavourName(qu.Model)), false
 	}
 	return fmt.Sprintf("cohort %s's quota of %s GPUs is in use (%d of %d lendable; tenant %s holds %d of its %d)",
 		a.t.Cohort, flavourName(qu.Model), p.used, p.lendable, a.t.Name, a.used[qu.Model], qu.GPUs), false
+}
+
+// heldFor is the pool of a's flavour that other members of its cohort
+// want back for their queued jobs: each one's wanted GPUs up to its
+// nominal quota's room.
+func (q *Quotas) heldFor(a *quotaAccount, model string) int {
+	if a.t.Cohort == "" {
+		return 0
+	}
+	n := 0
+	for _, b := range q.acct {
+		if b == a || b.t.Cohort != a.t.Cohort || b.wanted[model] == 0 {
+			continue
+		}
+		if qu, ok := quotaNamed(b.t, model); ok {
+			n += min(b.wanted[model], max(0, qu.GPUs-b.used[model]))
+		}
+	}
+	return n
 }
 
 func flavourName(model string) string {

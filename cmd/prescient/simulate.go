@@ -25,6 +25,7 @@ import (
 
 type simulateOptions struct {
 	trace, fleet, policy  string
+	tenants               string
 	models                string
 	oracle                bool
 	oracleNoise           float64
@@ -82,6 +83,7 @@ noise).`,
 	f := cmd.Flags()
 	f.StringVar(&o.trace, "trace", "", "job trace, FORMAT:PATH ("+traceFormatNames()+")")
 	f.StringVar(&o.fleet, "fleet", "", "fleet, FORMAT:SPEC, e.g. uniform:50x8:V100")
+	f.StringVar(&o.tenants, "tenants", "", "tenants file (weights, cohorts, quotas, tiers; examples/tenants.yaml): replaces the fleet's tenants, to try a change before serve applies it")
 	f.StringVar(&o.policy, "policy", "fifo", "queue policy, or several separated by commas")
 	f.StringVar(&o.models, "models", "", "model registry directory: learned duration forecasts")
 	f.BoolVar(&o.oracle, "oracle", false, "forecast true durations")
@@ -175,6 +177,11 @@ func (o *simulateOptions) loadReplay(log *slog.Logger) ([]cluster.Job, map[clust
 	fleet, err := datasets.ReadFleet(o.fleet)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("--fleet: %w", err)
+	}
+	if o.tenants != "" {
+		if fleet.Tenants, err = readTenantsFile(o.tenants); err != nil {
+			return nil, nil, nil, fmt.Errorf("--tenants: %w", err)
+		}
 	}
 	res, err := datasets.ReadTrace(o.trace, datasets.ReadOptions{})
 	if err != nil {

@@ -171,3 +171,53 @@ func TestSimulateWarnsOfAnEmptyWindowAndJobsThatNeverFit(t *testing.T) {
 		t.Errorf("a replay with nothing to warn of warned:\n%s", l)
 	}
 }
+
+// simulate --tenants caps the tenant it names: its peak is at most its
+// quota, where without the file it held more.
+func TestSimulateTenantsFileCapsATenant(t *testing.T) {
+	path := testenv.Dataset(t, "philly", "philly_jobs.csv")
+	peaks := func(args ...string) map[string]float64 {
+		t.Helper()
+		out, err := run(t, append([]string{"simulate", "--trace", "philly:" + path, "--fleet", "uniform:10x8:V100", "--from", "2017-11-10",
+			"--limit", "600", "--policy", "prescient", "--oracle", "-o", "json", "--log-level", "error"}, args...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got struct {
+			Jobs, Finished float64
+			Peaks          map[string]float64 `json:"peak_gpus_by_tenant"`
+		}
+		if err := json.Unmarshal([]byte(out), &got); err != nil {
+			t.Fatal(err)
+		}
+		if got.Jobs != got.Finished || len(got.Peaks) == 0 {
+			t.Fatalf("%v jobs, %v finished, peaks %v", got.Jobs, got.Finished, got.Peaks)
+		}
+		return got.Peaks
+	}
+	free := peaks()
+	top := ""
+	for tenant, p := range free {
+		if top == "" || p > free[top] || p == free[top] && tenant < top {
+			top = tenant
+		}
+	}
+	if free[top] <= 8 {
+		t.Fatalf("the busiest tenant held at most %g GPUs: nothing to cap", free[top])
+	}
+	file := filepath.Join(t.TempDir(), "tenants.yaml")
+	if err := os.WriteFile(file, []byte("tenants:\n  - {name: \""+top+"\", quota_gpus: 8}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if capped := peaks("--tenants", file); capped[top] > 8 {
+		t.Errorf("%s held %g GPUs with a quota of 8 (%g without)", top, capped[top], free[top])
+	}
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	if err := os.WriteFile(bad, []byte("tenants:\n  - {name: a}\n  - {name: a}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run(t, "simulate", "--trace", "philly:"+path, "--fleet", "uniform:2x8", "--tenants", bad); err == nil ||
+		!strings.Contains(err.Error(), "--tenants") || !strings.Contains(err.Error(), "bad.yaml:3") {
+		t.Errorf("a duplicate tenant: %v, want an error naming --tenants and bad.yaml:3", err)
+	}
+}

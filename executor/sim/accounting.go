@@ -79,6 +79,7 @@ func (a *accounting) allocate(s *Simulator, j *simJob) {
 	}
 	a.running++
 	s.held[j.job.Spec.Tenant] += j.gpus
+	s.peak[j.job.Spec.Tenant] = max(s.peak[j.job.Spec.Tenant], s.held[j.job.Spec.Tenant])
 }
 
 func (a *accounting) release(s *Simulator, j *simJob) {

@@ -42,8 +42,11 @@ type Metrics struct {
 	// waits): fairness as a tenant sees it.
 	JobsByTenant         map[string]int `json:"jobs_by_tenant"`
 	WorstTenantWaitRatio float64        `json:"worst_tenant_wait_ratio"`
-	SimWallS             float64        `json:"sim_wall_s"`
-	DecisionsPerS        float64        `json:"decisions_per_s"`
+	// PeakGPUsByTenant is the most GPUs each tenant held at once: against
+	// a tenants file, at most its quota plus its borrowing limit.
+	PeakGPUsByTenant map[string]int `json:"peak_gpus_by_tenant"`
+	SimWallS         float64        `json:"sim_wall_s"`
+	DecisionsPerS    float64        `json:"decisions_per_s"`
 	// Lending is there with Config.Lending.
 	Lending *LendingMetrics `json:"lending,omitempty"`
 }
@@ -164,6 +167,7 @@ func (s *Simulator) result(wall time.Duration) *Result {
 	m.EnergyKWh, m.ParkedNodeS, m.KgCO2 = a.energyJ/3.6e6, a.park.parkedS, a.co2g/1000
 	m.PowerCappedStarts, m.TransferSavedBytes = a.capped, a.savedBytes
 	m.WaitByTierS, m.WaitByTenantS = means(tierW), means(tenantW)
+	m.PeakGPUsByTenant = maps.Clone(s.peak)
 	m.JobsByTenant = make(map[string]int, len(tenantW))
 	for t, e := range tenantW {
 		m.JobsByTenant[t] = e.n

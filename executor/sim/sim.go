@@ -29,7 +29,8 @@ type Config struct {
 	// go, so planning does not sort it each cycle. Optional.
 	Order executor.QueueOrder
 	// Preemptive makes the simulator plan on every arrival, even when no
-	// GPU is free (a new job may displace a running one).
+	// GPU is free (a new job may displace a running one). Tenants that
+	// lend quota (executor.Reclaims) make it so whatever it says.
 	Preemptive bool
 	// NodeMTBF is each node's mean time between failures (exponential);
 	// zero means no failures. A failed node is back after NodeRepair.
@@ -204,6 +205,7 @@ type Simulator struct {
 	runJobs []*simJob // runJobs[i] is the job of running[i]
 	usage   map[string]time.Duration
 	held    map[string]int
+	peak    map[string]int                  // the most each tenant held at once
 	waits   map[string]executor.TenantWaits // tenants' decayed queueing
 	queuedN map[string]int                  // tenants' jobs in the queue
 	acct    accounting
@@ -240,6 +242,9 @@ func newSimulator(cfg Config) (*Simulator, error) {
 	if cfg.WaitHalfLife == 0 {
 		cfg.WaitHalfLife = executor.DefaultWaitHalfLife
 	}
+	if executor.Reclaims(cfg.Fleet.Tenants) {
+		cfg.Preemptive = true
+	}
 	if cfg.Power == nil {
 		cfg.Power = DefaultPower
 	}
@@ -255,7 +260,7 @@ func newSimulator(cfg Config) (*Simulator, error) {
 	fleet := *cfg.Fleet
 	fleet.Nodes = slices.Clone(cfg.Fleet.Nodes) // node states change here, not in the caller's fleet
 	s := &Simulator{cfg: cfg, log: cfg.Logger.With("component", "sim"), rng: rand.New(rand.NewPCG(cfg.Seed, 0x5eed)),
-		byID: make(map[cluster.JobID]*simJob, len(cfg.Jobs)), usage: map[string]time.Duration{}, held: map[string]int{},
+		byID: make(map[cluster.JobID]*simJob, len(cfg.Jobs)), usage: map[string]time.Duration{}, held: map[string]int{}, peak: map[string]int{},
 		waits: map[string]executor.TenantWaits{}, queuedN: map[string]int{}, arrivals: cfg.Arrivals}
 	if cfg.Usage != nil {
 		s.usage = maps.Clone(cfg.Usage)
