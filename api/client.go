@@ -117,6 +117,13 @@ func (c *Client) WhatIf(ctx context.Context, req WhatIfRequest) (service.WhatIfR
 	return out, err
 }
 
+// Tenants is GET /v1/tenants (admin).
+func (c *Client) Tenants(ctx context.Context) (service.TenantsInfo, error) {
+	var out service.TenantsInfo
+	err := c.do(ctx, http.MethodGet, "/v1/tenants", nil, &out)
+	return out, err
+}
+
 func (c *Client) do(ctx context.Context, method, path string, body, out any) error {
 	if c.Server == "" {
 		return errors.New("no server: set --server (env PRESCIENT_SERVER)")

@@ -620,6 +620,21 @@ func (h *handlers) models(c *gin.Context) {
 	writeJSON(c, http.StatusOK, ModelList{Models: ms})
 }
 
+// tenants is GET /v1/tenants: the tenants in force, their source and
+// their use of their quotas.
+func (h *handlers) tenants(c *gin.Context) {
+	if e := onlyParams(c.Request.URL.Query()); e != nil {
+		abortRequest(c, e)
+		return
+	}
+	info, err := h.svc.Tenants(c.Request.Context())
+	if err != nil {
+		serviceError(c, h.log, err)
+		return
+	}
+	writeJSON(c, http.StatusOK, info)
+}
+
 // retrain is POST /v1/models/retrain: 202 once the run has started.
 func (h *handlers) retrain(c *gin.Context) {
 	if e := readJSON(c, h.maxBody, &struct{}{}, true); e != nil {

@@ -86,6 +86,7 @@ func TestOpenAPISchemasMatchTheGoTypes(t *testing.T) {
 		"WhatIfResult": service.WhatIfResult{}, "WhatIfJob": service.WhatIfJob{}, "WhatIfSummary": service.WhatIfSummary{},
 		"Stats": service.Stats{}, "StatsPoint": service.StatsPoint{}, "WaitStat": service.WaitStat{},
 		"FailureReason": service.FailureReason{}, "CostStat": service.CostStat{}, "ForecastCheck": service.ForecastCheck{},
+		"QuotaUsage": service.QuotaUsage{}, "TenantsInfo": service.TenantsInfo{}, "TenantsFileStatus": service.TenantsFileStatus{}, "TenantInfo": service.TenantInfo{},
 		"ModelVersion": service.ModelVersion{}, "IdleForecast": service.IdleForecast{}, "IdleGPU": service.IdleGPU{},
 		"IdleWindow": service.IdleWindow{}, "IdleCount": service.IdleCount{}, "IdleJob": service.IdleJob{}, "Health": struct {
 			Status  string `json:"status"`

@@ -186,6 +186,7 @@ func (s *Server) routeTable() []route {
 			route{http.MethodGet, "/v1/models", accessRead, h.models},
 			route{http.MethodPost, "/v1/models/retrain", accessAdmin, h.retrain},
 			route{http.MethodPost, "/v1/models/:target/rollback", accessAdmin, h.rollback},
+			route{http.MethodGet, "/v1/tenants", accessAdmin, h.tenants},
 			route{http.MethodGet, "/v1/mode", accessRead, h.getMode},
 			route{http.MethodPut, "/v1/mode", accessAdmin, h.setMode},
 			route{http.MethodGet, "/v1/whoami", accessRead, h.whoami},

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"os"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -15,6 +16,7 @@ import (
 	"github.com/prescient-sched/prescient/control/lending"
 	"github.com/prescient-sched/prescient/control/parking"
 	"github.com/prescient-sched/prescient/control/telemetry"
+	"github.com/prescient-sched/prescient/control/tenants"
 	"github.com/prescient-sched/prescient/executor"
 	"github.com/prescient-sched/prescient/executor/policies"
 	"github.com/prescient-sched/prescient/service"
@@ -38,7 +40,14 @@ type Config struct {
 	Store   *store.Store
 	Nodes   service.NodeSource
 	Tenants []cluster.Tenant
-	Backend executor.Backend
+	// TenantsFile, when set, holds the tenants instead of Tenants: it is
+	// read again every TenantsReload (default DefaultTenantsReload) and on
+	// each TenantsSignal (SIGHUP), and what it says applies from the next
+	// cycle on.
+	TenantsFile   *tenants.File
+	TenantsReload time.Duration
+	TenantsSignal <-chan os.Signal
+	Backend       executor.Backend
 	// Policy names the queue policy (executor/policies); Placement the
 	// placement policy ("" keeps the policy's own).
 	Policy    string
@@ -218,3 +227,6 @@ func (c *Config) Validate() error {
 	}
 	return errors.Join(errs...)
 }
+
+// DefaultTenantsReload is how often a tenants file is read again.
+const DefaultTenantsReload = 10 * time.Second

@@ -39,7 +39,7 @@ func (p *Plane) liveState(ctx context.Context) (*live.State, error) {
 	}
 	p.refiner.Refine(ctx, lv)
 	p.drainOutOfPlan(lv)
-	lv.Snap = cluster.NewSnapshot(&cluster.Fleet{Nodes: lv.Nodes, Tenants: p.cfg.Tenants}, lv.Now)
+	lv.Snap = cluster.NewSnapshot(&cluster.Fleet{Nodes: lv.Nodes, Tenants: p.tenantsNow()}, lv.Now)
 	lv.In = executor.PlanInput{Now: lv.Now, Cluster: lv.Snap, UsageGPU: p.fair.usageNow(lv), Waits: p.fair.waitsNow(lv)}
 	waiter, _ := p.cfg.Backend.(executor.Waiter)
 	for i := range lv.Queued {
@@ -169,6 +169,13 @@ func (p *Plane) remember(lv *live.State, plan executor.Plan) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.lastPlan = lv.Now
+	p.quotaUse = quotaUsage(lv)
+	p.runningBy = map[string]int{}
+	for _, r := range lv.In.Running {
+		if !r.Stopping {
+			p.runningBy[r.Job.Spec.Tenant]++
+		}
+	}
 	for _, d := range plan.Waiting {
 		p.reasons[d.Job] = d.Reason
 	}

@@ -16,7 +16,9 @@
 // nothing and wakes them, as executor/park decides), control/lending
 // (lends idle inference nodes to training, as executor/lend decides),
 // control/telemetry (every GPU's utilization, the jobs that hold theirs
-// idle, running jobs' memory refined) and control/whatif (what-if and the
+// idle, running jobs' memory refined), control/tenants (the tenants file
+// in force, read again when it changes; tenants.go reports their quotas'
+// use by executor.Quotas, the planner's own ledger) and control/whatif (what-if and the
 // queue forecast, simulating forward with executor/sim). control/advice is
 // the book of recommendations they all record through, control/live the
 // state a cycle hands them.

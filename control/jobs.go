@@ -133,6 +133,11 @@ func (p *Plane) checkSpec(s cluster.JobSpec, prefix string) (cluster.JobSpec, er
 	if err := cluster.FitsFleet(p.cfg.Nodes.Nodes(), s); err != nil {
 		errs = append(errs, fmt.Errorf("%s.%w", prefix, err))
 	}
+	for _, t := range p.tenantsNow() {
+		if t.Name == s.Tenant && !t.AllowsTier(s.Tier) {
+			errs = append(errs, fmt.Errorf("%s.tier: tenant %s may use %v only (the tenants file), not %s", prefix, t.Name, t.Tiers, s.Tier))
+		}
+	}
 	for k := range s.Labels {
 		if k == "" {
 			errs = append(errs, fmt.Errorf("%s.labels: empty key", prefix))

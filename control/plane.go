@@ -1,6 +1,7 @@
 package control
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -35,8 +36,9 @@ type Plane struct {
 	planner *executor.Framework
 	policy  executor.Policy
 	grace   time.Duration
-	metrics *jobMetrics  // nil without Config.Metrics
-	advice  *advice.Book // the advisor's recommendations, of every concern
+	tenants atomic.Pointer[[]cluster.Tenant] // in force: Config.Tenants, then SetTenants
+	metrics *jobMetrics                      // nil without Config.Metrics
+	advice  *advice.Book                     // the advisor's recommendations, of every concern
 
 	poke  chan struct{} // something changed: plan soon
 	ready chan struct{} // closed once recovery is done
@@ -58,6 +60,8 @@ type Plane struct {
 	reasons    map[cluster.JobID]string
 	deadlines  map[cluster.JobID]executor.DeadlineReport
 	lastPlan   time.Time
+	quotaUse   []service.QuotaUsage // as of lastPlan
+	runningBy  map[string]int       // running jobs by tenant, as of lastPlan
 	retraining bool
 	// util is every GPU's recent utilization, which idleJobs, the idle
 	// forecast and lending read; refiner re-forecasts running jobs'
@@ -144,7 +148,7 @@ func New(cfg Config) (*Plane, error) {
 			waits: map[string]executor.TenantWaits{}},
 	}
 	p.parking = parking.New(cfg.Parking, parking.Deps{Store: cfg.Store, Nodes: cfg.Nodes, Cordoner: cfg.Cordoner,
-		Planner: planner, Tenants: cfg.Tenants, Advice: p.advice, Notifier: cfg.Notifier, Mode: p.Mode,
+		Planner: planner, Advice: p.advice, Notifier: cfg.Notifier, Mode: p.Mode,
 		Inference: func(n *cluster.Node) bool { _, ok := p.lending.Inference(n); return ok }, ArrivalRate: p.fair.arrivalRate,
 		Changed: p.changedState, Poke: p.wake, Background: &p.background, NodeSyncTimeout: cfg.NodeSyncTimeout,
 		Clock: cfg.Clock, Log: log})
@@ -154,7 +158,11 @@ func New(cfg Config) (*Plane, error) {
 		parked = p.parking
 	}
 	p.whatif = whatif.New(whatif.Deps{Source: planeSource{p}, Policy: pol, Planner: planner, Parked: parked,
-		Forecaster: cfg.Forecaster, Tenants: cfg.Tenants, QueueEvery: cfg.QueueForecastEvery, Budget: cfg.WhatIfBudget, Clock: cfg.Clock, Log: log})
+		Forecaster: cfg.Forecaster, QueueEvery: cfg.QueueForecastEvery, Budget: cfg.WhatIfBudget, Clock: cfg.Clock, Log: log})
+	if cfg.TenantsFile != nil {
+		cfg.Tenants = cfg.TenantsFile.Tenants()
+	}
+	p.tenants.Store(&cfg.Tenants)
 	p.grace = cfg.Grace
 	if p.grace == 0 {
 		p.grace = pol.Grace
@@ -261,6 +269,13 @@ func (p *Plane) Run(ctx context.Context) error {
 	events, err := p.cfg.Backend.Watch(ctx)
 	if err != nil {
 		return fmt.Errorf("control: watch the backend: %w", err)
+	}
+	if f := p.cfg.TenantsFile; f != nil {
+		p.background.Add(1)
+		go func() {
+			defer p.background.Done()
+			f.Watch(ctx, cmp.Or(p.cfg.TenantsReload, DefaultTenantsReload), p.cfg.TenantsSignal, p.SetTenants)
+		}()
 	}
 	if err := p.recover(ctx); err != nil {
 		return err
@@ -594,4 +609,16 @@ func (p *Plane) resendUnsent(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// tenantsNow are the tenants in force (weights, quotas, tiers, caps).
+func (p *Plane) tenantsNow() []cluster.Tenant { return *p.tenants.Load() }
+
+// SetTenants puts tenants in force from the next cycle on (a tenants file
+// read again); the caller must not change them afterwards. Jobs queued
+// are kept whatever their tier: one the tenants no longer allow waits,
+// saying why.
+func (p *Plane) SetTenants(ts []cluster.Tenant) {
+	p.tenants.Store(&ts)
+	p.wake()
 }

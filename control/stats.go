@@ -55,7 +55,10 @@ func (p *Plane) Stats(ctx context.Context, q service.StatsQuery) (service.Stats,
 		byJob[e.JobID] = append(byJob[e.JobID], e)
 	}
 	st := service.Stats{From: from, Until: until, WaitByTier: []service.WaitStat{}, WaitByTenant: []service.WaitStat{}, Failures: []service.FailureReason{},
-		Cost: []service.CostStat{}, Forecasts: []service.ForecastCheck{}}
+		Cost: []service.CostStat{}, Forecasts: []service.ForecastCheck{}, Quotas: []service.QuotaUsage{}}
+	p.mu.Lock()
+	st.Quotas = append(st.Quotas, p.quotaUse...)
+	p.mu.Unlock()
 	n := int(window / step)
 	if window%step != 0 {
 		n++

@@ -419,6 +419,14 @@ func (q *Quotas) Borrowers(j *cluster.Job, running []*RunningJob, skip map[clust
 	return out
 }
 
+// Running is how many of a tenant's jobs the account counts.
+func (q *Quotas) Running(tenant string) int {
+	if a := q.acct[tenant]; a != nil {
+		return a.running
+	}
+	return 0
+}
+
 // Usage is a tenant's GPUs held by flavour in this account (nil for a
 // tenant not counted).
 func (q *Quotas) Usage(tenant string) map[string]int {

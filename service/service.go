@@ -41,6 +41,9 @@ type Service interface {
 	// long.
 	IdleForecast(ctx context.Context, q IdleQuery) (IdleForecast, error)
 	Stats(ctx context.Context, q StatsQuery) (Stats, error)
+	// Tenants are the tenants in force, where they come from and their
+	// use of their quotas (admin).
+	Tenants(ctx context.Context) (TenantsInfo, error)
 
 	Models(ctx context.Context) ([]ModelVersion, error)
 	// Retrain starts a retraining run now; it returns once the run is
@@ -352,6 +355,55 @@ type Stats struct {
 	Cost []CostStat `json:"cost"`
 	// Forecasts against actuals of jobs that finished in the window.
 	Forecasts []ForecastCheck `json:"forecasts"`
+	// Quotas are the tenants' GPUs held against their quotas, as of the
+	// last plan cycle.
+	Quotas []QuotaUsage `json:"quotas"`
+}
+
+// QuotaUsage is a tenant's GPUs of one flavour (a GPU model, "" for any
+// model its other quotas do not name) held against its nominal quota;
+// borrowed is what it holds beyond it, lent by its cohort.
+type QuotaUsage struct {
+	Tenant             string `json:"tenant"`
+	Cohort             string `json:"cohort,omitempty"`
+	Model              string `json:"model"`
+	NominalGPUs        int    `json:"nominal_gpus"`
+	BorrowingLimitGPUs *int   `json:"borrowing_limit_gpus,omitempty"`
+	LendingLimitGPUs   *int   `json:"lending_limit_gpus,omitempty"`
+	HeldGPUs           int    `json:"held_gpus"`
+	BorrowedGPUs       int    `json:"borrowed_gpus"`
+}
+
+// TenantsInfo is what GET /v1/tenants shows. Source says where the
+// tenants come from: "file" (serve --tenants; File says its state),
+// "fleet" (a fleet file's or the demo's) or "none".
+type TenantsInfo struct {
+	Source  string             `json:"source"`
+	File    *TenantsFileStatus `json:"file,omitempty"`
+	Tenants []TenantInfo       `json:"tenants"`
+	// At is the plan cycle the usage is of (zero before the first).
+	At time.Time `json:"at"`
+}
+
+// TenantsFileStatus is the state of a tenants file: when the tenants in
+// force were read and their hash, and the error of the last read if it
+// failed (the tenants in force are then the last good ones).
+type TenantsFileStatus struct {
+	Path      string    `json:"path"`
+	LoadedAt  time.Time `json:"loaded_at"`
+	SHA256    string    `json:"sha256"`
+	LastError string    `json:"last_error,omitempty"`
+}
+
+// TenantInfo is one tenant in force and its use of its quotas.
+type TenantInfo struct {
+	Name           string       `json:"name"`
+	Weight         float64      `json:"weight"`
+	Cohort         string       `json:"cohort,omitempty"`
+	Tiers          []string     `json:"tiers"`
+	MaxRunningJobs int          `json:"max_running_jobs"`
+	RunningJobs    int          `json:"running_jobs"`
+	Quotas         []QuotaUsage `json:"quotas"`
 }
 
 // StatsPoint is one step of the fleet's series.

@@ -8,9 +8,12 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"os/exec"
+	"os/signal"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -27,6 +30,7 @@ import (
 	"github.com/prescient-sched/prescient/control/lending"
 	"github.com/prescient-sched/prescient/control/parking"
 	"github.com/prescient-sched/prescient/control/telemetry"
+	"github.com/prescient-sched/prescient/control/tenants"
 	"github.com/prescient-sched/prescient/control/whatif"
 	"github.com/prescient-sched/prescient/datasets"
 	"github.com/prescient-sched/prescient/executor"
@@ -60,6 +64,8 @@ type serveOptions struct {
 	powerCapPrice float64
 	crossTenant   bool
 	tokens        string
+	tenantsFile   string
+	tenantsReload time.Duration
 	metricsToken  bool
 	webhooks      string
 	influx        collector.InfluxOptions
@@ -134,6 +140,8 @@ token printed for the dashboard and the API.`,
 	f.BoolVar(&o.crossTenant, "allow-cross-tenant-sharing", false, "let jobs of different tenants share a GPU without MIG (MPS and time-slicing isolate no memory faults); a --fleet file's allow_cross_tenant_sharing sets it too")
 	f.Float64Var(&o.powerCapPrice, "power-cap-price", 0, "cap each starting job's GPU power where (GPUs × power + PRICE) × slowdown is least on the Zeus V100 curve (as simulate's); in autopilot the node agents set the limits (0: no caps)")
 	f.DurationVar(&o.idleJobAfter, "idle-job-after", telemetry.DefaultIdleJobAfter, "how long every GPU of a running job must be below the idle model's utilization threshold before an \"idle\" recommendation names it (negative: never)")
+	f.StringVar(&o.tenantsFile, "tenants", "", "tenants file (weights, cohorts, quotas, tiers, caps; examples/tenants.yaml), read again when it changes and on SIGHUP; replaces the fleet's or the demo's tenants")
+	f.DurationVar(&o.tenantsReload, "tenants-reload", control.DefaultTenantsReload, "how often the --tenants file is read again")
 	f.StringVar(&o.tokens, "tokens", "", "YAML file of bearer tokens, each with a tenant and a role (viewer, submitter, admin, agent)")
 	f.BoolVar(&o.metricsToken, "metrics-need-token", false, "ask for a valid token on /metrics (open by default, as Prometheus expects)")
 	f.StringVar(&o.webhooks, "webhooks", "", "YAML file of webhooks that hear job lifecycle events (signed with HMAC-SHA256)")
@@ -236,6 +244,9 @@ func (o *serveOptions) validate() error {
 	errs = append(errs, o.validateParking()...)
 	if o.tick <= 0 {
 		errs = append(errs, fmt.Errorf("--tick %s: want a positive duration", o.tick))
+	}
+	if o.tenantsReload <= 0 {
+		errs = append(errs, fmt.Errorf("--tenants-reload %s: want a positive duration", o.tenantsReload))
 	}
 	if o.maxFailed < 1 {
 		errs = append(errs, fmt.Errorf("--max-failed-starts %d: want at least 1", o.maxFailed))
@@ -353,8 +364,20 @@ func runServe(ctx context.Context, g *globals, o serveOptions, stdout io.Writer)
 	if o.park.IdleAfter > 0 {
 		cfg.Parking = &o.park
 	}
+	if sf, ok := nodes.(service.StaticFleet); ok && sf.Fleet != nil {
+		cfg.Tenants = sf.Fleet.Tenants // a --fleet file's tenants
+	}
 	if demo != nil {
 		cfg.Tenants = demo.fleet.Tenants
+	}
+	if o.tenantsFile != "" {
+		if cfg.TenantsFile, err = tenants.Open(o.tenantsFile, g.logger); err != nil {
+			return fmt.Errorf("serve: --tenants: %w", err)
+		}
+		hup := make(chan os.Signal, 1)
+		signal.Notify(hup, syscall.SIGHUP)
+		defer signal.Stop(hup)
+		cfg.TenantsReload, cfg.TenantsSignal = o.tenantsReload, hup
 	}
 	if notifier != nil {
 		cfg.Notifier = notifier

@@ -36,6 +36,7 @@ func (f *Fake) Stats(_ context.Context, q service.StatsQuery) (service.Stats, er
 		From: now.Add(-window), Until: now,
 		Series: []service.StatsPoint{}, WaitByTier: []service.WaitStat{}, WaitByTenant: []service.WaitStat{},
 		Failures: []service.FailureReason{}, Cost: []service.CostStat{}, Forecasts: []service.ForecastCheck{},
+		Quotas: []service.QuotaUsage{},
 	}
 	for t := st.From; !t.After(now); t = t.Add(step) {
 		st.Series = append(st.Series, f.point(t, now))
@@ -147,4 +148,14 @@ func (f *Fake) costs(st *service.Stats, now time.Time) {
 		})
 	}
 	slices.SortFunc(st.Cost, func(a, b service.CostStat) int { return cmp.Compare(a.Workload, b.Workload) })
+}
+
+// Tenants answers as a plane without tenants does: the fake has no quotas.
+func (f *Fake) Tenants(context.Context) (service.TenantsInfo, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.failure("Tenants"); err != nil {
+		return service.TenantsInfo{}, err
+	}
+	return service.TenantsInfo{Source: "none", Tenants: []service.TenantInfo{}}, nil
 }

@@ -54,7 +54,7 @@ func BenchmarkParkingDecision10kGPUs(b *testing.B) {
 	log := slog.New(slog.DiscardHandler)
 	var background sync.WaitGroup
 	p := New(&Config{IdleAfter: time.Hour, Forecast: true}, Deps{Store: st, Nodes: service.StaticFleet{Fleet: fleet},
-		Planner: planner, Tenants: fleet.Tenants, Advice: advice.New(st, nil, log),
+		Planner: planner, Advice: advice.New(st, nil, log),
 		Mode: func() service.Mode { return service.ModeAutopilot }, Inference: func(*cluster.Node) bool { return false },
 		ArrivalRate: func(time.Time) float64 { return 0 }, Changed: func() {}, Poke: func() {}, Background: &background,
 		Clock: func() time.Time { return now }, Log: log})

@@ -32,7 +32,7 @@ func (p *Parking) Decide(ctx context.Context, lv *live.State, plan executor.Plan
 	planned := map[string]bool{} // nodes the waiting jobs were planned on: not parked
 	var needed map[string]string
 	if len(wakeable) > 0 || len(waking) > 0 {
-		need := park.Need{In: lv.In, Plan: plan, Nodes: lv.Nodes, Tenants: p.d.Tenants}
+		need := park.Need{In: lv.In, Plan: plan, Nodes: lv.Nodes, Tenants: lv.Snap.Tenants}
 		for _, pn := range waking {
 			need.Waking = append(need.Waking, pn.node)
 		}
@@ -80,7 +80,7 @@ func (p *Parking) awake(lv *live.State, plan executor.Plan) (park.Input, []*clus
 	}
 	all, _ := p.Fleet(lv.Nodes)
 	in := park.Input{Now: lv.Now, Outlook: park.Outlook{Look: p.cfg.Lookahead, Rate: p.d.ArrivalRate(lv.Now),
-		Queued: park.QueuedDemand(lv.In.Queue, lv.In.Running, all, p.d.Tenants)}}
+		Queued: park.QueuedDemand(lv.In.Queue, lv.In.Running, all, lv.Snap.Tenants)}}
 	for _, r := range lv.In.Running {
 		in.Outlook.Running(float64(r.Job.Spec.MilliGPUs())/cluster.MilliGPU, r.Progress, r.Forecast.DurationP50, r.Forecast.DurationP90)
 	}

@@ -122,10 +122,9 @@ type Deps struct {
 	// Cordoner keeps parked nodes from other schedulers' work; nil where
 	// the plane alone places work.
 	Cordoner service.Cordoner
-	// Planner and Tenants plan the waiting jobs on the parked nodes
-	// (park.Needed).
+	// Planner plans the waiting jobs on the parked nodes (park.Needed),
+	// with the live state's tenants.
 	Planner executor.Planner
-	Tenants []cluster.Tenant
 	Advice  *advice.Book
 	// Notifier hears node_parked, node_waking and node_awake; nil for
 	// none.

@@ -77,7 +77,6 @@ type Deps struct {
 	// Parked, with parking on, are the parked nodes; nil otherwise.
 	Parked     Parked
 	Forecaster executor.Forecaster
-	Tenants    []cluster.Tenant
 	// QueueEvery is how often the queue is simulated forward (default
 	// DefaultQueueForecastEvery; negative: never).
 	QueueEvery time.Duration
@@ -143,7 +142,7 @@ func (p *WhatIf) Answer(ctx context.Context, req service.WhatIfRequest) (service
 	if err != nil {
 		return service.WhatIfResult{}, err
 	}
-	scenRun, scenErr := simulate(ctx, lv.Now, lv.Now.Add(horizon), p.d.Budget, scen, p.d.Tenants)
+	scenRun, scenErr := simulate(ctx, lv.Now, lv.Now.Add(horizon), p.d.Budget, scen, lv.Snap.Tenants)
 	select {
 	case <-b.done:
 	case <-ctx.Done():
@@ -208,7 +207,7 @@ func (p *WhatIf) baselineFor(ctx context.Context, horizon, budget time.Duration)
 	go func() {
 		defer cancel()
 		defer close(b.done)
-		b.run, b.err = simulate(simCtx, lv.Now, lv.Now.Add(horizon), budget, b.scen, p.d.Tenants)
+		b.run, b.err = simulate(simCtx, lv.Now, lv.Now.Add(horizon), budget, b.scen, lv.Snap.Tenants)
 	}()
 	p.last = b
 	return b, nil
