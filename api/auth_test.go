@@ -85,6 +85,7 @@ func TestAuthorization(t *testing.T) {
 		{"retrain", "POST", "/v1/models/retrain", "", adminOnly, 202, false},
 		{"rollback", "POST", "/v1/models/duration/rollback", "", adminOnly, 200, false},
 		{"get mode", "GET", "/v1/mode", "", read, 200, false},
+		{"tenants and their quotas", "GET", "/v1/tenants", "", adminOnly, 200, false},
 		{"set mode", "PUT", "/v1/mode", `{"mode":"autopilot"}`, adminOnly, 200, false},
 		{"who the token is", "GET", "/v1/whoami", "", read, 200, false},
 		{"agent protocol", "POST", "/v1/agents/register", `{}`, agentOnly, 200, false},
@@ -301,15 +302,16 @@ func TestStatsAndRecommendationsShowATenantOnlyItsOwn(t *testing.T) {
 	e.fake.AddRecommendation(service.Recommendation{Job: "ja", Kind: "start", Reason: "r"})
 	e.fake.AddRecommendation(service.Recommendation{Job: "jb", Kind: "start", Reason: "r"})
 	e.fake.AddRecommendation(service.Recommendation{Kind: "park", Reason: "r"})
+	e.fake.SetQuotaUsage([]service.QuotaUsage{{Tenant: "a", NominalGPUs: 4, HeldGPUs: 6, BorrowedGPUs: 2}, {Tenant: "b", NominalGPUs: 4}})
 
 	var st service.Stats
 	decode(t, e.do("GET", "/v1/stats", tokViewerA, ""), &st)
 	if len(st.WaitByTenant) != 1 || st.WaitByTenant[0].Key != "a" || len(st.Cost) != 1 || st.Cost[0].Workload != "a" ||
-		len(st.Forecasts) != 1 || st.Forecasts[0].Job != "ja" || st.Completed != 2 {
+		len(st.Forecasts) != 1 || st.Forecasts[0].Job != "ja" || st.Completed != 2 || len(st.Quotas) != 1 || st.Quotas[0].Tenant != "a" {
 		t.Fatalf("viewer of a: waits %+v, cost %+v, forecasts %+v, completed %d", st.WaitByTenant, st.Cost, st.Forecasts, st.Completed)
 	}
 	decode(t, e.do("GET", "/v1/stats", tokAdmin, ""), &st)
-	if len(st.WaitByTenant) != 2 || len(st.Forecasts) != 2 {
+	if len(st.WaitByTenant) != 2 || len(st.Forecasts) != 2 || len(st.Quotas) != 2 {
 		t.Fatalf("admin: waits %+v, forecasts %+v", st.WaitByTenant, st.Forecasts)
 	}
 	var recs api.RecommendationList

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -123,6 +124,10 @@ type WhatIfRequest struct {
 	AddNodes    []NodeRequest   `json:"add_nodes,omitempty"`
 	RemoveNodes []string        `json:"remove_nodes,omitempty"`
 	Policy      string          `json:"policy,omitempty"`
+	// Tenants, a tenants file's tenants: list in JSON, replace the tenants
+	// in force for the scenario (a changed copy tried before it is
+	// applied).
+	Tenants json.RawMessage `json:"tenants,omitempty"`
 	// HorizonS bounds the simulation in seconds (0: the control plane's
 	// default).
 	HorizonS float64 `json:"horizon_s,omitempty"`

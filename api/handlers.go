@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"cmp"
 	"fmt"
 	"log/slog"
@@ -475,6 +476,15 @@ func (h *handlers) whatIfRequest(c *gin.Context, body WhatIfRequest) (service.Wh
 		return service.WhatIfRequest{}, false
 	}
 	req := service.WhatIfRequest{Policy: body.Policy, Horizon: seconds(fe, "horizon_s", body.HorizonS, maxHorizon)}
+	if len(body.Tenants) > 0 {
+		// JSON is YAML: the list reads as a tenants file's, with its checks.
+		doc := append(append([]byte(`{"tenants": `), body.Tenants...), '}')
+		ts, err := cluster.ReadTenantsFile(bytes.NewReader(doc), "tenants")
+		if err != nil {
+			fe.errs = append(fe.errs, err)
+		}
+		req.Tenants = ts
+	}
 	for i, a := range body.AddJobs {
 		field := fmt.Sprintf("add_jobs[%d].", i)
 		tenant, ok := tenantFor(c, a.Tenant, field+"tenant")
@@ -540,6 +550,7 @@ func (h *handlers) stats(c *gin.Context) {
 	}
 	if p := principal(c); p.Role != RoleAdmin {
 		st.WaitByTenant = slices.DeleteFunc(st.WaitByTenant, func(w service.WaitStat) bool { return w.Key != p.Tenant })
+		st.Quotas = slices.DeleteFunc(st.Quotas, func(q service.QuotaUsage) bool { return q.Tenant != p.Tenant })
 		st.Cost = slices.DeleteFunc(st.Cost, func(cs service.CostStat) bool {
 			return cs.Workload != p.Tenant && !strings.HasPrefix(cs.Workload, p.Tenant+"/")
 		})

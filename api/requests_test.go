@@ -50,6 +50,8 @@ func TestBadRequestsAre400WithAClearMessage(t *testing.T) {
 		{"what-if names the node", "POST", "/v1/whatif", `{"add_nodes":[{"name":"n2","gpus":4}]}`, "invalid_request", []string{"add_nodes[0].gpu_model"}},
 		{"what-if unknown model needs memory", "POST", "/v1/whatif", `{"add_nodes":[{"name":"n2","gpus":4,"gpu_model":"Z9"}]}`, "invalid_request", []string{"gpu_memory_bytes"}},
 		{"what-if negative horizon", "POST", "/v1/whatif", `{"horizon_s":-1}`, "invalid_request", []string{"horizon_s"}},
+		{"what-if tenants checked as a file's", "POST", "/v1/whatif", `{"tenants":[{"name":"a"},{"name":"b","quota":[{"gpus":4,"lending_limit":9}]}]}`, "invalid_request", []string{"tenants[1]", "lending_limit"}},
+		{"what-if tenants not a list", "POST", "/v1/whatif", `{"tenants":{"name":"a"}}`, "invalid_request", []string{"tenants"}},
 		{"what-if job spec", "POST", "/v1/whatif", `{"add_jobs":[{"gpus":1},{"gpus":1,"tier":"x"}]}`, "invalid_request", []string{"add_jobs[1].tier"}},
 		{"the Service's own check", "POST", "/v1/whatif", `{"policy":"lottery"}`, "invalid_request", []string{"policy"}},
 		{"unknown state", "GET", "/v1/jobs?state=lost", "", "invalid_request", []string{"state", `"lost"`}},

@@ -2,6 +2,7 @@ package control
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -272,5 +273,29 @@ func TestAQueuedJobBeyondTheForecastSaysSo(t *testing.T) {
 	want := e.clock.Now().Add(whatif.DefaultWhatIfHorizon)
 	if st.PredictedStart != nil || st.PredictedEnd != nil || st.PredictedStartAfter == nil || !st.PredictedStartAfter.Equal(want) {
 		t.Errorf("q0 predicted start %v, end %v, after %v; want only after %s", st.PredictedStart, st.PredictedEnd, st.PredictedStartAfter, want)
+	}
+}
+
+// A changed copy of the tenants runs in the scenario only: a quota of 4
+// GPUs on the tenant of every job serializes the queue there, and the
+// baseline keeps the tenants in force (no quotas).
+func TestWhatIfTriesAChangedCopyOfTheTenants(t *testing.T) {
+	e := whatIfEnv(t, "fifo")
+	tenant := spec(1, time.Minute).Tenant
+	before := fmt.Sprint(e.plane.tenantsNow())
+	res, err := e.plane.WhatIf(e.ctx, service.WhatIfRequest{Tenants: []cluster.Tenant{{Name: tenant, Weight: 1, Quota: []cluster.Quota{{GPUs: 4}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Baseline.MakespanS != 100*60 {
+		t.Errorf("baseline makespan %gs, want the tenants in force's 6000", res.Baseline.MakespanS)
+	}
+	// r0 and r1 run on (a quota does not stop what runs); then the six
+	// 30-minute jobs one at a time: 40 + 6 × 30 minutes.
+	if res.Scenario.MakespanS != 220*60 {
+		t.Errorf("scenario makespan %gs with a quota of 4 GPUs, want 13200", res.Scenario.MakespanS)
+	}
+	if after := fmt.Sprint(e.plane.tenantsNow()); after != before {
+		t.Errorf("the what-if changed the tenants in force: %s, then %s", before, after)
 	}
 }

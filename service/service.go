@@ -280,6 +280,9 @@ type WhatIfRequest struct {
 	RemoveNodes []string
 	// Policy replaces the queue policy ("" keeps the current one).
 	Policy string
+	// Tenants replace the tenants in force (nil keeps them): a changed
+	// copy of the tenants file, tried before it is applied.
+	Tenants []cluster.Tenant
 	// Horizon bounds how far forward it simulates (0: until the queue
 	// empties or 7 days).
 	Horizon time.Duration

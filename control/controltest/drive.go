@@ -75,3 +75,11 @@ func (f *Fake) Retrains() int {
 	defer f.mu.Unlock()
 	return f.retrains
 }
+
+// SetQuotaUsage sets what Stats and Tenants report of the tenants' quotas
+// (the fake plans nothing, so it counts nothing).
+func (f *Fake) SetQuotaUsage(q []service.QuotaUsage) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.quotas = slices.Clone(q)
+}

@@ -73,6 +73,7 @@ func WithMode(m service.Mode) Option { return func(f *Fake) { f.mode = m } }
 // Fake is an in-memory service.Service. It is safe for concurrent use.
 type Fake struct {
 	mu       sync.Mutex
+	quotas   []service.QuotaUsage // SetQuotaUsage
 	now      func() time.Time
 	forecast Forecaster
 	prices   Prices

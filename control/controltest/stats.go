@@ -36,7 +36,7 @@ func (f *Fake) Stats(_ context.Context, q service.StatsQuery) (service.Stats, er
 		From: now.Add(-window), Until: now,
 		Series: []service.StatsPoint{}, WaitByTier: []service.WaitStat{}, WaitByTenant: []service.WaitStat{},
 		Failures: []service.FailureReason{}, Cost: []service.CostStat{}, Forecasts: []service.ForecastCheck{},
-		Quotas: []service.QuotaUsage{},
+		Quotas: append([]service.QuotaUsage{}, f.quotas...),
 	}
 	for t := st.From; !t.After(now); t = t.Add(step) {
 		st.Series = append(st.Series, f.point(t, now))
@@ -150,12 +150,24 @@ func (f *Fake) costs(st *service.Stats, now time.Time) {
 	slices.SortFunc(st.Cost, func(a, b service.CostStat) int { return cmp.Compare(a.Workload, b.Workload) })
 }
 
-// Tenants answers as a plane without tenants does: the fake has no quotas.
+// Tenants lists the tenants of SetQuotaUsage's figures, source "none"
+// when there are none, "fleet" otherwise.
 func (f *Fake) Tenants(context.Context) (service.TenantsInfo, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.failure("Tenants"); err != nil {
 		return service.TenantsInfo{}, err
 	}
-	return service.TenantsInfo{Source: "none", Tenants: []service.TenantInfo{}}, nil
+	info := service.TenantsInfo{Source: "none", Tenants: []service.TenantInfo{}, At: f.clock()}
+	for _, q := range f.quotas {
+		i := slices.IndexFunc(info.Tenants, func(t service.TenantInfo) bool { return t.Name == q.Tenant })
+		if i < 0 {
+			info.Source = "fleet"
+			info.Tenants = append(info.Tenants, service.TenantInfo{Name: q.Tenant, Weight: 1, Cohort: q.Cohort,
+				Tiers: []string{"production", "standard", "batch", "opportunistic"}, Quotas: []service.QuotaUsage{}})
+			i = len(info.Tenants) - 1
+		}
+		info.Tenants[i].Quotas = append(info.Tenants[i].Quotas, q)
+	}
+	return info, nil
 }

@@ -142,7 +142,11 @@ func (p *WhatIf) Answer(ctx context.Context, req service.WhatIfRequest) (service
 	if err != nil {
 		return service.WhatIfResult{}, err
 	}
-	scenRun, scenErr := simulate(ctx, lv.Now, lv.Now.Add(horizon), p.d.Budget, scen, lv.Snap.Tenants)
+	tenants := lv.Snap.Tenants
+	if req.Tenants != nil {
+		tenants = req.Tenants
+	}
+	scenRun, scenErr := simulate(ctx, lv.Now, lv.Now.Add(horizon), p.d.Budget, scen, tenants)
 	select {
 	case <-b.done:
 	case <-ctx.Done():
