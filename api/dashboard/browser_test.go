@@ -206,6 +206,8 @@ func TestDashboardShowsTheFleetAndItsHistory(t *testing.T) {
 	f.SetGPUIdleFor(cluster.GPURef{Node: "dgx-1", Index: 0}, time.Hour)
 	f.SetGPUIdleFor(cluster.GPURef{Node: "dgx-1", Index: 1}, time.Hour)
 	f.SetLoan("dgx-2", service.NodeLoan{Pool: "inference", State: "lent", Since: now})
+	eight := 8
+	f.SetQuotaUsage([]service.QuotaUsage{{Tenant: "ml", Cohort: "lab", NominalGPUs: 4, BorrowingLimitGPUs: &eight, HeldGPUs: 7, BorrowedGPUs: 3}})
 
 	b := browsertest.Start(t)
 	browsertest.Open(b, s.url)
@@ -218,6 +220,7 @@ func TestDashboardShowsTheFleetAndItsHistory(t *testing.T) {
 		{"the failure with its reason", `document.getElementById('failed').textContent === '1' && document.getElementById('failures').textContent.includes('CUDA out of memory')`},
 		{"the failed job's exit code", `document.querySelector('#jobs tr[data-job-id="` + string(failed.ID) + `"]').dataset.state === 'failed' && document.querySelector('#jobs tr[data-job-id="` + string(failed.ID) + `"] .state').textContent.includes('exit 137')`},
 		{"the recommendation", `document.getElementById('recommendations').textContent.includes('a production job waits for these GPUs')`},
+		{"the tenant's quota use", `document.querySelector('#quotas tr[data-quota="ml/"]').textContent === 'mllabany7 / 438—'`},
 		{"the cost of the workload", `!!document.querySelector('#cost tr[data-workload]') && document.getElementById('cost').textContent.includes('USD')`},
 		{"the queue wait by tier", `document.querySelector('#wait-tier .bar-row[data-key="production"]').textContent.includes('5.0 min')`},
 		{"the queue wait by tenant", `!!document.querySelector('#wait-tenant .bar-row[data-key="ml"]')`},

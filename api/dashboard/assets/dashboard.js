@@ -216,6 +216,16 @@ function renderStats(s) {
       el('tr', {}, el('td', {}, f.reason || '(none given)'), el('td', { class: 'num' }, String(f.count)))), { id: 'failures' })
       : el('p', { class: 'muted' }, 'No failures in this window.'));
 
+  const quotas = s.quotas || [];
+  const limit = (n) => (n === undefined || n === null ? '—' : String(n));
+  $('#quotas').replaceChildren(quotas.length
+    ? table(['Tenant', 'Cohort', 'GPU model', 'Held / quota', 'Borrowed', 'Borrowing limit', 'Lending limit'], quotas.map((q) =>
+      el('tr', { 'data-quota': `${q.tenant}/${q.model}`, class: q.held_gpus > q.nominal_gpus ? 'borrowing' : '' },
+        el('td', {}, q.tenant), el('td', {}, q.cohort || '—'), el('td', {}, q.model || 'any'),
+        el('td', { class: 'num' }, `${q.held_gpus} / ${q.nominal_gpus}`), el('td', { class: 'num' }, String(q.borrowed_gpus)),
+        el('td', { class: 'num' }, limit(q.borrowing_limit_gpus)), el('td', { class: 'num' }, limit(q.lending_limit_gpus)))), { id: 'quota-table' })
+    : el('p', { class: 'muted' }, 'No tenant has a quota (serve --tenants).'));
+
   const cost = s.cost || [];
   $('#cost').replaceChildren(cost.length
     ? table(['Workload', 'GPU-hours', 'Energy (kWh)', 'Cost'], cost.map((c) => el('tr', { 'data-workload': c.workload },
