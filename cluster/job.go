@@ -60,6 +60,12 @@ type JobSpec struct {
 	// Data is the dataset the job reads and where warm copies of it sit;
 	// nil when it names none.
 	Data *DataSource
+
+	// Nodes, when not nil, are the only nodes the job may run on, sorted:
+	// a backend's constraints (a Kubernetes pod's node selector, affinity,
+	// tolerations, volumes), set on the planner's copy of a queued job
+	// each cycle and never stored. Empty and not nil: none will do.
+	Nodes []string `json:"-"`
 }
 
 // DataSource is a dataset a job reads: its name, its size, and the nodes
@@ -124,6 +130,19 @@ func (s JobSpec) HasDeadline() bool { return !s.Deadline.IsZero() }
 // AllowsModel reports whether the job may run on a GPU of the given model
 // (ModelAllowed of its GPUModels).
 func (s JobSpec) AllowsModel(model string) bool { return ModelAllowed(s.GPUModels, model) }
+
+// AllowsNode reports whether the job may run on the named node (Nodes).
+func (s *JobSpec) AllowsNode(name string) bool { return NodeAllowed(s.Nodes, name) }
+
+// NodeAllowed reports whether name is among nodes, a sorted list where nil
+// allows every node.
+func NodeAllowed(nodes []string, name string) bool {
+	if nodes == nil {
+		return true
+	}
+	_, ok := slices.BinarySearch(nodes, name)
+	return ok
+}
 
 // ModelAllowed reports whether a GPU of model is among models. Naming no
 // model allows any but a MIG instance (see MIGInstanceModel): those only

@@ -42,11 +42,16 @@ func (p *Plane) liveState(ctx context.Context) (*live.State, error) {
 	lv.Snap = cluster.NewSnapshot(&cluster.Fleet{Nodes: lv.Nodes, Tenants: p.tenantsNow()}, lv.Now)
 	lv.In = executor.PlanInput{Now: lv.Now, Cluster: lv.Snap, UsageGPU: p.fair.usageNow(lv), Waits: p.fair.waitsNow(lv)}
 	waiter, _ := p.cfg.Backend.(executor.Waiter)
+	constrainer, _ := p.cfg.Backend.(executor.NodeConstrainer)
 	for i := range lv.Queued {
 		if waiter != nil && waiter.Waiting(lv.Queued[i].ID) {
 			continue // its backend cannot start it yet
 		}
-		lv.In.Queue = append(lv.In.Queue, p.view(&lv.Queued[i], lv))
+		v := p.view(&lv.Queued[i], lv)
+		if constrainer != nil {
+			constrain(v, constrainer)
+		}
+		lv.In.Queue = append(lv.In.Queue, v)
 	}
 	for i := range lv.Active {
 		j := &lv.Active[i]
@@ -101,6 +106,25 @@ func (p *Plane) view(j *cluster.Job, lv *live.State) *executor.JobView {
 	}
 	return &executor.JobView{Job: j, Forecast: f, Progress: live.SavedProgress(j),
 		AttainedGPU: j.Outcome.RunTime * time.Duration(max(j.Spec.GPUs, 1)), QueuedSince: j.SubmitTime.Add(j.Outcome.RunTime)}
+}
+
+// constrain puts the backend's node constraints on the planner's view of
+// a queued job: its copy of the job may use the nodes allowed only, and
+// one no node may take says why.
+func constrain(v *executor.JobView, c executor.NodeConstrainer) {
+	nodes, why, constrained := c.AllowedNodes(v.Job.ID)
+	if !constrained {
+		return
+	}
+	j := *v.Job
+	j.Spec.Nodes = nodes
+	if j.Spec.Nodes == nil {
+		j.Spec.Nodes = []string{}
+	}
+	v.Job = &j
+	if len(nodes) == 0 {
+		v.Unplaceable = why
+	}
 }
 
 // cycle is steps 3 and 4 of Run: plan on the live state and act on the

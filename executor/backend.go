@@ -106,6 +106,17 @@ type Waiter interface {
 	Waiting(id cluster.JobID) bool
 }
 
+// NodeConstrainer is implemented by a backend whose jobs may run only on
+// some nodes (Kubernetes: a pod's node selector, required node affinity,
+// tolerations, its volumes' node affinity). AllowedNodes says, for a
+// queued job, the nodes it may use, sorted, or constrained false when any
+// will do; when none will, why names the constraints that rule each node
+// out. The control plane puts the list on the planner's copy of the job
+// (JobSpec.Nodes), so every placement plugin keeps to it.
+type NodeConstrainer interface {
+	AllowedNodes(id cluster.JobID) (nodes []string, why string, constrained bool)
+}
+
 // AttemptStopper is implemented by a backend that can stop one attempt of
 // a job and leave a newer one running: the control plane stops an attempt
 // it does not run (a node that came back still running a requeued job's

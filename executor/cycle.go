@@ -229,6 +229,10 @@ func (c *cycle) noLaterVictims() bool {
 func (c *cycle) consider(r ranked) error {
 	j := r.v.Job
 	c.last, c.walked = r.key, true
+	if r.v.Unplaceable != "" {
+		c.wait(j.ID, r.v.Unplaceable)
+		return nil
+	}
 	if c.quotas != nil {
 		if why, ok := c.quotas.Gate(j); !ok {
 			c.wait(j.ID, why)
@@ -291,7 +295,7 @@ func withModels(v *JobView, ms []string) *JobView {
 // plain jobs ask for whole GPUs of any model, not as a gang: if one of n
 // GPUs did not fit, none of more will.
 func plain(j *cluster.Job) bool {
-	return j.Spec.GPUs > 0 && !j.Spec.Fractional() && len(j.Spec.GPUModels) == 0 && j.Spec.GangSize <= 1
+	return j.Spec.GPUs > 0 && !j.Spec.Fractional() && len(j.Spec.GPUModels) == 0 && j.Spec.Nodes == nil && j.Spec.GangSize <= 1
 }
 
 // tryPlace asks the placer for GPUs: among all free ones for a job that

@@ -44,6 +44,10 @@ type JobView struct {
 	// LastRun is how long the job's last attempt held GPUs (zero before its
 	// first attempt ends).
 	LastRun time.Duration
+	// Unplaceable, when set, says why no node may take the job (a
+	// backend's constraints rule every one out): it waits with that
+	// reason.
+	Unplaceable string
 }
 
 // RemainingP50 is the forecast P50 time the job still needs, at least one

@@ -160,3 +160,37 @@ func waitReason(p executor.Plan, id cluster.JobID) string {
 func waitsFor(p executor.Plan, id cluster.JobID, want string) bool {
 	return strings.Contains(waitReason(p, id), want)
 }
+
+// A job's Nodes (a backend's constraints) keep every placer to them, and
+// a job no node may take waits with the backend's reason.
+func TestEveryPlacerKeepsAJobToItsAllowedNodes(t *testing.T) {
+	for _, policy := range []string{"fifo", "prescient", "tiresias", "easy-backfill"} {
+		t.Run(policy, func(t *testing.T) {
+			s := executortest.NewScenario(t, policy).At(epoch)
+			s.Nodes(node("n1", 8), node("n2", 8), node("n3", 8))
+			one := clustertest.Job("one").GPUs(2).Submitted(epoch.Add(-2 * time.Minute)).Obj()
+			one.Spec.Nodes = []string{"n3"}
+			gang := clustertest.Job("gang").GPUs(8).Gang(2).Submitted(epoch.Add(-time.Minute)).Obj()
+			gang.Spec.Nodes = []string{"n2", "n3"}
+			s.Queued(one)
+			s.Queued(gang)
+			nowhere := clustertest.Job("nowhere").GPUs(1).Submitted(epoch).Obj()
+			nowhere.Spec.Nodes = []string{}
+			s.Queued(nowhere).Unplaceable("0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector.")
+			p := s.Plan()
+			for _, pl := range p.Placements {
+				for _, a := range pl.Allocations {
+					if allowed := map[cluster.JobID][]string{"one": {"n3"}, "gang": {"n2", "n3"}}[pl.Job]; !slices.Contains(allowed, a.GPU.Node) {
+						t.Errorf("%s placed on %s, allowed %v", pl.Job, a.GPU.Node, allowed)
+					}
+				}
+			}
+			if len(p.Placements) != 2 {
+				t.Errorf("placed %v, want one and gang", executortest.Placed(p))
+			}
+			if !waitsFor(p, "nowhere", "node affinity/selector") {
+				t.Errorf("nowhere waits for %q", waitReason(p, "nowhere"))
+			}
+		})
+	}
+}

@@ -97,6 +97,9 @@ type Backend struct {
 	// gone are the UIDs of pods deleted in the last goneMemory: a stale
 	// copy of one (a pod that waited for its Job) is not filed again.
 	gone map[types.UID]time.Time
+	// constraints are the nodes' labels and taints, and each queued job's
+	// nodes by them (constraints.go).
+	constraints nodeConstraints
 }
 
 // goneMemory is how long a deleted pod's UID is remembered.

@@ -25,6 +25,7 @@ func (b *Backend) nodeChanged(o any) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.dropNodeLocked(kn.Name)
+	b.setNodeLocked(kn)
 	if parkedMark(kn) {
 		b.cordoned[kn.Name] = true
 	} else {
@@ -62,6 +63,7 @@ func (b *Backend) nodeDeleted(o any) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.dropNodeLocked(kn.Name)
+	b.forgetNodeLocked(kn.Name)
 	delete(b.badNode, kn.Name)
 	delete(b.cordoned, kn.Name)
 	// Its pods are gone with it: their deletions report the jobs.
@@ -151,6 +153,7 @@ func (b *Backend) podChanged(ctx context.Context, o any) {
 		b.jobs[pj.ID] = j
 	}
 	j.pods[p.Name] = p
+	b.forgetJobLocked(j.pj.ID)
 	j.empty = time.Time{}
 	key := types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
 	b.byPod[key] = pj.ID
@@ -374,6 +377,7 @@ func (b *Backend) sweep(ctx context.Context) {
 			// cancels it.
 			if len(j.pods) == 0 && !j.empty.IsZero() && now.Sub(j.empty) >= b.cfg.GoneAfter && !b.ownerLivesLocked(j) {
 				delete(b.jobs, id)
+				b.forgetJobLocked(id)
 				if j.submitted == "ok" {
 					gone = append(gone, id)
 				}

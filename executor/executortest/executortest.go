@@ -73,6 +73,9 @@ func (w *QueuedWrapper) Forecast(p50, p90 time.Duration) *QueuedWrapper {
 }
 
 // Since sets when it entered the queue.
+// Unplaceable marks the job as no node may take, for why.
+func (w *QueuedWrapper) Unplaceable(why string) *QueuedWrapper { w.v.Unplaceable = why; return w }
+
 func (w *QueuedWrapper) Since(t time.Time) *QueuedWrapper { w.v.QueuedSince = t; return w }
 
 // Attained sets the GPU-time it already had.

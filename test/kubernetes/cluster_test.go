@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -217,7 +218,20 @@ func (c *testCluster) addNode(name string, gpus int, rack string) {
 			corev1.ResourceCPU: resource.MustParse("64"), corev1.ResourceMemory: resource.MustParse("512Gi"), corev1.ResourcePods: resource.MustParse("110")},
 		Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}},
 	}
-	if _, err := c.admin.CoreV1().Nodes().UpdateStatus(c.ctx, n, metav1.UpdateOptions{}); err != nil {
+	n, err = c.admin.CoreV1().Nodes().UpdateStatus(c.ctx, n, metav1.UpdateOptions{})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.liftNotReady(n)
+}
+
+// liftNotReady removes the not-ready taint the API server's admission puts
+// on a new node, as the node lifecycle controller (which this test server
+// does not run) does once the node reports Ready.
+func (c *testCluster) liftNotReady(n *corev1.Node) {
+	c.t.Helper()
+	n.Spec.Taints = slices.DeleteFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == corev1.TaintNodeNotReady })
+	if _, err := c.admin.CoreV1().Nodes().Update(c.ctx, n, metav1.UpdateOptions{}); err != nil {
 		c.t.Fatal(err)
 	}
 }
@@ -234,6 +248,12 @@ type podOpts struct {
 // createPod creates a pod of Prescient's scheduler in namespace ml.
 func (c *testCluster) createPod(name string, o podOpts) *corev1.Pod {
 	c.t.Helper()
+	return c.createPodWith(name, o, nil)
+}
+
+// createPodWith is createPod with mod changing the pod first.
+func (c *testCluster) createPodWith(name string, o podOpts, mod func(*corev1.Pod)) *corev1.Pod {
+	c.t.Helper()
 	labels := map[string]string{kubebackend.LabelTenant: "ml"}
 	if o.tier != "" {
 		labels[kubebackend.LabelTier] = o.tier
@@ -245,6 +265,9 @@ func (c *testCluster) createPod(name string, o podOpts) *corev1.Pod {
 		Annotations: map[string]string{kubebackend.AnnotationCheckpointable: fmt.Sprint(o.checkpointable)}},
 		Spec: corev1.PodSpec{SchedulerName: kubebackend.SchedulerName, Containers: []corev1.Container{{Name: "train", Image: "example/train:1",
 			Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{kubebackend.ResourceGPU: *resource.NewQuantity(int64(o.gpus), resource.DecimalSI)}}}}}}
+	if mod != nil {
+		mod(p)
+	}
 	p, err := c.admin.CoreV1().Pods("ml").Create(c.ctx, p, metav1.CreateOptions{})
 	if err != nil {
 		c.t.Fatal(err)

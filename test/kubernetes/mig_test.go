@@ -30,9 +30,11 @@ func (c *testCluster) addMIGNode(name string, instances map[string]int64) {
 	}
 	n.Status = corev1.NodeStatus{Capacity: res, Allocatable: res,
 		Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}}
-	if _, err := c.admin.CoreV1().Nodes().UpdateStatus(c.ctx, n, metav1.UpdateOptions{}); err != nil {
+	n, err = c.admin.CoreV1().Nodes().UpdateStatus(c.ctx, n, metav1.UpdateOptions{})
+	if err != nil {
 		c.t.Fatal(err)
 	}
+	c.liftNotReady(n)
 }
 
 // createMIGPod creates a pod of Prescient's scheduler in namespace ml that

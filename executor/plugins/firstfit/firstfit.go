@@ -77,7 +77,7 @@ func leastLoaded(spec *cluster.JobSpec, c *executor.Capacity, size int, t taken)
 }
 
 func allows(spec *cluster.JobSpec, n *cluster.Node) bool {
-	return len(n.GPUs) > 0 && spec.AllowsModel(n.GPUs[0].Model)
+	return len(n.GPUs) > 0 && spec.AllowsModel(n.GPUs[0].Model) && spec.AllowsNode(n.Name)
 }
 
 // takeWhole appends size wholly free GPUs of node i, skipping the first skip

@@ -11,11 +11,13 @@ type Request struct {
 	Milli       int
 	// Models are the GPU models allowed; empty means any.
 	Models []string
+	// Nodes are the nodes allowed, sorted (JobSpec.Nodes); nil means any.
+	Nodes []string
 }
 
 // RequestOf is a job's request.
 func RequestOf(s *cluster.JobSpec) Request {
-	return Request{CPUMilli: s.CPUMilli, MemoryBytes: s.MemoryBytes, GPUs: s.GPUs, Milli: s.GPUMilli, Models: s.GPUModels}
+	return Request{CPUMilli: s.CPUMilli, MemoryBytes: s.MemoryBytes, GPUs: s.GPUs, Milli: s.GPUMilli, Models: s.GPUModels, Nodes: s.Nodes}
 }
 
 // TotalMilli is the request's GPU demand in milli-GPUs.
@@ -41,6 +43,12 @@ func (r *Request) affinity() int {
 // that name none.
 func (r *Request) allows(model string) bool {
 	return (len(r.Models) == 0 || model != "") && cluster.ModelAllowed(r.Models, model)
+}
+
+// allowsOn reports whether the request may take a node: its model and its
+// name (Nodes).
+func (r *Request) allowsOn(n *cluster.Node) bool {
+	return len(n.GPUs) > 0 && r.allows(n.GPUs[0].Model) && cluster.NodeAllowed(r.Nodes, n.Name)
 }
 
 // maxAffinity bounds the affinity kinds a node counts.
@@ -127,7 +135,7 @@ func (n *Node) Fits(r *Request) bool {
 	if r.GPUs == 0 || r.Milli == 0 {
 		return true
 	}
-	return r.allows(n.Model) && canHostGPUs(n.MilliLeft, r.Milli, r.GPUs)
+	return r.allows(n.Model) && cluster.NodeAllowed(r.Nodes, n.Name) && canHostGPUs(n.MilliLeft, r.Milli, r.GPUs)
 }
 
 // Take allocates the request on the listed GPUs. The caller checked Fits

@@ -110,7 +110,7 @@ func (cp *cyclePlacer) placeShare(job *cluster.Job, req *Request, c *executor.Ca
 			continue
 		}
 		n := c.Node(i)
-		if !req.allows(n.GPUs[0].Model) {
+		if !req.allowsOn(n) {
 			continue
 		}
 		nodeReq := req // on MIG GPUs the share is a whole instance

@@ -31,7 +31,7 @@ func (cp *cyclePlacer) placeTasks(job *cluster.Job, tasks []int, c *executor.Cap
 		for _, i32 := range c.Bucket(k) {
 			i := int(i32)
 			n := c.Node(i)
-			if !req.allows(n.GPUs[0].Model) {
+			if !req.allowsOn(n) {
 				continue
 			}
 			leaf := n.Topology.Leaf

@@ -19,7 +19,7 @@ func (cp *cyclePlacer) placeOnNode(job *cluster.Job, req *Request, c *executor.C
 	for k := size; k <= c.MaxNodeGPUs(); k++ {
 		for _, i32 := range c.Bucket(k) {
 			i := int(i32)
-			if !req.allows(c.Node(i).GPUs[0].Model) {
+			if !req.allowsOn(c.Node(i)) {
 				continue
 			}
 			tier := 1

@@ -1,0 +1,111 @@
+package kubernetes
+
+import (
+	"slices"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/prescient-sched/prescient/cluster"
+)
+
+// tainted is n with a taint.
+func tainted(n *corev1.Node, key, value string, effect corev1.TaintEffect) *corev1.Node {
+	n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: key, Value: value, Effect: effect})
+	return n
+}
+
+func TestAPodsNodeSelectorAffinityAndTolerationsChooseItsNodes(t *testing.T) {
+	a := gpuNode("a", 8, map[string]string{"pool": "train", "zone": "z1"})
+	b := gpuNode("b", 8, map[string]string{"pool": "train", "zone": "z2"})
+	c := tainted(gpuNode("c", 8, map[string]string{"pool": "train", "zone": "z1"}), "dedicated", "infer", corev1.TaintEffectNoSchedule)
+	d := tainted(gpuNode("d", 8, map[string]string{"pool": "infer"}), "maint", "", corev1.TaintEffectPreferNoSchedule) // a preference only
+
+	free := gpuPod("ml", "free", 1, nil)
+	selector := gpuPod("ml", "selector", 1, nil)
+	selector.Spec.NodeSelector = map[string]string{"pool": "train"}
+	affinity := gpuPod("ml", "affinity", 1, nil)
+	affinity.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+		NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "zone", Operator: corev1.NodeSelectorOpIn, Values: []string{"z1"}}}}}}}}
+	tolerant := gpuPod("ml", "tolerant", 1, nil)
+	tolerant.Spec.NodeSelector = map[string]string{"zone": "z1"}
+	tolerant.Spec.Tolerations = []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "infer", Effect: corev1.TaintEffectNoSchedule}}
+	nowhere := gpuPod("ml", "nowhere", 1, nil)
+	nowhere.Spec.NodeSelector = map[string]string{"pool": "none"}
+
+	e := newFakeEnv(t, a, b, c, d, free, selector, affinity, tolerant, nowhere)
+	e.watch()
+	want := map[string][]string{
+		"free":     {"a", "b", "d"}, // c's NoSchedule taint turns it away
+		"selector": {"a", "b"},
+		"affinity": {"a"}, // z1 without the taint
+		"tolerant": {"a", "c"},
+		"nowhere":  {},
+	}
+	for name, nodes := range want {
+		var id cluster.JobID
+		eventually(t, "the job of pod "+name, func() bool { id = e.jobOfPod(name); return id != "" })
+		got, why, constrained := e.backend.AllowedNodes(id)
+		if !constrained || !slices.Equal(got, nodes) && !(len(got) == 0 && len(nodes) == 0) {
+			t.Errorf("%s: nodes %v (constrained %v), want %v", name, got, constrained, nodes)
+		}
+		if name == "nowhere" && why != "0/4 nodes are available: 4 node(s) didn't match Pod's node affinity/selector." {
+			t.Errorf("why %q", why)
+		}
+	}
+
+	// The taint goes: the answers follow the node.
+	c2 := c.DeepCopy()
+	c2.Spec.Taints = nil
+	if _, err := e.client.CoreV1().Nodes().Update(e.ctx, c2, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the untainted node allowed", func() bool {
+		got, _, constrained := e.backend.AllowedNodes(e.jobOfPod("free"))
+		return !constrained && got == nil
+	})
+	// A pod that tolerates nothing, on tainted nodes only: the taint named.
+	_, why, _ := e.backend.AllowedNodes(e.jobOfPod("affinity"))
+	if why != "" {
+		t.Errorf("affinity: why %q with a node left", why)
+	}
+}
+
+func TestTheTaintIsNamedWhenItTurnsEveryNodeAway(t *testing.T) {
+	n := tainted(gpuNode("a", 8, nil), "nvidia.com/gpu", "present", corev1.TaintEffectNoExecute)
+	e := newFakeEnv(t, n, gpuPod("ml", "p", 1, nil))
+	e.watch()
+	var id cluster.JobID
+	eventually(t, "the pod's job", func() bool { id = e.jobOfPod("p"); return id != "" })
+	nodes, why, constrained := e.backend.AllowedNodes(id)
+	if !constrained || len(nodes) != 0 || why != "0/1 nodes are available: 1 node(s) had untolerated taint {nvidia.com/gpu: present}." {
+		t.Errorf("nodes %v, constrained %v, why %q", nodes, constrained, why)
+	}
+}
+
+// jobOfPod is the job of the named pod, "" before it has one.
+func (e *fakeEnv) jobOfPod(name string) cluster.JobID {
+	e.backend.mu.Lock()
+	defer e.backend.mu.Unlock()
+	for id, j := range e.backend.jobs {
+		if _, ok := j.pods[name]; ok {
+			return id
+		}
+	}
+	return ""
+}
+
+// The taints of a node's state (cordoned, not ready) are the backend's own
+// business, read from the node: they turn no pod away here, so parking may
+// plan on the nodes it cordoned.
+func TestNodeStateTaintsAreLeftToTheNodesState(t *testing.T) {
+	n := tainted(gpuNode("a", 8, nil), corev1.TaintNodeUnschedulable, "", corev1.TaintEffectNoSchedule)
+	e := newFakeEnv(t, n, gpuPod("ml", "p", 1, nil))
+	e.watch()
+	var id cluster.JobID
+	eventually(t, "the pod's job", func() bool { id = e.jobOfPod("p"); return id != "" })
+	if nodes, why, constrained := e.backend.AllowedNodes(id); constrained {
+		t.Errorf("a cordon's taint constrains the pod: %v %q", nodes, why)
+	}
+}

@@ -1,0 +1,149 @@
+package kubernetes
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/nodeaffinity"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/tainttoleration"
+
+	"github.com/prescient-sched/prescient/cluster"
+	"github.com/prescient-sched/prescient/service"
+)
+
+// label sets labels and taints on a node, as an administrator would.
+func (c *testCluster) label(name string, labels map[string]string, taints ...corev1.Taint) *corev1.Node {
+	c.t.Helper()
+	n, err := c.admin.CoreV1().Nodes().Get(c.ctx, name, metav1.GetOptions{})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	for k, v := range labels {
+		n.Labels[k] = v
+	}
+	n.Spec.Taints = append(n.Spec.Taints, taints...)
+	if n, err = c.admin.CoreV1().Nodes().Update(c.ctx, n, metav1.UpdateOptions{}); err != nil {
+		c.t.Fatal(err)
+	}
+	return n
+}
+
+// Pods that may land only on some nodes (node selector, required node
+// affinity, tolerations of a taint) land only there, and a pod no node may
+// take stays pending with a reason that names the constraint, as
+// kube-scheduler's would. kube-scheduler's own NodeAffinity and
+// TaintToleration filter plugins, given the same pods and nodes, find the
+// same nodes feasible for every pod as the backend allows.
+func TestPodsLandOnlyWhereTheirConstraintsAllow(t *testing.T) {
+	c := newTestCluster(t)
+	for _, n := range []string{"a", "b", "c", "d"} {
+		c.addNode(n, 8, "r1")
+	}
+	nodes := []*corev1.Node{
+		c.label("a", map[string]string{"pool": "train", "zone": "z1"}),
+		c.label("b", map[string]string{"pool": "train", "zone": "z2"}),
+		c.label("c", map[string]string{"pool": "infer", "zone": "z1"}, corev1.Taint{Key: "dedicated", Value: "infer", Effect: corev1.TaintEffectNoSchedule}),
+		c.label("d", map[string]string{"pool": "infer"}, corev1.Taint{Key: "maintenance", Effect: corev1.TaintEffectNoExecute}),
+	}
+	p := c.startPrescient(tempDB(t), service.ModeAutopilot)
+
+	pods := map[string]func(*corev1.Pod){
+		"selector": func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{"pool": "train"} },
+		"affinity": func(p *corev1.Pod) {
+			p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+				NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
+					{Key: "zone", Operator: corev1.NodeSelectorOpIn, Values: []string{"z2"}}}}}}}}
+		},
+		"tolerant": func(p *corev1.Pod) {
+			p.Spec.NodeSelector = map[string]string{"pool": "infer"}
+			p.Spec.Tolerations = []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "infer", Effect: corev1.TaintEffectNoSchedule}}
+		},
+		"nowhere": func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{"pool": "infer", "zone": "z2"} },
+		"untolerated": func(p *corev1.Pod) {
+			p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+				NodeSelectorTerms: []corev1.NodeSelectorTerm{ // c or d (a field's In takes one value)
+					{MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{"c"}}}},
+					{MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{"d"}}}}}}}}
+		},
+	}
+	// kube-scheduler's filters, as its framework runs them.
+	ctx := context.Background()
+	na, err := nodeaffinity.New(ctx, &config.NodeAffinityArgs{}, nil, feature.Features{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tt, err := tainttoleration.New(ctx, nil, nil, feature.Features{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	feasible := func(pod *corev1.Pod) []string {
+		var out []string
+		for _, n := range nodes {
+			ni := framework.NewNodeInfo()
+			ni.SetNode(n)
+			ok := true
+			for _, pl := range []fwk.Plugin{na, tt} {
+				if st := pl.(fwk.FilterPlugin).Filter(ctx, framework.NewCycleState(), pod, ni); !st.IsSuccess() {
+					ok = false
+				}
+			}
+			if ok {
+				out = append(out, n.Name)
+			}
+		}
+		return out
+	}
+	want := map[string][]string{"selector": {"a", "b"}, "affinity": {"b"}, "tolerant": {"c"}, "nowhere": nil, "untolerated": nil}
+	for _, name := range slices.Sorted(func(yield func(string) bool) {
+		for k := range pods {
+			if !yield(k) {
+				return
+			}
+		}
+	}) {
+		pod := c.createPodWith(name, podOpts{gpus: 2}, pods[name])
+		sched := feasible(pod)
+		if !slices.Equal(sched, want[name]) {
+			t.Fatalf("%s: kube-scheduler's filters find %v feasible; the test expects %v", name, sched, want[name])
+		}
+		id := c.jobOf(p, "k8s_pod", name).ID
+		var allowed []string
+		eventually(t, "the backend's nodes for "+name, func() bool {
+			var constrained bool
+			allowed, _, constrained = p.backend.AllowedNodes(cluster.JobID(id))
+			return constrained
+		})
+		if !slices.Equal(allowed, sched) && !(len(allowed) == 0 && len(sched) == 0) {
+			t.Errorf("%s: the backend allows %v, kube-scheduler's filters %v", name, allowed, sched)
+		}
+		if len(sched) > 0 {
+			if node := c.bound(name); !slices.Contains(sched, node) {
+				t.Errorf("%s bound to %s, outside %v", name, node, sched)
+			}
+		}
+	}
+	// The pods that fit nowhere stay pending, saying why.
+	for name, why := range map[string]string{
+		"nowhere": "0/4 nodes are available: 4 node(s) didn't match Pod's node affinity/selector.",
+		"untolerated": "0/4 nodes are available: 2 node(s) didn't match Pod's node affinity/selector, " +
+			"1 node(s) had untolerated taint {dedicated: infer}, 1 node(s) had untolerated taint {maintenance: }.",
+	} {
+		id := c.jobOf(p, "k8s_pod", name).ID
+		var st service.JobStatus
+		eventually(t, name+"'s reason", func() bool {
+			var err error
+			st, err = p.plane.Job(c.ctx, id)
+			return err == nil && st.Reason == why
+		})
+		if n := c.pod(name).Spec.NodeName; n != "" || st.State != cluster.StateQueued {
+			t.Errorf("%s bound to %q, state %s", name, n, st.State)
+		}
+	}
+}
