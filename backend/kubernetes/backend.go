@@ -55,8 +55,13 @@ type Config struct {
 	GoneAfter time.Duration
 	// Resync is the informers' resync period; 0 for none.
 	Resync time.Duration
-	Logger *slog.Logger
-	Clock  func() time.Time
+	// PriorityTiers map PriorityClass names to tiers, for pods without the
+	// prescient.io/tier label (the label wins); the system classes
+	// (system-cluster-critical, system-node-critical) are production
+	// unless named here, other classes the default tier.
+	PriorityTiers map[string]cluster.Tier
+	Logger        *slog.Logger
+	Clock         func() time.Time
 }
 
 // Backend is the Kubernetes executor.Backend and service.NodeSource. Bind

@@ -74,7 +74,7 @@ func BenchmarkGangStartPlan(b *testing.B) {
 	a := assignment(pj.ID, 1, size*8, nodes, per)
 	b.ReportAllocs()
 	for b.Loop() {
-		spec, err := specOf(pj, members)
+		spec, err := specOf(pj, members, nil)
 		if err != nil || spec.GPUs != size*8 {
 			b.Fatal(spec.GPUs, err)
 		}

@@ -109,3 +109,36 @@ func TestNodeStateTaintsAreLeftToTheNodesState(t *testing.T) {
 		t.Errorf("a cordon's taint constrains the pod: %v %q", nodes, why)
 	}
 }
+
+// A pod's PriorityClass gives its tier where it has no prescient.io/tier
+// label: as the backend's map says, production for the system classes;
+// the label wins.
+func TestAPriorityClassGivesTheTierTheLabelDoesNot(t *testing.T) {
+	pod := func(name, class string, labels map[string]string) *corev1.Pod {
+		p := gpuPod("ml", name, 1, labels)
+		p.Spec.PriorityClassName = class
+		return p
+	}
+	tiers := map[string]cluster.Tier{"research-high": cluster.TierProduction, "scavenger": cluster.TierOpportunistic}
+	for _, tt := range []struct {
+		pod  *corev1.Pod
+		want cluster.Tier
+	}{
+		{pod("mapped", "scavenger", nil), cluster.TierOpportunistic},
+		{pod("system", "system-cluster-critical", nil), cluster.TierProduction},
+		{pod("unknown", "whatever", nil), cluster.DefaultTier},
+		{pod("labelled", "research-high", map[string]string{LabelTier: "batch"}), cluster.TierBatch},
+	} {
+		pj, err := jobOfPod(tt.pod, noJobs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec, err := specOf(pj, []*corev1.Pod{tt.pod}, tiers)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if spec.Tier != tt.want {
+			t.Errorf("%s (class %q): tier %s, want %s", tt.pod.Name, tt.pod.Spec.PriorityClassName, spec.Tier, tt.want)
+		}
+	}
+}

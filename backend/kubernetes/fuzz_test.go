@@ -45,7 +45,7 @@ func FuzzSpecOf(f *testing.F) {
 		if err != nil {
 			return
 		}
-		spec, err := specOf(pj, []*corev1.Pod{p})
+		spec, err := specOf(pj, []*corev1.Pod{p}, nil)
 		if err == nil && (spec.GPUs < 0 || (pj.Gang && pj.Size > 1 && spec.GangSize != pj.Size)) {
 			t.Fatalf("spec %+v from %+v", spec, pj)
 		}

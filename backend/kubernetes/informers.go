@@ -169,7 +169,7 @@ func (b *Backend) podChanged(ctx context.Context, o any) {
 	var members []*corev1.Pod
 	if j.submitted != "ok" && len(j.pods) >= pj.Size {
 		members = specMembers(j.pods, pj.Size)
-		spec, err := specOf(pj, members)
+		spec, err := specOf(pj, members, b.cfg.PriorityTiers)
 		if err != nil {
 			if j.submitted != err.Error() {
 				j.submitted = err.Error()

@@ -92,7 +92,7 @@ func jobOfPod(p *corev1.Pod, jobs func(ns, name string) *batchv1.Job) (podJob, e
 
 // specOf is the job spec of a pod or of a gang's members (sorted by name).
 // Members must agree on the gang size, tenant, tier and GPUs per member.
-func specOf(pj podJob, members []*corev1.Pod) (cluster.JobSpec, error) {
+func specOf(pj podJob, members []*corev1.Pod, classTiers map[string]cluster.Tier) (cluster.JobSpec, error) {
 	if len(members) == 0 {
 		return cluster.JobSpec{}, fmt.Errorf("job %s: no pods", pj.ID)
 	}
@@ -118,6 +118,8 @@ func specOf(pj podJob, members []*corev1.Pod) (cluster.JobSpec, error) {
 			return cluster.JobSpec{}, fmt.Errorf("%s: label %s: %w", where, LabelTier, err)
 		}
 		spec.Tier = t
+	} else if t, ok := tierOfClass(first.Spec.PriorityClassName, classTiers); ok {
+		spec.Tier = t
 	}
 	if s, ok := first.Annotations[AnnotationCheckpointable]; ok {
 		b, err := strconv.ParseBool(s)
@@ -142,8 +144,9 @@ func specOf(pj podJob, members []*corev1.Pod) (cluster.JobSpec, error) {
 		if g != perPod || prof != profile {
 			return cluster.JobSpec{}, fmt.Errorf("%s: %s, but %s of the same gang asks %s", mw, devices(prof, g), where, devices(profile, perPod))
 		}
-		if m.Labels[LabelTenant] != first.Labels[LabelTenant] || m.Labels[LabelTier] != first.Labels[LabelTier] {
-			return cluster.JobSpec{}, fmt.Errorf("%s: labels %s and %s differ from %s's", mw, LabelTenant, LabelTier, where)
+		if m.Labels[LabelTenant] != first.Labels[LabelTenant] || m.Labels[LabelTier] != first.Labels[LabelTier] ||
+			m.Spec.PriorityClassName != first.Spec.PriorityClassName {
+			return cluster.JobSpec{}, fmt.Errorf("%s: labels %s and %s or priorityClassName differ from %s's", mw, LabelTenant, LabelTier, where)
 		}
 		if pj.Gang && m.Labels[LabelGangSize] != first.Labels[LabelGangSize] {
 			return cluster.JobSpec{}, fmt.Errorf("%s: label %s differs from %s's", mw, LabelGangSize, where)
@@ -252,4 +255,20 @@ func jobFailed(j *batchv1.Job) (string, bool) {
 // finished reports whether a pod ran to its end.
 func finished(p *corev1.Pod) bool {
 	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+}
+
+// tierOfClass is the tier of a PriorityClass: as classTiers says, else
+// production for the system classes; ok is false for a class neither
+// names (the job keeps the default tier).
+func tierOfClass(class string, classTiers map[string]cluster.Tier) (cluster.Tier, bool) {
+	if class == "" {
+		return 0, false
+	}
+	if t, ok := classTiers[class]; ok {
+		return t, true
+	}
+	if class == "system-cluster-critical" || class == "system-node-critical" {
+		return cluster.TierProduction, true
+	}
+	return 0, false
 }

@@ -245,7 +245,7 @@ func (o *serveOptions) validate() error {
 	if o.tick <= 0 {
 		errs = append(errs, fmt.Errorf("--tick %s: want a positive duration", o.tick))
 	}
-	if o.tenantsReload <= 0 {
+	if o.tenantsFile != "" && o.tenantsReload <= 0 {
 		errs = append(errs, fmt.Errorf("--tenants-reload %s: want a positive duration", o.tenantsReload))
 	}
 	if o.maxFailed < 1 {

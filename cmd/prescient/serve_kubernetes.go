@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	kubebackend "github.com/prescient-sched/prescient/backend/kubernetes"
+	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/control"
 )
 
@@ -21,6 +22,7 @@ type kubeOptions struct {
 	leaderElect    bool
 	leaseNamespace string
 	leaseName      string
+	priorityTiers  map[string]string
 }
 
 func addKubeFlags(f *pflag.FlagSet, o *kubeOptions) {
@@ -29,6 +31,7 @@ func addKubeFlags(f *pflag.FlagSet, o *kubeOptions) {
 	f.BoolVar(&o.leaderElect, "leader-elect", false, "--backend kubernetes: plan and act only while holding the Lease (--lease-namespace/--lease-name), so that replicas never both act")
 	f.StringVar(&o.leaseNamespace, "lease-namespace", "", "namespace of the leader election's Lease (empty: $POD_NAMESPACE, else default)")
 	f.StringVar(&o.leaseName, "lease-name", "prescient", "name of the leader election's Lease")
+	f.StringToStringVar(&o.priorityTiers, "priority-tier", nil, "--backend kubernetes: CLASS=TIER,...: the tier of pods of a PriorityClass that carry no prescient.io/tier label (system-*-critical: production unless named)")
 }
 
 // validate checks the Kubernetes flags against --backend.
@@ -40,7 +43,27 @@ func (o *kubeOptions) validate(backend string) []error {
 	if o.leaderElect && o.leaseName == "" {
 		errs = append(errs, errors.New("--lease-name: empty"))
 	}
+	if backend != "kubernetes" && len(o.priorityTiers) > 0 {
+		errs = append(errs, fmt.Errorf("--priority-tier needs --backend kubernetes (not %s)", backend))
+	}
+	if _, err := o.classTiers(); err != nil {
+		errs = append(errs, err)
+	}
 	return errs
+}
+
+// classTiers parses --priority-tier.
+func (o *kubeOptions) classTiers() (map[string]cluster.Tier, error) {
+	out := make(map[string]cluster.Tier, len(o.priorityTiers))
+	var errs []error
+	for class, name := range o.priorityTiers {
+		t, err := cluster.ParseTier(name)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--priority-tier %s=%s: %w", class, name, err))
+		}
+		out[class] = t
+	}
+	return out, errors.Join(errs...)
 }
 
 // newKubeBackend connects to the API server.
@@ -54,7 +77,11 @@ func newKubeBackend(o kubeOptions, g *globals) (*kubebackend.Backend, kubernetes
 	if err != nil {
 		return nil, nil, fmt.Errorf("--kubeconfig: %w", err)
 	}
-	b, err := kubebackend.New(kubebackend.Config{Client: client, Namespace: o.namespace, Logger: g.logger})
+	tiers, err := o.classTiers()
+	if err != nil {
+		return nil, nil, err
+	}
+	b, err := kubebackend.New(kubebackend.Config{Client: client, Namespace: o.namespace, PriorityTiers: tiers, Logger: g.logger})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -101,6 +101,12 @@ func TestServeRefusesFlagsThatCannotWork(t *testing.T) {
 		}, "--park-suspend-program /nonexistent/ipmi-off"},
 		{"no failed start allowed", func(o *serveOptions) { o.maxFailed = 0 }, "--max-failed-starts 0"},
 		{"parking with no wake timeout", func(o *serveOptions) { o.park = parkDefaults(); o.park.WakeTimeout = 0 }, "--park-wake-timeout"},
+		{"a tenants file never read again", func(o *serveOptions) { o.tenantsFile = "t.yaml" }, "--tenants-reload 0s"},
+		{"priority tiers without Kubernetes", func(o *serveOptions) { o.kube.priorityTiers = map[string]string{"high": "production"} }, "--priority-tier needs --backend kubernetes"},
+		{"a priority class's unknown tier", func(o *serveOptions) {
+			o.backend = "kubernetes"
+			o.kube.priorityTiers = map[string]string{"high": "urgent"}
+		}, "--priority-tier high=urgent"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := base()
