@@ -79,25 +79,13 @@ func (e *FleetFileError) Error() string {
 // keys are errors, as are values no fleet could have; nothing is silently
 // corrected.
 func ReadFleetFile(r io.Reader, name string) (*Fleet, error) {
-	data, err := io.ReadAll(r)
-	if err != nil {
-		return nil, fmt.Errorf("read fleet file %s: %w", name, err)
-	}
-	var root yaml.Node
-	if err := yaml.Unmarshal(data, &root); err != nil {
-		return nil, &FleetFileError{File: name, Msg: strings.TrimPrefix(err.Error(), "yaml: ")}
-	}
 	var ff fleetFile
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&ff); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, &FleetFileError{File: name, Msg: "empty fleet file"}
-		}
-		return nil, &FleetFileError{File: name, Msg: strings.TrimPrefix(err.Error(), "yaml: ")}
+	root, err := decodeStrict(r, name, "fleet file", &ff)
+	if err != nil {
+		return nil, err
 	}
-	nodeLines := sequenceLines(&root, "nodes")
-	tenantLines := sequenceLines(&root, "tenants")
+	nodeLines := sequenceLines(root, "nodes")
+	tenantLines := sequenceLines(root, "tenants")
 
 	f := &Fleet{Name: ff.Name, AllowCrossTenantSharing: ff.AllowCrossTenantSharing}
 	var errs []error
@@ -131,6 +119,29 @@ func ReadFleetFile(r io.Reader, name string) (*Fleet, error) {
 		return nil, &FleetFileError{File: name, Msg: err.Error()}
 	}
 	return f, nil
+}
+
+// decodeStrict reads one of our YAML files (what names its kind in
+// errors) into into, refusing unknown keys; it returns the document's node
+// tree, for the lines of its entries.
+func decodeStrict(r io.Reader, name, what string, into any) (*yaml.Node, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("read %s %s: %w", what, name, err)
+	}
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return nil, &FleetFileError{File: name, Msg: strings.TrimPrefix(err.Error(), "yaml: ")}
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(into); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, &FleetFileError{File: name, Msg: "empty " + what}
+		}
+		return nil, &FleetFileError{File: name, Msg: strings.TrimPrefix(err.Error(), "yaml: ")}
+	}
+	return &root, nil
 }
 
 // sequenceLines returns the line of each item of the top-level sequence key.

@@ -1,13 +1,9 @@
 package cluster
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
-	"strings"
-
-	"gopkg.in/yaml.v3"
 )
 
 // The tenants file says who shares the fleet and on what terms; a fleet
@@ -52,27 +48,15 @@ type quotaFile struct {
 // ReadTenantsFile parses a tenants file; name is used in errors, which give
 // the line of the tenant concerned. Unknown keys are errors.
 func ReadTenantsFile(r io.Reader, name string) ([]Tenant, error) {
-	data, err := io.ReadAll(r)
-	if err != nil {
-		return nil, fmt.Errorf("read tenants file %s: %w", name, err)
-	}
-	var root yaml.Node
-	if err := yaml.Unmarshal(data, &root); err != nil {
-		return nil, &FleetFileError{File: name, Msg: strings.TrimPrefix(err.Error(), "yaml: ")}
-	}
 	var tf tenantsFile
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&tf); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, &FleetFileError{File: name, Msg: "empty tenants file"}
-		}
-		return nil, &FleetFileError{File: name, Msg: strings.TrimPrefix(err.Error(), "yaml: ")}
+	root, err := decodeStrict(r, name, "tenants file", &tf)
+	if err != nil {
+		return nil, err
 	}
 	if len(tf.Tenants) == 0 {
 		return nil, &FleetFileError{File: name, Msg: "tenants: none listed"}
 	}
-	ts, err := readTenants(tf.Tenants, sequenceLines(&root, "tenants"), name)
+	ts, err := readTenants(tf.Tenants, sequenceLines(root, "tenants"), name)
 	if err != nil {
 		return nil, err
 	}

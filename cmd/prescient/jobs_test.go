@@ -38,13 +38,20 @@ func cliServe(t testing.TB, db string, more ...string) string {
 		"  - {name: ml, token: %q, tenant: ml, role: submitter}\n", cliAdminToken, cliMLToken)), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	return startServe(t, append([]string{"--db", db, "--tokens", tokens, "--backend", "sim",
+		"--fleet", "uniform:2x8:A100-SXM4-80GB", "--mode", "autopilot", "--tick", "200ms"}, more...)...)
+}
+
+// startServe runs serve in this process on a free loopback port with args
+// (quiet), until the test ends, and returns its URL once it is ready.
+func startServe(t testing.TB, args ...string) string {
+	t.Helper()
 	addr := freeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
 		root := newRootCmd()
-		root.SetArgs(append([]string{"serve", "--listen", addr, "--db", db, "--tokens", tokens, "--backend", "sim",
-			"--fleet", "uniform:2x8:A100-SXM4-80GB", "--mode", "autopilot", "--tick", "200ms", "--log-level", "error"}, more...))
+		root.SetArgs(append([]string{"serve", "--listen", addr, "--log-level", "error"}, args...))
 		done <- root.ExecuteContext(ctx)
 	}()
 	t.Cleanup(func() {

@@ -36,26 +36,9 @@ func TestServeSharesQuotaInACohortAndReloadsTheTenantsFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	const grace = 2 * time.Second
-	addr := freeAddr(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		root := newRootCmd()
-		root.SetArgs([]string{"serve", "--listen", addr, "--db", filepath.Join(dir, "p.db"), "--tokens", tokens, "--backend", "sim",
-			"--fleet", "uniform:10x8:A100-SXM4-80GB", "--mode", "autopilot", "--tick", "200ms", "--grace", grace.String(),
-			"--tenants", tenantsFile, "--tenants-reload", "200ms", "--log-level", "error"})
-		done <- root.ExecuteContext(ctx)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(15 * time.Second):
-			t.Error("serve did not stop within 15 s")
-		}
-	})
-	url := "http://" + addr
-	waitFor(t, url+"/readyz")
+	url := startServe(t, "--db", filepath.Join(dir, "p.db"), "--tokens", tokens, "--backend", "sim",
+		"--fleet", "uniform:10x8:A100-SXM4-80GB", "--mode", "autopilot", "--tick", "200ms", "--grace", grace.String(),
+		"--tenants", tenantsFile, "--tenants-reload", "200ms")
 	admin := &api.Client{Server: url, Token: "admin-token-0123456789"}
 	submit := func(tenant, token string, n int) {
 		t.Helper()
