@@ -39,6 +39,11 @@ type JobSpec struct {
 	GPUMilli int
 	// GPUModels lists the GPU models the job may run on; empty means any.
 	GPUModels []string
+	// Nodes, when not nil, are the only nodes the job may run on, sorted:
+	// a backend's constraints (a Kubernetes pod's node selector, affinity,
+	// tolerations), set on the planner's copy of a queued job each cycle
+	// and never stored. Empty and not nil: none will do.
+	Nodes []string `json:"-"`
 
 	CPUMilli    int64 // host CPU, in milli-cores
 	MemoryBytes int64 // host memory
@@ -60,12 +65,6 @@ type JobSpec struct {
 	// Data is the dataset the job reads and where warm copies of it sit;
 	// nil when it names none.
 	Data *DataSource
-
-	// Nodes, when not nil, are the only nodes the job may run on, sorted:
-	// a backend's constraints (a Kubernetes pod's node selector, affinity,
-	// tolerations, volumes), set on the planner's copy of a queued job
-	// each cycle and never stored. Empty and not nil: none will do.
-	Nodes []string `json:"-"`
 }
 
 // DataSource is a dataset a job reads: its name, its size, and the nodes

@@ -31,8 +31,12 @@ type Forecaster interface {
 // JobView is a job as the planner sees it: the job, its forecast, and the
 // service it has had so far.
 type JobView struct {
-	Job      *cluster.Job
-	Forecast Forecast
+	Job *cluster.Job
+	// Unplaceable, when set, says why no node may take the job (a
+	// backend's constraints rule every one out): it waits with that
+	// reason. (Beside Job: the walk reads it for every job.)
+	Unplaceable string
+	Forecast    Forecast
 	// Progress is the work the job has done that a resume keeps (the progress
 	// at its last checkpoint for a queued job; its live progress while it
 	// runs).
@@ -44,10 +48,6 @@ type JobView struct {
 	// LastRun is how long the job's last attempt held GPUs (zero before its
 	// first attempt ends).
 	LastRun time.Duration
-	// Unplaceable, when set, says why no node may take the job (a
-	// backend's constraints rule every one out): it waits with that
-	// reason.
-	Unplaceable string
 }
 
 // RemainingP50 is the forecast P50 time the job still needs, at least one

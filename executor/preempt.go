@@ -112,7 +112,7 @@ func (c *cycle) tryReclaim(r ranked, v *JobView) bool {
 	if c.awaitStopping(v) {
 		return true
 	}
-	cands := c.quotas.Borrowers(r.v.Job, c.in.Running, c.victims)
+	cands := c.quotas.Borrowers(r.v.Job, c.victims)
 	if len(cands) == 0 {
 		return false
 	}

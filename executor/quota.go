@@ -3,7 +3,6 @@ package executor
 import (
 	"cmp"
 	"fmt"
-	"maps"
 	"slices"
 
 	"github.com/prescient-sched/prescient/cluster"
@@ -37,6 +36,8 @@ import (
 type Quotas struct {
 	modelOf func(cluster.GPURef) string
 	acct    map[string]*quotaAccount
+	order   []*quotaAccount            // acct in the tenants' order
+	cohorts map[string][]*quotaAccount // the members of each cohort, in that order
 	pools   map[poolKey]*quotaPool
 }
 
@@ -45,6 +46,9 @@ type quotaAccount struct {
 	used    map[string]int // by flavour (Quota.Model)
 	wanted  map[string]int // by flavour: GPUs its queued jobs ask for (Want)
 	running int
+	// jobs are its running jobs when the plan began, not stopping, the
+	// cheapest to stop first: the victims Borrowers looks among.
+	jobs []*RunningJob
 }
 
 // poolKey names a cohort's pool of one flavour; a tenant without a cohort
@@ -81,6 +85,13 @@ func NewQuotas(tenants []cluster.Tenant, running []*RunningJob, modelOf func(clu
 			q.acct, q.pools = map[string]*quotaAccount{}, map[poolKey]*quotaPool{}
 		}
 		q.acct[t.Name] = &quotaAccount{t: t, used: map[string]int{}}
+		q.order = append(q.order, q.acct[t.Name])
+		if t.Cohort != "" {
+			if q.cohorts == nil {
+				q.cohorts = map[string][]*quotaAccount{}
+			}
+			q.cohorts[t.Cohort] = append(q.cohorts[t.Cohort], q.acct[t.Name])
+		}
 		for _, qu := range t.Quota {
 			q.pool(t, qu.Model).lendable += lendable(&qu)
 		}
@@ -91,7 +102,13 @@ func NewQuotas(tenants []cluster.Tenant, running []*RunningJob, modelOf func(clu
 	for _, r := range running {
 		if !r.Stopping {
 			q.Take(r.Job, r.Allocations)
+			if a := q.acct[r.Job.Spec.Tenant]; a != nil && a.t.Cohort != "" {
+				a.jobs = append(a.jobs, r)
+			}
 		}
+	}
+	for _, a := range q.order {
+		slices.SortFunc(a.jobs, cheaperToStop)
 	}
 	return q
 }
@@ -119,29 +136,52 @@ func lendable(qu *cluster.Quota) int {
 // kept is the part of a quota its tenant does not lend.
 func kept(qu *cluster.Quota) int { return qu.GPUs - lendable(qu) }
 
-// byFlavour counts a job's GPUs by the flavour of its tenant they count
-// against: its whole GPUs by model, a share of a GPU as its GPUs.
-func (q *Quotas) byFlavour(a *quotaAccount, j *cluster.Job, allocs []cluster.Allocation) (map[string]int, string, bool) {
-	out := map[string]int{}
-	if len(a.t.Quota) == 0 {
-		return out, "", true
+// flavourCount is a job's GPUs of one flavour (Quota.Model).
+type flavourCount struct {
+	model string
+	n     int
+}
+
+// byFlavour appends to buf a job's GPUs by the flavour of its tenant they
+// count against: its whole GPUs by model, a share of a GPU as its GPUs;
+// model and false name a GPU model the tenant has no quota of. A tenant
+// whose one quota is for any model needs no model looked up.
+func (q *Quotas) byFlavour(a *quotaAccount, j *cluster.Job, allocs []cluster.Allocation, buf []flavourCount) ([]flavourCount, string, bool) {
+	if len(a.t.Quota) == 0 || len(allocs) == 0 {
+		return buf, "", true
 	}
-	for i, al := range allocs {
-		if j.Spec.Fractional() && i > 0 {
-			break
-		}
-		model := q.modelOf(al.GPU)
-		qu, ok := a.t.QuotaFor(model)
-		if !ok {
-			return nil, model, false
+	if j.Spec.Fractional() {
+		allocs = allocs[:1]
+	}
+	one := len(a.t.Quota) == 1 && a.t.Quota[0].Model == ""
+	if one && !j.Spec.Fractional() {
+		return append(buf, flavourCount{"", len(allocs)}), "", true
+	}
+	start := len(buf)
+	for _, al := range allocs {
+		m := ""
+		if !one {
+			model := q.modelOf(al.GPU)
+			qu, ok := a.t.QuotaFor(model)
+			if !ok {
+				return buf[:start], model, false
+			}
+			m = qu.Model
 		}
 		n := 1
 		if j.Spec.Fractional() {
 			n = gpusOf(j)
 		}
-		out[qu.Model] += n
+		k := start
+		for k < len(buf) && buf[k].model != m {
+			k++
+		}
+		if k == len(buf) {
+			buf = append(buf, flavourCount{model: m})
+		}
+		buf[k].n += n
 	}
-	return out, "", true
+	return buf, "", true
 }
 
 // Want records what the queued jobs ask for, by tenant and flavour (a
@@ -170,9 +210,10 @@ func (q *Quotas) Want(queue []*JobView) {
 func (q *Quotas) Take(j *cluster.Job, allocs []cluster.Allocation) {
 	q.add(j, allocs, 1)
 	if a := q.acct[j.Spec.Tenant]; a != nil && a.wanted != nil {
-		counts, _, _ := q.byFlavour(a, j, allocs)
-		for m, n := range counts {
-			a.wanted[m] = max(0, a.wanted[m]-n)
+		var buf [4]flavourCount
+		counts, _, _ := q.byFlavour(a, j, allocs, buf[:0])
+		for _, c := range counts {
+			a.wanted[c.model] = max(0, a.wanted[c.model]-c.n)
 		}
 	}
 }
@@ -186,9 +227,10 @@ func (q *Quotas) add(j *cluster.Job, allocs []cluster.Allocation, sign int) {
 		return
 	}
 	a.running += sign
-	counts, _, _ := q.byFlavour(a, j, allocs)
-	for model, n := range counts {
-		q.addFlavour(a, model, sign*n)
+	var buf [4]flavourCount
+	counts, _, _ := q.byFlavour(a, j, allocs, buf[:0])
+	for _, c := range counts {
+		q.addFlavour(a, c.model, sign*c.n)
 	}
 }
 
@@ -252,12 +294,14 @@ func (q *Quotas) Admit(j *cluster.Job, allocs []cluster.Allocation) (string, boo
 	if a == nil {
 		return "", true
 	}
-	counts, model, ok := q.byFlavour(a, j, allocs)
+	var buf [4]flavourCount
+	counts, model, ok := q.byFlavour(a, j, allocs, buf[:0])
 	if !ok {
 		return fmt.Sprintf("tenant %s has no quota of %s GPUs", a.t.Name, model), false
 	}
-	for _, m := range slices.Sorted(maps.Keys(counts)) {
-		if why, ok := q.admitFlavour(a, m, counts[m]); !ok {
+	slices.SortFunc(counts, func(x, y flavourCount) int { return cmp.Compare(x.model, y.model) })
+	for _, c := range counts {
+		if why, ok := q.admitFlavour(a, c.model, c.n); !ok {
 			return why, false
 		}
 	}
@@ -349,30 +393,15 @@ func (q *Quotas) Models(j *cluster.Job, fleetModels []string) []string {
 }
 
 // MayReclaim reports whether a job of gpus GPUs keeps its tenant within
-// its nominal quota of some flavour whose pool others borrow from: then
-// the borrowers' jobs may be preempted for it.
+// its nominal quota of some flavour other members of its cohort borrow:
+// then the borrowers' jobs may be preempted for it (Borrowers).
 func (q *Quotas) MayReclaim(j *cluster.Job) bool {
 	a := q.acct[j.Spec.Tenant]
 	if a == nil || a.t.Cohort == "" {
 		return false
 	}
-	for i := range a.t.Quota {
-		qu := &a.t.Quota[i]
-		if a.used[qu.Model]+gpusOf(j) <= qu.GPUs && q.borrowed(a.t.Cohort, qu.Model, a.t.Name) {
-			return true
-		}
-	}
-	return false
-}
-
-// borrowed reports whether a member of cohort other than except holds more
-// of a flavour than its nominal quota.
-func (q *Quotas) borrowed(cohort, model, except string) bool {
-	for name, b := range q.acct {
-		if name == except || b.t.Cohort != cohort {
-			continue
-		}
-		if qu, ok := quotaNamed(b.t, model); ok && b.used[model] > qu.GPUs || !ok && b.used[model] > 0 {
+	for _, b := range q.cohorts[a.t.Cohort] {
+		if b != a && q.borrowsFrom(a, b, gpusOf(j)) {
 			return true
 		}
 	}
@@ -392,31 +421,64 @@ func quotaNamed(t *cluster.Tenant, model string) (*cluster.Quota, bool) {
 // the cheapest to stop first (least work lost, then the latest started):
 // the jobs of other members of its cohort that hold more of a flavour j's
 // tenant is within its nominal quota of than their own nominal quota.
-func (q *Quotas) Borrowers(j *cluster.Job, running []*RunningJob, skip map[cluster.JobID]bool) []*RunningJob {
+func (q *Quotas) Borrowers(j *cluster.Job, skip map[cluster.JobID]bool) []*RunningJob {
 	a := q.acct[j.Spec.Tenant]
 	if a == nil || a.t.Cohort == "" {
 		return nil
 	}
 	var out []*RunningJob
-	for _, r := range running {
-		b := q.acct[r.Job.Spec.Tenant]
-		if r.Stopping || skip[r.Job.ID] || b == nil || b == a || b.t.Cohort != a.t.Cohort {
+	var buf [4]flavourCount
+	lenders := 0
+	for _, b := range q.cohorts[a.t.Cohort] {
+		if b == a || !q.borrowsFrom(a, b, gpusOf(j)) {
 			continue
 		}
-		counts, _, _ := q.byFlavour(b, r.Job, r.Allocations)
-		for model := range counts {
-			mine, ok := quotaNamed(a.t, model)
-			theirs, named := quotaNamed(b.t, model)
-			if ok && a.used[model]+gpusOf(j) <= mine.GPUs && (!named || b.used[model] > theirs.GPUs) {
-				out = append(out, r)
-				break
+		lenders++
+		for _, r := range b.jobs {
+			if skip[r.Job.ID] {
+				continue
+			}
+			counts, _, _ := q.byFlavour(b, r.Job, r.Allocations, buf[:0])
+			for _, c := range counts {
+				if q.reclaimable(a, b, c.model, gpusOf(j)) {
+					out = append(out, r)
+					break
+				}
 			}
 		}
 	}
-	slices.SortFunc(out, func(x, y *RunningJob) int {
-		return cmp.Or(cmp.Compare(x.WorkSinceCheckpoint, y.WorkSinceCheckpoint), y.Started.Compare(x.Started), cmp.Compare(x.Job.ID, y.Job.ID))
-	})
+	if lenders > 1 {
+		slices.SortFunc(out, cheaperToStop)
+	}
 	return out
+}
+
+// cheaperToStop orders victims: least work lost, then the latest started.
+func cheaperToStop(x, y *RunningJob) int {
+	return cmp.Or(cmp.Compare(x.WorkSinceCheckpoint, y.WorkSinceCheckpoint), y.Started.Compare(x.Started), cmp.Compare(x.Job.ID, y.Job.ID))
+}
+
+// borrowsFrom reports whether b holds, of some flavour a has room for n
+// more GPUs of within its nominal quota, more than its own nominal quota.
+func (q *Quotas) borrowsFrom(a, b *quotaAccount, n int) bool {
+	for model := range b.used {
+		if q.reclaimable(a, b, model, n) {
+			return true
+		}
+	}
+	return false
+}
+
+// reclaimable reports whether a may take back from b GPUs of a flavour: a
+// has room for n more within its nominal quota of it, and b holds more of
+// it than its own nominal quota (or has none of it).
+func (q *Quotas) reclaimable(a, b *quotaAccount, model string, n int) bool {
+	mine, ok := quotaNamed(a.t, model)
+	if !ok || a.used[model]+n > mine.GPUs {
+		return false
+	}
+	theirs, named := quotaNamed(b.t, model)
+	return b.used[model] > 0 && (!named || b.used[model] > theirs.GPUs)
 }
 
 // Running is how many of a tenant's jobs the account counts.
