@@ -257,6 +257,23 @@ func (b *Backend) Watch(ctx context.Context) (<-chan executor.JobEvent, error) {
 		func(o any) { b.podChanged(ctx, o) }, func(o any) { b.podDeleted(ctx, o) }, "pods"); err != nil {
 		return nil, fmt.Errorf("kubernetes backend: %w", err)
 	}
+	// The claims, volumes and classes a pod's volumes name: they limit its
+	// nodes (constraints.go); any change is a new answer.
+	storageFactory := informers.NewSharedInformerFactory(b.cfg.Client, b.cfg.Resync)
+	claims := storageFactory.Core().V1().PersistentVolumeClaims()
+	volumes := storageFactory.Core().V1().PersistentVolumes()
+	classes := storageFactory.Storage().V1().StorageClasses()
+	for _, s := range []struct {
+		inf  cache.SharedIndexInformer
+		what string
+	}{{claims.Informer(), "persistent volume claims"}, {volumes.Informer(), "persistent volumes"}, {classes.Informer(), "storage classes"}} {
+		if err := startInformer(ctx, storageFactory, s.inf, b.storageChanged, b.storageChanged, s.what); err != nil {
+			return nil, fmt.Errorf("kubernetes backend: %w", err)
+		}
+	}
+	b.mu.Lock()
+	b.constraints.storage = storageListers{claims: claims.Lister(), volumes: volumes.Lister(), classes: classes.Lister()}
+	b.mu.Unlock()
 	// Other schedulers' pods, in every namespace: bound and not finished.
 	otherFactory := informers.NewSharedInformerFactoryWithOptions(b.cfg.Client, b.cfg.Resync,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) {

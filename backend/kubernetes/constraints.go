@@ -8,8 +8,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	storagelisters "k8s.io/client-go/listers/storage/v1"
 	schedcorev1 "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+	"k8s.io/component-helpers/storage/volume"
 	"k8s.io/klog/v2"
 
 	"github.com/prescient-sched/prescient/cluster"
@@ -24,6 +27,7 @@ var _ executor.NodeConstrainer = (*Backend)(nil)
 // nodes are worked out again only then.
 type nodeConstraints struct {
 	nodes   map[string]*corev1.Node // by name: labels, taints and fields only
+	storage storageListers          // set once Watch has listed them
 	version uint64
 	// allowed caches each job's answer at a version.
 	allowed map[cluster.JobID]allowedNodes
@@ -51,6 +55,21 @@ func (b *Backend) setNodeLocked(kn *corev1.Node) {
 	c.version++
 }
 
+// storageListers read the claims, volumes and classes pods' volumes name.
+type storageListers struct {
+	claims  corelisters.PersistentVolumeClaimLister
+	volumes corelisters.PersistentVolumeLister
+	classes storagelisters.StorageClassLister
+}
+
+// storageChanged makes every job's allowed nodes be worked out again: a
+// claim bound, a volume or class changed.
+func (b *Backend) storageChanged(any) {
+	b.mu.Lock()
+	b.constraints.version++
+	b.mu.Unlock()
+}
+
 func (b *Backend) forgetNodeLocked(name string) {
 	if _, ok := b.constraints.nodes[name]; ok {
 		delete(b.constraints.nodes, name)
@@ -60,10 +79,11 @@ func (b *Backend) forgetNodeLocked(name string) {
 
 // AllowedNodes are the nodes (and their MIG instances' nodes) on which
 // every pod of a queued job passes kube-scheduler's own filters for node
-// selection, by k8s.io/component-helpers: the nodeSelector and required
-// node affinity (nodeaffinity.GetRequiredNodeAffinity), and the taints
-// with effect NoSchedule or NoExecute (FindMatchingUntoleratedTaint, as
-// the TaintToleration plugin filters). constrained is false when every
+// selection, by k8s.io/component-helpers: its claims' volumes (as the
+// VolumeBinding plugin filters, storageListers.refuses), the nodeSelector
+// and required node affinity (nodeaffinity.GetRequiredNodeAffinity), and
+// the taints with effect NoSchedule or NoExecute
+// (FindMatchingUntoleratedTaint, as the TaintToleration plugin filters). constrained is false when every
 // node passes. With none, why counts the nodes each rule turns away, as
 // kube-scheduler's FailedScheduling message does.
 func (b *Backend) AllowedNodes(id cluster.JobID) ([]string, string, bool) {
@@ -86,8 +106,15 @@ func (b *Backend) AllowedNodes(id cluster.JobID) ([]string, string, bool) {
 	a := allowedNodes{version: c.version}
 	turnedAway := map[string]int{}
 	names := slices.Sorted(maps.Keys(c.nodes))
+	for _, p := range pods {
+		if why := c.storage.podRefuses(p); why != "" { // no node will do, whichever
+			a.constrained, a.nodes, a.why = true, []string{}, fmt.Sprintf("0/%d nodes are available: %s.", len(names), why)
+			c.remember(id, a)
+			return a.nodes, a.why, true
+		}
+	}
 	for _, name := range names {
-		if why := refuses(pods, c.nodes[name]); why != "" {
+		if why := c.refuses(pods, c.nodes[name]); why != "" {
 			turnedAway[why]++
 			a.constrained = true
 			continue
@@ -101,11 +128,15 @@ func (b *Backend) AllowedNodes(id cluster.JobID) ([]string, string, bool) {
 	} else if len(a.nodes) == 0 {
 		a.why = fmt.Sprintf("0/%d nodes are available: %s", len(names), countReasons(turnedAway))
 	}
+	c.remember(id, a)
+	return a.nodes, a.why, a.constrained
+}
+
+func (c *nodeConstraints) remember(id cluster.JobID, a allowedNodes) {
 	if c.allowed == nil {
 		c.allowed = map[cluster.JobID]allowedNodes{}
 	}
 	c.allowed[id] = a
-	return a.nodes, a.why, a.constrained
 }
 
 // forgetJobLocked drops a job's cached answer.
@@ -113,8 +144,11 @@ func (b *Backend) forgetJobLocked(id cluster.JobID) { delete(b.constraints.allow
 
 // refuses is why the node takes not every pod, in kube-scheduler's words
 // for its filters, or "" when it takes them all.
-func refuses(pods []*corev1.Pod, n *corev1.Node) string {
+func (c *nodeConstraints) refuses(pods []*corev1.Pod, n *corev1.Node) string {
 	for _, p := range pods {
+		if why := c.storage.refuses(p, n); why != "" {
+			return why
+		}
 		if ok, err := nodeaffinity.GetRequiredNodeAffinity(p).Match(n); err != nil {
 			return "pod's node affinity is not valid: " + err.Error()
 		} else if !ok {
@@ -149,4 +183,84 @@ func countReasons(m map[string]int) string {
 		parts[i] = fmt.Sprintf("%d %s", m[k], k)
 	}
 	return strings.Join(parts, ", ") + "."
+}
+
+// podRefuses is why a pod's claims keep it off every node, in
+// kube-scheduler's VolumeBinding words, or "": a claim that is not there or
+// is being deleted, and an unbound claim that binds at once (only a bound
+// one says where it may go). Without listers (before Watch) nothing.
+func (s storageListers) podRefuses(p *corev1.Pod) string {
+	if s.claims == nil {
+		return ""
+	}
+	for _, v := range p.Spec.Volumes {
+		if v.PersistentVolumeClaim == nil {
+			continue
+		}
+		name := v.PersistentVolumeClaim.ClaimName
+		claim, err := s.claims.PersistentVolumeClaims(p.Namespace).Get(name)
+		if err != nil {
+			return fmt.Sprintf("persistentvolumeclaim %q not found", name)
+		}
+		if claim.DeletionTimestamp != nil {
+			return fmt.Sprintf("persistentvolumeclaim %q is being deleted", name)
+		}
+		if claim.Spec.VolumeName == "" {
+			if delay, err := volume.IsDelayBindingMode(claim, s.classes); err != nil || !delay {
+				return "pod has unbound immediate PersistentVolumeClaims"
+			}
+		}
+	}
+	return ""
+}
+
+// refuses is why a pod's claims keep it off a node, or "": a bound volume
+// whose node affinity the node does not meet (volume.CheckNodeAffinity),
+// and an unbound WaitForFirstConsumer claim whose class's allowed
+// topologies leave the node out. podRefuses has passed the pod.
+func (s storageListers) refuses(p *corev1.Pod, n *corev1.Node) string {
+	if s.claims == nil {
+		return ""
+	}
+	for _, v := range p.Spec.Volumes {
+		if v.PersistentVolumeClaim == nil {
+			continue
+		}
+		claim, err := s.claims.PersistentVolumeClaims(p.Namespace).Get(v.PersistentVolumeClaim.ClaimName)
+		if err != nil {
+			continue
+		}
+		if claim.Spec.VolumeName != "" {
+			pv, err := s.volumes.Get(claim.Spec.VolumeName)
+			if err != nil {
+				return "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"
+			}
+			if volume.CheckNodeAffinity(pv, n.Labels) != nil {
+				return "node(s) had volume node affinity conflict"
+			}
+			continue
+		}
+		class, err := s.classes.Get(volume.GetPersistentVolumeClaimClass(claim))
+		if err == nil && len(class.AllowedTopologies) > 0 && !topologyAllows(class.AllowedTopologies, n.Labels) {
+			return "node(s) didn't find available persistent volumes to bind"
+		}
+	}
+	return ""
+}
+
+// topologyAllows reports whether node labels meet one of a class's
+// allowed topology terms (every expression of it).
+func topologyAllows(terms []corev1.TopologySelectorTerm, labels map[string]string) bool {
+	for _, t := range terms {
+		ok := true
+		for _, e := range t.MatchLabelExpressions {
+			if !slices.Contains(e.Values, labels[e.Key]) {
+				ok = false
+			}
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
 }

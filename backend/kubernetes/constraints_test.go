@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/prescient-sched/prescient/cluster"
@@ -139,6 +140,51 @@ func TestAPriorityClassGivesTheTierTheLabelDoesNot(t *testing.T) {
 		}
 		if spec.Tier != tt.want {
 			t.Errorf("%s (class %q): tier %s, want %s", tt.pod.Name, tt.pod.Spec.PriorityClassName, spec.Tier, tt.want)
+		}
+	}
+}
+
+// A pod's claims limit its nodes: a bound volume's node affinity, an
+// unbound claim that binds at once (no node), a missing claim (no node),
+// and a WaitForFirstConsumer class's allowed topologies.
+func TestAPodsClaimsChooseItsNodes(t *testing.T) {
+	local := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "local-b"},
+		Spec: corev1.PersistentVolumeSpec{NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{
+			{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "kubernetes.io/hostname", Operator: corev1.NodeSelectorOpIn, Values: []string{"b"}}}}}}}}}
+	immediate, wffc := storagev1.VolumeBindingImmediate, storagev1.VolumeBindingWaitForFirstConsumer
+	fast := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "fast"}, Provisioner: "example.com/fast", VolumeBindingMode: &immediate}
+	zonal := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "zonal"}, Provisioner: "example.com/zonal", VolumeBindingMode: &wffc,
+		AllowedTopologies: []corev1.TopologySelectorTerm{{MatchLabelExpressions: []corev1.TopologySelectorLabelRequirement{{Key: "zone", Values: []string{"z1"}}}}}}
+	claim := func(name, class, volume string) *corev1.PersistentVolumeClaim {
+		return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: name},
+			Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: &class, VolumeName: volume}}
+	}
+	withClaim := func(name, claimName string) *corev1.Pod {
+		p := gpuPod("ml", name, 1, nil)
+		p.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claimName}}}}
+		return p
+	}
+	e := newFakeEnv(t,
+		gpuNode("a", 8, map[string]string{"kubernetes.io/hostname": "a", "zone": "z1"}),
+		gpuNode("b", 8, map[string]string{"kubernetes.io/hostname": "b", "zone": "z2"}),
+		local, fast, zonal, claim("bound", "", "local-b"), claim("now", "fast", ""), claim("later", "zonal", ""),
+		withClaim("on-b", "bound"), withClaim("immediate", "now"), withClaim("missing", "gone"), withClaim("zonal", "later"))
+	e.watch()
+	for name, want := range map[string]struct {
+		nodes []string
+		why   string
+	}{
+		"on-b":      {[]string{"b"}, ""},
+		"immediate": {[]string{}, "0/2 nodes are available: pod has unbound immediate PersistentVolumeClaims."},
+		"missing":   {[]string{}, `0/2 nodes are available: persistentvolumeclaim "gone" not found.`},
+		"zonal":     {[]string{"a"}, ""},
+	} {
+		var id cluster.JobID
+		eventually(t, "the job of pod "+name, func() bool { id = e.jobOfPod(name); return id != "" })
+		nodes, why, constrained := e.backend.AllowedNodes(id)
+		if !constrained || !slices.Equal(nodes, want.nodes) || why != want.why {
+			t.Errorf("%s: nodes %v, why %q, constrained %v; want %v, %q", name, nodes, why, constrained, want.nodes, want.why)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
@@ -129,11 +130,44 @@ func TestPodsLandOnlyWhereTheirConstraintsAllow(t *testing.T) {
 			}
 		}
 	}
+	// A pod whose claim is bound to a local volume on b lands on b; one
+	// whose claim is unbound and binds at once (no provisioner here) waits.
+	fs := corev1.PersistentVolumeFilesystem
+	pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "local-b"}, Spec: corev1.PersistentVolumeSpec{
+		Capacity: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("10Gi")}, AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+		VolumeMode: &fs, PersistentVolumeSource: corev1.PersistentVolumeSource{Local: &corev1.LocalVolumeSource{Path: "/mnt/data"}},
+		NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+			MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "zone", Operator: corev1.NodeSelectorOpIn, Values: []string{"z2"}}}}}}}}}
+	if _, err := c.admin.CoreV1().PersistentVolumes().Create(c.ctx, pv, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	none := ""
+	for name, volume := range map[string]string{"data-b": "local-b", "data-now": ""} {
+		pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ml"}, Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, StorageClassName: &none, VolumeName: volume,
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("10Gi")}}}}
+		if _, err := c.admin.CoreV1().PersistentVolumeClaims("ml").Create(c.ctx, pvc, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	withClaim := func(claim string) func(*corev1.Pod) {
+		return func(p *corev1.Pod) {
+			p.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
+				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}}}
+		}
+	}
+	c.createPodWith("local", podOpts{gpus: 2}, withClaim("data-b"))
+	if node := c.bound("local"); node != "b" {
+		t.Errorf("the pod of a volume on b bound to %s", node)
+	}
+	c.createPodWith("unbound", podOpts{gpus: 2}, withClaim("data-now"))
+
 	// The pods that fit nowhere stay pending, saying why.
 	for name, why := range map[string]string{
 		"nowhere": "0/4 nodes are available: 4 node(s) didn't match Pod's node affinity/selector.",
 		"untolerated": "0/4 nodes are available: 2 node(s) didn't match Pod's node affinity/selector, " +
 			"1 node(s) had untolerated taint {dedicated: infer}, 1 node(s) had untolerated taint {maintenance: }.",
+		"unbound": "0/4 nodes are available: pod has unbound immediate PersistentVolumeClaims.",
 	} {
 		id := c.jobOf(p, "k8s_pod", name).ID
 		var st service.JobStatus
