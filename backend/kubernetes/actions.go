@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"k8s.io/component-helpers/storage/volume"
 	"strconv"
 	"time"
 
@@ -30,7 +31,7 @@ func (b *Backend) Start(ctx context.Context, a executor.Assignment) error {
 		b.mu.Unlock()
 		return fmt.Errorf("start %s attempt %d: %w", a.Job.ID, a.Attempt, ErrUnknownJob)
 	}
-	if a.Attempt < j.attempt || (a.Attempt == j.attempt && j.started) {
+	if a.Attempt < j.attempt || (a.Attempt == j.attempt && (j.started || j.provisioning == a.Attempt)) {
 		b.mu.Unlock()
 		return nil
 	}
@@ -53,8 +54,38 @@ func (b *Backend) Start(ctx context.Context, a executor.Assignment) error {
 		}
 	}
 	j.attempt, j.started, j.ended, j.stopping = a.Attempt, false, false, false
+	storage := b.constraints.storage
 	b.mu.Unlock()
 
+	if claims := storage.toProvision(pods, nodes); len(claims) > 0 {
+		if err := b.selectNodes(ctx, claims); err != nil {
+			b.mu.Lock()
+			if j.attempt == a.Attempt {
+				j.ended = true
+			}
+			b.emitLocked(executor.JobEvent{Type: executor.JobLost, Time: b.cfg.Clock(), Node: nodes[0], Job: a.Job.ID,
+				Attempt: a.Attempt, Message: err.Error()})
+			b.mu.Unlock()
+			return nil
+		}
+		b.mu.Lock()
+		j.provisioning = a.Attempt
+		run := b.runCtx
+		b.mu.Unlock()
+		if run == nil { // Start before Watch: only tests do that
+			run = context.WithoutCancel(ctx)
+		}
+		go b.bindWhenProvisioned(run, a, j, pods, nodes, claims)
+		return nil
+	}
+	b.bindAll(ctx, a, j, pods, nodes)
+	return nil
+}
+
+// bindAll binds the pods of an attempt to their nodes (Start), reporting
+// the attempt started, or lost if a bind fails (the members bound are
+// deleted).
+func (b *Backend) bindAll(ctx context.Context, a executor.Assignment, j *kubeJob, pods []*corev1.Pod, nodes []string) {
 	var bound []*corev1.Pod
 	for i, p := range pods {
 		if p.Spec.NodeName == "" {
@@ -69,7 +100,7 @@ func (b *Backend) Start(ctx context.Context, a executor.Assignment) error {
 				b.emitLocked(executor.JobEvent{Type: executor.JobLost, Time: b.cfg.Clock(), Node: nodes[i], Job: a.Job.ID,
 					Attempt: a.Attempt, Message: fmt.Sprintf("bind of pod %s to node %s failed: %v", p.Name, nodes[i], err)})
 				b.mu.Unlock()
-				return nil
+				return
 			}
 		}
 		bound = append(bound, p)
@@ -80,7 +111,113 @@ func (b *Backend) Start(ctx context.Context, a executor.Assignment) error {
 		j.started = true
 		b.emitLocked(executor.JobEvent{Type: executor.JobStarted, Time: b.cfg.Clock(), Node: nodes[0], Job: a.Job.ID, Attempt: a.Attempt})
 	}
+}
+
+// claimToProvision is an unbound WaitForFirstConsumer claim of a pod and
+// the node its pod goes to.
+type claimToProvision struct {
+	claim *corev1.PersistentVolumeClaim
+	node  string
+}
+
+// toProvision are the pods' unbound WaitForFirstConsumer claims with the
+// Kubernetes node each pod goes to.
+func (s storageListers) toProvision(pods []*corev1.Pod, nodes []string) []claimToProvision {
+	if s.claims == nil {
+		return nil
+	}
+	var out []claimToProvision
+	for i, p := range pods {
+		if p.Spec.NodeName != "" {
+			continue
+		}
+		for _, v := range p.Spec.Volumes {
+			if v.PersistentVolumeClaim == nil {
+				continue
+			}
+			c, err := s.claims.PersistentVolumeClaims(p.Namespace).Get(v.PersistentVolumeClaim.ClaimName)
+			if err != nil || c.Spec.VolumeName != "" {
+				continue
+			}
+			if delay, err := volume.IsDelayBindingMode(c, s.classes); err == nil && delay {
+				out = append(out, claimToProvision{claim: c, node: parentNode(nodes[i])})
+			}
+		}
+	}
+	return out
+}
+
+// selectNodes writes each claim's node in the annotation its provisioner
+// waits for (volume.kubernetes.io/selected-node), as kube-scheduler's
+// volume binder does.
+func (b *Backend) selectNodes(ctx context.Context, claims []claimToProvision) error {
+	for _, c := range claims {
+		if c.claim.Annotations[volume.AnnSelectedNode] == c.node {
+			continue
+		}
+		patch, err := annotationPatch(map[string]string{volume.AnnSelectedNode: c.node})
+		if err != nil {
+			return err
+		}
+		if _, err := b.cfg.Client.CoreV1().PersistentVolumeClaims(c.claim.Namespace).Patch(ctx, c.claim.Name, types.MergePatchType, patch,
+			metav1.PatchOptions{}); err != nil {
+			return fmt.Errorf("select node %s for claim %s/%s: %w", c.node, c.claim.Namespace, c.claim.Name, err)
+		}
+	}
 	return nil
+}
+
+// bindWhenProvisioned binds the attempt's pods once every claim is bound,
+// as kube-scheduler's PreBind waits; the attempt is lost when they are
+// not bound within ProvisionTimeout, and dropped when it is stopped or
+// replaced meanwhile.
+func (b *Backend) bindWhenProvisioned(ctx context.Context, a executor.Assignment, j *kubeJob, pods []*corev1.Pod, nodes []string, claims []claimToProvision) {
+	deadline := b.cfg.Clock().Add(b.cfg.ProvisionTimeout)
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		b.mu.Lock()
+		live := j.attempt == a.Attempt && j.provisioning == a.Attempt && !j.stopping && !j.ended && b.jobs[a.Job.ID] == j
+		storage := b.constraints.storage
+		if !live && j.provisioning == a.Attempt {
+			j.provisioning = 0
+		}
+		b.mu.Unlock()
+		if !live {
+			return
+		}
+		waiting := ""
+		for _, c := range claims {
+			got, err := storage.claims.PersistentVolumeClaims(c.claim.Namespace).Get(c.claim.Name)
+			if err != nil || got.Spec.VolumeName == "" {
+				waiting = c.claim.Namespace + "/" + c.claim.Name
+				break
+			}
+		}
+		if waiting == "" {
+			b.mu.Lock()
+			j.provisioning = 0
+			b.mu.Unlock()
+			b.bindAll(ctx, a, j, pods, nodes)
+			return
+		}
+		if b.cfg.Clock().After(deadline) {
+			b.mu.Lock()
+			j.provisioning = 0
+			if j.attempt == a.Attempt {
+				j.ended = true
+			}
+			b.emitLocked(executor.JobEvent{Type: executor.JobLost, Time: b.cfg.Clock(), Node: nodes[0], Job: a.Job.ID, Attempt: a.Attempt,
+				Message: fmt.Sprintf("claim %s not bound within %s of its node being selected", waiting, b.cfg.ProvisionTimeout)})
+			b.mu.Unlock()
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
 }
 
 // podNodes says which node each of n pods (sorted by name) goes to: the

@@ -55,6 +55,10 @@ type Config struct {
 	GoneAfter time.Duration
 	// Resync is the informers' resync period; 0 for none.
 	Resync time.Duration
+	// ProvisionTimeout bounds the wait, once a job's node is chosen, for
+	// its WaitForFirstConsumer claims to be bound before its pods are;
+	// default 10m (kube-scheduler's bind timeout).
+	ProvisionTimeout time.Duration
 	// PriorityTiers map PriorityClass names to tiers, for pods without the
 	// prescient.io/tier label (the label wins); the system classes
 	// (system-cluster-critical, system-node-critical) are production
@@ -105,6 +109,9 @@ type Backend struct {
 	// constraints are the nodes' labels and taints, and each queued job's
 	// nodes by them (constraints.go).
 	constraints nodeConstraints
+	// runCtx is Watch's context: binds that wait for claims to be
+	// provisioned outlive the Start that began them.
+	runCtx context.Context
 }
 
 // goneMemory is how long a deleted pod's UID is remembered.
@@ -128,11 +135,14 @@ type kubeJob struct {
 	submitted string                 // the spec error last reported, or "ok"
 	attempt   int                    // the attempt bound; 0 before the first
 	started   bool                   // started reported for attempt
-	ended     bool                   // exited or lost reported for attempt
-	stopping  bool
-	ack       string    // the checkpointed-at value last reported
-	empty     time.Time // when its last pod went; zero while it has pods
-	cancelled bool
+	// provisioning is the attempt whose bind waits for its claims to be
+	// provisioned (0: none).
+	provisioning int
+	ended        bool // exited or lost reported for attempt
+	stopping     bool
+	ack          string    // the checkpointed-at value last reported
+	empty        time.Time // when its last pod went; zero while it has pods
+	cancelled    bool
 }
 
 var (
@@ -154,6 +164,9 @@ func New(cfg Config) (*Backend, error) {
 	}
 	if cfg.GoneAfter == 0 {
 		cfg.GoneAfter = 30 * time.Second
+	}
+	if cfg.ProvisionTimeout <= 0 {
+		cfg.ProvisionTimeout = 10 * time.Minute
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -297,6 +310,9 @@ func (b *Backend) Watch(ctx context.Context) (<-chan executor.JobEvent, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes backend: %w", err)
 	}
+	b.mu.Lock()
+	b.runCtx = ctx
+	b.mu.Unlock()
 	go b.sweep(ctx)
 	go b.annotate(ctx)
 	return out, nil

@@ -2,13 +2,16 @@ package kubernetes
 
 import (
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/prescient-sched/prescient/cluster"
+	"github.com/prescient-sched/prescient/executor"
 )
 
 // tainted is n with a taint.
@@ -186,5 +189,61 @@ func TestAPodsClaimsChooseItsNodes(t *testing.T) {
 		if !constrained || !slices.Equal(nodes, want.nodes) || why != want.why {
 			t.Errorf("%s: nodes %v, why %q, constrained %v; want %v, %q", name, nodes, why, constrained, want.nodes, want.why)
 		}
+	}
+}
+
+// A WaitForFirstConsumer claim: Start writes the chosen node on the claim
+// for its provisioner and binds the pod only once the claim is bound; a
+// claim not bound in time loses the attempt.
+func TestAWaitForFirstConsumerClaimIsProvisionedBeforeThePodIsBound(t *testing.T) {
+	wffc := storagev1.VolumeBindingWaitForFirstConsumer
+	class := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "local"}, Provisioner: "example.com/local", VolumeBindingMode: &wffc}
+	claim := func(name string) *corev1.PersistentVolumeClaim {
+		c := "local"
+		return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: name}, Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: &c}}
+	}
+	withClaim := func(name, claimName string) *corev1.Pod {
+		p := gpuPod("ml", name, 2, nil)
+		p.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claimName}}}}
+		return p
+	}
+	e := newFakeEnv(t, gpuNode("a", 8, nil), class, claim("scratch"), claim("never"), withClaim("train", "scratch"), withClaim("stuck", "never"))
+	e.backend.cfg.ProvisionTimeout = 300 * time.Millisecond
+	e.watch()
+	var id cluster.JobID
+	eventually(t, "the job", func() bool { id = e.jobOfPod("train"); return id != "" })
+	if err := e.backend.Start(e.ctx, assignment(id, 1, 2, []string{"a"}, []int{2})); err != nil {
+		t.Fatal(err)
+	}
+	got, err := e.client.CoreV1().PersistentVolumeClaims("ml").Get(e.ctx, "scratch", metav1.GetOptions{})
+	if err != nil || got.Annotations["volume.kubernetes.io/selected-node"] != "a" {
+		t.Fatalf("claim annotations %v (%v); want the selected node a", got.Annotations, err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if n := e.pod("ml", "train").Spec.NodeName; n != "" {
+		t.Fatalf("pod bound to %s before its claim was", n)
+	}
+	got.Spec.VolumeName = "pv-a" // the provisioner made the volume and the claim is bound
+	if _, err := e.client.CoreV1().PersistentVolumeClaims("ml").Update(e.ctx, got, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if ev := e.next(executor.JobStarted); ev.Job != id {
+		t.Fatalf("started %+v", ev)
+	}
+	if n := e.pod("ml", "train").Spec.NodeName; n != "a" {
+		t.Errorf("pod bound to %q, want a", n)
+	}
+
+	eventually(t, "the stuck job", func() bool { id = e.jobOfPod("stuck"); return id != "" })
+	if err := e.backend.Start(e.ctx, assignment(id, 1, 2, []string{"a"}, []int{2})); err != nil {
+		t.Fatal(err)
+	}
+	ev := e.next(executor.JobLost)
+	if ev.Job != id || !strings.Contains(ev.Message, "claim ml/never not bound within 300ms") {
+		t.Errorf("lost %+v", ev)
+	}
+	if n := e.pod("ml", "stuck").Spec.NodeName; n != "" {
+		t.Errorf("the pod of a claim never bound was bound to %s", n)
 	}
 }

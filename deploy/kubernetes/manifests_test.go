@@ -65,7 +65,7 @@ func TestTheRolesGrantOnlyWhatTheirUsersUse(t *testing.T) {
 		"prescient-scheduler": { // the backend
 			"nodes": {"list", "watch"}, "pods": {"delete", "list", "patch", "watch"},
 			"pods/binding": {"create"}, "pods/eviction": {"create"}, "pods/log": {"get"}, "events": {"create", "patch"},
-			"batch/jobs": {"list", "watch"}, "persistentvolumeclaims": {"list", "watch"}, "persistentvolumes": {"list", "watch"},
+			"batch/jobs": {"list", "watch"}, "persistentvolumeclaims": {"list", "patch", "watch"}, "persistentvolumes": {"list", "watch"},
 			"storage.k8s.io/storageclasses": {"list", "watch"},
 		},
 		"prescient-leader-election": {"coordination.k8s.io/leases": {"create", "get", "update"}},

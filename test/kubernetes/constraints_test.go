@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -161,6 +162,53 @@ func TestPodsLandOnlyWhereTheirConstraintsAllow(t *testing.T) {
 		t.Errorf("the pod of a volume on b bound to %s", node)
 	}
 	c.createPodWith("unbound", podOpts{gpus: 2}, withClaim("data-now"))
+
+	// A WaitForFirstConsumer claim of a class limited to zone z1: the pod
+	// may go to a only (c is tainted); the backend writes a on the claim,
+	// the test plays the provisioner, and the pod is bound once the claim
+	// is.
+	wffc := storagev1.VolumeBindingWaitForFirstConsumer
+	class := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "zonal"}, Provisioner: "example.com/zonal", VolumeBindingMode: &wffc,
+		AllowedTopologies: []corev1.TopologySelectorTerm{{MatchLabelExpressions: []corev1.TopologySelectorLabelRequirement{{Key: "zone", Values: []string{"z1"}}}}}}
+	if _, err := c.admin.StorageV1().StorageClasses().Create(c.ctx, class, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	zonal := "zonal"
+	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "scratch", Namespace: "ml"}, Spec: corev1.PersistentVolumeClaimSpec{
+		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, StorageClassName: &zonal,
+		Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("10Gi")}}}}
+	if _, err := c.admin.CoreV1().PersistentVolumeClaims("ml").Create(c.ctx, pvc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c.createPodWith("provisioned", podOpts{gpus: 2}, withClaim("scratch"))
+	var selected string
+	eventually(t, "the claim's selected node", func() bool {
+		got, err := c.admin.CoreV1().PersistentVolumeClaims("ml").Get(c.ctx, "scratch", metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
+		selected, pvc = got.Annotations["volume.kubernetes.io/selected-node"], got
+		return selected != ""
+	})
+	if selected != "a" || c.pod("provisioned").Spec.NodeName != "" {
+		t.Fatalf("selected node %q, pod on %q; want a, and the pod not bound before its claim", selected, c.pod("provisioned").Spec.NodeName)
+	}
+	made := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "scratch-a"}, Spec: corev1.PersistentVolumeSpec{
+		Capacity: pv.Spec.Capacity, AccessModes: pv.Spec.AccessModes, VolumeMode: &fs, StorageClassName: "zonal",
+		PersistentVolumeSource: corev1.PersistentVolumeSource{Local: &corev1.LocalVolumeSource{Path: "/mnt/scratch"}},
+		ClaimRef:               &corev1.ObjectReference{Kind: "PersistentVolumeClaim", Namespace: "ml", Name: "scratch", UID: pvc.UID},
+		NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+			MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{selected}}}}}}}}}
+	if _, err := c.admin.CoreV1().PersistentVolumes().Create(c.ctx, made, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pvc.Spec.VolumeName = made.Name
+	if _, err := c.admin.CoreV1().PersistentVolumeClaims("ml").Update(c.ctx, pvc, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if node := c.bound("provisioned"); node != "a" {
+		t.Errorf("the provisioned pod bound to %s, want a", node)
+	}
 
 	// The pods that fit nowhere stay pending, saying why.
 	for name, why := range map[string]string{
