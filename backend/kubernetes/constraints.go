@@ -93,15 +93,22 @@ func (b *Backend) AllowedNodes(id cluster.JobID) ([]string, string, bool) {
 	if j == nil || len(j.pods) == 0 || len(b.constraints.nodes) == 0 {
 		return nil, "", false
 	}
-	c := &b.constraints
-	if a, ok := c.allowed[id]; ok && a.version == c.version {
-		return a.nodes, a.why, a.constrained
-	}
 	pods := make([]*corev1.Pod, 0, len(j.pods))
 	for _, p := range sortedPods(j.pods) {
 		if p.DeletionTimestamp == nil {
 			pods = append(pods, p)
 		}
+	}
+	nodes, why, constrained := b.allowedLocked(id, pods)
+	return b.withFreePortsLocked(pods, nodes, why, constrained)
+}
+
+// allowedLocked is AllowedNodes by what changes seldom (nodes' labels and
+// taints, claims, volumes, classes), cached until one of those changes.
+func (b *Backend) allowedLocked(id cluster.JobID, pods []*corev1.Pod) ([]string, string, bool) {
+	c := &b.constraints
+	if a, ok := c.allowed[id]; ok && a.version == c.version {
+		return a.nodes, a.why, a.constrained
 	}
 	a := allowedNodes{version: c.version}
 	turnedAway := map[string]int{}
@@ -137,6 +144,99 @@ func (c *nodeConstraints) remember(id cluster.JobID, a allowedNodes) {
 		c.allowed = map[cluster.JobID]allowedNodes{}
 	}
 	c.allowed[id] = a
+}
+
+// withFreePortsLocked keeps, of nodes (nil: all), those where the pods'
+// host ports are free, as kube-scheduler's NodePorts plugin filters: no
+// pod bound there, of any scheduler, takes the same port and protocol on
+// the same or the wildcard address. Pods that ask for none pay nothing.
+func (b *Backend) withFreePortsLocked(pods []*corev1.Pod, nodes []string, why string, constrained bool) ([]string, string, bool) {
+	var want []hostPort
+	for _, p := range pods {
+		want = append(want, hostPorts(p)...)
+	}
+	if len(want) == 0 || constrained && len(nodes) == 0 {
+		return nodes, why, constrained
+	}
+	used := map[string][]hostPort{}
+	for _, f := range b.foreign {
+		used[f.node] = append(used[f.node], f.ports...)
+	}
+	for _, j := range b.jobs {
+		for _, p := range j.pods {
+			if p.Spec.NodeName != "" && p.DeletionTimestamp == nil && !finished(p) {
+				used[p.Spec.NodeName] = append(used[p.Spec.NodeName], hostPorts(p)...)
+			}
+		}
+	}
+	candidates := nodes
+	if !constrained {
+		candidates = slices.Sorted(maps.Keys(b.constraints.nodes))
+	}
+	var out []string
+	taken := 0
+	for _, name := range candidates {
+		base := parentNode(name)
+		if portsConflict(want, used[base]) {
+			if base == name {
+				taken++
+			}
+			continue
+		}
+		out = append(out, name)
+	}
+	if len(out) == len(candidates) {
+		return nodes, why, constrained
+	}
+	if len(out) == 0 {
+		return []string{}, fmt.Sprintf("0/%d nodes are available: %d node(s) didn't have free ports for the requested pod ports.",
+			len(b.constraints.nodes), taken), true
+	}
+	return out, "", true
+}
+
+// hostPort is a host port a container takes.
+type hostPort struct {
+	ip       string
+	protocol corev1.Protocol
+	port     int32
+}
+
+// hostPorts are the host ports of a pod's containers (init containers
+// too), TCP on every address unless they say otherwise.
+func hostPorts(p *corev1.Pod) []hostPort {
+	var out []hostPort
+	for _, cs := range [][]corev1.Container{p.Spec.InitContainers, p.Spec.Containers} {
+		for _, c := range cs {
+			for _, cp := range c.Ports {
+				if cp.HostPort <= 0 {
+					continue
+				}
+				hp := hostPort{ip: cp.HostIP, protocol: cp.Protocol, port: cp.HostPort}
+				if hp.ip == "" {
+					hp.ip = "0.0.0.0"
+				}
+				if hp.protocol == "" {
+					hp.protocol = corev1.ProtocolTCP
+				}
+				out = append(out, hp)
+			}
+		}
+	}
+	return out
+}
+
+// portsConflict reports whether any of want is taken in used: the same
+// port and protocol on the same address, or either on every address.
+func portsConflict(want, used []hostPort) bool {
+	for _, w := range want {
+		for _, u := range used {
+			if w.port == u.port && w.protocol == u.protocol && (w.ip == u.ip || w.ip == "0.0.0.0" || u.ip == "0.0.0.0") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // forgetJobLocked drops a job's cached answer.

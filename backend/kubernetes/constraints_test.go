@@ -247,3 +247,40 @@ func TestAWaitForFirstConsumerClaimIsProvisionedBeforeThePodIsBound(t *testing.T
 		t.Errorf("the pod of a claim never bound was bound to %s", n)
 	}
 }
+
+// A pod's host ports keep it off the nodes where a bound pod, of any
+// scheduler, takes them (NodePorts).
+func TestHostPortsTakenKeepAPodOffANode(t *testing.T) {
+	withPort := func(p *corev1.Pod, port int32, ip string) *corev1.Pod {
+		p.Spec.Containers[0].Ports = append(p.Spec.Containers[0].Ports, corev1.ContainerPort{ContainerPort: port, HostPort: port, HostIP: ip})
+		return p
+	}
+	other := withPort(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "web", Name: "proxy", UID: "uid-proxy-0000"},
+		Spec: corev1.PodSpec{NodeName: "a", Containers: []corev1.Container{{Name: "c", Image: "nginx"}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning}}, 8080, "")
+	e := newFakeEnv(t, gpuNode("a", 8, nil), gpuNode("b", 8, nil), other,
+		withPort(gpuPod("ml", "same", 1, nil), 8080, ""), withPort(gpuPod("ml", "other", 1, nil), 9090, ""),
+		withPort(gpuPod("ml", "one-ip", 1, nil), 8080, "10.0.0.7"))
+	e.watch()
+	for name, want := range map[string][]string{"same": {"b"}, "one-ip": {"b"}, "other": nil} {
+		var id cluster.JobID
+		eventually(t, "the job of "+name, func() bool { id = e.jobOfPod(name); return id != "" })
+		nodes, _, constrained := e.backend.AllowedNodes(id)
+		if !slices.Equal(nodes, want) || constrained != (want != nil) {
+			t.Errorf("%s: nodes %v (constrained %v), want %v", name, nodes, constrained, want)
+		}
+	}
+	// Its own GPU pod bound on b with 8080 too: no node is left.
+	if err := e.backend.Start(e.ctx, assignment(e.jobOfPod("same"), 1, 1, []string{"b"}, []int{1})); err != nil {
+		t.Fatal(err)
+	}
+	e.next(executor.JobStarted)
+	e.create(withPort(gpuPod("ml", "late", 1, nil), 8080, ""))
+	var id cluster.JobID
+	eventually(t, "the job of late", func() bool { id = e.jobOfPod("late"); return id != "" })
+	eventually(t, "late's answer", func() bool {
+		nodes, why, constrained := e.backend.AllowedNodes(id)
+		return constrained && len(nodes) == 0 &&
+			why == "0/2 nodes are available: 2 node(s) didn't have free ports for the requested pod ports."
+	})
+}

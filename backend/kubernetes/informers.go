@@ -86,7 +86,7 @@ func (b *Backend) foreignChanged(o any) {
 		return
 	}
 	cpu, mem := podRequests(p)
-	f := foreignPod{node: p.Spec.NodeName, gpus: podGPUs(p), cpuMilli: cpu, memBytes: mem}
+	f := foreignPod{node: p.Spec.NodeName, gpus: podGPUs(p), cpuMilli: cpu, memBytes: mem, ports: hostPorts(p)}
 	if prof, n, err := podMIG(p); err == nil && n > 0 {
 		f.mig, f.migCount = p.Spec.NodeName+MIGNodeSeparator+prof, n
 	}

@@ -163,6 +163,21 @@ func TestPodsLandOnlyWhereTheirConstraintsAllow(t *testing.T) {
 	}
 	c.createPodWith("unbound", podOpts{gpus: 2}, withClaim("data-now"))
 
+	// Host ports: another scheduler's pod on b takes 7000, so a pod of the
+	// train pool asking for it goes to a.
+	web := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ml"}, Spec: corev1.PodSpec{NodeName: "b",
+		Containers: []corev1.Container{{Name: "web", Image: "nginx", Ports: []corev1.ContainerPort{{ContainerPort: 7000, HostPort: 7000}}}}}}
+	if _, err := c.admin.CoreV1().Pods("ml").Create(c.ctx, web, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c.createPodWith("ported", podOpts{gpus: 2}, func(p *corev1.Pod) {
+		p.Spec.NodeSelector = map[string]string{"pool": "train"}
+		p.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 7000, HostPort: 7000}}
+	})
+	if node := c.bound("ported"); node != "a" {
+		t.Errorf("the pod asking for host port 7000 bound to %s, where it is taken", node)
+	}
+
 	// A WaitForFirstConsumer claim of a class limited to zone z1: the pod
 	// may go to a only (c is tainted); the backend writes a on the claim,
 	// the test plays the provisioner, and the pod is bound once the claim
