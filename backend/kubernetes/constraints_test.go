@@ -256,7 +256,7 @@ func TestHostPortsTakenKeepAPodOffANode(t *testing.T) {
 		return p
 	}
 	other := withPort(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "web", Name: "proxy", UID: "uid-proxy-0000"},
-		Spec: corev1.PodSpec{NodeName: "a", Containers: []corev1.Container{{Name: "c", Image: "nginx"}}},
+		Spec:   corev1.PodSpec{NodeName: "a", Containers: []corev1.Container{{Name: "c", Image: "nginx"}}},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning}}, 8080, "")
 	e := newFakeEnv(t, gpuNode("a", 8, nil), gpuNode("b", 8, nil), other,
 		withPort(gpuPod("ml", "same", 1, nil), 8080, ""), withPort(gpuPod("ml", "other", 1, nil), 9090, ""),
