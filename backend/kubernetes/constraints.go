@@ -79,13 +79,13 @@ func (b *Backend) forgetNodeLocked(name string) {
 
 // AllowedNodes are the nodes (and their MIG instances' nodes) on which
 // every pod of a queued job passes kube-scheduler's own filters for node
-// selection, by k8s.io/component-helpers: its claims' volumes (as the
-// VolumeBinding plugin filters, storageListers.refuses), the nodeSelector
-// and required node affinity (nodeaffinity.GetRequiredNodeAffinity), and
-// the taints with effect NoSchedule or NoExecute
-// (FindMatchingUntoleratedTaint, as the TaintToleration plugin filters). constrained is false when every
-// node passes. With none, why counts the nodes each rule turns away, as
-// kube-scheduler's FailedScheduling message does.
+// selection, by k8s.io/component-helpers where it has them: its claims'
+// volumes (as VolumeBinding filters, storageListers), the nodeSelector and
+// required node affinity (NodeAffinity), the NoSchedule and NoExecute
+// taints it does not tolerate (TaintToleration), and its host ports
+// (NodePorts). constrained is false when every node passes. With none,
+// why counts the nodes each rule turns away, as kube-scheduler's
+// FailedScheduling message does.
 func (b *Backend) AllowedNodes(id cluster.JobID) ([]string, string, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -171,7 +171,11 @@ func (b *Backend) withFreePortsLocked(pods []*corev1.Pod, nodes []string, why st
 	}
 	candidates := nodes
 	if !constrained {
-		candidates = slices.Sorted(maps.Keys(b.constraints.nodes))
+		for _, name := range slices.Sorted(maps.Keys(b.constraints.nodes)) {
+			candidates = append(candidates, name)
+			candidates = append(candidates, b.migNodes[name]...)
+		}
+		slices.Sort(candidates)
 	}
 	var out []string
 	taken := 0

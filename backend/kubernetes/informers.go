@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -24,6 +25,12 @@ func (b *Backend) nodeChanged(o any) {
 	ns, err := nodesFromKube(kn)
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	mig := slices.Clone(b.migNodes[kn.Name])
+	defer func() {
+		if !slices.Equal(mig, b.migNodes[kn.Name]) {
+			b.constraints.version++ // the allowed nodes name MIG instances' nodes
+		}
+	}()
 	b.dropNodeLocked(kn.Name)
 	b.setNodeLocked(kn)
 	if parkedMark(kn) {
