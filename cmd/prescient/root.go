@@ -73,6 +73,7 @@ Unknown keys and values that do not parse are errors, never ignored.`,
 		newAgentCmd(g),
 		newJobsCmd(g),
 		newQueueCmd(g),
+		newTenantsCmd(g),
 		newWhatIfCmd(g),
 		newWorkloadCmd(g),
 	)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -97,6 +98,14 @@ func TestServeSharesQuotaInACohortAndReloadsTheTenantsFile(t *testing.T) {
 	}
 	if st.Source != "file" || st.File == nil || st.File.Path != tenantsFile || st.File.LastError != "" {
 		t.Fatalf("tenants source %q, file %+v", st.Source, st.File)
+	}
+	// The admin's command shows the same; a submitter may not ask.
+	out, err := cli(t, url, "admin-token-0123456789", nil, "tenants")
+	if err != nil || !strings.Contains(out, "tenants file "+tenantsFile) || !regexp.MustCompile(`(?m)^b\s+lab\s+1\s+\S+\s+8\s+any\s+32/32\s+0\s+no cap\s+all\s*$`).MatchString(out) {
+		t.Errorf("prescient tenants: %v\n%s", err, out)
+	}
+	if _, err := cli(t, url, "a-token-0123456789", nil, "tenants"); err == nil || !strings.Contains(err.Error(), "403") {
+		t.Errorf("prescient tenants as a submitter: %v, want 403", err)
 	}
 
 	// An edit applies: b may now use the batch tier only.
