@@ -271,7 +271,7 @@ func (c *cycle) consider(r ranked) error {
 	if ok {
 		return c.place(r.v, allocs, why)
 	}
-	if c.tryPreempt(r) || c.tryReclaim(r, v) {
+	if c.tryPreempt(r, v) || c.tryReclaim(r, v) {
 		return nil
 	}
 	c.wait(j.ID, why)

@@ -10,17 +10,18 @@ import (
 // of jobs already stopping, then by stopping the victims the Preemptor
 // names, one at a time, until the job fits. The GPUs so found are claimed
 // for the job (no other job of this cycle gets them); it starts when they
-// come free, in a later cycle.
-func (c *cycle) tryPreempt(r ranked) bool {
+// come free, in a later cycle. v is the job as the cycle places it (its
+// GPU models kept to its tenant's quotas).
+func (c *cycle) tryPreempt(r ranked, v *JobView) bool {
 	if c.p.Preemptor == nil || c.attempts >= c.f.limits.PreemptionAttempts {
 		return false
 	}
-	if c.awaitStopping(r.v) {
+	if c.awaitStopping(v) {
 		return true
 	}
 	// A job later in the order has no more victims than an earlier one, so
 	// a plain job at least as large as one that found no room finds none.
-	if c.cands.Len() == 0 || !r.key.Less(c.maxRun) || (plain(r.v.Job) && r.v.Job.Spec.GPUs >= c.minNoVictims) {
+	if c.cands.Len() == 0 || !r.key.Less(c.maxRun) || (plain(v.Job) && v.Job.Spec.GPUs >= c.minNoVictims) {
 		return false
 	}
 	c.attempts++
@@ -28,41 +29,43 @@ func (c *cycle) tryPreempt(r ranked) bool {
 	if c.pending == nil && len(cands) > 0 {
 		c.pending = c.free.Clone()
 	}
-	if len(cands) > 0 && c.displace(r, cands) {
+	if len(cands) > 0 && c.displace(r, v, cands, c.p.Preemptor.Name()) {
 		return true
 	}
-	if plain(r.v.Job) {
-		c.minNoVictims = min(c.minNoVictims, r.v.Job.Spec.GPUs)
+	if plain(v.Job) {
+		c.minNoVictims = min(c.minNoVictims, v.Job.Spec.GPUs)
 	}
 	return false
 }
 
-// displace releases victims into the pending capacity until the job fits;
-// if it never does, it puts them back.
-func (c *cycle) displace(r ranked, cands []*RunningJob) bool {
+// displace releases victims into the pending capacity, in the order
+// given, until the job v fits and the quotas admit it, and stops them for
+// it (by names the preemptor in their reasons); if it never does, it puts
+// them back.
+func (c *cycle) displace(r ranked, v *JobView, cands []*RunningJob, by string) bool {
 	var taken []*RunningJob
-	for _, v := range cands {
+	for _, vic := range cands {
 		if len(taken) >= c.f.limits.VictimsPerJob {
 			break
 		}
-		if c.victims[v.Job.ID] {
+		if c.victims[vic.Job.ID] {
 			continue
 		}
-		c.pending.Release(v.Allocations)
-		taken = append(taken, v)
-		if plain(r.v.Job) && c.pending.FreeGPUs() < r.v.Job.Spec.GPUs {
+		c.pending.Release(vic.Allocations)
+		taken = append(taken, vic)
+		if plain(v.Job) && c.pending.FreeGPUs() < v.Job.Spec.GPUs {
 			continue
 		}
-		allocs, ok, _ := c.p.Placer.Place(r.v.Job, c.pending)
-		if !ok || !c.admits(r.v.Job, allocs, taken) {
+		allocs, ok, _ := c.p.Placer.Place(v.Job, c.pending)
+		if !ok || !c.admits(v.Job, allocs, taken) {
 			continue
 		}
-		c.claim(r.v.Job, allocs)
-		c.preempt(r, taken, c.p.Preemptor.Name())
+		c.claim(v.Job, allocs)
+		c.preempt(r, taken, by)
 		return true
 	}
-	for _, v := range taken {
-		_ = c.pending.Allocate(v.Allocations)
+	for _, vic := range taken {
+		_ = c.pending.Allocate(vic.Allocations)
 	}
 	return false
 }
@@ -120,25 +123,7 @@ func (c *cycle) tryReclaim(r ranked, v *JobView) bool {
 	if c.pending == nil {
 		c.pending = c.free.Clone()
 	}
-	var taken []*RunningJob
-	for _, vic := range cands {
-		if len(taken) >= c.f.limits.VictimsPerJob {
-			break
-		}
-		c.pending.Release(vic.Allocations)
-		taken = append(taken, vic)
-		allocs, ok, _ := c.p.Placer.Place(v.Job, c.pending)
-		if !ok || !c.admits(r.v.Job, allocs, taken) {
-			continue
-		}
-		c.claim(r.v.Job, allocs)
-		c.preempt(r, taken, "quota reclaim")
-		return true
-	}
-	for _, vic := range taken {
-		_ = c.pending.Allocate(vic.Allocations)
-	}
-	return false
+	return c.displace(r, v, cands, "quota reclaim")
 }
 
 func (c *cycle) preempt(r ranked, victims []*RunningJob, by string) {
