@@ -120,7 +120,7 @@ func (c *cycle) countTenants() {
 		return
 	}
 	c.quotas = NewQuotas(c.in.Cluster.Tenants, c.in.Running, c.in.Cluster.GPUModel)
-	if c.quotas != nil && Reclaims(c.in.Cluster.Tenants) {
+	if c.quotas != nil && c.quotas.Lends() {
 		c.quotas.Want(c.in.Queue)
 	}
 }
@@ -195,7 +195,7 @@ func (c *cycle) done() bool {
 	if mayPreempt && c.free.FreeGPUs() == 0 && !c.queueShape().small && c.noLaterVictims() {
 		mayPreempt = false
 	}
-	mayReclaim := c.quotas != nil && c.attempts < c.f.limits.PreemptionAttempts
+	mayReclaim := c.quotas != nil && c.quotas.Lends() && c.attempts < c.f.limits.PreemptionAttempts
 	return full && !mayPreempt && !mayReclaim && !c.queueShape().small
 }
 

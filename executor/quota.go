@@ -38,6 +38,7 @@ type Quotas struct {
 	acct    map[string]*quotaAccount
 	order   []*quotaAccount            // acct in the tenants' order
 	cohorts map[string][]*quotaAccount // the members of each cohort, in that order
+	lends   bool                       // Reclaims: a plan may preempt for a lender
 	pools   map[poolKey]*quotaPool
 }
 
@@ -75,7 +76,7 @@ func Reclaims(tenants []cluster.Tenant) bool {
 // cohort or a cap on running jobs; modelOf names a GPU's model. It returns
 // nil when no tenant has any: nothing is gated.
 func NewQuotas(tenants []cluster.Tenant, running []*RunningJob, modelOf func(cluster.GPURef) string) *Quotas {
-	q := &Quotas{modelOf: modelOf}
+	q := &Quotas{modelOf: modelOf, lends: Reclaims(tenants)}
 	for i := range tenants {
 		t := &tenants[i]
 		if len(t.Quota) == 0 && t.Cohort == "" && t.MaxRunningJobs == 0 && len(t.Tiers) == 0 {
@@ -183,6 +184,10 @@ func (q *Quotas) byFlavour(a *quotaAccount, j *cluster.Job, allocs []cluster.All
 	}
 	return buf, "", true
 }
+
+// Lends reports whether the tenants lend quota (Reclaims): only then may
+// a job reclaim, and only then do queued jobs hold quota back (Want).
+func (q *Quotas) Lends() bool { return q.lends }
 
 // Want records what the queued jobs ask for, by tenant and flavour (a
 // job's first quota that may count it), before any of them is placed.
@@ -396,6 +401,9 @@ func (q *Quotas) Models(j *cluster.Job, fleetModels []string) []string {
 // its nominal quota of some flavour other members of its cohort borrow:
 // then the borrowers' jobs may be preempted for it (Borrowers).
 func (q *Quotas) MayReclaim(j *cluster.Job) bool {
+	if !q.lends {
+		return false
+	}
 	a := q.acct[j.Spec.Tenant]
 	if a == nil || a.t.Cohort == "" {
 		return false
