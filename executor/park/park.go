@@ -133,23 +133,13 @@ func QueuedDemand(queue []*executor.JobView, running []*executor.RunningJob, nod
 		}
 		whole.node, whole.total = max(whole.node, len(nodes[i].GPUs)), whole.total+len(nodes[i].GPUs)
 	}
-	var quotas *executor.Quotas
-	if len(tenants) > 0 {
-		models := map[cluster.GPURef]string{}
-		for _, r := range running {
-			for _, a := range r.Allocations {
-				models[a.GPU] = ""
-			}
+	var fleet *cluster.Snapshot // indexed only if a quota by model asks
+	quotas := executor.NewQuotas(tenants, running, func(g cluster.GPURef) string {
+		if fleet == nil {
+			fleet = cluster.NewSnapshot(&cluster.Fleet{Nodes: nodes}, time.Time{})
 		}
-		for i := range nodes {
-			for _, g := range nodes[i].GPUs {
-				if _, ok := models[cluster.GPURef{Node: nodes[i].Name, Index: g.Index}]; ok {
-					models[cluster.GPURef{Node: nodes[i].Name, Index: g.Index}] = g.Model
-				}
-			}
-		}
-		quotas = executor.NewQuotas(tenants, running, func(g cluster.GPURef) string { return models[g] })
-	}
+		return fleet.GPUModel(g)
+	})
 	demand := 0.0
 	for _, v := range queue {
 		spec := &v.Job.Spec
