@@ -131,12 +131,8 @@ func (s storageListers) toProvision(pods []*corev1.Pod, nodes []string) []claimT
 		if p.Spec.NodeName != "" {
 			continue
 		}
-		for _, v := range p.Spec.Volumes {
-			if v.PersistentVolumeClaim == nil {
-				continue
-			}
-			c, err := s.claims.PersistentVolumeClaims(p.Namespace).Get(v.PersistentVolumeClaim.ClaimName)
-			if err != nil || c.Spec.VolumeName != "" {
+		for _, c := range s.podClaims(p) {
+			if c == nil || c.Spec.VolumeName != "" {
 				continue
 			}
 			if delay, err := volume.IsDelayBindingMode(c, s.classes); err == nil && delay {

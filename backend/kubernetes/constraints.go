@@ -2,6 +2,7 @@ package kubernetes
 
 import (
 	"fmt"
+	"iter"
 	"maps"
 	"slices"
 	"strings"
@@ -120,8 +121,12 @@ func (b *Backend) allowedLocked(id cluster.JobID, pods []*corev1.Pod) ([]string,
 			return a.nodes, a.why, true
 		}
 	}
+	affinity := make([]nodeaffinity.RequiredNodeAffinity, len(pods)) // parsed once, matched on every node
+	for i, p := range pods {
+		affinity[i] = nodeaffinity.GetRequiredNodeAffinity(p)
+	}
 	for _, name := range names {
-		if why := c.refuses(pods, c.nodes[name]); why != "" {
+		if why := c.refuses(pods, affinity, c.nodes[name]); why != "" {
 			turnedAway[why]++
 			a.constrained = true
 			continue
@@ -247,13 +252,14 @@ func portsConflict(want, used []hostPort) bool {
 func (b *Backend) forgetJobLocked(id cluster.JobID) { delete(b.constraints.allowed, id) }
 
 // refuses is why the node takes not every pod, in kube-scheduler's words
-// for its filters, or "" when it takes them all.
-func (c *nodeConstraints) refuses(pods []*corev1.Pod, n *corev1.Node) string {
-	for _, p := range pods {
+// for its filters, or "" when it takes them all; affinity[i] is pods[i]'s
+// required node affinity.
+func (c *nodeConstraints) refuses(pods []*corev1.Pod, affinity []nodeaffinity.RequiredNodeAffinity, n *corev1.Node) string {
+	for i, p := range pods {
 		if why := c.storage.refuses(p, n); why != "" {
 			return why
 		}
-		if ok, err := nodeaffinity.GetRequiredNodeAffinity(p).Match(n); err != nil {
+		if ok, err := affinity[i].Match(n); err != nil {
 			return "pod's node affinity is not valid: " + err.Error()
 		} else if !ok {
 			return "node(s) didn't match Pod's node affinity/selector"
@@ -289,6 +295,26 @@ func countReasons(m map[string]int) string {
 	return strings.Join(parts, ", ") + "."
 }
 
+// podClaims yields the claims a pod's volumes name, by name, nil for one
+// the lister does not have.
+func (s storageListers) podClaims(p *corev1.Pod) iter.Seq2[string, *corev1.PersistentVolumeClaim] {
+	return func(yield func(string, *corev1.PersistentVolumeClaim) bool) {
+		for _, v := range p.Spec.Volumes {
+			if v.PersistentVolumeClaim == nil {
+				continue
+			}
+			name := v.PersistentVolumeClaim.ClaimName
+			claim, err := s.claims.PersistentVolumeClaims(p.Namespace).Get(name)
+			if err != nil {
+				claim = nil
+			}
+			if !yield(name, claim) {
+				return
+			}
+		}
+	}
+}
+
 // podRefuses is why a pod's claims keep it off every node, in
 // kube-scheduler's VolumeBinding words, or "": a claim that is not there or
 // is being deleted, and an unbound claim that binds at once (only a bound
@@ -297,13 +323,8 @@ func (s storageListers) podRefuses(p *corev1.Pod) string {
 	if s.claims == nil {
 		return ""
 	}
-	for _, v := range p.Spec.Volumes {
-		if v.PersistentVolumeClaim == nil {
-			continue
-		}
-		name := v.PersistentVolumeClaim.ClaimName
-		claim, err := s.claims.PersistentVolumeClaims(p.Namespace).Get(name)
-		if err != nil {
+	for name, claim := range s.podClaims(p) {
+		if claim == nil {
 			return fmt.Sprintf("persistentvolumeclaim %q not found", name)
 		}
 		if claim.DeletionTimestamp != nil {
@@ -326,12 +347,8 @@ func (s storageListers) refuses(p *corev1.Pod, n *corev1.Node) string {
 	if s.claims == nil {
 		return ""
 	}
-	for _, v := range p.Spec.Volumes {
-		if v.PersistentVolumeClaim == nil {
-			continue
-		}
-		claim, err := s.claims.PersistentVolumeClaims(p.Namespace).Get(v.PersistentVolumeClaim.ClaimName)
-		if err != nil {
+	for _, claim := range s.podClaims(p) {
+		if claim == nil {
 			continue
 		}
 		if claim.Spec.VolumeName != "" {
