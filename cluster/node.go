@@ -107,6 +107,15 @@ type Quota struct {
 	LendingLimit *int
 }
 
+// AllowedTiers are the tiers the tenant's jobs may ask for (all when
+// Tiers names none), most important first where they are all.
+func (t *Tenant) AllowedTiers() []Tier {
+	if len(t.Tiers) == 0 {
+		return Tiers()
+	}
+	return t.Tiers
+}
+
 // AllowsTier reports whether the tenant's jobs may ask for tier.
 func (t *Tenant) AllowsTier(tier Tier) bool {
 	return len(t.Tiers) == 0 || slices.Contains(t.Tiers, tier)

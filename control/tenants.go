@@ -68,10 +68,7 @@ func (p *Plane) Tenants(context.Context) (service.TenantsInfo, error) {
 // tierNames are the tiers a tenant may use, all of them when it names
 // none.
 func tierNames(t *cluster.Tenant) []string {
-	tiers := t.Tiers
-	if len(tiers) == 0 {
-		tiers = cluster.Tiers()
-	}
+	tiers := t.AllowedTiers()
 	out := make([]string, len(tiers))
 	for i, tier := range tiers {
 		out[i] = tier.String()

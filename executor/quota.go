@@ -198,8 +198,7 @@ func (q *Quotas) Want(queue []*JobView) {
 			continue
 		}
 		for i := range a.t.Quota {
-			m := a.t.Quota[i].Model
-			if len(v.Job.Spec.GPUModels) == 0 || m == "" || slices.Contains(v.Job.Spec.GPUModels, m) {
+			if m := a.t.Quota[i].Model; mayCount(v.Job, m) {
 				if a.wanted == nil {
 					a.wanted = map[string]int{}
 				}
@@ -208,6 +207,12 @@ func (q *Quotas) Want(queue []*JobView) {
 			}
 		}
 	}
+}
+
+// mayCount reports whether a quota of model may count a job's GPUs before
+// they are chosen: a quota for any model, or one of the models it asks.
+func mayCount(j *cluster.Job, model string) bool {
+	return model == "" || len(j.Spec.GPUModels) == 0 || slices.Contains(j.Spec.GPUModels, model)
 }
 
 // Take counts a job's allocations against its tenant's quota; a job of
@@ -264,7 +269,7 @@ func (q *Quotas) Reserve(j *cluster.Job) bool {
 	}
 	for i := range a.t.Quota {
 		m := a.t.Quota[i].Model
-		if len(j.Spec.GPUModels) > 0 && m != "" && !slices.Contains(j.Spec.GPUModels, m) {
+		if !mayCount(j, m) {
 			continue
 		}
 		if _, ok := q.admitFlavour(a, m, gpusOf(j)); ok {

@@ -163,8 +163,12 @@ func (f *Fake) Tenants(context.Context) (service.TenantsInfo, error) {
 		i := slices.IndexFunc(info.Tenants, func(t service.TenantInfo) bool { return t.Name == q.Tenant })
 		if i < 0 {
 			info.Source = "fleet"
+			var tiers []string
+			for _, tier := range (&cluster.Tenant{Name: q.Tenant}).AllowedTiers() {
+				tiers = append(tiers, tier.String())
+			}
 			info.Tenants = append(info.Tenants, service.TenantInfo{Name: q.Tenant, Weight: 1, Cohort: q.Cohort,
-				Tiers: []string{"production", "standard", "batch", "opportunistic"}, Quotas: []service.QuotaUsage{}})
+				Tiers: tiers, Quotas: []service.QuotaUsage{}})
 			i = len(info.Tenants) - 1
 		}
 		info.Tenants[i].Quotas = append(info.Tenants[i].Quotas, q)
