@@ -44,6 +44,9 @@ type JobSpec struct {
 	// tolerations), set on the planner's copy of a queued job each cycle
 	// and never stored. Empty and not nil: none will do.
 	Nodes []string `json:"-"`
+	// TasksApart, set like Nodes, puts each of a gang's tasks on a node of
+	// its own (pods that repel each other by host).
+	TasksApart bool `json:"-"`
 
 	CPUMilli    int64 // host CPU, in milli-cores
 	MemoryBytes int64 // host memory

@@ -109,20 +109,24 @@ func (p *Plane) view(j *cluster.Job, lv *live.State) *executor.JobView {
 }
 
 // constrain puts the backend's node constraints on the planner's view of
-// a queued job: its copy of the job may use the nodes allowed only, and
-// one no node may take says why.
+// a queued job: its copy of the job may use the nodes allowed only, its
+// tasks apart where they must be, and one no node may take says why.
 func constrain(v *executor.JobView, c executor.NodeConstrainer) {
 	nodes, why, constrained := c.AllowedNodes(v.Job.ID)
-	if !constrained {
+	apart := v.Job.Spec.GangSize > 1 && c.TasksApart(v.Job.ID)
+	if !constrained && !apart {
 		return
 	}
 	j := *v.Job
-	j.Spec.Nodes = nodes
-	if j.Spec.Nodes == nil {
-		j.Spec.Nodes = []string{}
+	j.Spec.TasksApart = apart
+	if constrained {
+		j.Spec.Nodes = nodes
+		if j.Spec.Nodes == nil {
+			j.Spec.Nodes = []string{}
+		}
 	}
 	v.Job = &j
-	if len(nodes) == 0 {
+	if constrained && len(nodes) == 0 {
 		v.Unplaceable = why
 	}
 }
@@ -249,11 +253,12 @@ func (p *Plane) start(ctx context.Context, pl executor.Placement) error {
 // startRefused puts back in the queue a job whose start the backend
 // refused, or fails it once the backend refused MaxFailedStarts of its
 // starts: a job it can never start must not be started and requeued
-// forever. A node not ready yet (executor.ErrNodeNotReady) is not the
-// job's fault, and does not count.
+// forever. A node not ready yet (executor.ErrNodeNotReady) and a plan
+// overtaken by the fleet (executor.ErrPlanStale) are not the job's fault,
+// and do not count.
 func (p *Plane) startRefused(ctx context.Context, id cluster.JobID, attempt int, what string, refusal error) error {
 	msg := what + ": " + refusal.Error()
-	if errors.Is(refusal, executor.ErrNodeNotReady) {
+	if errors.Is(refusal, executor.ErrNodeNotReady) || errors.Is(refusal, executor.ErrPlanStale) {
 		return p.requeue(ctx, id, attempt, store.EventRequeued, msg)
 	}
 	evs, err := p.cfg.Store.Events(ctx, id)

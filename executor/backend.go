@@ -113,8 +113,13 @@ type Waiter interface {
 // will do; when none will, why names the constraints that rule each node
 // out. The control plane puts the list on the planner's copy of the job
 // (JobSpec.Nodes), so every placement plugin keeps to it.
+//
+// TasksApart reports whether each task of a queued gang must have a node
+// of its own (Kubernetes: its pods' anti-affinity by host matches each
+// other); the control plane sets JobSpec.TasksApart by it.
 type NodeConstrainer interface {
 	AllowedNodes(id cluster.JobID) (nodes []string, why string, constrained bool)
+	TasksApart(id cluster.JobID) bool
 }
 
 // AttemptStopper is implemented by a backend that can stop one attempt of
@@ -158,6 +163,13 @@ type RunChecker interface {
 // agent may not have registered again. The job may still run there; the
 // node's NodeSynced will say.
 var ErrNodeNotReady = errors.New("node not ready")
+
+// ErrPlanStale is wrapped by a backend's Start when what the plan assumed
+// no longer holds: on Kubernetes, a pod bound since to a node that the
+// job's pods now may not join (pod anti-affinity, topology spread). The
+// job goes back to the queue without counting a failed start, to be
+// planned on what is there now.
+var ErrPlanStale = errors.New("plan stale")
 
 // Backend is how autopilot touches the fleet: node agents, Kubernetes, or
 // the simulator. Start, Checkpoint and Stop are requests: what happened

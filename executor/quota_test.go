@@ -194,3 +194,26 @@ func TestEveryPlacerKeepsAJobToItsAllowedNodes(t *testing.T) {
 		})
 	}
 }
+
+// A gang whose tasks must be apart (JobSpec.TasksApart) takes a node per
+// task where, without it, best fit would pack both on one node.
+func TestAGangWhoseTasksMustBeApartTakesANodePerTask(t *testing.T) {
+	for _, apart := range []bool{false, true} {
+		s := executortest.NewScenario(t, "prescient").At(epoch)
+		s.Nodes(node("n1", 8), node("n2", 8), node("n3", 8))
+		gang := clustertest.Job("gang").GPUs(4).Gang(2).Submitted(epoch).Obj()
+		gang.Spec.TasksApart = apart
+		s.Queued(gang)
+		p := s.Plan()
+		if len(p.Placements) != 1 {
+			t.Fatalf("apart %v: placed %v", apart, executortest.Placed(p))
+		}
+		nodes := map[string]bool{}
+		for _, a := range p.Placements[0].Allocations {
+			nodes[a.GPU.Node] = true
+		}
+		if want := map[bool]int{false: 1, true: 2}[apart]; len(nodes) != want {
+			t.Errorf("apart %v: the gang's tasks on %v, want %d node(s)", apart, nodes, want)
+		}
+	}
+}

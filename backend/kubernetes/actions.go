@@ -53,6 +53,11 @@ func (b *Backend) Start(ctx context.Context, a executor.Assignment) error {
 				ErrInvalidAssignment, p.Namespace, p.Name, p.Spec.NodeName)
 		}
 	}
+	if err := b.checkPlacementLocked(pods, nodes); err != nil {
+		b.mu.Unlock()
+		return fmt.Errorf("start %s attempt %d: %w", a.Job.ID, a.Attempt, err)
+	}
+	b.assumeLocked(pods, nodes)
 	j.attempt, j.started, j.ended, j.stopping = a.Attempt, false, false, false
 	storage := b.constraints.storage
 	b.mu.Unlock()
@@ -60,6 +65,7 @@ func (b *Backend) Start(ctx context.Context, a executor.Assignment) error {
 	if claims := storage.toProvision(pods, nodes); len(claims) > 0 {
 		if err := b.selectNodes(ctx, claims); err != nil {
 			b.mu.Lock()
+			b.unassumeLocked(j, pods)
 			if j.attempt == a.Attempt {
 				j.ended = true
 			}
@@ -94,6 +100,7 @@ func (b *Backend) bindAll(ctx context.Context, a executor.Assignment, j *kubeJob
 					"node", nodes[i], "bound", len(bound), "error", err)
 				b.deletePods(ctx, bound, "its gang could not be bound whole")
 				b.mu.Lock()
+				b.unassumeLocked(j, pods)
 				if j.attempt == a.Attempt {
 					j.ended = true
 				}
@@ -178,6 +185,9 @@ func (b *Backend) bindWhenProvisioned(ctx context.Context, a executor.Assignment
 		if !live && j.provisioning == a.Attempt {
 			j.provisioning = 0
 		}
+		if !live {
+			b.unassumeLocked(j, pods)
+		}
 		b.mu.Unlock()
 		if !live {
 			return
@@ -200,6 +210,7 @@ func (b *Backend) bindWhenProvisioned(ctx context.Context, a executor.Assignment
 		if b.cfg.Clock().After(deadline) {
 			b.mu.Lock()
 			j.provisioning = 0
+			b.unassumeLocked(j, pods)
 			if j.attempt == a.Attempt {
 				j.ended = true
 			}
@@ -212,6 +223,68 @@ func (b *Backend) bindWhenProvisioned(ctx context.Context, a executor.Assignment
 		case <-ctx.Done():
 			return
 		case <-tick.C:
+		}
+	}
+}
+
+// checkPlacementLocked runs, for each pod not yet bound, the filters
+// that read the pods bound (podsFilter) at its planned node, each pod
+// seeing the gang's members before it as bound, as kube-scheduler binding
+// them one by one would; members on one node must not share a host port. A node that a pod bound since the plan now rules
+// out is executor.ErrPlanStale (the job is planned again); one the gang's
+// own members rule out is ErrInvalidAssignment.
+func (b *Backend) checkPlacementLocked(pods []*corev1.Pod, nodes []string) error {
+	var members []*placedPod
+	for i, p := range pods {
+		key := types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
+		n := b.constraints.nodes[parentNode(nodes[i])]
+		if _, placed := b.constraints.placed[key]; placed || p.Spec.NodeName != "" || n == nil {
+			continue // bound, or assumed by an earlier Start of the attempt: it counts itself
+		}
+		f, err := newPodsFilter(p, b.podListerLocked(nil))
+		if err != nil {
+			return fmt.Errorf("%w: pod %s/%s: %s%v", ErrInvalidAssignment, p.Namespace, p.Name, reasonAffinityNotValid, err)
+		}
+		if why := f.refuses(n); why != "" {
+			return fmt.Errorf("pod %s/%s on node %s: %s, since the plan: %w", p.Namespace, p.Name, n.Name, why, executor.ErrPlanStale)
+		}
+		why := ""
+		if len(members) > 0 {
+			f, _ = newPodsFilter(p, b.podListerLocked(members))
+			why = f.refuses(n)
+		}
+		for k := range i {
+			if why == "" && parentNode(nodes[k]) == n.Name && portsConflict(hostPorts(p), hostPorts(pods[k])) {
+				why = "node(s) didn't have free ports for the requested pod ports"
+			}
+		}
+		if why != "" {
+			return fmt.Errorf("%w: pod %s/%s on node %s: %s, with its gang's members placed before it", ErrInvalidAssignment,
+				p.Namespace, p.Name, n.Name, why)
+		}
+		members = append(members, newPlacedPod(p, n.Name))
+	}
+	return nil
+}
+
+// assumeLocked counts the pods as bound to their nodes from now, as
+// kube-scheduler assumes a pod before its bind: a plan made before the
+// informer shows the binds sees them.
+func (b *Backend) assumeLocked(pods []*corev1.Pod, nodes []string) {
+	for i, p := range pods {
+		key := types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
+		if _, placed := b.constraints.placed[key]; !placed && p.Spec.NodeName == "" {
+			b.setPlacedLocked(key, p, parentNode(nodes[i]))
+		}
+	}
+}
+
+// unassumeLocked forgets what assumeLocked counted for the pods of the job
+// that are still unbound (a bind that failed or never came).
+func (b *Backend) unassumeLocked(j *kubeJob, pods []*corev1.Pod) {
+	for _, p := range pods {
+		if cur := j.pods[p.Name]; cur == nil || cur.Spec.NodeName == "" {
+			b.setPlacedLocked(types.NamespacedName{Namespace: p.Namespace, Name: p.Name}, nil, "")
 		}
 	}
 }

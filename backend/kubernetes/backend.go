@@ -285,8 +285,15 @@ func (b *Backend) Watch(ctx context.Context) (<-chan executor.JobEvent, error) {
 			return nil, fmt.Errorf("kubernetes backend: %w", err)
 		}
 	}
+	// Namespaces' labels: a pod affinity term's namespaceSelector reads
+	// them when a plan is made (interpod.go), so a change needs no event.
+	namespaces := storageFactory.Core().V1().Namespaces()
+	if err := startInformer(ctx, storageFactory, namespaces.Informer(), func(any) {}, func(any) {}, "namespaces"); err != nil {
+		return nil, fmt.Errorf("kubernetes backend: %w", err)
+	}
 	b.mu.Lock()
 	b.constraints.storage = storageListers{claims: claims.Lister(), volumes: volumes.Lister(), classes: classes.Lister()}
+	b.constraints.namespaces = namespaces.Lister()
 	b.mu.Unlock()
 	// Other schedulers' pods, in every namespace: bound and not finished.
 	otherFactory := informers.NewSharedInformerFactoryWithOptions(b.cfg.Client, b.cfg.Resync,

@@ -9,6 +9,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	storagelisters "k8s.io/client-go/listers/storage/v1"
 	schedcorev1 "k8s.io/component-helpers/scheduling/corev1"
@@ -27,11 +29,16 @@ var _ executor.NodeConstrainer = (*Backend)(nil)
 // and a version that changes only when those do, so that a job's allowed
 // nodes are worked out again only then.
 type nodeConstraints struct {
-	nodes   map[string]*corev1.Node // by name: labels, taints and fields only
-	storage storageListers          // set once Watch has listed them
-	version uint64
+	nodes      map[string]*corev1.Node // by name: labels, taints and fields only
+	storage    storageListers          // set once Watch has listed them
+	namespaces corelisters.NamespaceLister
+	version    uint64
 	// allowed caches each job's answer at a version.
 	allowed map[cluster.JobID]allowedNodes
+	// placed are the bound, unfinished pods of every scheduler (Prescient's
+	// also as soon as it binds them); repellers those of them with required
+	// anti-affinity (interpod.go).
+	placed, repellers map[types.NamespacedName]*placedPod
 }
 
 type allowedNodes struct {
@@ -39,6 +46,9 @@ type allowedNodes struct {
 	nodes       []string
 	why         string
 	constrained bool
+	// turnedAway counts the nodes each rule turned away, in
+	// kube-scheduler's words.
+	turnedAway map[string]int
 }
 
 // setNodeLocked records a node's labels and taints, bumping the version
@@ -83,10 +93,12 @@ func (b *Backend) forgetNodeLocked(name string) {
 // selection, by k8s.io/component-helpers where it has them: its claims'
 // volumes (as VolumeBinding filters, storageListers), the nodeSelector and
 // required node affinity (NodeAffinity), the NoSchedule and NoExecute
-// taints it does not tolerate (TaintToleration), and its host ports
-// (NodePorts). constrained is false when every node passes. With none,
-// why counts the nodes each rule turns away, as kube-scheduler's
-// FailedScheduling message does.
+// taints it does not tolerate (TaintToleration), its host ports
+// (NodePorts), and, against the pods bound, its pod affinity and
+// anti-affinity, theirs, and its topology spread (interpod.go).
+// constrained is false when every node passes. With none, why counts the
+// nodes each rule turns away, as kube-scheduler's FailedScheduling
+// message does.
 func (b *Backend) AllowedNodes(id cluster.JobID) ([]string, string, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -100,25 +112,34 @@ func (b *Backend) AllowedNodes(id cluster.JobID) ([]string, string, bool) {
 			pods = append(pods, p)
 		}
 	}
-	nodes, why, constrained := b.allowedLocked(id, pods)
-	return b.withFreePortsLocked(pods, nodes, why, constrained)
+	a := b.allowedLocked(id, pods)
+	if a.why != "" {
+		return a.nodes, a.why, true
+	}
+	turnedAway := maps.Clone(a.turnedAway)
+	nodes, constrained := b.withFreePortsLocked(pods, a.nodes, a.constrained, turnedAway)
+	nodes, constrained = b.withPodsLocked(pods, nodes, constrained, turnedAway)
+	if !constrained || len(nodes) > 0 {
+		return nodes, "", constrained
+	}
+	return nodes, fmt.Sprintf("0/%d nodes are available: %s", len(b.constraints.nodes), countReasons(turnedAway)), true
 }
 
 // allowedLocked is AllowedNodes by what changes seldom (nodes' labels and
 // taints, claims, volumes, classes), cached until one of those changes.
-func (b *Backend) allowedLocked(id cluster.JobID, pods []*corev1.Pod) ([]string, string, bool) {
+// Its why is set only when the pods' claims rule out every node.
+func (b *Backend) allowedLocked(id cluster.JobID, pods []*corev1.Pod) allowedNodes {
 	c := &b.constraints
 	if a, ok := c.allowed[id]; ok && a.version == c.version {
-		return a.nodes, a.why, a.constrained
+		return a
 	}
-	a := allowedNodes{version: c.version}
-	turnedAway := map[string]int{}
+	a := allowedNodes{version: c.version, turnedAway: map[string]int{}}
 	names := slices.Sorted(maps.Keys(c.nodes))
 	for _, p := range pods {
 		if why := c.storage.podRefuses(p); why != "" { // no node will do, whichever
 			a.constrained, a.nodes, a.why = true, []string{}, fmt.Sprintf("0/%d nodes are available: %s.", len(names), why)
 			c.remember(id, a)
-			return a.nodes, a.why, true
+			return a
 		}
 	}
 	affinity := make([]nodeaffinity.RequiredNodeAffinity, len(pods)) // parsed once, matched on every node
@@ -127,7 +148,7 @@ func (b *Backend) allowedLocked(id cluster.JobID, pods []*corev1.Pod) ([]string,
 	}
 	for _, name := range names {
 		if why := c.refuses(pods, affinity, c.nodes[name]); why != "" {
-			turnedAway[why]++
+			a.turnedAway[why]++
 			a.constrained = true
 			continue
 		}
@@ -137,11 +158,11 @@ func (b *Backend) allowedLocked(id cluster.JobID, pods []*corev1.Pod) ([]string,
 	slices.Sort(a.nodes)
 	if !a.constrained {
 		a.nodes = nil
-	} else if len(a.nodes) == 0 {
-		a.why = fmt.Sprintf("0/%d nodes are available: %s", len(names), countReasons(turnedAway))
+	} else if a.nodes == nil {
+		a.nodes = []string{}
 	}
 	c.remember(id, a)
-	return a.nodes, a.why, a.constrained
+	return a
 }
 
 func (c *nodeConstraints) remember(id cluster.JobID, a allowedNodes) {
@@ -151,17 +172,58 @@ func (c *nodeConstraints) remember(id cluster.JobID, a allowedNodes) {
 	c.allowed[id] = a
 }
 
-// withFreePortsLocked keeps, of nodes (nil: all), those where the pods'
-// host ports are free, as kube-scheduler's NodePorts plugin filters: no
-// pod bound there, of any scheduler, takes the same port and protocol on
-// the same or the wildcard address. Pods that ask for none pay nothing.
-func (b *Backend) withFreePortsLocked(pods []*corev1.Pod, nodes []string, why string, constrained bool) ([]string, string, bool) {
+// keepNodesLocked keeps, of nodes (all when not constrained), those whose
+// Kubernetes node refuse passes (refuse says why not, or ""), counting
+// the Kubernetes nodes turned away by reason. It returns nodes itself
+// when it keeps them all, and never changes them.
+func (b *Backend) keepNodesLocked(nodes []string, constrained bool, turnedAway map[string]int, refuse func(*corev1.Node) string) ([]string, bool) {
+	if constrained && len(nodes) == 0 {
+		return nodes, constrained
+	}
+	candidates := nodes
+	if !constrained {
+		candidates = nil
+		for _, name := range slices.Sorted(maps.Keys(b.constraints.nodes)) {
+			candidates = append(candidates, name)
+			candidates = append(candidates, b.migNodes[name]...)
+		}
+		slices.Sort(candidates)
+	}
+	why := map[string]string{} // by Kubernetes node: a MIG instance's node is its node's answer
+	out := make([]string, 0, len(candidates))
+	for _, name := range candidates {
+		base := parentNode(name)
+		w, ok := why[base]
+		if !ok {
+			if n := b.constraints.nodes[base]; n != nil {
+				w = refuse(n)
+			}
+			why[base] = w
+			if w != "" {
+				turnedAway[w]++
+			}
+		}
+		if w == "" {
+			out = append(out, name)
+		}
+	}
+	if len(out) == len(candidates) {
+		return nodes, constrained
+	}
+	return out, true
+}
+
+// withFreePortsLocked keeps, of nodes, those where the pods' host ports
+// are free, as kube-scheduler's NodePorts plugin filters: no pod bound
+// there, of any scheduler, takes the same port and protocol on the same or
+// the wildcard address. Pods that ask for none pay nothing.
+func (b *Backend) withFreePortsLocked(pods []*corev1.Pod, nodes []string, constrained bool, turnedAway map[string]int) ([]string, bool) {
 	var want []hostPort
 	for _, p := range pods {
 		want = append(want, hostPorts(p)...)
 	}
-	if len(want) == 0 || constrained && len(nodes) == 0 {
-		return nodes, why, constrained
+	if len(want) == 0 {
+		return nodes, constrained
 	}
 	used := map[string][]hostPort{}
 	for _, f := range b.foreign {
@@ -174,34 +236,75 @@ func (b *Backend) withFreePortsLocked(pods []*corev1.Pod, nodes []string, why st
 			}
 		}
 	}
-	candidates := nodes
-	if !constrained {
-		for _, name := range slices.Sorted(maps.Keys(b.constraints.nodes)) {
-			candidates = append(candidates, name)
-			candidates = append(candidates, b.migNodes[name]...)
+	return b.keepNodesLocked(nodes, constrained, turnedAway, func(n *corev1.Node) string {
+		if portsConflict(want, used[n.Name]) {
+			return "node(s) didn't have free ports for the requested pod ports"
 		}
-		slices.Sort(candidates)
+		return ""
+	})
+}
+
+// withPodsLocked keeps, of nodes, those where every pod passes the
+// filters that read the pods bound (podsFilter), each pod alone.
+func (b *Backend) withPodsLocked(pods []*corev1.Pod, nodes []string, constrained bool, turnedAway map[string]int) ([]string, bool) {
+	l := b.podListerLocked(nil)
+	filters := make([]*podsFilter, 0, len(pods))
+	for _, p := range pods {
+		f, err := newPodsFilter(p, l)
+		if err != nil {
+			why := reasonAffinityNotValid + err.Error()
+			return b.keepNodesLocked(nodes, constrained, turnedAway, func(*corev1.Node) string { return why })
+		}
+		if f != nil {
+			filters = append(filters, f)
+		}
 	}
-	var out []string
-	taken := 0
-	for _, name := range candidates {
-		base := parentNode(name)
-		if portsConflict(want, used[base]) {
-			if base == name {
-				taken++
+	if len(filters) == 0 {
+		return nodes, constrained
+	}
+	return b.keepNodesLocked(nodes, constrained, turnedAway, func(n *corev1.Node) string {
+		for _, f := range filters {
+			if why := f.refuses(n); why != "" {
+				return why
 			}
-			continue
 		}
-		out = append(out, name)
+		return ""
+	})
+}
+
+// podListerLocked reads the pods bound and, besides them, extra (a gang's
+// members as Start places them).
+func (b *Backend) podListerLocked(extra []*placedPod) podLister {
+	c := &b.constraints
+	each := func(m map[types.NamespacedName]*placedPod, extraToo func(*placedPod) bool) func(yield func(*placedPod) bool) {
+		return func(yield func(*placedPod) bool) {
+			for _, p := range m {
+				if !yield(p) {
+					return
+				}
+			}
+			for _, p := range extra {
+				if extraToo(p) && !yield(p) {
+					return
+				}
+			}
+		}
 	}
-	if len(out) == len(candidates) {
-		return nodes, why, constrained
+	return podLister{
+		placed:    each(c.placed, func(*placedPod) bool { return true }),
+		repellers: each(c.repellers, func(p *placedPod) bool { return len(p.anti) > 0 }),
+		nodes:     c.nodes,
+		nsLabels: func(ns string) labels.Set {
+			if c.namespaces == nil {
+				return nil
+			}
+			n, err := c.namespaces.Get(ns)
+			if err != nil {
+				return nil
+			}
+			return n.Labels
+		},
 	}
-	if len(out) == 0 {
-		return []string{}, fmt.Sprintf("0/%d nodes are available: %d node(s) didn't have free ports for the requested pod ports.",
-			len(b.constraints.nodes), taken), true
-	}
-	return out, "", true
 }
 
 // hostPort is a host port a container takes.

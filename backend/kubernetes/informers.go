@@ -90,8 +90,10 @@ func (b *Backend) foreignChanged(o any) {
 	defer b.mu.Unlock()
 	if !othersBound(p) {
 		b.setForeignLocked(key, nil)
+		b.setPlacedLocked(key, nil, "")
 		return
 	}
+	b.setPlacedLocked(key, p, p.Spec.NodeName)
 	cpu, mem := podRequests(p)
 	f := foreignPod{node: p.Spec.NodeName, gpus: podGPUs(p), cpuMilli: cpu, memBytes: mem, ports: hostPorts(p)}
 	if prof, n, err := podMIG(p); err == nil && n > 0 {
@@ -126,7 +128,9 @@ func (b *Backend) foreignDeleted(o any) {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.setForeignLocked(types.NamespacedName{Namespace: p.Namespace, Name: p.Name}, nil)
+	key := types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
+	b.setForeignLocked(key, nil)
+	b.setPlacedLocked(key, nil, "")
 }
 
 // podChanged files a pod under its job, submits the job once all its
@@ -164,6 +168,11 @@ func (b *Backend) podChanged(ctx context.Context, o any) {
 	j.empty = time.Time{}
 	key := types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
 	b.byPod[key] = pj.ID
+	if finished(p) {
+		b.setPlacedLocked(key, nil, "")
+	} else if p.Spec.NodeName != "" {
+		b.setPlacedLocked(key, p, p.Spec.NodeName)
+	} // unbound: keeps what Start assumed when it bound the pod
 	if node := plannerNode(p); node != p.Spec.NodeName && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
 		cpu, mem := podRequests(p)
 		b.ownMIG[key] = foreignPod{node: p.Spec.NodeName, cpuMilli: cpu, memBytes: mem}
@@ -304,6 +313,7 @@ func (b *Backend) podDeleted(ctx context.Context, o any) {
 	defer b.mu.Unlock()
 	b.gone[p.UID] = b.cfg.Clock()
 	delete(b.ownMIG, key)
+	b.setPlacedLocked(key, nil, "")
 	if ref := metav1.GetControllerOf(p); ref != nil {
 		jk := types.NamespacedName{Namespace: p.Namespace, Name: ref.Name}
 		if delete(b.parked[jk], p.Name); len(b.parked[jk]) == 0 {

@@ -20,7 +20,8 @@ import (
 // data locality (the prescient placement) a task prefers a node holding a
 // warm copy of the job's dataset, then one in a warm rack, before best
 // fit, and among the leaves with room the one whose tasks land warm most
-// comes first.
+// comes first. A job whose tasks must be apart (JobSpec.TasksApart) takes
+// one node per task.
 func (cp *cyclePlacer) placeTasks(job *cluster.Job, tasks []int, c *executor.Capacity) ([]cluster.Allocation, bool, string) {
 	sorted := slices.Clone(tasks)
 	slices.SortFunc(sorted, func(a, b int) int { return cmp.Compare(b, a) })
@@ -46,7 +47,7 @@ func (cp *cyclePlacer) placeTasks(job *cluster.Job, tasks []int, c *executor.Cap
 	bestLeaf, bestFree, bestWarm := "", -1, 0
 	var bestPick []int
 	for _, leaf := range order {
-		pick, ok := assignTasks(c, sorted, leaves[leaf], warm)
+		pick, ok := assignTasks(c, sorted, leaves[leaf], warm, job.Spec.TasksApart)
 		if !ok {
 			continue
 		}
@@ -70,7 +71,7 @@ func (cp *cyclePlacer) placeTasks(job *cluster.Job, tasks []int, c *executor.Cap
 		for _, leaf := range order {
 			all = append(all, leaves[leaf]...)
 		}
-		pick, ok := assignTasks(c, sorted, all, warm)
+		pick, ok := assignTasks(c, sorted, all, warm, job.Spec.TasksApart)
 		if !ok {
 			return nil, false, "no set of ready nodes has room for every task"
 		}
@@ -104,16 +105,16 @@ func (cp *cyclePlacer) placeTasks(job *cluster.Job, tasks []int, c *executor.Cap
 // assignTasks gives each task (largest first) the node among nodes that
 // still fits it with the most warmth (warm says how warm node i is for the
 // job's data: 2 a copy on it, 1 in its rack, 0 none), then the fewest
-// wholly free GPUs left; a node may take several tasks. It returns the
-// node of each task.
-func assignTasks(c *executor.Capacity, tasks, nodes []int, warm func(i int) int) ([]int, bool) {
+// wholly free GPUs left; a node may take several tasks unless apart. It
+// returns the node of each task.
+func assignTasks(c *executor.Capacity, tasks, nodes []int, warm func(i int) int, apart bool) ([]int, bool) {
 	pick := make([]int, len(tasks))
 	used := map[int]int{}
 	for t, size := range tasks {
 		best, bestWarm := -1, 0
 		for _, i := range nodes {
 			free := c.WholeFree(i) - used[i]
-			if free < size {
+			if free < size || apart && used[i] > 0 {
 				continue
 			}
 			w := warm(i)

@@ -1,0 +1,199 @@
+package kubernetes
+
+import (
+	"errors"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/prescient-sched/prescient/cluster"
+	"github.com/prescient-sched/prescient/executor"
+)
+
+// hostNode is a GPU node with its hostname label and more.
+func hostNode(name string, labels map[string]string) *corev1.Node {
+	l := map[string]string{corev1.LabelHostname: name}
+	for k, v := range labels {
+		l[k] = v
+	}
+	return gpuNode(name, 8, l)
+}
+
+// otherPod is another scheduler's pod, bound to node and running.
+func otherPod(ns, name, node string, labels map[string]string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels},
+		Spec:   corev1.PodSpec{SchedulerName: "default-scheduler", NodeName: node, Containers: []corev1.Container{{Name: "main", Image: "svc"}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+}
+
+// term is a required pod (anti-)affinity term selecting label k=v.
+func term(k, v, topologyKey string) corev1.PodAffinityTerm {
+	return corev1.PodAffinityTerm{LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{k: v}}, TopologyKey: topologyKey}
+}
+
+func withAffinity(p *corev1.Pod, affinity, anti []corev1.PodAffinityTerm) *corev1.Pod {
+	p.Spec.Affinity = &corev1.Affinity{}
+	if affinity != nil {
+		p.Spec.Affinity.PodAffinity = &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: affinity}
+	}
+	if anti != nil {
+		p.Spec.Affinity.PodAntiAffinity = &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: anti}
+	}
+	return p
+}
+
+const zone = "topology.kubernetes.io/zone"
+
+// runtimeObjects are nodes and pods for the fake client.
+func runtimeObjects(nodes []*corev1.Node, pods []*corev1.Pod, more ...map[string]*corev1.Pod) []runtime.Object {
+	var out []runtime.Object
+	for _, n := range nodes {
+		out = append(out, n)
+	}
+	for _, p := range pods {
+		out = append(out, p)
+	}
+	for _, m := range more {
+		for _, name := range slices.Sorted(maps.Keys(m)) {
+			out = append(out, m[name])
+		}
+	}
+	return out
+}
+
+// The filters that read the pods bound: a pod goes where the pods it must
+// join are, away from those it repels and those that repel it, and where
+// its spread keeps within maxSkew; a node without a term's key is turned
+// away. A node that a pod bound after the plan rules out makes Start say
+// the plan is stale, and a pod Start binds counts at once.
+func TestPodAffinityAntiAffinityAndSpreadReadThePodsBound(t *testing.T) {
+	nodes := []*corev1.Node{
+		hostNode("a", map[string]string{zone: "z1"}), hostNode("b", map[string]string{zone: "z1"}),
+		hostNode("c", map[string]string{zone: "z2"}), hostNode("d", map[string]string{zone: "z2"}),
+		hostNode("e", nil), // no zone
+	}
+	db := withAffinity(otherPod("ml", "db", "c", map[string]string{"app": "db"}), nil,
+		[]corev1.PodAffinityTerm{term("role", "noisy", corev1.LabelHostname)})
+	spread := func(name string) *corev1.Pod {
+		p := gpuPod("ml", name, 1, map[string]string{"app": "spread"})
+		p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: zone,
+			WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "spread"}}}}
+		return p
+	}
+	pods := map[string]*corev1.Pod{
+		"near-cache": withAffinity(gpuPod("ml", "near-cache", 1, nil), []corev1.PodAffinityTerm{term("app", "cache", zone)}, nil),
+		"away-cache": withAffinity(gpuPod("ml", "away-cache", 1, nil), nil, []corev1.PodAffinityTerm{term("app", "cache", corev1.LabelHostname)}),
+		"noisy":      gpuPod("ml", "noisy", 1, map[string]string{"role": "noisy"}),
+		"first":      withAffinity(gpuPod("ml", "first", 1, map[string]string{"app": "web"}), []corev1.PodAffinityTerm{term("app", "web", zone)}, nil),
+		"orphan":     withAffinity(gpuPod("ml", "orphan", 1, nil), []corev1.PodAffinityTerm{term("app", "web", zone)}, nil),
+		"spread":     spread("spread"),
+	}
+	objs := []*corev1.Pod{otherPod("ml", "cache", "a", map[string]string{"app": "cache"}), db,
+		otherPod("ml", "s1", "a", map[string]string{"app": "spread"}), otherPod("ml", "s2", "b", map[string]string{"app": "spread"}),
+		otherPod("other", "s3", "c", map[string]string{"app": "spread"})} // another namespace: not counted
+	e := newFakeEnv(t, runtimeObjects(nodes, objs, pods)...)
+	e.watch()
+	want := map[string][]string{
+		"near-cache": {"a", "b"},
+		"away-cache": {"b", "c", "d", "e"},
+		"noisy":      {"a", "b", "d", "e"},
+		"first":      {"a", "b", "c", "d"}, // no web pod anywhere, and it is one: any node with a zone
+		"orphan":     {},
+		"spread":     {"c", "d"}, // z1 has 2, z2 none
+	}
+	ids := map[string]cluster.JobID{}
+	eventually(t, "every job and the pods bound seen", func() bool {
+		for name := range want {
+			if ids[name] = e.jobOfPod(name); ids[name] == "" {
+				return false
+			}
+		}
+		e.backend.mu.Lock()
+		defer e.backend.mu.Unlock()
+		return len(e.backend.constraints.placed) == 5
+	})
+	for _, name := range slices.Sorted(func(yield func(string) bool) {
+		for k := range want {
+			yield(k)
+		}
+	}) {
+		got, why, constrained := e.backend.AllowedNodes(ids[name])
+		if !constrained || !slices.Equal(got, want[name]) && len(got)+len(want[name]) > 0 {
+			t.Errorf("%s: nodes %v (constrained %v, %q), want %v", name, got, constrained, why, want[name])
+		}
+	}
+	if _, why, _ := e.backend.AllowedNodes(ids["orphan"]); why != "0/5 nodes are available: 5 node(s) didn't match pod affinity rules." {
+		t.Errorf("orphan: why %q", why)
+	}
+
+	// A cache pod lands on b after the plan: away-cache's start there is stale.
+	e.create(otherPod("ml", "cache-2", "b", map[string]string{"app": "cache"}))
+	eventually(t, "cache-2 seen", func() bool {
+		got, _, _ := e.backend.AllowedNodes(ids["away-cache"])
+		return !slices.Contains(got, "b")
+	})
+	err := e.backend.Start(e.ctx, assignment(ids["away-cache"], 1, 1, []string{"b"}, []int{1}))
+	if !errors.Is(err, executor.ErrPlanStale) {
+		t.Fatalf("start on a node a pod bound since rules out: %v, want ErrPlanStale", err)
+	}
+	// The noisy pod starts on d: from the moment Start returns, a second
+	// pod that repels noisy ones may not go there.
+	if err := e.backend.Start(e.ctx, assignment(ids["noisy"], 1, 1, []string{"d"}, []int{1})); err != nil {
+		t.Fatal(err)
+	}
+	quiet := withAffinity(gpuPod("ml", "quiet", 1, nil), nil, []corev1.PodAffinityTerm{term("role", "noisy", corev1.LabelHostname)})
+	e.create(quiet)
+	var id cluster.JobID
+	eventually(t, "quiet's job", func() bool { id = e.jobOfPod("quiet"); return id != "" })
+	if got, _, _ := e.backend.AllowedNodes(id); slices.Contains(got, "d") {
+		t.Errorf("quiet may go to d, where noisy was just bound: %v", got)
+	}
+}
+
+// A gang whose members repel each other by host, or take the same host
+// port, is planned one member per node (TasksApart); Start refuses two
+// members on one node, naming the rule, and binds members on nodes apart.
+func TestAGangWhoseMembersRepelEachOtherGoesApart(t *testing.T) {
+	nodes := []*corev1.Node{hostNode("a", nil), hostNode("b", nil)}
+	pods := map[string]*corev1.Pod{}
+	for _, name := range []string{"w-0", "w-1"} {
+		l := gang("w", 2)
+		l["role"] = "worker"
+		pods[name] = withAffinity(gpuPod("ml", name, 2, l), nil, []corev1.PodAffinityTerm{term("role", "worker", corev1.LabelHostname)})
+	}
+	plain := map[string]*corev1.Pod{}
+	for _, name := range []string{"p-0", "p-1"} {
+		plain[name] = gpuPod("ml", name, 2, gang("p", 2))
+	}
+	for _, name := range []string{"h-0", "h-1"} {
+		plain[name] = gpuPod("ml", name, 2, gang("h", 2))
+		plain[name].Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 7000, HostPort: 7000}}
+	}
+	e := newFakeEnv(t, runtimeObjects(nodes, nil, pods, plain)...)
+	e.watch()
+	var w, p, h cluster.JobID
+	eventually(t, "the gangs' jobs", func() bool {
+		w, p, h = e.jobOfPod("w-0"), e.jobOfPod("p-0"), e.jobOfPod("h-0")
+		return w != "" && p != "" && h != ""
+	})
+	if !e.backend.TasksApart(w) || e.backend.TasksApart(p) || !e.backend.TasksApart(h) {
+		t.Errorf("TasksApart: repelling gang %v, plain gang %v, ported gang %v", e.backend.TasksApart(w), e.backend.TasksApart(p), e.backend.TasksApart(h))
+	}
+	if err := e.backend.Start(e.ctx, assignment(h, 1, 4, []string{"a"}, []int{4})); !errors.Is(err, ErrInvalidAssignment) ||
+		!strings.Contains(err.Error(), "free ports") {
+		t.Errorf("both ported members on a: %v", err)
+	}
+	err := e.backend.Start(e.ctx, assignment(w, 1, 4, []string{"a"}, []int{4}))
+	if !errors.Is(err, ErrInvalidAssignment) || errors.Is(err, executor.ErrPlanStale) {
+		t.Fatalf("both members on a: %v, want ErrInvalidAssignment", err)
+	}
+	if err := e.backend.Start(e.ctx, assignment(w, 2, 4, []string{"a", "b"}, []int{2, 2})); err != nil {
+		t.Fatal(err)
+	}
+	e.next(executor.JobStarted)
+}

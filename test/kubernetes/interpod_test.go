@@ -1,0 +1,226 @@
+package kubernetes
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config"
+	"k8s.io/kubernetes/pkg/scheduler/backend/cache"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/interpodaffinity"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/podtopologyspread"
+	plugintesting "k8s.io/kubernetes/pkg/scheduler/framework/plugins/testing"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
+	"k8s.io/kubernetes/pkg/scheduler/metrics"
+
+	"github.com/prescient-sched/prescient/cluster"
+	"github.com/prescient-sched/prescient/service"
+)
+
+const zoneKey = "topology.kubernetes.io/zone"
+
+// term is a required pod (anti-)affinity term selecting label k=v.
+func term(k, v, topologyKey string) corev1.PodAffinityTerm {
+	return corev1.PodAffinityTerm{LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{k: v}}, TopologyKey: topologyKey}
+}
+
+// otherPod creates another scheduler's pod, bound to node.
+func (c *testCluster) otherPod(name, node string, labels map[string]string, mod func(*corev1.Pod)) {
+	c.t.Helper()
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ml", Labels: labels},
+		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "svc", Image: "example/svc:1"}}}}
+	if mod != nil {
+		mod(p)
+	}
+	if _, err := c.admin.CoreV1().Pods("ml").Create(c.ctx, p, metav1.CreateOptions{}); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// schedulerFeasible are the nodes kube-scheduler's InterPodAffinity and
+// PodTopologySpread plugins let the pod take, with the pods bound now,
+// as its framework runs them (PreFilter, then Filter on every node), the
+// feature gates at their defaults.
+func (c *testCluster) schedulerFeasible(pod *corev1.Pod) []string {
+	c.t.Helper()
+	nodes, err := c.admin.CoreV1().Nodes().List(c.ctx, metav1.ListOptions{})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	pods, err := c.admin.CoreV1().Pods("").List(c.ctx, metav1.ListOptions{})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	namespaces, err := c.admin.CoreV1().Namespaces().List(c.ctx, metav1.ListOptions{})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	var ns []*corev1.Node
+	for i := range nodes.Items {
+		ns = append(ns, &nodes.Items[i])
+	}
+	var bound []*corev1.Pod
+	for i := range pods.Items {
+		if p := &pods.Items[i]; p.Spec.NodeName != "" && p.Name != pod.Name {
+			bound = append(bound, p)
+		}
+	}
+	var objs []runtime.Object
+	for i := range namespaces.Items {
+		objs = append(objs, &namespaces.Items[i])
+	}
+	metrics.Register() // the plugins' parallel loops count themselves
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	snapshot := cache.NewSnapshot(bound, ns)
+	infos, err := snapshot.NodeInfos().List()
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	fts := feature.NewSchedulerFeaturesFromGates(utilfeature.DefaultFeatureGate)
+	plugins := []fwk.Plugin{
+		plugintesting.SetupPluginWithInformers(ctx, c.t, frameworkruntime.FactoryAdapter(fts, interpodaffinity.New), &config.InterPodAffinityArgs{}, snapshot, objs),
+		plugintesting.SetupPluginWithInformers(ctx, c.t, frameworkruntime.FactoryAdapter(fts, podtopologyspread.New),
+			&config.PodTopologySpreadArgs{DefaultingType: config.ListDefaulting}, snapshot, objs),
+	}
+	ok := map[string]bool{}
+	for _, n := range ns {
+		ok[n.Name] = true
+	}
+	for _, pl := range plugins {
+		state := framework.NewCycleState()
+		_, st := pl.(fwk.PreFilterPlugin).PreFilter(ctx, state, pod, infos)
+		if st.IsSkip() {
+			continue
+		}
+		for _, info := range infos {
+			if !st.IsSuccess() || !pl.(fwk.FilterPlugin).Filter(ctx, state, pod, info).IsSuccess() {
+				ok[info.Node().Name] = false
+			}
+		}
+	}
+	var out []string
+	for _, name := range slices.Sorted(maps.Keys(ok)) {
+		if ok[name] {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// Pods whose pod affinity, anti-affinity or topology spread depends on
+// the pods already bound (another scheduler's here) are allowed exactly
+// the nodes kube-scheduler's InterPodAffinity and PodTopologySpread
+// plugins find feasible, bind only there, and the one that fits nowhere
+// stays pending saying why. A gang whose members repel each other by host
+// lands on as many nodes as it has members.
+func TestPodsKeepTheirPodAffinityAntiAffinityAndSpread(t *testing.T) {
+	c := newTestCluster(t)
+	for _, n := range []string{"a", "b", "c", "d"} {
+		c.addNode(n, 8, "r1")
+	}
+	c.label("a", map[string]string{corev1.LabelHostname: "a", zoneKey: "z1"})
+	c.label("b", map[string]string{corev1.LabelHostname: "b", zoneKey: "z1"})
+	c.label("c", map[string]string{corev1.LabelHostname: "c", zoneKey: "z2"})
+	c.label("d", map[string]string{corev1.LabelHostname: "d", zoneKey: "z2"})
+	c.otherPod("cache", "a", map[string]string{"app": "cache"}, nil)
+	c.otherPod("db", "c", map[string]string{"app": "db"}, func(p *corev1.Pod) {
+		p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+			RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{term("role", "noisy", corev1.LabelHostname)}}}
+	})
+	c.otherPod("s1", "a", map[string]string{"app": "spread"}, nil)
+	c.otherPod("s2", "b", map[string]string{"app": "spread"}, nil)
+
+	affinity := func(terms ...corev1.PodAffinityTerm) func(*corev1.Pod) {
+		return func(p *corev1.Pod) {
+			p.Spec.Affinity = &corev1.Affinity{PodAffinity: &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: terms}}
+		}
+	}
+	labelled := func(k, v string, then func(*corev1.Pod)) func(*corev1.Pod) {
+		return func(p *corev1.Pod) {
+			p.Labels[k] = v
+			if then != nil {
+				then(p)
+			}
+		}
+	}
+	pods := map[string]func(*corev1.Pod){
+		"near-cache": affinity(term("app", "cache", zoneKey)),
+		"away-cache": func(p *corev1.Pod) {
+			p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+				RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{term("app", "cache", corev1.LabelHostname)}}}
+		},
+		"noisy":  labelled("role", "noisy", nil),
+		"first":  labelled("app", "web", affinity(term("app", "web", zoneKey))),
+		"orphan": affinity(term("app", "web", zoneKey), term("app", "cache", zoneKey)),
+		"spread": labelled("app", "spread", func(p *corev1.Pod) {
+			p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: zoneKey,
+				WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "spread"}}}}
+		}),
+	}
+	want := map[string][]string{
+		"near-cache": {"a", "b"}, "away-cache": {"b", "c", "d"}, "noisy": {"a", "b", "d"},
+		"first": {"a", "b", "c", "d"}, "orphan": nil, "spread": {"c", "d"},
+	}
+	// An advisor plans and binds nothing: every pod sees the same pods bound.
+	db := tempDB(t)
+	advisor := c.startPrescient(db, service.ModeAdvisor)
+	for _, name := range slices.Sorted(maps.Keys(pods)) {
+		pod := c.createPodWith(name, podOpts{gpus: 2}, pods[name])
+		sched := c.schedulerFeasible(pod)
+		if !slices.Equal(sched, want[name]) {
+			t.Fatalf("%s: kube-scheduler's filters find %v feasible; the test expects %v", name, sched, want[name])
+		}
+		id := cluster.JobID(c.jobOf(advisor, "k8s_pod", name).ID)
+		allowed, why, constrained := advisor.backend.AllowedNodes(id)
+		if !constrained {
+			allowed = []string{"a", "b", "c", "d"}
+		}
+		if !slices.Equal(allowed, sched) && len(allowed)+len(sched) > 0 {
+			t.Errorf("%s: the backend allows %v (constrained %v, %q), kube-scheduler's filters %v", name, allowed, constrained, why, sched)
+		}
+	}
+	advisor.stop()
+
+	// On autopilot each pod binds within its nodes; none of them changes
+	// another's.
+	p := c.startPrescient(db, service.ModeAutopilot)
+	for name, nodes := range want {
+		if len(nodes) == 0 {
+			continue
+		}
+		if node := c.bound(name); !slices.Contains(nodes, node) {
+			t.Errorf("%s bound to %s, outside %v", name, node, nodes)
+		}
+	}
+	id := c.jobOf(p, "k8s_pod", "orphan").ID
+	var st service.JobStatus
+	eventually(t, "orphan's reason", func() bool {
+		var err error
+		st, err = p.plane.Job(c.ctx, id)
+		return err == nil && st.Reason == "0/4 nodes are available: 4 node(s) didn't match pod affinity rules."
+	})
+	if n := c.pod("orphan").Spec.NodeName; n != "" || st.State != cluster.StateQueued {
+		t.Errorf("orphan bound to %q, state %s", n, st.State)
+	}
+
+	// Two workers that repel each other by host, 2 GPUs each: best fit
+	// would pack them on one node; they land on two.
+	for _, name := range []string{"w-0", "w-1"} {
+		c.createPodWith(name, podOpts{gpus: 2, gang: "w", gangSize: 2}, labelled("role", "worker", func(p *corev1.Pod) {
+			p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+				RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{term("role", "worker", corev1.LabelHostname)}}}
+		}))
+	}
+	if a, b := c.bound("w-0"), c.bound("w-1"); a == b {
+		t.Errorf("the workers that repel each other share node %s", a)
+	}
+}
