@@ -47,6 +47,11 @@ type JobSpec struct {
 	// TasksApart, set like Nodes, puts each of a gang's tasks on a node of
 	// its own (pods that repel each other by host).
 	TasksApart bool `json:"-"`
+	// NodePreference, set like Nodes, is how much more than a node it does
+	// not name each node suits the job (a Kubernetes pod's preferred
+	// affinity, in kube-scheduler's score units, where the placement's own
+	// score spans 0-100): placements add it to their own score.
+	NodePreference map[string]float64 `json:"-"`
 
 	CPUMilli    int64 // host CPU, in milli-cores
 	MemoryBytes int64 // host memory

@@ -110,15 +110,20 @@ func (p *Plane) view(j *cluster.Job, lv *live.State) *executor.JobView {
 
 // constrain puts the backend's node constraints on the planner's view of
 // a queued job: its copy of the job may use the nodes allowed only, its
-// tasks apart where they must be, and one no node may take says why.
+// tasks apart where they must be, with its preferences among the nodes,
+// and one no node may take says why.
 func constrain(v *executor.JobView, c executor.NodeConstrainer) {
 	nodes, why, constrained := c.AllowedNodes(v.Job.ID)
 	apart := v.Job.Spec.GangSize > 1 && c.TasksApart(v.Job.ID)
-	if !constrained && !apart {
+	var prefs map[string]float64
+	if !constrained || len(nodes) > 0 {
+		prefs = c.NodePreferences(v.Job.ID)
+	}
+	if !constrained && !apart && prefs == nil {
 		return
 	}
 	j := *v.Job
-	j.Spec.TasksApart = apart
+	j.Spec.TasksApart, j.Spec.NodePreference = apart, prefs
 	if constrained {
 		j.Spec.Nodes = nodes
 		if j.Spec.Nodes == nil {

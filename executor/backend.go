@@ -117,9 +117,15 @@ type Waiter interface {
 // TasksApart reports whether each task of a queued gang must have a node
 // of its own (Kubernetes: its pods' anti-affinity by host matches each
 // other); the control plane sets JobSpec.TasksApart by it.
+//
+// NodePreferences says how much more than an unnamed node each node suits
+// the job (Kubernetes: preferred affinity, PreferNoSchedule taints,
+// ScheduleAnyway spread, in kube-scheduler's score units), nil for no
+// preference; the control plane sets JobSpec.NodePreference by it.
 type NodeConstrainer interface {
 	AllowedNodes(id cluster.JobID) (nodes []string, why string, constrained bool)
 	TasksApart(id cluster.JobID) bool
+	NodePreferences(id cluster.JobID) map[string]float64
 }
 
 // AttemptStopper is implemented by a backend that can stop one attempt of

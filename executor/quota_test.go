@@ -217,3 +217,35 @@ func TestAGangWhoseTasksMustBeApartTakesANodePerTask(t *testing.T) {
 		}
 	}
 }
+
+// A job's node preferences (JobSpec.NodePreference) steer every kind of
+// placement, a whole node's GPUs, a share of one and a gang's tasks, to
+// the preferred node over the one packing alone would choose.
+func TestEveryPlacementHonoursNodePreferences(t *testing.T) {
+	jobs := map[string]cluster.Job{
+		"whole": clustertest.Job("whole").GPUs(2).Submitted(epoch).Obj(),
+		"share": clustertest.Job("share").Share(300).Submitted(epoch).Obj(),
+		"gang":  clustertest.Job("gang").GPUs(4).Gang(2).Submitted(epoch).Obj(),
+	}
+	for name, j := range jobs {
+		for _, prefer := range []string{"", "n3"} {
+			s := executortest.NewScenario(t, "prescient").At(epoch)
+			s.Nodes(node("n1", 8), node("n2", 8), node("n3", 8))
+			if prefer != "" {
+				j.Spec.NodePreference = map[string]float64{prefer: 200, "n1": -300}
+			}
+			s.Queued(j)
+			p := s.Plan()
+			if len(p.Placements) != 1 {
+				t.Fatalf("%s: placed %v", name, executortest.Placed(p))
+			}
+			on := map[string]bool{}
+			for _, a := range p.Placements[0].Allocations {
+				on[a.GPU.Node] = true
+			}
+			if prefer == "" && on["n3"] || prefer != "" && (len(on) != 1 || !on["n3"]) {
+				t.Errorf("%s, preferring %q: on %v", name, prefer, on)
+			}
+		}
+	}
+}

@@ -37,8 +37,14 @@ type nodeConstraints struct {
 	allowed map[cluster.JobID]allowedNodes
 	// placed are the bound, unfinished pods of every scheduler (Prescient's
 	// also as soon as it binds them); repellers those of them with required
-	// anti-affinity (interpod.go).
-	placed, repellers map[types.NamespacedName]*placedPod
+	// anti-affinity (interpod.go), attractors those whose affinity scores
+	// a newcomer (prefer.go).
+	placed, repellers, attractors map[types.NamespacedName]*placedPod
+	// preferred caches each job's preferences by nodes' labels and taints;
+	// untolerant is the answer for the many pods that have no preferred
+	// node affinity and tolerate no PreferNoSchedule taint.
+	preferred  map[cluster.JobID]cachedPreferences
+	untolerant cachedPreferences
 }
 
 type allowedNodes struct {
@@ -352,7 +358,10 @@ func portsConflict(want, used []hostPort) bool {
 }
 
 // forgetJobLocked drops a job's cached answer.
-func (b *Backend) forgetJobLocked(id cluster.JobID) { delete(b.constraints.allowed, id) }
+func (b *Backend) forgetJobLocked(id cluster.JobID) {
+	delete(b.constraints.allowed, id)
+	delete(b.constraints.preferred, id)
+}
 
 // refuses is why the node takes not every pod, in kube-scheduler's words
 // for its filters, or "" when it takes them all; affinity[i] is pods[i]'s

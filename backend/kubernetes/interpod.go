@@ -43,6 +43,10 @@ type placedPod struct {
 	node        string
 	terminating bool
 	anti        []affinityTerm // its required anti-affinity, which a newcomer must respect
+	// affinity (required) and preferred are its terms that score a
+	// newcomer (prefer.go).
+	affinity  []affinityTerm
+	preferred []weightedTerm
 }
 
 // affinityTerm is a parsed PodAffinityTerm: pods in namespaces (or in the
@@ -107,8 +111,9 @@ func requiredTerms(p *corev1.Pod) (affinity, anti []affinityTerm, err error) {
 // anti-affinity does not parse repels nothing (the API server validates
 // selectors, so only a client that skips validation gets there).
 func newPlacedPod(p *corev1.Pod, node string) *placedPod {
-	_, anti, _ := requiredTerms(p)
-	return &placedPod{namespace: p.Namespace, labels: labels.Set(p.Labels), node: node, terminating: p.DeletionTimestamp != nil, anti: anti}
+	affinity, anti, _ := requiredTerms(p)
+	return &placedPod{namespace: p.Namespace, labels: labels.Set(p.Labels), node: node, terminating: p.DeletionTimestamp != nil,
+		anti: anti, affinity: affinity, preferred: preferredTerms(p)}
 }
 
 // setPlacedLocked records a pod bound to node ("" or p nil: it holds no
@@ -117,16 +122,20 @@ func (b *Backend) setPlacedLocked(key types.NamespacedName, p *corev1.Pod, node 
 	c := &b.constraints
 	delete(c.placed, key)
 	delete(c.repellers, key)
+	delete(c.attractors, key)
 	if node == "" || p == nil {
 		return
 	}
 	if c.placed == nil {
-		c.placed, c.repellers = map[types.NamespacedName]*placedPod{}, map[types.NamespacedName]*placedPod{}
+		c.placed, c.repellers, c.attractors = map[types.NamespacedName]*placedPod{}, map[types.NamespacedName]*placedPod{}, map[types.NamespacedName]*placedPod{}
 	}
 	pp := newPlacedPod(p, node)
 	c.placed[key] = pp
 	if len(pp.anti) > 0 {
 		c.repellers[key] = pp
+	}
+	if len(pp.affinity) > 0 || len(pp.preferred) > 0 {
+		c.attractors[key] = pp
 	}
 }
 
@@ -177,12 +186,13 @@ type spreadConstraint struct {
 	honorTaints   bool // count only nodes whose taints the pod tolerates
 }
 
-// spreadConstraints are a pod's DoNotSchedule spread constraints, with
-// matchLabelKeys merged into their selectors as kube-scheduler does.
-func spreadConstraints(p *corev1.Pod) ([]spreadConstraint, error) {
+// spreadConstraints are a pod's spread constraints of the action
+// (DoNotSchedule: filters; ScheduleAnyway: scores), with matchLabelKeys
+// merged into their selectors as kube-scheduler does.
+func spreadConstraints(p *corev1.Pod, action corev1.UnsatisfiableConstraintAction) ([]spreadConstraint, error) {
 	var out []spreadConstraint
 	for _, c := range p.Spec.TopologySpreadConstraints {
-		if c.WhenUnsatisfiable != corev1.DoNotSchedule {
+		if c.WhenUnsatisfiable != action {
 			continue
 		}
 		sel, err := metav1.LabelSelectorAsSelector(c.LabelSelector)
@@ -256,7 +266,7 @@ func newPodsFilter(p *corev1.Pod, l podLister) (*podsFilter, error) {
 	if err != nil {
 		return nil, err
 	}
-	spread, err := spreadConstraints(p)
+	spread, err := spreadConstraints(p, corev1.DoNotSchedule)
 	if err != nil {
 		return nil, err
 	}

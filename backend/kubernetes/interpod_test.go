@@ -197,3 +197,54 @@ func TestAGangWhoseMembersRepelEachOtherGoesApart(t *testing.T) {
 	}
 	e.next(executor.JobStarted)
 }
+
+// Preferences score nodes as kube-scheduler's plugins would, relative to
+// a node that nothing concerns: preferred node affinity (+2×100 on the
+// preferred nodes), an untolerated PreferNoSchedule taint (−3×100),
+// preferred pod affinity (+2×100 on the domain of the pod it likes), and
+// ScheduleAnyway spread (−2×100 on the fuller zone). A pod that tolerates
+// the taint and prefers nothing has no preference.
+func TestPreferencesScoreNodesAsKubeSchedulerWeighsThem(t *testing.T) {
+	nodes := []*corev1.Node{
+		hostNode("a", map[string]string{zone: "z1"}),
+		tainted(hostNode("b", map[string]string{zone: "z1"}), "spot", "", corev1.TaintEffectPreferNoSchedule),
+		hostNode("c", map[string]string{zone: "z2"}), hostNode("d", map[string]string{zone: "z2"}),
+	}
+	likesZ2 := gpuPod("ml", "likes-z2", 1, nil)
+	likesZ2.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.PreferredSchedulingTerm{
+		{Weight: 10, Preference: corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: zone, Operator: corev1.NodeSelectorOpIn, Values: []string{"z2"}}}}}}}}
+	tolerant := gpuPod("ml", "tolerant", 1, nil)
+	tolerant.Spec.Tolerations = []corev1.Toleration{{Key: "spot", Operator: corev1.TolerationOpExists}}
+	nearCache := gpuPod("ml", "near-cache", 1, nil)
+	nearCache.Spec.Tolerations = tolerant.Spec.Tolerations
+	nearCache.Spec.Affinity = &corev1.Affinity{PodAffinity: &corev1.PodAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{
+		{Weight: 5, PodAffinityTerm: term("app", "cache", zone)}}}}
+	soft := gpuPod("ml", "soft", 1, map[string]string{"app": "spread"})
+	soft.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: zone,
+		WhenUnsatisfiable: corev1.ScheduleAnyway, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "spread"}}}}
+	pods := map[string]*corev1.Pod{"likes-z2": likesZ2, "tolerant": tolerant, "near-cache": nearCache, "soft": soft}
+	e := newFakeEnv(t, runtimeObjects(nodes, []*corev1.Pod{otherPod("ml", "cache", "a", map[string]string{"app": "cache"}),
+		otherPod("ml", "s1", "a", map[string]string{"app": "spread"})}, pods)...)
+	e.watch()
+	want := map[string]map[string]float64{
+		"likes-z2":   {"b": -300, "c": 200, "d": 200},
+		"tolerant":   nil,
+		"near-cache": {"a": 200, "b": 200},
+		"soft":       {"a": -200, "b": -500},
+	}
+	eventually(t, "the jobs and the pods bound", func() bool {
+		for name := range want {
+			if e.jobOfPod(name) == "" {
+				return false
+			}
+		}
+		e.backend.mu.Lock()
+		defer e.backend.mu.Unlock()
+		return len(e.backend.constraints.placed) == 2
+	})
+	for name, w := range want {
+		if got := e.backend.NodePreferences(e.jobOfPod(name)); !maps.Equal(got, w) {
+			t.Errorf("%s: preferences %v, want %v", name, got, w)
+		}
+	}
+}

@@ -16,7 +16,9 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/interpodaffinity"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/nodeaffinity"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/podtopologyspread"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/tainttoleration"
 	plugintesting "k8s.io/kubernetes/pkg/scheduler/framework/plugins/testing"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 	"k8s.io/kubernetes/pkg/scheduler/metrics"
@@ -222,5 +224,154 @@ func TestPodsKeepTheirPodAffinityAntiAffinityAndSpread(t *testing.T) {
 	}
 	if a, b := c.bound("w-0"), c.bound("w-1"); a == b {
 		t.Errorf("the workers that repel each other share node %s", a)
+	}
+}
+
+// schedulerScores are kube-scheduler's scores of every node for the pod
+// by its default profile's preference plugins (NodeAffinity 2,
+// TaintToleration 3, InterPodAffinity 2, PodTopologySpread 2), each
+// normalized by the plugin over the nodes and weighted, with the pods
+// bound now.
+func (c *testCluster) schedulerScores(pod *corev1.Pod) map[string]int64 {
+	c.t.Helper()
+	nodes, err := c.admin.CoreV1().Nodes().List(c.ctx, metav1.ListOptions{})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	pods, err := c.admin.CoreV1().Pods("").List(c.ctx, metav1.ListOptions{})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	var ns []*corev1.Node
+	for i := range nodes.Items {
+		ns = append(ns, &nodes.Items[i])
+	}
+	var bound []*corev1.Pod
+	for i := range pods.Items {
+		if p := &pods.Items[i]; p.Spec.NodeName != "" && p.Name != pod.Name {
+			bound = append(bound, p)
+		}
+	}
+	metrics.Register()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	snapshot := cache.NewSnapshot(bound, ns)
+	infos, err := snapshot.NodeInfos().List()
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	fts := feature.NewSchedulerFeaturesFromGates(utilfeature.DefaultFeatureGate)
+	setup := func(f frameworkruntime.PluginFactory, args runtime.Object) fwk.Plugin {
+		return plugintesting.SetupPluginWithInformers(ctx, c.t, f, args, snapshot, nil)
+	}
+	plugins := []struct {
+		pl     fwk.Plugin
+		weight int64
+	}{
+		{setup(frameworkruntime.FactoryAdapter(fts, nodeaffinity.New), &config.NodeAffinityArgs{}), 2},
+		{setup(frameworkruntime.FactoryAdapter(fts, tainttoleration.New), nil), 3},
+		{setup(frameworkruntime.FactoryAdapter(fts, interpodaffinity.New), &config.InterPodAffinityArgs{HardPodAffinityWeight: 1}), 2},
+		{setup(frameworkruntime.FactoryAdapter(fts, podtopologyspread.New), &config.PodTopologySpreadArgs{DefaultingType: config.ListDefaulting}), 2},
+	}
+	total := map[string]int64{}
+	for _, p := range plugins {
+		state := framework.NewCycleState()
+		if st := p.pl.(fwk.PreScorePlugin).PreScore(ctx, state, pod, infos); st.IsSkip() {
+			continue
+		} else if !st.IsSuccess() {
+			c.t.Fatalf("%s PreScore: %v", p.pl.Name(), st.AsError())
+		}
+		scores := make(fwk.NodeScoreList, len(infos))
+		for i, info := range infos {
+			s, st := p.pl.(fwk.ScorePlugin).Score(ctx, state, pod, info)
+			if !st.IsSuccess() {
+				c.t.Fatalf("%s Score: %v", p.pl.Name(), st.AsError())
+			}
+			scores[i] = fwk.NodeScore{Name: info.Node().Name, Score: s}
+		}
+		if ext := p.pl.(fwk.ScorePlugin).ScoreExtensions(); ext != nil {
+			if st := ext.NormalizeScore(ctx, state, pod, scores); !st.IsSuccess() {
+				c.t.Fatalf("%s NormalizeScore: %v", p.pl.Name(), st.AsError())
+			}
+		}
+		for _, s := range scores {
+			total[s.Name] += p.weight * s.Score
+		}
+	}
+	return total
+}
+
+// Pods with preferences (preferred node and pod affinity, a
+// PreferNoSchedule taint they do not tolerate, ScheduleAnyway spread) get
+// the differences between nodes that kube-scheduler's own scoring plugins
+// give, and bind to a node those plugins rank first.
+func TestPodsGoWhereTheirPreferencesRankNodesFirst(t *testing.T) {
+	c := newTestCluster(t)
+	for _, n := range []string{"a", "b", "c", "d"} {
+		c.addNode(n, 8, "r1")
+	}
+	c.label("a", map[string]string{corev1.LabelHostname: "a", zoneKey: "z1"})
+	c.label("b", map[string]string{corev1.LabelHostname: "b", zoneKey: "z1"}, corev1.Taint{Key: "spot", Effect: corev1.TaintEffectPreferNoSchedule})
+	c.label("c", map[string]string{corev1.LabelHostname: "c", zoneKey: "z2"})
+	c.label("d", map[string]string{corev1.LabelHostname: "d", zoneKey: "z2"})
+	c.otherPod("cache", "a", map[string]string{"app": "cache"}, nil)
+	c.otherPod("s1", "a", map[string]string{"app": "spread"}, nil)
+	c.otherPod("web", "c", map[string]string{"app": "web"}, func(p *corev1.Pod) { // it likes batch pods near it
+		p.Spec.Affinity = &corev1.Affinity{PodAffinity: &corev1.PodAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{
+			{Weight: 20, PodAffinityTerm: term("kind", "batch", corev1.LabelHostname)}}}}
+	})
+	pods := map[string]func(*corev1.Pod){
+		"likes-z2": func(p *corev1.Pod) {
+			p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.PreferredSchedulingTerm{
+				{Weight: 10, Preference: corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: zoneKey, Operator: corev1.NodeSelectorOpIn, Values: []string{"z2"}}}}}}}}
+		},
+		"near-cache": func(p *corev1.Pod) {
+			p.Spec.Affinity = &corev1.Affinity{PodAffinity: &corev1.PodAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{
+				{Weight: 5, PodAffinityTerm: term("app", "cache", zoneKey)}}}}
+		},
+		"away-cache": func(p *corev1.Pod) {
+			p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{
+				{Weight: 50, PodAffinityTerm: term("app", "cache", zoneKey)}}}}
+		},
+		"batch": func(p *corev1.Pod) { p.Labels["kind"] = "batch" },
+		"soft": func(p *corev1.Pod) {
+			p.Labels["app"] = "spread"
+			p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: zoneKey,
+				WhenUnsatisfiable: corev1.ScheduleAnyway, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "spread"}}}}
+		},
+	}
+	db := tempDB(t)
+	advisor := c.startPrescient(db, service.ModeAdvisor)
+	best := map[string][]string{}
+	for _, name := range slices.Sorted(maps.Keys(pods)) {
+		pod := c.createPodWith(name, podOpts{gpus: 2}, pods[name])
+		sched := c.schedulerScores(pod)
+		top := slices.Max(slices.Collect(maps.Values(sched)))
+		for _, n := range slices.Sorted(maps.Keys(sched)) {
+			if sched[n] == top {
+				best[name] = append(best[name], n)
+			}
+		}
+		id := cluster.JobID(c.jobOf(advisor, "k8s_pod", name).ID)
+		prefs := advisor.backend.NodePreferences(id)
+		for _, x := range []string{"a", "b", "c", "d"} {
+			for _, y := range []string{"a", "b", "c", "d"} {
+				if got, want := prefs[x]-prefs[y], float64(sched[x]-sched[y]); got != want {
+					t.Errorf("%s: the backend prefers %s to %s by %v, kube-scheduler by %v (backend %v, scheduler %v)",
+						name, x, y, got, want, prefs, sched)
+				}
+			}
+		}
+	}
+	if want := map[string][]string{"likes-z2": {"c", "d"}, "near-cache": {"a"}, "away-cache": {"c", "d"}, "batch": {"c"}, "soft": {"c", "d"}}; !maps.EqualFunc(best, want, slices.Equal) {
+		t.Fatalf("kube-scheduler ranks first %v; the test expects %v", best, want)
+	}
+	advisor.stop()
+
+	c.startPrescient(db, service.ModeAutopilot)
+	for name, nodes := range best {
+		if node := c.bound(name); !slices.Contains(nodes, node) {
+			t.Errorf("%s bound to %s; kube-scheduler ranks %v first", name, node, nodes)
+		}
 	}
 }

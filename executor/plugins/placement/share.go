@@ -123,7 +123,7 @@ func (cp *cyclePlacer) placeShare(job *cluster.Job, req *Request, c *executor.Ca
 			r.Milli = prof.Milli()
 			nodeReq = &r
 		}
-		if c.WholeFree(i) == len(n.GPUs) && cp.locality(job, c, i) == 0 { // a warm node scores apart
+		if c.WholeFree(i) == len(n.GPUs) && cp.locality(job, c, i) == 0 && job.Spec.NodePreference[n.Name] == 0 { // a warm or preferred node scores apart
 			if slices.Contains(emptySeen, n.GPUs[0].Model) {
 				continue
 			}
@@ -150,7 +150,7 @@ func (cp *cyclePlacer) placeShare(job *cluster.Job, req *Request, c *executor.Ca
 		}
 		v.mig = n.GPUs[0].MIGEnabled
 		mv := cp.score(v, nodeReq, ctx)
-		if sc := mv.score - cp.energyCost(job, c, i) + cp.locality(job, c, i); sc > best {
+		if sc := mv.score - cp.energyCost(job, c, i) + cp.locality(job, c, i) + job.Spec.NodePreference[n.Name]; sc > best {
 			best, bestNode, bestGPU, bestScore = sc, i, mv.gpu, mv.score
 		}
 	}

@@ -44,10 +44,11 @@ func (cp *cyclePlacer) placeTasks(job *cluster.Job, tasks []int, c *executor.Cap
 	}
 	slices.Sort(order)
 	warm := func(i int) int { return cp.warmth(job, c, i) }
+	prefer := func(i int) float64 { return job.Spec.NodePreference[c.Node(i).Name] }
 	bestLeaf, bestFree, bestWarm := "", -1, 0
 	var bestPick []int
 	for _, leaf := range order {
-		pick, ok := assignTasks(c, sorted, leaves[leaf], warm, job.Spec.TasksApart)
+		pick, ok := assignTasks(c, sorted, leaves[leaf], warm, prefer, job.Spec.TasksApart)
 		if !ok {
 			continue
 		}
@@ -71,7 +72,7 @@ func (cp *cyclePlacer) placeTasks(job *cluster.Job, tasks []int, c *executor.Cap
 		for _, leaf := range order {
 			all = append(all, leaves[leaf]...)
 		}
-		pick, ok := assignTasks(c, sorted, all, warm, job.Spec.TasksApart)
+		pick, ok := assignTasks(c, sorted, all, warm, prefer, job.Spec.TasksApart)
 		if !ok {
 			return nil, false, "no set of ready nodes has room for every task"
 		}
@@ -104,22 +105,22 @@ func (cp *cyclePlacer) placeTasks(job *cluster.Job, tasks []int, c *executor.Cap
 
 // assignTasks gives each task (largest first) the node among nodes that
 // still fits it with the most warmth (warm says how warm node i is for the
-// job's data: 2 a copy on it, 1 in its rack, 0 none), then the fewest
-// wholly free GPUs left; a node may take several tasks unless apart. It
-// returns the node of each task.
-func assignTasks(c *executor.Capacity, tasks, nodes []int, warm func(i int) int, apart bool) ([]int, bool) {
+// job's data: 2 a copy on it, 1 in its rack, 0 none), then the job's
+// preference (prefer), then the fewest wholly free GPUs left; a node may
+// take several tasks unless apart. It returns the node of each task.
+func assignTasks(c *executor.Capacity, tasks, nodes []int, warm func(i int) int, prefer func(i int) float64, apart bool) ([]int, bool) {
 	pick := make([]int, len(tasks))
 	used := map[int]int{}
 	for t, size := range tasks {
-		best, bestWarm := -1, 0
+		best, bestWarm, bestPrefer := -1, 0, 0.0
 		for _, i := range nodes {
 			free := c.WholeFree(i) - used[i]
 			if free < size || apart && used[i] > 0 {
 				continue
 			}
-			w := warm(i)
-			if best < 0 || w > bestWarm || w == bestWarm && free < c.WholeFree(best)-used[best] {
-				best, bestWarm = i, w
+			w, p := warm(i), prefer(i)
+			if best < 0 || w > bestWarm || w == bestWarm && (p > bestPrefer || p == bestPrefer && free < c.WholeFree(best)-used[best]) {
+				best, bestWarm, bestPrefer = i, w, p
 			}
 		}
 		if best < 0 {

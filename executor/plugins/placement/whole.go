@@ -10,8 +10,9 @@ import (
 )
 
 // placeOnNode places a whole-GPU job that fits one node: one NVLink domain
-// if any node has one with room, else one node over PCIe; the scorer
-// orders nodes of the same topology tier.
+// if any node has one with room, else one node over PCIe; the scorer,
+// with the job's preferences (JobSpec.NodePreference), orders nodes of the
+// same topology tier.
 func (cp *cyclePlacer) placeOnNode(job *cluster.Job, req *Request, c *executor.Capacity, ctx *Context) ([]cluster.Allocation, bool, string) {
 	cp.resetMemo()
 	size := req.GPUs
@@ -30,7 +31,7 @@ func (cp *cyclePlacer) placeOnNode(job *cluster.Job, req *Request, c *executor.C
 				continue
 			}
 			mv := cp.score(cp.fillView(c, i, nil), req, ctx)
-			if sc := mv.score - cp.energyCost(job, c, i) + cp.locality(job, c, i); tier > bestTier || sc > best {
+			if sc := mv.score - cp.energyCost(job, c, i) + cp.locality(job, c, i) + job.Spec.NodePreference[c.Node(i).Name]; tier > bestTier || sc > best {
 				bestNode, bestTier, best, bestScore = i, tier, sc, mv.score
 			}
 		}
