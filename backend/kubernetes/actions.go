@@ -238,7 +238,7 @@ func (b *Backend) checkPlacementLocked(pods []*corev1.Pod, nodes []string) error
 	for i, p := range pods {
 		key := types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
 		n := b.constraints.nodes[parentNode(nodes[i])]
-		if _, placed := b.constraints.placed[key]; placed || p.Spec.NodeName != "" || n == nil {
+		if _, placed := b.constraints.pods.all[key]; placed || p.Spec.NodeName != "" || n == nil {
 			continue // bound, or assumed by an earlier Start of the attempt: it counts itself
 		}
 		f, err := newPodsFilter(p, b.podListerLocked(nil))
@@ -273,7 +273,7 @@ func (b *Backend) checkPlacementLocked(pods []*corev1.Pod, nodes []string) error
 func (b *Backend) assumeLocked(pods []*corev1.Pod, nodes []string) {
 	for i, p := range pods {
 		key := types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
-		if _, placed := b.constraints.placed[key]; !placed && p.Spec.NodeName == "" {
+		if _, placed := b.constraints.pods.all[key]; !placed && p.Spec.NodeName == "" {
 			b.setPlacedLocked(key, p, parentNode(nodes[i]))
 		}
 	}

@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	storagelisters "k8s.io/client-go/listers/storage/v1"
 	schedcorev1 "k8s.io/component-helpers/scheduling/corev1"
@@ -35,11 +34,13 @@ type nodeConstraints struct {
 	version    uint64
 	// allowed caches each job's answer at a version.
 	allowed map[cluster.JobID]allowedNodes
-	// placed are the bound, unfinished pods of every scheduler (Prescient's
-	// also as soon as it binds them); repellers those of them with required
-	// anti-affinity (interpod.go), attractors those whose affinity scores
-	// a newcomer (prefer.go).
-	placed, repellers, attractors map[types.NamespacedName]*placedPod
+	// names are the nodes' names, sorted, and candidates those with their
+	// MIG instances' nodes, at namesVersion (sortedLocked).
+	names, candidates []string
+	namesVersion      uint64
+	// pods are the bound, unfinished pods of every scheduler (Prescient's
+	// also as soon as it binds them), indexed (podindex.go).
+	pods podIndex
 	// preferred caches each job's preferences by nodes' labels and taints;
 	// untolerant is the answer for the many pods that have no preferred
 	// node affinity and tolerate no PreferNoSchedule taint.
@@ -140,7 +141,7 @@ func (b *Backend) allowedLocked(id cluster.JobID, pods []*corev1.Pod) allowedNod
 		return a
 	}
 	a := allowedNodes{version: c.version, turnedAway: map[string]int{}}
-	names := slices.Sorted(maps.Keys(c.nodes))
+	names, _ := b.sortedLocked()
 	for _, p := range pods {
 		if why := c.storage.podRefuses(p); why != "" { // no node will do, whichever
 			a.constrained, a.nodes, a.why = true, []string{}, fmt.Sprintf("0/%d nodes are available: %s.", len(names), why)
@@ -171,6 +172,23 @@ func (b *Backend) allowedLocked(id cluster.JobID, pods []*corev1.Pod) allowedNod
 	return a
 }
 
+// sortedLocked are the nodes' names, sorted, and the same with their MIG
+// instances' nodes, worked out again only when the nodes change.
+func (b *Backend) sortedLocked() (names, candidates []string) {
+	c := &b.constraints
+	if c.names == nil || c.namesVersion != c.version {
+		c.names = slices.Sorted(maps.Keys(c.nodes))
+		c.candidates = c.candidates[:0]
+		for _, name := range c.names {
+			c.candidates = append(c.candidates, name)
+			c.candidates = append(c.candidates, b.migNodes[name]...)
+		}
+		slices.Sort(c.candidates)
+		c.namesVersion = c.version
+	}
+	return c.names, c.candidates
+}
+
 func (c *nodeConstraints) remember(id cluster.JobID, a allowedNodes) {
 	if c.allowed == nil {
 		c.allowed = map[cluster.JobID]allowedNodes{}
@@ -188,14 +206,9 @@ func (b *Backend) keepNodesLocked(nodes []string, constrained bool, turnedAway m
 	}
 	candidates := nodes
 	if !constrained {
-		candidates = nil
-		for _, name := range slices.Sorted(maps.Keys(b.constraints.nodes)) {
-			candidates = append(candidates, name)
-			candidates = append(candidates, b.migNodes[name]...)
-		}
-		slices.Sort(candidates)
+		_, candidates = b.sortedLocked()
 	}
-	why := map[string]string{} // by Kubernetes node: a MIG instance's node is its node's answer
+	why := make(map[string]string, len(b.constraints.nodes)) // by Kubernetes node: a MIG instance's node is its node's answer
 	out := make([]string, 0, len(candidates))
 	for _, name := range candidates {
 		base := parentNode(name)
@@ -282,24 +295,10 @@ func (b *Backend) withPodsLocked(pods []*corev1.Pod, nodes []string, constrained
 // members as Start places them).
 func (b *Backend) podListerLocked(extra []*placedPod) podLister {
 	c := &b.constraints
-	each := func(m map[types.NamespacedName]*placedPod, extraToo func(*placedPod) bool) func(yield func(*placedPod) bool) {
-		return func(yield func(*placedPod) bool) {
-			for _, p := range m {
-				if !yield(p) {
-					return
-				}
-			}
-			for _, p := range extra {
-				if extraToo(p) && !yield(p) {
-					return
-				}
-			}
-		}
-	}
 	return podLister{
-		placed:    each(c.placed, func(*placedPod) bool { return true }),
-		repellers: each(c.repellers, func(p *placedPod) bool { return len(p.anti) > 0 }),
-		nodes:     c.nodes,
+		index: &c.pods,
+		extra: extra,
+		nodes: c.nodes,
 		nsLabels: func(ns string) labels.Set {
 			if c.namespaces == nil {
 				return nil

@@ -119,24 +119,11 @@ func newPlacedPod(p *corev1.Pod, node string) *placedPod {
 // setPlacedLocked records a pod bound to node ("" or p nil: it holds no
 // node now, unbound, finished or gone).
 func (b *Backend) setPlacedLocked(key types.NamespacedName, p *corev1.Pod, node string) {
-	c := &b.constraints
-	delete(c.placed, key)
-	delete(c.repellers, key)
-	delete(c.attractors, key)
 	if node == "" || p == nil {
+		b.constraints.pods.set(key, nil)
 		return
 	}
-	if c.placed == nil {
-		c.placed, c.repellers, c.attractors = map[types.NamespacedName]*placedPod{}, map[types.NamespacedName]*placedPod{}, map[types.NamespacedName]*placedPod{}
-	}
-	pp := newPlacedPod(p, node)
-	c.placed[key] = pp
-	if len(pp.anti) > 0 {
-		c.repellers[key] = pp
-	}
-	if len(pp.affinity) > 0 || len(pp.preferred) > 0 {
-		c.attractors[key] = pp
-	}
+	b.constraints.pods.set(key, newPlacedPod(p, node))
 }
 
 // TasksApart reports whether a gang's pods repel each other by host: a
@@ -248,16 +235,6 @@ type podsFilter struct {
 	selfSpread   []int // 1 where constraint i selects the pod itself
 }
 
-// podLister is what newPodsFilter reads: the bound pods (all, and those
-// with required anti-affinity), the nodes by name and each namespace's
-// labels.
-type podLister struct {
-	placed    func(yield func(*placedPod) bool)
-	repellers func(yield func(*placedPod) bool)
-	nodes     map[string]*corev1.Node
-	nsLabels  func(ns string) labels.Set
-}
-
 // newPodsFilter computes what the bound pods mean for p, or nil when
 // nothing can turn a node away (no terms of its own, no spread
 // constraint, no pod bound that repels it).
@@ -269,10 +246,6 @@ func newPodsFilter(p *corev1.Pod, l podLister) (*podsFilter, error) {
 	spread, err := spreadConstraints(p, corev1.DoNotSchedule)
 	if err != nil {
 		return nil, err
-	}
-	pods := l.placed
-	if len(affinity) == 0 && len(anti) == 0 && len(spread) == 0 {
-		pods = l.repellers // only their anti-affinity can turn it away
 	}
 	f := &podsFilter{affinity: affinity, anti: anti, spread: spread,
 		affinityCounts: map[topologyPair]int{}, antiCounts: map[topologyPair]int{}, existingAnti: map[topologyPair]int{}}
@@ -299,7 +272,7 @@ func newPodsFilter(p *corev1.Pod, l podLister) (*podsFilter, error) {
 		required := nodeaffinity.GetRequiredNodeAffinity(p)
 		for i, sc := range spread {
 			f.spreadCounts[i] = map[string]int{}
-			counted[i] = map[string]bool{}
+			counted[i] = make(map[string]bool, len(l.nodes))
 			if sc.selector.Matches(own) {
 				f.selfSpread[i] = 1
 			}
@@ -316,17 +289,21 @@ func newPodsFilter(p *corev1.Pod, l podLister) (*podsFilter, error) {
 			}
 		}
 	}
-	for e := range pods {
-		n := l.nodes[e.node]
-		if n == nil {
-			continue // on a node not (yet) seen: kube-scheduler's snapshot has it nowhere either
-		}
-		for i := range e.anti {
-			if e.anti[i].matches(p.Namespace, own, myNS) {
-				countOn(f.existingAnti, n, e.anti[i].topologyKey)
+	for e := range l.repellers() {
+		if n := l.nodes[e.node]; n != nil {
+			for i := range e.anti {
+				if e.anti[i].matches(p.Namespace, own, myNS) {
+					countOn(f.existingAnti, n, e.anti[i].topologyKey)
+				}
 			}
 		}
-		if len(affinity) > 0 {
+	}
+	if len(affinity) > 0 { // the pods that match every term: among the first's
+		for e := range l.termPods(&affinity[0]) {
+			n := l.nodes[e.node]
+			if n == nil {
+				continue // on a node not (yet) seen: kube-scheduler's snapshot has it nowhere either
+			}
 			all := true
 			for i := range affinity {
 				if !affinity[i].matches(e.namespace, e.labels, l.nsLabels(e.namespace)) {
@@ -340,13 +317,17 @@ func newPodsFilter(p *corev1.Pod, l podLister) (*podsFilter, error) {
 				}
 			}
 		}
-		for i := range anti {
-			if anti[i].matches(e.namespace, e.labels, l.nsLabels(e.namespace)) {
+	}
+	for i := range anti {
+		for e := range l.termPods(&anti[i]) {
+			if n := l.nodes[e.node]; n != nil && anti[i].matches(e.namespace, e.labels, l.nsLabels(e.namespace)) {
 				countOn(f.antiCounts, n, anti[i].topologyKey)
 			}
 		}
-		for i, sc := range spread {
-			if counted[i][e.node] && !e.terminating && e.namespace == p.Namespace && sc.selector.Matches(e.labels) {
+	}
+	for i, sc := range spread {
+		for e := range l.namespacePods(p.Namespace, sc.selector) {
+			if n := l.nodes[e.node]; n != nil && counted[i][e.node] && !e.terminating && e.namespace == p.Namespace && sc.selector.Matches(e.labels) {
 				f.spreadCounts[i][n.Labels[sc.topologyKey]]++
 			}
 		}

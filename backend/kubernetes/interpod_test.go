@@ -115,7 +115,7 @@ func TestPodAffinityAntiAffinityAndSpreadReadThePodsBound(t *testing.T) {
 		}
 		e.backend.mu.Lock()
 		defer e.backend.mu.Unlock()
-		return len(e.backend.constraints.placed) == 5
+		return len(e.backend.constraints.pods.all) == 5
 	})
 	for _, name := range slices.Sorted(func(yield func(string) bool) {
 		for k := range want {
@@ -240,7 +240,7 @@ func TestPreferencesScoreNodesAsKubeSchedulerWeighsThem(t *testing.T) {
 		}
 		e.backend.mu.Lock()
 		defer e.backend.mu.Unlock()
-		return len(e.backend.constraints.placed) == 2
+		return len(e.backend.constraints.pods.all) == 2
 	})
 	for name, w := range want {
 		if got := e.backend.NodePreferences(e.jobOfPod(name)); !maps.Equal(got, w) {

@@ -194,10 +194,6 @@ func (b *Backend) podPreferencesLocked(p *corev1.Pod, out map[string]float64) {
 	own, myNS := labels.Set(p.Labels), l.nsLabels(p.Namespace)
 	// InterPodAffinity: weights summed by domain.
 	mine := preferredTerms(p)
-	pods := c.attractors
-	if len(mine) > 0 {
-		pods = c.placed
-	}
 	domains := map[string]map[string]int64{}
 	add := func(key, value string, w int64) {
 		if domains[key] == nil {
@@ -205,15 +201,19 @@ func (b *Backend) podPreferencesLocked(p *corev1.Pod, out map[string]float64) {
 		}
 		domains[key][value] += w
 	}
-	for _, e := range pods {
+	for _, t := range mine {
+		for e := range l.termPods(&t.affinityTerm) {
+			if n := c.nodes[e.node]; n != nil {
+				if v, ok := n.Labels[t.topologyKey]; ok && t.matches(e.namespace, e.labels, l.nsLabels(e.namespace)) {
+					add(t.topologyKey, v, t.weight)
+				}
+			}
+		}
+	}
+	for _, e := range c.pods.attractors {
 		n := c.nodes[e.node]
 		if n == nil {
 			continue
-		}
-		for _, t := range mine {
-			if v, ok := n.Labels[t.topologyKey]; ok && t.matches(e.namespace, e.labels, l.nsLabels(e.namespace)) {
-				add(t.topologyKey, v, t.weight)
-			}
 		}
 		for _, t := range e.affinity {
 			if v, ok := n.Labels[t.topologyKey]; ok && t.matches(p.Namespace, own, myNS) {
@@ -290,13 +290,11 @@ func (b *Backend) spreadPreferencesLocked(p *corev1.Pod, out map[string]float64)
 		}
 		weights[i] = math.Log(float64(size + 2))
 	}
-	for _, e := range c.placed {
-		n := c.nodes[e.node]
-		if n == nil || e.terminating || e.namespace != p.Namespace || !hasSpreadKeys(n.Labels, spread) {
-			continue
-		}
-		for i, sc := range spread {
-			if !sc.selector.Matches(e.labels) || !sc.includes(p, n, required) {
+	l := b.podListerLocked(nil)
+	for i, sc := range spread {
+		for e := range l.namespacePods(p.Namespace, sc.selector) {
+			n := c.nodes[e.node]
+			if n == nil || e.terminating || !hasSpreadKeys(n.Labels, spread) || !sc.selector.Matches(e.labels) || !sc.includes(p, n, required) {
 				continue
 			}
 			if sc.topologyKey == corev1.LabelHostname {
