@@ -230,7 +230,9 @@ func (b *Backend) bindWhenProvisioned(ctx context.Context, a executor.Assignment
 // checkPlacementLocked runs, for each pod not yet bound, the filters
 // that read the pods bound (podsFilter) at its planned node, each pod
 // seeing the gang's members before it as bound, as kube-scheduler binding
-// them one by one would; members on one node must not share a host port. A node that a pod bound since the plan now rules
+// them one by one would; members on one node must not share a host port,
+// and together with the pods bound there must fit its CPU, memory and pod
+// count. A node that a pod bound since the plan now rules
 // out is executor.ErrPlanStale (the job is planned again); one the gang's
 // own members rule out is ErrInvalidAssignment.
 func (b *Backend) checkPlacementLocked(pods []*corev1.Pod, nodes []string) error {
@@ -245,13 +247,25 @@ func (b *Backend) checkPlacementLocked(pods []*corev1.Pod, nodes []string) error
 		if err != nil {
 			return fmt.Errorf("%w: pod %s/%s: %s%v", ErrInvalidAssignment, p.Namespace, p.Name, reasonAffinityNotValid, err)
 		}
-		if why := f.refuses(n); why != "" {
+		why := f.refuses(n)
+		if why == "" {
+			why = insufficient(b.constraints.allocatable[n.Name], b.constraints.pods.used[n.Name], requestsOf(p))
+		}
+		if why != "" {
 			return fmt.Errorf("pod %s/%s on node %s: %s, since the plan: %w", p.Namespace, p.Name, n.Name, why, executor.ErrPlanStale)
 		}
-		why := ""
 		if len(members) > 0 {
 			f, _ = newPodsFilter(p, b.podListerLocked(members))
 			why = f.refuses(n)
+		}
+		used := b.constraints.pods.used[n.Name]
+		for _, m := range members {
+			if m.node == n.Name {
+				used = used.plus(m.req)
+			}
+		}
+		if why == "" {
+			why = insufficient(b.constraints.allocatable[n.Name], used, requestsOf(p))
 		}
 		for k := range i {
 			if why == "" && parentNode(nodes[k]) == n.Name && portsConflict(hostPorts(p), hostPorts(pods[k])) {

@@ -34,6 +34,10 @@ type nodeConstraints struct {
 	version    uint64
 	// allowed caches each job's answer at a version.
 	allowed map[cluster.JobID]allowedNodes
+	// allocatable is each node's allocatable CPU, memory and pods (0: not
+	// reported), kept apart from the version: the fit is worked out each
+	// plan anyway.
+	allocatable map[string]requests
 	// names are the nodes' names, sorted, and candidates those with their
 	// MIG instances' nodes, at namesVersion (sortedLocked).
 	names, candidates []string
@@ -65,6 +69,11 @@ func (b *Backend) setNodeLocked(kn *corev1.Node) {
 	if c.nodes == nil {
 		c.nodes = map[string]*corev1.Node{}
 	}
+	if c.allocatable == nil {
+		c.allocatable = map[string]requests{}
+	}
+	a := kn.Status.Allocatable
+	c.allocatable[kn.Name] = requests{cpuMilli: a.Cpu().MilliValue(), memBytes: a.Memory().Value(), pods: a.Pods().Value()}
 	old, ok := c.nodes[kn.Name]
 	if ok && maps.Equal(old.Labels, kn.Labels) && equality.Semantic.DeepEqual(old.Spec.Taints, kn.Spec.Taints) {
 		return
@@ -89,6 +98,7 @@ func (b *Backend) storageChanged(any) {
 }
 
 func (b *Backend) forgetNodeLocked(name string) {
+	delete(b.constraints.allocatable, name)
 	if _, ok := b.constraints.nodes[name]; ok {
 		delete(b.constraints.nodes, name)
 		b.constraints.version++
@@ -124,7 +134,8 @@ func (b *Backend) AllowedNodes(id cluster.JobID) ([]string, string, bool) {
 		return a.nodes, a.why, true
 	}
 	turnedAway := maps.Clone(a.turnedAway)
-	nodes, constrained := b.withFreePortsLocked(pods, a.nodes, a.constrained, turnedAway)
+	nodes, constrained := b.withRoomLocked(pods, a.nodes, a.constrained, turnedAway)
+	nodes, constrained = b.withFreePortsLocked(pods, nodes, constrained, turnedAway)
 	nodes, constrained = b.withPodsLocked(pods, nodes, constrained, turnedAway)
 	if !constrained || len(nodes) > 0 {
 		return nodes, "", constrained
@@ -230,6 +241,37 @@ func (b *Backend) keepNodesLocked(nodes []string, constrained bool, turnedAway m
 		return nodes, constrained
 	}
 	return out, true
+}
+
+// withRoomLocked keeps, of nodes, those with room for the largest of the
+// pods' CPU and memory requests and for one more pod, beside the requests
+// of every pod bound there, as kube-scheduler's NodeResourcesFit filters
+// (GPUs are the planner's). A node that reports no allocatable resource
+// is not limited by it.
+func (b *Backend) withRoomLocked(pods []*corev1.Pod, nodes []string, constrained bool, turnedAway map[string]int) ([]string, bool) {
+	var want requests
+	for _, p := range pods {
+		r := requestsOf(p)
+		want = requests{max(want.cpuMilli, r.cpuMilli), max(want.memBytes, r.memBytes), 1}
+	}
+	c := &b.constraints
+	return b.keepNodesLocked(nodes, constrained, turnedAway, func(n *corev1.Node) string {
+		return insufficient(c.allocatable[n.Name], c.pods.used[n.Name], want)
+	})
+}
+
+// insufficient is why a node whose allocatable resources are alloc, with
+// used taken, has no room for want, in NodeResourcesFit's words, or "".
+func insufficient(alloc, used, want requests) string {
+	switch {
+	case alloc.pods > 0 && used.pods+want.pods > alloc.pods:
+		return "Too many pods"
+	case alloc.cpuMilli > 0 && want.cpuMilli > 0 && used.cpuMilli+want.cpuMilli > alloc.cpuMilli:
+		return "Insufficient cpu"
+	case alloc.memBytes > 0 && want.memBytes > 0 && used.memBytes+want.memBytes > alloc.memBytes:
+		return "Insufficient memory"
+	}
+	return ""
 }
 
 // withFreePortsLocked keeps, of nodes, those where the pods' host ports

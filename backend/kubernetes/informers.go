@@ -88,6 +88,9 @@ func (b *Backend) foreignChanged(o any) {
 	key := types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if p.Spec.SchedulerName == SchedulerName {
+		return // Prescient's own: podChanged's (a client that ignores the selector sends them here too)
+	}
 	if !othersBound(p) {
 		b.setForeignLocked(key, nil)
 		b.setPlacedLocked(key, nil, "")
@@ -130,7 +133,9 @@ func (b *Backend) foreignDeleted(o any) {
 	defer b.mu.Unlock()
 	key := types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
 	b.setForeignLocked(key, nil)
-	b.setPlacedLocked(key, nil, "")
+	if p.Spec.SchedulerName != SchedulerName {
+		b.setPlacedLocked(key, nil, "")
+	}
 }
 
 // podChanged files a pod under its job, submits the job once all its

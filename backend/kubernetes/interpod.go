@@ -47,6 +47,7 @@ type placedPod struct {
 	// newcomer (prefer.go).
 	affinity  []affinityTerm
 	preferred []weightedTerm
+	req       requests
 }
 
 // affinityTerm is a parsed PodAffinityTerm: pods in namespaces (or in the
@@ -112,8 +113,14 @@ func requiredTerms(p *corev1.Pod) (affinity, anti []affinityTerm, err error) {
 // selectors, so only a client that skips validation gets there).
 func newPlacedPod(p *corev1.Pod, node string) *placedPod {
 	affinity, anti, _ := requiredTerms(p)
-	return &placedPod{namespace: p.Namespace, labels: labels.Set(p.Labels), node: node, terminating: p.DeletionTimestamp != nil,
+	return &placedPod{req: requestsOf(p), namespace: p.Namespace, labels: labels.Set(p.Labels), node: node, terminating: p.DeletionTimestamp != nil,
 		anti: anti, affinity: affinity, preferred: preferredTerms(p)}
+}
+
+// requestsOf is what the pod asks of its node besides GPUs.
+func requestsOf(p *corev1.Pod) requests {
+	cpu, mem := podRequests(p)
+	return requests{cpuMilli: cpu, memBytes: mem, pods: 1}
 }
 
 // setPlacedLocked records a pod bound to node ("" or p nil: it holds no

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -246,5 +247,56 @@ func TestPreferencesScoreNodesAsKubeSchedulerWeighsThem(t *testing.T) {
 		if got := e.backend.NodePreferences(e.jobOfPod(name)); !maps.Equal(got, w) {
 			t.Errorf("%s: preferences %v, want %v", name, got, w)
 		}
+	}
+}
+
+// CPU, memory and the pod count limit nodes as kube-scheduler's
+// NodeResourcesFit does, counting every pod bound there (another
+// scheduler's, and Prescient's from the moment Start binds it); a plan
+// that a later bind left without room is stale.
+func TestCPUAndMemoryRequestsNeedRoomOnTheNode(t *testing.T) {
+	nodes := []*corev1.Node{hostNode("a", nil), hostNode("b", nil)} // 64 CPUs, 512Gi each
+	asking := func(name, cpu, mem string) *corev1.Pod {
+		p := gpuPod("ml", name, 1, nil)
+		p.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(mem)}
+		return p
+	}
+	busy := otherPod("ml", "busy", "a", nil)
+	busy.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("60")}
+	pods := map[string]*corev1.Pod{"small": asking("small", "8", "1Gi"), "huge": asking("huge", "100", "1Gi"),
+		"hungry": asking("hungry", "1", "600Gi"), "big": asking("big", "60", "1Gi")}
+	e := newFakeEnv(t, runtimeObjects(nodes, []*corev1.Pod{busy}, pods)...)
+	e.watch()
+	ids := map[string]cluster.JobID{}
+	eventually(t, "the jobs and the pod bound", func() bool {
+		for name := range pods {
+			if ids[name] = e.jobOfPod(name); ids[name] == "" {
+				return false
+			}
+		}
+		e.backend.mu.Lock()
+		defer e.backend.mu.Unlock()
+		return len(e.backend.constraints.pods.all) == 1
+	})
+	for name, want := range map[string]struct {
+		nodes []string
+		why   string
+	}{
+		"small":  {[]string{"b"}, ""},
+		"huge":   {nil, "0/2 nodes are available: 2 Insufficient cpu."},
+		"hungry": {nil, "0/2 nodes are available: 2 Insufficient memory."},
+	} {
+		got, why, constrained := e.backend.AllowedNodes(ids[name])
+		if !constrained || !slices.Equal(got, want.nodes) && len(got)+len(want.nodes) > 0 || why != want.why {
+			t.Errorf("%s: nodes %v (constrained %v), why %q; want %v, %q", name, got, constrained, why, want.nodes, want.why)
+		}
+	}
+	if err := e.backend.Start(e.ctx, assignment(ids["small"], 1, 1, []string{"b"}, []int{1})); err != nil {
+		t.Fatal(err)
+	}
+	// big (60 CPUs) was planned on b before small took 8 of its 64.
+	if err := e.backend.Start(e.ctx, assignment(ids["big"], 1, 1, []string{"b"}, []int{1})); !errors.Is(err, executor.ErrPlanStale) ||
+		!strings.Contains(err.Error(), "Insufficient cpu") {
+		t.Errorf("big on b after small: %v, want a stale plan for cpu", err)
 	}
 }

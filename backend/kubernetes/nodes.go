@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
+	resourcehelper "k8s.io/component-helpers/resource"
 
 	"github.com/prescient-sched/prescient/cluster"
 )
@@ -315,18 +315,12 @@ func plannerNode(p *corev1.Pod) string {
 	return p.Spec.NodeName
 }
 
-// podRequests sums the containers' CPU and memory requests.
+// podRequests is the pod's CPU and memory request as kube-scheduler
+// counts it (component-helpers' PodRequests: the larger of the containers'
+// sum and each init container, sidecars, overhead, pod-level resources).
 func podRequests(p *corev1.Pod) (cpuMilli, memBytes int64) {
-	var cpu, mem resource.Quantity
-	for _, c := range p.Spec.Containers {
-		if q, ok := c.Resources.Requests[corev1.ResourceCPU]; ok {
-			cpu.Add(q)
-		}
-		if q, ok := c.Resources.Requests[corev1.ResourceMemory]; ok {
-			mem.Add(q)
-		}
-	}
-	return cpu.MilliValue(), mem.Value()
+	r := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})
+	return r.Cpu().MilliValue(), r.Memory().Value()
 }
 
 // asksMIG reports whether a pod's containers name a MIG resource; it

@@ -21,6 +21,21 @@ type podIndex struct {
 	byLabel    map[nsLabel]map[types.NamespacedName]*placedPod
 	repellers  map[types.NamespacedName]*placedPod // with required anti-affinity
 	attractors map[types.NamespacedName]*placedPod // whose terms score a newcomer (prefer.go)
+	// used sums, by node, the requests of the pods bound there.
+	used map[string]requests
+}
+
+// requests are what a pod asks of its node, or what pods bound there ask
+// together: CPU, memory and one pod each (NodeResourcesFit's resources
+// besides GPUs, which the planner places).
+type requests struct{ cpuMilli, memBytes, pods int64 }
+
+func (r requests) plus(o requests) requests {
+	return requests{r.cpuMilli + o.cpuMilli, r.memBytes + o.memBytes, r.pods + o.pods}
+}
+
+func (r requests) minus(o requests) requests {
+	return requests{r.cpuMilli - o.cpuMilli, r.memBytes - o.memBytes, r.pods - o.pods}
 }
 
 type nsLabel struct{ ns, key, value string }
@@ -32,6 +47,9 @@ func (x *podIndex) set(key types.NamespacedName, p *placedPod) {
 		delete(x.repellers, key)
 		delete(x.attractors, key)
 		removeFrom(x.byNS, key.Namespace, key)
+		if x.used[old.node] = x.used[old.node].minus(old.req); x.used[old.node] == (requests{}) {
+			delete(x.used, old.node)
+		}
 		for k, v := range old.labels {
 			removeFrom(x.byLabel, nsLabel{key.Namespace, k, v}, key)
 		}
@@ -42,8 +60,10 @@ func (x *podIndex) set(key types.NamespacedName, p *placedPod) {
 	if x.all == nil {
 		x.all, x.byNS, x.byLabel = map[types.NamespacedName]*placedPod{}, map[string]map[types.NamespacedName]*placedPod{}, map[nsLabel]map[types.NamespacedName]*placedPod{}
 		x.repellers, x.attractors = map[types.NamespacedName]*placedPod{}, map[types.NamespacedName]*placedPod{}
+		x.used = map[string]requests{}
 	}
 	x.all[key] = p
+	x.used[p.node] = x.used[p.node].plus(p.req)
 	addTo(x.byNS, key.Namespace, key, p)
 	for k, v := range p.labels {
 		addTo(x.byLabel, nsLabel{key.Namespace, k, v}, key, p)

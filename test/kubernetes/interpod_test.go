@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/interpodaffinity"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/nodeaffinity"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/noderesources"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/podtopologyspread"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/tainttoleration"
 	plugintesting "k8s.io/kubernetes/pkg/scheduler/framework/plugins/testing"
@@ -47,8 +49,8 @@ func (c *testCluster) otherPod(name, node string, labels map[string]string, mod 
 	}
 }
 
-// schedulerFeasible are the nodes kube-scheduler's InterPodAffinity and
-// PodTopologySpread plugins let the pod take, with the pods bound now,
+// schedulerFeasible are the nodes kube-scheduler's NodeResourcesFit,
+// InterPodAffinity and PodTopologySpread plugins let the pod take, with the pods bound now,
 // as its framework runs them (PreFilter, then Filter on every node), the
 // feature gates at their defaults.
 func (c *testCluster) schedulerFeasible(pod *corev1.Pod) []string {
@@ -88,7 +90,10 @@ func (c *testCluster) schedulerFeasible(pod *corev1.Pod) []string {
 		c.t.Fatal(err)
 	}
 	fts := feature.NewSchedulerFeaturesFromGates(utilfeature.DefaultFeatureGate)
+	fit := &config.NodeResourcesFitArgs{ScoringStrategy: &config.ScoringStrategy{Type: config.LeastAllocated,
+		Resources: []config.ResourceSpec{{Name: "cpu", Weight: 1}, {Name: "memory", Weight: 1}}}}
 	plugins := []fwk.Plugin{
+		plugintesting.SetupPluginWithInformers(ctx, c.t, frameworkruntime.FactoryAdapter(fts, noderesources.NewFit), fit, snapshot, objs),
 		plugintesting.SetupPluginWithInformers(ctx, c.t, frameworkruntime.FactoryAdapter(fts, interpodaffinity.New), &config.InterPodAffinityArgs{}, snapshot, objs),
 		plugintesting.SetupPluginWithInformers(ctx, c.t, frameworkruntime.FactoryAdapter(fts, podtopologyspread.New),
 			&config.PodTopologySpreadArgs{DefaultingType: config.ListDefaulting}, snapshot, objs),
@@ -118,13 +123,13 @@ func (c *testCluster) schedulerFeasible(pod *corev1.Pod) []string {
 	return out
 }
 
-// Pods whose pod affinity, anti-affinity or topology spread depends on
-// the pods already bound (another scheduler's here) are allowed exactly
-// the nodes kube-scheduler's InterPodAffinity and PodTopologySpread
-// plugins find feasible, bind only there, and the one that fits nowhere
-// stays pending saying why. A gang whose members repel each other by host
-// lands on as many nodes as it has members.
-func TestPodsKeepTheirPodAffinityAntiAffinityAndSpread(t *testing.T) {
+// Pods whose CPU request, pod affinity, anti-affinity or topology spread
+// meets the pods already bound (another scheduler's here) are allowed
+// exactly the nodes kube-scheduler's NodeResourcesFit, InterPodAffinity
+// and PodTopologySpread plugins find feasible and bind only there; those
+// that fit nowhere stay pending saying why. A gang whose members repel
+// each other by host lands on as many nodes as it has members.
+func TestPodsKeepTheirRoomAffinityAntiAffinityAndSpread(t *testing.T) {
 	c := newTestCluster(t)
 	for _, n := range []string{"a", "b", "c", "d"} {
 		c.addNode(n, 8, "r1")
@@ -140,6 +145,14 @@ func TestPodsKeepTheirPodAffinityAntiAffinityAndSpread(t *testing.T) {
 	})
 	c.otherPod("s1", "a", map[string]string{"app": "spread"}, nil)
 	c.otherPod("s2", "b", map[string]string{"app": "spread"}, nil)
+	c.otherPod("busy", "d", nil, func(p *corev1.Pod) {
+		p.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("60")}
+	})
+	cpu := func(q string) func(*corev1.Pod) {
+		return func(p *corev1.Pod) {
+			p.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(q)}
+		}
+	}
 
 	affinity := func(terms ...corev1.PodAffinityTerm) func(*corev1.Pod) {
 		return func(p *corev1.Pod) {
@@ -155,6 +168,8 @@ func TestPodsKeepTheirPodAffinityAntiAffinityAndSpread(t *testing.T) {
 		}
 	}
 	pods := map[string]func(*corev1.Pod){
+		"cpu-8":      cpu("8"),
+		"cpu-100":    cpu("100"),
 		"near-cache": affinity(term("app", "cache", zoneKey)),
 		"away-cache": func(p *corev1.Pod) {
 			p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
@@ -170,7 +185,7 @@ func TestPodsKeepTheirPodAffinityAntiAffinityAndSpread(t *testing.T) {
 	}
 	want := map[string][]string{
 		"near-cache": {"a", "b"}, "away-cache": {"b", "c", "d"}, "noisy": {"a", "b", "d"},
-		"first": {"a", "b", "c", "d"}, "orphan": nil, "spread": {"c", "d"},
+		"first": {"a", "b", "c", "d"}, "orphan": nil, "spread": {"c", "d"}, "cpu-8": {"a", "b", "c"}, "cpu-100": nil,
 	}
 	// An advisor plans and binds nothing: every pod sees the same pods bound.
 	db := tempDB(t)
@@ -203,15 +218,20 @@ func TestPodsKeepTheirPodAffinityAntiAffinityAndSpread(t *testing.T) {
 			t.Errorf("%s bound to %s, outside %v", name, node, nodes)
 		}
 	}
-	id := c.jobOf(p, "k8s_pod", "orphan").ID
-	var st service.JobStatus
-	eventually(t, "orphan's reason", func() bool {
-		var err error
-		st, err = p.plane.Job(c.ctx, id)
-		return err == nil && st.Reason == "0/4 nodes are available: 4 node(s) didn't match pod affinity rules."
-	})
-	if n := c.pod("orphan").Spec.NodeName; n != "" || st.State != cluster.StateQueued {
-		t.Errorf("orphan bound to %q, state %s", n, st.State)
+	for name, why := range map[string]string{
+		"orphan":  "0/4 nodes are available: 4 node(s) didn't match pod affinity rules.",
+		"cpu-100": "0/4 nodes are available: 4 Insufficient cpu.",
+	} {
+		id := c.jobOf(p, "k8s_pod", name).ID
+		var st service.JobStatus
+		eventually(t, name+"'s reason", func() bool {
+			var err error
+			st, err = p.plane.Job(c.ctx, id)
+			return err == nil && st.Reason == why
+		})
+		if n := c.pod(name).Spec.NodeName; n != "" || st.State != cluster.StateQueued {
+			t.Errorf("%s bound to %q, state %s", name, n, st.State)
+		}
 	}
 
 	// Two workers that repel each other by host, 2 GPUs each: best fit
