@@ -37,7 +37,11 @@ type nodeConstraints struct {
 	// allocatable is each node's allocatable CPU, memory and pods (0: not
 	// reported), kept apart from the version: the fit is worked out each
 	// plan anyway.
-	allocatable map[string]requests
+	allocatable  map[string]requests
+	allocVersion uint64
+	// room memoizes, by request, the nodes without room for it, until a
+	// pod is set or a node's allocatable changes (withRoomLocked).
+	room map[requests]roomAnswer
 	// names are the nodes' names, sorted, and candidates those with their
 	// MIG instances' nodes, at namesVersion (sortedLocked).
 	names, candidates []string
@@ -60,6 +64,8 @@ type allowedNodes struct {
 	// turnedAway counts the nodes each rule turned away, in
 	// kube-scheduler's words.
 	turnedAway map[string]int
+	// want is the largest of the pods' requests (withRoomLocked).
+	want requests
 }
 
 // setNodeLocked records a node's labels and taints, bumping the version
@@ -73,7 +79,10 @@ func (b *Backend) setNodeLocked(kn *corev1.Node) {
 		c.allocatable = map[string]requests{}
 	}
 	a := kn.Status.Allocatable
-	c.allocatable[kn.Name] = requests{cpuMilli: a.Cpu().MilliValue(), memBytes: a.Memory().Value(), pods: a.Pods().Value()}
+	if r := (requests{cpuMilli: a.Cpu().MilliValue(), memBytes: a.Memory().Value(), pods: a.Pods().Value()}); c.allocatable[kn.Name] != r {
+		c.allocatable[kn.Name] = r
+		c.allocVersion++
+	}
 	old, ok := c.nodes[kn.Name]
 	if ok && maps.Equal(old.Labels, kn.Labels) && equality.Semantic.DeepEqual(old.Spec.Taints, kn.Spec.Taints) {
 		return
@@ -99,6 +108,7 @@ func (b *Backend) storageChanged(any) {
 
 func (b *Backend) forgetNodeLocked(name string) {
 	delete(b.constraints.allocatable, name)
+	b.constraints.allocVersion++
 	if _, ok := b.constraints.nodes[name]; ok {
 		delete(b.constraints.nodes, name)
 		b.constraints.version++
@@ -134,7 +144,7 @@ func (b *Backend) AllowedNodes(id cluster.JobID) ([]string, string, bool) {
 		return a.nodes, a.why, true
 	}
 	turnedAway := maps.Clone(a.turnedAway)
-	nodes, constrained := b.withRoomLocked(pods, a.nodes, a.constrained, turnedAway)
+	nodes, constrained := b.withRoomLocked(a.want, a.nodes, a.constrained, turnedAway)
 	nodes, constrained = b.withFreePortsLocked(pods, nodes, constrained, turnedAway)
 	nodes, constrained = b.withPodsLocked(pods, nodes, constrained, turnedAway)
 	if !constrained || len(nodes) > 0 {
@@ -152,6 +162,10 @@ func (b *Backend) allowedLocked(id cluster.JobID, pods []*corev1.Pod) allowedNod
 		return a
 	}
 	a := allowedNodes{version: c.version, turnedAway: map[string]int{}}
+	for _, p := range pods {
+		r := requestsOf(p)
+		a.want = requests{max(a.want.cpuMilli, r.cpuMilli), max(a.want.memBytes, r.memBytes), 1}
+	}
 	names, _ := b.sortedLocked()
 	for _, p := range pods {
 		if why := c.storage.podRefuses(p); why != "" { // no node will do, whichever
@@ -243,21 +257,37 @@ func (b *Backend) keepNodesLocked(nodes []string, constrained bool, turnedAway m
 	return out, true
 }
 
-// withRoomLocked keeps, of nodes, those with room for the largest of the
-// pods' CPU and memory requests and for one more pod, beside the requests
+// withRoomLocked keeps, of nodes, those with room for want (the largest
+// of the pods' CPU and memory requests) and for one more pod, beside the requests
 // of every pod bound there, as kube-scheduler's NodeResourcesFit filters
 // (GPUs are the planner's). A node that reports no allocatable resource
 // is not limited by it.
-func (b *Backend) withRoomLocked(pods []*corev1.Pod, nodes []string, constrained bool, turnedAway map[string]int) ([]string, bool) {
-	var want requests
-	for _, p := range pods {
-		r := requestsOf(p)
-		want = requests{max(want.cpuMilli, r.cpuMilli), max(want.memBytes, r.memBytes), 1}
-	}
+func (b *Backend) withRoomLocked(want requests, nodes []string, constrained bool, turnedAway map[string]int) ([]string, bool) {
 	c := &b.constraints
-	return b.keepNodesLocked(nodes, constrained, turnedAway, func(n *corev1.Node) string {
-		return insufficient(c.allocatable[n.Name], c.pods.used[n.Name], want)
-	})
+	ans, ok := c.room[want]
+	if !ok || ans.pods != c.pods.version || ans.alloc != c.allocVersion {
+		ans = roomAnswer{pods: c.pods.version, alloc: c.allocVersion, refused: map[string]string{}}
+		for name, a := range c.allocatable {
+			if why := insufficient(a, c.pods.used[name], want); why != "" {
+				ans.refused[name] = why
+			}
+		}
+		if c.room == nil || len(c.room) > 1024 { // requests of many sizes: start again
+			c.room = map[requests]roomAnswer{}
+		}
+		c.room[want] = ans
+	}
+	if len(ans.refused) == 0 {
+		return nodes, constrained
+	}
+	return b.keepNodesLocked(nodes, constrained, turnedAway, func(n *corev1.Node) string { return ans.refused[n.Name] })
+}
+
+// roomAnswer is withRoomLocked's answer for one request: the nodes
+// without room, and why, at versions of the pods and the nodes.
+type roomAnswer struct {
+	pods, alloc uint64
+	refused     map[string]string
 }
 
 // insufficient is why a node whose allocatable resources are alloc, with

@@ -23,6 +23,8 @@ type podIndex struct {
 	attractors map[types.NamespacedName]*placedPod // whose terms score a newcomer (prefer.go)
 	// used sums, by node, the requests of the pods bound there.
 	used map[string]requests
+	// version changes with every pod set.
+	version uint64
 }
 
 // requests are what a pod asks of its node, or what pods bound there ask
@@ -42,6 +44,7 @@ type nsLabel struct{ ns, key, value string }
 
 // set records a pod under key (nil: none now).
 func (x *podIndex) set(key types.NamespacedName, p *placedPod) {
+	x.version++
 	if old, ok := x.all[key]; ok {
 		delete(x.all, key)
 		delete(x.repellers, key)
