@@ -66,7 +66,7 @@ func TestTheRolesGrantOnlyWhatTheirUsersUse(t *testing.T) {
 			"nodes": {"list", "watch"}, "pods": {"delete", "list", "patch", "watch"},
 			"pods/binding": {"create"}, "pods/eviction": {"create"}, "pods/log": {"get"}, "events": {"create", "patch"},
 			"batch/jobs": {"list", "watch"}, "persistentvolumeclaims": {"list", "patch", "watch"}, "persistentvolumes": {"list", "watch"},
-			"storage.k8s.io/storageclasses": {"list", "watch"},
+			"storage.k8s.io/storageclasses": {"list", "watch"}, "namespaces": {"list", "watch"},
 		},
 		"prescient-leader-election": {"coordination.k8s.io/leases": {"create", "get", "update"}},
 		"prescient-parking":         {"nodes": {"get", "patch"}},                                // the backend's Cordon and Uncordon
