@@ -190,12 +190,26 @@ func (q *Quotas) byFlavour(a *quotaAccount, j *cluster.Job, allocs []cluster.All
 func (q *Quotas) Lends() bool { return q.lends }
 
 // Want records what the queued jobs ask for, by tenant and flavour (a
-// job's first quota that may count it), before any of them is placed.
+// job's first quota that may count it), before any of them is placed. A
+// job that cannot start whatever the pool lends holds nothing back: one
+// of a tier its tenant may not use, one no node may take, and those
+// beyond its tenant's cap on running jobs.
 func (q *Quotas) Want(queue []*JobView) {
+	slots := map[*quotaAccount]int{} // jobs each capped tenant may still start
 	for _, v := range queue {
 		a := q.acct[v.Job.Spec.Tenant]
-		if a == nil || len(a.t.Quota) == 0 || !a.t.AllowsTier(v.Job.Spec.Tier) {
+		if a == nil || len(a.t.Quota) == 0 || !a.t.AllowsTier(v.Job.Spec.Tier) || v.Unplaceable != "" {
 			continue
+		}
+		if a.t.MaxRunningJobs > 0 {
+			n, ok := slots[a]
+			if !ok {
+				n = a.t.MaxRunningJobs - a.running
+			}
+			if n <= 0 {
+				continue
+			}
+			slots[a] = n - 1
 		}
 		for i := range a.t.Quota {
 			if m := a.t.Quota[i].Model; mayCount(v.Job, m) {

@@ -249,3 +249,29 @@ func TestEveryPlacementHonoursNodePreferences(t *testing.T) {
 		}
 	}
 }
+
+// A lender's queued jobs hold back the quota they would use only if they
+// could start: b is at its cap of one running job, so its queued job
+// does not keep a from borrowing b's idle GPUs.
+func TestAJobHeldByItsTenantsCapHoldsNoQuotaBack(t *testing.T) {
+	for _, capped := range []bool{false, true} {
+		s := executortest.NewScenario(t, "fifo").At(epoch)
+		s.Nodes(node("n1", 8), node("n2", 8), node("n3", 8))
+		b := cluster.Tenant{Name: "b", Weight: 1, Cohort: "lab", Quota: []cluster.Quota{{GPUs: 8}}}
+		if capped {
+			b.MaxRunningJobs = 1
+		}
+		s.Tenants(cluster.Tenant{Name: "a", Weight: 1, Cohort: "lab", Quota: []cluster.Quota{{GPUs: 8}}}, b)
+		s.Running(clustertest.Job("b-run").GPUs(1).Tenant("b").Obj()).On("n2", 0).For(time.Hour)
+		s.Queued(clustertest.Job("b-wait").GPUs(4).Tenant("b").Submitted(epoch.Add(-time.Hour)).Obj())
+		s.Queued(clustertest.Job("a-own").GPUs(8).Tenant("a").Submitted(epoch.Add(-time.Minute)).Obj())
+		s.Queued(clustertest.Job("a-borrow").GPUs(4).Tenant("a").Submitted(epoch).Obj())
+		p := s.Plan()
+		placed := executortest.Placed(p)
+		// Uncapped, b-wait starts and the cohort's 16 leave a-borrow out;
+		// capped, b-wait cannot start, and a borrows 4 of b's 7 idle GPUs.
+		if want := capped; slices.Contains(placed, "a-borrow") != want || slices.Contains(placed, "b-wait") == capped {
+			t.Errorf("capped %v: placed %v", capped, placed)
+		}
+	}
+}
