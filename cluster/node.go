@@ -88,6 +88,31 @@ type Tenant struct {
 	Tiers []Tier
 	// MaxRunningJobs caps its jobs running at once; 0: no cap.
 	MaxRunningJobs int
+	// Reclaim says which borrowers' jobs the tenant may preempt to get its
+	// nominal quota back (Kueue's reclaimWithinCohort); "" is ReclaimAny.
+	Reclaim Reclaim
+}
+
+// Reclaim is a tenant's policy for taking lent quota back.
+type Reclaim string
+
+// The reclaim policies.
+const (
+	ReclaimAny       Reclaim = "any"        // any borrower's job, whatever its tier
+	ReclaimLowerTier Reclaim = "lower_tier" // only jobs of a lower tier than the job that needs the quota
+	ReclaimNever     Reclaim = "never"      // none: wait for the borrowers' jobs to end
+)
+
+// Reclaims reports whether a job of tier may preempt a borrower's job of
+// victim's tier to take the tenant's quota back.
+func (t *Tenant) Reclaims(tier, victim Tier) bool {
+	switch t.Reclaim {
+	case ReclaimNever:
+		return false
+	case ReclaimLowerTier:
+		return victim < tier
+	}
+	return true
 }
 
 // Quota is a tenant's nominal GPUs of one flavour, as a Kueue
@@ -266,6 +291,11 @@ func (t *Tenant) validateQuota() error {
 	}
 	if t.MaxRunningJobs < 0 {
 		errs = append(errs, fmt.Errorf("max_running_jobs: %d is negative", t.MaxRunningJobs))
+	}
+	switch t.Reclaim {
+	case "", ReclaimAny, ReclaimLowerTier, ReclaimNever:
+	default:
+		errs = append(errs, fmt.Errorf("reclaim: %q is not any, lower_tier or never", t.Reclaim))
 	}
 	return errors.Join(errs...)
 }

@@ -21,6 +21,8 @@ import (
 //	        gpus: 8
 //	    tiers: [standard, batch]    # the tiers its jobs may ask for (default: all)
 //	    max_running_jobs: 40        # default: no cap
+//	    reclaim: lower_tier         # which borrowers' jobs it preempts to get
+//	                                # its quota back: any (default), lower_tier, never
 //	  - {name: ops, quota_gpus: 8}  # shorthand for quota: [{gpus: 8}]
 //
 // A tenant with quotas uses only the flavours listed; one without uses any.
@@ -36,6 +38,7 @@ type tenantFile struct {
 	Quota          []quotaFile `yaml:"quota"`
 	Tiers          []string    `yaml:"tiers"`
 	MaxRunningJobs int         `yaml:"max_running_jobs"`
+	Reclaim        string      `yaml:"reclaim"`
 }
 
 type quotaFile struct {
@@ -87,7 +90,7 @@ func readTenants(entries []tenantFile, lines []int, file string) ([]Tenant, erro
 }
 
 func (t tenantFile) tenant() (Tenant, error) {
-	ten := Tenant{Name: t.Name, Weight: 1, Cohort: t.Cohort, MaxRunningJobs: t.MaxRunningJobs}
+	ten := Tenant{Name: t.Name, Weight: 1, Cohort: t.Cohort, MaxRunningJobs: t.MaxRunningJobs, Reclaim: Reclaim(t.Reclaim)}
 	if t.Name == "" {
 		return ten, errors.New("name: missing")
 	}

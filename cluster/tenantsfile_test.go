@@ -26,8 +26,8 @@ func TestTheExampleTenantsFileReads(t *testing.T) {
 	if v.Weight != 2 || v.Cohort != "research" || v.Quota[0].GPUs != 40 || *v.Quota[0].BorrowingLimit != 40 || v.MaxRunningJobs != 200 {
 		t.Errorf("vision: %+v", v)
 	}
-	if *l.Quota[0].LendingLimit != 30 || l.Quota[0].BorrowingLimit != nil {
-		t.Errorf("language: %+v", l.Quota)
+	if *l.Quota[0].LendingLimit != 30 || l.Quota[0].BorrowingLimit != nil || l.Reclaim != cluster.ReclaimLowerTier || v.Reclaim != "" {
+		t.Errorf("language: %+v", l)
 	}
 	if i.Weight != 1 || !i.AllowsTier(cluster.TierBatch) || i.AllowsTier(cluster.TierProduction) {
 		t.Errorf("interns: %+v", i)
@@ -54,6 +54,7 @@ func TestTenantsFileErrorsSayWhere(t *testing.T) {
 		{"both forms", "tenants:\n  - name: a\n    quota_gpus: 2\n    quota: [{gpus: 2}]\n", []string{"quota_gpus and quota"}},
 		{"unknown tier", "tenants:\n  - name: a\n    tiers: [urgent]\n", []string{"t.yaml:2", "tiers[0]", "urgent"}},
 		{"negative running cap", "tenants:\n  - name: a\n    max_running_jobs: -1\n", []string{"max_running_jobs"}},
+		{"unknown reclaim", "tenants:\n  - name: a\n  - name: b\n    reclaim: sometimes\n", []string{"t.yaml:3", "tenants[1]", "reclaim", "sometimes"}},
 		{"NaN weight", "tenants:\n  - name: a\n    weight: .nan\n", []string{"weight"}},
 		{"no name", "tenants:\n  - weight: 2\n", []string{"name: missing"}},
 		{"none", "tenants: []\n", []string{"none listed"}},
@@ -81,6 +82,7 @@ func FuzzReadTenantsFile(f *testing.F) {
 	}
 	f.Add("tenants:\n  - {name: a, quota_gpus: 3, tiers: [batch]}\n")
 	f.Add("tenants:\n  - {name: a, cohort: c, quota: [{model: X, gpus: 2, lending_limit: 1, borrowing_limit: 0}]}\n")
+	f.Add("tenants:\n  - {name: a, cohort: c, quota_gpus: 2, reclaim: never}\n  - {name: b, cohort: c, reclaim: lower_tier}\n")
 	f.Fuzz(func(t *testing.T, s string) {
 		ts, err := cluster.ReadTenantsFile(strings.NewReader(s), "fuzz.yaml")
 		if err != nil {

@@ -1,6 +1,7 @@
 package control
 
 import (
+	"cmp"
 	"context"
 	"maps"
 	"slices"
@@ -53,7 +54,7 @@ func (p *Plane) Tenants(context.Context) (service.TenantsInfo, error) {
 	info.At = at
 	for i := range ts {
 		t := &ts[i]
-		ti := service.TenantInfo{Name: t.Name, Weight: t.Weight, Cohort: t.Cohort, Tiers: tierNames(t), MaxRunningJobs: t.MaxRunningJobs,
+		ti := service.TenantInfo{Name: t.Name, Weight: t.Weight, Cohort: t.Cohort, Tiers: tierNames(t), MaxRunningJobs: t.MaxRunningJobs, Reclaim: string(cmp.Or(t.Reclaim, cluster.ReclaimAny)),
 			RunningJobs: running[t.Name], Quotas: []service.QuotaUsage{}}
 		for _, u := range use {
 			if u.Tenant == t.Name {

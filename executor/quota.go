@@ -447,10 +447,11 @@ func quotaNamed(t *cluster.Tenant, model string) (*cluster.Quota, bool) {
 // Borrowers are the running jobs j's tenant may take its quota back from,
 // the cheapest to stop first (least work lost, then the latest started):
 // the jobs of other members of its cohort that hold more of a flavour j's
-// tenant is within its nominal quota of than their own nominal quota.
+// tenant is within its nominal quota of than their own nominal quota, and
+// that its reclaim policy lets j preempt (cluster.Tenant.Reclaims).
 func (q *Quotas) Borrowers(j *cluster.Job, skip map[cluster.JobID]bool) []*RunningJob {
 	a := q.acct[j.Spec.Tenant]
-	if a == nil || a.t.Cohort == "" {
+	if a == nil || a.t.Cohort == "" || a.t.Reclaim == cluster.ReclaimNever {
 		return nil
 	}
 	var out []*RunningJob
@@ -462,7 +463,7 @@ func (q *Quotas) Borrowers(j *cluster.Job, skip map[cluster.JobID]bool) []*Runni
 		}
 		lenders++
 		for _, r := range b.jobs {
-			if skip[r.Job.ID] {
+			if skip[r.Job.ID] || !a.t.Reclaims(j.Spec.Tier, r.Job.Spec.Tier) {
 				continue
 			}
 			counts, _, _ := q.byFlavour(b, r.Job, r.Allocations, buf[:0])

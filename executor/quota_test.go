@@ -275,3 +275,32 @@ func TestAJobHeldByItsTenantsCapHoldsNoQuotaBack(t *testing.T) {
 		}
 	}
 }
+
+// A lender's reclaim policy says which borrowed jobs its job may preempt:
+// any (the default: the cheapest to stop), only those of a lower tier, or
+// none.
+func TestALendersReclaimPolicyChoosesTheBorrowersItPreempts(t *testing.T) {
+	for _, tt := range []struct {
+		reclaim cluster.Reclaim
+		want    []cluster.JobID
+	}{
+		{"", []cluster.JobID{"a-prod"}}, // it ran least
+		{cluster.ReclaimLowerTier, []cluster.JobID{"a-batch"}},
+		{cluster.ReclaimNever, nil},
+	} {
+		s := executortest.NewScenario(t, "fifo").At(epoch)
+		s.Nodes(node("n1", 4))
+		s.Tenants(cluster.Tenant{Name: "a", Weight: 1, Cohort: "lab", Quota: []cluster.Quota{{GPUs: 2}}},
+			cluster.Tenant{Name: "b", Weight: 1, Cohort: "lab", Quota: []cluster.Quota{{GPUs: 2}}, Reclaim: tt.reclaim})
+		// a holds all 4 GPUs, 2 of them b's: b's standard job needs one back.
+		s.Running(clustertest.Job("a-own").GPUs(2).Tenant("a").Tier(cluster.TierProduction).Obj()).On("n1", 0, 1).For(time.Hour)
+		s.Running(clustertest.Job("a-batch").GPUs(1).Tenant("a").Tier(cluster.TierBatch).Obj()).On("n1", 2).For(time.Hour)
+		s.Running(clustertest.Job("a-prod").GPUs(1).Tenant("a").Tier(cluster.TierProduction).Obj()).On("n1", 3).For(30 * time.Minute)
+		s.Queued(clustertest.Job("b0").GPUs(1).Tenant("b").Tier(cluster.TierStandard).Submitted(epoch).Obj())
+		p := s.Plan()
+		got := executortest.Preempted(p)
+		if !slices.Equal(got, tt.want) && len(got)+len(tt.want) > 0 {
+			t.Errorf("reclaim %q: preempted %v, want %v", tt.reclaim, got, tt.want)
+		}
+	}
+}

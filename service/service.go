@@ -405,6 +405,7 @@ type TenantInfo struct {
 	Cohort         string       `json:"cohort,omitempty"`
 	Tiers          []string     `json:"tiers"`
 	MaxRunningJobs int          `json:"max_running_jobs"`
+	Reclaim        string       `json:"reclaim"`
 	RunningJobs    int          `json:"running_jobs"`
 	Quotas         []QuotaUsage `json:"quotas"`
 }

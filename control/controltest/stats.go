@@ -168,7 +168,7 @@ func (f *Fake) Tenants(context.Context) (service.TenantsInfo, error) {
 				tiers = append(tiers, tier.String())
 			}
 			info.Tenants = append(info.Tenants, service.TenantInfo{Name: q.Tenant, Weight: 1, Cohort: q.Cohort,
-				Tiers: tiers, Quotas: []service.QuotaUsage{}})
+				Tiers: tiers, Reclaim: string(cluster.ReclaimAny), Quotas: []service.QuotaUsage{}})
 			i = len(info.Tenants) - 1
 		}
 		info.Tenants[i].Quotas = append(info.Tenants[i].Quotas, q)
