@@ -50,6 +50,22 @@ nodes:
     cpu_milli: 64000
     memory: 512GiB
     gpus: {count: 4, model: A40, nvlink_domains: [[0, 1], [2, 3]]}
+# The synthetic stream's tenants and the admin token's (demo) share the 24
+# GPUs in one cohort: each may always use its quota, borrows what the
+# others leave idle, and takes it back by preempting borrowers.
+tenants:
+  - {name: demo, cohort: lab, quota_gpus: 4}
+  - {name: tenant-01, cohort: lab, quota_gpus: 3}
+  - {name: tenant-02, cohort: lab, quota_gpus: 4}
+  - {name: tenant-03, cohort: lab, quota_gpus: 3}
+  - {name: tenant-04, cohort: lab, quota_gpus: 2}
+  - {name: tenant-05, cohort: lab, quota_gpus: 2}
+  - {name: tenant-06, cohort: lab, quota_gpus: 1}
+  - {name: tenant-07, cohort: lab, quota_gpus: 1}
+  - {name: tenant-08, cohort: lab, quota_gpus: 1}
+  - {name: tenant-09, cohort: lab, quota_gpus: 1}
+  - {name: tenant-10, cohort: lab, quota_gpus: 1}
+  - {name: tenant-11, cohort: lab, quota_gpus: 1}
 `
 
 type demoOptions struct {

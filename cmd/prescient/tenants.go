@@ -63,13 +63,13 @@ func (r tenantsReport) writeTable(w io.Writer) error {
 		fmt.Fprintf(w, "tenants from: %s\n", r.Source)
 	}
 	t := newTable(w)
-	t.row("TENANT", "COHORT", "WEIGHT", "TIERS", "RUNNING", "GPU MODEL", "HELD/QUOTA", "BORROWED", "BORROW LIMIT", "LEND LIMIT")
+	t.row("TENANT", "COHORT", "WEIGHT", "TIERS", "RUNNING", "RECLAIM", "GPU MODEL", "HELD/QUOTA", "BORROWED", "BORROW LIMIT", "LEND LIMIT")
 	for _, ti := range r.Tenants {
 		running := fmt.Sprint(ti.RunningJobs)
 		if ti.MaxRunningJobs > 0 {
 			running += fmt.Sprintf("/%d", ti.MaxRunningJobs)
 		}
-		base := []any{ti.Name, orDash(ti.Cohort), ti.Weight, strings.Join(ti.Tiers, ","), running}
+		base := []any{ti.Name, orDash(ti.Cohort), ti.Weight, strings.Join(ti.Tiers, ","), running, orDash(ti.Reclaim)}
 		if len(ti.Quotas) == 0 {
 			t.row(append(base, "any", "no quota", "-", "-", "-")...)
 		}
