@@ -316,11 +316,71 @@ func TestWhatIfShowsBothPlans(t *testing.T) {
 				r.querySelector('.delta').textContent.startsWith('+');
 		})()`},
 		[2]string{"no row of the removed job", `!document.querySelector('#whatif-result tr[data-whatif-job=` + js(string(small.ID)) + `]')`},
+		[2]string{"no stray null where no horizon is said", `![...document.querySelectorAll('#whatif-result > p')].some(p => p.textContent === 'null') &&
+			!document.getElementById('whatif-result').textContent.includes('null')`},
 	)
 	shoot(b, "whatif-panel", "whatif")
 	if jobs, _ := f.Jobs(context.Background(), service.JobQuery{}); len(jobs) != 3 {
 		t.Errorf("the control plane holds %d jobs after a what-if, want the 3 it had", len(jobs))
 	}
+}
+
+// TestWhatIfTriesChangedTenants: an admin copies the tenants in force into
+// the what-if form as a tenants file's list, edits a quota and asks; the
+// question carries the edited tenants, and one the API refuses says the
+// entry and field. A submitter, who may not read the tenants, has no copy
+// button.
+func TestWhatIfTriesChangedTenants(t *testing.T) {
+	s := newStack(t)
+	f := s.fake
+	two := 2
+	f.SetQuotaUsage([]service.QuotaUsage{{Tenant: "ml", Cohort: "lab", NominalGPUs: 8, HeldGPUs: 4},
+		{Tenant: "ops", Cohort: "lab", NominalGPUs: 8, LendingLimitGPUs: &two}})
+	submitAs(t, f, "ml", "finetune", cluster.TierBatch, 4)
+
+	b := browsertest.Start(t)
+	browsertest.Open(b, s.url)
+	browsertest.Login(b, submitterToken)
+	waitFor(b, [2]string{"no copy of the tenants for a submitter", `document.getElementById('whatif-tenants-load').hidden`})
+	b.Do("log out", chromedp.Click(chromedp.ID("logout")))
+	browsertest.Login(b, adminToken)
+	waitFor(b, [2]string{"the copy button for an admin", `!document.getElementById('whatif-tenants-load').hidden`})
+	b.Do("copy the tenants in force", chromedp.Click(chromedp.ID("whatif-tenants-load")))
+	var copied []map[string]any
+	waitFor(b, [2]string{"the tenants as a file's list", `(() => {
+		const v = document.getElementById('whatif-tenants').value;
+		if (!v) return false;
+		const l = JSON.parse(v);
+		return l.length === 2 && l[0].name === 'ml' && l[0].cohort === 'lab' && l[0].quota[0].gpus === 8 &&
+			l[1].quota[0].lending_limit === 2 && !('tiers' in l[0]) && !('reclaim' in l[0]);
+	})()`})
+	must(t, json.Unmarshal([]byte(browsertest.Eval[string](b, "the copy", `document.getElementById('whatif-tenants').value`)), &copied))
+	copied[0]["quota"] = []map[string]any{{"gpus": 16}}
+	edited, err := json.Marshal(copied)
+	must(t, err)
+
+	b.Do("ask with tenants that are not JSON", browsertest.SetField("whatif-tenants", "tenants:\n  - name: ml"),
+		chromedp.Click(chromedp.ID("whatif-button")))
+	waitFor(b, [2]string{"the form's error", `document.getElementById('whatif-result').textContent.startsWith('tenants: not JSON')`})
+	b.Do("ask with a reclaim policy that is not one", browsertest.SetField("whatif-tenants", `[{"name": "ml", "reclaim": "sometimes"}]`),
+		chromedp.Click(chromedp.ID("whatif-button")))
+	waitFor(b, [2]string{"the API's error naming the entry", `(() => {
+		const t = document.getElementById('whatif-result').textContent;
+		return t.includes('tenants[0]') && t.includes('reclaim') && t.includes('sometimes');
+	})()`})
+	b.Do("ask with ml's quota doubled", browsertest.SetField("whatif-tenants", string(edited)), chromedp.Click(chromedp.ID("whatif-button")))
+	waitFor(b, [2]string{"the answer", `document.getElementById('whatif-result').dataset.state === 'done' &&
+		document.getElementById('whatif-result').textContent.includes('put 2 tenants in force')`})
+	asked := f.WhatIfsAsked()
+	if len(asked) != 1 {
+		t.Fatalf("%d what-ifs reached the control plane, want the one the API accepted", len(asked))
+	}
+	ts := asked[0].Tenants
+	if len(ts) != 2 || ts[0].Name != "ml" || ts[0].Cohort != "lab" || ts[0].Quota[0].GPUs != 16 ||
+		ts[1].Quota[0].GPUs != 8 || ts[1].Quota[0].LendingLimit == nil || *ts[1].Quota[0].LendingLimit != 2 {
+		t.Errorf("the tenants asked with: %+v", ts)
+	}
+	shoot(b, "whatif-panel", "whatif-tenants")
 }
 
 // bigFleet is 125 nodes of 8 GPUs: 100 of A100s, 25 of H100s.

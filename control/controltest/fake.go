@@ -90,7 +90,8 @@ type Fake struct {
 	fail     map[string]error
 	retrains int
 	idleFor  map[cluster.GPURef]time.Duration
-	logs     map[logKey]string // SetJobLog
+	logs     map[logKey]string       // SetJobLog
+	asked    []service.WhatIfRequest // the what-ifs asked (WhatIfsAsked)
 }
 
 var _ service.Service = (*Fake)(nil)

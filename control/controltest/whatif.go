@@ -31,6 +31,14 @@ type simJob struct {
 
 type simResult struct{ start, end *time.Time }
 
+// WhatIfsAsked are the what-if questions the fake was asked, in order
+// (its answers ignore Tenants: a test of a client checks what it sent).
+func (f *Fake) WhatIfsAsked() []service.WhatIfRequest {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.asked)
+}
+
 // WhatIf simulates the live queue and the changed one with a greedy list
 // scheduler over the fleet's total milli-GPUs (it ignores how shares pack
 // onto single GPUs): running jobs end at their P50, queued jobs start in
@@ -43,6 +51,7 @@ func (f *Fake) WhatIf(_ context.Context, req service.WhatIfRequest) (service.Wha
 	if err := f.failure("WhatIf"); err != nil {
 		return service.WhatIfResult{}, err
 	}
+	f.asked = append(f.asked, req)
 	policy := cmp.Or(req.Policy, PolicyFIFO)
 	if policy != PolicyFIFO && policy != PolicySJF {
 		return service.WhatIfResult{}, fmt.Errorf("policy: %q is not %s or %s: %w", req.Policy, PolicyFIFO, PolicySJF, service.ErrInvalid)

@@ -12,7 +12,7 @@ import {
 } from './core.js';
 import { fetchJobs, renderJobs, setupJobs, resetJobs, refreshDetail, noteTenants, openJob } from './jobs.js';
 import { renderFleet, setupFleet } from './fleet.js';
-import { noteNodes, setupWhatIf } from './whatif.js';
+import { noteNodes, noteRole, setupWhatIf } from './whatif.js';
 import { renderModels, renderMode, setupModels } from './models.js';
 
 const REFRESH_MS = 5000;
@@ -39,6 +39,7 @@ function showLogin(message) {
   // What the last session did is not the next one's business.
   for (const s of ['#submit-result', '#jobs-error', '#mode-result']) $(s).hidden = true;
   $('#whatif-result').replaceChildren();
+  $('#whatif-tenants').value = ''; // the last session's tenants are not the next one's
   $('#app').hidden = true;
   $('#nav').hidden = true;
   $('#logout').hidden = true;
@@ -106,6 +107,7 @@ function setIdentity(who) {
   const w = $('#whoami');
   w.hidden = !who;
   w.textContent = who ? `${who.role} · tenant ${who.tenant}` : '';
+  noteRole();
 }
 
 // ---- refresh ------------------------------------------------------------

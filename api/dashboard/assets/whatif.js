@@ -1,9 +1,10 @@
 // The what-if panel (POST /v1/whatif): add a job, remove a job, remove a
-// node, and see both plans' figures (mean wait, makespan, deadlines met)
+// node, order by another policy, put changed tenants in force (an admin
+// starts from a copy of those in force), and see both plans' figures (mean wait, makespan, deadlines met)
 // and each job's start and end now and in the scenario. Nothing changes in
 // the control plane; it only simulates.
 
-import { $, api, el, table, parseLabels, describeError, fmtDuration, fmtDelta, fmtTime } from './core.js';
+import { $, api, el, table, parseLabels, isAdmin, describeError, fmtDuration, fmtDelta, fmtTime } from './core.js';
 
 const MAX_ROWS = 100; // jobs the per-job table shows, the most changed first
 
@@ -37,10 +38,64 @@ function question() {
   if (node) body.remove_nodes = [node];
   const policy = $('#whatif-policy').value.trim();
   if (policy) body.policy = policy;
-  if (!body.add_jobs && !body.remove_jobs && !body.remove_nodes && !body.policy) {
-    throw new Error('Ask for a change: add a job, remove a job or a node, or name another policy.');
+  const tenants = $('#whatif-tenants').value.trim();
+  if (tenants) {
+    let list;
+    try {
+      list = JSON.parse(tenants);
+    } catch (e) {
+      throw new Error('tenants: not JSON: ' + e.message);
+    }
+    if (!Array.isArray(list)) throw new Error('tenants: want a list, [{"name": ...}, ...]');
+    body.tenants = list;
+  }
+  if (!body.add_jobs && !body.remove_jobs && !body.remove_nodes && !body.policy && !body.tenants) {
+    throw new Error('Ask for a change: add a job, remove a job or a node, name another policy, or change the tenants.');
   }
   return body;
+}
+
+// tenantsFileList turns GET /v1/tenants into a tenants file's list, the
+// form POST /v1/whatif takes, leaving out what is the default.
+export function tenantsFileList(info) {
+  return (info.tenants || []).map((t) => {
+    const e = { name: t.name, weight: t.weight };
+    if (t.cohort) e.cohort = t.cohort;
+    if ((t.quotas || []).length) {
+      e.quota = t.quotas.map((q) => {
+        const x = { gpus: q.nominal_gpus };
+        if (q.model) x.model = q.model;
+        if (q.borrowing_limit_gpus != null) x.borrowing_limit = q.borrowing_limit_gpus;
+        if (q.lending_limit_gpus != null) x.lending_limit = q.lending_limit_gpus;
+        return x;
+      });
+    }
+    if ((t.tiers || []).length && t.tiers.length < TIERS) e.tiers = t.tiers;
+    if (t.max_running_jobs) e.max_running_jobs = t.max_running_jobs;
+    if (t.reclaim && t.reclaim !== 'any') e.reclaim = t.reclaim;
+    return e;
+  });
+}
+
+const TIERS = 4; // a tenant allowed every tier lists them all
+
+// loadTenants copies the tenants in force into the form, to edit (admins).
+async function loadTenants() {
+  const out = $('#whatif-result');
+  try {
+    const info = await api('GET', '/v1/tenants');
+    $('#whatif-tenants').value = JSON.stringify(tenantsFileList(info), null, 2);
+  } catch (err) {
+    if (err.status === 401) return;
+    out.dataset.state = 'error';
+    out.replaceChildren(el('p', { class: 'error' }, 'The tenants in force: ' + describeError(err)));
+  }
+}
+
+// noteRole shows the copy of the tenants in force to admins only: only
+// they may read them.
+export function noteRole() {
+  $('#whatif-tenants-load').hidden = !isAdmin();
 }
 
 async function ask(ev) {
@@ -78,6 +133,7 @@ function asked(body) {
   for (const id of body.remove_jobs || []) parts.push(`remove job ${id}`);
   for (const n of body.remove_nodes || []) parts.push(`remove node ${n}`);
   if (body.policy) parts.push(`order the queue by ${body.policy}`);
+  if (body.tenants) parts.push(`put ${body.tenants.length} tenant${body.tenants.length === 1 ? '' : 's'} in force`);
   return parts.join(', ');
 }
 
@@ -105,7 +161,7 @@ function render(res, body) {
     el('td', {}, j.hypothetical ? '–' : fmtTime(j.baseline_end)), el('td', {}, j.end ? fmtTime(j.end) : '–'),
     el('td', { class: 'num delta' }, j.hypothetical ? (j.start && j.end ? 'runs ' + fmtDuration((Date.parse(j.end) - Date.parse(j.start)) / 1000) : '–') : fmtDelta(j.delta_end_s)),
     el('td', {}, j.deadline_feasible === true ? 'met' : j.deadline_feasible === false ? 'missed' : '–')));
-  $('#whatif-result').replaceChildren(
+  $('#whatif-result').replaceChildren(...[ // without a horizon, no paragraph (replaceChildren would write "null")
     el('p', {}, 'If we ', el('strong', {}, asked(body)), ` (policy ${res.policy || 'as now'}; simulated in ${!Number.isFinite(res.wall_s) ? '–' : res.wall_s < 0.001 ? 'under 1 ms' : (res.wall_s * 1000).toFixed(0) + ' ms'}):`),
     summary,
     res.horizon ? el('p', { class: 'muted', 'data-figure': 'horizon' }, `Followed until ${fmtTime(res.horizon)} (${
@@ -114,9 +170,11 @@ function render(res, body) {
     el('p', { class: 'muted' }, `${jobs.length} jobs in the scenario, ${moved} of them added or moved` +
       (jobs.length > MAX_ROWS ? `; the ${MAX_ROWS} most changed are shown.` : '.')),
     jobs.length ? table(['Job', 'Start now', 'Start in scenario', 'End now', 'End in scenario', 'Change of end', 'Deadline'], rows, { class: 'whatif-jobs' })
-      : el('p', { class: 'muted' }, 'No queued or running job.'));
+      : el('p', { class: 'muted' }, 'No queued or running job.'),
+  ].filter(Boolean));
 }
 
 export function setupWhatIf() {
   $('#whatif-form').addEventListener('submit', ask);
+  $('#whatif-tenants-load').addEventListener('click', loadTenants);
 }
