@@ -47,6 +47,10 @@ type JobSpec struct {
 	// TasksApart, set like Nodes, puts each of a gang's tasks on a node of
 	// its own (pods that repel each other by host).
 	TasksApart bool `json:"-"`
+	// TasksPerNode, set like Nodes, is the most of a gang's tasks each named
+	// node may take (its room for their CPU and memory); a node it does not
+	// name takes as many as its GPUs allow.
+	TasksPerNode map[string]int `json:"-"`
 	// NodePreference, set like Nodes, is how much more than a node it does
 	// not name each node suits the job (a Kubernetes pod's preferred
 	// affinity, in kube-scheduler's score units, where the placement's own

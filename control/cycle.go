@@ -110,20 +110,25 @@ func (p *Plane) view(j *cluster.Job, lv *live.State) *executor.JobView {
 
 // constrain puts the backend's node constraints on the planner's view of
 // a queued job: its copy of the job may use the nodes allowed only, its
-// tasks apart where they must be, with its preferences among the nodes,
+// tasks apart or few to a node where they must be, with its preferences
+// among the nodes,
 // and one no node may take says why.
 func constrain(v *executor.JobView, c executor.NodeConstrainer) {
 	nodes, why, constrained := c.AllowedNodes(v.Job.ID)
-	apart := v.Job.Spec.GangSize > 1 && c.TasksApart(v.Job.ID)
+	var apart bool
+	var perNode map[string]int
+	if v.Job.Spec.GangSize > 1 {
+		apart, perNode = c.TaskLimits(v.Job.ID)
+	}
 	var prefs map[string]float64
 	if !constrained || len(nodes) > 0 {
 		prefs = c.NodePreferences(v.Job.ID)
 	}
-	if !constrained && !apart && prefs == nil {
+	if !constrained && !apart && perNode == nil && prefs == nil {
 		return
 	}
 	j := *v.Job
-	j.Spec.TasksApart, j.Spec.NodePreference = apart, prefs
+	j.Spec.TasksApart, j.Spec.TasksPerNode, j.Spec.NodePreference = apart, perNode, prefs
 	if constrained {
 		j.Spec.Nodes = nodes
 		if j.Spec.Nodes == nil {

@@ -114,9 +114,11 @@ type Waiter interface {
 // out. The control plane puts the list on the planner's copy of the job
 // (JobSpec.Nodes), so every placement plugin keeps to it.
 //
-// TasksApart reports whether each task of a queued gang must have a node
-// of its own (Kubernetes: its pods' anti-affinity by host matches each
-// other); the control plane sets JobSpec.TasksApart by it.
+// TaskLimits says how a queued gang's tasks may share nodes: apart when
+// each must have a node of its own (Kubernetes: its pods' anti-affinity by
+// host matches each other), and perNode the most tasks each named node has
+// room for (its free CPU and memory); the control plane sets
+// JobSpec.TasksApart and JobSpec.TasksPerNode by it.
 //
 // NodePreferences says how much more than an unnamed node each node suits
 // the job (Kubernetes: preferred affinity, PreferNoSchedule taints,
@@ -124,7 +126,7 @@ type Waiter interface {
 // preference; the control plane sets JobSpec.NodePreference by it.
 type NodeConstrainer interface {
 	AllowedNodes(id cluster.JobID) (nodes []string, why string, constrained bool)
-	TasksApart(id cluster.JobID) bool
+	TaskLimits(id cluster.JobID) (apart bool, perNode map[string]int)
 	NodePreferences(id cluster.JobID) map[string]float64
 }
 

@@ -218,6 +218,35 @@ func TestAGangWhoseTasksMustBeApartTakesANodePerTask(t *testing.T) {
 	}
 }
 
+// A gang's tasks go no more to a node than it has room for
+// (JobSpec.TasksPerNode): four one-GPU tasks that best fit would pack on
+// n1 split 3 and 1 when n1 has room for three.
+func TestAGangTakesNoMoreTasksOnANodeThanItHasRoomFor(t *testing.T) {
+	for _, room := range []map[string]int{nil, {"n1": 3, "n2": 3, "n3": 3}} {
+		s := executortest.NewScenario(t, "prescient").At(epoch)
+		s.Nodes(node("n1", 8), node("n2", 8), node("n3", 8))
+		s.Running(clustertest.Job("other").GPUs(4).Obj()).On("n1", 0, 1, 2, 3).For(time.Hour) // n1 is the best fit
+		gang := clustertest.Job("gang").GPUs(4).Gang(4).Submitted(epoch).Obj()
+		gang.Spec.TasksPerNode = room
+		s.Queued(gang)
+		p := s.Plan()
+		if len(p.Placements) != 1 {
+			t.Fatalf("room %v: placed %v", room, executortest.Placed(p))
+		}
+		per := map[string]int{}
+		for _, a := range p.Placements[0].Allocations {
+			per[a.GPU.Node]++
+		}
+		most := 0
+		for _, k := range per {
+			most = max(most, k)
+		}
+		if want := map[bool]int{true: 4, false: 3}[room == nil]; most != want {
+			t.Errorf("room %v: tasks by node %v, want at most %d on one", room, per, want)
+		}
+	}
+}
+
 // A job's node preferences (JobSpec.NodePreference) steer every kind of
 // placement, a whole node's GPUs, a share of one and a gang's tasks, to
 // the preferred node over the one packing alone would choose.

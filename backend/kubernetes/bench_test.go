@@ -89,7 +89,7 @@ func BenchmarkGangStartPlan(b *testing.B) {
 }
 
 // BenchmarkConstraintsPerPlan is what the control plane asks the backend
-// for every queued job at every plan (AllowedNodes, TasksApart,
+// for every queued job at every plan (AllowedNodes, TaskLimits,
 // NodePreferences) on a 10,000-GPU fleet: 1,250 nodes of 8 GPUs in 5
 // zones, 5% of them with a PreferNoSchedule taint, a bound pod on every
 // GPU (one in ten of them repelling its kind by host), and 1,000 queued
@@ -157,7 +157,7 @@ func BenchmarkConstraintsPerPlan(b *testing.B) {
 	for b.Loop() {
 		for _, id := range ids {
 			bk.AllowedNodes(id)
-			bk.TasksApart(id)
+			bk.TaskLimits(id)
 			bk.NodePreferences(id)
 		}
 	}

@@ -22,8 +22,8 @@ import (
 // DoNotSchedule). Their rules are kube-scheduler's, which has no library
 // for them outside its framework; test/kubernetes checks them against the
 // framework's plugins. As kube-scheduler, they see each pod alone: a gang's
-// members constrain each other only through Start's check (checkGangLocked)
-// and JobSpec.TasksApart.
+// members constrain each other only through Start's check
+// (checkPlacementLocked) and TaskLimits.
 
 // Reasons, in kube-scheduler's words.
 const (
@@ -133,19 +133,26 @@ func (b *Backend) setPlacedLocked(key types.NamespacedName, p *corev1.Pod, node 
 	b.constraints.pods.set(key, newPlacedPod(p, node))
 }
 
-// TasksApart reports whether a gang's pods repel each other by host: a
-// member's required anti-affinity on kubernetes.io/hostname matches
-// another member, or two members take the same host port. The planner
-// then gives each member a node of its own (executor.NodeConstrainer).
-func (b *Backend) TasksApart(id cluster.JobID) bool {
+// TaskLimits says how a gang's pods may share nodes
+// (executor.NodeConstrainer). apart: its members repel each other by host
+// (a member's required anti-affinity on kubernetes.io/hostname matches
+// another) or take the same host port, so each needs a node of its own.
+// perNode: the nodes that have room for fewer of its members than it has,
+// by their free CPU, memory and pod count beside the pods bound there
+// (withRoomLocked's rule), each with how many.
+func (b *Backend) TaskLimits(id cluster.JobID) (apart bool, perNode map[string]int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	j := b.jobs[id]
 	if j == nil || !j.pj.Gang || len(j.pods) < 2 {
-		return false
+		return false, nil
 	}
-	l := b.podListerLocked(nil)
 	pods := sortedPods(j.pods)
+	return b.apartLocked(pods), b.roomForMembersLocked(pods)
+}
+
+func (b *Backend) apartLocked(pods []*corev1.Pod) bool {
+	l := b.podListerLocked(nil)
 	for i, p := range pods {
 		for _, q := range pods[i+1:] {
 			if portsConflict(hostPorts(p), hostPorts(q)) {
@@ -168,6 +175,38 @@ func (b *Backend) TasksApart(id cluster.JobID) bool {
 		}
 	}
 	return false
+}
+
+// roomForMembersLocked is TaskLimits' perNode.
+func (b *Backend) roomForMembersLocked(pods []*corev1.Pod) map[string]int {
+	var want requests
+	for _, p := range pods {
+		r := requestsOf(p)
+		want = requests{max(want.cpuMilli, r.cpuMilli), max(want.memBytes, r.memBytes), 1}
+	}
+	c := &b.constraints
+	var out map[string]int
+	for name, alloc := range c.allocatable {
+		used := c.pods.used[name]
+		k := len(pods)
+		for _, r := range []struct{ alloc, used, want int64 }{
+			{alloc.cpuMilli, used.cpuMilli, want.cpuMilli}, {alloc.memBytes, used.memBytes, want.memBytes}, {alloc.pods, used.pods, want.pods},
+		} {
+			if r.alloc > 0 && r.want > 0 {
+				k = min(k, int(max(r.alloc-r.used, 0)/r.want))
+			}
+		}
+		if k < len(pods) {
+			if out == nil {
+				out = map[string]int{}
+			}
+			out[name] = k
+			for _, m := range b.migNodes[name] {
+				out[m] = k
+			}
+		}
+	}
+	return out
 }
 
 // spreadConstraint is a parsed TopologySpreadConstraint that must hold.

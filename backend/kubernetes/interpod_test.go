@@ -157,7 +157,7 @@ func TestPodAffinityAntiAffinityAndSpreadReadThePodsBound(t *testing.T) {
 }
 
 // A gang whose members repel each other by host, or take the same host
-// port, is planned one member per node (TasksApart); Start refuses two
+// port, is planned one member per node (TaskLimits' apart); Start refuses two
 // members on one node, naming the rule, and binds members on nodes apart.
 func TestAGangWhoseMembersRepelEachOtherGoesApart(t *testing.T) {
 	nodes := []*corev1.Node{hostNode("a", nil), hostNode("b", nil)}
@@ -182,8 +182,9 @@ func TestAGangWhoseMembersRepelEachOtherGoesApart(t *testing.T) {
 		w, p, h = e.jobOfPod("w-0"), e.jobOfPod("p-0"), e.jobOfPod("h-0")
 		return w != "" && p != "" && h != ""
 	})
-	if !e.backend.TasksApart(w) || e.backend.TasksApart(p) || !e.backend.TasksApart(h) {
-		t.Errorf("TasksApart: repelling gang %v, plain gang %v, ported gang %v", e.backend.TasksApart(w), e.backend.TasksApart(p), e.backend.TasksApart(h))
+	apart := func(id cluster.JobID) bool { a, _ := e.backend.TaskLimits(id); return a }
+	if !apart(w) || apart(p) || !apart(h) {
+		t.Errorf("apart: repelling gang %v, plain gang %v, ported gang %v", apart(w), apart(p), apart(h))
 	}
 	if err := e.backend.Start(e.ctx, assignment(h, 1, 4, []string{"a"}, []int{4})); !errors.Is(err, ErrInvalidAssignment) ||
 		!strings.Contains(err.Error(), "free ports") {
@@ -298,5 +299,39 @@ func TestCPUAndMemoryRequestsNeedRoomOnTheNode(t *testing.T) {
 	if err := e.backend.Start(e.ctx, assignment(ids["big"], 1, 1, []string{"b"}, []int{1})); !errors.Is(err, executor.ErrPlanStale) ||
 		!strings.Contains(err.Error(), "Insufficient cpu") {
 		t.Errorf("big on b after small: %v, want a stale plan for cpu", err)
+	}
+}
+
+// A gang whose members' CPU requests do not all fit on one node says how
+// many each node has room for, beside what is bound there; Start refuses
+// more members on a node than its room.
+func TestAGangSaysHowManyOfItsMembersEachNodeHasRoomFor(t *testing.T) {
+	nodes := []*corev1.Node{hostNode("a", nil), hostNode("b", nil)} // 64 CPUs each
+	busy := otherPod("ml", "busy", "b", nil)
+	busy.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("30")}
+	pods := map[string]*corev1.Pod{}
+	for _, name := range []string{"g-0", "g-1", "g-2", "g-3"} {
+		pods[name] = gpuPod("ml", name, 1, gang("g", 4))
+		pods[name].Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("20")}
+	}
+	e := newFakeEnv(t, runtimeObjects(nodes, []*corev1.Pod{busy}, pods)...)
+	e.watch()
+	var id cluster.JobID
+	eventually(t, "the gang's job and the pod bound", func() bool {
+		id = e.jobOfPod("g-0")
+		e.backend.mu.Lock()
+		defer e.backend.mu.Unlock()
+		return id != "" && len(e.backend.constraints.pods.all) == 1
+	})
+	apart, perNode := e.backend.TaskLimits(id)
+	if apart || !maps.Equal(perNode, map[string]int{"a": 3, "b": 1}) {
+		t.Errorf("apart %v, per node %v; want a 3 (64/20), b 1 (34/20)", apart, perNode)
+	}
+	err := e.backend.Start(e.ctx, assignment(id, 1, 4, []string{"a"}, []int{4}))
+	if !errors.Is(err, ErrInvalidAssignment) || !strings.Contains(err.Error(), "Insufficient cpu") {
+		t.Errorf("four members on a: %v, want the room named", err)
+	}
+	if err := e.backend.Start(e.ctx, assignment(id, 2, 4, []string{"a", "b"}, []int{3, 1})); err != nil {
+		t.Fatal(err)
 	}
 }

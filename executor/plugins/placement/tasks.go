@@ -21,7 +21,8 @@ import (
 // warm copy of the job's dataset, then one in a warm rack, before best
 // fit, and among the leaves with room the one whose tasks land warm most
 // comes first. A job whose tasks must be apart (JobSpec.TasksApart) takes
-// one node per task.
+// one node per task, and a node takes no more of its tasks than it has
+// room for (JobSpec.TasksPerNode).
 func (cp *cyclePlacer) placeTasks(job *cluster.Job, tasks []int, c *executor.Capacity) ([]cluster.Allocation, bool, string) {
 	sorted := slices.Clone(tasks)
 	slices.SortFunc(sorted, func(a, b int) int { return cmp.Compare(b, a) })
@@ -45,10 +46,19 @@ func (cp *cyclePlacer) placeTasks(job *cluster.Job, tasks []int, c *executor.Cap
 	slices.Sort(order)
 	warm := func(i int) int { return cp.warmth(job, c, i) }
 	prefer := func(i int) float64 { return job.Spec.NodePreference[c.Node(i).Name] }
+	room := func(i int) int { // the most tasks node i may take
+		if job.Spec.TasksApart {
+			return 1
+		}
+		if k, ok := job.Spec.TasksPerNode[c.Node(i).Name]; ok {
+			return k
+		}
+		return len(tasks)
+	}
 	bestLeaf, bestFree, bestWarm := "", -1, 0
 	var bestPick []int
 	for _, leaf := range order {
-		pick, ok := assignTasks(c, sorted, leaves[leaf], warm, prefer, job.Spec.TasksApart)
+		pick, ok := assignTasks(c, sorted, leaves[leaf], warm, prefer, room)
 		if !ok {
 			continue
 		}
@@ -72,7 +82,7 @@ func (cp *cyclePlacer) placeTasks(job *cluster.Job, tasks []int, c *executor.Cap
 		for _, leaf := range order {
 			all = append(all, leaves[leaf]...)
 		}
-		pick, ok := assignTasks(c, sorted, all, warm, prefer, job.Spec.TasksApart)
+		pick, ok := assignTasks(c, sorted, all, warm, prefer, room)
 		if !ok {
 			return nil, false, "no set of ready nodes has room for every task"
 		}
@@ -106,16 +116,17 @@ func (cp *cyclePlacer) placeTasks(job *cluster.Job, tasks []int, c *executor.Cap
 // assignTasks gives each task (largest first) the node among nodes that
 // still fits it with the most warmth (warm says how warm node i is for the
 // job's data: 2 a copy on it, 1 in its rack, 0 none), then the job's
-// preference (prefer), then the fewest wholly free GPUs left; a node may
-// take several tasks unless apart. It returns the node of each task.
-func assignTasks(c *executor.Capacity, tasks, nodes []int, warm func(i int) int, prefer func(i int) float64, apart bool) ([]int, bool) {
+// preference (prefer), then the fewest wholly free GPUs left; node i
+// takes at most room(i) tasks. It returns the node of each task.
+func assignTasks(c *executor.Capacity, tasks, nodes []int, warm func(i int) int, prefer func(i int) float64, room func(i int) int) ([]int, bool) {
 	pick := make([]int, len(tasks))
-	used := map[int]int{}
+	used := map[int]int{}  // GPUs taken, by node
+	taken := map[int]int{} // tasks, by node
 	for t, size := range tasks {
 		best, bestWarm, bestPrefer := -1, 0, 0.0
 		for _, i := range nodes {
 			free := c.WholeFree(i) - used[i]
-			if free < size || apart && used[i] > 0 {
+			if free < size || taken[i] >= room(i) {
 				continue
 			}
 			w, p := warm(i), prefer(i)
@@ -128,6 +139,7 @@ func assignTasks(c *executor.Capacity, tasks, nodes []int, warm func(i int) int,
 		}
 		pick[t] = best
 		used[best] += size
+		taken[best]++
 	}
 	return pick, true
 }
