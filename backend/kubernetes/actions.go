@@ -251,6 +251,9 @@ func (b *Backend) checkPlacementLocked(pods []*corev1.Pod, nodes []string) error
 		if why == "" {
 			why = insufficient(b.constraints.allocatable[n.Name], b.constraints.pods.used[n.Name], requestsOf(p))
 		}
+		if why == "" {
+			why = otherRequests(p).lacking(b.constraints.allocOther[n.Name], b.constraints.pods.usedOther[n.Name])
+		}
 		if why != "" {
 			return fmt.Errorf("pod %s/%s on node %s: %s, since the plan: %w", p.Namespace, p.Name, n.Name, why, executor.ErrPlanStale)
 		}

@@ -38,6 +38,7 @@ type nodeConstraints struct {
 	// reported), kept apart from the version: the fit is worked out each
 	// plan anyway.
 	allocatable  map[string]requests
+	allocOther   map[string]otherResources // the rest of it (otherResources)
 	allocVersion uint64
 	// room memoizes, by request, the nodes without room for it, until a
 	// pod is set or a node's allocatable changes (withRoomLocked).
@@ -64,8 +65,10 @@ type allowedNodes struct {
 	// turnedAway counts the nodes each rule turned away, in
 	// kube-scheduler's words.
 	turnedAway map[string]int
-	// want is the largest of the pods' requests (withRoomLocked).
-	want requests
+	// want is the largest of the pods' requests, wantOther their other
+	// resources (withRoomLocked).
+	want      requests
+	wantOther otherResources
 }
 
 // setNodeLocked records a node's labels and taints, bumping the version
@@ -83,6 +86,19 @@ func (b *Backend) setNodeLocked(kn *corev1.Node) {
 		c.allocatable[kn.Name] = r
 		c.allocVersion++
 	}
+	var other otherResources
+	for name, q := range a {
+		if isOtherResource(name) {
+			if other == nil {
+				other = otherResources{}
+			}
+			other[name] = q.MilliValue()
+		}
+	}
+	if c.allocOther == nil {
+		c.allocOther = map[string]otherResources{}
+	}
+	c.allocOther[kn.Name] = other
 	old, ok := c.nodes[kn.Name]
 	if ok && maps.Equal(old.Labels, kn.Labels) && equality.Semantic.DeepEqual(old.Spec.Taints, kn.Spec.Taints) {
 		return
@@ -108,6 +124,7 @@ func (b *Backend) storageChanged(any) {
 
 func (b *Backend) forgetNodeLocked(name string) {
 	delete(b.constraints.allocatable, name)
+	delete(b.constraints.allocOther, name)
 	b.constraints.allocVersion++
 	if _, ok := b.constraints.nodes[name]; ok {
 		delete(b.constraints.nodes, name)
@@ -145,6 +162,12 @@ func (b *Backend) AllowedNodes(id cluster.JobID) ([]string, string, bool) {
 	}
 	turnedAway := maps.Clone(a.turnedAway)
 	nodes, constrained := b.withRoomLocked(a.want, a.nodes, a.constrained, turnedAway)
+	if a.wantOther != nil { // few pods: not memoized
+		c := &b.constraints
+		nodes, constrained = b.keepNodesLocked(nodes, constrained, turnedAway, func(n *corev1.Node) string {
+			return a.wantOther.lacking(c.allocOther[n.Name], c.pods.usedOther[n.Name])
+		})
+	}
 	nodes, constrained = b.withFreePortsLocked(pods, nodes, constrained, turnedAway)
 	nodes, constrained = b.withPodsLocked(pods, nodes, constrained, turnedAway)
 	if !constrained || len(nodes) > 0 {
@@ -165,6 +188,12 @@ func (b *Backend) allowedLocked(id cluster.JobID, pods []*corev1.Pod) allowedNod
 	for _, p := range pods {
 		r := requestsOf(p)
 		a.want = requests{max(a.want.cpuMilli, r.cpuMilli), max(a.want.memBytes, r.memBytes), 1}
+		for name, v := range otherRequests(p) {
+			if a.wantOther == nil {
+				a.wantOther = otherResources{}
+			}
+			a.wantOther[name] = max(a.wantOther[name], v)
+		}
 	}
 	names, _ := b.sortedLocked()
 	for _, p := range pods {
@@ -258,7 +287,8 @@ func (b *Backend) keepNodesLocked(nodes []string, constrained bool, turnedAway m
 }
 
 // withRoomLocked keeps, of nodes, those with room for want (the largest
-// of the pods' CPU and memory requests) and for one more pod, beside the requests
+// of the pods' CPU and memory requests) and for one more pod (AllowedNodes
+// checks the other resources beside it), beside the requests
 // of every pod bound there, as kube-scheduler's NodeResourcesFit filters
 // (GPUs are the planner's). A node that reports no allocatable resource
 // is not limited by it.

@@ -48,6 +48,7 @@ type placedPod struct {
 	affinity  []affinityTerm
 	preferred []weightedTerm
 	req       requests
+	other     otherResources
 }
 
 // affinityTerm is a parsed PodAffinityTerm: pods in namespaces (or in the
@@ -113,7 +114,7 @@ func requiredTerms(p *corev1.Pod) (affinity, anti []affinityTerm, err error) {
 // selectors, so only a client that skips validation gets there).
 func newPlacedPod(p *corev1.Pod, node string) *placedPod {
 	affinity, anti, _ := requiredTerms(p)
-	return &placedPod{req: requestsOf(p), namespace: p.Namespace, labels: labels.Set(p.Labels), node: node, terminating: p.DeletionTimestamp != nil,
+	return &placedPod{req: requestsOf(p), other: otherRequests(p), namespace: p.Namespace, labels: labels.Set(p.Labels), node: node, terminating: p.DeletionTimestamp != nil,
 		anti: anti, affinity: affinity, preferred: preferredTerms(p)}
 }
 

@@ -335,3 +335,50 @@ func TestAGangSaysHowManyOfItsMembersEachNodeHasRoomFor(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Ephemeral storage and extended resources other than NVIDIA's need room
+// as CPU does: a node that offers none of a resource has no room for it.
+func TestOtherResourcesNeedRoomOnTheNode(t *testing.T) {
+	a, b := hostNode("a", nil), hostNode("b", nil)
+	a.Status.Allocatable[corev1.ResourceEphemeralStorage] = resource.MustParse("100Gi")
+	b.Status.Allocatable[corev1.ResourceEphemeralStorage] = resource.MustParse("100Gi")
+	b.Status.Allocatable["example.com/fpga"] = resource.MustParse("2")
+	scratch := otherPod("ml", "scratch", "a", nil)
+	scratch.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceEphemeralStorage: resource.MustParse("80Gi")}
+	asking := func(name string, r corev1.ResourceList) *corev1.Pod {
+		p := gpuPod("ml", name, 1, nil)
+		p.Spec.Containers[0].Resources.Requests = r
+		return p
+	}
+	pods := map[string]*corev1.Pod{
+		"disk":  asking("disk", corev1.ResourceList{corev1.ResourceEphemeralStorage: resource.MustParse("50Gi")}),
+		"fpga":  asking("fpga", corev1.ResourceList{"example.com/fpga": resource.MustParse("1")}),
+		"fpgas": asking("fpgas", corev1.ResourceList{"example.com/fpga": resource.MustParse("3")}),
+	}
+	e := newFakeEnv(t, runtimeObjects([]*corev1.Node{a, b}, []*corev1.Pod{scratch}, pods)...)
+	e.watch()
+	ids := map[string]cluster.JobID{}
+	eventually(t, "the jobs and the pod bound", func() bool {
+		for name := range pods {
+			if ids[name] = e.jobOfPod(name); ids[name] == "" {
+				return false
+			}
+		}
+		e.backend.mu.Lock()
+		defer e.backend.mu.Unlock()
+		return len(e.backend.constraints.pods.all) == 1
+	})
+	for name, want := range map[string]struct {
+		nodes []string
+		why   string
+	}{
+		"disk":  {[]string{"b"}, ""}, // a's 100Gi hold 80Gi already
+		"fpga":  {[]string{"b"}, ""},
+		"fpgas": {nil, "0/2 nodes are available: 2 Insufficient example.com/fpga."},
+	} {
+		got, why, constrained := e.backend.AllowedNodes(ids[name])
+		if !constrained || !slices.Equal(got, want.nodes) && len(got)+len(want.nodes) > 0 || why != want.why {
+			t.Errorf("%s: nodes %v (constrained %v), why %q; want %v, %q", name, got, constrained, why, want.nodes, want.why)
+		}
+	}
+}

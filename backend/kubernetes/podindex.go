@@ -5,10 +5,13 @@ import (
 	"maps"
 	"slices"
 
+	"strings"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
+	resourcehelper "k8s.io/component-helpers/resource"
 )
 
 // podIndex holds the bound pods of every scheduler (placedPod) by
@@ -21,16 +24,60 @@ type podIndex struct {
 	byLabel    map[nsLabel]map[types.NamespacedName]*placedPod
 	repellers  map[types.NamespacedName]*placedPod // with required anti-affinity
 	attractors map[types.NamespacedName]*placedPod // whose terms score a newcomer (prefer.go)
-	// used sums, by node, the requests of the pods bound there.
-	used map[string]requests
+	// used sums, by node, the requests of the pods bound there;
+	// usedOther their otherResources, on the nodes where some pod asks any.
+	used      map[string]requests
+	usedOther map[string]otherResources
 	// version changes with every pod set.
 	version uint64
 }
 
 // requests are what a pod asks of its node, or what pods bound there ask
 // together: CPU, memory and one pod each (NodeResourcesFit's resources
-// besides GPUs, which the planner places).
+// besides GPUs, which the planner places, and besides the others below).
 type requests struct{ cpuMilli, memBytes, pods int64 }
+
+// otherResources are the rest of NodeResourcesFit's resources a pod asks
+// for (ephemeral storage, hugepages, extended resources other than
+// NVIDIA's, which the planner places), in milli-units; nil for none,
+// which most pods are.
+type otherResources map[corev1.ResourceName]int64
+
+// otherRequests are a pod's requests of otherResources.
+func otherRequests(p *corev1.Pod) otherResources {
+	var out otherResources
+	for name, q := range resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{}) {
+		if isOtherResource(name) && !q.IsZero() {
+			if out == nil {
+				out = otherResources{}
+			}
+			out[name] = q.MilliValue()
+		}
+	}
+	return out
+}
+
+// isOtherResource reports whether NodeResourcesFit counts the resource
+// and requests does not: not CPU, memory or pods, and not NVIDIA's.
+func isOtherResource(name corev1.ResourceName) bool {
+	switch name {
+	case corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourcePods:
+		return false
+	}
+	return !strings.HasPrefix(string(name), "nvidia.com/")
+}
+
+// lacking is the first of want that alloc, with used taken, has no room
+// for, as NodeResourcesFit names it ("Insufficient ephemeral-storage"), or
+// "". A resource the node does not offer has no room.
+func (want otherResources) lacking(alloc, used otherResources) string {
+	for _, name := range slices.Sorted(maps.Keys(want)) {
+		if used[name]+want[name] > alloc[name] {
+			return "Insufficient " + string(name)
+		}
+	}
+	return ""
+}
 
 func (r requests) plus(o requests) requests {
 	return requests{r.cpuMilli + o.cpuMilli, r.memBytes + o.memBytes, r.pods + o.pods}
@@ -53,6 +100,16 @@ func (x *podIndex) set(key types.NamespacedName, p *placedPod) {
 		if x.used[old.node] = x.used[old.node].minus(old.req); x.used[old.node] == (requests{}) {
 			delete(x.used, old.node)
 		}
+		for name, v := range old.other {
+			if u := x.usedOther[old.node]; u != nil {
+				if u[name] -= v; u[name] == 0 {
+					delete(u, name)
+				}
+				if len(u) == 0 {
+					delete(x.usedOther, old.node)
+				}
+			}
+		}
 		for k, v := range old.labels {
 			removeFrom(x.byLabel, nsLabel{key.Namespace, k, v}, key)
 		}
@@ -63,10 +120,16 @@ func (x *podIndex) set(key types.NamespacedName, p *placedPod) {
 	if x.all == nil {
 		x.all, x.byNS, x.byLabel = map[types.NamespacedName]*placedPod{}, map[string]map[types.NamespacedName]*placedPod{}, map[nsLabel]map[types.NamespacedName]*placedPod{}
 		x.repellers, x.attractors = map[types.NamespacedName]*placedPod{}, map[types.NamespacedName]*placedPod{}
-		x.used = map[string]requests{}
+		x.used, x.usedOther = map[string]requests{}, map[string]otherResources{}
 	}
 	x.all[key] = p
 	x.used[p.node] = x.used[p.node].plus(p.req)
+	for name, v := range p.other {
+		if x.usedOther[p.node] == nil {
+			x.usedOther[p.node] = otherResources{}
+		}
+		x.usedOther[p.node][name] += v
+	}
 	addTo(x.byNS, key.Namespace, key, p)
 	for k, v := range p.labels {
 		addTo(x.byLabel, nsLabel{key.Namespace, k, v}, key, p)

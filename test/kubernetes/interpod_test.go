@@ -168,8 +168,11 @@ func TestPodsKeepTheirRoomAffinityAntiAffinityAndSpread(t *testing.T) {
 		}
 	}
 	pods := map[string]func(*corev1.Pod){
-		"cpu-8":      cpu("8"),
-		"cpu-100":    cpu("100"),
+		"cpu-8":   cpu("8"),
+		"cpu-100": cpu("100"),
+		"disk": func(p *corev1.Pod) { // no node here reports ephemeral storage
+			p.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceEphemeralStorage: resource.MustParse("1Gi")}
+		},
 		"near-cache": affinity(term("app", "cache", zoneKey)),
 		"away-cache": func(p *corev1.Pod) {
 			p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
@@ -185,7 +188,7 @@ func TestPodsKeepTheirRoomAffinityAntiAffinityAndSpread(t *testing.T) {
 	}
 	want := map[string][]string{
 		"near-cache": {"a", "b"}, "away-cache": {"b", "c", "d"}, "noisy": {"a", "b", "d"},
-		"first": {"a", "b", "c", "d"}, "orphan": nil, "spread": {"c", "d"}, "cpu-8": {"a", "b", "c"}, "cpu-100": nil,
+		"first": {"a", "b", "c", "d"}, "orphan": nil, "spread": {"c", "d"}, "cpu-8": {"a", "b", "c"}, "cpu-100": nil, "disk": nil,
 	}
 	// An advisor plans and binds nothing: every pod sees the same pods bound.
 	db := tempDB(t)
@@ -221,6 +224,7 @@ func TestPodsKeepTheirRoomAffinityAntiAffinityAndSpread(t *testing.T) {
 	for name, why := range map[string]string{
 		"orphan":  "0/4 nodes are available: 4 node(s) didn't match pod affinity rules.",
 		"cpu-100": "0/4 nodes are available: 4 Insufficient cpu.",
+		"disk":    "0/4 nodes are available: 4 Insufficient ephemeral-storage.",
 	} {
 		id := c.jobOf(p, "k8s_pod", name).ID
 		var st service.JobStatus
