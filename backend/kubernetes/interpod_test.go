@@ -50,6 +50,24 @@ func withAffinity(p *corev1.Pod, affinity, anti []corev1.PodAffinityTerm) *corev
 
 const zone = "topology.kubernetes.io/zone"
 
+// jobsOfPods waits until each named pod has a job and bound pods are
+// indexed, and returns the jobs by pod name.
+func (e *fakeEnv) jobsOfPods(names []string, bound int) map[string]cluster.JobID {
+	e.t.Helper()
+	ids := map[string]cluster.JobID{}
+	eventually(e.t, "the pods' jobs and the pods bound", func() bool {
+		for _, name := range names {
+			if ids[name] = e.jobOfPod(name); ids[name] == "" {
+				return false
+			}
+		}
+		e.backend.mu.Lock()
+		defer e.backend.mu.Unlock()
+		return len(e.backend.constraints.pods.all) == bound
+	})
+	return ids
+}
+
 // runtimeObjects are nodes and pods for the fake client.
 func runtimeObjects(nodes []*corev1.Node, pods []*corev1.Pod, more ...map[string]*corev1.Pod) []runtime.Object {
 	var out []runtime.Object
@@ -107,17 +125,7 @@ func TestPodAffinityAntiAffinityAndSpreadReadThePodsBound(t *testing.T) {
 		"orphan":     {},
 		"spread":     {"c", "d"}, // z1 has 2, z2 none
 	}
-	ids := map[string]cluster.JobID{}
-	eventually(t, "every job and the pods bound seen", func() bool {
-		for name := range want {
-			if ids[name] = e.jobOfPod(name); ids[name] == "" {
-				return false
-			}
-		}
-		e.backend.mu.Lock()
-		defer e.backend.mu.Unlock()
-		return len(e.backend.constraints.pods.all) == 5
-	})
+	ids := e.jobsOfPods(slices.Collect(maps.Keys(want)), 5)
 	for _, name := range slices.Sorted(func(yield func(string) bool) {
 		for k := range want {
 			yield(k)
@@ -234,18 +242,9 @@ func TestPreferencesScoreNodesAsKubeSchedulerWeighsThem(t *testing.T) {
 		"near-cache": {"a": 200, "b": 200},
 		"soft":       {"a": -200, "b": -500},
 	}
-	eventually(t, "the jobs and the pods bound", func() bool {
-		for name := range want {
-			if e.jobOfPod(name) == "" {
-				return false
-			}
-		}
-		e.backend.mu.Lock()
-		defer e.backend.mu.Unlock()
-		return len(e.backend.constraints.pods.all) == 2
-	})
+	ids := e.jobsOfPods(slices.Collect(maps.Keys(want)), 2)
 	for name, w := range want {
-		if got := e.backend.NodePreferences(e.jobOfPod(name)); !maps.Equal(got, w) {
+		if got := e.backend.NodePreferences(ids[name]); !maps.Equal(got, w) {
 			t.Errorf("%s: preferences %v, want %v", name, got, w)
 		}
 	}
@@ -268,17 +267,7 @@ func TestCPUAndMemoryRequestsNeedRoomOnTheNode(t *testing.T) {
 		"hungry": asking("hungry", "1", "600Gi"), "big": asking("big", "60", "1Gi")}
 	e := newFakeEnv(t, runtimeObjects(nodes, []*corev1.Pod{busy}, pods)...)
 	e.watch()
-	ids := map[string]cluster.JobID{}
-	eventually(t, "the jobs and the pod bound", func() bool {
-		for name := range pods {
-			if ids[name] = e.jobOfPod(name); ids[name] == "" {
-				return false
-			}
-		}
-		e.backend.mu.Lock()
-		defer e.backend.mu.Unlock()
-		return len(e.backend.constraints.pods.all) == 1
-	})
+	ids := e.jobsOfPods(slices.Collect(maps.Keys(pods)), 1)
 	for name, want := range map[string]struct {
 		nodes []string
 		why   string
@@ -357,17 +346,7 @@ func TestOtherResourcesNeedRoomOnTheNode(t *testing.T) {
 	}
 	e := newFakeEnv(t, runtimeObjects([]*corev1.Node{a, b}, []*corev1.Pod{scratch}, pods)...)
 	e.watch()
-	ids := map[string]cluster.JobID{}
-	eventually(t, "the jobs and the pod bound", func() bool {
-		for name := range pods {
-			if ids[name] = e.jobOfPod(name); ids[name] == "" {
-				return false
-			}
-		}
-		e.backend.mu.Lock()
-		defer e.backend.mu.Unlock()
-		return len(e.backend.constraints.pods.all) == 1
-	})
+	ids := e.jobsOfPods(slices.Collect(maps.Keys(pods)), 1)
 	for name, want := range map[string]struct {
 		nodes []string
 		why   string

@@ -37,6 +37,22 @@ func (c *testCluster) label(name string, labels map[string]string, taints ...cor
 	return n
 }
 
+// staysPending waits until the named pod's job waits with why as its
+// reason, and checks it is queued and its pod unbound.
+func (c *testCluster) staysPending(p *prescient, name, why string) {
+	c.t.Helper()
+	id := c.jobOf(p, "k8s_pod", name).ID
+	var st service.JobStatus
+	eventually(c.t, name+"'s reason", func() bool {
+		var err error
+		st, err = p.plane.Job(c.ctx, id)
+		return err == nil && st.Reason == why
+	})
+	if n := c.pod(name).Spec.NodeName; n != "" || st.State != cluster.StateQueued {
+		c.t.Errorf("%s bound to %q, state %s", name, n, st.State)
+	}
+}
+
 // Pods that may land only on some nodes (node selector, required node
 // affinity, tolerations of a taint) land only there, and a pod no node may
 // take stays pending with a reason that names the constraint, as
@@ -232,15 +248,6 @@ func TestPodsLandOnlyWhereTheirConstraintsAllow(t *testing.T) {
 			"1 node(s) had untolerated taint {dedicated: infer}, 1 node(s) had untolerated taint {maintenance: }.",
 		"unbound": "0/4 nodes are available: pod has unbound immediate PersistentVolumeClaims.",
 	} {
-		id := c.jobOf(p, "k8s_pod", name).ID
-		var st service.JobStatus
-		eventually(t, name+"'s reason", func() bool {
-			var err error
-			st, err = p.plane.Job(c.ctx, id)
-			return err == nil && st.Reason == why
-		})
-		if n := c.pod(name).Spec.NodeName; n != "" || st.State != cluster.StateQueued {
-			t.Errorf("%s bound to %q, state %s", name, n, st.State)
-		}
+		c.staysPending(p, name, why)
 	}
 }

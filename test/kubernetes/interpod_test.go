@@ -36,6 +36,19 @@ func term(k, v, topologyKey string) corev1.PodAffinityTerm {
 	return corev1.PodAffinityTerm{LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{k: v}}, TopologyKey: topologyKey}
 }
 
+// newZonedCluster is a test cluster of four 8-GPU nodes with their
+// hostname labels, a and b in zone z1, c and d in z2, with the taints
+// given by node.
+func newZonedCluster(t *testing.T, taints map[string][]corev1.Taint) *testCluster {
+	c := newTestCluster(t)
+	for _, n := range []string{"a", "b", "c", "d"} {
+		c.addNode(n, 8, "r1")
+		zone := map[string]string{"a": "z1", "b": "z1", "c": "z2", "d": "z2"}[n]
+		c.label(n, map[string]string{corev1.LabelHostname: n, zoneKey: zone}, taints[n]...)
+	}
+	return c
+}
+
 // otherPod creates another scheduler's pod, bound to node.
 func (c *testCluster) otherPod(name, node string, labels map[string]string, mod func(*corev1.Pod)) {
 	c.t.Helper()
@@ -49,11 +62,10 @@ func (c *testCluster) otherPod(name, node string, labels map[string]string, mod 
 	}
 }
 
-// schedulerFeasible are the nodes kube-scheduler's NodeResourcesFit,
-// InterPodAffinity and PodTopologySpread plugins let the pod take, with the pods bound now,
-// as its framework runs them (PreFilter, then Filter on every node), the
-// feature gates at their defaults.
-func (c *testCluster) schedulerFeasible(pod *corev1.Pod) []string {
+// schedulerView is the cluster as kube-scheduler's framework sees it when
+// it schedules pod: a snapshot of the nodes and of the pods bound (pod
+// aside), its node infos, and the namespaces for the plugins' informers.
+func (c *testCluster) schedulerView(pod *corev1.Pod) (*cache.Snapshot, []fwk.NodeInfo, []runtime.Object) {
 	c.t.Helper()
 	nodes, err := c.admin.CoreV1().Nodes().List(c.ctx, metav1.ListOptions{})
 	if err != nil {
@@ -82,13 +94,23 @@ func (c *testCluster) schedulerFeasible(pod *corev1.Pod) []string {
 		objs = append(objs, &namespaces.Items[i])
 	}
 	metrics.Register() // the plugins' parallel loops count themselves
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	snapshot := cache.NewSnapshot(bound, ns)
 	infos, err := snapshot.NodeInfos().List()
 	if err != nil {
 		c.t.Fatal(err)
 	}
+	return snapshot, infos, objs
+}
+
+// schedulerFeasible are the nodes kube-scheduler's NodeResourcesFit,
+// InterPodAffinity and PodTopologySpread plugins let the pod take, with the pods bound now,
+// as its framework runs them (PreFilter, then Filter on every node), the
+// feature gates at their defaults.
+func (c *testCluster) schedulerFeasible(pod *corev1.Pod) []string {
+	c.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	snapshot, infos, objs := c.schedulerView(pod)
 	fts := feature.NewSchedulerFeaturesFromGates(utilfeature.DefaultFeatureGate)
 	fit := &config.NodeResourcesFitArgs{ScoringStrategy: &config.ScoringStrategy{Type: config.LeastAllocated,
 		Resources: []config.ResourceSpec{{Name: "cpu", Weight: 1}, {Name: "memory", Weight: 1}}}}
@@ -99,8 +121,8 @@ func (c *testCluster) schedulerFeasible(pod *corev1.Pod) []string {
 			&config.PodTopologySpreadArgs{DefaultingType: config.ListDefaulting}, snapshot, objs),
 	}
 	ok := map[string]bool{}
-	for _, n := range ns {
-		ok[n.Name] = true
+	for _, info := range infos {
+		ok[info.Node().Name] = true
 	}
 	for _, pl := range plugins {
 		state := framework.NewCycleState()
@@ -130,14 +152,7 @@ func (c *testCluster) schedulerFeasible(pod *corev1.Pod) []string {
 // that fit nowhere stay pending saying why. A gang whose members repel
 // each other by host lands on as many nodes as it has members.
 func TestPodsKeepTheirRoomAffinityAntiAffinityAndSpread(t *testing.T) {
-	c := newTestCluster(t)
-	for _, n := range []string{"a", "b", "c", "d"} {
-		c.addNode(n, 8, "r1")
-	}
-	c.label("a", map[string]string{corev1.LabelHostname: "a", zoneKey: "z1"})
-	c.label("b", map[string]string{corev1.LabelHostname: "b", zoneKey: "z1"})
-	c.label("c", map[string]string{corev1.LabelHostname: "c", zoneKey: "z2"})
-	c.label("d", map[string]string{corev1.LabelHostname: "d", zoneKey: "z2"})
+	c := newZonedCluster(t, nil)
 	c.otherPod("cache", "a", map[string]string{"app": "cache"}, nil)
 	c.otherPod("db", "c", map[string]string{"app": "db"}, func(p *corev1.Pod) {
 		p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
@@ -226,16 +241,7 @@ func TestPodsKeepTheirRoomAffinityAntiAffinityAndSpread(t *testing.T) {
 		"cpu-100": "0/4 nodes are available: 4 Insufficient cpu.",
 		"disk":    "0/4 nodes are available: 4 Insufficient ephemeral-storage.",
 	} {
-		id := c.jobOf(p, "k8s_pod", name).ID
-		var st service.JobStatus
-		eventually(t, name+"'s reason", func() bool {
-			var err error
-			st, err = p.plane.Job(c.ctx, id)
-			return err == nil && st.Reason == why
-		})
-		if n := c.pod(name).Spec.NodeName; n != "" || st.State != cluster.StateQueued {
-			t.Errorf("%s bound to %q, state %s", name, n, st.State)
-		}
+		c.staysPending(p, name, why)
 	}
 
 	// Two workers that repel each other by host, 2 GPUs each: best fit
@@ -258,35 +264,12 @@ func TestPodsKeepTheirRoomAffinityAntiAffinityAndSpread(t *testing.T) {
 // bound now.
 func (c *testCluster) schedulerScores(pod *corev1.Pod) map[string]int64 {
 	c.t.Helper()
-	nodes, err := c.admin.CoreV1().Nodes().List(c.ctx, metav1.ListOptions{})
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	pods, err := c.admin.CoreV1().Pods("").List(c.ctx, metav1.ListOptions{})
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	var ns []*corev1.Node
-	for i := range nodes.Items {
-		ns = append(ns, &nodes.Items[i])
-	}
-	var bound []*corev1.Pod
-	for i := range pods.Items {
-		if p := &pods.Items[i]; p.Spec.NodeName != "" && p.Name != pod.Name {
-			bound = append(bound, p)
-		}
-	}
-	metrics.Register()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	snapshot := cache.NewSnapshot(bound, ns)
-	infos, err := snapshot.NodeInfos().List()
-	if err != nil {
-		c.t.Fatal(err)
-	}
+	snapshot, infos, objs := c.schedulerView(pod)
 	fts := feature.NewSchedulerFeaturesFromGates(utilfeature.DefaultFeatureGate)
 	setup := func(f frameworkruntime.PluginFactory, args runtime.Object) fwk.Plugin {
-		return plugintesting.SetupPluginWithInformers(ctx, c.t, f, args, snapshot, nil)
+		return plugintesting.SetupPluginWithInformers(ctx, c.t, f, args, snapshot, objs)
 	}
 	plugins := []struct {
 		pl     fwk.Plugin
@@ -330,14 +313,7 @@ func (c *testCluster) schedulerScores(pod *corev1.Pod) map[string]int64 {
 // the differences between nodes that kube-scheduler's own scoring plugins
 // give, and bind to a node those plugins rank first.
 func TestPodsGoWhereTheirPreferencesRankNodesFirst(t *testing.T) {
-	c := newTestCluster(t)
-	for _, n := range []string{"a", "b", "c", "d"} {
-		c.addNode(n, 8, "r1")
-	}
-	c.label("a", map[string]string{corev1.LabelHostname: "a", zoneKey: "z1"})
-	c.label("b", map[string]string{corev1.LabelHostname: "b", zoneKey: "z1"}, corev1.Taint{Key: "spot", Effect: corev1.TaintEffectPreferNoSchedule})
-	c.label("c", map[string]string{corev1.LabelHostname: "c", zoneKey: "z2"})
-	c.label("d", map[string]string{corev1.LabelHostname: "d", zoneKey: "z2"})
+	c := newZonedCluster(t, map[string][]corev1.Taint{"b": {{Key: "spot", Effect: corev1.TaintEffectPreferNoSchedule}}})
 	c.otherPod("cache", "a", map[string]string{"app": "cache"}, nil)
 	c.otherPod("s1", "a", map[string]string{"app": "spread"}, nil)
 	c.otherPod("web", "c", map[string]string{"app": "web"}, func(p *corev1.Pod) { // it likes batch pods near it
