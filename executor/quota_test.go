@@ -199,21 +199,23 @@ func TestEveryPlacerKeepsAJobToItsAllowedNodes(t *testing.T) {
 // task where, without it, best fit would pack both on one node.
 func TestAGangWhoseTasksMustBeApartTakesANodePerTask(t *testing.T) {
 	for _, apart := range []bool{false, true} {
-		s := executortest.NewScenario(t, "prescient").At(epoch)
-		s.Nodes(node("n1", 8), node("n2", 8), node("n3", 8))
-		gang := clustertest.Job("gang").GPUs(4).Gang(2).Submitted(epoch).Obj()
-		gang.Spec.TasksApart = apart
-		s.Queued(gang)
-		p := s.Plan()
-		if len(p.Placements) != 1 {
-			t.Fatalf("apart %v: placed %v", apart, executortest.Placed(p))
-		}
-		nodes := map[string]bool{}
-		for _, a := range p.Placements[0].Allocations {
-			nodes[a.GPU.Node] = true
-		}
-		if want := map[bool]int{false: 1, true: 2}[apart]; len(nodes) != want {
-			t.Errorf("apart %v: the gang's tasks on %v, want %d node(s)", apart, nodes, want)
+		for _, policy := range []string{"prescient", "fifo"} {
+			s := executortest.NewScenario(t, policy).At(epoch)
+			s.Nodes(node("n1", 8), node("n2", 8), node("n3", 8))
+			gang := clustertest.Job("gang").GPUs(4).Gang(2).Submitted(epoch).Obj()
+			gang.Spec.TasksApart = apart
+			s.Queued(gang)
+			p := s.Plan()
+			if len(p.Placements) != 1 {
+				t.Fatalf("%s, apart %v: placed %v", policy, apart, executortest.Placed(p))
+			}
+			nodes := map[string]bool{}
+			for _, a := range p.Placements[0].Allocations {
+				nodes[a.GPU.Node] = true
+			}
+			if want := map[bool]int{false: 1, true: 2}[apart]; len(nodes) != want {
+				t.Errorf("%s, apart %v: the gang's tasks on %v, want %d node(s)", policy, apart, nodes, want)
+			}
 		}
 	}
 }
@@ -223,26 +225,28 @@ func TestAGangWhoseTasksMustBeApartTakesANodePerTask(t *testing.T) {
 // n1 split 3 and 1 when n1 has room for three.
 func TestAGangTakesNoMoreTasksOnANodeThanItHasRoomFor(t *testing.T) {
 	for _, room := range []map[string]int{nil, {"n1": 3, "n2": 3, "n3": 3}} {
-		s := executortest.NewScenario(t, "prescient").At(epoch)
-		s.Nodes(node("n1", 8), node("n2", 8), node("n3", 8))
-		s.Running(clustertest.Job("other").GPUs(4).Obj()).On("n1", 0, 1, 2, 3).For(time.Hour) // n1 is the best fit
-		gang := clustertest.Job("gang").GPUs(4).Gang(4).Submitted(epoch).Obj()
-		gang.Spec.TasksPerNode = room
-		s.Queued(gang)
-		p := s.Plan()
-		if len(p.Placements) != 1 {
-			t.Fatalf("room %v: placed %v", room, executortest.Placed(p))
-		}
-		per := map[string]int{}
-		for _, a := range p.Placements[0].Allocations {
-			per[a.GPU.Node]++
-		}
-		most := 0
-		for _, k := range per {
-			most = max(most, k)
-		}
-		if want := map[bool]int{true: 4, false: 3}[room == nil]; most != want {
-			t.Errorf("room %v: tasks by node %v, want at most %d on one", room, per, want)
+		for _, policy := range []string{"prescient", "fifo"} {
+			s := executortest.NewScenario(t, policy).At(epoch)
+			s.Nodes(node("n1", 8), node("n2", 8), node("n3", 8))
+			s.Running(clustertest.Job("other").GPUs(4).Obj()).On("n1", 0, 1, 2, 3).For(time.Hour) // n1 is the best fit
+			gang := clustertest.Job("gang").GPUs(4).Gang(4).Submitted(epoch).Obj()
+			gang.Spec.TasksPerNode = room
+			s.Queued(gang)
+			p := s.Plan()
+			if len(p.Placements) != 1 {
+				t.Fatalf("%s, room %v: placed %v", policy, room, executortest.Placed(p))
+			}
+			per := map[string]int{}
+			for _, a := range p.Placements[0].Allocations {
+				per[a.GPU.Node]++
+			}
+			most := 0
+			for _, k := range per {
+				most = max(most, k)
+			}
+			if want := map[bool]int{true: 4, false: 3}[room == nil]; most != want {
+				t.Errorf("%s, room %v: tasks by node %v, want at most %d on one", policy, room, per, want)
+			}
 		}
 	}
 }
@@ -256,24 +260,26 @@ func TestEveryPlacementHonoursNodePreferences(t *testing.T) {
 		"share": clustertest.Job("share").Share(300).Submitted(epoch).Obj(),
 		"gang":  clustertest.Job("gang").GPUs(4).Gang(2).Submitted(epoch).Obj(),
 	}
-	for name, j := range jobs {
-		for _, prefer := range []string{"", "n3"} {
-			s := executortest.NewScenario(t, "prescient").At(epoch)
-			s.Nodes(node("n1", 8), node("n2", 8), node("n3", 8))
-			if prefer != "" {
-				j.Spec.NodePreference = map[string]float64{prefer: 200, "n1": -300}
-			}
-			s.Queued(j)
-			p := s.Plan()
-			if len(p.Placements) != 1 {
-				t.Fatalf("%s: placed %v", name, executortest.Placed(p))
-			}
-			on := map[string]bool{}
-			for _, a := range p.Placements[0].Allocations {
-				on[a.GPU.Node] = true
-			}
-			if prefer == "" && on["n3"] || prefer != "" && (len(on) != 1 || !on["n3"]) {
-				t.Errorf("%s, preferring %q: on %v", name, prefer, on)
+	for _, policy := range []string{"prescient", "fifo"} { // the prescient placement, first fit
+		for name, j := range jobs {
+			for _, prefer := range []string{"", "n3"} {
+				s := executortest.NewScenario(t, policy).At(epoch)
+				s.Nodes(node("n1", 8), node("n2", 8), node("n3", 8))
+				if prefer != "" {
+					j.Spec.NodePreference = map[string]float64{prefer: 200, "n1": -300}
+				}
+				s.Queued(j)
+				p := s.Plan()
+				if len(p.Placements) != 1 {
+					t.Fatalf("%s, %s: placed %v", policy, name, executortest.Placed(p))
+				}
+				on := map[string]bool{}
+				for _, a := range p.Placements[0].Allocations {
+					on[a.GPU.Node] = true
+				}
+				if prefer == "" && on["n3"] || prefer != "" && (len(on) != 1 || !on["n3"]) {
+					t.Errorf("%s, %s, preferring %q: on %v", policy, name, prefer, on)
+				}
 			}
 		}
 	}

@@ -2,6 +2,7 @@ package firstfit
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/executor"
@@ -63,17 +64,38 @@ func (*FirstFit) Place(job *cluster.Job, c *executor.Capacity) ([]cluster.Alloca
 }
 
 // leastLoaded finds the ready node with the most free GPUs, at least size
-// beyond what this job took already, that the job's GPU models allow.
+// beyond what this job took already, that the job's GPU models allow and
+// that has room for another of its tasks (JobSpec.TasksApart,
+// TasksPerNode); with node preferences (JobSpec.NodePreference), the most
+// preferred such node, the least loaded among equals.
 func leastLoaded(spec *cluster.JobSpec, c *executor.Capacity, size int, t taken) (int, bool) {
+	best, bestPrefer := -1, 0.0
 	for k := c.MaxNodeGPUs(); k >= size; k-- {
 		for _, i := range c.Bucket(k) {
 			n := int(i)
-			if k-t.of(n) >= size && allows(spec, c.Node(n)) {
+			if k-t.of(n) < size || !allows(spec, c.Node(n)) || t.tasksOn(n) >= roomFor(spec, c.Node(n).Name) {
+				continue
+			}
+			if spec.NodePreference == nil {
 				return n, true
+			}
+			if p := spec.NodePreference[c.Node(n).Name]; best < 0 || p > bestPrefer {
+				best, bestPrefer = n, p
 			}
 		}
 	}
-	return 0, false
+	return best, best >= 0
+}
+
+// roomFor is how many of the job's tasks a node may take.
+func roomFor(spec *cluster.JobSpec, node string) int {
+	if spec.TasksApart {
+		return 1
+	}
+	if k, ok := spec.TasksPerNode[node]; ok {
+		return k
+	}
+	return math.MaxInt
 }
 
 func allows(spec *cluster.JobSpec, n *cluster.Node) bool {
@@ -102,37 +124,57 @@ func takeWhole(c *executor.Capacity, i, size, skip int, allocs []cluster.Allocat
 }
 
 // placeShare puts a fractional job on a GPU already shared if one has room,
-// else on a free GPU of the least-loaded node.
+// else on a free GPU of the least-loaded node; with node preferences
+// (JobSpec.NodePreference), on the most preferred node that has either,
+// a shared GPU first.
 func placeShare(spec *cluster.JobSpec, c *executor.Capacity) ([]cluster.Allocation, bool, string) {
-	var whole cluster.Allocation
-	found := false
+	var whole, shared cluster.Allocation
+	foundWhole, foundShared := false, false
+	wholePrefer, sharedPrefer := 0.0, 0.0
 	for k := c.MaxNodeGPUs(); k >= 0; k-- {
 		for _, i := range c.Bucket(k) {
 			n := c.Node(int(i))
 			if !allows(spec, n) {
 				continue
 			}
+			p := spec.NodePreference[n.Name]
 			for g := range n.GPUs {
 				f := c.FreeMilli(int(i), g)
 				a := cluster.Allocation{GPU: cluster.GPURef{Node: n.Name, Index: g}, Milli: spec.GPUMilli}
-				if f >= spec.GPUMilli && f < cluster.MilliGPU {
-					return []cluster.Allocation{a}, true, "shares a GPU already in use"
+				if f >= spec.GPUMilli && f < cluster.MilliGPU && (!foundShared || p > sharedPrefer) {
+					if spec.NodePreference == nil {
+						return []cluster.Allocation{a}, true, "shares a GPU already in use"
+					}
+					shared, foundShared, sharedPrefer = a, true, p
 				}
-				if f == cluster.MilliGPU && !found {
-					whole, found = a, true
+				if f == cluster.MilliGPU && (!foundWhole || p > wholePrefer) {
+					whole, foundWhole, wholePrefer = a, true, p
 				}
 			}
 		}
 	}
-	if found {
+	switch {
+	case foundShared && (!foundWhole || sharedPrefer >= wholePrefer):
+		return []cluster.Allocation{shared}, true, "shares a GPU already in use"
+	case foundWhole:
 		return []cluster.Allocation{whole}, true, "share of a free GPU on the least-loaded node"
 	}
 	return nil, false, "no GPU has the share free"
 }
 
-// taken counts the GPUs a job took so far per node; jobs span few nodes, so
-// a list beats a map.
-type taken struct{ nodes, gpus []int }
+// taken counts the GPUs and tasks a job took so far per node; jobs span
+// few nodes, so a list beats a map.
+type taken struct{ nodes, gpus, tasks []int }
+
+// tasksOn is how many of the job's tasks node took so far.
+func (t *taken) tasksOn(node int) int {
+	for k, n := range t.nodes {
+		if n == node {
+			return t.tasks[k]
+		}
+	}
+	return 0
+}
 
 func (t *taken) of(node int) int {
 	for k, n := range t.nodes {
@@ -143,12 +185,14 @@ func (t *taken) of(node int) int {
 	return 0
 }
 
+// add records a task of gpus GPUs on node.
 func (t *taken) add(node, gpus int) {
 	for k, n := range t.nodes {
 		if n == node {
 			t.gpus[k] += gpus
+			t.tasks[k]++
 			return
 		}
 	}
-	t.nodes, t.gpus = append(t.nodes, node), append(t.gpus, gpus)
+	t.nodes, t.gpus, t.tasks = append(t.nodes, node), append(t.gpus, gpus), append(t.tasks, 1)
 }
