@@ -53,6 +53,7 @@ func (b *Backend) Start(ctx context.Context, a executor.Assignment) error {
 				ErrInvalidAssignment, p.Namespace, p.Name, p.Spec.NodeName)
 		}
 	}
+	b.unassumeLocked(j, pods) // an older attempt's: this one places them anew
 	if err := b.checkPlacementLocked(pods, nodes); err != nil {
 		b.mu.Unlock()
 		return fmt.Errorf("start %s attempt %d: %w", a.Job.ID, a.Attempt, err)
@@ -65,8 +66,8 @@ func (b *Backend) Start(ctx context.Context, a executor.Assignment) error {
 	if claims := storage.toProvision(pods, nodes); len(claims) > 0 {
 		if err := b.selectNodes(ctx, claims); err != nil {
 			b.mu.Lock()
-			b.unassumeLocked(j, pods)
 			if j.attempt == a.Attempt {
+				b.unassumeLocked(j, pods)
 				j.ended = true
 			}
 			b.emitLocked(executor.JobEvent{Type: executor.JobLost, Time: b.cfg.Clock(), Node: nodes[0], Job: a.Job.ID,
@@ -100,8 +101,8 @@ func (b *Backend) bindAll(ctx context.Context, a executor.Assignment, j *kubeJob
 					"node", nodes[i], "bound", len(bound), "error", err)
 				b.deletePods(ctx, bound, "its gang could not be bound whole")
 				b.mu.Lock()
-				b.unassumeLocked(j, pods)
 				if j.attempt == a.Attempt {
+					b.unassumeLocked(j, pods)
 					j.ended = true
 				}
 				b.emitLocked(executor.JobEvent{Type: executor.JobLost, Time: b.cfg.Clock(), Node: nodes[i], Job: a.Job.ID,
@@ -185,7 +186,7 @@ func (b *Backend) bindWhenProvisioned(ctx context.Context, a executor.Assignment
 		if !live && j.provisioning == a.Attempt {
 			j.provisioning = 0
 		}
-		if !live {
+		if !live && j.attempt == a.Attempt { // a newer attempt owns what is assumed now
 			b.unassumeLocked(j, pods)
 		}
 		b.mu.Unlock()
@@ -210,8 +211,8 @@ func (b *Backend) bindWhenProvisioned(ctx context.Context, a executor.Assignment
 		if b.cfg.Clock().After(deadline) {
 			b.mu.Lock()
 			j.provisioning = 0
-			b.unassumeLocked(j, pods)
 			if j.attempt == a.Attempt {
+				b.unassumeLocked(j, pods)
 				j.ended = true
 			}
 			b.emitLocked(executor.JobEvent{Type: executor.JobLost, Time: b.cfg.Clock(), Node: nodes[0], Job: a.Job.ID, Attempt: a.Attempt,
@@ -238,10 +239,9 @@ func (b *Backend) bindWhenProvisioned(ctx context.Context, a executor.Assignment
 func (b *Backend) checkPlacementLocked(pods []*corev1.Pod, nodes []string) error {
 	var members []*placedPod
 	for i, p := range pods {
-		key := types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
 		n := b.constraints.nodes[parentNode(nodes[i])]
-		if _, placed := b.constraints.pods.all[key]; placed || p.Spec.NodeName != "" || n == nil {
-			continue // bound, or assumed by an earlier Start of the attempt: it counts itself
+		if p.Spec.NodeName != "" || n == nil {
+			continue // bound: it counts itself
 		}
 		f, err := newPodsFilter(p, b.podListerLocked(nil))
 		if err != nil {

@@ -296,14 +296,13 @@ func newPodsFilter(p *corev1.Pod, l podLister) (*podsFilter, error) {
 	}
 	f := &podsFilter{affinity: affinity, anti: anti, spread: spread,
 		affinityCounts: map[topologyPair]int{}, antiCounts: map[topologyPair]int{}, existingAnti: map[topologyPair]int{}}
-	own := labels.Set(p.Labels)
+	own, myNS := labels.Set(p.Labels), l.nsLabels(p.Namespace)
 	f.podMatchesSelf = len(affinity) > 0
-	for i := range affinity {
-		if !affinity[i].matches(p.Namespace, own, nil) {
+	for i := range affinity { // its own namespace is one a namespaceSelector may pick
+		if !affinity[i].matches(p.Namespace, own, myNS) {
 			f.podMatchesSelf = false
 		}
 	}
-	myNS := l.nsLabels(p.Namespace)
 	countOn := func(m map[topologyPair]int, n *corev1.Node, key string) {
 		if v, ok := n.Labels[key]; ok {
 			m[topologyPair{key, v}]++
@@ -373,6 +372,9 @@ func newPodsFilter(p *corev1.Pod, l podLister) (*podsFilter, error) {
 		}
 	}
 	for i, sc := range spread {
+		if sc.selector.Empty() {
+			continue // an empty selector counts no pod, as kube-scheduler's countPodsMatchSelector
+		}
 		for e := range l.namespacePods(p.Namespace, sc.selector) {
 			if n := l.nodes[e.node]; n != nil && counted[i][e.node] && !e.terminating && e.namespace == p.Namespace && sc.selector.Matches(e.labels) {
 				f.spreadCounts[i][n.Labels[sc.topologyKey]]++

@@ -32,6 +32,13 @@ func otherPod(ns, name, node string, labels map[string]string) *corev1.Pod {
 		Status: corev1.PodStatus{Phase: corev1.PodRunning}}
 }
 
+// withSpread gives the pod a DoNotSchedule zone spread constraint.
+func withSpread(p *corev1.Pod, maxSkew int32, sel *metav1.LabelSelector) *corev1.Pod {
+	p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: maxSkew, TopologyKey: zone,
+		WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: sel}}
+	return p
+}
+
 // term is a required pod (anti-)affinity term selecting label k=v.
 func term(k, v, topologyKey string) corev1.PodAffinityTerm {
 	return corev1.PodAffinityTerm{LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{k: v}}, TopologyKey: topologyKey}
@@ -111,11 +118,22 @@ func TestPodAffinityAntiAffinityAndSpreadReadThePodsBound(t *testing.T) {
 		"first":      withAffinity(gpuPod("ml", "first", 1, map[string]string{"app": "web"}), []corev1.PodAffinityTerm{term("app", "web", zone)}, nil),
 		"orphan":     withAffinity(gpuPod("ml", "orphan", 1, nil), []corev1.PodAffinityTerm{term("app", "web", zone)}, nil),
 		"spread":     spread("spread"),
+		// The review's cases: an empty spread selector counts no pod; a
+		// value named twice counts each pod once (maxSkew 3: z1's 2 + 1
+		// fit, 4 + 1 would not); a namespace selector that picks the pod's
+		// own namespace makes it the first of its kind.
+		"spread-all": withSpread(gpuPod("ml", "spread-all", 1, map[string]string{"app": "spread"}), 1, &metav1.LabelSelector{}),
+		"spread-dup": withSpread(gpuPod("ml", "spread-dup", 1, map[string]string{"app": "spread"}), 3, &metav1.LabelSelector{
+			MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "app", Operator: metav1.LabelSelectorOpIn, Values: []string{"spread", "spread"}}}}),
+		"first-ns": withAffinity(gpuPod("ml", "first-ns", 1, map[string]string{"app": "web2"}), []corev1.PodAffinityTerm{{
+			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web2"}}, TopologyKey: zone,
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "ml"}}}}, nil),
 	}
 	objs := []*corev1.Pod{otherPod("ml", "cache", "a", map[string]string{"app": "cache"}), db,
 		otherPod("ml", "s1", "a", map[string]string{"app": "spread"}), otherPod("ml", "s2", "b", map[string]string{"app": "spread"}),
 		otherPod("other", "s3", "c", map[string]string{"app": "spread"})} // another namespace: not counted
-	e := newFakeEnv(t, runtimeObjects(nodes, objs, pods)...)
+	ml := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ml", Labels: map[string]string{"team": "ml"}}}
+	e := newFakeEnv(t, append(runtimeObjects(nodes, objs, pods), ml)...)
 	e.watch()
 	want := map[string][]string{
 		"near-cache": {"a", "b"},
@@ -124,6 +142,9 @@ func TestPodAffinityAntiAffinityAndSpreadReadThePodsBound(t *testing.T) {
 		"first":      {"a", "b", "c", "d"}, // no web pod anywhere, and it is one: any node with a zone
 		"orphan":     {},
 		"spread":     {"c", "d"}, // z1 has 2, z2 none
+		"spread-all": {"a", "b", "c", "d"},
+		"spread-dup": {"a", "b", "c", "d"},
+		"first-ns":   {"a", "b", "c", "d"},
 	}
 	ids := e.jobsOfPods(slices.Collect(maps.Keys(want)), 5)
 	for _, name := range slices.Sorted(func(yield func(string) bool) {

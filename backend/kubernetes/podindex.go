@@ -196,7 +196,8 @@ func narrowest(sel labels.Selector) (string, []string) {
 	for _, r := range reqs {
 		switch r.Operator() {
 		case selection.Equals, selection.DoubleEquals, selection.In:
-			if vs := r.ValuesUnsorted(); values == nil || len(vs) < len(values) {
+			vs := slices.Compact(slices.Sorted(slices.Values(r.ValuesUnsorted()))) // In [a, a] yields each pod once
+			if values == nil || len(vs) < len(values) {
 				key, values = r.Key(), vs
 			}
 		}

@@ -292,6 +292,9 @@ func (b *Backend) spreadPreferencesLocked(p *corev1.Pod, out map[string]float64)
 	}
 	l := b.podListerLocked(nil)
 	for i, sc := range spread {
+		if sc.selector.Empty() {
+			continue // an empty selector counts no pod, as kube-scheduler's countPodsMatchSelector
+		}
 		for e := range l.namespacePods(p.Namespace, sc.selector) {
 			n := c.nodes[e.node]
 			if n == nil || e.terminating || !hasSpreadKeys(n.Labels, spread) || !sc.selector.Matches(e.labels) || !sc.includes(p, n, required) {
