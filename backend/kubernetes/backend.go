@@ -14,6 +14,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
@@ -234,6 +235,36 @@ func (b *Backend) Nodes() []cluster.Node {
 	return out
 }
 
+// preflight lists one object of each kind the informers watch, so that a
+// role without a right fails Watch at once, naming it, instead of leaving
+// an informer retrying unseen while Watch waits for it (an upgrade whose
+// new rights were not applied, for one). Other errors are left to the
+// informers, which retry.
+func (b *Backend) preflight(ctx context.Context) error {
+	c, ns := b.cfg.Client, b.cfg.Namespace
+	one := metav1.ListOptions{Limit: 1}
+	for _, k := range []struct {
+		what string
+		list func() error
+	}{
+		{"nodes", func() error { _, err := c.CoreV1().Nodes().List(ctx, one); return err }},
+		{"jobs (batch)", func() error { _, err := c.BatchV1().Jobs(ns).List(ctx, one); return err }},
+		{"pods", func() error { _, err := c.CoreV1().Pods(metav1.NamespaceAll).List(ctx, one); return err }},
+		{"persistentvolumeclaims", func() error {
+			_, err := c.CoreV1().PersistentVolumeClaims(metav1.NamespaceAll).List(ctx, one)
+			return err
+		}},
+		{"persistentvolumes", func() error { _, err := c.CoreV1().PersistentVolumes().List(ctx, one); return err }},
+		{"storageclasses (storage.k8s.io)", func() error { _, err := c.StorageV1().StorageClasses().List(ctx, one); return err }},
+		{"namespaces", func() error { _, err := c.CoreV1().Namespaces().List(ctx, one); return err }},
+	} {
+		if err := k.list(); apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
+			return fmt.Errorf("list %s: %w (the scheduler's role needs list and watch on %s: deploy/kubernetes/base/rbac.yaml)", k.what, err, k.what)
+		}
+	}
+	return nil
+}
+
 // Watch starts the informers (nodes, batch Jobs, its scheduler's pods,
 // other schedulers' pods, in that order), reports a NodeSynced for every
 // node once the pods are listed (what runs where is what the API server
@@ -251,6 +282,9 @@ func (b *Backend) Watch(ctx context.Context) (<-chan executor.JobEvent, error) {
 	b.watched = true
 	b.mu.Unlock()
 
+	if err := b.preflight(ctx); err != nil {
+		return nil, fmt.Errorf("kubernetes backend: %w", err)
+	}
 	nodeFactory := informers.NewSharedInformerFactory(b.cfg.Client, b.cfg.Resync)
 	if err := startInformer(ctx, nodeFactory, nodeFactory.Core().V1().Nodes().Informer(), b.nodeChanged, b.nodeDeleted, "nodes"); err != nil {
 		return nil, fmt.Errorf("kubernetes backend: %w", err)

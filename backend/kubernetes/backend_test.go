@@ -10,8 +10,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/executor"
@@ -338,4 +342,18 @@ func TestOtherSchedulersPodsTakeTheirGPUsOffTheirNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "node a's GPUs free once the other pod is gone", func() bool { return gpus()["a"] == 8 })
+}
+
+// A role without a right the informers need fails Watch at once, naming
+// the resource and the role to mend, instead of an informer retrying
+// unseen while Watch waits.
+func TestWatchNamesTheRightTheRoleLacks(t *testing.T) {
+	e := newFakeEnv(t, gpuNode("a", 8, nil))
+	e.client.PrependReactor("list", "namespaces", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "namespaces"}, "", errors.New("no rule"))
+	})
+	_, err := e.backend.Watch(e.ctx)
+	if err == nil || !strings.Contains(err.Error(), "list namespaces") || !strings.Contains(err.Error(), "rbac.yaml") {
+		t.Fatalf("Watch: %v, want the namespaces right named", err)
+	}
 }
