@@ -164,22 +164,24 @@ func placeShare(spec *cluster.JobSpec, c *executor.Capacity) ([]cluster.Allocati
 
 // taken counts the GPUs and tasks a job took so far per node; jobs span
 // few nodes, so a list beats a map.
-type taken struct{ nodes, gpus, tasks []int }
+type taken struct{ on []nodeTaken }
 
-// tasksOn is how many of the job's tasks node took so far.
-func (t *taken) tasksOn(node int) int {
-	for k, n := range t.nodes {
-		if n == node {
-			return t.tasks[k]
+type nodeTaken struct{ node, gpus, tasks int }
+
+func (t *taken) of(node int) int {
+	for _, x := range t.on {
+		if x.node == node {
+			return x.gpus
 		}
 	}
 	return 0
 }
 
-func (t *taken) of(node int) int {
-	for k, n := range t.nodes {
-		if n == node {
-			return t.gpus[k]
+// tasksOn is how many of the job's tasks node took so far.
+func (t *taken) tasksOn(node int) int {
+	for _, x := range t.on {
+		if x.node == node {
+			return x.tasks
 		}
 	}
 	return 0
@@ -187,12 +189,12 @@ func (t *taken) of(node int) int {
 
 // add records a task of gpus GPUs on node.
 func (t *taken) add(node, gpus int) {
-	for k, n := range t.nodes {
-		if n == node {
-			t.gpus[k] += gpus
-			t.tasks[k]++
+	for k := range t.on {
+		if t.on[k].node == node {
+			t.on[k].gpus += gpus
+			t.on[k].tasks++
 			return
 		}
 	}
-	t.nodes, t.gpus, t.tasks = append(t.nodes, node), append(t.gpus, gpus), append(t.tasks, 1)
+	t.on = append(t.on, nodeTaken{node: node, gpus: gpus, tasks: 1})
 }
