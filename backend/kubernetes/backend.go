@@ -126,8 +126,7 @@ type foreignPod struct {
 	memBytes int64
 	mig      string // the node of its MIG instances, if it holds some
 	migCount int64
-	ports    []hostPort // the host ports its containers take
-	daemon   bool       // a service of its node (nodeService): on every node, parked with it
+	daemon   bool // a service of its node (nodeService): on every node, parked with it
 }
 
 // kubeJob is one job and its pods.

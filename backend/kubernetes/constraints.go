@@ -86,19 +86,10 @@ func (b *Backend) setNodeLocked(kn *corev1.Node) {
 		c.allocatable[kn.Name] = r
 		c.allocVersion++
 	}
-	var other otherResources
-	for name, q := range a {
-		if isOtherResource(name) {
-			if other == nil {
-				other = otherResources{}
-			}
-			other[name] = q.MilliValue()
-		}
-	}
 	if c.allocOther == nil {
 		c.allocOther = map[string]otherResources{}
 	}
-	c.allocOther[kn.Name] = other
+	c.allocOther[kn.Name] = otherResourcesOf(a)
 	old, ok := c.nodes[kn.Name]
 	if ok && maps.Equal(old.Labels, kn.Labels) && equality.Semantic.DeepEqual(old.Spec.Taints, kn.Spec.Taints) {
 		return
@@ -185,16 +176,7 @@ func (b *Backend) allowedLocked(id cluster.JobID, pods []*corev1.Pod) allowedNod
 		return a
 	}
 	a := allowedNodes{version: c.version, turnedAway: map[string]int{}}
-	for _, p := range pods {
-		r := requestsOf(p)
-		a.want = requests{max(a.want.cpuMilli, r.cpuMilli), max(a.want.memBytes, r.memBytes), 1}
-		for name, v := range otherRequests(p) {
-			if a.wantOther == nil {
-				a.wantOther = otherResources{}
-			}
-			a.wantOther[name] = max(a.wantOther[name], v)
-		}
-	}
+	a.want, a.wantOther = largestRequest(pods)
 	names, _ := b.sortedLocked()
 	for _, p := range pods {
 		if why := c.storage.podRefuses(p); why != "" { // no node will do, whichever
@@ -336,8 +318,9 @@ func insufficient(alloc, used, want requests) string {
 
 // withFreePortsLocked keeps, of nodes, those where the pods' host ports
 // are free, as kube-scheduler's NodePorts plugin filters: no pod bound
-// there, of any scheduler, takes the same port and protocol on the same or
-// the wildcard address. Pods that ask for none pay nothing.
+// there (the index's, of any scheduler, terminating and just bound ones
+// too), takes the same port and protocol on the same or the wildcard
+// address. Pods that ask for none pay nothing.
 func (b *Backend) withFreePortsLocked(pods []*corev1.Pod, nodes []string, constrained bool, turnedAway map[string]int) ([]string, bool) {
 	var want []hostPort
 	for _, p := range pods {
@@ -347,15 +330,8 @@ func (b *Backend) withFreePortsLocked(pods []*corev1.Pod, nodes []string, constr
 		return nodes, constrained
 	}
 	used := map[string][]hostPort{}
-	for _, f := range b.foreign {
-		used[f.node] = append(used[f.node], f.ports...)
-	}
-	for _, j := range b.jobs {
-		for _, p := range j.pods {
-			if p.Spec.NodeName != "" && p.DeletionTimestamp == nil && !finished(p) {
-				used[p.Spec.NodeName] = append(used[p.Spec.NodeName], hostPorts(p)...)
-			}
-		}
+	for _, e := range b.constraints.pods.ported {
+		used[e.node] = append(used[e.node], e.ports...)
 	}
 	return b.keepNodesLocked(nodes, constrained, turnedAway, func(n *corev1.Node) string {
 		if portsConflict(want, used[n.Name]) {

@@ -98,7 +98,7 @@ func (b *Backend) foreignChanged(o any) {
 	}
 	b.setPlacedLocked(key, p, p.Spec.NodeName)
 	cpu, mem := podRequests(p)
-	f := foreignPod{node: p.Spec.NodeName, gpus: podGPUs(p), cpuMilli: cpu, memBytes: mem, ports: hostPorts(p)}
+	f := foreignPod{node: p.Spec.NodeName, gpus: podGPUs(p), cpuMilli: cpu, memBytes: mem}
 	if prof, n, err := podMIG(p); err == nil && n > 0 {
 		f.mig, f.migCount = p.Spec.NodeName+MIGNodeSeparator+prof, n
 	}

@@ -49,6 +49,7 @@ type placedPod struct {
 	preferred []weightedTerm
 	req       requests
 	other     otherResources
+	ports     []hostPort
 }
 
 // affinityTerm is a parsed PodAffinityTerm: pods in namespaces (or in the
@@ -114,14 +115,33 @@ func requiredTerms(p *corev1.Pod) (affinity, anti []affinityTerm, err error) {
 // selectors, so only a client that skips validation gets there).
 func newPlacedPod(p *corev1.Pod, node string) *placedPod {
 	affinity, anti, _ := requiredTerms(p)
-	return &placedPod{req: requestsOf(p), other: otherRequests(p), namespace: p.Namespace, labels: labels.Set(p.Labels), node: node, terminating: p.DeletionTimestamp != nil,
-		anti: anti, affinity: affinity, preferred: preferredTerms(p)}
+	return &placedPod{req: requestsOf(p), other: otherRequests(p), ports: hostPorts(p), namespace: p.Namespace, labels: labels.Set(p.Labels),
+		node: node, terminating: p.DeletionTimestamp != nil, anti: anti, affinity: affinity, preferred: preferredTerms(p)}
 }
 
 // requestsOf is what the pod asks of its node besides GPUs.
 func requestsOf(p *corev1.Pod) requests {
 	cpu, mem := podRequests(p)
 	return requests{cpuMilli: cpu, memBytes: mem, pods: 1}
+}
+
+// largestRequest is the most that any one of the pods asks of a node,
+// resource by resource: what a node must have room for to take any of
+// them.
+func largestRequest(pods []*corev1.Pod) (requests, otherResources) {
+	var want requests
+	var other otherResources
+	for _, p := range pods {
+		r := requestsOf(p)
+		want = requests{max(want.cpuMilli, r.cpuMilli), max(want.memBytes, r.memBytes), 1}
+		for name, v := range otherRequests(p) {
+			if other == nil {
+				other = otherResources{}
+			}
+			other[name] = max(other[name], v)
+		}
+	}
+	return want, other
 }
 
 // setPlacedLocked records a pod bound to node ("" or p nil: it holds no
@@ -180,11 +200,7 @@ func (b *Backend) apartLocked(pods []*corev1.Pod) bool {
 
 // roomForMembersLocked is TaskLimits' perNode.
 func (b *Backend) roomForMembersLocked(pods []*corev1.Pod) map[string]int {
-	var want requests
-	for _, p := range pods {
-		r := requestsOf(p)
-		want = requests{max(want.cpuMilli, r.cpuMilli), max(want.memBytes, r.memBytes), 1}
-	}
+	want, _ := largestRequest(pods)
 	c := &b.constraints
 	var out map[string]int
 	for name, alloc := range c.allocatable {

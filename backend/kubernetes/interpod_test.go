@@ -382,3 +382,24 @@ func TestOtherResourcesNeedRoomOnTheNode(t *testing.T) {
 		}
 	}
 }
+
+// A host port counts from the moment Start binds its pod, before the
+// informer shows the bind: a second pod asking for it in the same plan
+// may not go there.
+func TestAHostPortIsTakenOnceStartBindsItsPod(t *testing.T) {
+	ported := func(name string) *corev1.Pod {
+		p := gpuPod("ml", name, 1, nil)
+		p.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 7000, HostPort: 7000}}
+		return p
+	}
+	pods := map[string]*corev1.Pod{"first": ported("first"), "second": ported("second")}
+	e := newFakeEnv(t, runtimeObjects([]*corev1.Node{hostNode("a", nil), hostNode("b", nil)}, nil, pods)...)
+	e.watch()
+	ids := e.jobsOfPods([]string{"first", "second"}, 0)
+	if err := e.backend.Start(e.ctx, assignment(ids["first"], 1, 1, []string{"a"}, []int{1})); err != nil {
+		t.Fatal(err)
+	}
+	if got, _, _ := e.backend.AllowedNodes(ids["second"]); !slices.Equal(got, []string{"b"}) {
+		t.Errorf("second may go to %v, want b only: a's port 7000 is first's", got)
+	}
+}

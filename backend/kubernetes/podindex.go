@@ -4,7 +4,6 @@ import (
 	"iter"
 	"maps"
 	"slices"
-
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -24,6 +23,7 @@ type podIndex struct {
 	byLabel    map[nsLabel]map[types.NamespacedName]*placedPod
 	repellers  map[types.NamespacedName]*placedPod // with required anti-affinity
 	attractors map[types.NamespacedName]*placedPod // whose terms score a newcomer (prefer.go)
+	ported     map[types.NamespacedName]*placedPod // that take host ports
 	// used sums, by node, the requests of the pods bound there;
 	// usedOther their otherResources, on the nodes where some pod asks any.
 	used      map[string]requests
@@ -45,8 +45,14 @@ type otherResources map[corev1.ResourceName]int64
 
 // otherRequests are a pod's requests of otherResources.
 func otherRequests(p *corev1.Pod) otherResources {
+	return otherResourcesOf(resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{}))
+}
+
+// otherResourcesOf are the otherResources of a list (a pod's requests, a
+// node's allocatable); nil when it has none.
+func otherResourcesOf(list corev1.ResourceList) otherResources {
 	var out otherResources
-	for name, q := range resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{}) {
+	for name, q := range list {
 		if isOtherResource(name) && !q.IsZero() {
 			if out == nil {
 				out = otherResources{}
@@ -96,6 +102,7 @@ func (x *podIndex) set(key types.NamespacedName, p *placedPod) {
 		delete(x.all, key)
 		delete(x.repellers, key)
 		delete(x.attractors, key)
+		delete(x.ported, key)
 		removeFrom(x.byNS, key.Namespace, key)
 		if x.used[old.node] = x.used[old.node].minus(old.req); x.used[old.node] == (requests{}) {
 			delete(x.used, old.node)
@@ -120,6 +127,7 @@ func (x *podIndex) set(key types.NamespacedName, p *placedPod) {
 	if x.all == nil {
 		x.all, x.byNS, x.byLabel = map[types.NamespacedName]*placedPod{}, map[string]map[types.NamespacedName]*placedPod{}, map[nsLabel]map[types.NamespacedName]*placedPod{}
 		x.repellers, x.attractors = map[types.NamespacedName]*placedPod{}, map[types.NamespacedName]*placedPod{}
+		x.ported = map[types.NamespacedName]*placedPod{}
 		x.used, x.usedOther = map[string]requests{}, map[string]otherResources{}
 	}
 	x.all[key] = p
@@ -139,6 +147,9 @@ func (x *podIndex) set(key types.NamespacedName, p *placedPod) {
 	}
 	if len(p.affinity) > 0 || len(p.preferred) > 0 {
 		x.attractors[key] = p
+	}
+	if len(p.ports) > 0 {
+		x.ported[key] = p
 	}
 }
 
