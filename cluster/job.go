@@ -142,6 +142,19 @@ func (s JobSpec) HasDeadline() bool { return !s.Deadline.IsZero() }
 // (ModelAllowed of its GPUModels).
 func (s JobSpec) AllowsModel(model string) bool { return ModelAllowed(s.GPUModels, model) }
 
+// TaskRoom is the most of the job's tasks the named node may take: one
+// when they must be apart (TasksApart), else what TasksPerNode says, else
+// no limit (math.MaxInt).
+func (s *JobSpec) TaskRoom(node string) int {
+	if s.TasksApart {
+		return 1
+	}
+	if k, ok := s.TasksPerNode[node]; ok {
+		return k
+	}
+	return math.MaxInt
+}
+
 // AllowsNode reports whether the job may run on the named node (Nodes).
 func (s *JobSpec) AllowsNode(name string) bool { return NodeAllowed(s.Nodes, name) }
 

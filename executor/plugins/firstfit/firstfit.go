@@ -2,7 +2,6 @@ package firstfit
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/executor"
@@ -73,7 +72,7 @@ func leastLoaded(spec *cluster.JobSpec, c *executor.Capacity, size int, t taken)
 	for k := c.MaxNodeGPUs(); k >= size; k-- {
 		for _, i := range c.Bucket(k) {
 			n := int(i)
-			if k-t.of(n) < size || !allows(spec, c.Node(n)) || t.tasksOn(n) >= roomFor(spec, c.Node(n).Name) {
+			if k-t.of(n) < size || !allows(spec, c.Node(n)) || t.tasksOn(n) >= spec.TaskRoom(c.Node(n).Name) {
 				continue
 			}
 			if spec.NodePreference == nil {
@@ -85,17 +84,6 @@ func leastLoaded(spec *cluster.JobSpec, c *executor.Capacity, size int, t taken)
 		}
 	}
 	return best, best >= 0
-}
-
-// roomFor is how many of the job's tasks a node may take.
-func roomFor(spec *cluster.JobSpec, node string) int {
-	if spec.TasksApart {
-		return 1
-	}
-	if k, ok := spec.TasksPerNode[node]; ok {
-		return k
-	}
-	return math.MaxInt
 }
 
 func allows(spec *cluster.JobSpec, n *cluster.Node) bool {

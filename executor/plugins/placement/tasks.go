@@ -46,15 +46,7 @@ func (cp *cyclePlacer) placeTasks(job *cluster.Job, tasks []int, c *executor.Cap
 	slices.Sort(order)
 	warm := func(i int) int { return cp.warmth(job, c, i) }
 	prefer := func(i int) float64 { return job.Spec.NodePreference[c.Node(i).Name] }
-	room := func(i int) int { // the most tasks node i may take
-		if job.Spec.TasksApart {
-			return 1
-		}
-		if k, ok := job.Spec.TasksPerNode[c.Node(i).Name]; ok {
-			return k
-		}
-		return len(tasks)
-	}
+	room := func(i int) int { return job.Spec.TaskRoom(c.Node(i).Name) }
 	bestLeaf, bestFree, bestWarm := "", -1, 0
 	var bestPick []int
 	for _, leaf := range order {
