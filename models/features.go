@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/prescient-sched/prescient/cluster"
 )
@@ -26,11 +27,19 @@ type FeatureConfig struct {
 	// Window is how many of a group's most recent outcomes its aggregates
 	// (quantiles, mean) cover; 0 means DefaultWindow.
 	Window int
+	// Relative gives every aggregate of outcomes but the comparable jobs'
+	// quantiles as its difference from comparable_q50 (the column named
+	// with the suffix "_rel"). Learners then see how a group differs from
+	// the comparable jobs, not how long its jobs are: with absolute levels
+	// they learned that long levels revert, and when a tenant's jobs grew
+	// longer for good (Philly's 6214e9 after 2017-11-20) they kept
+	// predicting the old level. Artifacts trained before it have false.
+	Relative bool
 }
 
 // DefaultFeatureConfig returns the pipeline for target.
 func DefaultFeatureConfig(t Target) FeatureConfig {
-	return FeatureConfig{Target: t, Window: DefaultWindow}
+	return FeatureConfig{Target: t, Window: DefaultWindow, Relative: true}
 }
 
 // Validate rejects a config no pipeline could run.
@@ -99,6 +108,13 @@ var groupStats = []string{"count_log", "q10", "q50", "q90", "mean", "last", "age
 // recentN is how many of the latest outcomes the recent_* aggregates cover.
 const recentN = 8
 
+// levelStats are the groupStats that are outcomes (log values), which
+// FeatureConfig.Relative gives relative to comparable_q50.
+var levelStats = map[string]bool{"q10": true, "q50": true, "q90": true, "mean": true, "last": true, "recent_q50": true, "recent_max": true}
+
+// relativeSuffix marks the columns FeatureConfig.Relative makes relative.
+const relativeSuffix = "_rel"
+
 // Names of the columns the baselines read.
 const (
 	FeatureComparableQ10 = "comparable_q10"
@@ -108,20 +124,43 @@ const (
 
 // FeatureNames lists the columns of a feature row, in order.
 func (c FeatureConfig) FeatureNames() []string {
+	rel := func(n string) string {
+		if c.Relative {
+			return n + relativeSuffix
+		}
+		return n
+	}
 	names := []string{
 		"gpus_log2", "gpu_share", "tier", "gang_size", "cpu_cores_log", "host_memory_log",
 		"checkpointable", "deadline_slack_log", "batch_size_log",
 		"hour_sin", "hour_cos", "weekday_sin", "weekday_cos", "weekend",
-		"all_count_log", "all_q10", "all_q50", "all_q90", "all_mean",
+		"all_count_log", rel("all_q10"), rel("all_q50"), rel("all_q90"), rel("all_mean"),
 		FeatureComparableQ10, FeatureComparableQ50, FeatureComparableQ90, "comparable_level",
 	}
 	for _, l := range levels {
 		for _, s := range groupStats {
-			names = append(names, l.name+"_"+s)
+			if levelStats[s] {
+				names = append(names, rel(l.name+"_"+s))
+			} else {
+				names = append(names, l.name+"_"+s)
+			}
 		}
 	}
 	return names
 }
+
+// relativeColumns are the indexes of a row's outcome aggregates other
+// than the comparable quantiles: those FeatureConfig.Relative makes
+// relative. The row's layout is fixed, so they are computed once.
+var relativeColumns = func() []int {
+	var out []int
+	for i, n := range (FeatureConfig{Relative: true}).FeatureNames() {
+		if strings.HasSuffix(n, relativeSuffix) {
+			out = append(out, i)
+		}
+	}
+	return out
+}()
 
 // History holds what is known about finished jobs: for every group of
 // comparable jobs, a window of its most recent outcomes (in log space).
@@ -219,6 +258,12 @@ func (h *History) Features(dst []float64, j *cluster.Job) []float64 {
 		age := math.Log1p(math.Max(0, float64(now-w.LastEndUnix)))
 		dst = append(dst, math.Log1p(float64(w.Count)), w.quantile(0.1), w.quantile(0.5), w.quantile(0.9),
 			w.mean(gq50), w.LastVal, age, w.RecentQ50, w.RecentMax)
+	}
+	if h.Config.Relative {
+		row := dst[len(dst)-h.Config.NumFeatures():]
+		for _, c := range relativeColumns {
+			row[c] -= cq50
+		}
 	}
 	return dst
 }

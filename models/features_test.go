@@ -1,6 +1,8 @@
 package models_test
 
 import (
+	"fmt"
+	"math"
 	"slices"
 	"testing"
 	"time"
@@ -23,7 +25,7 @@ func finished(id, tenant string, gpus int, submit time.Time, run time.Duration) 
 
 func column(t *testing.T, name string) int {
 	t.Helper()
-	i := slices.Index(models.DefaultFeatureConfig(models.TargetDuration).FeatureNames(), name)
+	i := slices.Index(models.FeatureConfig{Target: models.TargetDuration}.FeatureNames(), name)
 	if i < 0 {
 		t.Fatalf("no feature %q", name)
 	}
@@ -32,6 +34,7 @@ func column(t *testing.T, name string) int {
 
 func TestFeatures(t *testing.T) {
 	fc := models.DefaultFeatureConfig(models.TargetDuration)
+	fc.Relative = false // the levels themselves; see the relative subtest
 	q50 := column(t, "tenant_gpus_q50")
 	count := column(t, "tenant_gpus_count_log")
 	cmp := column(t, models.FeatureComparableQ50)
@@ -90,6 +93,34 @@ func TestFeatures(t *testing.T) {
 		rows := fc.Rows(nil, []cluster.Job{finished("x", "a", 1, t0, time.Second)})
 		if len(rows[0]) != fc.NumFeatures() || len(fc.FeatureNames()) != fc.NumFeatures() {
 			t.Fatalf("row of %d, %d names, NumFeatures %d", len(rows[0]), len(fc.FeatureNames()), fc.NumFeatures())
+		}
+	})
+	t.Run("relative rows are the levels less comparable_q50, the comparable quantiles kept", func(t *testing.T) {
+		var jobs []cluster.Job
+		for i := range 60 {
+			jobs = append(jobs, finished(fmt.Sprint("j", i), []string{"a", "b"}[i%2], 1<<(i%3),
+				t0.Add(time.Duration(i)*11*time.Minute), time.Duration(1+(i*53)%200)*time.Minute))
+		}
+		rel := fc
+		rel.Relative = true
+		absRows, relRows := fc.Rows(jobs, jobs), rel.Rows(jobs, jobs)
+		absNames, relNames := fc.FeatureNames(), rel.FeatureNames()
+		for i := range jobs {
+			for c, name := range relNames {
+				want := absRows[i][c]
+				if name != absNames[c] {
+					if name != absNames[c]+"_rel" {
+						t.Fatalf("column %d: %q beside %q", c, name, absNames[c])
+					}
+					want -= absRows[i][cmp]
+				}
+				if got := relRows[i][c]; math.Abs(got-want) > 1e-12 {
+					t.Fatalf("job %d, %s = %v, want %v", i, name, got, want)
+				}
+			}
+		}
+		if slices.Equal(absNames, relNames) || !slices.Contains(relNames, models.FeatureComparableQ50) {
+			t.Fatalf("relative names %v", relNames)
 		}
 	})
 }

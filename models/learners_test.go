@@ -69,12 +69,19 @@ func fastLearner(l models.Learner, fc models.FeatureConfig) models.Model {
 // the first 80% to fit, the rest to score.
 func philly(t testing.TB, n int) (fc models.FeatureConfig, Xfit [][]float64, yfit []float64, Xtest [][]float64, ytest []float64) {
 	t.Helper()
+	return phillyRows(t, n, true)
+}
+
+// phillyRows is philly with the given FeatureConfig.Relative.
+func phillyRows(t testing.TB, n int, relative bool) (fc models.FeatureConfig, Xfit [][]float64, yfit []float64, Xtest [][]float64, ytest []float64) {
+	t.Helper()
 	res, err := datasets.ReadTrace("philly:"+testenv.Dataset(t, "philly", "philly_jobs.csv"), datasets.ReadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	jobs := res.Jobs[:n]
 	fc = models.DefaultFeatureConfig(models.TargetDuration)
+	fc.Relative = relative
 	X := fc.Rows(jobs, jobs)
 	y := make([]float64, len(jobs))
 	for i := range jobs {
