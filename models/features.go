@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/prescient-sched/prescient/cluster"
 )
@@ -300,6 +301,39 @@ func deadlineSlack(j *cluster.Job) float64 {
 // need not be sorted. Rows come back in the order of queries, sharing one
 // backing array. It takes O((n+m) log(n+m)) plus O(window) per job.
 func (c FeatureConfig) Rows(history, queries []cluster.Job) [][]float64 {
+	return c.stream(history, queries, nil).Rows
+}
+
+// Stream is serving replayed over a window: the rows of the query jobs as
+// each was forecast when submitted (Rows), and the outcomes that arrived
+// meanwhile, in the order they did, each with its row as the history
+// stood when it arrived (before its own outcome): what Blend learns from.
+type Stream struct {
+	Target  Target
+	Queries []cluster.Job
+	Rows    [][]float64 // by query
+	// Observed are the labelled history jobs that ended at or after the
+	// stream's start, in end order.
+	Observed []Observation
+	// Heard[i] is how many of Observed had arrived when query i was
+	// submitted.
+	Heard []int
+}
+
+// Observation is a finished job as Stream heard of it.
+type Observation struct {
+	Job *cluster.Job
+	Row []float64
+	Y   float64 // the outcome, in log space
+}
+
+// Stream computes Rows(history, queries) and, from from on, the outcomes
+// that arrive as the queries are submitted (Stream.Observed).
+func (c FeatureConfig) Stream(history, queries []cluster.Job, from time.Time) Stream {
+	return c.stream(history, queries, &from)
+}
+
+func (c FeatureConfig) stream(history, queries []cluster.Job, from *time.Time) Stream {
 	h := NewHistory(c)
 	type ended struct {
 		at  int64
@@ -322,18 +356,70 @@ func (c FeatureConfig) Rows(history, queries []cluster.Job) [][]float64 {
 
 	p := c.NumFeatures()
 	backing := make([]float64, 0, p*len(queries))
-	rows := make([][]float64, len(queries))
+	s := Stream{Target: c.Target, Queries: queries, Rows: make([][]float64, len(queries))}
+	if from != nil {
+		s.Heard = make([]int, len(queries))
+	}
 	next := 0
+	var obs []float64
 	for _, qi := range order {
 		t := queries[qi].SubmitTime.UnixNano()
 		for ; next < len(ends) && ends[next].at < t; next++ {
-			h.Observe(&history[ends[next].idx])
+			j := &history[ends[next].idx]
+			if from != nil && ends[next].at >= from.UnixNano() {
+				v, _ := c.Target.Label(j)
+				start := len(obs)
+				obs = h.Features(obs, j)
+				s.Observed = append(s.Observed, Observation{Job: j, Row: obs[start:len(obs):len(obs)], Y: Log(v)})
+			}
+			h.Observe(j)
 		}
 		start := len(backing)
 		backing = h.Features(backing, &queries[qi])
-		rows[qi] = backing[start:len(backing):len(backing)]
+		s.Rows[qi] = backing[start:len(backing):len(backing)]
+		if from != nil {
+			s.Heard[qi] = len(s.Observed)
+		}
 	}
-	return rows
+	return s
+}
+
+// Serve is what m would have served for the queries, at quantiles qs: its
+// forecasts, and for a learned model (not a Baseline) each moved by a
+// Blend that hears the outcomes as they arrived.
+func (s Stream) Serve(m Model, features []string, qs []float64) ([][]float64, error) {
+	q, err := m.PredictQuantiles(s.Rows, qs)
+	if err != nil || !Blended(m) || s.Heard == nil {
+		return q, err // without outcomes, a Blend serves the forecasts as they are
+	}
+	b, err := NewBlend(features)
+	if err != nil {
+		return nil, err
+	}
+	obsRows := make([][]float64, len(s.Observed))
+	for i := range s.Observed {
+		obsRows[i] = s.Observed[i].Row
+	}
+	var p50 [][]float64
+	if len(obsRows) > 0 {
+		if p50, err = m.PredictQuantiles(obsRows, []float64{0.5}); err != nil {
+			return nil, err
+		}
+	}
+	order := make([]int, len(s.Queries))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(s.Heard[a], s.Heard[b]) })
+	next := 0
+	for _, qi := range order {
+		for ; next < s.Heard[qi]; next++ {
+			o := &s.Observed[next]
+			b.Learn(o.Job.Spec.Tenant, o.Row, p50[next][0], o.Y)
+		}
+		b.Serve(s.Queries[qi].Spec.Tenant, s.Rows[qi], qs, q[qi])
+	}
+	return q, nil
 }
 
 // Window is a group's most recent outcomes (log values) with their sorted

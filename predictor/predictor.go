@@ -44,11 +44,13 @@ type Driver struct {
 // TopDrivers is how many drivers each target contributes to a forecast.
 const TopDrivers = 3
 
-// served is one loaded artifact with its decoded model.
+// served is one loaded artifact with its decoded model, and the Blend
+// that serves a learned model's forecasts (nil for a baseline).
 type served struct {
 	art   *models.Artifact
 	model models.Model
-	mu    sync.Mutex // guards art.History against Observe during Forecast
+	mu    sync.Mutex // guards art.History and blend against Observe during Forecast
+	blend *models.Blend
 }
 
 // Predictor serves the registry's current models and reloads them when a
@@ -158,7 +160,13 @@ func (p *Predictor) load(t models.Target, v int) (*served, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &served{art: art, model: m}, nil
+	s := &served{art: art, model: m}
+	if models.Blended(m) {
+		if s.blend, err = models.NewBlend(art.FeatureNames); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
 }
 
 // fallback loads the newest version of t below refused that loads: a
@@ -253,16 +261,28 @@ func (p *Predictor) Versions() string {
 	return strings.Join(parts, ",")
 }
 
-// Observe tells the serving models' histories about a finished job, so
-// that forecasts use the newest outcomes before the next retraining.
+// Observe tells the serving models about a finished job, so that
+// forecasts use the newest outcomes before the next retraining: its
+// outcome joins the history, and the Blend of a learned model hears how
+// the model and the rolling median would have done on it.
 func (p *Predictor) Observe(j cluster.Job) {
 	for _, t := range p.targets {
 		if s := p.current[t].Load(); s != nil {
-			s.mu.Lock()
-			s.art.History.Observe(&j)
-			s.mu.Unlock()
+			s.observe(&j)
 		}
 	}
+}
+
+func (s *served) observe(j *cluster.Job) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if v, ok := s.art.Target.Label(j); ok && s.blend != nil {
+		x := s.art.History.Features(nil, j)
+		if q, err := s.model.PredictQuantiles([][]float64{x}, []float64{0.5}); err == nil {
+			s.blend.Learn(j.Spec.Tenant, x, q[0][0], models.Log(v))
+		}
+	}
+	s.art.History.Observe(j)
 }
 
 var quantiles = []float64{0.5, 0.9}
@@ -301,6 +321,7 @@ func (p *Predictor) Forecast(ctx context.Context, jobs []cluster.Job) ([]Forecas
 			if err != nil {
 				return nil, fmt.Errorf("predictor: %s: %w", t, err)
 			}
+			s.serve(jobs[lo:hi], X, q)
 			for i := lo; i < hi; i++ {
 				v := vals[4*i+2*k : 4*i+2*k+2 : 4*i+2*k+2]
 				v[0], v[1] = models.Exp(q[i-lo][0]), models.Exp(q[i-lo][1])
@@ -318,6 +339,19 @@ func (p *Predictor) Forecast(ctx context.Context, jobs []cluster.Job) ([]Forecas
 		out[i].TopFeatures = drivers[slots*i : slots*i+nDrivers[i] : slots*i+nDrivers[i]]
 	}
 	return out, nil
+}
+
+// serve moves the model's quantiles q for jobs (rows X) as its Blend
+// serves them.
+func (s *served) serve(jobs []cluster.Job, X, q [][]float64) {
+	if s.blend == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range jobs {
+		s.blend.Serve(jobs[i].Spec.Tenant, X[i], quantiles, q[i])
+	}
 }
 
 // rows computes the feature rows of jobs into X and backing, reusing them.

@@ -23,7 +23,7 @@ func Evaluate(ctx context.Context, art *models.Artifact, jobs []cluster.Job, fro
 	if !until.IsZero() {
 		u, _ = slices.BinarySearchFunc(sorted, until, bySubmit)
 	}
-	d := rowsFor(art.Features, sorted, sorted[k:max(k, u)])
+	d := scoredRows(art.Features, sorted, sorted[k:max(k, u)])
 	if len(d.y) < 1 {
 		window := "from " + from.Format(time.RFC3339) + " on"
 		if !until.IsZero() {
@@ -66,9 +66,9 @@ func gateScore(art *models.Artifact, jobs []cluster.Job, from time.Time) (float6
 
 // windowScore is metric key of model m, with features fc, on the labelled
 // jobs submitted from from on; ErrNoData when fewer than minRows.
-func windowScore(fc models.FeatureConfig, m models.Regressor, jobs []cluster.Job, from time.Time, key string) (float64, error) {
+func windowScore(fc models.FeatureConfig, m models.Model, jobs []cluster.Job, from time.Time, key string) (float64, error) {
 	k, _ := slices.BinarySearchFunc(jobs, from, func(j cluster.Job, t time.Time) int { return j.SubmitTime.Compare(t) })
-	d := rowsFor(fc, jobs, jobs[k:])
+	d := scoredRows(fc, jobs, jobs[k:])
 	if len(d.y) < minRows {
 		return 0, fmt.Errorf("%w: %d jobs from %s on", ErrNoData, len(d.y), from.Format(time.RFC3339))
 	}

@@ -16,15 +16,22 @@ type Metrics struct {
 	Spearman    float64 // rank correlation of P50 and actual
 	P90Coverage float64 // share of actuals at or below P90
 	PinballP90  float64 // mean pinball loss at P90 in log space
+	// UnblendedMAELog is MAELog of a learned model's own forecasts, where
+	// the scored ones are as served (models.Blend); 0 otherwise.
+	UnblendedMAELog float64
 }
 
 // Map writes the metrics with report keys: mae_s or mae_bytes and so on.
 func (m Metrics) Map(t models.Target) map[string]float64 {
 	u := t.Unit()
-	return map[string]float64{
+	out := map[string]float64{
 		"mae_" + u: m.MAE, "median_ae_" + u: m.MedianAE, "mae_log": m.MAELog,
 		"spearman": m.Spearman, "p90_coverage": m.P90Coverage, "pinball_p90_log": m.PinballP90,
 	}
+	if m.UnblendedMAELog != 0 {
+		out["mae_log_unblended"] = m.UnblendedMAELog
+	}
+	return out
 }
 
 // Score computes the metrics of forecasts p50 and p90 (in log space, as the

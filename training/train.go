@@ -111,20 +111,44 @@ type dataset struct {
 	queries []cluster.Job // the labelled ones to fit on or score
 	X       [][]float64
 	y       []float64 // log labels
+	// stream, in a dataset to score, replays serving over the queries,
+	// so that learned models are scored as served (models.Blend).
+	stream   *models.Stream
+	features []string
 }
 
 // rowsFor computes causal rows for the labelled jobs among queries, with
 // history as what may be known.
 func rowsFor(fc models.FeatureConfig, history, queries []cluster.Job) dataset {
+	labelled, y := labelledOf(fc.Target, queries)
+	return dataset{jobs: history, queries: labelled, X: fc.Rows(history, labelled), y: y}
+}
+
+// scoredRows is rowsFor for a window to score (queries, sorted by submit
+// time): it also replays the outcomes that arrive from the window's
+// start on, as serving hears them.
+func scoredRows(fc models.FeatureConfig, history, queries []cluster.Job) dataset {
+	labelled, y := labelledOf(fc.Target, queries)
+	var from time.Time
+	if len(labelled) > 0 {
+		from = labelled[0].SubmitTime
+	}
+	s := fc.Stream(history, labelled, from)
+	return dataset{jobs: history, queries: labelled, X: s.Rows, y: y, stream: &s, features: fc.FeatureNames()}
+}
+
+// labelledOf is the jobs among queries with a known target, and their log
+// labels.
+func labelledOf(t models.Target, queries []cluster.Job) ([]cluster.Job, []float64) {
 	var labelled []cluster.Job
 	var y []float64
 	for i := range queries {
-		if v, ok := fc.Target.Label(&queries[i]); ok {
+		if v, ok := t.Label(&queries[i]); ok {
 			labelled = append(labelled, queries[i])
 			y = append(y, models.Log(v))
 		}
 	}
-	return dataset{jobs: history, queries: labelled, X: fc.Rows(history, labelled), y: y}
+	return labelled, y
 }
 
 // Rows are the causal feature rows of target t's labelled jobs among
@@ -191,7 +215,7 @@ func train(ctx context.Context, cfg Config, jobs []cluster.Job) (*trained, error
 	// 2. Causal features: fit rows see earlier fit jobs; holdout rows see all.
 	t0 := time.Now()
 	fit := rowsFor(fc, fitJobs, fitJobs)
-	hold := rowsFor(fc, all, holdJobs)
+	hold := scoredRows(fc, all, holdJobs)
 	log.Info("features computed", "fit_rows", len(fit.y), "holdout_rows", len(hold.y), "features", fc.NumFeatures(), "took", time.Since(t0).Round(time.Millisecond))
 	if len(fit.y) < minRows || len(hold.y) < minRows {
 		return nil, fmt.Errorf("train: %w for target %s: %d to fit, %d to evaluate", ErrNoData, cfg.Target, len(fit.y), len(hold.y))
@@ -321,7 +345,7 @@ func earlierWindows(ctx context.Context, cfg Config, fc models.FeatureConfig, fi
 		}
 		before, win := fitJobs[:start], fitJobs[start:end]
 		fit := rowsFor(fc, before, before)
-		hold := rowsFor(fc, fitJobs[:end], win)
+		hold := scoredRows(fc, fitJobs[:end], win)
 		if len(fit.y) < minRows || len(hold.y) < minRows {
 			break
 		}
@@ -396,16 +420,34 @@ func score(row map[string]float64, key string) float64 {
 	return row[key]
 }
 
-func scoreModel(m models.Regressor, d dataset) (Metrics, error) {
-	q, err := m.PredictQuantiles(d.X, []float64{0.5, 0.9})
+// scoreModel scores m on d: as served (models.Stream.Serve) where d
+// replays serving, with the model's own forecasts' mae_log beside as
+// mae_log_unblended where serving moves them.
+func scoreModel(m models.Model, d dataset) (Metrics, error) {
+	qs := []float64{0.5, 0.9}
+	q, err := m.PredictQuantiles(d.X, qs)
 	if err != nil {
 		return Metrics{}, err
 	}
+	met := scoreQuantiles(d.y, q)
+	if d.stream == nil || !models.Blended(m) {
+		return met, nil
+	}
+	served, err := d.stream.Serve(m, d.features, qs)
+	if err != nil {
+		return Metrics{}, err
+	}
+	out := scoreQuantiles(d.y, served)
+	out.UnblendedMAELog = met.MAELog
+	return out, nil
+}
+
+func scoreQuantiles(y []float64, q [][]float64) Metrics {
 	p50, p90 := make([]float64, len(q)), make([]float64, len(q))
 	for i := range q {
 		p50[i], p90[i] = q[i][0], q[i][1]
 	}
-	return Score(d.y, p50, p90), nil
+	return Score(y, p50, p90)
 }
 
 func newReport(t models.Target, d dataset) Report {
