@@ -2,6 +2,7 @@ package training_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -140,5 +141,54 @@ func TestTheGateSelectsOverTwoWindows(t *testing.T) {
 	}
 	if _, _, err := training.Train(context.Background(), training.Config{Target: models.TargetDuration, GateWindows: 9}, jobs); err == nil {
 		t.Error("nine gate windows: no error")
+	}
+}
+
+// An ensemble fitted beside its members is made of them: their median,
+// in the seconds the members took.
+func TestTheEnsembleIsMadeOfItsFittedMembers(t *testing.T) {
+	jobs := datasetstest.Philly(t)[:3000]
+	learners := append(models.EnsembleMembers(), models.EnsembleName)
+	art, _, err := training.Train(context.Background(), training.Config{Target: models.TargetDuration, Seed: 1, NoRefit: true, Learners: learners}, jobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := 0.0
+	for _, name := range models.EnsembleMembers() {
+		sum += art.Metrics[name]["fit_s"]
+	}
+	if got := art.Metrics[models.EnsembleName]["fit_s"]; got != sum {
+		t.Errorf("ensemble fit in %gs, want its members' %gs", got, sum)
+	}
+	X := art.Features.Rows(jobs, jobs[2900:])
+	qs := []float64{0.5, 0.9}
+	ens, err := art.Model(models.EnsembleName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ens.PredictQuantiles(X, qs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var members [][][]float64
+	for _, name := range models.EnsembleMembers() {
+		m, err := art.Model(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q, err := m.PredictQuantiles(X, qs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		members = append(members, q)
+	}
+	for i := range X {
+		for k := range qs {
+			v := []float64{members[0][i][k], members[1][i][k], members[2][i][k]}
+			slices.Sort(v)
+			if got[i][k] != v[1] {
+				t.Fatalf("row %d, quantile %g: ensemble %g, members %v", i, qs[k], got[i][k], v)
+			}
+		}
 	}
 }

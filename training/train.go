@@ -230,9 +230,9 @@ func train(ctx context.Context, cfg Config, jobs []cluster.Job) (*trained, error
 	}
 	rep := newReport(cfg.Target, hold)
 	rep.Rows = len(fit.y)
-	fitted := map[string]models.Model{}
+	done := fitted{}
 	for _, l := range learnersOf(cfg) {
-		m, met, fitS, err := fitAndScore(ctx, cfg, l, art.FeatureNames, fit, hold, l.Name, log)
+		m, met, fitS, err := fitAndScore(ctx, cfg, l, art.FeatureNames, fit, hold, l.Name, done, log)
 		if err != nil {
 			return nil, fmt.Errorf("train: %w", err)
 		}
@@ -243,7 +243,6 @@ func train(ctx context.Context, cfg Config, jobs []cluster.Job) (*trained, error
 		row["fit_s"] = fitS
 		art.Metrics[l.Name] = row
 		rep.add(l, row)
-		fitted[l.Name] = m
 		log.Info("model fitted", "model", l.Name, "fit_s", round3(fitS), "mae_log", round3(met.MAELog), "spearman", round3(met.Spearman), "p90_coverage", round3(met.P90Coverage))
 	}
 
@@ -255,7 +254,7 @@ func train(ctx context.Context, cfg Config, jobs []cluster.Job) (*trained, error
 	art.Selected = selectBest(cfg.Target, art.Metrics)
 	rep.Selected = art.Selected
 	art.Center, art.Scale = featureStats(fit.X)
-	art.Importance = permutationImportance(fitted[art.Selected], hold, cfg.Seed)
+	art.Importance = permutationImportance(done[art.Selected].m, hold, cfg.Seed)
 
 	// 5. Fit the selected model again on every job, holdout included, so
 	// that it has seen the latest weeks; its figures stay those of step 3.
@@ -269,7 +268,7 @@ func train(ctx context.Context, cfg Config, jobs []cluster.Job) (*trained, error
 	art.History = models.NewHistory(fc)
 	observeInEndOrder(art.History, all)
 	rep.Rows = art.Rows
-	return &trained{art: art, rep: rep, all: all, selected: fitted[art.Selected]}, nil
+	return &trained{art: art, rep: rep, all: all, selected: done[art.Selected].m}, nil
 }
 
 func refit(ctx context.Context, cfg Config, art *models.Artifact, fc models.FeatureConfig, all []cluster.Job, log *slog.Logger) error {
@@ -296,6 +295,8 @@ func refit(ctx context.Context, cfg Config, art *models.Artifact, fc models.Feat
 	return nil
 }
 
+// learnersOf are the learners cfg asks for, by name, but the ensemble
+// after its members (fitAndScore makes it of them).
 func learnersOf(cfg Config) []models.Learner {
 	var out []models.Learner
 	for _, l := range models.Learners() {
@@ -303,7 +304,17 @@ func learnersOf(cfg Config) []models.Learner {
 			out = append(out, l)
 		}
 	}
+	slices.SortStableFunc(out, func(a, b models.Learner) int {
+		return cmp.Compare(b2i(a.Name == models.EnsembleName), b2i(b.Name == models.EnsembleName))
+	})
 	return out
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // GateMetric is the metric that selects and gates models of target t
@@ -349,8 +360,9 @@ func earlierWindows(ctx context.Context, cfg Config, fc models.FeatureConfig, fi
 		if len(fit.y) < minRows || len(hold.y) < minRows {
 			break
 		}
+		done := fitted{}
 		for _, l := range learnersOf(cfg) {
-			_, met, _, err := fitAndScore(ctx, cfg, l, art.FeatureNames, fit, hold, fmt.Sprintf("%s (gate window %d)", l.Name, w+1), log)
+			_, met, _, err := fitAndScore(ctx, cfg, l, art.FeatureNames, fit, hold, fmt.Sprintf("%s (gate window %d)", l.Name, w+1), done, log)
 			if err != nil {
 				return fmt.Errorf("train: gate window %d: %w", w+1, err)
 			}
@@ -369,24 +381,62 @@ func earlierWindows(ctx context.Context, cfg Config, fc models.FeatureConfig, fi
 	return nil
 }
 
+// fitted are the models fitted on one set of rows, by learner, with the
+// seconds each fit took.
+type fitted map[string]fittedModel
+
+type fittedModel struct {
+	m    models.Model
+	fitS float64
+}
+
 // fitAndScore fits a new model of learner l on fit, in fitS seconds, and
-// scores it on hold; label names it to cfg.Progress.
+// scores it on hold; label names it to cfg.Progress. An ensemble whose
+// members done has fitted on the same rows is made of them (in the
+// seconds they took) rather than fitted again; done gains the new model.
 func fitAndScore(ctx context.Context, cfg Config, l models.Learner, features []string, fit, hold dataset, label string,
-	log *slog.Logger) (m models.Model, met Metrics, fitS float64, err error) {
+	done fitted, log *slog.Logger) (m models.Model, met Metrics, fitS float64, err error) {
 	opt := models.Options{Features: features, Seed: cfg.Seed, Logger: log}
 	if cfg.Progress != nil {
 		opt.Progress = func(done, total int) { cfg.Progress(label, done, total) }
 	}
-	m = l.New(opt)
-	start := time.Now()
-	if err := m.Fit(ctx, fit.X, fit.y); err != nil {
-		return nil, Metrics{}, 0, fmt.Errorf("%s: %w", l.Name, err)
+	if m, fitS = ensembleOfFitted(opt, l, done); m == nil {
+		m = l.New(opt)
+		start := time.Now()
+		if err := m.Fit(ctx, fit.X, fit.y); err != nil {
+			return nil, Metrics{}, 0, fmt.Errorf("%s: %w", l.Name, err)
+		}
+		fitS = time.Since(start).Seconds()
 	}
-	fitS = time.Since(start).Seconds()
 	if met, err = scoreModel(m, hold); err != nil {
 		return nil, Metrics{}, 0, fmt.Errorf("%s: %w", l.Name, err)
 	}
+	done[l.Name] = fittedModel{m, fitS}
 	return m, met, fitS, nil
+}
+
+// ensembleOfFitted is the ensemble of the members in done, and the
+// seconds they took; nil unless l is the ensemble and every member is
+// there.
+func ensembleOfFitted(opt models.Options, l models.Learner, done fitted) (models.Model, float64) {
+	if l.Name != models.EnsembleName {
+		return nil, 0
+	}
+	var members []models.Model
+	secs := 0.0
+	for _, name := range models.EnsembleMembers() {
+		f, ok := done[name]
+		if !ok {
+			return nil, 0
+		}
+		members = append(members, f.m)
+		secs += f.fitS
+	}
+	m, err := models.EnsembleOf(opt, members)
+	if err != nil {
+		return nil, 0
+	}
+	return m, secs
 }
 
 // selectBest is the learner with the lowest gate metric, leaving out
