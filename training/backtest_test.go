@@ -129,8 +129,12 @@ func TestTheGateSelectsOverTwoWindows(t *testing.T) {
 			best, bestScore = name, row["gate_score"]
 		}
 	}
-	if rep.Selected != best {
-		t.Errorf("selected %s, want %s (lowest gate score)", rep.Selected, best)
+	want := best // knn, were it within 1% of the lowest, would be preferred (see TestSelectBest)
+	if knn := art.Metrics[models.KNNName]["gate_score"]; best != models.KNNName && knn <= bestScore*1.01 {
+		want = models.KNNName
+	}
+	if rep.Selected != want {
+		t.Errorf("selected %s, want %s (lowest gate score %g)", rep.Selected, want, bestScore)
 	}
 	one, _, err := training.Train(context.Background(), training.Config{Target: models.TargetDuration, Seed: 1, NoRefit: true, Learners: learners, GateWindows: 1}, jobs)
 	if err != nil {

@@ -441,25 +441,47 @@ func ensembleOfFitted(opt models.Options, l models.Learner, done fitted) (models
 
 // selectBest is the learner with the lowest gate metric, leaving out
 // those only compared (models.Learner.Compared) unless nothing else was
-// fitted.
+// fitted. Learners within selectionTolerance of the lowest are tied, and
+// the first of them in servePreference serves.
 func selectBest(t models.Target, metrics map[string]map[string]float64) string {
 	key := GateMetric(t)
-	best := ""
 	for _, compared := range []bool{false, true} {
+		var names []string
 		for _, name := range slices.Sorted(maps.Keys(metrics)) {
-			if l, err := models.LookupLearner(name); err == nil && l.Compared != compared {
-				continue
+			if l, err := models.LookupLearner(name); err != nil || l.Compared == compared {
+				names = append(names, name)
 			}
-			if best == "" || score(metrics[name], key) < score(metrics[best], key) {
+		}
+		if len(names) == 0 {
+			continue
+		}
+		best := names[0]
+		for _, name := range names {
+			if score(metrics[name], key) < score(metrics[best], key) {
 				best = name
 			}
 		}
-		if best != "" {
-			return best
+		limit := score(metrics[best], key) * (1 + selectionTolerance)
+		for _, name := range servePreference {
+			if slices.Contains(names, name) && score(metrics[name], key) <= limit {
+				return name
+			}
 		}
+		return best
 	}
-	return best
+	return ""
 }
+
+// selectionTolerance is how far above the lowest gate score a learner
+// still counts as tied with it. Learners that close trade places from one
+// seed to the next (golearn's forest alone moved a window's mae_log by
+// 0.03 between two trainings on the same data), so the choice among them
+// would follow the seed rather than the data.
+const selectionTolerance = 0.01
+
+// servePreference orders tied learners: the ensemble first, as its mean
+// of three learners depends least on any one seed.
+var servePreference = []string{models.EnsembleName, models.ForestName, models.MLPName, models.KNNName}
 
 // score is a learner's gate score, or its gate metric key where it has
 // none.
