@@ -16,7 +16,7 @@ import (
 const ForestName = "golearn_forest"
 
 func init() {
-	register(Learner{Name: ForestName,
+	register(Learner{Name: ForestName, Compared: true,
 		Doc: "golearn ID3 random trees over log-target classes, bagged; the trees' leaf votes give the quantiles",
 		New: func(o Options) Model { return NewForest(DefaultForestConfig(), o) }})
 }

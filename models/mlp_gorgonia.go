@@ -17,7 +17,7 @@ import (
 const MLPName = "gorgonia_mlp"
 
 func init() {
-	register(Learner{Name: MLPName,
+	register(Learner{Name: MLPName, Compared: true,
 		Doc: "gorgonia multilayer perceptron (two ReLU layers) trained with the pinball loss at several quantiles at once",
 		New: func(o Options) Model { return NewMLP(DefaultMLPConfig(), o) }})
 }

@@ -479,9 +479,10 @@ func selectBest(t models.Target, metrics map[string]map[string]float64) string {
 // would follow the seed rather than the data.
 const selectionTolerance = 0.01
 
-// servePreference orders tied learners: the ensemble first, as its mean
-// of three learners depends least on any one seed.
-var servePreference = []string{models.EnsembleName, models.ForestName, models.MLPName, models.KNNName}
+// servePreference orders tied learners: the ensemble first, as its median
+// of three learners depends least on any one seed. (The learners only
+// compared come in where nothing else was fitted.)
+var servePreference = []string{models.EnsembleName, models.KNNName, models.ForestName, models.MLPName}
 
 // score is a learner's gate score, or its gate metric key where it has
 // none.
