@@ -40,3 +40,20 @@ func TestEnsembleTakesTheMembersMedian(t *testing.T) {
 		}
 	}
 }
+
+// binOf is the first bin whose edge is at or above v, as a binary search
+// finds it.
+func TestBinOfCountsTheEdgesBelow(t *testing.T) {
+	for n := range 70 {
+		edges := make([]float64, n)
+		for i := range edges {
+			edges[i] = float64(2 * i)
+		}
+		for v := -1.0; v <= float64(2*n); v += 0.5 {
+			want, _ := slices.BinarySearch(edges, v)
+			if got := binOf(edges, v); int(got) != want {
+				t.Fatalf("%d edges, v %g: bin %d, want %d", n, v, got, want)
+			}
+		}
+	}
+}
