@@ -59,6 +59,8 @@ eval: build
 	$(BIN) evaluate --target duration --trace $(PHILLY) --origins 2017-11-10,2017-12-01
 	$(BIN) train --target memory --trace prescient:$(RUN_DIR)/synthetic.jsonl.gz --models $(RUN_DIR)/eval-models
 	$(BIN) evaluate --target memory --series genai-memory:$(DATASETS)/alibaba-genai/pod_gpu_memory_used_bytes_anon.csv.gz
+	@echo "== memory refinement, 5-fold cross-validation by container: each scored by one fitted, calibrated and chosen without it"
+	$(BIN) evaluate --target memory --series genai-memory:$(DATASETS)/alibaba-genai/pod_gpu_memory_used_bytes_anon.csv.gz --folds 5
 	@echo "== idle forecasts: trained on 75% of the series, scored on the 25% held out (philly-nodes: its last 25% of time)"
 	rm -rf $(RUN_DIR)/eval-idle-helios $(RUN_DIR)/eval-idle-genai $(RUN_DIR)/eval-idle-philly
 	$(BIN) train --target idle --series helios:$(DATASETS)/helios/earth_vc_sequence --models $(RUN_DIR)/eval-idle-helios

@@ -64,11 +64,14 @@ func EvaluatePeak(ctx context.Context, cfg PeakConfig, series []datasets.Series)
 	return rep, err
 }
 
-// fittedPeak is one learner as fitPeak fitted and calibrated it.
+// fittedPeak is one learner as fitPeak fitted and calibrated it, with
+// its scores on the calibration windows (what selectPeak reads: the
+// scored series must not choose the learner they score).
 type fittedPeak struct {
 	name  string
 	model models.Model
 	shift float64
+	calib map[string]float64
 }
 
 // fitPeak is EvaluatePeak, returning the fitted learners too.
@@ -86,13 +89,18 @@ type peakTest struct {
 
 // fitPeakScored is fitPeak, returning what it scored on too.
 func fitPeakScored(ctx context.Context, cfg PeakConfig, series []datasets.Series) (PeakReport, []fittedPeak, peakTest, error) {
+	return fitPeakRoles(ctx, cfg, series, func(id string) peakRole { return peakRoleOf(id, cfg.TestShare) })
+}
+
+// fitPeakRoles is fitPeakScored with each series' role given by roleOf.
+func fitPeakRoles(ctx context.Context, cfg PeakConfig, series []datasets.Series, roleOf func(id string) peakRole) (PeakReport, []fittedPeak, peakTest, error) {
 	// 1. Windows of every series, split by series.
 	// A fifth of the fitted series calibrates the P90 (split conformal):
 	// its shift is what those series needed to be covered 90% of the time.
 	var fit, calib, test []models.PeakExample
 	for _, s := range series {
 		ex := cfg.Window.Examples(s.ID, s.Times, s.Values, cfg.Step)
-		switch peakRoleOf(s.ID, cfg.TestShare) {
+		switch roleOf(s.ID) {
 		case peakScored:
 			test = append(test, ex...)
 		case peakCalibrates:
@@ -119,9 +127,12 @@ func fitPeakScored(ctx context.Context, cfg PeakConfig, series []datasets.Series
 	for i, e := range calib {
 		Xc[i] = e.X
 	}
-	baseRes := 0.0
+	baseRes, calibRes := 0.0, 0.0
 	for _, e := range test {
 		baseRes += 1.2 * e.PeakSoFar
+	}
+	for _, e := range calib {
+		calibRes += 1.2 * e.PeakSoFar
 	}
 
 	// 2. The baselines: the peak so far, and 1.2 times it.
@@ -156,10 +167,18 @@ func fitPeakScored(ctx context.Context, cfg PeakConfig, series []datasets.Series
 		row["fit_s"] = fitS
 		if l.Baseline {
 			rep.Baselines[name] = row // the global median: one fitted margin for every window
-		} else {
-			rep.Models[name] = row
-			fitted = append(fitted, fittedPeak{name: name, model: m, shift: shift})
+			continue
 		}
+		rep.Models[name] = row
+		cq, err := m.PredictQuantiles(Xc, []float64{0.5, 0.9})
+		if err != nil {
+			return PeakReport{}, nil, peakTest{}, fmt.Errorf("peak refinement: %s: %w", name, err)
+		}
+		c50, c90 := make([]float64, len(calib)), make([]float64, len(calib))
+		for i, e := range calib {
+			c50[i], c90[i] = e.PeakSoFar*math.Exp(cq[i][0]), e.PeakSoFar*math.Exp(cq[i][1]+shift)
+		}
+		fitted = append(fitted, fittedPeak{name: name, model: m, shift: shift, calib: peakScore(calib, c50, c90, calibRes)})
 	}
 	return rep, fitted, peakTest{examples: test, reservation: baseRes}, nil
 }

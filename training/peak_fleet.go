@@ -73,7 +73,7 @@ func RetrainPeak(ctx context.Context, cfg PeakConfig, series []datasets.Series, 
 	if len(fitted) == 0 {
 		return PeakReport{}, fmt.Errorf("peak refinement: no learner to publish among %v (baselines are not published)", peakLearners(cfg))
 	}
-	best := selectPeak(rep, fitted)
+	best := selectPeak(fitted)
 	newRow := rep.Models[best.name]
 	cur, err := reg.Current(models.TargetPeak)
 	switch {
@@ -110,14 +110,16 @@ func RetrainPeak(ctx context.Context, cfg PeakConfig, series []datasets.Series, 
 }
 
 // selectPeak is the learner to publish: among those whose P90 covers at
-// least peakCoverageGoal of the scored peaks the one that reserves least,
-// else the one that covers most.
-func selectPeak(rep PeakReport, fitted []fittedPeak) fittedPeak {
+// least peakCoverageGoal of the calibration series' peaks the one that
+// reserves least there, else the one that covers most. The scored series
+// do not choose: their figures then say how the choice holds on series
+// it never saw.
+func selectPeak(fitted []fittedPeak) fittedPeak {
 	return slices.MinFunc(fitted, func(a, b fittedPeak) int {
 		switch {
-		case peakBetter(rep.Models[a.name], rep.Models[b.name]):
+		case peakBetter(a.calib, b.calib):
 			return -1
-		case peakBetter(rep.Models[b.name], rep.Models[a.name]):
+		case peakBetter(b.calib, a.calib):
 			return 1
 		}
 		return cmp.Compare(a.name, b.name)

@@ -19,8 +19,8 @@ const peakCoverageGoal = 0.90
 // TrainPeak fits the online refinement of the memory footprint as
 // EvaluatePeak does (fit, calibrate the P90 on other series, score on
 // series neither saw), selects the learner that reserves least among those
-// whose P90 covers at least 90% of the scored peaks (or, when none does,
-// the one that covers most) and publishes it, as fitted and calibrated, to
+// whose P90 covers at least 90% of the calibration series' peaks (or, when
+// none does, the one that covers most) and publishes it, as fitted and calibrated, to
 // the registry's peak target. It has no gate (RetrainPeak has): each run
 // publishes a version, and `models rollback --target peak` undoes it.
 func TrainPeak(ctx context.Context, cfg PeakConfig, series []datasets.Series, reg Registry) (PeakReport, error) {
@@ -31,7 +31,7 @@ func TrainPeak(ctx context.Context, cfg PeakConfig, series []datasets.Series, re
 	if len(fitted) == 0 {
 		return PeakReport{}, fmt.Errorf("peak refinement: no learner to publish among %v (baselines are not published)", peakLearners(cfg))
 	}
-	return publishPeak(cfg, rep, selectPeak(rep, fitted), series, reg)
+	return publishPeak(cfg, rep, selectPeak(fitted), series, reg)
 }
 
 // publishPeak publishes a fitted learner, calibrated, as the next version

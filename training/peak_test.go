@@ -71,3 +71,45 @@ func TestRefinedPeakCoversNinetyPercentReservingLessThanPeakSoFarTimes1_2(t *tes
 		t.Error("an artifact without its series: no error")
 	}
 }
+
+// Cross-validation scores every container once, by a refinement fitted,
+// calibrated and chosen without it; pooled over the folds the goal
+// holds: P90 coverage at least 0.90 reserving at most 0.90 × (peak so
+// far × 1.2).
+func TestCrossValidatedPeakHoldsOnContainersItNeverSaw(t *testing.T) {
+	series, err := datasets.ReadSeries("genai-memory:" + testenv.Dataset(t, "alibaba-genai", "pod_gpu_memory_used_bytes_anon.csv.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := training.DefaultPeakConfig()
+	cfg.Learners = []string{models.ForestName}
+	rep, err := training.CrossValidatePeak(context.Background(), cfg, series, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	windows, scored, nSeries := 0, 0, 0
+	for _, s := range series {
+		windows += len(cfg.Window.Examples(s.ID, s.Times, s.Values, cfg.Step))
+	}
+	for _, f := range rep.Folds {
+		scored += f.Windows
+		nSeries += f.Series
+		if f.Selected != models.ForestName {
+			t.Errorf("fold %d selected %s", f.Fold, f.Selected)
+		}
+	}
+	served := rep.Pooled[training.ServedName]
+	if scored != windows || nSeries != len(series) || served["windows"] != float64(windows) {
+		t.Fatalf("scored %d windows of %d series, pooled %v; the series have %d windows, %d series", scored, nSeries, served["windows"], windows, len(series))
+	}
+	if served["p90_coverage"] < 0.90 || served["mean_reservation_vs_peak_x1_2"] > 0.90 {
+		t.Errorf("pooled over unseen containers: P90 coverage %.3f reserving %.3f × (peak so far × 1.2); want ≥ 0.90 at ≤ 0.90",
+			served["p90_coverage"], served["mean_reservation_vs_peak_x1_2"])
+	}
+	if base := rep.Pooled["peak_so_far_x1_2"]; base["mean_reservation_vs_peak_x1_2"] != 1 {
+		t.Errorf("baseline reservation %v, want 1", base["mean_reservation_vs_peak_x1_2"])
+	}
+	if _, err := training.CrossValidatePeak(context.Background(), cfg, series, 1); err == nil {
+		t.Error("one fold: no error")
+	}
+}

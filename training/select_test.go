@@ -31,3 +31,19 @@ func TestSelectBest(t *testing.T) {
 		}
 	}
 }
+
+// The refinement published is chosen on the calibration series, not on
+// the series that then score it.
+func TestSelectPeakReadsTheCalibrationSeries(t *testing.T) {
+	row := func(cov, res float64) map[string]float64 {
+		return map[string]float64{"p90_coverage": cov, "mean_reservation_vs_peak_x1_2": res}
+	}
+	fitted := []fittedPeak{
+		{name: "a", calib: row(0.92, 0.95)},
+		{name: "b", calib: row(0.91, 0.85)},
+		{name: "c", calib: row(0.80, 0.70)}, // reserves least but misses the goal
+	}
+	if got := selectPeak(fitted).name; got != "b" {
+		t.Errorf("selected %s, want b (covers 90%% of the calibration peaks, reserving least)", got)
+	}
+}

@@ -30,6 +30,7 @@ type evaluateOptions struct {
 	seed     int64
 	gateWins int
 	series   string
+	folds    int
 	idle     idleFlags
 }
 
@@ -58,7 +59,9 @@ of the memory footprint: at each refinement point of a series (after its first
 series seen so far, fitted on 70% of the series and scored on the rest against
 reserving the peak so far (× 1.2). With --models too, the serving refinement of
 that registry is scored as published, fitted on nothing, on the series it was
-not fitted or calibrated on.
+not fitted or calibrated on. With --folds K instead, a cross-validation: every
+series is scored once, by a refinement fitted, calibrated and chosen on the
+series of the other folds.
 
 With --target idle, score the idle-window forecaster on --series FORMAT:PATH
 (helios, genai, philly-nodes, influx) from --from on, --horizon ahead: the
@@ -81,6 +84,16 @@ shorter than two days, the mean of the last hour).`,
 				series, err := datasets.ReadSeries(o.series)
 				if err != nil {
 					return err
+				}
+				if o.folds != 0 {
+					if o.models != "" {
+						return fmt.Errorf("--folds: cross-validation fits its own refinement in each fold; leave --models out")
+					}
+					rep, err := training.CrossValidatePeak(cmd.Context(), training.DefaultPeakConfig(), series, o.folds)
+					if err != nil {
+						return fmt.Errorf("--folds %d: %w", o.folds, err)
+					}
+					return g.print(cmd.OutOrStdout(), peakCVReport(rep))
 				}
 				if o.models != "" {
 					return evaluatePublishedPeak(cmd, g, o.models, series)
@@ -132,6 +145,7 @@ shorter than two days, the mean of the last hour).`,
 	f.StringVar(&o.from, "from", "", "score the jobs submitted from this date on (YYYY-MM-DD or RFC 3339)")
 	f.StringVar(&o.series, "series", "", "evaluate the online memory refinement on GPU-memory series (--target memory) or the idle forecaster (--target idle), FORMAT:PATH ("+seriesFormatNames()+", influx)")
 	f.StringVar(&o.until, "until", "", "score only the jobs submitted before this date (with --from; with --rolling, the end of the last window)")
+	f.IntVar(&o.folds, "folds", 0, "memory --series: cross-validate the refinement over this many folds of the series, each scored by one fitted and chosen on the others")
 	f.StringSliceVar(&o.origins, "origins", nil, "backtest: train at each date but the last, score to the next (e.g. 2017-10-25,2017-11-10,2017-12-01)")
 	f.StringVar(&o.rolling, "rolling", "", "backtest: origins every this long (e.g. 10d, 240h) from --from to --until (default: the trace's end)")
 	f.StringSliceVar(&o.learners, "learners", nil, "backtest: learners to fit (default all): "+learnerNames())
@@ -282,6 +296,24 @@ func seriesFormatNames() string {
 		names = append(names, f.Name)
 	}
 	return strings.Join(names, ", ")
+}
+
+// peakCVReport prints the refinement's cross-validation: each fold, then
+// the figures pooled over every fold.
+type peakCVReport training.PeakCVReport
+
+func (r peakCVReport) writeTable(w io.Writer) error {
+	t := newTable(w)
+	t.row("fold", "series", "windows", "selected", "p90_coverage", "mean_reservation_vs_peak_x1_2", "mae_log")
+	for _, f := range r.Folds {
+		m := f.Models[f.Selected]
+		t.row(f.Fold, f.Series, f.Windows, f.Selected, fmt.Sprintf("%.3f", m["p90_coverage"]), fmt.Sprintf("%.3f", m["mean_reservation_vs_peak_x1_2"]), fmt.Sprintf("%.3f", m["mae_log"]))
+	}
+	for _, n := range slices.Sorted(maps.Keys(r.Pooled)) {
+		m := r.Pooled[n]
+		t.row("pooled", "", fmt.Sprintf("%.0f", m["windows"]), n, fmt.Sprintf("%.3f", m["p90_coverage"]), fmt.Sprintf("%.3f", m["mean_reservation_vs_peak_x1_2"]), fmt.Sprintf("%.3f", m["mae_log"]))
+	}
+	return t.flush()
 }
 
 // peakReport prints the online refinement's evaluation.

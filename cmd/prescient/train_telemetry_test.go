@@ -152,6 +152,28 @@ func TestTrainPeakRefinementPublishesThePeakTarget(t *testing.T) {
 		!strings.Contains(err.Error(), "--models") {
 		t.Errorf("evaluate --models with no peak version: %v", err)
 	}
+	// --folds cross-validates: every container scored once, by a
+	// refinement that never saw it.
+	out, err = run(t, "evaluate", "--target", "memory", "--series", "genai-memory:"+series, "--folds", "3", "--output", "json")
+	var cv struct {
+		Folds []struct {
+			Series   int    `json:"series"`
+			Selected string `json:"selected"`
+		} `json:"folds"`
+		Pooled map[string]map[string]float64 `json:"pooled"`
+	}
+	if err != nil || json.Unmarshal([]byte(out), &cv) != nil || len(cv.Folds) != 3 || cv.Pooled["served"] == nil {
+		t.Fatalf("evaluate --folds 3: %v, %+v\n%s", err, cv, out)
+	}
+	if n := cv.Folds[0].Series + cv.Folds[1].Series + cv.Folds[2].Series; n != 120 {
+		t.Errorf("the folds scored %d containers, want all 120", n)
+	}
+	for _, args := range [][]string{{"--folds", "3", "--models", reg}, {"--folds", "1"}} {
+		if _, err := run(t, append([]string{"evaluate", "--target", "memory", "--series", "genai-memory:" + series}, args...)...); err == nil ||
+			!strings.Contains(err.Error(), "--folds") {
+			t.Errorf("evaluate %v: %v, want an error naming --folds", args, err)
+		}
+	}
 }
 
 // train --target power measures the fleet's draw from its telemetry and
