@@ -155,32 +155,39 @@ func fitPeakRoles(ctx context.Context, cfg PeakConfig, series []datasets.Series,
 		if err != nil {
 			return PeakReport{}, nil, peakTest{}, fmt.Errorf("peak refinement: %s: %w", name, err)
 		}
-		q, err := m.PredictQuantiles(Xt, []float64{0.5, 0.9})
+		row, err := scoreCalibrated(m, shift, Xt, test, baseRes)
 		if err != nil {
 			return PeakReport{}, nil, peakTest{}, fmt.Errorf("peak refinement: %s: %w", name, err)
 		}
-		p50, p90 := make([]float64, len(test)), make([]float64, len(test))
-		for i, e := range test {
-			p50[i], p90[i] = e.PeakSoFar*math.Exp(q[i][0]), e.PeakSoFar*math.Exp(q[i][1]+shift)
-		}
-		row := peakScore(test, p50, p90, baseRes)
 		row["fit_s"] = fitS
 		if l.Baseline {
 			rep.Baselines[name] = row // the global median: one fitted margin for every window
 			continue
 		}
 		rep.Models[name] = row
-		cq, err := m.PredictQuantiles(Xc, []float64{0.5, 0.9})
+		calibRow, err := scoreCalibrated(m, shift, Xc, calib, calibRes)
 		if err != nil {
 			return PeakReport{}, nil, peakTest{}, fmt.Errorf("peak refinement: %s: %w", name, err)
 		}
-		c50, c90 := make([]float64, len(calib)), make([]float64, len(calib))
-		for i, e := range calib {
-			c50[i], c90[i] = e.PeakSoFar*math.Exp(cq[i][0]), e.PeakSoFar*math.Exp(cq[i][1]+shift)
-		}
-		fitted = append(fitted, fittedPeak{name: name, model: m, shift: shift, calib: peakScore(calib, c50, c90, calibRes)})
+		fitted = append(fitted, fittedPeak{name: name, model: m, shift: shift, calib: calibRow})
 	}
 	return rep, fitted, peakTest{examples: test, reservation: baseRes}, nil
+}
+
+// scoreCalibrated scores m, its P90 raised by shift, on the windows ex
+// (rows X) against reservation, the sum of 1.2 × their peaks so far.
+func scoreCalibrated(m interface {
+	PredictQuantiles(X [][]float64, qs []float64) ([][]float64, error)
+}, shift float64, X [][]float64, ex []models.PeakExample, reservation float64) (map[string]float64, error) {
+	q, err := m.PredictQuantiles(X, []float64{0.5, 0.9})
+	if err != nil {
+		return nil, err
+	}
+	p50, p90 := make([]float64, len(ex)), make([]float64, len(ex))
+	for i, e := range ex {
+		p50[i], p90[i] = e.PeakSoFar*math.Exp(q[i][0]), e.PeakSoFar*math.Exp(q[i][1]+shift)
+	}
+	return peakScore(ex, p50, p90, reservation), nil
 }
 
 // calibShare of the series that are not scored calibrate the P90.

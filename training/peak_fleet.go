@@ -147,14 +147,5 @@ func scorePeakArtifact(a *models.PeakArtifact, test peakTest) (map[string]float6
 	for i, e := range test.examples {
 		X[i] = e.X
 	}
-	q, err := a.PredictQuantiles(X, []float64{0.5, 0.9})
-	if err != nil {
-		return nil, err
-	}
-	p50, p90 := make([]float64, len(X)), make([]float64, len(X))
-	for i, e := range test.examples {
-		p50[i] = e.PeakSoFar * math.Exp(q[i][0])
-		p90[i] = e.PeakSoFar * math.Exp(q[i][1]+a.ShiftP90)
-	}
-	return peakScore(test.examples, p50, p90, test.reservation), nil
+	return scoreCalibrated(a, a.ShiftP90, X, test.examples, test.reservation)
 }
