@@ -172,8 +172,9 @@ func newDemo(ctx context.Context, g *globals, o *serveOptions, st *store.Store, 
 // learn from.
 const demoHistoryJobs = 2000
 
-// demoLearners are fast enough to fit at start.
-var demoLearners = []string{models.ForestName, models.RollingMedianName, models.GlobalMedianName}
+// demoLearners are fast enough to fit at start: the ensemble (it fits
+// its members itself) and the baselines it is gated against.
+var demoLearners = []string{models.EnsembleName, models.RollingMedianName, models.GlobalMedianName}
 
 // trainModels fits duration and memory models on synthetic history unless
 // the registry already serves them.
