@@ -283,7 +283,7 @@ func (m *MLP) PredictQuantiles(X [][]float64, qs []float64) ([][]float64, error)
 	}
 	out := matrix(len(X), len(qs))
 	// Forward pass in blocks of rows, each layer one matrix product (gonum BLAS).
-	const block = 256
+	block := min(256, len(X)) // a lone row (a finished job the Blend hears of) allocates for one
 	nl := len(m.Config.Levels)
 	acts := make([][]float64, len(m.Sizes))
 	for l, w := range m.Sizes {

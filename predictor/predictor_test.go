@@ -203,3 +203,23 @@ func BenchmarkForecast10k(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkObserve measures what each finished job costs the serving
+// ensemble (trained on the whole Philly table): its outcome joins the
+// history and the Blend hears how the model and the median did on it,
+// which takes one forecast of its row.
+func BenchmarkObserve(b *testing.B) {
+	philly := datasetstest.Philly(b)
+	reg := training.Registry{Dir: b.TempDir()}
+	publish(b, reg, models.TargetDuration, philly, models.EnsembleName)
+	p, err := predictor.New(reg, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	done := philly[len(philly)-1000:]
+	i := 0
+	for b.Loop() {
+		p.Observe(done[i%len(done)])
+		i++
+	}
+}
