@@ -18,9 +18,9 @@ import (
 // correction before any outcome). The rule is fixed, never fitted (its
 // half-life was picked on scikit-learn's trees, before any Go learner was
 // blended). On the Philly backtest it took the ensemble's mae_log from
-// 1.015 to 0.946 on 2017-11-20 to 12-01 (rolling median 0.969), from 0.915
-// to 0.906 on 11-10 to 11-20, and cost 0.02 on 10-25 to 11-10 (1.071 to
-// 1.091, rolling median 1.125), where its per-tenant choice lags.
+// 0.996 to 0.959 on 2017-11-20 to 12-01 (rolling median 0.969), from 0.918
+// to 0.915 on 11-10 to 11-20, and cost 0.02 on 10-25 to 11-10 (1.071 to
+// 1.088, rolling median 1.125), where its per-tenant choice lags.
 //
 // A Blend is not safe for concurrent use; the predictor holds its lock.
 type Blend struct {
