@@ -136,7 +136,7 @@ func TestStreamServesAsTheOutcomesArrive(t *testing.T) {
 
 	m := correction{col: slices.Index(names, models.FeatureComparableQ50), delta: 2}
 	raw, _ := m.PredictQuantiles(s.Rows, []float64{0.5, 0.9})
-	served, err := s.Serve(m, names, []float64{0.5, 0.9})
+	served, err := s.Serve(m, []float64{0.5, 0.9})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -309,7 +309,7 @@ func (c FeatureConfig) Rows(history, queries []cluster.Job) [][]float64 {
 // meanwhile, in the order they did, each with its row as the history
 // stood when it arrived (before its own outcome): what Blend learns from.
 type Stream struct {
-	Target  Target
+	Config  FeatureConfig // the pipeline that computed the rows
 	Queries []cluster.Job
 	Rows    [][]float64 // by query
 	// Observed are the labelled history jobs that ended at or after the
@@ -356,7 +356,7 @@ func (c FeatureConfig) stream(history, queries []cluster.Job, from *time.Time) S
 
 	p := c.NumFeatures()
 	backing := make([]float64, 0, p*len(queries))
-	s := Stream{Target: c.Target, Queries: queries, Rows: make([][]float64, len(queries))}
+	s := Stream{Config: c, Queries: queries, Rows: make([][]float64, len(queries))}
 	if from != nil {
 		s.Heard = make([]int, len(queries))
 	}
@@ -387,14 +387,24 @@ func (c FeatureConfig) stream(history, queries []cluster.Job, from *time.Time) S
 // Serve is what m would have served for the queries, at quantiles qs: its
 // forecasts, and for a learned model (not a Baseline) each moved by a
 // Blend that hears the outcomes as they arrived.
-func (s Stream) Serve(m Model, features []string, qs []float64) ([][]float64, error) {
+func (s Stream) Serve(m Model, qs []float64) ([][]float64, error) {
 	q, err := m.PredictQuantiles(s.Rows, qs)
-	if err != nil || !Blended(m) || s.Heard == nil {
-		return q, err // without outcomes, a Blend serves the forecasts as they are
-	}
-	b, err := NewBlend(features)
 	if err != nil {
 		return nil, err
+	}
+	return q, s.Blend(m, qs, q)
+}
+
+// Blend moves q, m's own forecasts of the queries at quantiles qs, to
+// what m serves (see Serve), in place: nothing for a baseline or a stream
+// without outcomes.
+func (s Stream) Blend(m Model, qs []float64, q [][]float64) error {
+	if !Blended(m) || s.Heard == nil {
+		return nil // without outcomes, a Blend serves the forecasts as they are
+	}
+	b, err := NewBlend(s.Config.FeatureNames())
+	if err != nil {
+		return err
 	}
 	obsRows := make([][]float64, len(s.Observed))
 	for i := range s.Observed {
@@ -403,7 +413,7 @@ func (s Stream) Serve(m Model, features []string, qs []float64) ([][]float64, er
 	var p50 [][]float64
 	if len(obsRows) > 0 {
 		if p50, err = m.PredictQuantiles(obsRows, []float64{0.5}); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	order := make([]int, len(s.Queries))
@@ -419,7 +429,7 @@ func (s Stream) Serve(m Model, features []string, qs []float64) ([][]float64, er
 		}
 		b.Serve(s.Queries[qi].Spec.Tenant, s.Rows[qi], qs, q[qi])
 	}
-	return q, nil
+	return nil
 }
 
 // Window is a group's most recent outcomes (log values) with their sorted

@@ -112,8 +112,7 @@ type dataset struct {
 	y       []float64 // log labels
 	// stream, in a dataset to score, replays serving over the queries,
 	// so that learned models are scored as served (models.Blend).
-	stream   *models.Stream
-	features []string
+	stream *models.Stream
 }
 
 // rowsFor computes causal rows for the labelled jobs among queries, with
@@ -133,7 +132,7 @@ func scoredRows(fc models.FeatureConfig, history, queries []cluster.Job) dataset
 		from = labelled[0].SubmitTime
 	}
 	s := fc.Stream(history, labelled, from)
-	return dataset{jobs: history, queries: labelled, X: s.Rows, y: y, stream: &s, features: fc.FeatureNames()}
+	return dataset{jobs: history, queries: labelled, X: s.Rows, y: y, stream: &s}
 }
 
 // labelledOf is the jobs among queries with a known target, and their log
@@ -492,7 +491,7 @@ func score(row map[string]float64, key string) float64 {
 	return row[key]
 }
 
-// scoreModel scores m on d: as served (models.Stream.Serve) where d
+// scoreModel scores m on d: as served (models.Stream.Blend) where d
 // replays serving, with the model's own forecasts' mae_log beside as
 // mae_log_unblended where serving moves them.
 func scoreModel(m models.Model, d dataset) (Metrics, error) {
@@ -505,8 +504,11 @@ func scoreModel(m models.Model, d dataset) (Metrics, error) {
 	if d.stream == nil || !models.Blended(m) {
 		return met, nil
 	}
-	served, err := d.stream.Serve(m, d.features, qs)
-	if err != nil {
+	served := make([][]float64, len(q))
+	for i := range q {
+		served[i] = slices.Clone(q[i])
+	}
+	if err := d.stream.Blend(m, qs, served); err != nil {
 		return Metrics{}, err
 	}
 	out := scoreQuantiles(d.y, served)
