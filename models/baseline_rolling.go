@@ -58,16 +58,23 @@ func (m *RollingMedian) PredictQuantiles(X [][]float64, qs []float64) ([][]float
 		return nil, err
 	}
 	out := matrix(len(X), len(qs))
-	var vals [3]float64
 	for i, r := range X {
-		for k, c := range m.Cols {
-			vals[k] = r[c]
-		}
-		vals[1] = math.Max(vals[1], vals[0])
-		vals[2] = math.Max(vals[2], vals[1])
-		interpQuantiles(rollingLevels, vals[:], qs, out[i][:0])
+		rollingQuantiles(r, m.Cols, qs, out[i][:0])
 	}
 	return out, nil
+}
+
+// rollingQuantiles appends the rolling median's quantiles qs for row x,
+// whose comparable_q10, _q50 and _q90 are in columns cols: interpolated
+// between the three, each kept at least the one below.
+func rollingQuantiles(x []float64, cols [3]int, qs, dst []float64) []float64 {
+	var vals [3]float64
+	for k, c := range cols {
+		vals[k] = x[c]
+	}
+	vals[1] = math.Max(vals[1], vals[0])
+	vals[2] = math.Max(vals[2], vals[1])
+	return interpQuantiles(rollingLevels, vals[:], qs, dst)
 }
 
 // MarshalBinary implements Model.

@@ -33,6 +33,8 @@ type Blend struct {
 // among: from none (the rolling median) to a little more than all.
 var blendShares = [...]float64{0, 0.25, 0.5, 0.75, 1, 1.25}
 
+var blendP50 = [...]float64{0.5}
+
 // blendHalfLife is how many outcomes (of the tenant, or of all for the
 // fallback) halve an outcome's weight in Blend's errors.
 const blendHalfLife = 100
@@ -90,7 +92,8 @@ func NewBlend(features []string) (*Blend, error) {
 // Learn hears a finished job of tenant: its outcome y (log) and the
 // learned model's P50 for its row x.
 func (b *Blend) Learn(tenant string, x []float64, learnedP50, y float64) {
-	base := x[b.cols[1]]
+	var buf [1]float64
+	base := rollingQuantiles(x, b.cols, blendP50[:], buf[:0])[0] // the rolling median's P50
 	b.all.add(base, learnedP50, y)
 	e := b.tenants[tenant]
 	if e == nil {
@@ -121,14 +124,8 @@ func (b *Blend) Serve(tenant string, x, qs, q []float64) {
 	if s == 1 {
 		return
 	}
-	var vals [3]float64
-	for k, c := range b.cols {
-		vals[k] = x[c]
-	}
-	vals[1] = math.Max(vals[1], vals[0])
-	vals[2] = math.Max(vals[2], vals[1])
 	var buf [8]float64
-	base := interpQuantiles(rollingLevels, vals[:], qs, buf[:0])
+	base := rollingQuantiles(x, b.cols, qs, buf[:0])
 	prev := math.Inf(-1)
 	for k := range q {
 		q[k] = math.Max(prev, base[k]+s*(q[k]-base[k]))
