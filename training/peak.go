@@ -206,8 +206,15 @@ const (
 // series is scored (testShare of them), calibrates the P90 (calibShare of
 // the rest) or is fitted on.
 func peakRoleOf(id string, testShare float64) peakRole {
+	return peakRoleBeside(id, inTest(id, testShare))
+}
+
+// peakRoleBeside is the role of a series that is scored or not: one that
+// is not calibrates the P90 (calibShare of them, by a hash of its ID) or
+// is fitted on.
+func peakRoleBeside(id string, scored bool) peakRole {
 	switch {
-	case inTest(id, testShare):
+	case scored:
 		return peakScored
 	case inTest("calibrate\x00"+id, calibShare):
 		return peakCalibrates
@@ -324,7 +331,12 @@ func peakScore(test []models.PeakExample, p50, p90 []float64, baseReservation fl
 // inTest puts a share of the series, chosen by a hash of the ID, in the
 // scored set.
 func inTest(id string, share float64) bool {
+	return float64(seriesHash(id)%10000)/10000 < share
+}
+
+// seriesHash is the hash that puts series in sets: FNV-1a of the ID.
+func seriesHash(id string) uint64 {
 	h := fnv.New64a()
 	h.Write([]byte(id))
-	return float64(h.Sum64()%10000)/10000 < share
+	return h.Sum64()
 }

@@ -3,7 +3,6 @@ package training
 import (
 	"context"
 	"fmt"
-	"hash/fnv"
 	"maps"
 	"slices"
 
@@ -59,15 +58,7 @@ func CrossValidatePeak(ctx context.Context, cfg PeakConfig, series []datasets.Se
 		s.base += base
 	}
 	for f := range folds {
-		roleOf := func(id string) peakRole {
-			switch {
-			case foldOf(id, folds) == f:
-				return peakScored
-			case inTest("calibrate\x00"+id, calibShare):
-				return peakCalibrates
-			}
-			return peakFits
-		}
+		roleOf := func(id string) peakRole { return peakRoleBeside(id, foldOf(id, folds) == f) }
 		r, fitted, test, err := fitPeakRoles(ctx, cfg, series, roleOf)
 		if err != nil {
 			return PeakCVReport{}, fmt.Errorf("peak cross-validation: fold %d of %d: %w", f+1, folds, err)
@@ -101,8 +92,4 @@ func CrossValidatePeak(ctx context.Context, cfg PeakConfig, series []datasets.Se
 }
 
 // foldOf is the fold of k a series falls in, by a hash of its ID.
-func foldOf(id string, k int) int {
-	h := fnv.New64a()
-	h.Write([]byte("fold\x00" + id))
-	return int(h.Sum64() % uint64(k))
-}
+func foldOf(id string, k int) int { return int(seriesHash("fold\x00"+id) % uint64(k)) }
