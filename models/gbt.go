@@ -88,6 +88,9 @@ type GBT struct {
 	Spread      [][]float64
 
 	opt Options
+	// used are the features some tree splits on (usedFeatures), set
+	// wherever Nodes are: only they need binning.
+	used []int
 }
 
 // gbtNode is a split (Feature ≥ 0: go Left when the value's bin is at or
@@ -212,6 +215,7 @@ func (m *GBT) grow(ctx context.Context, X [][]float64, r []float64, trees int, v
 	if len(vr) > 0 {
 		m.Nodes = m.Nodes[:max(bestTrees, 1)]
 	}
+	m.used = m.usedFeatures()
 	return nil
 }
 
@@ -220,9 +224,8 @@ func (m *GBT) learnSpread(X [][]float64, r []float64) {
 	type pe struct{ p50, err float64 }
 	pts := make([]pe, len(r))
 	buf := make([]uint8, m.P)
-	used := m.usedFeatures()
 	for i := range r {
-		v := m.raw(X[i], buf, used)
+		v := m.raw(X[i], buf)
 		pts[i] = pe{v, r[i] - v}
 	}
 	slices.SortFunc(pts, func(a, b pe) int { return cmp.Compare(a.p50, b.p50) })
@@ -250,10 +253,10 @@ func (m *GBT) learnSpread(X [][]float64, r []float64) {
 }
 
 // raw is the trees' P50 of row x, relative to the offset; each feature
-// the trees split on (used, from usedFeatures) is binned once (buf holds
-// the bins, P long).
-func (m *GBT) raw(x []float64, buf []uint8, used []int) float64 {
-	for _, j := range used {
+// the trees split on (m.used) is binned once (buf holds the bins, P
+// long).
+func (m *GBT) raw(x []float64, buf []uint8) float64 {
+	for _, j := range m.used {
 		buf[j] = binOf(m.Cuts[j], x[j])
 	}
 	v := m.Base
@@ -301,9 +304,8 @@ func (m *GBT) PredictQuantiles(X [][]float64, qs []float64) ([][]float64, error)
 	}
 	out := matrix(len(X), len(qs))
 	buf := make([]uint8, m.P)
-	used := m.usedFeatures()
 	for i, x := range X {
-		v := m.raw(x, buf, used)
+		v := m.raw(x, buf)
 		g, _ := slices.BinarySearch(m.SpreadEdges, v)
 		spread := m.Spread[min(g, len(m.Spread)-1)]
 		for k, q := range qs {
@@ -360,6 +362,7 @@ func (m *GBT) UnmarshalBinary(data []byte) error {
 	opt := m.opt
 	*m = GBT(w)
 	m.opt = opt
+	m.used = m.usedFeatures()
 	return nil
 }
 
