@@ -32,12 +32,12 @@ type cycle struct {
 	pending *Capacity // free once stopping jobs and victims are gone, less claims; nil until needed
 
 	reservations []reservation
-	ends         []end    // expected ends, for shadow times; nil until needed
-	placedEnds   []end    // expected ends of this cycle's placements, by P90 remaining time
-	minFail      int      // smallest plain whole-GPU demand that did not fit
-	minNoVictims int      // smallest plain demand for which preemption found no room
-	quotas       *Quotas  // tenants' GPUs against their quotas; nil when no tenant has one
-	models       []string // the fleet's GPU models, for quotas by model; read once needed
+	ends         []end       // expected ends, soonest first, for shadow times; nil until needed
+	placedEnds   []placedEnd // expected ends of this cycle's placements, by P90 remaining time
+	minFail      int         // smallest plain whole-GPU demand that did not fit
+	minNoVictims int         // smallest plain demand for which preemption found no room
+	quotas       *Quotas     // tenants' GPUs against their quotas; nil when no tenant has one
+	models       []string    // the fleet's GPU models, for quotas by model; read once needed
 	attempts     int
 	stopped      bool
 	// last is the key of the job considered last; past records that the
@@ -85,7 +85,17 @@ type reservation struct {
 	shadow time.Time
 }
 
+// end is a job's expected end in the cycle's sorted list: when (Unix
+// nanoseconds) and which job, i < len(in.Running) a running one, else
+// placedEnds[i-len(in.Running)]. It holds no pointers, so sorting and
+// inserting need no garbage-collector write barriers.
 type end struct {
+	ns int64
+	i  int32
+}
+
+// placedEnd is a placement's expected end and GPUs.
+type placedEnd struct {
 	at     time.Time
 	allocs []cluster.Allocation
 }
@@ -363,10 +373,10 @@ func (c *cycle) place(v *JobView, allocs []cluster.Allocation, why string) error
 	if s := Slowdown(c.p.Speed, v.Job, allocs, c.in.Cluster); s > 0 && s != 1 {
 		rem = time.Duration(float64(rem) * s)
 	}
-	e := end{at: c.in.Now.Add(rem), allocs: allocs}
+	e := placedEnd{at: c.in.Now.Add(rem), allocs: allocs}
 	c.placedEnds = append(c.placedEnds, e)
 	if c.ends != nil {
-		c.addEnd(e)
+		c.addEnd(end{ns: e.at.UnixNano(), i: int32(len(c.in.Running) + len(c.placedEnds) - 1)})
 	}
 	return nil
 }
@@ -418,41 +428,46 @@ func (c *cycle) finish() {
 
 // sortedEnds lists when running and just-placed jobs should end by their
 // P90, soonest first. It is built once a cycle, when the first reservation
-// needs it; placements after that are inserted in order.
+// needs it; placements after that are inserted in order. Ends at the same
+// time are released together, so their order is free.
 func (c *cycle) sortedEnds() []end {
 	if c.ends != nil {
 		return c.ends
 	}
-	ends := make([]end, 0, len(c.in.Running)+len(c.placedEnds))
-	for _, r := range c.in.Running {
-		at := endOf(r, c.in.Now)
-		if r.Stopping {
-			at = c.in.Now
-		}
-		ends = append(ends, end{at: at, allocs: r.Allocations})
+	c.ends = make([]end, 0, len(c.in.Running)+len(c.placedEnds))
+	for i := range c.in.Running {
+		c.ends = append(c.ends, end{ns: c.endAt(int32(i)).UnixNano(), i: int32(i)})
 	}
-	ends = append(ends, c.placedEnds...)
-	// Sort small pointer-free keys, then lay the ends out once: moving
-	// the ends themselves (a time and a slice) costs a write barrier a swap.
-	// Ends at the same time are released together, so their order is free.
-	type key struct {
-		ns int64
-		i  int32
+	for k, e := range c.placedEnds {
+		c.ends = append(c.ends, end{ns: e.at.UnixNano(), i: int32(len(c.in.Running) + k)})
 	}
-	keys := make([]key, len(ends))
-	for i, e := range ends {
-		keys[i] = key{ns: e.at.UnixNano(), i: int32(i)}
-	}
-	slices.SortFunc(keys, func(a, b key) int { return cmp.Compare(a.ns, b.ns) })
-	c.ends = make([]end, len(ends))
-	for k, key := range keys {
-		c.ends[k] = ends[key.i]
-	}
+	slices.SortFunc(c.ends, func(a, b end) int { return cmp.Compare(a.ns, b.ns) })
 	return c.ends
+}
+
+// endAt is when job i of the ends list should end: a running job by its
+// P90 (now when it is stopping), a placement as recorded.
+func (c *cycle) endAt(i int32) time.Time {
+	if int(i) >= len(c.in.Running) {
+		return c.placedEnds[int(i)-len(c.in.Running)].at
+	}
+	r := c.in.Running[i]
+	if r.Stopping {
+		return c.in.Now
+	}
+	return endOf(r, c.in.Now)
+}
+
+// endAllocs are the GPUs job i of the ends list frees.
+func (c *cycle) endAllocs(i int32) []cluster.Allocation {
+	if int(i) >= len(c.in.Running) {
+		return c.placedEnds[int(i)-len(c.in.Running)].allocs
+	}
+	return c.in.Running[i].Allocations
 }
 
 // addEnd inserts a just-placed job's expected end, keeping the order.
 func (c *cycle) addEnd(e end) {
-	i, _ := slices.BinarySearchFunc(c.ends, e.at, func(x end, t time.Time) int { return x.at.Compare(t) })
+	i, _ := slices.BinarySearchFunc(c.ends, e.ns, func(x end, ns int64) int { return cmp.Compare(x.ns, ns) })
 	c.ends = slices.Insert(c.ends, i, e)
 }

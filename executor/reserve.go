@@ -22,8 +22,8 @@ func (c *cycle) reserve(v *JobView) {
 	scratch := c.free.Clone()
 	ends := c.sortedEnds()
 	for k, e := range ends {
-		scratch.Release(e.allocs)
-		if k+1 < len(ends) && ends[k+1].at.Equal(e.at) {
+		scratch.Release(c.endAllocs(e.i))
+		if k+1 < len(ends) && ends[k+1].ns == e.ns {
 			continue // release every job that ends at the same time first
 		}
 		if plain(v.Job) && !mayFit(scratch, need) {
@@ -31,9 +31,10 @@ func (c *cycle) reserve(v *JobView) {
 		}
 		if allocs, fits, _ := c.p.Placer.Place(v.Job, scratch); fits {
 			c.fence(allocs)
-			c.reservations = append(c.reservations, reservation{job: v.Job.ID, shadow: e.at})
+			shadow := c.endAt(e.i)
+			c.reservations = append(c.reservations, reservation{job: v.Job.ID, shadow: shadow})
 			if c.explaining() {
-				c.wait(v.Job.ID, fmt.Sprintf("%s: %d GPUs reserved from %s", why, need, e.at.Format(time.RFC3339)))
+				c.wait(v.Job.ID, fmt.Sprintf("%s: %d GPUs reserved from %s", why, need, shadow.Format(time.RFC3339)))
 			}
 			return
 		}
