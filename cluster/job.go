@@ -62,6 +62,10 @@ type JobSpec struct {
 
 	// Deadline is when the job must have finished; zero means none.
 	Deadline time.Time
+	// TimeLimit is the run time the user asked for (a Slurm or PBS time
+	// limit, SWF's requested time): the job is killed when it runs longer.
+	// Zero means none was given.
+	TimeLimit time.Duration
 	// GangSize is the number of tasks (pods, processes) that must start
 	// together, all or none; 0 or 1 means the job is not a gang.
 	GangSize int
@@ -207,6 +211,9 @@ func (s JobSpec) Validate() error {
 	}
 	if s.CheckpointCost < 0 {
 		errs = append(errs, fmt.Errorf("checkpoint_cost: %s is negative", s.CheckpointCost))
+	}
+	if s.TimeLimit < 0 {
+		errs = append(errs, fmt.Errorf("time_limit: %s is negative", s.TimeLimit))
 	}
 	if d := s.Data; d != nil {
 		if d.Name == "" {

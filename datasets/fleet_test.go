@@ -157,7 +157,7 @@ func TestUniformFleet(t *testing.T) {
 
 func TestFleetSpecErrors(t *testing.T) {
 	tests := []struct{ name, spec, want string }{
-		{"an unknown format lists the formats", "slurm:nodes.conf", "openb, philly, uniform, yaml"},
+		{"an unknown format lists the formats", "lsf:nodes.conf", "openb, philly, swf, uniform, yaml"},
 		{"a spec without a colon lists the formats", "uniform", "FORMAT:PATH"},
 		{"a shape without x is rejected", "uniform:16", "has no x"},
 		{"zero nodes are rejected", "uniform:0x8", "nodes 0 is outside 1..100000"},
@@ -230,7 +230,7 @@ func TestFleetFormatsAreSortedAndDocumented(t *testing.T) {
 			t.Errorf("format %s lacks a doc or an opener", f.Name)
 		}
 	}
-	if want := []string{"openb", "philly", "uniform", "yaml"}; !reflect.DeepEqual(names, want) {
+	if want := []string{"openb", "philly", "swf", "uniform", "yaml"}; !reflect.DeepEqual(names, want) {
 		t.Errorf("FleetFormats() = %v, want %v", names, want)
 	}
 }

@@ -29,6 +29,26 @@ func FuzzOpenb(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) { checkTraceReader(t, bytesReader(readOpenb), data) })
 }
 
+func FuzzSWF(f *testing.F) {
+	f.Add(readTestdata(f, "swf_small.swf"))
+	f.Add([]byte("; UnixStartTime: 1\n; Partition: 1 a\n1 0 -1 -1 -1 -1 -1 -1 -1 -1 2 -1 -1 -1 -1 1 -1 -1\n1 0 0 0 0 0.5 0 0 0 0 3 0 0 0 0 0 0 0\r\n"))
+	f.Add([]byte("1 99999999999 0 1 100001 -1 -1 1 60 -1 1 1 1 -1 -1 -1 -1 -1\n;UnixStartTime: 5\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		res := checkTraceReader(t, bytesReader(readSWF), data)
+		checkRewriteIsStable(t, res.Jobs)
+	})
+}
+
+func FuzzSWFFleet(f *testing.F) {
+	f.Add(readTestdata(f, "swf_small.swf"))
+	f.Add([]byte("; MaxNodes: 0\n; MaxProcs: 9223372036854775807\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		checkFleet(t, func() (*cluster.Fleet, error) {
+			return swfFleet(writeTemp(t, data, "f.swf"))
+		})
+	})
+}
+
 func FuzzPrescient(f *testing.F) {
 	f.Add(readTestdata(f, "prescient_golden.jsonl"))
 	f.Add([]byte(`{"id":"a","submit_time":"2024-01-01","state":"queued","run_time_s":1e300}` + "\n\n{}"))
@@ -94,10 +114,10 @@ func checkRewriteIsStable(t *testing.T, jobs []cluster.Job) {
 	}
 	for i := range jobs {
 		a, b := jobs[i], back.Jobs[i]
-		if !near(a.Outcome.RunTime, b.Outcome.RunTime) || !near(a.Spec.CheckpointCost, b.Spec.CheckpointCost) {
-			t.Fatalf("job %s durations changed: %v→%v, %v→%v", a.ID, a.Outcome.RunTime, b.Outcome.RunTime, a.Spec.CheckpointCost, b.Spec.CheckpointCost)
+		if !near(a.Outcome.RunTime, b.Outcome.RunTime) || !near(a.Spec.CheckpointCost, b.Spec.CheckpointCost) || !near(a.Spec.TimeLimit, b.Spec.TimeLimit) {
+			t.Fatalf("job %s durations changed: %v→%v, %v→%v, %v→%v", a.ID, a.Outcome.RunTime, b.Outcome.RunTime, a.Spec.CheckpointCost, b.Spec.CheckpointCost, a.Spec.TimeLimit, b.Spec.TimeLimit)
 		}
-		b.Outcome.RunTime, b.Spec.CheckpointCost = a.Outcome.RunTime, a.Spec.CheckpointCost
+		b.Outcome.RunTime, b.Spec.CheckpointCost, b.Spec.TimeLimit = a.Outcome.RunTime, a.Spec.CheckpointCost, a.Spec.TimeLimit
 		if !reflect.DeepEqual(a, b) {
 			t.Fatalf("job changed on rewrite:\n was %+v\n now %+v", a, b)
 		}

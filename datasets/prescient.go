@@ -46,6 +46,7 @@ type Record struct {
 	GangSize           int               `json:"gang_size,omitempty"`
 	Checkpointable     bool              `json:"checkpointable,omitempty"`
 	CheckpointCostS    float64           `json:"checkpoint_cost_s,omitempty"`
+	TimeLimitS         float64           `json:"time_limit_s,omitempty"`
 	Labels             map[string]string `json:"labels,omitempty"`
 	Data               *DataRecord       `json:"data,omitempty"`
 	SubmitTime         string            `json:"submit_time"`
@@ -83,7 +84,7 @@ func RecordFromJob(j cluster.Job) Record {
 		ID: string(j.ID), Tenant: s.Tenant, User: s.User, Name: s.Name, Tier: s.Tier.String(),
 		GPUs: s.GPUs, GPUMilli: s.GPUMilli, GPUModels: s.GPUModels, CPUMilli: s.CPUMilli, MemoryBytes: s.MemoryBytes,
 		Deadline: formatTime(s.Deadline), GangSize: s.GangSize, Checkpointable: s.Checkpointable,
-		CheckpointCostS: s.CheckpointCost.Seconds(), Labels: s.Labels,
+		CheckpointCostS: s.CheckpointCost.Seconds(), TimeLimitS: s.TimeLimit.Seconds(), Labels: s.Labels,
 		SubmitTime: formatTime(j.SubmitTime), State: string(j.State), Attempts: j.Attempts,
 		StartTime: formatTime(j.StartTime), EndTime: formatTime(j.EndTime), RunTimeS: j.Outcome.RunTime.Seconds(),
 		PeakGPUMemoryBytes: j.Outcome.PeakGPUMemoryBytes, EnergyJ: j.Outcome.EnergyJ, ExitCode: j.Outcome.ExitCode,
@@ -179,6 +180,9 @@ func (r Record) spec() (cluster.JobSpec, error) {
 	}
 	if s.CheckpointCost, err = secondsToDuration(r.CheckpointCostS); err != nil {
 		return s, &fieldError{"checkpoint_cost_s", fmt.Sprint(r.CheckpointCostS), err}
+	}
+	if s.TimeLimit, err = secondsToDuration(r.TimeLimitS); err != nil {
+		return s, &fieldError{"time_limit_s", fmt.Sprint(r.TimeLimitS), err}
 	}
 	if s.Deadline, err = optionalTime("deadline", r.Deadline); err != nil {
 		return s, err

@@ -73,6 +73,7 @@ type specRecord struct {
 	GangSize         int               `json:"gang_size"`
 	Checkpointable   bool              `json:"checkpointable"`
 	CheckpointCostNs int64             `json:"checkpoint_cost_ns"`
+	TimeLimitNs      int64             `json:"time_limit_ns,omitempty"`
 	Labels           map[string]string `json:"labels,omitempty"`
 	Data             *dataRecord       `json:"data,omitempty"`
 }
@@ -229,7 +230,7 @@ func encodeSpec(s cluster.JobSpec) (string, error) {
 	}
 	r := specRecord{GPUs: s.GPUs, GPUMilli: s.GPUMilli, GPUModels: s.GPUModels,
 		CPUMilli: s.CPUMilli, MemoryBytes: s.MemoryBytes, DeadlineUnixNs: deadline, GangSize: s.GangSize,
-		Checkpointable: s.Checkpointable, CheckpointCostNs: int64(s.CheckpointCost), Labels: s.Labels}
+		Checkpointable: s.Checkpointable, CheckpointCostNs: int64(s.CheckpointCost), TimeLimitNs: int64(s.TimeLimit), Labels: s.Labels}
 	if d := s.Data; d != nil {
 		r.Data = &dataRecord{Name: d.Name, Bytes: d.Bytes, Nodes: d.Nodes, Racks: d.Racks}
 	}
@@ -246,7 +247,7 @@ func decodeSpec(text string) (cluster.JobSpec, error) {
 	s := cluster.JobSpec{GPUs: r.GPUs, GPUMilli: r.GPUMilli, GPUModels: r.GPUModels,
 		CPUMilli: r.CPUMilli, MemoryBytes: r.MemoryBytes, Deadline: fromPtrNanos(r.DeadlineUnixNs),
 		GangSize: r.GangSize, Checkpointable: r.Checkpointable,
-		CheckpointCost: time.Duration(r.CheckpointCostNs), Labels: r.Labels}
+		CheckpointCost: time.Duration(r.CheckpointCostNs), TimeLimit: time.Duration(r.TimeLimitNs), Labels: r.Labels}
 	if d := r.Data; d != nil {
 		s.Data = &cluster.DataSource{Name: d.Name, Bytes: d.Bytes, Nodes: d.Nodes, Racks: d.Racks}
 	}
