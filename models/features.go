@@ -36,11 +36,32 @@ type FeatureConfig struct {
 	// longer for good (Philly's 6214e9 after 2017-11-20) they kept
 	// predicting the old level. Artifacts trained before it have false.
 	Relative bool
+	// Limits adds the user's time limit (JobSpec.TimeLimit) to the row: its
+	// log, its log less comparable_q50, and groups of jobs that asked for
+	// the same limit (the user's and everyone's). With it, the comparable
+	// jobs are the user's with the same limit where there are enough. On
+	// HPC logs the request is the strongest single feature: users repeat
+	// jobs, and a job's limit says which. Set it only for histories that
+	// carry limits (DefaultFeatureConfigFor).
+	Limits bool
 }
 
 // DefaultFeatureConfig returns the pipeline for target.
 func DefaultFeatureConfig(t Target) FeatureConfig {
 	return FeatureConfig{Target: t, Window: DefaultWindow, Relative: true}
+}
+
+// DefaultFeatureConfigFor is DefaultFeatureConfig with Limits set when
+// any job of the history carries a time limit.
+func DefaultFeatureConfigFor(t Target, jobs []cluster.Job) FeatureConfig {
+	c := DefaultFeatureConfig(t)
+	for i := range jobs {
+		if jobs[i].Spec.TimeLimit > 0 {
+			c.Limits = true
+			break
+		}
+	}
+	return c
 }
 
 // Validate rejects a config no pipeline could run.
@@ -91,6 +112,33 @@ var levels = []level{
 	}},
 }
 
+// limitLevels are the groups FeatureConfig.Limits adds after levels.
+var limitLevels = []level{
+	{"user_limit", func(d []byte, s *cluster.JobSpec) []byte {
+		if s.TimeLimit <= 0 {
+			return d
+		}
+		return withInt(d, cmp.Or(s.User, s.Tenant), int(s.TimeLimit/time.Second))
+	}},
+	{"limit", func(d []byte, s *cluster.JobSpec) []byte {
+		if s.TimeLimit <= 0 {
+			return d
+		}
+		return strconv.AppendInt(d, int64(s.TimeLimit/time.Second), 10)
+	}},
+}
+
+// allLevels is levels followed by limitLevels: a config's levels are
+// its first c.numLevels().
+var allLevels = append(slices.Clip(levels), limitLevels...)
+
+func (c FeatureConfig) numLevels() int {
+	if c.Limits {
+		return len(allLevels)
+	}
+	return len(levels)
+}
+
 // withInt appends "s\x00n", or nothing when s is empty.
 func withInt(d []byte, s string, n int) []byte {
 	if s == "" {
@@ -99,9 +147,20 @@ func withInt(d []byte, s string, n int) []byte {
 	return strconv.AppendInt(append(append(d, s...), 0), int64(n), 10)
 }
 
-// comparableLevels are the indexes in levels that "comparable jobs" falls
-// back through, finest first, before all jobs.
-var comparableLevels = []int{0, 1}
+// comparableLevels are the indexes in allLevels that "comparable jobs"
+// falls back through, finest first, before all jobs; with Limits, the
+// user's jobs with the same limit come first.
+var (
+	comparableLevels      = []int{0, 1}
+	comparableLevelsLimit = []int{len(levels), 0, 1}
+)
+
+func (c FeatureConfig) comparableLevels() []int {
+	if c.Limits {
+		return comparableLevelsLimit
+	}
+	return comparableLevels
+}
 
 // Per-group aggregates, in this order for every level.
 var groupStats = []string{"count_log", "q10", "q50", "q90", "mean", "last", "age_log", "recent_q50", "recent_max"}
@@ -138,7 +197,10 @@ func (c FeatureConfig) FeatureNames() []string {
 		"all_count_log", rel("all_q10"), rel("all_q50"), rel("all_q90"), rel("all_mean"),
 		FeatureComparableQ10, FeatureComparableQ50, FeatureComparableQ90, "comparable_level",
 	}
-	for _, l := range levels {
+	if c.Limits {
+		names = append(names, "time_limit_log", "time_limit_rel")
+	}
+	for _, l := range allLevels[:c.numLevels()] {
 		for _, s := range groupStats {
 			if levelStats[s] {
 				names = append(names, rel(l.name+"_"+s))
@@ -152,16 +214,19 @@ func (c FeatureConfig) FeatureNames() []string {
 
 // relativeColumns are the indexes of a row's outcome aggregates other
 // than the comparable quantiles: those FeatureConfig.Relative makes
-// relative. The row's layout is fixed, so they are computed once.
-var relativeColumns = func() []int {
+// relative, without and with Limits. A row's layout is fixed by its
+// config, so they are computed once.
+var relativeColumns = [2][]int{relativeColumnsOf(false), relativeColumnsOf(true)}
+
+func relativeColumnsOf(limits bool) []int {
 	var out []int
-	for i, n := range (FeatureConfig{Relative: true}).FeatureNames() {
-		if strings.HasSuffix(n, relativeSuffix) {
+	for i, n := range (FeatureConfig{Relative: true, Limits: limits}).FeatureNames() {
+		if strings.HasSuffix(n, relativeSuffix) && n != "time_limit_rel" {
 			out = append(out, i)
 		}
 	}
 	return out
-}()
+}
 
 // History holds what is known about finished jobs: for every group of
 // comparable jobs, a window of its most recent outcomes (in log space).
@@ -189,7 +254,7 @@ func (h *History) Observe(j *cluster.Job) bool {
 	lv := Log(v)
 	h.All.add(lv, end)
 	var buf [128]byte
-	for i := range levels {
+	for i := range h.Config.numLevels() {
 		if w := h.group(buf[:0], i, &j.Spec, true); w != nil {
 			w.add(lv, end)
 		}
@@ -203,10 +268,10 @@ func (h *History) Observed() int64 { return h.All.Count }
 // group finds the job's window at level lvl, building its key in buf;
 // nil when the job has no group there or (without create) none is known.
 func (h *History) group(buf []byte, lvl int, s *cluster.JobSpec, create bool) *Window {
-	id := append(buf, levels[lvl].name...)
+	id := append(buf, allLevels[lvl].name...)
 	id = append(id, 0)
 	n := len(id)
-	if id = levels[lvl].key(id, s); len(id) == n {
+	if id = allLevels[lvl].key(id, s); len(id) == n {
 		return nil
 	}
 	w := h.Groups[string(id)] // no allocation: the compiler looks up without copying
@@ -218,7 +283,13 @@ func (h *History) group(buf []byte, lvl int, s *cluster.JobSpec, create bool) *W
 }
 
 // NumFeatures is the length of a feature row.
-func (c FeatureConfig) NumFeatures() int { return 23 + len(levels)*len(groupStats) }
+func (c FeatureConfig) NumFeatures() int {
+	n := 23 + c.numLevels()*len(groupStats)
+	if c.Limits {
+		n += 2
+	}
+	return n
+}
 
 // Features appends the feature row of job to dst and returns it. It uses
 // only the job's spec and submit time and what the history has observed.
@@ -239,18 +310,26 @@ func (h *History) Features(dst []float64, j *cluster.Job) []float64 {
 	dst = append(dst, math.Log1p(float64(all.Count)), gq10, gq50, gq90, all.mean(gq50))
 
 	// Comparable jobs: the finest of the comparable levels with enough outcomes.
-	cq10, cq50, cq90, clvl := gq10, gq50, gq90, float64(len(comparableLevels))
+	cq10, cq50, cq90, clvl := gq10, gq50, gq90, float64(len(h.Config.comparableLevels()))
 	var buf [128]byte
-	for n, i := range comparableLevels {
+	for n, i := range h.Config.comparableLevels() {
 		if w := h.group(buf[:0], i, s, false); w != nil && w.Count >= minComparable {
 			cq10, cq50, cq90, clvl = w.quantile(0.1), w.quantile(0.5), w.quantile(0.9), float64(n)
 			break
 		}
 	}
 	dst = append(dst, cq10, cq50, cq90, clvl)
+	if h.Config.Limits {
+		if s.TimeLimit > 0 {
+			l := Log(s.TimeLimit.Seconds())
+			dst = append(dst, l, l-cq50)
+		} else {
+			dst = append(dst, -1, 0)
+		}
+	}
 
 	now := j.SubmitTime.Unix()
-	for i := range levels {
+	for i := range h.Config.numLevels() {
 		w := h.group(buf[:0], i, s, false)
 		if w == nil || w.Count == 0 {
 			dst = append(dst, 0, gq10, gq50, gq90, gq50, gq50, noAge, gq50, gq90)
@@ -262,7 +341,7 @@ func (h *History) Features(dst []float64, j *cluster.Job) []float64 {
 	}
 	if h.Config.Relative {
 		row := dst[len(dst)-h.Config.NumFeatures():]
-		for _, c := range relativeColumns {
+		for _, c := range relativeColumns[b2i(h.Config.Limits)] {
 			row[c] -= cq50
 		}
 	}
@@ -271,6 +350,13 @@ func (h *History) Features(dst []float64, j *cluster.Job) []float64 {
 
 // noAge stands for "never": log1p of about 115 days.
 var noAge = math.Log1p(1e7)
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
 
 func b2f(b bool) float64 {
 	if b {

@@ -155,7 +155,7 @@ func labelledOf(t models.Target, queries []cluster.Job) ([]cluster.Job, []float6
 // order, their rows and their log labels.
 func Rows(t models.Target, jobs []cluster.Job) ([]cluster.Job, [][]float64, []float64) {
 	sorted := sortedBySubmit(jobs)
-	d := rowsFor(models.DefaultFeatureConfig(t), sorted, sorted)
+	d := rowsFor(models.DefaultFeatureConfigFor(t, sorted), sorted, sorted)
 	return d.queries, d.X, d.y
 }
 
@@ -193,7 +193,7 @@ func train(ctx context.Context, cfg Config, jobs []cluster.Job) (*trained, error
 		return nil, fmt.Errorf("train: %w", err)
 	}
 	log := logger(cfg.Logger)
-	fc := models.DefaultFeatureConfig(cfg.Target)
+	fc := models.DefaultFeatureConfigFor(cfg.Target, jobs)
 
 	// 1. The jobs before Until, split in time into fit and holdout windows.
 	all := jobs

@@ -59,7 +59,7 @@ func runFeatures(cmd *cobra.Command, g *globals, o featuresOptions) error {
 	if len(labelled) == 0 {
 		return fmt.Errorf("--trace %s: no job with a known %s", o.trace, t)
 	}
-	names := models.DefaultFeatureConfig(t).FeatureNames()
+	names := models.DefaultFeatureConfigFor(t, res.Jobs).FeatureNames()
 	w := cmd.OutOrStdout()
 	if o.out != "-" {
 		f, err := os.Create(o.out)

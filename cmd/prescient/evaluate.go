@@ -32,6 +32,7 @@ type evaluateOptions struct {
 	series   string
 	folds    int
 	idle     idleFlags
+	runPast  float64
 }
 
 func newEvaluateCmd(g *globals) *cobra.Command {
@@ -67,11 +68,21 @@ With --target idle, score the idle-window forecaster on --series FORMAT:PATH
 (helios, genai, philly-nodes, influx) from --from on, --horizon ahead: the
 series it was not trained on (and the part of a series after its training
 data), against persistence and the same time the day before (or, on series
-shorter than two days, the mean of the last hour).`,
+shorter than two days, the mean of the last hour).
+
+With --target limit, recommend a time limit for every job of --trace submitted
+from --from on, from each model of the duration registry in --models: the
+forecast's quantile at a level calibrated online so that about --run-past
+percent of completed jobs would run past it, never above the user's own limit.
+Scored on the jobs that completed: the share that ran past the limit, and
+limit ÷ max(run time, 60 s), beside the users' own limits ("user").`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if o.target == string(idle.Target) {
+			switch o.target {
+			case string(idle.Target):
 				return runEvaluateIdle(cmd, g, o)
+			case targetLimit:
+				return runEvaluateLimits(cmd, g, o)
 			}
 			t, err := models.ParseTarget(o.target)
 			if err != nil {
@@ -139,7 +150,8 @@ shorter than two days, the mean of the last hour).`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.target, "target", "duration", "what to evaluate: duration, memory or idle")
+	f.StringVar(&o.target, "target", "duration", "what to evaluate: duration, memory, idle or limit (time limits from the duration models)")
+	f.Float64Var(&o.runPast, "run-past", 100*models.DefaultLimitPolicy().RunPast, "--target limit: the percentage of completed jobs the limits' calibration lets run past them")
 	f.StringVar(&o.models, "models", "", "model registry directory")
 	f.StringVar(&o.trace, "trace", "", "job history, FORMAT:PATH ("+traceFormatNames()+")")
 	f.StringVar(&o.from, "from", "", "score the jobs submitted from this date on (YYYY-MM-DD or RFC 3339)")

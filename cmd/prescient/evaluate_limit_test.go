@@ -1,0 +1,65 @@
+package main
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prescient-sched/prescient/datasets"
+	"github.com/prescient-sched/prescient/internal/testenv"
+)
+
+// On a slice of the KTH SP2 log: train run times on its first 8,000 jobs,
+// then recommend limits for the next 2,000 through evaluate --target
+// limit. The learned limits sit well below the users' own and let few
+// completed jobs run past them.
+func TestEvaluateLimitsOnKTH(t *testing.T) {
+	trace := "swf:" + testenv.Dataset(t, "swf", "KTH-SP2-1996-2.1-cln.swf.gz")
+	res, err := datasets.ReadTrace(trace, datasets.ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	from := res.Jobs[8000].SubmitTime.Format(time.RFC3339)
+	until := res.Jobs[10000].SubmitTime.Format(time.RFC3339)
+	reg := filepath.Join(t.TempDir(), "models")
+	if _, err := run(t, "train", "--target", "duration", "--trace", trace, "--until", from, "--models", reg,
+		"--learners=gbt,rolling_median,global_median", "--gate-windows", "1"); err != nil {
+		t.Fatal(err)
+	}
+	out, err := run(t, "evaluate", "--target", "limit", "--models", reg, "--trace", trace, "--from", from, "--until", until, "--output", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type metrics struct {
+		RanPast float64 `json:"ran_past_limit_pct"`
+		Median  float64 `json:"limit_over_run_median"`
+		Lowered float64 `json:"lowered_pct"`
+		Jobs    int     `json:"jobs"`
+	}
+	var rep struct {
+		Selected  string             `json:"selected"`
+		Models    map[string]metrics `json:"models"`
+		Baselines map[string]metrics `json:"baselines"`
+		Completed int                `json:"completed_jobs"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("not one JSON object: %v\n%s", err, out)
+	}
+	user, gbt := rep.Baselines["user"], rep.Models["gbt"]
+	t.Logf("completed %d; user: %+v; gbt: %+v; rolling median: %+v", rep.Completed, user, gbt, rep.Baselines["rolling_median"])
+	if rep.Completed < 1000 || user.Jobs != rep.Completed || gbt.Jobs != rep.Completed {
+		t.Fatalf("report: %+v", rep)
+	}
+	if gbt.Median > 0.8*user.Median || gbt.Lowered < 20 {
+		t.Errorf("gbt's limits: median %.2f of the run time, %.0f%% lowered; the users' %.2f", gbt.Median, gbt.Lowered, user.Median)
+	}
+	if gbt.RanPast > 8 {
+		t.Errorf("gbt's limits: %.1f%% of completed jobs ran past them", gbt.RanPast)
+	}
+
+	if _, err := run(t, "evaluate", "--target", "limit", "--models", reg, "--trace", trace, "--from", from, "--run-past", "0"); err == nil || !strings.Contains(err.Error(), "--run-past") {
+		t.Errorf("--run-past 0: got %v", err)
+	}
+}

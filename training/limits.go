@@ -1,0 +1,229 @@
+package training
+
+import (
+	"cmp"
+	"container/heap"
+	"context"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/prescient-sched/prescient/cluster"
+	"github.com/prescient-sched/prescient/models"
+)
+
+// LimitReport scores time-limit recommendations over a window (evaluate
+// --target limit): for each model of a duration artifact and for the
+// users' own limits, how many completed jobs would have run past their
+// limit and how far the limits sit above the run times.
+type LimitReport struct {
+	ModelVersion int    `json:"model_version"`
+	Selected     string `json:"selected"`
+	// Models are the learned models, Baselines the baselines among the
+	// artifact's models and "user", the users' own limits.
+	Models    map[string]LimitMetrics `json:"models"`
+	Baselines map[string]LimitMetrics `json:"baselines"`
+	// RunPast is the share the policy's calibration aims at.
+	RunPast        float64   `json:"run_past_target"`
+	EvaluatedFrom  time.Time `json:"evaluated_from"`
+	EvaluatedUntil time.Time `json:"evaluated_until"`
+	// Completed counts the scored jobs: those that completed (succeeded)
+	// in the window, with a run time. Jobs without a user's limit are
+	// scored for the models, not for "user".
+	Completed int `json:"completed_jobs"`
+}
+
+// LimitMetrics are one recommender's figures over the completed jobs.
+type LimitMetrics struct {
+	// RanPastLimitPct is the share of completed jobs whose run time
+	// exceeded the limit: jobs the limit would have killed.
+	RanPastLimitPct float64 `json:"ran_past_limit_pct"`
+	// LimitOverRunMedian and P90 are of limit ÷ max(run time, 60 s).
+	LimitOverRunMedian float64 `json:"limit_over_run_median"`
+	LimitOverRunP90    float64 `json:"limit_over_run_p90"`
+	// LoweredPct is the share of jobs given a limit below the user's.
+	LoweredPct float64 `json:"lowered_pct"`
+	// ReservedHours is the sum of the limits times the processors (GPUs):
+	// what a backfilling scheduler plans with.
+	ReservedHours float64 `json:"reserved_hours"`
+	Jobs          int     `json:"jobs"`
+}
+
+// limitWarmup is how many labelled jobs before the window a limit
+// evaluation replays, unscored, so that the calibration (and the blend)
+// start the window as a live service would, warm.
+const limitWarmup = 3000
+
+// EvaluateLimits scores p's recommendations from each model of a duration
+// artifact, and the users' own limits, on the jobs that completed among
+// those submitted at or after from and before until (zero: no end). Each
+// job's forecast is served as in Evaluate; the policy's calibration hears
+// each completed job when it ends, and starts warm on the labelled jobs
+// before the window.
+func EvaluateLimits(ctx context.Context, art *models.Artifact, jobs []cluster.Job, from, until time.Time, p models.LimitPolicy) (LimitReport, error) {
+	if art.Target != models.TargetDuration {
+		return LimitReport{}, fmt.Errorf("evaluate limits: the %s model forecasts no run times; train --target duration", art.Target)
+	}
+	if err := p.Validate(); err != nil {
+		return LimitReport{}, err
+	}
+	sorted := sortedBySubmit(jobs)
+	bySubmit := func(j cluster.Job, t time.Time) int { return j.SubmitTime.Compare(t) }
+	k, _ := slices.BinarySearchFunc(sorted, from, bySubmit)
+	u := len(sorted)
+	if !until.IsZero() {
+		u, _ = slices.BinarySearchFunc(sorted, until, bySubmit)
+	}
+	u = max(k, u)
+	// The warm-up: the last limitWarmup labelled jobs before the window.
+	w, labelled := k, 0
+	for w > 0 && labelled < limitWarmup {
+		w--
+		if _, ok := art.Target.Label(&sorted[w]); ok {
+			labelled++
+		}
+	}
+	d := scoredRows(art.Features, sorted, sorted[w:u])
+	scored := 0
+	for i := range d.queries {
+		if !d.queries[i].SubmitTime.Before(from) && completed(&d.queries[i]) {
+			scored++
+		}
+	}
+	if scored < 1 {
+		return LimitReport{}, fmt.Errorf("evaluate limits: %w: no job that completed with a run time was submitted from %s", ErrNoData, from.Format(time.RFC3339))
+	}
+	rep := LimitReport{ModelVersion: art.Version, Selected: art.Selected, RunPast: p.RunPast,
+		Models: map[string]LimitMetrics{}, Baselines: map[string]LimitMetrics{},
+		EvaluatedFrom: from, EvaluatedUntil: d.queries[len(d.queries)-1].SubmitTime, Completed: scored}
+
+	user := newLimitScore()
+	for i := range d.queries {
+		if j := &d.queries[i]; !j.SubmitTime.Before(from) && completed(j) && j.Spec.TimeLimit > 0 {
+			user.add(j, j.Spec.TimeLimit)
+		}
+	}
+	rep.Baselines["user"] = user.metrics()
+
+	for _, name := range slices.Sorted(maps.Keys(art.Models)) {
+		if err := ctx.Err(); err != nil {
+			return LimitReport{}, err
+		}
+		m, err := art.Model(name)
+		if err != nil {
+			return LimitReport{}, fmt.Errorf("evaluate limits: %w", err)
+		}
+		q, err := d.stream.Serve(m, []float64{0.5})
+		if err != nil {
+			return LimitReport{}, fmt.Errorf("evaluate limits: %s: %w", name, err)
+		}
+		met := replayLimits(d.queries, q, from, p)
+		l, err := models.LookupLearner(name)
+		if err != nil {
+			return LimitReport{}, fmt.Errorf("evaluate limits: %w", err)
+		}
+		if l.Baseline {
+			rep.Baselines[name] = met
+		} else {
+			rep.Models[name] = met
+		}
+	}
+	return rep, nil
+}
+
+// completed reports whether a job finished by itself with a known run
+// time: what limits are scored on (a killed or cancelled job's run time
+// says when it was stopped, not how long it needed).
+func completed(j *cluster.Job) bool {
+	return j.State == cluster.StateSucceeded && j.Outcome.RunTime > 0
+}
+
+// replayLimits recommends a limit for each query in submit order from its
+// served forecast q, the calibration hearing each completed query when it
+// ends, and scores the completed ones submitted from from on.
+func replayLimits(queries []cluster.Job, q [][]float64, from time.Time, p models.LimitPolicy) LimitMetrics {
+	cal := models.NewLimitCalibration(p)
+	var running endHeap
+	s := newLimitScore()
+	for i := range queries {
+		j := &queries[i]
+		for running.Len() > 0 && running[0].end < j.SubmitTime.UnixNano() {
+			e := heap.Pop(&running).(limitEnd)
+			cal.Observe(limitUser(&queries[e.i]), queries[e.i].Spec.TimeLimit, q[e.i][0], queries[e.i].Outcome.RunTime)
+		}
+		if completed(j) {
+			heap.Push(&running, limitEnd{models.EndTime(j).UnixNano(), i})
+			if !j.SubmitTime.Before(from) {
+				s.add(j, cal.Recommend(limitUser(j), q[i][0], j.Spec.TimeLimit))
+			}
+		}
+	}
+	return s.metrics()
+}
+
+// limitUser is whom a job's limit is calibrated for: its user, else its
+// tenant.
+func limitUser(j *cluster.Job) string { return cmp.Or(j.Spec.User, j.Spec.Tenant) }
+
+type limitEnd struct {
+	end int64
+	i   int
+}
+
+// endHeap orders completed jobs by end time, ties by query index.
+type endHeap []limitEnd
+
+func (h endHeap) Len() int { return len(h) }
+func (h endHeap) Less(a, b int) bool {
+	return cmp.Or(cmp.Compare(h[a].end, h[b].end), cmp.Compare(h[a].i, h[b].i)) < 0
+}
+func (h endHeap) Swap(a, b int) { h[a], h[b] = h[b], h[a] }
+func (h *endHeap) Push(x any)   { *h = append(*h, x.(limitEnd)) }
+func (h *endHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// limitScore accumulates LimitMetrics.
+type limitScore struct {
+	n, past, lowered int
+	ratios           []float64
+	reservedS        float64
+}
+
+func newLimitScore() *limitScore { return &limitScore{} }
+
+// add scores limit on a completed job; zero (no limit at all) counts as
+// never running past it, at no ratio.
+func (s *limitScore) add(j *cluster.Job, limit time.Duration) {
+	s.n++
+	if limit <= 0 {
+		return
+	}
+	if j.Outcome.RunTime > limit {
+		s.past++
+	}
+	if j.Spec.TimeLimit > 0 && limit < j.Spec.TimeLimit {
+		s.lowered++
+	}
+	s.ratios = append(s.ratios, limit.Seconds()/math.Max(j.Outcome.RunTime.Seconds(), 60))
+	s.reservedS += limit.Seconds() * float64(max(j.Spec.GPUs, 1))
+}
+
+func (s *limitScore) metrics() LimitMetrics {
+	if s.n == 0 {
+		return LimitMetrics{}
+	}
+	slices.Sort(s.ratios)
+	pct := func(k int) float64 { return round3(100 * float64(k) / float64(s.n)) }
+	return LimitMetrics{
+		RanPastLimitPct: pct(s.past), LoweredPct: pct(s.lowered),
+		LimitOverRunMedian: round3(models.QuantileSorted(s.ratios, 0.5)),
+		LimitOverRunP90:    round3(models.QuantileSorted(s.ratios, 0.9)),
+		ReservedHours:      math.Round(s.reservedS / 3600), Jobs: s.n,
+	}
+}
