@@ -1,7 +1,8 @@
 // Package datasets reads the job traces Prescient learns from and replays:
 // public GPU-cluster traces (Microsoft Philly, Alibaba openb), HPC logs in
-// the Standard Workload Format (swf: each job with the user's time limit)
-// and Prescient's own JSONL job history, and the fleets they ran on (the
+// the Standard Workload Format (swf: each job with the user's time limit),
+// a Slurm site's own accounting (sacct's text and JSON) and Prescient's own
+// JSONL job history, and the fleets they ran on (the
 // Philly and openb machine lists, an SWF header's machine, the YAML fleet
 // file, uniform fleets), and telemetry series
 // (ReadSeries: the Alibaba GenAI per-container GPU memory and duty cycle,

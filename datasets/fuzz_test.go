@@ -39,6 +39,19 @@ func FuzzSWF(f *testing.F) {
 	})
 }
 
+func FuzzSlurm(f *testing.F) {
+	for _, name := range []string{"sacct_small.txt", "sacct_v0.0.38.json", "sacct_v0.0.40.json"} {
+		f.Add(readTestdata(f, name))
+	}
+	f.Add([]byte("\ufeffJobID|User|Account|Partition|QOS|JobName|Submit|Start|End|Elapsed|Timelimit|AllocTRES|ReqTRES|State|ExitCode\n" +
+		"1|u|||||2024-01-01T00:00:00|Unknown|Unknown|99999-00:00:00|1:2:3|gres/gpu:x=7,mem=1e30P||REQUEUED|0:200\n"))
+	f.Add([]byte(`{"jobs":[{"job_id":{"set":true,"number":1e300},"time":{"submission":{"number":-1}},"state":{"current":[]}}]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		res := checkTraceReader(t, bytesReader(readSlurm), data)
+		checkRewriteIsStable(t, res.Jobs)
+	})
+}
+
 func FuzzSWFFleet(f *testing.F) {
 	f.Add(readTestdata(f, "swf_small.swf"))
 	f.Add([]byte("; MaxNodes: 0\n; MaxProcs: 9223372036854775807\n"))

@@ -90,6 +90,7 @@ func TestEveryTraceFormatReadsGzipLikePlain(t *testing.T) {
 		"philly":    "philly_small.csv",
 		"openb":     "openb_small.csv",
 		"prescient": "prescient_golden.jsonl",
+		"slurm":     "sacct_small.txt",
 		"swf":       "swf_small.swf",
 	}
 	for _, f := range TraceFormats() {
@@ -145,7 +146,7 @@ func TestTraceFormatsAreSortedAndDocumented(t *testing.T) {
 			t.Errorf("format %s lacks a doc or a reader", f.Name)
 		}
 	}
-	if want := []string{"openb", "philly", "prescient", "swf"}; !reflect.DeepEqual(names, want) {
+	if want := []string{"openb", "philly", "prescient", "slurm", "swf"}; !reflect.DeepEqual(names, want) {
 		t.Errorf("TraceFormats() = %v, want %v", names, want)
 	}
 }

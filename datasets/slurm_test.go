@@ -1,0 +1,156 @@
+package datasets
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prescient-sched/prescient/cluster"
+)
+
+func at(s string) time.Time {
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		panic(err)
+	}
+	return t
+}
+
+func readSlurmFixture(t *testing.T, name string) map[cluster.JobID]cluster.Job {
+	t.Helper()
+	res, err := readSlurm(bytes.NewReader(readTestdata(t, name)), name, ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[cluster.JobID]cluster.Job{}
+	for _, j := range res.Jobs {
+		out[j.ID] = j
+	}
+	return out
+}
+
+func TestReadSacctText(t *testing.T) {
+	jobs := readSlurmFixture(t, "sacct_small.txt")
+	if len(jobs) != 7 {
+		t.Fatalf("%d jobs, want 7 (steps skipped)", len(jobs))
+	}
+	j := jobs["101"]
+	if s := j.Spec; s.User != "alice" || s.Tenant != "vision" || s.Name != "train-resnet" || s.GPUs != 2 || s.CPUMilli != 8000 ||
+		s.MemoryBytes != 64<<30 || s.TimeLimit != 4*time.Hour || s.Labels[LabelPartition] != "gpu" || s.Labels[cluster.LabelQoS] != "normal" {
+		t.Errorf("101 spec: %+v", s)
+	}
+	if j.State != cluster.StateSucceeded || !j.SubmitTime.Equal(at("2024-03-01T09:00:00Z")) || !j.StartTime.Equal(at("2024-03-01T09:05:00Z")) ||
+		!j.EndTime.Equal(at("2024-03-01T11:05:00Z")) || j.Outcome.RunTime != 2*time.Hour || j.Attempts != 1 {
+		t.Errorf("101: %+v", j)
+	}
+	// Killed at its limit: failed, with the state kept; typed GPUs count.
+	j = jobs["102"]
+	if j.State != cluster.StateFailed || j.Spec.Labels[LabelSlurmState] != "TIMEOUT" || j.Spec.GPUs != 1 ||
+		j.Outcome.RunTime != time.Hour+time.Second || j.Spec.MemoryBytes != 32000<<20 || j.Spec.Name != `eval "quick` {
+		t.Errorf("102: %+v", j)
+	}
+	// Cancelled while pending: never started; it asked for no GPU.
+	j = jobs["103"]
+	if j.State != cluster.StateCancelled || !j.StartTime.IsZero() || j.Spec.GPUs != 0 || j.Spec.CPUMilli != 2000 || j.Spec.TimeLimit != 48*time.Hour {
+		t.Errorf("103: %+v", j)
+	}
+	// An array task, running, without a limit or an account.
+	j = jobs["104_7"]
+	if j.State != cluster.StateRunning || j.Spec.TimeLimit != 0 || j.Spec.Tenant != "dave" || !j.EndTime.IsZero() || j.Outcome.RunTime != 0 {
+		t.Errorf("104_7: %+v", j)
+	}
+	j = jobs["105"]
+	if j.State != cluster.StateQueued || j.Spec.GPUs != 4 || !j.StartTime.IsZero() || j.Attempts != 0 {
+		t.Errorf("105: %+v", j)
+	}
+	if j := jobs["106"]; j.State != cluster.StateFailed || j.Outcome.ExitCode != 1 || j.Spec.Labels[LabelSlurmState] != "" {
+		t.Errorf("106: %+v", j)
+	}
+	if j := jobs["107"]; j.Spec.Labels[LabelSlurmState] != "OUT_OF_MEMORY" || j.Outcome.ExitCode != 128+125 || j.Spec.TimeLimit != 30*time.Minute {
+		t.Errorf("107: %+v", j)
+	}
+}
+
+// The two JSON fixtures are written by hand in the shapes of data parser
+// v0.0.38 (Slurm 22.05) and v0.0.40 (23.11 on): numbers plain or as
+// {"set", "infinite", "number"}, state current a string or a list.
+func TestReadSacctJSON(t *testing.T) {
+	text := readSlurmFixture(t, "sacct_small.txt")
+	for _, name := range []string{"sacct_v0.0.38.json", "sacct_v0.0.40.json"} {
+		t.Run(name, func(t *testing.T) {
+			jobs := readSlurmFixture(t, name)
+			if len(jobs) != 3 {
+				t.Fatalf("%d jobs", len(jobs))
+			}
+			for id, j := range jobs {
+				want := text[id]
+				if id == "104" {
+					want = text["104_7"]
+					want.ID = "104"
+				}
+				// The text form names memory in its own units and the
+				// typed GPUs of 102; compare what both forms carry.
+				if j.State != want.State || !j.SubmitTime.Equal(want.SubmitTime) || !j.StartTime.Equal(want.StartTime) ||
+					!j.EndTime.Equal(want.EndTime) || j.Spec.GPUs != want.Spec.GPUs || j.Spec.TimeLimit != want.Spec.TimeLimit ||
+					j.Spec.Tenant != want.Spec.Tenant || j.Spec.Labels[LabelSlurmState] != want.Spec.Labels[LabelSlurmState] {
+					t.Errorf("job %s:\n json %+v\n text %+v", id, j, want)
+				}
+			}
+			if j := jobs["101"]; j.Outcome.RunTime != 2*time.Hour || j.Spec.MemoryBytes != 64<<30 || j.Spec.CPUMilli != 8000 {
+				t.Errorf("101: %+v", j)
+			}
+		})
+	}
+	if j := readSlurmFixture(t, "sacct_v0.0.40.json")["107"]; j.Outcome.ExitCode != 128+9 {
+		t.Errorf("107's exit code %d, want 137 (SIGKILL)", j.Outcome.ExitCode)
+	}
+}
+
+func TestReadSacctErrors(t *testing.T) {
+	header := strings.Join(SlurmFields, "|") + "\n"
+	good := "1|u|a|p|q|n|2024-01-01T00:00:00|2024-01-01T00:01:00|2024-01-01T00:02:00|00:01:00|10:00|cpu=1|cpu=1|COMPLETED|0:0\n"
+	for _, tc := range []struct{ name, text, want string }{
+		{"missing field", "JobID|User\n", `x:1: header: field "Account" is missing`},
+		{"short row", header + "1|u\n", "x:2: 2 fields, the header has 15"},
+		{"bad time", header + strings.Replace(good, "2024-01-01T00:00:00", "yesterday", 1), `x:2: field Submit: "yesterday": not a sacct time`},
+		{"bad limit", header + strings.Replace(good, "|10:00|", "|ten|", 1), `x:2: field Timelimit: "ten": not a Slurm duration`},
+		{"bad tres", header + strings.Replace(good, "|cpu=1|cpu=1|", "|cpu=x|cpu=1|", 1), `x:2: field AllocTRES: "cpu=x": cpu: not a number`},
+		{"bad state", header + strings.Replace(good, "COMPLETED", "DONE", 1), `x:2: field State: "DONE": not a Slurm job state`},
+		{"duplicate", header + good + good, "x:3: field id"},
+		{"start before submit", header + strings.Replace(good, "2024-01-01T00:01:00", "2023-01-01T00:01:00", 1), "x:2: start_time"},
+		{"json syntax", `{"jobs": [`, "x:1: sacct --json"},
+		{"json state", `{"jobs": [{"job_id": 1, "time": {"submission": 1}, "state": {"current": 5}}]}`, `x:1: field state`},
+		{"json limit", `{"jobs": [{"job_id": 1, "time": {"submission": 1, "limit": "soon"}, "state": "PENDING"}]}`, `x:1: field time.limit`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := readSlurm(strings.NewReader(tc.text), "x", ReadOptions{})
+			var pe *ParseError
+			if err == nil || !errors.As(err, &pe) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want a ParseError containing %q", err, tc.want)
+			}
+		})
+	}
+	// Leniently, the good rows stay and the bad one is counted.
+	res, err := readSlurm(strings.NewReader(header+good+"2|u\n"), "x", ReadOptions{Lenient: true})
+	if err != nil || len(res.Jobs) != 1 || res.Skipped != 1 {
+		t.Fatalf("lenient: %v, %d jobs, %d skipped", err, len(res.Jobs), res.Skipped)
+	}
+}
+
+func TestSlurmDuration(t *testing.T) {
+	for in, want := range map[string]time.Duration{
+		"05:00": 5 * time.Minute, "01:02:03": time.Hour + 2*time.Minute + 3*time.Second, "2-00:00:00": 48 * time.Hour,
+		"1-02:00": 26 * time.Hour, "1-02": 26 * time.Hour, "00:01.500": 1500 * time.Millisecond, "90": 90 * time.Minute,
+	} {
+		if got, err := slurmDuration(in); err != nil || got != want {
+			t.Errorf("%q: %s, %v; want %s", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"1:2:3:4", "-1:00", "a:00", "1-", "00:1.5:00", "1e3", "0x10:00"} {
+		if _, err := slurmDuration(in); err == nil {
+			t.Errorf("%q: no error", in)
+		}
+	}
+}
