@@ -150,9 +150,19 @@ func (c *Capacity) setReady(i int, ready bool) {
 	c.free -= int(c.whole[i])
 }
 
+// shortAllocs is the longest allocation list Allocate checks for
+// duplicates pair by pair.
+const shortAllocs = 32
+
 // Allocate takes the shares; it returns an error and changes nothing when
 // one does not fit.
 func (c *Capacity) Allocate(allocs []cluster.Allocation) error {
+	// A GPU listed twice: compared pairwise in a short list, by position
+	// in a long one (a job across thousands of nodes).
+	var seen map[int]bool
+	if len(allocs) > shortAllocs {
+		seen = make(map[int]bool, len(allocs))
+	}
 	for k, a := range allocs {
 		i, ok := c.index[a.GPU.Node]
 		if !ok || a.GPU.Index < 0 || c.first[i]+a.GPU.Index >= c.first[i+1] {
@@ -161,10 +171,17 @@ func (c *Capacity) Allocate(allocs []cluster.Allocation) error {
 		if a.Milli <= 0 || a.Milli > cluster.MilliGPU {
 			return fmt.Errorf("GPU %s: share %d outside 1..%d: %w", a.GPU, a.Milli, cluster.MilliGPU, cluster.ErrDoesNotFit)
 		}
-		for _, b := range allocs[:k] {
-			if b.GPU == a.GPU {
-				return fmt.Errorf("GPU %s listed twice: %w", a.GPU, cluster.ErrDoesNotFit)
+		twice := false
+		if seen != nil {
+			p := c.first[i] + a.GPU.Index
+			twice, seen[p] = seen[p], true
+		} else {
+			for _, b := range allocs[:k] {
+				twice = twice || b.GPU == a.GPU
 			}
+		}
+		if twice {
+			return fmt.Errorf("GPU %s listed twice: %w", a.GPU, cluster.ErrDoesNotFit)
 		}
 		if !c.ready[i] || int(c.milli[c.first[i]+a.GPU.Index]) < a.Milli {
 			return fmt.Errorf("GPU %s has no room for %d milli-GPUs: %w", a.GPU, a.Milli, cluster.ErrDoesNotFit)

@@ -2,6 +2,7 @@ package executor_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"pgregory.net/rapid"
@@ -130,4 +131,59 @@ func TestCapacityRefusesWhatTheSnapshotRefuses(t *testing.T) {
 			}
 		}
 	})
+}
+
+// wideFleet is a machine of n nodes of 16 GPUs, as an HPC log's header
+// describes Curie's (5,544 nodes).
+func wideFleet(n int) *cluster.Fleet {
+	nodes := make([]cluster.Node, n)
+	for i := range nodes {
+		nodes[i] = clustertest.Node(fmt.Sprintf("n%04d", i)).GPUs(16, "processor").Obj()
+	}
+	return clustertest.Fleet(nodes...)
+}
+
+// A job across most of a machine of thousands of nodes places on distinct
+// GPUs, once, and the capacity takes it; a long list that names a GPU
+// twice is refused.
+func TestPlaceAcrossAWideMachine(t *testing.T) {
+	snap := cluster.NewSnapshot(wideFleet(2000), clustertest.Epoch)
+	c := executor.NewCapacity(snap)
+	job := &cluster.Job{ID: "wide", Spec: cluster.JobSpec{GPUs: 31_000, GPUMilli: cluster.MilliGPU}}
+	allocs, ok, why := firstfit.New().Place(job, c)
+	if !ok || len(allocs) != 31_000 {
+		t.Fatalf("placed %d GPUs, %v: %s", len(allocs), ok, why)
+	}
+	seen := map[cluster.GPURef]bool{}
+	for _, a := range allocs {
+		if seen[a.GPU] {
+			t.Fatalf("GPU %s twice", a.GPU)
+		}
+		seen[a.GPU] = true
+	}
+	twice := append(append([]cluster.Allocation(nil), allocs[:100]...), allocs[7])
+	if err := c.Allocate(twice); err == nil || !strings.Contains(err.Error(), "listed twice") {
+		t.Fatalf("a GPU listed twice in a long list: %v", err)
+	}
+	if err := c.Allocate(allocs); err != nil {
+		t.Fatal(err)
+	}
+	if c.FreeGPUs() != 32_000-31_000 {
+		t.Fatalf("%d GPUs free, want 1,000", c.FreeGPUs())
+	}
+	if _, ok, _ := firstfit.New().Place(&cluster.Job{ID: "next", Spec: cluster.JobSpec{GPUs: 1_001, GPUMilli: cluster.MilliGPU}}, c); ok {
+		t.Fatal("placed 1,001 GPUs on 1,000 free")
+	}
+}
+
+// BenchmarkPlaceAcrossCurie places an 80,000-processor job, Curie's
+// largest, on its 5,544 nodes of 16.
+func BenchmarkPlaceAcrossCurie(b *testing.B) {
+	c := executor.NewCapacity(cluster.NewSnapshot(wideFleet(5544), clustertest.Epoch))
+	job := &cluster.Job{ID: "wide", Spec: cluster.JobSpec{GPUs: 80_000, GPUMilli: cluster.MilliGPU}}
+	for b.Loop() {
+		if _, ok, why := firstfit.New().Place(job, c); !ok {
+			b.Fatal(why)
+		}
+	}
 }

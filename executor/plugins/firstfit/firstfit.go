@@ -44,9 +44,10 @@ func (*FirstFit) Place(job *cluster.Job, c *executor.Capacity) ([]cluster.Alloca
 	// Choose each task's node, then take the GPUs: Place does not change
 	// c, so the second pass sees what the first did.
 	var took taken
+	var cur cursor
 	nodes := nodeBuf[:0]
 	for _, size := range tasks {
-		i, ok := leastLoaded(spec, c, size, took)
+		i, ok := leastLoaded(spec, c, size, took, &cur)
 		if !ok {
 			return nil, false, "no ready node has room for a task (fragmented)"
 		}
@@ -67,15 +68,30 @@ func (*FirstFit) Place(job *cluster.Job, c *executor.Capacity) ([]cluster.Alloca
 // that has room for another of its tasks (JobSpec.TasksApart,
 // TasksPerNode); with node preferences (JobSpec.NodePreference), the most
 // preferred such node, the least loaded among equals.
-func leastLoaded(spec *cluster.JobSpec, c *executor.Capacity, size int, t taken) (int, bool) {
+//
+// A job's tasks come largest first, and a node's room for the job only
+// shrinks as its tasks are placed, so a node passed over for one task is
+// passed over for the next of the same size: without preferences, cur
+// resumes the scan where the last task of that size was placed (a job of
+// thousands of whole-node tasks would otherwise scan quadratically).
+func leastLoaded(spec *cluster.JobSpec, c *executor.Capacity, size int, t taken, cur *cursor) (int, bool) {
 	best, bestPrefer := -1, 0.0
-	for k := c.MaxNodeGPUs(); k >= size; k-- {
-		for _, i := range c.Bucket(k) {
-			n := int(i)
+	top, from := c.MaxNodeGPUs(), 0
+	if spec.NodePreference == nil && cur.size == size && cur.valid {
+		top, from = cur.k, cur.pos
+	}
+	for k := top; k >= size; k-- {
+		bucket := c.Bucket(k)
+		if k != top {
+			from = 0
+		}
+		for p := from; p < len(bucket); p++ {
+			n := int(bucket[p])
 			if k-t.of(n) < size || !allows(spec, c.Node(n)) || t.tasksOn(n) >= spec.TaskRoom(c.Node(n).Name) {
 				continue
 			}
 			if spec.NodePreference == nil {
+				*cur = cursor{valid: true, size: size, k: k, pos: p}
 				return n, true
 			}
 			if p := spec.NodePreference[c.Node(n).Name]; best < 0 || p > bestPrefer {
@@ -84,6 +100,13 @@ func leastLoaded(spec *cluster.JobSpec, c *executor.Capacity, size int, t taken)
 		}
 	}
 	return best, best >= 0
+}
+
+// cursor is where leastLoaded placed a job's last task: its size, bucket
+// and position in the bucket.
+type cursor struct {
+	valid        bool
+	size, k, pos int
 }
 
 func allows(spec *cluster.JobSpec, n *cluster.Node) bool {
@@ -150,39 +173,65 @@ func placeShare(spec *cluster.JobSpec, c *executor.Capacity) ([]cluster.Allocati
 	return nil, false, "no GPU has the share free"
 }
 
-// taken counts the GPUs and tasks a job took so far per node; jobs span
-// few nodes, so a list beats a map.
-type taken struct{ on []nodeTaken }
+// taken counts the GPUs and tasks a job took so far per node. Most jobs
+// span few nodes, and a list beats a map; a job of thousands of tasks (an
+// HPC job across a machine) indexes its list, or each task's search would
+// scan it and placing the job would take cubic time.
+type taken struct {
+	on  []nodeTaken
+	idx map[int]int // node to its index in on, once on is longer than takenList
+}
 
 type nodeTaken struct{ node, gpus, tasks int }
 
-func (t *taken) of(node int) int {
-	for _, x := range t.on {
-		if x.node == node {
-			return x.gpus
+// takenList is the longest list taken searches without an index.
+const takenList = 16
+
+func (t *taken) find(node int) int {
+	if t.idx != nil {
+		if k, ok := t.idx[node]; ok {
+			return k
 		}
+		return -1
+	}
+	for k := range t.on {
+		if t.on[k].node == node {
+			return k
+		}
+	}
+	return -1
+}
+
+func (t *taken) of(node int) int {
+	if k := t.find(node); k >= 0 {
+		return t.on[k].gpus
 	}
 	return 0
 }
 
 // tasksOn is how many of the job's tasks node took so far.
 func (t *taken) tasksOn(node int) int {
-	for _, x := range t.on {
-		if x.node == node {
-			return x.tasks
-		}
+	if k := t.find(node); k >= 0 {
+		return t.on[k].tasks
 	}
 	return 0
 }
 
 // add records a task of gpus GPUs on node.
 func (t *taken) add(node, gpus int) {
-	for k := range t.on {
-		if t.on[k].node == node {
-			t.on[k].gpus += gpus
-			t.on[k].tasks++
-			return
-		}
+	if k := t.find(node); k >= 0 {
+		t.on[k].gpus += gpus
+		t.on[k].tasks++
+		return
 	}
 	t.on = append(t.on, nodeTaken{node: node, gpus: gpus, tasks: 1})
+	switch {
+	case t.idx != nil:
+		t.idx[node] = len(t.on) - 1
+	case len(t.on) > takenList:
+		t.idx = make(map[int]int, 2*len(t.on))
+		for k, x := range t.on {
+			t.idx[x.node] = k
+		}
+	}
 }
