@@ -51,15 +51,26 @@ type JobView struct {
 }
 
 // RemainingP50 is the forecast P50 time the job still needs, at least one
-// second.
+// second; raised for a job with a time limit that has outlived it (see
+// remaining).
 func (v *JobView) RemainingP50() time.Duration {
-	return max(v.Forecast.DurationP50-v.Progress, time.Second)
+	return remaining(v.Forecast.DurationP50, v.Progress, v.timeLimit())
 }
 
 // RemainingP90 is the forecast P90 time the job still needs, at least one
-// second.
+// second; raised for a job with a time limit that has outlived it (see
+// remaining).
 func (v *JobView) RemainingP90() time.Duration {
-	return max(v.Forecast.DurationP90-v.Progress, time.Second)
+	return remaining(v.Forecast.DurationP90, v.Progress, v.timeLimit())
+}
+
+// timeLimit is the job's time limit; zero for a view without a job (as
+// tests build them).
+func (v *JobView) timeLimit() time.Duration {
+	if v.Job == nil {
+		return 0
+	}
+	return v.Job.Spec.TimeLimit
 }
 
 // RunningJob is a job that holds GPUs.

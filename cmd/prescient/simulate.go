@@ -29,6 +29,7 @@ type simulateOptions struct {
 	models                string
 	oracle                bool
 	oracleNoise           float64
+	estimates             string
 	from, until           string
 	deadlines             string
 	nodeMTBF, nodeRepair  time.Duration
@@ -74,7 +75,12 @@ sjf-oracle and srtf-oracle always see true durations. easy-backfill and prescien
 need forecasts: --models DIR (the learned P50/P90 of the model registry that
 "prescient train" publishes; the predictor also learns from each job the replay
 finishes) or --oracle (true durations, with --oracle-noise σ for log-normal
-noise).`,
+noise). On traces with users' time limits (swf), --estimates user plans with the
+limits themselves, as Slurm's backfill does, and --estimates learned with the
+--models forecasts capped at each job's limit. Either way a job with a limit
+that outlives its estimate is expected to run a step longer (1 min, 5, 15, 30,
+1 h, 2, 5, ... up to its limit), and no job is stopped before its limit: the
+trace's run times are replayed.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runSimulate(cmd.Context(), g, &o, cmd.OutOrStdout(), cmd.ErrOrStderr())
@@ -88,6 +94,7 @@ noise).`,
 	f.StringVar(&o.models, "models", "", "model registry directory: learned duration forecasts")
 	f.BoolVar(&o.oracle, "oracle", false, "forecast true durations")
 	f.Float64Var(&o.oracleNoise, "oracle-noise", 0, "with --oracle, log-normal noise σ on the forecasts")
+	f.StringVar(&o.estimates, "estimates", "", "run-time estimates for the policies that use forecasts, on traces with time limits: user (each job's limit) or learned (--models, capped at the limit)")
 	f.StringVar(&o.from, "from", "", "replay only jobs submitted from this date (YYYY-MM-DD or RFC 3339)")
 	f.StringVar(&o.until, "until", "", "replay only jobs submitted before this date; the replay still runs until every job has finished")
 	f.StringVar(&o.deadlines, "deadlines", "", "FRACTION:SLACK: give FRACTION of jobs the deadline submit + SLACK × true duration")
@@ -132,6 +139,19 @@ func (o *simulateOptions) validate() error {
 	if o.oracleNoise != 0 && !o.oracle {
 		errs = append(errs, errors.New("--oracle-noise needs --oracle"))
 	}
+	switch o.estimates {
+	case "":
+	case estimatesUser:
+		if o.models != "" || o.oracle {
+			errs = append(errs, errors.New("--estimates user plans with the users' limits; leave --models and --oracle out"))
+		}
+	case estimatesLearned:
+		if o.models == "" {
+			errs = append(errs, errors.New("--estimates learned needs --models DIR"))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("--estimates %q: want user or learned", o.estimates))
+	}
 	if o.limit < 0 {
 		errs = append(errs, fmt.Errorf("--limit: %d is negative", o.limit))
 	}
@@ -150,8 +170,8 @@ func (o *simulateOptions) validate() error {
 	for _, p := range strings.Split(o.policy, ",") {
 		if _, err := policies.New(p, policies.Options{Checkpoint: o.checkpoint, Grace: o.grace}); err != nil {
 			errs = append(errs, fmt.Errorf("--policy: %w", err))
-		} else if policies.UsesForecasts(p) && !o.oracle && o.models == "" {
-			errs = append(errs, fmt.Errorf("--policy %s uses forecasts: give --models DIR or --oracle", p))
+		} else if policies.UsesForecasts(p) && !o.oracle && o.models == "" && o.estimates != estimatesUser {
+			errs = append(errs, fmt.Errorf("--policy %s uses forecasts: give --models DIR, --oracle or --estimates user", p))
 		}
 	}
 	return errors.Join(errs...)
@@ -396,6 +416,12 @@ func (o *simulateOptions) replay(ctx context.Context, g *globals, name string, j
 	return r, nil
 }
 
+// The values of --estimates.
+const (
+	estimatesUser    = "user"
+	estimatesLearned = "learned"
+)
+
 // forecaster picks a policy's forecasts: the exact oracle for the -oracle
 // policies (and for those that read none), else learned models (a fresh
 // predictor per run, since it learns from the jobs the run finishes) or the
@@ -404,10 +430,15 @@ func (o *simulateOptions) forecaster(g *globals, pol *executor.Policy, truth rep
 	switch {
 	case pol.NeedsOracle || !policies.UsesForecasts(pol.Name):
 		return executor.NewOracle(truth.durations, 0, o.seed)
+	case o.estimates == estimatesUser:
+		return executor.UserEstimates{}, nil
 	case o.models != "":
 		p, err := predictor.New(training.Registry{Dir: o.models}, g.logger)
 		if err != nil {
 			return nil, fmt.Errorf("--models: %w", err)
+		}
+		if o.estimates == estimatesLearned {
+			return executor.LimitCapped{Forecaster: predictor.Adapter{P: p, Trace: truth.orig}}, nil
 		}
 		return predictor.Adapter{P: p, Trace: truth.orig}, nil
 	}

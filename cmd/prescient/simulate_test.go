@@ -221,3 +221,47 @@ func TestSimulateTenantsFileCapsATenant(t *testing.T) {
 		t.Errorf("a duplicate tenant: %v, want an error naming --tenants and bad.yaml:3", err)
 	}
 }
+
+// Backfilling a KTH slice on its own machine with the users' limits as
+// estimates: every job finishes, and bounded slowdown is reported; an
+// oracle's estimates do at least as well. A trace without limits has no
+// user estimates.
+func TestSimulateWithUserEstimates(t *testing.T) {
+	kth := "swf:" + testenv.Dataset(t, "swf", "KTH-SP2-1996-2.1-cln.swf.gz")
+	slowdown := func(args ...string) float64 {
+		t.Helper()
+		out, err := run(t, append([]string{"simulate", "--trace", kth, "--fleet", kth, "--from", "1997-01-01", "--limit", "1500",
+			"--policy", "easy-backfill", "-o", "json", "--log-level", "error"}, args...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got map[string]any
+		if err := json.Unmarshal([]byte(out), &got); err != nil {
+			t.Fatal(err)
+		}
+		if got["jobs"] != got["finished"] || got["jobs"].(float64) != 1500 {
+			t.Errorf("%v: %v jobs, %v finished", args, got["jobs"], got["finished"])
+		}
+		return got["avg_bounded_slowdown"].(float64)
+	}
+	user, oracle := slowdown("--estimates", "user"), slowdown("--oracle")
+	t.Logf("average bounded slowdown: users' limits %.2f, oracle %.2f", user, oracle)
+	if user < 1 || oracle < 1 || oracle > user {
+		t.Errorf("bounded slowdown: users' limits %.2f, oracle %.2f", user, oracle)
+	}
+
+	philly := "philly:" + filepath.Join(testenv.RepoRoot(t), "datasets", "testdata", "philly_small.csv")
+	if _, err := run(t, "simulate", "--trace", philly, "--fleet", "uniform:2x8:V100", "--policy", "easy-backfill", "--estimates", "user", "--log-level", "error"); err == nil || !strings.Contains(err.Error(), "has no time limit") {
+		t.Errorf("user estimates without limits: %v", err)
+	}
+	for args, want := range map[string]string{
+		"--estimates learned":                "--estimates learned needs --models",
+		"--estimates user --oracle":          "leave --models and --oracle out",
+		"--estimates guess --models nowhere": `--estimates "guess"`,
+	} {
+		_, err := run(t, append([]string{"simulate", "--trace", philly, "--fleet", "uniform:2x8:V100", "--policy", "easy-backfill"}, strings.Fields(args)...)...)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", args, err, want)
+		}
+	}
+}

@@ -1,0 +1,74 @@
+package executor
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/prescient-sched/prescient/cluster"
+)
+
+// UserEstimates forecasts each job's run time as its time limit, P50 and
+// P90 alike: what a backfilling scheduler without forecasts plans with
+// (Slurm's backfill, EASY). A job without a limit is an error.
+type UserEstimates struct{}
+
+var _ Forecaster = UserEstimates{}
+
+// Forecast implements Forecaster.
+func (UserEstimates) Forecast(_ context.Context, jobs []*cluster.Job) ([]Forecast, error) {
+	out := make([]Forecast, len(jobs))
+	for i, j := range jobs {
+		l := j.Spec.TimeLimit
+		if l <= 0 {
+			return nil, fmt.Errorf("user estimates: job %s has no time limit", j.ID)
+		}
+		out[i] = Forecast{Job: j.ID, DurationP50: l, DurationP90: l, Source: "user-limit"}
+	}
+	return out, nil
+}
+
+// LimitCapped caps another forecaster's P50 and P90 at each job's time
+// limit, where it has one: the job is killed there, so it cannot need
+// longer.
+type LimitCapped struct{ Forecaster }
+
+// Forecast implements Forecaster.
+func (c LimitCapped) Forecast(ctx context.Context, jobs []*cluster.Job) ([]Forecast, error) {
+	out, err := c.Forecaster.Forecast(ctx, jobs)
+	if err != nil {
+		return nil, err
+	}
+	for i := range out {
+		if l := jobs[i].Spec.TimeLimit; l > 0 {
+			out[i].DurationP50, out[i].DurationP90 = min(out[i].DurationP50, l), min(out[i].DurationP90, l)
+		}
+	}
+	return out, nil
+}
+
+// raiseSteps are how far past a forecast a job that has outlived it is
+// expected to run, in turn: the ladder Tsafrir, Etsion and Feitelson used
+// to raise failed predictions ("Backfilling using system-generated
+// predictions rather than user runtime estimates", 2007).
+var raiseSteps = []time.Duration{
+	time.Minute, 5 * time.Minute, 15 * time.Minute, 30 * time.Minute, time.Hour, 2 * time.Hour, 5 * time.Hour,
+	10 * time.Hour, 20 * time.Hour, 50 * time.Hour, 100 * time.Hour,
+}
+
+// remaining is the time a job still needs by a forecast of est in all:
+// est - done, at least one second. A job with a time limit that has done
+// est already is expected to run to est plus the first of raiseSteps that
+// puts the end ahead of it, never past its limit; a job without one, one
+// more second.
+func remaining(est, done, limit time.Duration) time.Duration {
+	if est > done || limit <= 0 {
+		return max(est-done, time.Second)
+	}
+	for _, s := range raiseSteps {
+		if est+s > done {
+			return max(min(est+s, limit)-done, time.Second)
+		}
+	}
+	return max(limit-done, time.Second)
+}

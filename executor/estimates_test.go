@@ -1,0 +1,67 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prescient-sched/prescient/cluster"
+)
+
+func TestRemainingRaisesOutlivedEstimates(t *testing.T) {
+	const h = time.Hour
+	for _, tc := range []struct {
+		name             string
+		est, done, limit time.Duration
+		want             time.Duration
+	}{
+		{"within the estimate", 2 * h, h, 4 * h, h},
+		{"no limit: a second", 2 * h, 3 * h, 0, time.Second},
+		{"just past: a minute more", 2 * h, 2 * h, 4 * h, time.Minute},
+		{"past by 10 min: to 15 min past", 2 * h, 2*h + 10*time.Minute, 4 * h, 5 * time.Minute},
+		{"past by 3 h: never past the limit", 2 * h, 2*h + 3*h/2, 4 * h, h / 2},
+		{"at its limit: a second", 2 * h, 4 * h, 4 * h, time.Second},
+		{"past every step", time.Minute, 200 * h, 300 * h, 100 * h},
+	} {
+		if got := remaining(tc.est, tc.done, tc.limit); got != tc.want {
+			t.Errorf("%s: remaining(%s, %s, %s) = %s, want %s", tc.name, tc.est, tc.done, tc.limit, got, tc.want)
+		}
+	}
+}
+
+type fixedForecaster time.Duration
+
+func (f fixedForecaster) Forecast(_ context.Context, jobs []*cluster.Job) ([]Forecast, error) {
+	out := make([]Forecast, len(jobs))
+	for i, j := range jobs {
+		out[i] = Forecast{Job: j.ID, DurationP50: time.Duration(f), DurationP90: 2 * time.Duration(f)}
+	}
+	return out, nil
+}
+
+func TestUserEstimatesAndLimitCapped(t *testing.T) {
+	limited := &cluster.Job{ID: "a", Spec: cluster.JobSpec{TimeLimit: 90 * time.Minute}}
+	free := &cluster.Job{ID: "b"}
+	fc, err := UserEstimates{}.Forecast(context.Background(), []*cluster.Job{limited})
+	if err != nil || fc[0].DurationP50 != 90*time.Minute || fc[0].DurationP90 != 90*time.Minute {
+		t.Fatalf("user estimates: %+v, %v", fc, err)
+	}
+	if _, err := (UserEstimates{}).Forecast(context.Background(), []*cluster.Job{free}); err == nil || !strings.Contains(err.Error(), "job b has no time limit") {
+		t.Fatalf("a job without a limit: %v", err)
+	}
+	fc, err = LimitCapped{fixedForecaster(time.Hour)}.Forecast(context.Background(), []*cluster.Job{limited, free})
+	if err != nil || fc[0].DurationP50 != time.Hour || fc[0].DurationP90 != 90*time.Minute || fc[1].DurationP90 != 2*time.Hour {
+		t.Fatalf("capped: %+v, %v", fc, err)
+	}
+	if _, err := (LimitCapped{failing{}}).Forecast(context.Background(), []*cluster.Job{free}); !errors.Is(err, ErrUnknownJob) {
+		t.Fatalf("a failing forecaster's error: %v", err)
+	}
+}
+
+type failing struct{}
+
+func (failing) Forecast(context.Context, []*cluster.Job) ([]Forecast, error) {
+	return nil, ErrUnknownJob
+}
