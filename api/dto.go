@@ -32,6 +32,7 @@ const (
 	maxGPUsPerNode   = 1024
 	maxHorizon       = 30 * 24 * time.Hour
 	maxCheckpointS   = 7 * 24 * 3600
+	maxTimeLimitS    = 365 * 24 * 3600
 	maxListLimit     = 1000
 	maxStatsWindow   = 90 * 24 * time.Hour
 	maxStatsPoints   = 10_000
@@ -64,16 +65,20 @@ type JobSpecRequest struct {
 	Tier string `json:"tier,omitempty"`
 	GPUs int    `json:"gpus"`
 	// GPUMilli is each GPU's share in thousandths; 0 means whole GPUs.
-	GPUMilli        int               `json:"gpu_milli,omitempty"`
-	GPUModels       []string          `json:"gpu_models,omitempty"`
-	CPUMilli        int64             `json:"cpu_milli,omitempty"`
-	MemoryBytes     int64             `json:"memory_bytes,omitempty"`
-	Deadline        string            `json:"deadline,omitempty"`
-	GangSize        int               `json:"gang_size,omitempty"`
-	Checkpointable  bool              `json:"checkpointable,omitempty"`
-	CheckpointCostS float64           `json:"checkpoint_cost_s,omitempty"`
-	Labels          map[string]string `json:"labels,omitempty"`
-	Data            *DataRequest      `json:"data,omitempty"`
+	GPUMilli        int      `json:"gpu_milli,omitempty"`
+	GPUModels       []string `json:"gpu_models,omitempty"`
+	CPUMilli        int64    `json:"cpu_milli,omitempty"`
+	MemoryBytes     int64    `json:"memory_bytes,omitempty"`
+	Deadline        string   `json:"deadline,omitempty"`
+	GangSize        int      `json:"gang_size,omitempty"`
+	Checkpointable  bool     `json:"checkpointable,omitempty"`
+	CheckpointCostS float64  `json:"checkpoint_cost_s,omitempty"`
+	// TimeLimitS is the run time the user asks for (a Slurm time limit),
+	// kept with the job and read by the forecasts; Prescient's own
+	// backends do not stop a job at it. 0 means none.
+	TimeLimitS float64           `json:"time_limit_s,omitempty"`
+	Labels     map[string]string `json:"labels,omitempty"`
+	Data       *DataRequest      `json:"data,omitempty"`
 }
 
 // DataRequest is the dataset a job reads and where warm copies sit.
@@ -210,6 +215,14 @@ func (r JobSpecRequest) toSpec(prefix, tenant string) (cluster.JobSpec, error) {
 		fe.add("checkpoint_cost_s", "%g s is more than a week", c)
 	default:
 		spec.CheckpointCost = time.Duration(c * float64(time.Second))
+	}
+	switch l := r.TimeLimitS; {
+	case l < 0 || math.IsNaN(l):
+		fe.add("time_limit_s", "%g is negative", l)
+	case l > maxTimeLimitS:
+		fe.add("time_limit_s", "%g s is more than a year", l)
+	default:
+		spec.TimeLimit = time.Duration(l * float64(time.Second))
 	}
 	checkLabels(fe, r.Labels)
 	if d := r.Data; d != nil {

@@ -38,7 +38,7 @@ func fuzzRequest(f *testing.F, method, path string, allowed []int, seeds ...stri
 func FuzzSubmit(f *testing.F) {
 	fuzzBody(f, "/v1/jobs", []int{200, 201, 400, 409},
 		`{"gpus":1}`,
-		`{"id":"a","name":"bert","tenant":"b","user":"u","tier":"production","gpus":2,"gpu_milli":1000,"gpu_models":["A100-SXM4-80GB"],"cpu_milli":4000,"memory_bytes":1073741824,"deadline":"2026-01-05T12:00:00Z","gang_size":2,"checkpointable":true,"checkpoint_cost_s":30,"labels":{"run":"7"},"command":["python","train.py"],"env":{"EPOCHS":"3"}}`,
+		`{"id":"a","name":"bert","tenant":"b","user":"u","tier":"production","gpus":2,"gpu_milli":1000,"gpu_models":["A100-SXM4-80GB"],"cpu_milli":4000,"memory_bytes":1073741824,"deadline":"2026-01-05T12:00:00Z","gang_size":2,"checkpointable":true,"checkpoint_cost_s":30,"time_limit_s":7200,"labels":{"run":"7"},"command":["python","train.py"],"env":{"EPOCHS":"3"}}`,
 		`{"gpus":1,"gpu_milli":250}`,
 		`{"gpus":-1,"tier":"vip"}`,
 		`{"gpus":1e309}`,

@@ -40,7 +40,7 @@ func TestBadRequestsAre400WithAClearMessage(t *testing.T) {
 		{"negative GPUs", "POST", "/v1/jobs", `{"gpus":-1}`, "invalid_request", []string{"gpus: -1 is negative"}},
 		{"unknown tier", "POST", "/v1/jobs", `{"gpus":1,"tier":"vip"}`, "invalid_request", []string{"tier", `"vip"`}},
 		{"deadline not RFC 3339", "POST", "/v1/jobs", `{"gpus":1,"deadline":"tomorrow"}`, "invalid_request", []string{"deadline", "RFC 3339"}},
-		{"several errors at once", "POST", "/v1/jobs", `{"gpus":-1,"checkpoint_cost_s":-5,"id":"a b"}`, "invalid_request", []string{"gpus", "checkpoint_cost_s", "id"}},
+		{"several errors at once", "POST", "/v1/jobs", `{"gpus":-1,"checkpoint_cost_s":-5,"time_limit_s":-1,"id":"a b"}`, "invalid_request", []string{"gpus", "checkpoint_cost_s", "time_limit_s", "id"}},
 		{"share on several GPUs", "POST", "/v1/jobs", `{"gpus":2,"gpu_milli":500}`, "invalid_request", []string{"gpu_milli"}},
 		{"job may not set CUDA_VISIBLE_DEVICES", "POST", "/v1/jobs", `{"gpus":1,"env":{"CUDA_VISIBLE_DEVICES":"0,1,2,3"}}`, "invalid_request", []string{"env.CUDA_VISIBLE_DEVICES"}},
 		{"bad label key", "POST", "/v1/jobs", `{"gpus":1,"labels":{"":"x"}}`, "invalid_request", []string{"labels"}},
