@@ -43,6 +43,14 @@ bench:
 
 # Evaluation reports on the public traces in $(DATASETS): printed, not asserted (make test asserts what it can).
 PHILLY       := philly:$(DATASETS)/philly/philly_jobs.csv
+KTH          := swf:$(DATASETS)/swf/KTH-SP2-1996-2.1-cln.swf.gz
+CURIE        := swf:$(DATASETS)/swf/CEA-Curie-2011-2.1-cln.first75.swf.gz
+# The submit times at 50% and 75% of each SWF log's jobs (Curie: of its
+# shared part): the origins of the time-limit and backfill evaluations.
+SWF_WINDOWS  := $(KTH),1997-03-24T14:54:15Z,1997-05-28T16:10:41Z \
+                $(KTH),1997-05-28T16:10:41Z, \
+                $(CURIE),2012-06-22T13:46:24Z,2012-08-01T16:23:51Z \
+                $(CURIE),2012-08-01T16:23:51Z,
 SIM_POLICIES := fifo,fifo-strict,sjf-oracle,srtf-oracle,tiresias,easy-backfill,prescient
 SIM_WINDOWS  := 2017-10-25,2017-11-10 2017-11-10,2017-11-20 2017-11-20,2017-12-01 2017-11-10,2017-12-01
 eval: build
@@ -69,6 +77,18 @@ eval: build
 	$(BIN) evaluate --target idle --series genai:$(DATASETS)/alibaba-genai/pod_gpu_duty_cycle_anon.csv.gz --models $(RUN_DIR)/eval-idle-genai --from 2022-09-11 --horizon 60m --output json
 	$(BIN) train --target idle --series philly-nodes:$(DATASETS)/philly/philly_node_sequence.csv --models $(RUN_DIR)/eval-idle-philly
 	$(BIN) evaluate --target idle --series philly-nodes:$(DATASETS)/philly/philly_node_sequence.csv --models $(RUN_DIR)/eval-idle-philly --from 2017-11-01 --horizon 60m --output json
+	@echo "== time limits on SWF logs (KTH SP2, CEA Curie): trained before each origin, scored to the next (users' limits as \"user\")"
+	for w in $(SWF_WINDOWS); do set -- $$(echo $$w | tr , ' '); \
+	  rm -rf $(RUN_DIR)/eval-swf-models; \
+	  $(BIN) train --target duration --trace $$1 --until $$2 --models $(RUN_DIR)/eval-swf-models >/dev/null || exit 1; \
+	  echo "-- $$1 from $$2 $${3:+until $$3}"; \
+	  $(BIN) evaluate --target limit --trace $$1 --from $$2 $${3:+--until $$3} --models $(RUN_DIR)/eval-swf-models || exit 1; \
+	  case $$1 in *KTH*) \
+	    $(BIN) simulate --trace $$1 --fleet $$1 --from $$2 $${3:+--until $$3} --policy easy-backfill --estimates user || exit 1; \
+	    $(BIN) simulate --trace $$1 --fleet $$1 --from $$2 $${3:+--until $$3} --policy easy-backfill --estimates learned --models $(RUN_DIR)/eval-swf-models || exit 1; \
+	    $(BIN) simulate --trace $$1 --fleet $$1 --from $$2 $${3:+--until $$3} --policy easy-backfill --oracle || exit 1;; \
+	  esac; \
+	done
 	@echo "== simulate: Philly from 2017-11-10 on uniform:50x8:V100, every policy (oracle forecasts)"
 	$(BIN) simulate --trace $(PHILLY) --fleet uniform:50x8:V100 --from 2017-11-10 --policy $(SIM_POLICIES) --oracle --plot $(RUN_DIR)/simulate-philly.svg
 	@echo "== simulate: deadlines on 30% of jobs at 2x their duration"

@@ -28,25 +28,6 @@ func (UserEstimates) Forecast(_ context.Context, jobs []*cluster.Job) ([]Forecas
 	return out, nil
 }
 
-// LimitCapped caps another forecaster's P50 and P90 at each job's time
-// limit, where it has one: the job is killed there, so it cannot need
-// longer.
-type LimitCapped struct{ Forecaster }
-
-// Forecast implements Forecaster.
-func (c LimitCapped) Forecast(ctx context.Context, jobs []*cluster.Job) ([]Forecast, error) {
-	out, err := c.Forecaster.Forecast(ctx, jobs)
-	if err != nil {
-		return nil, err
-	}
-	for i := range out {
-		if l := jobs[i].Spec.TimeLimit; l > 0 {
-			out[i].DurationP50, out[i].DurationP90 = min(out[i].DurationP50, l), min(out[i].DurationP90, l)
-		}
-	}
-	return out, nil
-}
-
 // raiseSteps are how far past a forecast a job that has outlived it is
 // expected to run, in turn: the ladder Tsafrir, Etsion and Feitelson used
 // to raise failed predictions ("Backfilling using system-generated

@@ -2,7 +2,6 @@ package executor
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -31,17 +30,7 @@ func TestRemainingRaisesOutlivedEstimates(t *testing.T) {
 	}
 }
 
-type fixedForecaster time.Duration
-
-func (f fixedForecaster) Forecast(_ context.Context, jobs []*cluster.Job) ([]Forecast, error) {
-	out := make([]Forecast, len(jobs))
-	for i, j := range jobs {
-		out[i] = Forecast{Job: j.ID, DurationP50: time.Duration(f), DurationP90: 2 * time.Duration(f)}
-	}
-	return out, nil
-}
-
-func TestUserEstimatesAndLimitCapped(t *testing.T) {
+func TestUserEstimates(t *testing.T) {
 	limited := &cluster.Job{ID: "a", Spec: cluster.JobSpec{TimeLimit: 90 * time.Minute}}
 	free := &cluster.Job{ID: "b"}
 	fc, err := UserEstimates{}.Forecast(context.Background(), []*cluster.Job{limited})
@@ -51,17 +40,4 @@ func TestUserEstimatesAndLimitCapped(t *testing.T) {
 	if _, err := (UserEstimates{}).Forecast(context.Background(), []*cluster.Job{free}); err == nil || !strings.Contains(err.Error(), "job b has no time limit") {
 		t.Fatalf("a job without a limit: %v", err)
 	}
-	fc, err = LimitCapped{fixedForecaster(time.Hour)}.Forecast(context.Background(), []*cluster.Job{limited, free})
-	if err != nil || fc[0].DurationP50 != time.Hour || fc[0].DurationP90 != 90*time.Minute || fc[1].DurationP90 != 2*time.Hour {
-		t.Fatalf("capped: %+v, %v", fc, err)
-	}
-	if _, err := (LimitCapped{failing{}}).Forecast(context.Background(), []*cluster.Job{free}); !errors.Is(err, ErrUnknownJob) {
-		t.Fatalf("a failing forecaster's error: %v", err)
-	}
-}
-
-type failing struct{}
-
-func (failing) Forecast(context.Context, []*cluster.Job) ([]Forecast, error) {
-	return nil, ErrUnknownJob
 }

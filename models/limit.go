@@ -1,9 +1,12 @@
 package models
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/prescient-sched/prescient/cluster"
 )
 
 // LimitPolicy turns run-time forecasts into recommended time limits, the
@@ -137,13 +140,20 @@ func (c *LimitCalibration) Recommend(user string, median float64, request time.D
 func (p LimitPolicy) limit(logSeconds float64, request time.Duration) time.Duration {
 	l := maxLimit
 	if s := math.Exp(logSeconds); s < maxLimit.Seconds() { // NaN and overflow stay at maxLimit
-		l = max(p.Unit, time.Duration(math.Ceil(s*float64(time.Second)/float64(p.Unit)))*p.Unit)
+		// Less a microsecond, so that exp(log(x)) a hair above a whole
+		// unit x is not rounded up to the next.
+		units := math.Ceil((s*float64(time.Second) - float64(time.Microsecond)) / float64(p.Unit))
+		l = max(p.Unit, time.Duration(units)*p.Unit)
 	}
 	if request > 0 {
 		l = min(l, request)
 	}
 	return l
 }
+
+// LimitUser is whom a job's limit is calibrated for: its user, else its
+// tenant.
+func LimitUser(j *cluster.Job) string { return cmp.Or(j.Spec.User, j.Spec.Tenant) }
 
 // maxLimit bounds a recommendation: a year.
 const maxLimit = 365 * 24 * time.Hour

@@ -151,21 +151,17 @@ func replayLimits(queries []cluster.Job, q [][]float64, from time.Time, p models
 		j := &queries[i]
 		for running.Len() > 0 && running[0].end < j.SubmitTime.UnixNano() {
 			e := heap.Pop(&running).(limitEnd)
-			cal.Observe(limitUser(&queries[e.i]), queries[e.i].Spec.TimeLimit, q[e.i][0], queries[e.i].Outcome.RunTime)
+			cal.Observe(models.LimitUser(&queries[e.i]), queries[e.i].Spec.TimeLimit, q[e.i][0], queries[e.i].Outcome.RunTime)
 		}
 		if completed(j) {
 			heap.Push(&running, limitEnd{models.EndTime(j).UnixNano(), i})
 			if !j.SubmitTime.Before(from) {
-				s.add(j, cal.Recommend(limitUser(j), q[i][0], j.Spec.TimeLimit))
+				s.add(j, cal.Recommend(models.LimitUser(j), q[i][0], j.Spec.TimeLimit))
 			}
 		}
 	}
 	return s.metrics()
 }
-
-// limitUser is whom a job's limit is calibrated for: its user, else its
-// tenant.
-func limitUser(j *cluster.Job) string { return cmp.Or(j.Spec.User, j.Spec.Tenant) }
 
 type limitEnd struct {
 	end int64

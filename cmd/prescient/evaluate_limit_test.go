@@ -14,7 +14,7 @@ import (
 // On a slice of the KTH SP2 log: train run times on its first 8,000 jobs,
 // then recommend limits for the next 2,000 through evaluate --target
 // limit. The learned limits sit well below the users' own and let few
-// completed jobs run past them.
+// completed jobs run past them; a replay backfills with them.
 func TestEvaluateLimitsOnKTH(t *testing.T) {
 	trace := "swf:" + testenv.Dataset(t, "swf", "KTH-SP2-1996-2.1-cln.swf.gz")
 	res, err := datasets.ReadTrace(trace, datasets.ReadOptions{})
@@ -61,5 +61,19 @@ func TestEvaluateLimitsOnKTH(t *testing.T) {
 
 	if _, err := run(t, "evaluate", "--target", "limit", "--models", reg, "--trace", trace, "--from", from, "--run-past", "0"); err == nil || !strings.Contains(err.Error(), "--run-past") {
 		t.Errorf("--run-past 0: got %v", err)
+	}
+
+	// The same registry's recommended limits as backfill estimates.
+	out, err = run(t, "simulate", "--trace", trace, "--fleet", trace, "--from", from, "--until", until, "--policy", "easy-backfill",
+		"--estimates", "learned", "--models", reg, "-o", "json", "--log-level", "error")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sim map[string]any
+	if err := json.Unmarshal([]byte(out), &sim); err != nil {
+		t.Fatal(err)
+	}
+	if sim["jobs"] != sim["finished"] || sim["jobs"].(float64) != 2000 || sim["avg_bounded_slowdown"].(float64) < 1 {
+		t.Errorf("backfill with learned estimates: %v jobs, %v finished, bounded slowdown %v", sim["jobs"], sim["finished"], sim["avg_bounded_slowdown"])
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/prescient-sched/prescient/executor/park"
 	"github.com/prescient-sched/prescient/executor/policies"
 	"github.com/prescient-sched/prescient/executor/sim"
+	"github.com/prescient-sched/prescient/models"
 	"github.com/prescient-sched/prescient/predictor"
 	"github.com/prescient-sched/prescient/training"
 )
@@ -77,7 +78,8 @@ need forecasts: --models DIR (the learned P50/P90 of the model registry that
 finishes) or --oracle (true durations, with --oracle-noise σ for log-normal
 noise). On traces with users' time limits (swf), --estimates user plans with the
 limits themselves, as Slurm's backfill does, and --estimates learned with the
---models forecasts capped at each job's limit. Either way a job with a limit
+limits Prescient would recommend from the --models forecasts (evaluate --target
+limit), never above the user's. Either way a job with a limit
 that outlives its estimate is expected to run a step longer (1 min, 5, 15, 30,
 1 h, 2, 5, ... up to its limit), and no job is stopped before its limit: the
 trace's run times are replayed.`,
@@ -94,7 +96,7 @@ trace's run times are replayed.`,
 	f.StringVar(&o.models, "models", "", "model registry directory: learned duration forecasts")
 	f.BoolVar(&o.oracle, "oracle", false, "forecast true durations")
 	f.Float64Var(&o.oracleNoise, "oracle-noise", 0, "with --oracle, log-normal noise σ on the forecasts")
-	f.StringVar(&o.estimates, "estimates", "", "run-time estimates for the policies that use forecasts, on traces with time limits: user (each job's limit) or learned (--models, capped at the limit)")
+	f.StringVar(&o.estimates, "estimates", "", "run-time estimates for the policies that use forecasts, on traces with time limits: user (each job's limit) or learned (the limit recommended from --models, as evaluate --target limit scores it)")
 	f.StringVar(&o.from, "from", "", "replay only jobs submitted from this date (YYYY-MM-DD or RFC 3339)")
 	f.StringVar(&o.until, "until", "", "replay only jobs submitted before this date; the replay still runs until every job has finished")
 	f.StringVar(&o.deadlines, "deadlines", "", "FRACTION:SLACK: give FRACTION of jobs the deadline submit + SLACK × true duration")
@@ -438,7 +440,7 @@ func (o *simulateOptions) forecaster(g *globals, pol *executor.Policy, truth rep
 			return nil, fmt.Errorf("--models: %w", err)
 		}
 		if o.estimates == estimatesLearned {
-			return executor.LimitCapped{Forecaster: predictor.Adapter{P: p, Trace: truth.orig}}, nil
+			return predictor.NewLimitEstimates(predictor.Adapter{P: p, Trace: truth.orig}, models.DefaultLimitPolicy())
 		}
 		return predictor.Adapter{P: p, Trace: truth.orig}, nil
 	}
@@ -470,10 +472,10 @@ func (r simulateReport) MarshalJSON() ([]byte, error) {
 
 func (r simulateReport) writeTable(w io.Writer) error {
 	t := newTable(w)
-	t.row("POLICY", "JOBS", "FINISHED", "AVG JCT", "P99 JCT", "AVG WAIT", "GPU ALLOC", "DEADLINES MET", "PREEMPTIONS", "LOST GPU-H", "ENERGY KWH", "JAIN", "WORST TENANT", "WALL")
+	t.row("POLICY", "JOBS", "FINISHED", "AVG JCT", "P99 JCT", "AVG WAIT", "BOUNDED SLOWDOWN", "GPU ALLOC", "DEADLINES MET", "PREEMPTIONS", "LOST GPU-H", "ENERGY KWH", "JAIN", "WORST TENANT", "WALL")
 	for _, m := range r.runs {
 		t.row(m.Policy, m.Jobs, m.Finished, hours(m.AvgJCTS), hours(m.P99JCTS), hours(m.AvgWaitS),
-			fmt.Sprintf("%.1f%%", m.GPUAllocPct), deadlineCell(m), m.Preemptions, fmt.Sprintf("%.1f", m.LostGPUS/3600),
+			fmt.Sprintf("%.2f", m.AvgBoundedSlowdown), fmt.Sprintf("%.1f%%", m.GPUAllocPct), deadlineCell(m), m.Preemptions, fmt.Sprintf("%.1f", m.LostGPUS/3600),
 			fmt.Sprintf("%.0f", m.EnergyKWh), fmt.Sprintf("%.3f", m.JainFairness), fmt.Sprintf("%.2fx", m.WorstTenantWaitRatio),
 			fmt.Sprintf("%.1fs", m.SimWallS))
 	}

@@ -1,0 +1,61 @@
+package predictor_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/prescient-sched/prescient/cluster"
+	"github.com/prescient-sched/prescient/models"
+	"github.com/prescient-sched/prescient/predictor"
+)
+
+// Planning with recommended limits: the user's own limit until the
+// calibration has heard enough jobs end, then the forecast median (1 h)
+// plus the user's errors, rounded up to a minute.
+func TestLimitEstimates(t *testing.T) {
+	p := models.LimitPolicy{RunPast: 0.05, Window: 100, MinAll: 20, MinUser: 20, MinUserLimit: 10, Unit: time.Minute}
+	f := &fakeLearned{}
+	le, err := predictor.NewLimitEstimates(predictor.Adapter{P: f}, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := func(i int) *cluster.Job {
+		j := cluster.NewJob(cluster.JobID(fmt.Sprint(i)), cluster.JobSpec{User: "u", GPUs: 1, GPUMilli: cluster.MilliGPU, TimeLimit: 10 * time.Hour}, time.Unix(int64(i), 0))
+		return &j
+	}
+	estimate := func(j *cluster.Job) time.Duration {
+		t.Helper()
+		fc, err := le.Forecast(context.Background(), []*cluster.Job{j})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fc[0].DurationP50 != fc[0].DurationP90 {
+			t.Fatalf("P50 %s, P90 %s: want one estimate", fc[0].DurationP50, fc[0].DurationP90)
+		}
+		return fc[0].DurationP50
+	}
+	if got := estimate(job(0)); got != 10*time.Hour {
+		t.Fatalf("uncalibrated: %s, want the user's 10h", got)
+	}
+	for i := 1; i <= 25; i++ {
+		j := job(i)
+		estimate(j)
+		j.State, j.Outcome.RunTime = cluster.StateSucceeded, time.Hour+time.Duration(i)*time.Minute
+		le.Observe(*j)
+	}
+	if len(f.observed) != 25 {
+		t.Fatalf("the learned model heard %d jobs end, want 25", len(f.observed))
+	}
+	if got := estimate(job(99)); got != time.Hour+25*time.Minute {
+		t.Fatalf("calibrated: %s, want 1h25m (the median plus the largest error of 25)", got)
+	}
+	// A job that never got a forecast teaches the calibration nothing.
+	stray := job(100)
+	stray.State, stray.Outcome.RunTime = cluster.StateSucceeded, 9*time.Hour
+	le.Observe(*stray)
+	if got := estimate(job(101)); got != time.Hour+25*time.Minute {
+		t.Fatalf("after a stray job: %s", got)
+	}
+}
