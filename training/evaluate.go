@@ -17,13 +17,8 @@ import (
 // before its submit time, those of the window included, as in serving.
 func Evaluate(ctx context.Context, art *models.Artifact, jobs []cluster.Job, from, until time.Time) (Report, error) {
 	sorted := sortedBySubmit(jobs)
-	bySubmit := func(j cluster.Job, t time.Time) int { return j.SubmitTime.Compare(t) }
-	k, _ := slices.BinarySearchFunc(sorted, from, bySubmit)
-	u := len(sorted)
-	if !until.IsZero() {
-		u, _ = slices.BinarySearchFunc(sorted, until, bySubmit)
-	}
-	d := scoredRows(art.Features, sorted, sorted[k:max(k, u)])
+	k, u := windowOf(sorted, from, until)
+	d := scoredRows(art.Features, sorted, sorted[k:u])
 	if len(d.y) < 1 {
 		window := "from " + from.Format(time.RFC3339) + " on"
 		if !until.IsZero() {
@@ -52,6 +47,18 @@ func Evaluate(ctx context.Context, art *models.Artifact, jobs []cluster.Job, fro
 		rep.add(l, met.Map(art.Target))
 	}
 	return rep, nil
+}
+
+// windowOf is the index range of jobs (sorted by submit time) submitted
+// at or after from and before until (zero: no end).
+func windowOf(sorted []cluster.Job, from, until time.Time) (k, u int) {
+	bySubmit := func(j cluster.Job, t time.Time) int { return j.SubmitTime.Compare(t) }
+	k, _ = slices.BinarySearchFunc(sorted, from, bySubmit)
+	u = len(sorted)
+	if !until.IsZero() {
+		u, _ = slices.BinarySearchFunc(sorted, until, bySubmit)
+	}
+	return k, max(k, u)
 }
 
 // gateScore is the gate metric of the artifact's selected model on the

@@ -70,13 +70,7 @@ func EvaluateLimits(ctx context.Context, art *models.Artifact, jobs []cluster.Jo
 		return LimitReport{}, err
 	}
 	sorted := sortedBySubmit(jobs)
-	bySubmit := func(j cluster.Job, t time.Time) int { return j.SubmitTime.Compare(t) }
-	k, _ := slices.BinarySearchFunc(sorted, from, bySubmit)
-	u := len(sorted)
-	if !until.IsZero() {
-		u, _ = slices.BinarySearchFunc(sorted, until, bySubmit)
-	}
-	u = max(k, u)
+	k, u := windowOf(sorted, from, until)
 	// The warm-up: the last limitWarmup labelled jobs before the window.
 	w, labelled := k, 0
 	for w > 0 && labelled < limitWarmup {

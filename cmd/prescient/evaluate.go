@@ -121,18 +121,9 @@ limit ÷ max(run time, 60 s), beside the users' own limits ("user").`,
 			if o.models == "" || o.trace == "" || o.from == "" {
 				return fmt.Errorf("--models, --trace and --from are required (or --origins for a backtest)")
 			}
-			from, err := datasets.ParseTime(o.from)
+			from, until, err := o.window()
 			if err != nil {
-				return fmt.Errorf("--from: %w", err)
-			}
-			var until time.Time
-			if o.until != "" {
-				if until, err = datasets.ParseTime(o.until); err != nil {
-					return fmt.Errorf("--until: %w", err)
-				}
-				if !until.After(from) {
-					return fmt.Errorf("--until %s: want a time after --from %s", o.until, o.from)
-				}
+				return err
 			}
 			art, err := training.Registry{Dir: o.models}.LoadCurrent(t)
 			if err != nil {
@@ -165,6 +156,23 @@ limit ÷ max(run time, 60 s), beside the users' own limits ("user").`,
 	f.IntVar(&o.gateWins, "gate-windows", training.DefaultGateWindows, "backtest: the gate's windows at each origin (as train --gate-windows)")
 	o.idle.register(cmd, true)
 	return cmd
+}
+
+// window parses --from and, when given, --until, which must come after it.
+func (o evaluateOptions) window() (from, until time.Time, err error) {
+	if from, err = datasets.ParseTime(o.from); err != nil {
+		return from, until, fmt.Errorf("--from: %w", err)
+	}
+	if o.until == "" {
+		return from, until, nil
+	}
+	if until, err = datasets.ParseTime(o.until); err != nil {
+		return from, until, fmt.Errorf("--until: %w", err)
+	}
+	if !until.After(from) {
+		return from, until, fmt.Errorf("--until %s: want a time after --from %s", o.until, o.from)
+	}
+	return from, until, nil
 }
 
 // evaluatePublishedPeak is evaluate --target memory --series with

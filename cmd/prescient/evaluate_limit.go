@@ -5,7 +5,6 @@ import (
 	"io"
 	"maps"
 	"slices"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -29,15 +28,9 @@ func runEvaluateLimits(cmd *cobra.Command, g *globals, o evaluateOptions) error 
 	case len(o.origins) > 0 || o.rolling != "" || o.series != "":
 		return fmt.Errorf("--target limit: scores a published duration model on --trace; --origins, --rolling and --series do not apply")
 	}
-	from, err := datasets.ParseTime(o.from)
+	from, until, err := o.window()
 	if err != nil {
-		return fmt.Errorf("--from: %w", err)
-	}
-	var until time.Time
-	if o.until != "" {
-		if until, err = datasets.ParseTime(o.until); err != nil {
-			return fmt.Errorf("--until: %w", err)
-		}
+		return err
 	}
 	p := models.DefaultLimitPolicy()
 	p.RunPast = o.runPast / 100
