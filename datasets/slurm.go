@@ -84,7 +84,7 @@ func readSacctText(br *bufio.Reader, file string, opt ReadOptions) (Result, erro
 	var header []string
 	p := slurmParser{file: file, strs: map[string]string{}}
 	for line := 1; ; line++ {
-		text, err := readSWFLine(br)
+		text, err := readBoundedLine(br)
 		if errors.Is(err, io.EOF) && len(text) == 0 {
 			break
 		}
@@ -92,7 +92,7 @@ func readSacctText(br *bufio.Reader, file string, opt ReadOptions) (Result, erro
 			if !errors.Is(err, bufio.ErrBufferFull) || col == nil {
 				return Result{}, fmt.Errorf("%s:%d: %w", file, line, err)
 			}
-			if err := sink.handle(&ParseError{File: file, Line: line, Err: fmt.Errorf("line longer than %d bytes", maxSWFLine)}); err != nil {
+			if err := sink.handle(&ParseError{File: file, Line: line, Err: fmt.Errorf("line longer than %d bytes", maxLineBytes)}); err != nil {
 				return Result{}, err
 			}
 			continue

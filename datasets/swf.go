@@ -107,10 +107,11 @@ type swfHeader struct {
 	queues     map[int64]string
 }
 
-// maxSWFLine bounds a line; an SWF job line is under 200 bytes.
-const maxSWFLine = 64 << 10
+// maxLineBytes bounds a line of the line-based readers (swf, slurm); an
+// SWF job line is under 200 bytes, a sacct one under 1,000.
+const maxLineBytes = 64 << 10
 
-// readSWF reads an SWF log. Jobs are IDs by job number. A job's state
+// readSWF reads an SWF log. Job IDs are the job numbers. A job's state
 // follows its status: 1 and 3 succeeded, 0 and 4 failed, 5 cancelled; 2 (a
 // partial execution to be continued) is read as cancelled and -1 (unknown)
 // as succeeded, both marked by the swf.status label. A job that waited and
@@ -127,7 +128,7 @@ func readSWF(r io.Reader, file string, opt ReadOptions) (Result, error) {
 	sink := newJobSink(opt, false)
 	seen := map[int64]int{} // line of each job number, for whole jobs
 	for line := 1; ; line++ {
-		text, err := readSWFLine(br)
+		text, err := readBoundedLine(br)
 		if errors.Is(err, io.EOF) && len(text) == 0 {
 			break
 		}
@@ -135,7 +136,7 @@ func readSWF(r io.Reader, file string, opt ReadOptions) (Result, error) {
 			if !errors.Is(err, bufio.ErrBufferFull) {
 				return Result{}, fmt.Errorf("%s:%d: %w", file, line, err)
 			}
-			err = &ParseError{File: file, Line: line, Err: fmt.Errorf("line longer than %d bytes", maxSWFLine)}
+			err = &ParseError{File: file, Line: line, Err: fmt.Errorf("line longer than %d bytes", maxLineBytes)}
 			if err := sink.handle(err); err != nil {
 				return Result{}, err
 			}
@@ -180,9 +181,9 @@ func readSWF(r io.Reader, file string, opt ReadOptions) (Result, error) {
 	return res, nil
 }
 
-// readSWFLine returns the next line without its newline; a line over
-// maxSWFLine is skipped to its end and reported as bufio.ErrBufferFull.
-func readSWFLine(br *bufio.Reader) ([]byte, error) {
+// readBoundedLine returns the next line without its newline; a line over
+// maxLineBytes is skipped to its end and reported as bufio.ErrBufferFull.
+func readBoundedLine(br *bufio.Reader) ([]byte, error) {
 	text, err := br.ReadSlice('\n')
 	if !errors.Is(err, bufio.ErrBufferFull) {
 		return text, err
@@ -499,7 +500,7 @@ func swfFleet(path string) (*cluster.Fleet, error) {
 	br := bufio.NewReaderSize(rc, 64<<10)
 	h := swfHeader{partitions: map[int64]string{}, queues: map[int64]string{}}
 	for line := 1; ; line++ {
-		text, err := readSWFLine(br)
+		text, err := readBoundedLine(br)
 		if err != nil && len(text) == 0 {
 			if errors.Is(err, io.EOF) {
 				break
