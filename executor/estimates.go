@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -10,16 +11,19 @@ import (
 
 // UserEstimates forecasts each job's run time as its time limit, P50 and
 // P90 alike: what a backfilling scheduler without forecasts plans with
-// (Slurm's backfill, EASY). A job without a limit is an error.
-type UserEstimates struct{}
+// (Slurm's backfill, EASY). A job without a limit gets Default, as a Slurm
+// job gets its partition's limit; with no Default it is an error.
+type UserEstimates struct {
+	Default time.Duration
+}
 
 var _ Forecaster = UserEstimates{}
 
 // Forecast implements Forecaster.
-func (UserEstimates) Forecast(_ context.Context, jobs []*cluster.Job) ([]Forecast, error) {
+func (u UserEstimates) Forecast(_ context.Context, jobs []*cluster.Job) ([]Forecast, error) {
 	out := make([]Forecast, len(jobs))
 	for i, j := range jobs {
-		l := j.Spec.TimeLimit
+		l := cmp.Or(j.Spec.TimeLimit, u.Default)
 		if l <= 0 {
 			return nil, fmt.Errorf("user estimates: job %s has no time limit", j.ID)
 		}

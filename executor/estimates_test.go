@@ -40,4 +40,8 @@ func TestUserEstimates(t *testing.T) {
 	if _, err := (UserEstimates{}).Forecast(context.Background(), []*cluster.Job{free}); err == nil || !strings.Contains(err.Error(), "job b has no time limit") {
 		t.Fatalf("a job without a limit: %v", err)
 	}
+	fc, err = UserEstimates{Default: 48 * time.Hour}.Forecast(context.Background(), []*cluster.Job{limited, free})
+	if err != nil || fc[0].DurationP50 != 90*time.Minute || fc[1].DurationP90 != 48*time.Hour {
+		t.Fatalf("with a default: %+v, %v", fc, err)
+	}
 }

@@ -433,7 +433,13 @@ func (o *simulateOptions) forecaster(g *globals, pol *executor.Policy, truth rep
 	case pol.NeedsOracle || !policies.UsesForecasts(pol.Name):
 		return executor.NewOracle(truth.durations, 0, o.seed)
 	case o.estimates == estimatesUser:
-		return executor.UserEstimates{}, nil
+		// A job without a limit would get its partition's, unknown here:
+		// the longest limit of the trace stands in.
+		var longest time.Duration
+		for _, j := range truth.orig {
+			longest = max(longest, j.Spec.TimeLimit)
+		}
+		return executor.UserEstimates{Default: longest}, nil
 	case o.models != "":
 		p, err := predictor.New(training.Registry{Dir: o.models}, g.logger)
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/prescient-sched/prescient/cluster/clustertest"
 	"github.com/prescient-sched/prescient/datasets"
+	"github.com/prescient-sched/prescient/executor"
 	"github.com/prescient-sched/prescient/executor/lend"
 	"github.com/prescient-sched/prescient/executor/policies"
 	"github.com/prescient-sched/prescient/executor/sim"
@@ -79,5 +80,27 @@ func BenchmarkReplayPhillyLending(b *testing.B) {
 				b.ReportMetric(r.AvgJCTS, "avg-jct-s/op")
 			}
 		})
+	}
+}
+
+// BenchmarkReplayCurie replays the 3,000 Curie jobs submitted from
+// 2012-08-01 on its own machine (5,544 nodes of 16 processors) with
+// easy-backfill planning by the users' limits: jobs of up to 80,000
+// processors, whose placement and reservation were cubic in their tasks.
+func BenchmarkReplayCurie(b *testing.B) {
+	path := "swf:" + testenv.Dataset(b, "swf", "CEA-Curie-2011-2.1-cln.first75.swf.gz")
+	res, err := datasets.ReadTrace(path, datasets.ReadOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	_, jobs := datasets.SplitByTime(res.Jobs, time.Date(2012, 8, 1, 0, 0, 0, 0, time.UTC))
+	jobs = jobs[:3000]
+	fleet, err := datasets.ReadFleet(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		r := replay(b, "easy-backfill", fleet, jobs, func(c *sim.Config) { c.Forecaster = executor.UserEstimates{} })
+		b.ReportMetric(float64(r.PlanCycles), "cycles/op")
 	}
 }
