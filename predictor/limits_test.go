@@ -7,8 +7,11 @@ import (
 	"time"
 
 	"github.com/prescient-sched/prescient/cluster"
+	"github.com/prescient-sched/prescient/datasets"
+	"github.com/prescient-sched/prescient/internal/testenv"
 	"github.com/prescient-sched/prescient/models"
 	"github.com/prescient-sched/prescient/predictor"
+	"github.com/prescient-sched/prescient/training"
 )
 
 // Planning with recommended limits: the user's own limit until the
@@ -58,4 +61,54 @@ func TestLimitEstimates(t *testing.T) {
 	if got := estimate(job(101)); got != time.Hour+25*time.Minute {
 		t.Fatalf("after a stray job: %s", got)
 	}
+}
+
+// BenchmarkLimitAdvice10k recommends limits for 10,000 pending jobs: the
+// ensemble trained on all of KTH SP2 but its last 12,000 jobs, its
+// calibration warm from 2,000 of them, asked for the last 10,000 as if
+// they were pending now (the "advice for 10,000 pending jobs").
+func BenchmarkLimitAdvice10k(b *testing.B) {
+	res, err := datasets.ReadTrace("swf:"+testenv.Dataset(b, "swf", "KTH-SP2-1996-2.1-cln.swf.gz"), datasets.ReadOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	n := len(res.Jobs)
+	history, warm, pending := res.Jobs[:n-12000], res.Jobs[n-12000:n-10000], res.Jobs[n-10000:]
+	reg := training.Registry{Dir: b.TempDir()}
+	publish(b, reg, models.TargetDuration, history, models.EnsembleName)
+	p, err := predictor.New(reg, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	le, err := predictor.NewLimitEstimates(predictor.Adapter{P: p}, models.DefaultLimitPolicy())
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range warm {
+		j := cluster.NewJob(warm[i].ID, warm[i].Spec, warm[i].SubmitTime)
+		if _, err := le.Forecast(context.Background(), []*cluster.Job{&j}); err != nil {
+			b.Fatal(err)
+		}
+		le.Observe(warm[i])
+	}
+	now := pending[len(pending)-1].SubmitTime
+	ptrs := make([]*cluster.Job, len(pending))
+	for i := range pending {
+		j := cluster.NewJob(pending[i].ID, pending[i].Spec, now)
+		ptrs[i] = &j
+	}
+	lowered := 0
+	for b.Loop() {
+		fc, err := le.Forecast(context.Background(), ptrs)
+		if err != nil {
+			b.Fatal(err)
+		}
+		lowered = 0
+		for i, f := range fc {
+			if f.DurationP50 < ptrs[i].Spec.TimeLimit {
+				lowered++
+			}
+		}
+	}
+	b.ReportMetric(float64(lowered), "lowered/op")
 }
