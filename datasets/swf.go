@@ -248,7 +248,7 @@ func (h *swfHeader) parse(text []byte, first bool) error {
 type swfLine struct {
 	line   int
 	raw    [swfNumFields][]byte
-	int    [swfNumFields]int64 // the fields read as integers (-1 unknown)
+	num    [swfNumFields]int64 // the fields read as integers (-1 unknown)
 	avgCPU float64             // field 6 may be fractional
 }
 
@@ -294,7 +294,7 @@ func (f *swfLine) split(text []byte, file string, line int) error {
 			case v > maxSeconds*1e3:
 				return f.fieldError(file, i, errTooLarge)
 			}
-			f.int[i] = int64(math.Round(v))
+			f.num[i] = int64(math.Round(v))
 			if i == swfAvgCPU {
 				f.avgCPU = v
 			}
@@ -304,7 +304,7 @@ func (f *swfLine) split(text []byte, file string, line int) error {
 		if err != nil {
 			return f.fieldError(file, i, err)
 		}
-		f.int[i] = v
+		f.num[i] = v
 	}
 	return nil
 }
@@ -363,7 +363,7 @@ func (p *swfParser) intern(prefix string, v int64) string {
 }
 
 func (p *swfParser) job(f *swfLine) (cluster.Job, error) {
-	v := &f.int
+	v := &f.num
 	if v[swfSubmit] < 0 {
 		return cluster.Job{}, f.fieldError(p.file, swfSubmit, errors.New("unknown (-1): a job needs a submit time"))
 	}
@@ -429,7 +429,7 @@ func (p *swfParser) job(f *swfLine) (cluster.Job, error) {
 
 // labels carries the fields the job model has no place for.
 func (p *swfParser) labels(f *swfLine, s *cluster.JobSpec) {
-	v := &f.int
+	v := &f.num
 	set := func(k, val string) {
 		if s.Labels == nil {
 			s.Labels = make(map[string]string, 4)
@@ -474,8 +474,8 @@ var swfLabelNames = map[int]string{
 // executions (status 2-4), which share their job's number: those get IDs
 // "N.L" with L their line.
 func (p *swfParser) checkDuplicate(seen map[int64]int, f *swfLine, j *cluster.Job) error {
-	n := f.int[swfJob]
-	if st := f.int[swfStatus]; st == swfPartial || st == swfPartialDone || st == swfPartialFailed {
+	n := f.num[swfJob]
+	if st := f.num[swfStatus]; st == swfPartial || st == swfPartialDone || st == swfPartialFailed {
 		j.ID = cluster.JobID(strconv.FormatInt(n, 10) + "." + strconv.Itoa(f.line))
 		return nil
 	}

@@ -177,7 +177,10 @@ func (c *Capacity) Allocate(allocs []cluster.Allocation) error {
 			twice, seen[p] = seen[p], true
 		} else {
 			for _, b := range allocs[:k] {
-				twice = twice || b.GPU == a.GPU
+				if b.GPU == a.GPU {
+					twice = true
+					break
+				}
 			}
 		}
 		if twice {

@@ -118,7 +118,7 @@ var limitLevels = []level{
 		if s.TimeLimit <= 0 {
 			return d
 		}
-		return withInt(d, cmp.Or(s.User, s.Tenant), int(s.TimeLimit/time.Second))
+		return withInt(d, limitOwner(s), int(s.TimeLimit/time.Second))
 	}},
 	{"limit", func(d []byte, s *cluster.JobSpec) []byte {
 		if s.TimeLimit <= 0 {

@@ -153,7 +153,18 @@ func (p LimitPolicy) limit(logSeconds float64, request time.Duration) time.Durat
 
 // LimitUser is whom a job's limit is calibrated for: its user, else its
 // tenant.
-func LimitUser(j *cluster.Job) string { return cmp.Or(j.Spec.User, j.Spec.Tenant) }
+func LimitUser(j *cluster.Job) string { return limitOwner(&j.Spec) }
+
+// limitOwner is whose limits a spec's are: its user, else its tenant (the
+// key of LimitUser and of the user_limit feature group alike).
+func limitOwner(s *cluster.JobSpec) string { return cmp.Or(s.User, s.Tenant) }
+
+// CompletedRun reports whether a job finished by itself with a known run
+// time: what limits are calibrated and scored on (a killed or cancelled
+// job's run time says when it was stopped, not how long it needed).
+func CompletedRun(j *cluster.Job) bool {
+	return j.State == cluster.StateSucceeded && j.Outcome.RunTime > 0
+}
 
 // maxLimit bounds a recommendation: a year.
 const maxLimit = 365 * 24 * time.Hour

@@ -2,7 +2,6 @@ package predictor
 
 import (
 	"context"
-	"math"
 	"sync"
 
 	"github.com/prescient-sched/prescient/cluster"
@@ -22,10 +21,9 @@ type LimitEstimates struct {
 		executor.Forecaster
 		executor.Observer
 	}
-	mu     sync.Mutex
-	cal    *models.LimitCalibration
-	p50    map[cluster.JobID]float64 // log seconds, by job, until it ends
-	policy models.LimitPolicy
+	mu  sync.Mutex
+	cal *models.LimitCalibration
+	p50 map[cluster.JobID]float64 // log seconds, by job, until it ends
 }
 
 var (
@@ -38,7 +36,7 @@ func NewLimitEstimates(inner Adapter, p models.LimitPolicy) (*LimitEstimates, er
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	return &LimitEstimates{inner: inner, cal: models.NewLimitCalibration(p), p50: map[cluster.JobID]float64{}, policy: p}, nil
+	return &LimitEstimates{inner: inner, cal: models.NewLimitCalibration(p), p50: map[cluster.JobID]float64{}}, nil
 }
 
 // Forecast implements executor.Forecaster.
@@ -50,7 +48,7 @@ func (l *LimitEstimates) Forecast(ctx context.Context, jobs []*cluster.Job) ([]e
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for i, j := range jobs {
-		median := math.Log(max(fc[i].DurationP50.Seconds(), 1))
+		median := models.Log(fc[i].DurationP50.Seconds())
 		l.p50[j.ID] = median
 		est := l.cal.Recommend(models.LimitUser(j), median, j.Spec.TimeLimit)
 		if est <= 0 { // no limit to fall back on: the forecast as it is
@@ -69,7 +67,7 @@ func (l *LimitEstimates) Observe(j cluster.Job) {
 	defer l.mu.Unlock()
 	median, ok := l.p50[j.ID]
 	delete(l.p50, j.ID)
-	if ok && j.State == cluster.StateSucceeded && j.Outcome.RunTime > 0 {
+	if ok && models.CompletedRun(&j) {
 		l.cal.Observe(models.LimitUser(&j), j.Spec.TimeLimit, median, j.Outcome.RunTime)
 	}
 }

@@ -2,7 +2,6 @@ package training
 
 import (
 	"cmp"
-	"container/heap"
 	"context"
 	"fmt"
 	"maps"
@@ -80,26 +79,21 @@ func EvaluateLimits(ctx context.Context, art *models.Artifact, jobs []cluster.Jo
 		}
 	}
 	d := scoredRows(art.Features, sorted, sorted[w:u])
-	scored := 0
+	scored, user := 0, newLimitScore()
 	for i := range d.queries {
-		if !d.queries[i].SubmitTime.Before(from) && completed(&d.queries[i]) {
+		if j := &d.queries[i]; !j.SubmitTime.Before(from) && models.CompletedRun(j) {
 			scored++
+			if j.Spec.TimeLimit > 0 {
+				user.add(j, j.Spec.TimeLimit)
+			}
 		}
 	}
 	if scored < 1 {
 		return LimitReport{}, fmt.Errorf("evaluate limits: %w: no job that completed with a run time was submitted from %s", ErrNoData, from.Format(time.RFC3339))
 	}
 	rep := LimitReport{ModelVersion: art.Version, Selected: art.Selected, RunPast: p.RunPast,
-		Models: map[string]LimitMetrics{}, Baselines: map[string]LimitMetrics{},
+		Models: map[string]LimitMetrics{}, Baselines: map[string]LimitMetrics{"user": user.metrics()},
 		EvaluatedFrom: from, EvaluatedUntil: d.queries[len(d.queries)-1].SubmitTime, Completed: scored}
-
-	user := newLimitScore()
-	for i := range d.queries {
-		if j := &d.queries[i]; !j.SubmitTime.Before(from) && completed(j) && j.Spec.TimeLimit > 0 {
-			user.add(j, j.Spec.TimeLimit)
-		}
-	}
-	rep.Baselines["user"] = user.metrics()
 
 	for _, name := range slices.Sorted(maps.Keys(art.Models)) {
 		if err := ctx.Err(); err != nil {
@@ -127,55 +121,36 @@ func EvaluateLimits(ctx context.Context, art *models.Artifact, jobs []cluster.Jo
 	return rep, nil
 }
 
-// completed reports whether a job finished by itself with a known run
-// time: what limits are scored on (a killed or cancelled job's run time
-// says when it was stopped, not how long it needed).
-func completed(j *cluster.Job) bool {
-	return j.State == cluster.StateSucceeded && j.Outcome.RunTime > 0
-}
-
 // replayLimits recommends a limit for each query in submit order from its
 // served forecast q, the calibration hearing each completed query when it
-// ends, and scores the completed ones submitted from from on.
+// ends (before the submit of any query after), and scores the completed
+// ones submitted from from on.
 func replayLimits(queries []cluster.Job, q [][]float64, from time.Time, p models.LimitPolicy) LimitMetrics {
+	type ended struct {
+		at int64
+		i  int
+	}
+	var ends []ended
+	for i := range queries {
+		if models.CompletedRun(&queries[i]) {
+			ends = append(ends, ended{models.EndTime(&queries[i]).UnixNano(), i})
+		}
+	}
+	slices.SortFunc(ends, func(a, b ended) int { return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.i, b.i)) })
 	cal := models.NewLimitCalibration(p)
-	var running endHeap
 	s := newLimitScore()
+	next := 0
 	for i := range queries {
 		j := &queries[i]
-		for running.Len() > 0 && running[0].end < j.SubmitTime.UnixNano() {
-			e := heap.Pop(&running).(limitEnd)
-			cal.Observe(models.LimitUser(&queries[e.i]), queries[e.i].Spec.TimeLimit, q[e.i][0], queries[e.i].Outcome.RunTime)
+		for ; next < len(ends) && ends[next].at < j.SubmitTime.UnixNano(); next++ {
+			o := &queries[ends[next].i]
+			cal.Observe(models.LimitUser(o), o.Spec.TimeLimit, q[ends[next].i][0], o.Outcome.RunTime)
 		}
-		if completed(j) {
-			heap.Push(&running, limitEnd{models.EndTime(j).UnixNano(), i})
-			if !j.SubmitTime.Before(from) {
-				s.add(j, cal.Recommend(models.LimitUser(j), q[i][0], j.Spec.TimeLimit))
-			}
+		if models.CompletedRun(j) && !j.SubmitTime.Before(from) {
+			s.add(j, cal.Recommend(models.LimitUser(j), q[i][0], j.Spec.TimeLimit))
 		}
 	}
 	return s.metrics()
-}
-
-type limitEnd struct {
-	end int64
-	i   int
-}
-
-// endHeap orders completed jobs by end time, ties by query index.
-type endHeap []limitEnd
-
-func (h endHeap) Len() int { return len(h) }
-func (h endHeap) Less(a, b int) bool {
-	return cmp.Or(cmp.Compare(h[a].end, h[b].end), cmp.Compare(h[a].i, h[b].i)) < 0
-}
-func (h endHeap) Swap(a, b int) { h[a], h[b] = h[b], h[a] }
-func (h *endHeap) Push(x any)   { *h = append(*h, x.(limitEnd)) }
-func (h *endHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
 }
 
 // limitScore accumulates LimitMetrics.
