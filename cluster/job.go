@@ -21,6 +21,7 @@ const (
 	LabelModel     = "model"
 	LabelBatchSize = "batch_size"
 	LabelQoS       = "qos"
+	LabelPartition = "partition"
 )
 
 // JobSpec is what a user asks for: everything about a job that is known when

@@ -40,7 +40,7 @@ func FuzzSWF(f *testing.F) {
 }
 
 func FuzzSlurm(f *testing.F) {
-	for _, name := range []string{"sacct_small.txt", "sacct_v0.0.38.json", "sacct_v0.0.40.json"} {
+	for _, name := range []string{"sacct_small.txt", "sacct_v0.0.38.json", "sacct_v0.0.40.json", "sacct_22.05.txt", "sacct_22.05.json"} {
 		f.Add(readTestdata(f, name))
 	}
 	f.Add([]byte("\ufeffJobID|User|Account|Partition|QOS|JobName|Submit|Start|End|Elapsed|Timelimit|AllocTRES|ReqTRES|State|ExitCode\n" +

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/prescient-sched/prescient/cluster"
+	"github.com/prescient-sched/prescient/slurm"
 )
 
 // A Slurm site's own accounting, as sacct exports it, in either of two
@@ -44,6 +45,12 @@ const LabelSlurmState = "slurm.state"
 
 func init() {
 	registerTrace(TraceFormat{Name: "slurm", Doc: slurmDoc, Read: readSlurm})
+}
+
+// ReadSlurm reads sacct output from r (either form); name is what errors
+// call it. The live Slurm advisor reads its accounting through it.
+func ReadSlurm(r io.Reader, name string, opt ReadOptions) (Result, error) {
+	return readSlurm(r, name, opt)
 }
 
 func readSlurm(r io.Reader, file string, opt ReadOptions) (Result, error) {
@@ -224,32 +231,19 @@ type slurmRecord struct {
 
 func (p *slurmParser) job(r slurmRecord) (cluster.Job, error) {
 	res := r.alloc
-	if res.gpus == 0 && res.cpus == 0 {
+	if res.GPUs == 0 && res.CPUs == 0 {
 		res = r.req
 	}
-	if res.gpus > MaxJobGPUs {
-		return cluster.Job{}, fmt.Errorf("%w: %d GPUs (over %d)", errTooLarge, res.gpus, MaxJobGPUs)
+	if res.GPUs > MaxJobGPUs {
+		return cluster.Job{}, fmt.Errorf("%w: %d GPUs (over %d)", errTooLarge, res.GPUs, MaxJobGPUs)
 	}
-	spec := cluster.JobSpec{Tier: cluster.DefaultTier, User: p.intern(r.user), Tenant: p.intern(r.account),
-		Name: p.intern(r.name), GPUs: int(res.gpus), CPUMilli: res.cpus * 1000, MemoryBytes: res.memBytes, TimeLimit: r.limit}
-	if spec.Tenant == "" {
-		spec.Tenant = spec.User
-	}
-	if spec.GPUs > 0 {
-		spec.GPUMilli = cluster.MilliGPU
-	}
-	labels := map[string]string{}
-	if r.partition != "" {
-		labels[LabelPartition] = p.intern(r.partition)
-	}
-	if r.qos != "" {
-		labels[cluster.LabelQoS] = p.intern(r.qos)
-	}
+	spec := slurm.Spec(p.intern(r.user), p.intern(r.account), p.intern(r.name), p.intern(r.partition),
+		p.intern(r.qos), res, r.limit)
 	if r.stateLabel != "" {
-		labels[LabelSlurmState] = p.intern(r.stateLabel)
-	}
-	if len(labels) > 0 {
-		spec.Labels = labels
+		if spec.Labels == nil {
+			spec.Labels = map[string]string{}
+		}
+		spec.Labels[LabelSlurmState] = p.intern(r.stateLabel)
 	}
 	j := cluster.NewJob(cluster.JobID(r.id), spec, r.submit)
 	j.State = r.state
@@ -277,6 +271,9 @@ func slurmTime(s string) (time.Time, error) {
 	t, err := time.Parse("2006-01-02T15:04:05", s)
 	if err != nil {
 		return time.Time{}, errors.New("not a sacct time (YYYY-MM-DDTHH:MM:SS)")
+	}
+	if t.Year() < 1970 { // Slurm's clock starts at Unix time 0
+		return time.Time{}, errors.New("before 1970: not a sacct time")
 	}
 	return t.UTC(), nil
 }
@@ -381,82 +378,19 @@ func labelUnless(state, plain string) string {
 }
 
 // tres is what a TRES list gives: GPUs, CPUs and memory.
-type tres struct {
-	gpus, cpus, memBytes int64
-}
+type tres = slurm.TRES
 
-// parseTRES reads "billing=4,cpu=4,gres/gpu=2,mem=16G,node=1"; gres/gpu
-// counts typed GPUs ("gres/gpu:a100=2") when there is no plain count.
+// parseTRES reads a TRES list as Slurm writes it (slurm.ParseTRES), a job's
+// GPUs bounded as the other readers bound them.
 func parseTRES(s string) (tres, error) {
-	var t tres
-	var typed int64
-	for _, kv := range strings.Split(s, ",") {
-		if kv == "" {
-			continue
-		}
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok {
-			return tres{}, fmt.Errorf("%q is not name=value", kv)
-		}
-		switch {
-		case k == "cpu":
-			n, err := parseCount(v, maxMilliCPU/1000)
-			if err != nil {
-				return tres{}, fmt.Errorf("cpu: %w", err)
-			}
-			t.cpus = n
-		case k == "mem":
-			b, err := parseSlurmBytes(v)
-			if err != nil {
-				return tres{}, fmt.Errorf("mem: %w", err)
-			}
-			t.memBytes = b
-		case k == "gres/gpu" || strings.HasPrefix(k, "gres/gpu:"):
-			n, err := parseCount(v, MaxJobGPUs)
-			if err != nil {
-				return tres{}, fmt.Errorf("%s: %w", k, err)
-			}
-			if k == "gres/gpu" {
-				t.gpus = n
-			} else {
-				typed += n
-			}
-		}
+	t, err := slurm.ParseTRES(s)
+	if err != nil {
+		return tres{}, err
 	}
-	if t.gpus == 0 {
-		t.gpus = min(typed, MaxJobGPUs)
+	if t.GPUs > MaxJobGPUs {
+		return tres{}, fmt.Errorf("gres/gpu: %w (over %d)", errTooLarge, MaxJobGPUs)
 	}
 	return t, nil
-}
-
-// parseSlurmBytes reads a memory size: a number with an optional K, M, G,
-// T or P suffix (binary units, as Slurm means them); no suffix is MiB.
-func parseSlurmBytes(s string) (int64, error) {
-	unit := float64(1 << 20)
-	if n := len(s); n > 0 {
-		switch s[n-1] {
-		case 'K':
-			unit, s = 1<<10, s[:n-1]
-		case 'M':
-			unit, s = 1<<20, s[:n-1]
-		case 'G':
-			unit, s = 1<<30, s[:n-1]
-		case 'T':
-			unit, s = 1<<40, s[:n-1]
-		case 'P':
-			unit, s = 1<<50, s[:n-1]
-		}
-	}
-	v, err := strconv.ParseFloat(s, 64)
-	switch {
-	case err != nil || math.IsNaN(v):
-		return 0, errNotNumber
-	case v < 0:
-		return 0, errNegative
-	case v*unit > float64(maxMiB)*(1<<20):
-		return 0, errTooLarge
-	}
-	return int64(v * unit), nil
 }
 
 // sacctJSON is the part of sacct --json the reader uses. Fields that
@@ -578,36 +512,8 @@ func (p *slurmParser) jsonRecord(doc *sacctJSON, i int) (slurmRecord, error) {
 	return rec, nil
 }
 
-// jsonNumber reads a number written plain (v0.0.38 and before) or as
-// {"set": bool, "infinite": bool, "number": n} (v0.0.39 on); ok is false
-// for an absent, unset or infinite one.
-func jsonNumber(raw json.RawMessage) (v float64, ok bool, err error) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || string(raw) == "null" {
-		return 0, false, nil
-	}
-	if raw[0] == '{' {
-		var o struct {
-			Set      *bool    `json:"set"`
-			Infinite bool     `json:"infinite"`
-			Number   *float64 `json:"number"`
-		}
-		if err := json.Unmarshal(raw, &o); err != nil {
-			return 0, false, err
-		}
-		if (o.Set != nil && !*o.Set) || o.Infinite || o.Number == nil {
-			return 0, false, nil
-		}
-		return *o.Number, true, nil
-	}
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return 0, false, err
-	}
-	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return 0, false, errNotFinite
-	}
-	return v, true, nil
-}
+// jsonNumber is slurm.Number.
+var jsonNumber = slurm.Number
 
 func jsonTRES(list []sacctTRES) (tres, error) {
 	var t tres
@@ -623,20 +529,20 @@ func jsonTRES(list []sacctTRES) (tres, error) {
 		n := int64(v)
 		switch {
 		case x.Type == "cpu":
-			t.cpus = min(n, maxMilliCPU/1000)
+			t.CPUs = min(n, maxMilliCPU/1000)
 		case x.Type == "mem":
-			t.memBytes = min(n, maxMiB) << 20 // MiB
+			t.MemoryBytes = min(n, maxMiB) << 20 // MiB
 		case x.Type == "gres" && x.Name == "gpu":
-			t.gpus = n
+			t.GPUs = n
 		case x.Type == "gres" && strings.HasPrefix(x.Name, "gpu:"):
 			typed += n
 		}
 	}
-	if t.gpus == 0 {
-		t.gpus = typed
+	if t.GPUs == 0 {
+		t.GPUs = typed
 	}
-	if t.gpus > MaxJobGPUs {
-		return tres{}, fmt.Errorf("%w: %d GPUs (over %d)", errTooLarge, t.gpus, MaxJobGPUs)
+	if t.GPUs > MaxJobGPUs {
+		return tres{}, fmt.Errorf("%w: %d GPUs (over %d)", errTooLarge, t.GPUs, MaxJobGPUs)
 	}
 	return t, nil
 }

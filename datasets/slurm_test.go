@@ -108,6 +108,54 @@ func TestReadSacctJSON(t *testing.T) {
 	}
 }
 
+// sacct_22.05.{json,txt} were recorded from Debian's Slurm 22.05.8 (the
+// cluster internal/slurmtest starts): a job completed, one failed with
+// exit code 3, one killed at its one-minute limit, one cancelled while it
+// ran, jobs of 2 and 4 GPUs, one UNLIMITED. Both forms must read alike,
+// but for one thing Slurm itself gets wrong: 22.05's sacct --json gives
+// the failed job's exit code as 0 (the text form says 3:0), so exit codes
+// come from the text form.
+func TestReadSacctRecorded(t *testing.T) {
+	text := readSlurmFixture(t, "sacct_22.05.txt")
+	jobs := readSlurmFixture(t, "sacct_22.05.json")
+	if len(jobs) != 7 || len(text) != 7 {
+		t.Fatalf("%d jobs from JSON, %d from text, want 7", len(jobs), len(text))
+	}
+	for id, j := range jobs {
+		want := text[id]
+		if j.State != want.State || !j.SubmitTime.Equal(want.SubmitTime) || !j.StartTime.Equal(want.StartTime) ||
+			!j.EndTime.Equal(want.EndTime) || j.Spec.GPUs != want.Spec.GPUs || j.Spec.TimeLimit != want.Spec.TimeLimit ||
+			j.Outcome.RunTime != want.Outcome.RunTime || j.Spec.Labels[LabelSlurmState] != want.Spec.Labels[LabelSlurmState] {
+			t.Errorf("job %s:\n json %+v\n text %+v", id, j, want)
+		}
+	}
+	for _, c := range []struct {
+		id    cluster.JobID
+		state cluster.JobState
+		label string
+		limit time.Duration
+		gpus  int
+		exit  int
+	}{
+		{"1", cluster.StateSucceeded, "", 5 * time.Minute, 1, 0},
+		{"2", cluster.StateFailed, "", 5 * time.Minute, 1, 3},
+		{"3", cluster.StateFailed, "TIMEOUT", time.Minute, 1, 0},
+		{"4", cluster.StateCancelled, "", 10 * time.Minute, 1, 0},
+		{"5", cluster.StateSucceeded, "", 2 * time.Hour, 2, 0},
+		{"6", cluster.StateSucceeded, "", 24 * time.Hour, 4, 0},
+		{"8", cluster.StateSucceeded, "", 0, 1, 0},
+	} {
+		j := text[c.id]
+		if j.State != c.state || j.Spec.Labels[LabelSlurmState] != c.label || j.Spec.TimeLimit != c.limit ||
+			j.Spec.GPUs != c.gpus || j.Outcome.ExitCode != c.exit || j.Spec.Labels[LabelPartition] != "gpu" {
+			t.Errorf("job %s: %+v", c.id, j)
+		}
+	}
+	if r := jobs["3"].Outcome.RunTime; r < time.Minute {
+		t.Errorf("the timed-out job ran %s, under its limit", r)
+	}
+}
+
 func TestReadSacctErrors(t *testing.T) {
 	header := strings.Join(SlurmFields, "|") + "\n"
 	good := "1|u|a|p|q|n|2024-01-01T00:00:00|2024-01-01T00:01:00|2024-01-01T00:02:00|00:01:00|10:00|cpu=1|cpu=1|COMPLETED|0:0\n"

@@ -42,7 +42,7 @@ const SWFProcessorModel = "processor"
 // Labels the swf reader sets where the log knows the value. Partition and
 // queue take the names the header gives their numbers, else the number.
 const (
-	LabelPartition = "partition"
+	LabelPartition = cluster.LabelPartition
 	LabelQueue     = "queue"
 	// LabelSWFPrefix starts the labels of the fields the job model has no
 	// place for: swf.avg_cpu_time_s, swf.used_memory_kb,

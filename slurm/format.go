@@ -1,0 +1,199 @@
+package slurm
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prescient-sched/prescient/cluster"
+)
+
+// Bounds on what a TRES list may say: a million CPUs and GPUs, an
+// exbibyte of memory.
+const (
+	maxCount = 1_000_000
+	maxBytes = 1 << 60
+)
+
+var (
+	errNotNumber = errors.New("not a number")
+	errNegative  = errors.New("is negative")
+	errTooLarge  = errors.New("is too large")
+)
+
+// Spec is the job model's spec of a Slurm job, one rule for its
+// accounting (datasets' slurm reader) and its live queue: the account is
+// the tenant (the user where empty), partition and QOS are labels, GPUs,
+// CPUs and memory come from its TRES, the time limit is its own.
+func Spec(user, account, name, partition, qos string, t TRES, limit time.Duration) cluster.JobSpec {
+	spec := cluster.JobSpec{Tier: cluster.DefaultTier, User: user, Tenant: cmp.Or(account, user), Name: name,
+		GPUs: int(t.GPUs), CPUMilli: t.CPUs * 1000, MemoryBytes: t.MemoryBytes, TimeLimit: limit}
+	if spec.GPUs > 0 {
+		spec.GPUMilli = cluster.MilliGPU
+	}
+	if partition != "" || qos != "" {
+		spec.Labels = map[string]string{}
+		if partition != "" {
+			spec.Labels[cluster.LabelPartition] = partition
+		}
+		if qos != "" {
+			spec.Labels[cluster.LabelQoS] = qos
+		}
+	}
+	return spec
+}
+
+// TRES is what a TRES list gives: GPUs, CPUs and memory.
+type TRES struct {
+	GPUs, CPUs, MemoryBytes int64
+}
+
+// ParseTRES reads "billing=4,cpu=4,gres/gpu=2,mem=16G,node=1" (squeue's
+// and sacct's AllocTRES and ReqTRES). gres/gpu counts typed GPUs
+// ("gres/gpu:a100=2") when there is no plain count.
+func ParseTRES(s string) (TRES, error) {
+	var t TRES
+	var typed int64
+	for _, kv := range strings.Split(s, ",") {
+		if kv == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return TRES{}, fmt.Errorf("%q is not name=value", kv)
+		}
+		switch {
+		case k == "cpu":
+			n, err := count(v)
+			if err != nil {
+				return TRES{}, fmt.Errorf("cpu: %w", err)
+			}
+			t.CPUs = n
+		case k == "mem":
+			b, err := ParseBytes(v)
+			if err != nil {
+				return TRES{}, fmt.Errorf("mem: %w", err)
+			}
+			t.MemoryBytes = b
+		case k == "gres/gpu" || strings.HasPrefix(k, "gres/gpu:"):
+			n, err := count(v)
+			if err != nil {
+				return TRES{}, fmt.Errorf("%s: %w", k, err)
+			}
+			if k == "gres/gpu" {
+				t.GPUs = n
+			} else {
+				typed = min(typed+n, maxCount)
+			}
+		}
+	}
+	if t.GPUs == 0 {
+		t.GPUs = typed
+	}
+	return t, nil
+}
+
+func count(s string) (int64, error) {
+	v, err := strconv.ParseInt(s, 10, 64)
+	switch {
+	case errors.Is(err, strconv.ErrRange) && strings.HasPrefix(s, "-"):
+		return 0, errNegative
+	case errors.Is(err, strconv.ErrRange):
+		return 0, fmt.Errorf("%w (over %d)", errTooLarge, maxCount)
+	case err != nil:
+		return 0, errNotNumber
+	case v < 0:
+		return 0, errNegative
+	case v > maxCount:
+		return 0, fmt.Errorf("%w (over %d)", errTooLarge, maxCount)
+	}
+	return v, nil
+}
+
+// ParseBytes reads a memory size: a number with an optional K, M, G, T or
+// P suffix (binary units, as Slurm means them); no suffix is MiB.
+func ParseBytes(s string) (int64, error) {
+	unit := float64(1 << 20)
+	if n := len(s); n > 0 {
+		switch s[n-1] {
+		case 'K':
+			unit, s = 1<<10, s[:n-1]
+		case 'M':
+			unit, s = 1<<20, s[:n-1]
+		case 'G':
+			unit, s = 1<<30, s[:n-1]
+		case 'T':
+			unit, s = 1<<40, s[:n-1]
+		case 'P':
+			unit, s = 1<<50, s[:n-1]
+		}
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	switch {
+	case err != nil || math.IsNaN(v):
+		return 0, errNotNumber
+	case v < 0:
+		return 0, errNegative
+	case v*unit > maxBytes:
+		return 0, errTooLarge
+	}
+	return int64(v * unit), nil
+}
+
+// Number reads a number of Slurm's JSON written plain (data parser
+// v0.0.38 and before) or as {"set": bool, "infinite": bool, "number": n}
+// (v0.0.39 on); ok is false for an absent, null, unset or infinite one.
+func Number(raw json.RawMessage) (v float64, ok bool, err error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return 0, false, nil
+	}
+	if raw[0] == '{' {
+		var o struct {
+			Set      *bool    `json:"set"`
+			Infinite bool     `json:"infinite"`
+			Number   *float64 `json:"number"`
+		}
+		if err := json.Unmarshal(raw, &o); err != nil {
+			return 0, false, err
+		}
+		if (o.Set != nil && !*o.Set) || o.Infinite || o.Number == nil {
+			return 0, false, nil
+		}
+		return *o.Number, true, nil
+	}
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return 0, false, err
+	}
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0, false, errors.New("not a finite number")
+	}
+	return v, true, nil
+}
+
+// States reads a state written as a string ("PENDING", 22.05's squeue;
+// "idle", its sinfo) or a list (["PENDING"], ["IDLE", "POWERED_DOWN"],
+// v0.0.39 on), upper-cased.
+func States(raw json.RawMessage) ([]string, error) {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		if s == "" {
+			return nil, nil
+		}
+		return []string{strings.ToUpper(s)}, nil
+	}
+	var list []string
+	if err := json.Unmarshal(raw, &list); err != nil {
+		return nil, errors.New("want a state: a string or a list of strings")
+	}
+	for i := range list {
+		list[i] = strings.ToUpper(list[i])
+	}
+	return list, nil
+}
