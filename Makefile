@@ -16,12 +16,13 @@ build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/prescient
 
 # Starts a throw-away InfluxDB 1.8.10 (installing it first if missing), runs every test against it, stops it.
-# The dashboard's browser tests need Debian's chromium and the metrics test Debian's prometheus (each test starts
-# and stops its own): the ensure scripts install them when missing; when they cannot, the other tests still run and
-# those tests fail, saying so.
+# The dashboard's browser tests need Debian's chromium, the metrics test Debian's prometheus, and the Slurm tests
+# Debian's Slurm 22.05, munge and MariaDB (each test starts and stops its own): the ensure scripts install them when
+# missing; when they cannot, the other tests still run and those tests fail, saying so.
 test: lint
 	@scripts/ensure-chromium.sh >/dev/null || echo "make test: Chromium could not be installed; the browser tests will fail" >&2
 	@scripts/ensure-prometheus.sh >/dev/null || echo "make test: Prometheus could not be installed; the metrics test will fail" >&2
+	@scripts/ensure-slurm.sh >/dev/null || echo "make test: Slurm could not be installed; the Slurm tests will fail" >&2
 	scripts/with-influxdb.sh $(GO) test -timeout $(GOTEST_TIMEOUT) ./...
 	# The Kubernetes backend against a real kube-apiserver and etcd: a module of its own (its first build ~20 min).
 	cd test/kubernetes && $(GO) test -timeout $(GOTEST_TIMEOUT) ./...

@@ -3,7 +3,8 @@
 # browser tests, Prometheus for the metrics test). Downloads at test time fail in CI, so the tests use the
 # distribution's packages, which the package registry serves.
 #
-#   scripts/apt-ensure.sh BIN PACKAGE VAR   print BIN; install PACKAGE with apt-get first when BIN is missing
+#   scripts/apt-ensure.sh BIN PACKAGES VAR  print BIN; install PACKAGES (one or more, space-separated) with apt-get
+#                                           first when BIN is missing
 #                                           (needs root, or sudo without a password); VAR is the environment
 #                                           variable that names another binary, for the advice
 #
@@ -34,6 +35,6 @@ fi
 echo "apt-ensure.sh: installing Debian's $pkg package (a few minutes the first time)" >&2
 export DEBIAN_FRONTEND=noninteractive
 "${sudo[@]}" apt-get update -q >&2 || die "apt-get update failed: is the Debian package registry reachable?"
-"${sudo[@]}" apt-get install -y -q --no-install-recommends "$pkg" >&2 || die "apt-get install -y $pkg failed"
+"${sudo[@]}" apt-get install -y -q --no-install-recommends $pkg >&2 || die "apt-get install -y $pkg failed"
 [[ -x "$bin" ]] || die "$pkg was installed but $bin is not there: set $var to its path"
 echo "$bin"
