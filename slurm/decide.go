@@ -1,0 +1,283 @@
+package slurm
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"time"
+)
+
+// Snapshot is the cluster as read at Now.
+type Snapshot struct {
+	Now   time.Time
+	Jobs  []Job
+	Nodes []Node
+}
+
+// Config is what a site lets Prescient do.
+type Config struct {
+	// Comment appends the advice to each pending job's AdminComment.
+	Comment bool
+	// Autopilot pulls the levers below; off, Prescient only advises, and
+	// what it changed before is restored.
+	Autopilot bool
+	// Partitions are those whose pending jobs' limits it may lower; none:
+	// no limit is lowered.
+	Partitions []string
+	// Floor is the least limit it sets.
+	Floor time.Duration
+	// ParkIdleAfter powers down a node idle that long while no job pends
+	// in its partitions (zero: never); ParkPartitions are the partitions
+	// whose nodes it may park (none: every node may be parked).
+	ParkIdleAfter  time.Duration
+	ParkPartitions []string
+}
+
+// Validate names what is wrong with c.
+func (c Config) Validate() error {
+	var errs []error
+	if c.Floor < 0 {
+		errs = append(errs, fmt.Errorf("slurm: floor %s is negative", c.Floor))
+	}
+	if c.ParkIdleAfter < 0 {
+		errs = append(errs, fmt.Errorf("slurm: park-idle-after %s is negative", c.ParkIdleAfter))
+	}
+	if c.Autopilot && len(c.Partitions) > 0 && c.Floor < time.Minute {
+		errs = append(errs, errors.New("slurm: lowering limits needs a floor of at least a minute"))
+	}
+	return errors.Join(errs...)
+}
+
+// State is what Prescient has changed and must be able to undo: it
+// outlives a restart (Runner keeps it in a file).
+type State struct {
+	// Lowered are the jobs whose limit it lowered, with the user's limit.
+	Lowered map[string]Lowered `json:"lowered"`
+	// Parked are the nodes it powered down, and when.
+	Parked map[string]time.Time `json:"parked"`
+	// IdleSince is when each node was first seen idle.
+	IdleSince map[string]time.Time `json:"idle_since"`
+}
+
+// Lowered is a lowered job's limits: the user's and the one set.
+type Lowered struct {
+	UserLimit time.Duration `json:"user_limit_ns"`
+	Set       time.Duration `json:"set_ns"`
+	At        time.Time     `json:"at"`
+}
+
+// Action is one change to make through the Client.
+type Action struct {
+	Kind   ActionKind    `json:"kind"`
+	Job    string        `json:"job,omitempty"`
+	Node   string        `json:"node,omitempty"`
+	Limit  time.Duration `json:"limit_ns,omitempty"`
+	Text   string        `json:"text,omitempty"` // the AdminComment for comment
+	Reason string        `json:"reason"`
+}
+
+// ActionKind is what an Action does.
+type ActionKind string
+
+const (
+	ActComment   ActionKind = "comment"    // set AdminComment (Text)
+	ActLower     ActionKind = "lower"      // lower a pending job's limit to Limit
+	ActRestore   ActionKind = "restore"    // give a job its user's limit (Limit) back
+	ActPowerDown ActionKind = "power_down" // park a node
+	ActPowerUp   ActionKind = "power_up"   // wake a parked node
+)
+
+// Decide is one cycle's changes, from the snapshot, the advice and what
+// was changed before, in five steps:
+//
+//  1. comment: each pending job's AdminComment gets the advice, where it
+//     changed;
+//  2. lower: in autopilot, a pending job in a partition it may touch gets
+//     the recommended limit (at least the floor) when that is below the
+//     user's, and follows the recommendation as it moves;
+//  3. restore: a lowered job that is pending where it may no longer be
+//     lowered, or running within RestoreMargin of the lowered limit, gets
+//     the user's limit back: lowered limits plan Slurm's backfill, they do
+//     not kill jobs while Prescient runs;
+//  4. park: in autopilot, a node idle for ParkIdleAfter while nothing pends
+//     in its partitions is powered down;
+//  5. wake: a node it parked is powered up when a job pends in its
+//     partitions for want of resources, or autopilot is off.
+func Decide(cfg Config, snap Snapshot, advice []Advice, st *State) []Action {
+	var acts []Action
+	jobs := map[string]*Job{}
+	for i := range snap.Jobs {
+		jobs[snap.Jobs[i].ID] = &snap.Jobs[i]
+	}
+	// 1 and 2.
+	for _, a := range advice {
+		j := jobs[a.Job]
+		if j == nil || !j.Pending() {
+			continue
+		}
+		a.UserLimit = st.UserLimit(j) // the note speaks of the user's limit
+		if cfg.Comment && NoteChanged(j.AdminComment, a, snap.Now) {
+			acts = append(acts, Action{Kind: ActComment, Job: j.ID, Text: WithComment(j.AdminComment, Comment(a)), Reason: a.Reason})
+		}
+		if !cfg.Autopilot || !slices.Contains(cfg.Partitions, j.Partition) || a.Limit <= 0 || a.UserLimit <= 0 {
+			continue
+		}
+		// The recommendation, not below the floor, never above the user's.
+		target := max(a.Limit, cfg.Floor, time.Minute)
+		switch _, lowered := st.Lowered[j.ID]; {
+		case target >= a.UserLimit && lowered:
+			acts = append(acts, Action{Kind: ActRestore, Job: j.ID, Limit: a.UserLimit, Reason: "the recommendation rose to the user's limit"})
+		case target < a.UserLimit && target != j.TimeLimit:
+			acts = append(acts, Action{Kind: ActLower, Job: j.ID, Limit: target, Reason: a.Reason})
+		}
+	}
+	// 3.
+	for _, id := range sortedKeys(st.Lowered) {
+		l, j := st.Lowered[id], jobs[id]
+		switch {
+		case j == nil || !(j.Pending() || j.Running()):
+			continue // gone: Runner forgets it
+		case j.Pending() && (!cfg.Autopilot || !slices.Contains(cfg.Partitions, j.Partition)):
+			acts = append(acts, Action{Kind: ActRestore, Job: id, Limit: l.UserLimit, Reason: "autopilot off for its partition"})
+		case j.Running() && snap.Now.Sub(j.Start) >= j.TimeLimit-RestoreMargin(j.TimeLimit):
+			acts = append(acts, Action{Kind: ActRestore, Job: id, Limit: l.UserLimit,
+				Reason: fmt.Sprintf("ran %s of a lowered %s limit: its own limit back", snap.Now.Sub(j.Start).Round(time.Second), j.TimeLimit)})
+		}
+	}
+	// 4 and 5.
+	pendingIn := map[string]bool{} // partitions with pending jobs
+	starvedIn := map[string]bool{} // partitions with jobs pending for resources
+	for i := range snap.Jobs {
+		if j := &snap.Jobs[i]; j.Pending() && !j.Held() {
+			pendingIn[j.Partition] = true
+			if j.Reason == "Resources" || j.Reason == "Priority" || j.Reason == "None" {
+				starvedIn[j.Partition] = true
+			}
+		}
+	}
+	for _, n := range snap.Nodes {
+		_, ours := st.Parked[n.Name]
+		switch {
+		case ours && n.Has("POWERED_DOWN") && (!cfg.Autopilot || anyOf(n.Partitions, starvedIn)):
+			why := "a job pends in its partitions"
+			if !cfg.Autopilot {
+				why = "autopilot off"
+			}
+			acts = append(acts, Action{Kind: ActPowerUp, Node: n.Name, Reason: why})
+		case !ours && cfg.Autopilot && cfg.ParkIdleAfter > 0 && n.Idle() && !anyOf(n.Partitions, pendingIn) &&
+			(len(cfg.ParkPartitions) == 0 || anyOf(n.Partitions, set(cfg.ParkPartitions))):
+			if since, ok := st.IdleSince[n.Name]; ok && snap.Now.Sub(since) >= cfg.ParkIdleAfter {
+				acts = append(acts, Action{Kind: ActPowerDown, Node: n.Name,
+					Reason: fmt.Sprintf("idle %s and nothing pends in its partitions", snap.Now.Sub(since).Round(time.Second))})
+			}
+		}
+	}
+	return acts
+}
+
+// UserLimit is the limit j's user asked for: the one it was lowered from,
+// else its own.
+func (st *State) UserLimit(j *Job) time.Duration {
+	if l, ok := st.Lowered[j.ID]; ok {
+		return l.UserLimit
+	}
+	return j.TimeLimit
+}
+
+// RestoreMargin is how long before a lowered limit a running job gets its
+// user's limit back: two minutes or a tenth of the limit, the longer. A
+// cycle interval (--every) under it keeps lowered limits from killing.
+func RestoreMargin(limit time.Duration) time.Duration { return max(2*time.Minute, limit/10) }
+
+// Observe updates what State tracks of the cluster itself: when nodes
+// went idle, and lowered jobs and parked nodes that are gone or woken.
+func (st *State) Observe(snap Snapshot) {
+	st.init()
+	live := map[string]bool{}
+	for i := range snap.Jobs {
+		if j := &snap.Jobs[i]; j.Pending() || j.Running() {
+			live[j.ID] = true
+		}
+	}
+	for id := range st.Lowered {
+		if !live[id] {
+			delete(st.Lowered, id)
+		}
+	}
+	nodes := map[string]bool{}
+	for _, n := range snap.Nodes {
+		nodes[n.Name] = true
+		if n.Idle() {
+			if _, ok := st.IdleSince[n.Name]; !ok {
+				st.IdleSince[n.Name] = snap.Now
+			}
+		} else {
+			delete(st.IdleSince, n.Name)
+		}
+		// Woken (by us, by Slurm for a job, by an operator): no longer ours.
+		if _, ok := st.Parked[n.Name]; ok && !n.Parked() {
+			delete(st.Parked, n.Name)
+		}
+	}
+	for name := range st.Parked {
+		if !nodes[name] {
+			delete(st.Parked, name)
+		}
+	}
+}
+
+func (st *State) init() {
+	if st.Lowered == nil {
+		st.Lowered = map[string]Lowered{}
+	}
+	if st.Parked == nil {
+		st.Parked = map[string]time.Time{}
+	}
+	if st.IdleSince == nil {
+		st.IdleSince = map[string]time.Time{}
+	}
+}
+
+// Restore is every change to undo when Prescient stops: each lowered job
+// still pending or running gets its user's limit back, each node it
+// parked is powered up.
+func Restore(snap Snapshot, st *State) []Action {
+	var acts []Action
+	live := map[string]bool{}
+	for i := range snap.Jobs {
+		if j := &snap.Jobs[i]; j.Pending() || j.Running() {
+			live[j.ID] = true
+		}
+	}
+	for _, id := range sortedKeys(st.Lowered) {
+		if live[id] {
+			acts = append(acts, Action{Kind: ActRestore, Job: id, Limit: st.Lowered[id].UserLimit, Reason: "Prescient stops"})
+		}
+	}
+	for _, n := range sortedKeys(st.Parked) {
+		acts = append(acts, Action{Kind: ActPowerUp, Node: n, Reason: "Prescient stops"})
+	}
+	return acts
+}
+
+func anyOf(list []string, in map[string]bool) bool {
+	return slices.ContainsFunc(list, func(s string) bool { return in[s] })
+}
+
+func set(list []string) map[string]bool {
+	m := map[string]bool{}
+	for _, s := range list {
+		m[s] = true
+	}
+	return m
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,189 @@
+package slurm_test
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/prescient-sched/prescient/slurm"
+)
+
+var t0 = time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
+
+func node(name string, gpus int64, states ...string) slurm.Node {
+	return slurm.Node{Name: name, GPUs: gpus, CPUs: 16, States: states, Partitions: []string{"gpu"}}
+}
+
+func pending(id string, gpus int64, limit time.Duration, prio int64) slurm.Job {
+	return slurm.Job{ID: id, User: "u", Partition: "gpu", State: "PENDING", Reason: "Resources", GPUs: gpus,
+		CPUs: 1, TimeLimit: limit, Priority: prio, Submit: t0.Add(-time.Hour)}
+}
+
+func running(id string, gpus int64, limit, ran time.Duration) slurm.Job {
+	return slurm.Job{ID: id, User: "u", Partition: "gpu", State: "RUNNING", GPUs: gpus, CPUs: 1, TimeLimit: limit,
+		Start: t0.Add(-ran), Submit: t0.Add(-ran - time.Minute)}
+}
+
+func TestAdvisePredictsStartsInPriorityOrder(t *testing.T) {
+	snap := slurm.Snapshot{Now: t0, Nodes: []slurm.Node{node("n1", 4, "MIXED")}, Jobs: []slurm.Job{
+		running("r", 4, 10*time.Hour, time.Hour), // expected to end in 1h (forecast 2h)
+		pending("a", 4, 8*time.Hour, 10),
+		pending("b", 2, 8*time.Hour, 20), // higher priority: first
+		pending("c", 2, 8*time.Hour, 5),
+		pending("huge", 8, time.Hour, 30),
+	}}
+	est := map[string]slurm.Estimate{
+		"r": {RunP50: 2 * time.Hour}, "a": {RunP50: 3 * time.Hour, Limit: 4 * time.Hour},
+		"b": {RunP50: time.Hour, Limit: 2 * time.Hour}, "c": {RunP50: 30 * time.Minute, Limit: time.Hour},
+	}
+	adv := slurm.Advise(snap, est)
+	got := map[string]slurm.Advice{}
+	var order []string
+	for _, a := range adv {
+		got[a.Job] = a
+		order = append(order, a.Job)
+	}
+	if want := []string{"huge", "b", "a", "c"}; !slices.Equal(order, want) {
+		t.Fatalf("order %v, want %v", order, want)
+	}
+	for _, c := range []struct {
+		job        string
+		start, end time.Duration // from now
+	}{
+		{"b", time.Hour, 2 * time.Hour},
+		{"a", 2 * time.Hour, 5 * time.Hour}, // needs all four: after b
+		{"c", time.Hour, 90 * time.Minute},  // backfilled beside b
+	} {
+		a := got[c.job]
+		if a.Start != t0.Add(c.start) || a.End != t0.Add(c.end) {
+			t.Errorf("%s: start %s end %s, want +%s +%s", c.job, a.Start.Sub(t0), a.End.Sub(t0), c.start, c.end)
+		}
+	}
+	if h := got["huge"]; !h.Start.IsZero() || h.Reason == "" {
+		t.Errorf("huge: %+v", h)
+	}
+}
+
+func TestCommentKeepsWhatIsThere(t *testing.T) {
+	a := slurm.Advice{Limit: 30 * time.Minute, UserLimit: 2 * time.Hour, RunP50: 10 * time.Minute, Start: t0}
+	note := slurm.Comment(a)
+	if note != "[prescient: limit 30m run~10m start~2026-12-07T12:00Z]" {
+		t.Fatalf("note %q", note)
+	}
+	for _, c := range []struct{ existing, want string }{
+		{"", note},
+		{"site note", "site note " + note},
+		{"site note [prescient: limit 60m] more", "site note more " + note},
+	} {
+		if got := slurm.WithComment(c.existing, note); got != c.want {
+			t.Errorf("%q: %q, want %q", c.existing, got, c.want)
+		}
+	}
+	if got := slurm.WithoutComment("x " + note); got != "x" {
+		t.Errorf("without: %q", got)
+	}
+}
+
+func kinds(acts []slurm.Action) []string {
+	var out []string
+	for _, a := range acts {
+		out = append(out, fmt.Sprintf("%s %s%s %s", a.Kind, a.Job, a.Node, a.Limit))
+	}
+	return out
+}
+
+func TestDecide(t *testing.T) {
+	auto := slurm.Config{Autopilot: true, Partitions: []string{"gpu"}, Floor: 5 * time.Minute, ParkIdleAfter: 10 * time.Minute}
+	adv := func(job string, limit time.Duration) slurm.Advice { return slurm.Advice{Job: job, Limit: limit} }
+	for _, c := range []struct {
+		name   string
+		cfg    slurm.Config
+		jobs   []slurm.Job
+		nodes  []slurm.Node
+		advice []slurm.Advice
+		st     slurm.State
+		want   []string
+	}{
+		{name: "advisor lowers nothing", cfg: slurm.Config{}, jobs: []slurm.Job{pending("1", 1, time.Hour, 1)},
+			advice: []slurm.Advice{adv("1", 10*time.Minute)}},
+		{name: "autopilot lowers within its partitions, to the floor at least", cfg: auto,
+			jobs: []slurm.Job{pending("1", 1, time.Hour, 1), pending("2", 1, time.Hour, 1), pending("3", 1, time.Hour, 1),
+				{ID: "4", Partition: "cpu", State: "PENDING", TimeLimit: time.Hour}},
+			advice: []slurm.Advice{adv("1", 10*time.Minute), adv("2", 2*time.Minute), adv("3", 2*time.Hour), adv("4", time.Minute)},
+			want:   []string{"lower 1 10m0s", "lower 2 5m0s"}},
+		{name: "a lowered job follows the recommendation, back to the user's limit at most", cfg: auto,
+			jobs: []slurm.Job{pending("1", 1, 10*time.Minute, 1), pending("2", 1, 10*time.Minute, 1), pending("3", 1, 10*time.Minute, 1)},
+			st: slurm.State{Lowered: map[string]slurm.Lowered{"1": {UserLimit: time.Hour}, "2": {UserLimit: time.Hour},
+				"3": {UserLimit: time.Hour}}},
+			advice: []slurm.Advice{adv("1", 20*time.Minute), adv("2", 3*time.Hour), adv("3", 10*time.Minute)},
+			want:   []string{"lower 1 20m0s", "restore 2 1h0m0s"}},
+		{name: "turned off, a lowered pending job gets its limit back", cfg: slurm.Config{},
+			jobs: []slurm.Job{pending("1", 1, 10*time.Minute, 1)},
+			st:   slurm.State{Lowered: map[string]slurm.Lowered{"1": {UserLimit: time.Hour, Set: 10 * time.Minute}}},
+			want: []string{"restore 1 1h0m0s"}},
+		{name: "a running job near its lowered limit gets its own back", cfg: auto,
+			jobs: []slurm.Job{running("1", 1, 10*time.Minute, 9*time.Minute), running("2", 1, 10*time.Minute, 5*time.Minute)},
+			st:   slurm.State{Lowered: map[string]slurm.Lowered{"1": {UserLimit: time.Hour}, "2": {UserLimit: time.Hour}}},
+			want: []string{"restore 1 1h0m0s"}},
+		{name: "an idle node is parked once idle long enough with nothing pending", cfg: auto,
+			nodes: []slurm.Node{node("n1", 4, "IDLE"), node("n2", 4, "IDLE")},
+			st:    slurm.State{IdleSince: map[string]time.Time{"n1": t0.Add(-11 * time.Minute), "n2": t0.Add(-5 * time.Minute)}},
+			want:  []string{"power_down n1 0s"}},
+		{name: "nothing is parked while a job pends in its partition", cfg: auto,
+			nodes: []slurm.Node{node("n1", 4, "IDLE")}, jobs: []slurm.Job{pending("1", 8, time.Hour, 1)},
+			st:   slurm.State{IdleSince: map[string]time.Time{"n1": t0.Add(-time.Hour)}},
+			want: nil},
+		{name: "a node it parked wakes for a pending job; another's is left alone", cfg: auto,
+			nodes: []slurm.Node{node("n1", 4, "IDLE", "POWERED_DOWN"), node("n2", 4, "IDLE", "POWERED_DOWN")},
+			jobs:  []slurm.Job{pending("1", 8, time.Hour, 1)},
+			st:    slurm.State{Parked: map[string]time.Time{"n1": t0.Add(-time.Hour)}},
+			want:  []string{"power_up n1 0s"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			snap := slurm.Snapshot{Now: t0, Jobs: c.jobs, Nodes: c.nodes}
+			c.st.Observe(slurm.Snapshot{Now: t0, Jobs: c.jobs, Nodes: c.nodes})
+			got := kinds(slurm.Decide(c.cfg, snap, c.advice, &c.st))
+			if !slices.Equal(got, c.want) {
+				t.Errorf("got %q, want %q", got, c.want)
+			}
+		})
+	}
+}
+
+func TestNoteChangedOnlyWhenItSaysSomethingElse(t *testing.T) {
+	a := slurm.Advice{Limit: 30 * time.Minute, UserLimit: 2 * time.Hour, RunP50: 10 * time.Minute, Start: t0.Add(4 * time.Hour)}
+	comment := "site " + slurm.Comment(a)
+	for _, c := range []struct {
+		name string
+		edit func(*slurm.Advice)
+		want bool
+	}{
+		{"the same", func(*slurm.Advice) {}, false},
+		{"start moved 20 minutes of 4 hours", func(a *slurm.Advice) { a.Start = a.Start.Add(20 * time.Minute) }, false},
+		{"start moved 2 hours", func(a *slurm.Advice) { a.Start = a.Start.Add(-2 * time.Hour) }, true},
+		{"another limit", func(a *slurm.Advice) { a.Limit = 40 * time.Minute }, true},
+		{"start beyond the horizon", func(a *slurm.Advice) { a.Start, a.StartAfter = time.Time{}, t0.Add(slurm.Horizon) }, true},
+	} {
+		b := a
+		c.edit(&b)
+		if got := slurm.NoteChanged(comment, b, t0); got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
+	if !slurm.NoteChanged("site", a, t0) {
+		t.Error("no note yet: must comment")
+	}
+}
+
+func TestRestoreUndoesEverything(t *testing.T) {
+	st := slurm.State{Lowered: map[string]slurm.Lowered{"1": {UserLimit: time.Hour}, "2": {UserLimit: 2 * time.Hour}, "gone": {}},
+		Parked: map[string]time.Time{"n1": t0}}
+	snap := slurm.Snapshot{Now: t0, Jobs: []slurm.Job{pending("1", 1, time.Minute, 1), running("2", 1, time.Minute, 0)},
+		Nodes: []slurm.Node{node("n1", 4, "IDLE", "POWERED_DOWN")}}
+	st.Observe(snap)
+	got := kinds(slurm.Restore(snap, &st))
+	if want := []string{"restore 1 1h0m0s", "restore 2 2h0m0s", "power_up n1 0s"}; !slices.Equal(got, want) {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}

@@ -1,0 +1,185 @@
+package slurm_test
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prescient-sched/prescient/internal/slurmtest"
+	"github.com/prescient-sched/prescient/slurm"
+)
+
+// fixedEstimator expects every job to run two minutes and recommends a
+// five-minute limit; it counts the accounting documents it hears.
+type fixedEstimator struct{ learned int }
+
+func (f *fixedEstimator) Estimate(_ context.Context, jobs []slurm.Job) (map[string]slurm.Estimate, error) {
+	out := map[string]slurm.Estimate{}
+	for _, j := range jobs {
+		out[j.ID] = slurm.Estimate{RunP50: 2 * time.Minute, Limit: 5 * time.Minute, Source: "fixed"}
+	}
+	return out, nil
+}
+
+func (f *fixedEstimator) Learn(_ context.Context, acct []byte) error {
+	if !strings.HasPrefix(strings.TrimSpace(string(acct)), "{") {
+		return os.ErrInvalid
+	}
+	f.learned++
+	return nil
+}
+
+func jobByID(t *testing.T, c slurm.Client, id string) slurm.Job {
+	t.Helper()
+	jobs, err := c.Jobs(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range jobs {
+		if j.ID == id {
+			return j
+		}
+	}
+	t.Fatalf("job %s is not in squeue", id)
+	return slurm.Job{}
+}
+
+// TestAgainstRealSlurm runs the advisor and autopilot against Slurm 22.05:
+// jobs read with their limits and GPUs, advice appended to AdminComment,
+// a pending job's limit lowered and restored, a node parked and woken
+// through the site's programs, a restarted runner picking up its state.
+func TestAgainstRealSlurm(t *testing.T) {
+	c := slurmtest.Start(t)
+	ctx := context.Background()
+	cli := &slurm.CLI{Conf: c.Conf}
+
+	// A running job holds every GPU, so the others pend.
+	run := c.Sbatch(t, "-J", "runner", "-t", "60", "--gres=gpu:4", "--wrap", "sleep 300")
+	if err := waitFor(func() bool { return jobByID(t, cli, run).Running() }); err != nil {
+		t.Fatalf("job %s never ran", run)
+	}
+	pend := c.Sbatch(t, "-J", "pend", "-t", "120", "--gres=gpu:2", "--comment", "x", "--wrap", "true")
+	c.Run(t, "scontrol", "update", "JobId="+pend, "AdminComment=site note")
+	small := c.Sbatch(t, "-J", "small", "-t", "3", "--gres=gpu:1", "--wrap", "true")
+
+	// 1. Read: limits, GPUs, states.
+	j := jobByID(t, cli, pend)
+	if !j.Pending() || j.TimeLimit != 2*time.Hour || j.GPUs != 2 || j.Partition != slurmtest.Partition || j.Account != slurmtest.Account {
+		t.Fatalf("pending job read as %+v", j)
+	}
+	if r := jobByID(t, cli, run); r.GPUs != 4 || r.Start.IsZero() || r.TimeLimit != time.Hour {
+		t.Fatalf("running job read as %+v", r)
+	}
+	nodes, err := cli.Nodes(ctx)
+	if err != nil || len(nodes) != 1 || nodes[0].GPUs != slurmtest.GPUs || nodes[0].GPUsUsed != 4 {
+		t.Fatalf("nodes: %+v, %v", nodes, err)
+	}
+
+	// 2. Advisor: the comment is appended, the limit left alone.
+	dir := t.TempDir()
+	est := &fixedEstimator{}
+	r := &slurm.Runner{Client: cli, Estimator: est, Dir: dir, Config: slurm.Config{Comment: true}}
+	if err := r.Cycle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	j = jobByID(t, cli, pend)
+	if !strings.HasPrefix(j.AdminComment, "site note [prescient: limit 5m run~2m start~") || j.TimeLimit != 2*time.Hour {
+		t.Fatalf("after advice: comment %q, limit %s", j.AdminComment, j.TimeLimit)
+	}
+	if est.learned != 1 {
+		t.Fatalf("accounting heard %d times, want 1", est.learned)
+	}
+	adv := r.Advice()
+	if len(adv) != 2 || adv[0].Start.IsZero() || adv[0].Start.Before(time.Now()) {
+		t.Fatalf("advice: %+v", adv)
+	}
+
+	// 3. Autopilot lowers the pending job in its partition (not the one
+	// already under five minutes), and a restarted runner restores it when
+	// autopilot is turned off.
+	auto := slurm.Config{Comment: true, Autopilot: true, Partitions: []string{slurmtest.Partition}, Floor: time.Minute}
+	r = &slurm.Runner{Client: cli, Estimator: est, Dir: dir, Config: auto}
+	if err := r.Cycle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := jobByID(t, cli, pend).TimeLimit; got != 5*time.Minute {
+		t.Fatalf("autopilot: limit %s, want 5m", got)
+	}
+	if got := jobByID(t, cli, small).TimeLimit; got != 3*time.Minute {
+		t.Fatalf("autopilot raised or touched a 3m limit: %s", got)
+	}
+	r = &slurm.Runner{Client: cli, Estimator: est, Dir: dir, Config: slurm.Config{Comment: true}}
+	if err := r.Cycle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := jobByID(t, cli, pend).TimeLimit; got != 2*time.Hour {
+		t.Fatalf("autopilot off: limit %s, want the user's 2h back", got)
+	}
+	// Lowered again, then Stop restores.
+	r = &slurm.Runner{Client: cli, Estimator: est, Dir: dir, Config: auto}
+	if err := r.Cycle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := jobByID(t, cli, pend).TimeLimit; got != 2*time.Hour {
+		t.Fatalf("after stop: limit %s, want 2h", got)
+	}
+	events, err := os.ReadFile(dir + "/events.jsonl")
+	if err != nil || strings.Count(string(events), `"kind":"lower"`) != 2 || strings.Count(string(events), `"kind":"restore"`) != 2 {
+		t.Fatalf("events: %s %v", events, err)
+	}
+
+	// 4. Parking: with the queue empty and the node idle, it is powered
+	// down through SuspendProgram; turning autopilot off powers it up
+	// through ResumeProgram. (A job that pends for it is woken for by
+	// Slurm itself as well as by Decide; TestDecide covers Decide's.)
+	c.Run(t, "scancel", "--user=root")
+	if err := c.WaitNode(t, "idle", 90*time.Second); err != nil {
+		t.Fatalf("%v; squeue: %s; node: %s", err, c.Run(t, "squeue", "-o", "%i %T %r %N"), c.Run(t, "sinfo", "--json"))
+	}
+	park := auto
+	park.ParkIdleAfter = time.Second
+	r = &slurm.Runner{Client: cli, Estimator: est, Dir: dir, Config: park}
+	for range 2 { // the first sees it idle, the second parks it
+		if err := r.Cycle(ctx); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(1100 * time.Millisecond)
+	}
+	if err := c.WaitNode(t, "idle~", 30*time.Second); err != nil {
+		t.Fatalf("not parked: %v", err)
+	}
+	if _, ok := r.State().Parked[slurmtest.Node]; !ok {
+		t.Fatalf("state has no parked node: %+v", r.State())
+	}
+	// Autopilot off: the node it parked is powered up.
+	r = &slurm.Runner{Client: cli, Estimator: est, Dir: dir, Config: slurm.Config{Comment: true}}
+	if err := r.Cycle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WaitNode(t, "idle", 40*time.Second); err != nil {
+		t.Fatalf("not woken: %v", err)
+	}
+	b, _ := os.ReadFile(c.PowerLog)
+	if !strings.Contains(string(b), "suspend "+slurmtest.Node) || !strings.Contains(string(b), "resume "+slurmtest.Node) {
+		t.Fatalf("power log: %q", b)
+	}
+	events, _ = os.ReadFile(dir + "/events.jsonl")
+	if !strings.Contains(string(events), `"kind":"power_down"`) || !strings.Contains(string(events), `"kind":"power_up"`) {
+		t.Fatalf("events: %s", events)
+	}
+}
+
+func waitFor(f func() bool) error {
+	for range 100 {
+		if f() {
+			return nil
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return os.ErrDeadlineExceeded
+}

@@ -1,0 +1,43 @@
+package slurm
+
+import (
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+// The profile's first fit against a brute force over a minute grid, on
+// random use.
+func TestProfileFitsWhereBruteForceDoes(t *testing.T) {
+	now := time.Date(2026, 12, 7, 0, 0, 0, 0, time.UTC)
+	m := func(k int) time.Time { return now.Add(time.Duration(k) * time.Minute) }
+	rng := rand.New(rand.NewPCG(3, 4))
+	for trial := range 300 {
+		const capacity, span = 8, 200
+		p := newProfile(now, capacity)
+		var used [span + 100]int64
+		for range rng.IntN(30) {
+			from, n := rng.IntN(span), int64(1+rng.IntN(4))
+			to := from + 1 + rng.IntN(60)
+			p.take(m(from), m(to), n)
+			for k := from; k < to; k++ {
+				used[k] += n
+			}
+		}
+		n, run := int64(1+rng.IntN(capacity)), 1+rng.IntN(40)
+		want := -1
+		for s := 0; s < span+60 && want < 0; s++ {
+			ok := true
+			for k := s; k < s+run && k < len(used); k++ {
+				ok = ok && capacity-used[k] >= n
+			}
+			if ok {
+				want = s
+			}
+		}
+		got, ok := p.fit(n, time.Duration(run)*time.Minute, m(span+60))
+		if !ok || got != m(want) {
+			t.Fatalf("trial %d: fit(%d, %dm) = %s %v, want +%dm", trial, n, run, got.Sub(now), ok, want)
+		}
+	}
+}

@@ -1,0 +1,287 @@
+package slurm
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/prescient-sched/prescient/internal/fsutil"
+)
+
+// Estimator gives the models' estimates for jobs and learns from the
+// jobs that ended.
+type Estimator interface {
+	// Estimate returns estimates by job ID; a job it cannot estimate is
+	// left out.
+	Estimate(ctx context.Context, jobs []Job) (map[string]Estimate, error)
+	// Learn hears the jobs that ended, as sacct --json gives them.
+	Learn(ctx context.Context, accounting []byte) error
+}
+
+// Event is one change made to the cluster (or tried): the audit trail.
+type Event struct {
+	Time time.Time `json:"time"`
+	Action
+	// UserLimit is the job's limit before a lower (restore puts it back).
+	UserLimit time.Duration `json:"user_limit_ns,omitempty"`
+	Error     string        `json:"error,omitempty"`
+}
+
+// Runner runs the advisor and autopilot over a Slurm cluster: a cycle
+// reads the cluster, asks the estimator, advises, decides and acts, and
+// keeps what it changed in Dir (state.json, written atomically after each
+// cycle) and every change in Dir/events.jsonl. A restarted Runner picks up
+// the state where it was.
+type Runner struct {
+	Client    Client
+	Estimator Estimator
+	Config    Config
+	Dir       string
+	Now       func() time.Time
+	Log       *slog.Logger
+	// Warmup is how far back the first accounting read reaches (default
+	// an hour); later reads start where the last one ended.
+	Warmup time.Duration
+
+	mu       sync.Mutex
+	state    State
+	advice   []Advice
+	events   []Event // the latest, for the API
+	learned  time.Time
+	loaded   bool
+	eventLog *os.File
+}
+
+const maxEvents = 1000
+
+// Cycle runs one cycle.
+func (r *Runner) Cycle(ctx context.Context) error {
+	if err := r.load(); err != nil {
+		return err
+	}
+	now := r.Now()
+	// 1. Read the cluster.
+	snap, err := r.snapshot(ctx, now)
+	if err != nil {
+		return err
+	}
+	// 2. Learn from the jobs that ended since the last cycle.
+	since := r.learned
+	if since.IsZero() {
+		since = now.Add(-cmp.Or(r.Warmup, time.Hour))
+	}
+	if acct, err := r.Client.Accounting(ctx, since); err != nil {
+		r.Log.Warn("slurm: accounting not read; the limit calibration waits", "err", err)
+	} else if err := r.Estimator.Learn(ctx, acct); err != nil {
+		r.Log.Warn("slurm: accounting not learned from", "err", err)
+	} else {
+		r.learned = now
+	}
+	// 3. Estimate, advise, decide.
+	var live []Job
+	for _, j := range snap.Jobs {
+		if j.Pending() || j.Running() {
+			live = append(live, j)
+		}
+	}
+	est, err := r.Estimator.Estimate(ctx, live)
+	if err != nil {
+		return fmt.Errorf("slurm: estimates: %w", err)
+	}
+	advice := Advise(snap, est)
+	r.mu.Lock()
+	r.state.Observe(snap)
+	acts := Decide(r.Config, snap, advice, &r.state)
+	jobs := map[string]*Job{}
+	for i := range snap.Jobs {
+		jobs[snap.Jobs[i].ID] = &snap.Jobs[i]
+	}
+	for i := range advice {
+		advice[i].UserLimit = r.state.UserLimit(jobs[advice[i].Job])
+	}
+	r.advice = advice
+	r.mu.Unlock()
+	// 4. Act, then keep the state.
+	r.apply(ctx, snap, acts)
+	return r.save()
+}
+
+// Stop undoes what the Runner changed: lowered limits back to the users',
+// parked nodes powered up. The state keeps what could not be undone.
+func (r *Runner) Stop(ctx context.Context) error {
+	if err := r.load(); err != nil {
+		return err
+	}
+	snap, err := r.snapshot(ctx, r.Now())
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	r.state.Observe(snap)
+	acts := Restore(snap, &r.state)
+	r.mu.Unlock()
+	r.apply(ctx, snap, acts)
+	err = r.save()
+	if r.eventLog != nil {
+		err = errors.Join(err, r.eventLog.Close())
+		r.eventLog = nil
+	}
+	return err
+}
+
+// Advice is the latest cycle's advice, pending jobs in Slurm's order.
+func (r *Runner) Advice() []Advice {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.advice
+}
+
+// Events are the latest changes, oldest first.
+func (r *Runner) Events() []Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Event(nil), r.events...)
+}
+
+// State is a copy of what the Runner has changed.
+func (r *Runner) State() State {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	b, _ := json.Marshal(r.state)
+	var st State
+	json.Unmarshal(b, &st)
+	return st
+}
+
+func (r *Runner) snapshot(ctx context.Context, now time.Time) (Snapshot, error) {
+	jobs, err := r.Client.Jobs(ctx)
+	if err != nil {
+		return Snapshot{}, fmt.Errorf("slurm: jobs: %w", err)
+	}
+	nodes, err := r.Client.Nodes(ctx)
+	if err != nil {
+		return Snapshot{}, fmt.Errorf("slurm: nodes: %w", err)
+	}
+	return Snapshot{Now: now, Jobs: jobs, Nodes: nodes}, nil
+}
+
+// apply makes each change and records it; a change that fails is logged
+// and recorded with its error, and tried again next cycle.
+func (r *Runner) apply(ctx context.Context, snap Snapshot, acts []Action) {
+	jobs := map[string]*Job{}
+	for i := range snap.Jobs {
+		jobs[snap.Jobs[i].ID] = &snap.Jobs[i]
+	}
+	for _, a := range acts {
+		ev := Event{Time: r.Now(), Action: a}
+		var err error
+		switch a.Kind {
+		case ActComment:
+			err = r.Client.Update(ctx, a.Job, Update{AdminComment: &a.Text})
+		case ActLower:
+			ev.UserLimit = jobs[a.Job].TimeLimit
+			if l, ok := r.state.Lowered[a.Job]; ok {
+				ev.UserLimit = l.UserLimit // lowered again: the user's is the first
+			}
+			if err = r.Client.Update(ctx, a.Job, Update{TimeLimit: &a.Limit}); err == nil {
+				r.mu.Lock()
+				r.state.Lowered[a.Job] = Lowered{UserLimit: ev.UserLimit, Set: a.Limit, At: ev.Time}
+				r.mu.Unlock()
+			}
+		case ActRestore:
+			if err = r.Client.Update(ctx, a.Job, Update{TimeLimit: &a.Limit}); err == nil {
+				r.mu.Lock()
+				delete(r.state.Lowered, a.Job)
+				r.mu.Unlock()
+			}
+		case ActPowerDown:
+			if err = r.Client.PowerDown(ctx, a.Node, "prescient: "+a.Reason); err == nil {
+				r.mu.Lock()
+				r.state.Parked[a.Node] = ev.Time
+				r.mu.Unlock()
+			}
+		case ActPowerUp:
+			err = r.Client.PowerUp(ctx, a.Node)
+		}
+		if err != nil {
+			ev.Error = err.Error()
+			r.Log.Warn("slurm: change failed", "kind", a.Kind, "job", a.Job, "node", a.Node, "err", err)
+		} else if a.Kind != ActComment {
+			r.Log.Info("slurm: changed", "kind", a.Kind, "job", a.Job, "node", a.Node, "limit", a.Limit, "reason", a.Reason)
+		}
+		r.record(ev)
+	}
+}
+
+func (r *Runner) record(ev Event) {
+	r.mu.Lock()
+	r.events = append(r.events, ev)
+	if len(r.events) > maxEvents {
+		r.events = r.events[len(r.events)-maxEvents:]
+	}
+	r.mu.Unlock()
+	b, _ := json.Marshal(ev)
+	if _, err := r.eventLog.Write(append(b, '\n')); err != nil {
+		r.Log.Error("slurm: event not written", "err", err)
+	}
+}
+
+func (r *Runner) load() error {
+	if r.loaded {
+		return nil
+	}
+	if r.Now == nil {
+		r.Now = time.Now
+	}
+	if r.Log == nil {
+		r.Log = slog.Default()
+	}
+	if err := r.Config.Validate(); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(r.Dir, 0o700); err != nil {
+		return fmt.Errorf("slurm: state folder: %w", err)
+	}
+	b, err := os.ReadFile(filepath.Join(r.Dir, "state.json"))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return fmt.Errorf("slurm: state: %w", err)
+	default:
+		if err := json.Unmarshal(b, &r.state); err != nil {
+			return fmt.Errorf("slurm: state %s: %w", filepath.Join(r.Dir, "state.json"), err)
+		}
+	}
+	f, err := os.OpenFile(filepath.Join(r.Dir, "events.jsonl"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return fmt.Errorf("slurm: events: %w", err)
+	}
+	r.eventLog, r.loaded = f, true
+	r.state.init()
+	return nil
+}
+
+func (r *Runner) save() error {
+	r.mu.Lock()
+	b, err := json.MarshalIndent(r.state, "", "  ")
+	r.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if err := r.eventLog.Sync(); err != nil {
+		return fmt.Errorf("slurm: events: %w", err)
+	}
+	return fsutil.WriteAtomic(filepath.Join(r.Dir, "state.json"), 0o600, func(w io.Writer) error {
+		_, err := w.Write(b)
+		return err
+	})
+}
