@@ -96,8 +96,8 @@ const (
 //  2. lower: in autopilot, a pending job in a partition it may touch gets
 //     the recommended limit (at least the floor) when that is below the
 //     user's, and follows the recommendation as it moves;
-//  3. restore: a lowered job that is pending where it may no longer be
-//     lowered, or running within RestoreMargin of the lowered limit, gets
+//  3. restore: a lowered job, pending or running, where it may no longer
+//     be lowered, or running within RestoreMargin of the lowered limit, gets
 //     the user's limit back: lowered limits plan Slurm's backfill, they do
 //     not kill jobs while Prescient runs;
 //  4. park: in autopilot, a node idle for ParkIdleAfter while nothing pends
@@ -135,10 +135,11 @@ func Decide(cfg Config, snap Snapshot, advice []Advice, st *State) []Action {
 	// 3.
 	for _, id := range sortedKeys(st.Lowered) {
 		l, j := st.Lowered[id], jobs[id]
+		if j == nil || !(j.Pending() || j.Running()) {
+			continue // gone: State.Observe forgets it
+		}
 		switch {
-		case j == nil || !(j.Pending() || j.Running()):
-			continue // gone: Runner forgets it
-		case j.Pending() && (!cfg.Autopilot || !slices.Contains(cfg.Partitions, j.Partition)):
+		case !cfg.Autopilot || !slices.Contains(cfg.Partitions, j.Partition):
 			acts = append(acts, Action{Kind: ActRestore, Job: id, Limit: l.UserLimit, Reason: "autopilot off for its partition"})
 		case j.Running() && snap.Now.Sub(j.Start) >= j.TimeLimit-RestoreMargin(j.TimeLimit):
 			acts = append(acts, Action{Kind: ActRestore, Job: id, Limit: l.UserLimit,
