@@ -76,6 +76,7 @@ Unknown keys and values that do not parse are errors, never ignored.`,
 		newTenantsCmd(g),
 		newWhatIfCmd(g),
 		newWorkloadCmd(g),
+		newSlurmCmd(g),
 	)
 	return root
 }

@@ -1,0 +1,369 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"slices"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/prescient-sched/prescient/cluster"
+	"github.com/prescient-sched/prescient/datasets"
+	"github.com/prescient-sched/prescient/models"
+	"github.com/prescient-sched/prescient/predictor"
+	"github.com/prescient-sched/prescient/slurm"
+	"github.com/prescient-sched/prescient/training"
+)
+
+type slurmOptions struct {
+	conf, bin, models, state, listen string
+	every, warmup                    time.Duration
+	once                             bool
+	cfg                              slurm.Config
+}
+
+func newSlurmCmd(g *globals) *cobra.Command {
+	var o slurmOptions
+	cmd := &cobra.Command{
+		Use:   "slurm",
+		Short: "Advise a Slurm cluster on time limits and start times, and pull its levers on autopilot",
+		Long: `Reads a live Slurm cluster through its commands (squeue, sinfo or scontrol, sacct, all
+with --json; Slurm 22.05 and later), forecasts each pending and running job's run time
+with the duration models of --models (train them on the site's accounting:
+prescient train --target duration --trace slurm:sacct.json), and every --every:
+
+  - predicts each pending job's start and end, and recommends a time limit (the
+    time-limit policy of evaluate --target limit, calibrated on the jobs that ended);
+  - appends the advice to each pending job's AdminComment ("[prescient: ...]",
+    replacing its own earlier note and nothing else), unless --comment=false;
+  - with --autopilot: lowers pending jobs' limits to the recommendation in
+    --partitions (never below --floor, never above the user's own), gives a lowered
+    job its own limit back when it runs near the lowered one, and with
+    --park-idle-after powers idle nodes down (POWER_DOWN_ASAP) while nothing pends
+    in their partitions and up (POWER_UP) when work comes, through the site's
+    SuspendProgram and ResumeProgram.
+
+Every change is an event in --state/events.jsonl; what it changed is kept in
+--state/state.json, so a restarted Prescient picks up where it was. Turning
+autopilot off restores the users' limits and wakes the nodes it parked; so does
+stopping (SIGINT or SIGTERM). A Prescient killed outright restores them when it
+next starts without --autopilot. Changing other users' jobs needs a Slurm operator
+(sacctmgr modify user NAME set adminlevel=operator) or root.
+
+With --listen it serves the advice as JSON: GET /v1/slurm/advice, /v1/slurm/events,
+/v1/slurm/state (read-only, no authentication: bind it to a trusted address).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runSlurm(cmd.Context(), g, o) },
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.conf, "slurm-conf", "", "slurm.conf for the Slurm commands (SLURM_CONF; default theirs)")
+	f.StringVar(&o.bin, "slurm-bin", "", "folder of the Slurm commands (default: PATH)")
+	f.StringVar(&o.models, "models", "", "model registry with a duration model (required)")
+	f.StringVar(&o.state, "state", ".run/slurm", "folder for state.json and events.jsonl")
+	f.StringVar(&o.listen, "listen", "", "address to serve the advice on (default: none)")
+	f.DurationVar(&o.every, "every", time.Minute, "time between cycles")
+	f.DurationVar(&o.warmup, "warmup", 14*24*time.Hour, "accounting read at start to calibrate the limits")
+	f.BoolVar(&o.once, "once", false, "run one cycle and exit (restoring nothing)")
+	f.BoolVar(&o.cfg.Comment, "comment", true, "append the advice to pending jobs' AdminComment")
+	f.BoolVar(&o.cfg.Autopilot, "autopilot", false, "change limits and park nodes (off: advise, and undo earlier changes)")
+	f.StringSliceVar(&o.cfg.Partitions, "partitions", nil, "partitions whose pending jobs' limits autopilot may lower")
+	f.DurationVar(&o.cfg.Floor, "floor", 10*time.Minute, "the least limit autopilot sets")
+	f.DurationVar(&o.cfg.ParkIdleAfter, "park-idle-after", 0, "power down a node idle this long with nothing pending in its partitions (0: never)")
+	f.StringSliceVar(&o.cfg.ParkPartitions, "park-partitions", nil, "partitions whose nodes may be parked (default: all)")
+	cmd.AddCommand(newSlurmQueueCmd(g))
+	return cmd
+}
+
+func runSlurm(ctx context.Context, g *globals, o slurmOptions) error {
+	if o.models == "" {
+		return errors.New("--models is required: a registry with a duration model (prescient train --target duration --trace slurm:...)")
+	}
+	if o.every < time.Second {
+		return fmt.Errorf("--every %s: want at least 1s", o.every)
+	}
+	if err := o.cfg.Validate(); err != nil {
+		return err
+	}
+	est, err := newSlurmEstimator(o.models, g.logger)
+	if err != nil {
+		return err
+	}
+	log := g.logger.With("component", "slurm")
+	r := &slurm.Runner{Client: &slurm.CLI{Conf: o.conf, Bin: o.bin}, Estimator: est, Config: o.cfg, Dir: o.state,
+		Log: log, Warmup: o.warmup}
+	if o.once {
+		return r.Cycle(ctx)
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if o.listen != "" {
+		ln, err := net.Listen("tcp", o.listen)
+		if err != nil {
+			return fmt.Errorf("--listen: %w", err)
+		}
+		srv := &http.Server{Handler: slurmHandler(r), ReadHeaderTimeout: 10 * time.Second}
+		go srv.Serve(ln)
+		defer srv.Close()
+		log.Info("serving the advice", "addr", ln.Addr().String())
+	}
+	tick := time.NewTicker(o.every)
+	defer tick.Stop()
+	for {
+		if err := r.Cycle(ctx); err != nil && ctx.Err() == nil {
+			log.Error("cycle failed; the next one tries again", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			// Undo on the way out, with a fresh context: the signal's is done.
+			restore, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			if err := r.Stop(restore); err != nil {
+				return fmt.Errorf("slurm: restoring on stop: %w", err)
+			}
+			log.Info("stopped; limits and nodes restored")
+			return nil
+		case <-tick.C:
+		}
+	}
+}
+
+// slurmHandler serves a Runner's advice, events and state.
+func slurmHandler(r *slurm.Runner) http.Handler {
+	mux := http.NewServeMux()
+	js := func(w http.ResponseWriter, v any) {
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(v)
+	}
+	mux.HandleFunc("GET /v1/slurm/advice", func(w http.ResponseWriter, _ *http.Request) {
+		js(w, map[string]any{"advice": r.Advice()})
+	})
+	mux.HandleFunc("GET /v1/slurm/events", func(w http.ResponseWriter, _ *http.Request) {
+		js(w, map[string]any{"events": r.Events()})
+	})
+	mux.HandleFunc("GET /v1/slurm/state", func(w http.ResponseWriter, _ *http.Request) { js(w, r.State()) })
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
+	return mux
+}
+
+// slurmEstimator is slurm.Estimator over the served duration models and
+// the time-limit policy of evaluate --target limit.
+type slurmEstimator struct {
+	p            *predictor.Predictor
+	trainedUntil time.Time // the served model's data: its errors there are no test
+
+	mu    sync.Mutex
+	cal   *models.LimitCalibration
+	heard map[cluster.JobID]bool
+}
+
+func newSlurmEstimator(dir string, log *slog.Logger) (*slurmEstimator, error) {
+	reg := training.Registry{Dir: dir}
+	art, err := reg.LoadCurrent(models.TargetDuration)
+	if err != nil {
+		return nil, fmt.Errorf("--models: %w", err)
+	}
+	p, err := predictor.New(reg, log)
+	if err != nil {
+		return nil, err
+	}
+	return &slurmEstimator{p: p, trainedUntil: art.DataUntil, cal: models.NewLimitCalibration(models.DefaultLimitPolicy()),
+		heard: map[cluster.JobID]bool{}}, nil
+}
+
+func (e *slurmEstimator) forecast(ctx context.Context, jobs []cluster.Job) ([]float64, string, error) {
+	fc, err := e.p.Forecast(ctx, jobs)
+	if err != nil {
+		return nil, "", err
+	}
+	med := make([]float64, len(fc))
+	src := ""
+	for i, f := range fc {
+		if f.DurationP50S == nil {
+			return nil, "", predictor.ErrNoDurationModel
+		}
+		med[i], src = models.Log(*f.DurationP50S), "model "+f.ModelVersion
+	}
+	return med, src, nil
+}
+
+// Estimate implements slurm.Estimator.
+func (e *slurmEstimator) Estimate(ctx context.Context, jobs []slurm.Job) (map[string]slurm.Estimate, error) {
+	in := make([]cluster.Job, len(jobs))
+	for i, j := range jobs {
+		in[i] = cluster.NewJob(cluster.JobID(j.ID), j.Spec(), j.Submit)
+	}
+	med, src, err := e.forecast(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := make(map[string]slurm.Estimate, len(jobs))
+	for i, j := range jobs {
+		run := time.Duration(models.Exp(med[i]) * float64(time.Second))
+		out[j.ID] = slurm.Estimate{RunP50: run, Limit: e.cal.Recommend(models.LimitUser(&in[i]), med[i], j.TimeLimit), Source: src}
+	}
+	return out, nil
+}
+
+// Learn implements slurm.Estimator: each completed job not heard before,
+// in the order they ended, tells the serving models' histories and the
+// limit calibration (with the forecast it gets now, from before its end:
+// jobs the served model was trained on are left out of the calibration).
+func (e *slurmEstimator) Learn(ctx context.Context, acct []byte) error {
+	res, err := datasets.ReadSlurm(bytes.NewReader(acct), "sacct --json", datasets.ReadOptions{Lenient: true})
+	if err != nil {
+		return err
+	}
+	var done []cluster.Job
+	e.mu.Lock()
+	for _, j := range res.Jobs {
+		if j.State.Terminal() && !e.heard[j.ID] {
+			e.heard[j.ID] = true
+			done = append(done, j)
+		}
+	}
+	e.mu.Unlock()
+	slices.SortFunc(done, func(a, b cluster.Job) int { return models.EndTime(&a).Compare(models.EndTime(&b)) })
+	var calib []cluster.Job
+	for _, j := range done {
+		if models.CompletedRun(&j) && j.SubmitTime.After(e.trainedUntil) {
+			calib = append(calib, cluster.NewJob(j.ID, j.Spec, j.SubmitTime))
+		}
+	}
+	var med []float64
+	if len(calib) > 0 {
+		if med, _, err = e.forecast(ctx, calib); err != nil {
+			return err
+		}
+	}
+	byID := map[cluster.JobID]int{}
+	for i, j := range calib {
+		byID[j.ID] = i
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, j := range done {
+		e.p.Observe(j)
+		if i, ok := byID[j.ID]; ok {
+			e.cal.Observe(models.LimitUser(&j), j.Spec.TimeLimit, med[i], j.Outcome.RunTime)
+		}
+	}
+	return nil
+}
+
+// slurmAdvice is an advice as GET /v1/slurm/advice writes it.
+type slurmAdvice struct {
+	Job, Name, User, Partition string
+	GPUs                       int64
+	UserLimitS                 float64    `json:"user_limit_s"`
+	LimitS                     float64    `json:"recommended_limit_s"`
+	RunP50S                    float64    `json:"run_p50_s"`
+	Start                      *time.Time `json:"predicted_start"`
+	End                        *time.Time `json:"predicted_end"`
+	StartAfter                 *time.Time `json:"predicted_start_after"`
+	Reason                     string
+}
+
+func newSlurmQueueCmd(g *globals) *cobra.Command {
+	var server string
+	cmd := &cobra.Command{
+		Use:   "queue",
+		Short: "Show Slurm's pending jobs as squeue does, with Prescient's predicted starts and limits",
+		Long: `Reads the advice of a running "prescient slurm --listen ADDR" and prints the pending
+jobs in Slurm's priority order, in squeue's columns with Prescient's: the job's own
+limit, the recommended one, the expected run time, the predicted start and end
+(">TIME" when the start lies beyond the one-week horizon; "-" when none is predicted,
+the reason says why).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
+			defer cancel()
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, server+"/v1/slurm/advice", nil)
+			if err != nil {
+				return fmt.Errorf("--server: %w", err)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				return err
+			}
+			defer resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				return fmt.Errorf("GET /v1/slurm/advice: %s", resp.Status)
+			}
+			var doc struct {
+				Advice []slurmAdvice `json:"advice"`
+			}
+			if err := json.NewDecoder(resp.Body).Decode(&doc); err != nil {
+				return fmt.Errorf("GET /v1/slurm/advice: %w", err)
+			}
+			if g.output == "json" {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(doc)
+			}
+			return slurmQueueTable(cmd.OutOrStdout(), doc.Advice)
+		},
+	}
+	cmd.Flags().StringVar(&server, "server", "http://127.0.0.1:8081", "address of prescient slurm --listen")
+	return cmd
+}
+
+// slurmQueueTable writes squeue's columns (JOBID PARTITION NAME USER ST)
+// and Prescient's.
+func slurmQueueTable(w io.Writer, adv []slurmAdvice) error {
+	t := newTable(w)
+	t.row("JOBID", "PARTITION", "NAME", "USER", "ST", "GPUS", "TIME_LIMIT", "ADVISED_LIMIT", "EXPECTED_RUN", "START", "END", "REASON")
+	clock := func(s float64) string {
+		if s <= 0 {
+			return "UNLIMITED"
+		}
+		return slurmClock(time.Duration(s * float64(time.Second)))
+	}
+	when := func(t *time.Time) string {
+		if t == nil {
+			return "-"
+		}
+		return t.UTC().Format("2006-01-02T15:04:05")
+	}
+	for _, a := range adv {
+		advised := "-"
+		if a.LimitS > 0 && (a.UserLimitS == 0 || a.LimitS < a.UserLimitS) {
+			advised = clock(a.LimitS)
+		}
+		start := when(a.Start)
+		if a.StartAfter != nil {
+			start = ">" + when(a.StartAfter)
+		}
+		run := "-"
+		if a.RunP50S > 0 {
+			run = slurmClock(time.Duration(a.RunP50S * float64(time.Second)))
+		}
+		t.row(a.Job, a.Partition, a.Name, a.User, "PD", a.GPUs, clock(a.UserLimitS), advised, run, start, when(a.End), a.Reason)
+	}
+	return t.flush()
+}
+
+// slurmClock writes a duration as squeue does: [days-]hours:minutes:seconds.
+func slurmClock(d time.Duration) string {
+	d = d.Round(time.Second)
+	days := d / (24 * time.Hour)
+	d -= days * 24 * time.Hour
+	h, m, s := d/time.Hour, (d%time.Hour)/time.Minute, (d%time.Minute)/time.Second
+	if days > 0 {
+		return fmt.Sprintf("%d-%02d:%02d:%02d", days, h, m, s)
+	}
+	return fmt.Sprintf("%d:%02d:%02d", h, m, s)
+}

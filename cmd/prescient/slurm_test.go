@@ -1,0 +1,167 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prescient-sched/prescient/datasets"
+	"github.com/prescient-sched/prescient/internal/slurmtest"
+	"github.com/prescient-sched/prescient/slurm"
+)
+
+// writeSacctHistory writes a site's accounting as sacct --parsable2 does:
+// n jobs of three users over ten days, each user's run times about their
+// own and their limits many times longer, as users ask.
+func writeSacctHistory(t *testing.T, n int) string {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString(strings.Join(datasets.SlurmFields, "|") + "\n")
+	rng := rand.New(rand.NewPCG(1, 2))
+	start := time.Now().UTC().Add(-30 * 24 * time.Hour).Truncate(time.Second)
+	users := []struct {
+		name  string
+		run   time.Duration
+		limit string
+		gpus  int
+	}{{"alice", 20 * time.Minute, "04:00:00", 1}, {"bob", 2 * time.Hour, "1-00:00:00", 4}, {"carol", 5 * time.Minute, "02:00:00", 2}}
+	for i := range n {
+		u := users[i%len(users)]
+		submit := start.Add(time.Duration(i) * 10 * 24 * time.Hour / time.Duration(n))
+		begin := submit.Add(time.Duration(rng.IntN(600)) * time.Second)
+		run := time.Duration(float64(u.run) * (0.7 + 0.6*rng.Float64())).Truncate(time.Second)
+		end := begin.Add(run)
+		f := func(t time.Time) string { return t.Format("2006-01-02T15:04:05") }
+		tres := fmt.Sprintf("billing=1,cpu=1,gres/gpu=%d,node=1", u.gpus)
+		fmt.Fprintf(&b, "%d|%s|research|gpu|normal|train-%s|%s|%s|%s|%s|%s|%s|%s|COMPLETED|0:0\n", 1000+i, u.name, u.name,
+			f(submit), f(begin), f(end), slurmClock(run), u.limit, tres, tres)
+	}
+	path := filepath.Join(t.TempDir(), "sacct.txt")
+	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestSlurmAdvisorOnRealSlurm trains run times on a site's accounting,
+// then advises a real Slurm 22.05: every pending job gets its predicted
+// start and run time in its AdminComment (after what was there), the
+// advice is served over HTTP, and the user CLI prints it as squeue would.
+func TestSlurmAdvisorOnRealSlurm(t *testing.T) {
+	hist := writeSacctHistory(t, 900)
+	reg := filepath.Join(t.TempDir(), "models")
+	if _, err := run(t, "train", "--target", "duration", "--trace", "slurm:"+hist, "--models", reg,
+		"--learners=gbt,rolling_median,global_median", "--gate-windows", "1"); err != nil {
+		t.Fatal(err)
+	}
+
+	c := slurmtest.Start(t)
+	hog := c.Sbatch(t, "-J", "hog", "-t", "60", "--gres=gpu:4", "--wrap", "sleep 600")
+	for i := 0; strings.TrimSpace(c.Run(t, "squeue", "-h", "-j", hog, "-o", "%T")) != "RUNNING"; i++ {
+		if i == 100 {
+			t.Fatalf("job %s never ran", hog)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	pend := c.Sbatch(t, "-J", "next", "-t", "240", "--gres=gpu:1", "--wrap", "true")
+	c.Run(t, "scontrol", "update", "JobId="+pend, "AdminComment=site note")
+
+	state := t.TempDir()
+	if _, err := run(t, "slurm", "--once", "--slurm-conf", c.Conf, "--models", reg, "--state", state); err != nil {
+		t.Fatal(err)
+	}
+	show := c.Run(t, "scontrol", "show", "job", pend)
+	if !strings.Contains(show, "AdminComment=site note [prescient: run~") || !strings.Contains(show, " start~") {
+		t.Fatalf("AdminComment not appended:\n%s", show)
+	}
+	if !strings.Contains(show, "TimeLimit=04:00:00") {
+		t.Fatalf("the advisor changed the limit:\n%s", show)
+	}
+	// A second cycle leaves the comment as it is (one note, not two).
+	if _, err := run(t, "slurm", "--once", "--slurm-conf", c.Conf, "--models", reg, "--state", state); err != nil {
+		t.Fatal(err)
+	}
+	if show := c.Run(t, "scontrol", "show", "job", pend); strings.Count(show, "[prescient:") != 1 {
+		t.Fatalf("two notes:\n%s", show)
+	}
+	events, err := os.ReadFile(filepath.Join(state, "events.jsonl"))
+	if err != nil || !strings.Contains(string(events), `"kind":"comment"`) {
+		t.Fatalf("events: %s %v", events, err)
+	}
+
+	// The advice over HTTP, and the user CLI's squeue-shaped view of it.
+	est, err := newSlurmEstimator(reg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &slurm.Runner{Client: &slurm.CLI{Conf: c.Conf}, Estimator: est, Dir: state, Log: slog.New(slog.DiscardHandler)}
+	if err := r.Cycle(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(slurmHandler(r))
+	defer srv.Close()
+	out, err := run(t, "slurm", "queue", "--server", srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("queue:\n%s", out)
+	}
+	f := strings.Fields(lines[1])
+	// JOBID PARTITION NAME USER ST GPUS TIME_LIMIT ADVISED_LIMIT EXPECTED_RUN START END REASON...
+	if f[0] != pend || f[2] != "next" || f[4] != "PD" || f[6] != "4:00:00" || f[8] == "-" || f[9] == "-" || f[10] == "-" {
+		t.Fatalf("queue:\n%s", out)
+	}
+	if start, err := time.Parse("2006-01-02T15:04:05", f[9]); err != nil || start.Before(time.Now().Add(-time.Minute)) {
+		t.Errorf("predicted start %q: %v", f[9], err)
+	}
+}
+
+func TestSlurmFlagsSayWhatIsWrong(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"slurm", "--once"}, "--models is required"},
+		{[]string{"slurm", "--models", "x", "--every", "10ms"}, "--every 10ms"},
+		{[]string{"slurm", "--models", "x", "--autopilot", "--partitions", "gpu", "--floor", "1s"}, "floor of at least a minute"},
+		{[]string{"slurm", "--models", t.TempDir()}, "--models"},
+	} {
+		if _, err := run(t, c.args...); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v, want %q", c.args, err, c.want)
+		}
+	}
+}
+
+func TestSlurmQueueTable(t *testing.T) {
+	start := time.Date(2026, 12, 7, 13, 0, 0, 0, time.UTC)
+	end := start.Add(90 * time.Minute)
+	var b strings.Builder
+	err := slurmQueueTable(&b, []slurmAdvice{
+		{Job: "12", Name: "bert", User: "alice", Partition: "gpu", GPUs: 4, UserLimitS: 86400, LimitS: 7200, RunP50S: 5400,
+			Start: &start, End: &end, Reason: "expected run 1h30m0s"},
+		{Job: "13", Name: "sweep", User: "bob", Partition: "gpu", GPUs: 1, StartAfter: &start, Reason: "no forecast"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	want := [][]string{
+		{"JOBID", "PARTITION", "NAME", "USER", "ST", "GPUS", "TIME_LIMIT", "ADVISED_LIMIT", "EXPECTED_RUN", "START", "END", "REASON"},
+		{"12", "gpu", "bert", "alice", "PD", "4", "1-00:00:00", "2:00:00", "1:30:00", "2026-12-07T13:00:00", "2026-12-07T14:30:00", "expected", "run", "1h30m0s"},
+		{"13", "gpu", "sweep", "bob", "PD", "1", "UNLIMITED", "-", "-", ">2026-12-07T13:00:00", "-", "no", "forecast"},
+	}
+	for i, w := range want {
+		if got := strings.Fields(lines[i]); strings.Join(got, " ") != strings.Join(w, " ") {
+			t.Errorf("line %d: %q, want %q", i, got, w)
+		}
+	}
+}
