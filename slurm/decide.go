@@ -58,6 +58,9 @@ type State struct {
 	Parked map[string]time.Time `json:"parked"`
 	// IdleSince is when each node was first seen idle.
 	IdleSince map[string]time.Time `json:"idle_since"`
+	// LastCycle is when the last cycle ended: how RestoreIfStale tells a
+	// Prescient that stopped.
+	LastCycle time.Time `json:"last_cycle"`
 }
 
 // Lowered is a lowered job's limits: the user's and the one set.

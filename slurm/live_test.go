@@ -2,6 +2,7 @@ package slurm_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"strings"
 	"testing"
@@ -97,26 +98,58 @@ func TestAgainstRealSlurm(t *testing.T) {
 	}
 
 	// 3. Autopilot lowers the pending job in its partition (not the one
-	// already under five minutes), and a restarted runner restores it when
-	// autopilot is turned off.
+	// already under five minutes); a restarted runner restores it when
+	// autopilot is turned off. One runner holds the state at a time.
 	auto := slurm.Config{Comment: true, Autopilot: true, Partitions: []string{slurmtest.Partition}, Floor: time.Minute}
-	r = &slurm.Runner{Client: cli, Estimator: est, Dir: dir, Config: auto}
-	if err := r.Cycle(ctx); err != nil {
-		t.Fatal(err)
+	restart := func(cfg slurm.Config) {
+		t.Helper()
+		if err := r.Close(); err != nil {
+			t.Fatal(err)
+		}
+		r = &slurm.Runner{Client: cli, Estimator: est, Dir: dir, Config: cfg}
+		if err := r.Cycle(ctx); err != nil {
+			t.Fatal(err)
+		}
 	}
+	restart(auto)
 	if got := jobByID(t, cli, pend).TimeLimit; got != 5*time.Minute {
 		t.Fatalf("autopilot: limit %s, want 5m", got)
 	}
 	if got := jobByID(t, cli, small).TimeLimit; got != 3*time.Minute {
 		t.Fatalf("autopilot raised or touched a 3m limit: %s", got)
 	}
-	r = &slurm.Runner{Client: cli, Estimator: est, Dir: dir, Config: slurm.Config{Comment: true}}
-	if err := r.Cycle(ctx); err != nil {
-		t.Fatal(err)
+	other := &slurm.Runner{Client: cli, Estimator: est, Dir: dir}
+	if err := other.Cycle(ctx); !errors.Is(err, slurm.ErrLocked) {
+		t.Fatalf("a second runner on the same state: %v, want ErrLocked", err)
 	}
+	restart(slurm.Config{Comment: true})
 	if got := jobByID(t, cli, pend).TimeLimit; got != 2*time.Hour {
 		t.Fatalf("autopilot off: limit %s, want the user's 2h back", got)
 	}
+
+	// Lowered again; the watchdog leaves a running Prescient alone, and one
+	// gone (killed: its lock let go) only once it has been gone long enough.
+	restart(auto)
+	watchdog := &slurm.Runner{Client: cli, Dir: dir}
+	if done, err := watchdog.RestoreIfStale(ctx, 0); done || err != nil {
+		t.Fatalf("watchdog with Prescient running: %v %v", done, err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if done, err := watchdog.RestoreIfStale(ctx, time.Hour); done || err != nil {
+		t.Fatalf("watchdog, Prescient gone a moment: %v %v", done, err)
+	}
+	if got := jobByID(t, cli, pend).TimeLimit; got != 5*time.Minute {
+		t.Fatalf("the watchdog restored early: limit %s", got)
+	}
+	if done, err := watchdog.RestoreIfStale(ctx, 0); !done || err != nil {
+		t.Fatalf("watchdog, Prescient gone: %v %v", done, err)
+	}
+	if got := jobByID(t, cli, pend).TimeLimit; got != 2*time.Hour {
+		t.Fatalf("after the watchdog: limit %s, want 2h", got)
+	}
+
 	// Lowered again, then Stop restores.
 	r = &slurm.Runner{Client: cli, Estimator: est, Dir: dir, Config: auto}
 	if err := r.Cycle(ctx); err != nil {
@@ -129,7 +162,7 @@ func TestAgainstRealSlurm(t *testing.T) {
 		t.Fatalf("after stop: limit %s, want 2h", got)
 	}
 	events, err := os.ReadFile(dir + "/events.jsonl")
-	if err != nil || strings.Count(string(events), `"kind":"lower"`) != 2 || strings.Count(string(events), `"kind":"restore"`) != 2 {
+	if err != nil || strings.Count(string(events), `"kind":"lower"`) != 3 || strings.Count(string(events), `"kind":"restore"`) != 3 {
 		t.Fatalf("events: %s %v", events, err)
 	}
 
@@ -144,6 +177,7 @@ func TestAgainstRealSlurm(t *testing.T) {
 	park := auto
 	park.ParkIdleAfter = time.Second
 	r = &slurm.Runner{Client: cli, Estimator: est, Dir: dir, Config: park}
+	t.Cleanup(func() { r.Close() })
 	for range 2 { // the first sees it idle, the second parks it
 		if err := r.Cycle(ctx); err != nil {
 			t.Fatal(err)
@@ -157,10 +191,7 @@ func TestAgainstRealSlurm(t *testing.T) {
 		t.Fatalf("state has no parked node: %+v", r.State())
 	}
 	// Autopilot off: the node it parked is powered up.
-	r = &slurm.Runner{Client: cli, Estimator: est, Dir: dir, Config: slurm.Config{Comment: true}}
-	if err := r.Cycle(ctx); err != nil {
-		t.Fatal(err)
-	}
+	restart(slurm.Config{Comment: true})
 	if err := c.WaitNode(t, "idle", 40*time.Second); err != nil {
 		t.Fatalf("not woken: %v", err)
 	}

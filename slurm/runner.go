@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/prescient-sched/prescient/internal/fsutil"
@@ -40,7 +41,7 @@ type Event struct {
 // reads the cluster, asks the estimator, advises, decides and acts, and
 // keeps what it changed in Dir (state.json, written atomically after each
 // cycle) and every change in Dir/events.jsonl. A restarted Runner picks up
-// the state where it was.
+// the state where it was; one Runner at a time holds Dir (a lock file).
 type Runner struct {
 	Client    Client
 	Estimator Estimator
@@ -59,7 +60,12 @@ type Runner struct {
 	learned  time.Time
 	loaded   bool
 	eventLog *os.File
+	lock     *os.File // Dir/lock, flocked while the Runner holds Dir
 }
+
+// ErrLocked is returned when another Runner, in this process or another,
+// holds the state folder.
+var ErrLocked = errors.New("another prescient slurm holds the state folder")
 
 const maxEvents = 1000
 
@@ -112,6 +118,9 @@ func (r *Runner) Cycle(ctx context.Context) error {
 	r.mu.Unlock()
 	// 4. Act, then keep the state.
 	r.apply(ctx, snap, acts)
+	r.mu.Lock()
+	r.state.LastCycle = now
+	r.mu.Unlock()
 	return r.save()
 }
 
@@ -130,12 +139,33 @@ func (r *Runner) Stop(ctx context.Context) error {
 	acts := Restore(snap, &r.state)
 	r.mu.Unlock()
 	r.apply(ctx, snap, acts)
-	err = r.save()
-	if r.eventLog != nil {
-		err = errors.Join(err, r.eventLog.Close())
-		r.eventLog = nil
+	return errors.Join(r.save(), r.Close())
+}
+
+// RestoreIfStale restores what a Runner changed (as Stop does) when none
+// holds the state folder and the last cycle ended more than after ago:
+// the watchdog for a Prescient that was killed and not started again, to
+// run from cron or a timer. restored says whether it did.
+func (r *Runner) RestoreIfStale(ctx context.Context, after time.Duration) (restored bool, err error) {
+	if err := r.load(); errors.Is(err, ErrLocked) {
+		return false, nil // running: its own business
+	} else if err != nil {
+		return false, err
 	}
-	return err
+	if r.Now().Sub(r.state.LastCycle) < after {
+		return false, r.Close()
+	}
+	return true, r.Stop(ctx)
+}
+
+// Close lets go of the state folder, leaving the changes in place (a
+// restart goes on from them).
+func (r *Runner) Close() error {
+	if !r.loaded {
+		return nil
+	}
+	r.loaded = false
+	return errors.Join(r.eventLog.Close(), r.lock.Close()) // closing the lock file releases the flock
 }
 
 // Advice is the latest cycle's advice, pending jobs in Slurm's order.
@@ -251,6 +281,18 @@ func (r *Runner) load() error {
 	if err := os.MkdirAll(r.Dir, 0o700); err != nil {
 		return fmt.Errorf("slurm: state folder: %w", err)
 	}
+	lock, err := os.OpenFile(filepath.Join(r.Dir, "lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return fmt.Errorf("slurm: state folder: %w", err)
+	}
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		lock.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return fmt.Errorf("slurm: %s: %w", r.Dir, ErrLocked)
+		}
+		return fmt.Errorf("slurm: locking %s: %w", r.Dir, err)
+	}
+	r.state = State{}
 	b, err := os.ReadFile(filepath.Join(r.Dir, "state.json"))
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -263,9 +305,10 @@ func (r *Runner) load() error {
 	}
 	f, err := os.OpenFile(filepath.Join(r.Dir, "events.jsonl"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 	if err != nil {
+		lock.Close()
 		return fmt.Errorf("slurm: events: %w", err)
 	}
-	r.eventLog, r.loaded = f, true
+	r.eventLog, r.lock, r.loaded = f, lock, true
 	r.state.init()
 	return nil
 }

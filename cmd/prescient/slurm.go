@@ -59,7 +59,9 @@ Every change is an event in --state/events.jsonl; what it changed is kept in
 --state/state.json, so a restarted Prescient picks up where it was. Turning
 autopilot off restores the users' limits and wakes the nodes it parked; so does
 stopping (SIGINT or SIGTERM). A Prescient killed outright restores them when it
-next starts without --autopilot. Changing other users' jobs needs a Slurm operator
+next starts without --autopilot, or when "prescient slurm restore --stale-after D"
+(from cron or a timer) finds it gone for longer than D. Changing other users' jobs
+needs a Slurm operator
 (sacctmgr modify user NAME set adminlevel=operator) or root.
 
 With --listen it serves the advice as JSON: GET /v1/slurm/advice, /v1/slurm/events,
@@ -82,7 +84,46 @@ With --listen it serves the advice as JSON: GET /v1/slurm/advice, /v1/slurm/even
 	f.DurationVar(&o.cfg.Floor, "floor", 10*time.Minute, "the least limit autopilot sets")
 	f.DurationVar(&o.cfg.ParkIdleAfter, "park-idle-after", 0, "power down a node idle this long with nothing pending in its partitions (0: never)")
 	f.StringSliceVar(&o.cfg.ParkPartitions, "park-partitions", nil, "partitions whose nodes may be parked (default: all)")
-	cmd.AddCommand(newSlurmQueueCmd(g))
+	cmd.AddCommand(newSlurmQueueCmd(g), newSlurmRestoreCmd(g))
+	return cmd
+}
+
+func newSlurmRestoreCmd(g *globals) *cobra.Command {
+	var (
+		conf, bin, state string
+		after            time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "restore",
+		Short: "Undo what a stopped prescient slurm changed, once it has been gone long enough",
+		Long: `The watchdog for a prescient slurm that was killed and not started again: when no
+prescient slurm holds --state and its last cycle ended more than --stale-after ago, it
+gives every lowered job still pending or running its user's limit back and wakes the
+nodes it parked, recording each change in --state/events.jsonl. Otherwise it does
+nothing. Run it from cron or a systemd timer.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if after < 0 {
+				return fmt.Errorf("--stale-after %s: want 0 or more", after)
+			}
+			r := &slurm.Runner{Client: &slurm.CLI{Conf: conf, Bin: bin}, Dir: state, Log: g.logger.With("component", "slurm")}
+			done, err := r.RestoreIfStale(cmd.Context(), after)
+			if err != nil {
+				return err
+			}
+			if done {
+				fmt.Fprintln(cmd.OutOrStdout(), "restored: limits and parked nodes")
+			} else {
+				fmt.Fprintln(cmd.OutOrStdout(), "nothing to do: prescient slurm runs, or stopped less than --stale-after ago")
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&conf, "slurm-conf", "", "slurm.conf for the Slurm commands (SLURM_CONF; default theirs)")
+	f.StringVar(&bin, "slurm-bin", "", "folder of the Slurm commands (default: PATH)")
+	f.StringVar(&state, "state", ".run/slurm", "the state folder of the prescient slurm to watch")
+	f.DurationVar(&after, "stale-after", 10*time.Minute, "how long it must have been gone")
 	return cmd
 }
 
@@ -104,7 +145,7 @@ func runSlurm(ctx context.Context, g *globals, o slurmOptions) error {
 	r := &slurm.Runner{Client: &slurm.CLI{Conf: o.conf, Bin: o.bin}, Estimator: est, Config: o.cfg, Dir: o.state,
 		Log: log, Warmup: o.warmup}
 	if o.once {
-		return r.Cycle(ctx)
+		return errors.Join(r.Cycle(ctx), r.Close())
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -121,7 +162,9 @@ func runSlurm(ctx context.Context, g *globals, o slurmOptions) error {
 	tick := time.NewTicker(o.every)
 	defer tick.Stop()
 	for {
-		if err := r.Cycle(ctx); err != nil && ctx.Err() == nil {
+		if err := r.Cycle(ctx); errors.Is(err, slurm.ErrLocked) {
+			return err
+		} else if err != nil && ctx.Err() == nil {
 			log.Error("cycle failed; the next one tries again", "err", err)
 		}
 		select {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -104,6 +105,16 @@ func TestSlurmAdvisorOnRealSlurm(t *testing.T) {
 	r := &slurm.Runner{Client: &slurm.CLI{Conf: c.Conf}, Estimator: est, Dir: state, Log: slog.New(slog.DiscardHandler)}
 	if err := r.Cycle(context.Background()); err != nil {
 		t.Fatal(err)
+	}
+	defer r.Close()
+	// While it holds the state, another refuses to start and the watchdog
+	// leaves it alone.
+	if _, err := run(t, "slurm", "--once", "--slurm-conf", c.Conf, "--models", reg, "--state", state); !errors.Is(err, slurm.ErrLocked) {
+		t.Errorf("a second prescient slurm: %v, want ErrLocked", err)
+	}
+	if out, err := run(t, "slurm", "restore", "--slurm-conf", c.Conf, "--state", state, "--stale-after", "0s"); err != nil ||
+		!strings.HasPrefix(out, "nothing to do") {
+		t.Errorf("restore: %q %v", out, err)
 	}
 	srv := httptest.NewServer(slurmHandler(r))
 	defer srv.Close()
