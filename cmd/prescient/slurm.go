@@ -208,7 +208,7 @@ type slurmEstimator struct {
 
 	mu    sync.Mutex
 	cal   *models.LimitCalibration
-	heard map[cluster.JobID]bool
+	heard map[cluster.JobID]time.Time // jobs learned from, with their ends
 }
 
 func newSlurmEstimator(dir string, log *slog.Logger) (*slurmEstimator, error) {
@@ -222,7 +222,7 @@ func newSlurmEstimator(dir string, log *slog.Logger) (*slurmEstimator, error) {
 		return nil, err
 	}
 	return &slurmEstimator{p: p, trainedUntil: art.DataUntil, cal: models.NewLimitCalibration(models.DefaultLimitPolicy()),
-		heard: map[cluster.JobID]bool{}}, nil
+		heard: map[cluster.JobID]time.Time{}}, nil
 }
 
 func (e *slurmEstimator) forecast(ctx context.Context, jobs []cluster.Job) ([]float64, string, error) {
@@ -271,11 +271,25 @@ func (e *slurmEstimator) Learn(ctx context.Context, acct []byte) error {
 		return err
 	}
 	var done []cluster.Job
+	var latest time.Time
 	e.mu.Lock()
 	for _, j := range res.Jobs {
-		if j.State.Terminal() && !e.heard[j.ID] {
-			e.heard[j.ID] = true
+		if _, ok := e.heard[j.ID]; j.State.Terminal() && !ok {
+			end := models.EndTime(&j)
+			e.heard[j.ID] = end
+			if end.After(latest) {
+				latest = end
+			}
 			done = append(done, j)
+		}
+	}
+	// Reads overlap by a cycle or so: past 100,000 jobs, forget what ended
+	// a day before the latest, which no later read returns again.
+	if len(e.heard) > 100_000 {
+		for id, end := range e.heard {
+			if end.Before(latest.Add(-24 * time.Hour)) {
+				delete(e.heard, id)
+			}
 		}
 	}
 	e.mu.Unlock()

@@ -176,3 +176,55 @@ func TestSlurmQueueTable(t *testing.T) {
 		}
 	}
 }
+
+// The live estimator learns from accounting as the advisor reads it: jobs
+// after the model's training data calibrate the limits, and once enough
+// have, a user who repeats jobs gets a limit well under the one asked.
+func TestSlurmEstimatorLearnsLimits(t *testing.T) {
+	hist := writeSacctHistory(t, 900)
+	res, err := datasets.ReadTrace("slurm:"+hist, datasets.ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	until := res.Jobs[450].SubmitTime
+	reg := filepath.Join(t.TempDir(), "models")
+	if _, err := run(t, "train", "--target", "duration", "--trace", "slurm:"+hist, "--until", until.Format(time.RFC3339),
+		"--models", reg, "--learners=gbt,rolling_median,global_median", "--gate-windows", "1"); err != nil {
+		t.Fatal(err)
+	}
+	est, err := newSlurmEstimator(reg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	alice := slurm.Job{ID: "5000", User: "alice", Account: "research", Partition: "gpu", Name: "train-alice",
+		State: "PENDING", Submit: time.Now(), TimeLimit: 4 * time.Hour, GPUs: 1, CPUs: 1}
+	before, err := est.Estimate(context.Background(), []slurm.Job{alice})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := before["5000"].Limit; l != 4*time.Hour {
+		t.Errorf("before any outcome: limit %s, want the user's 4h", l)
+	}
+	b, err := os.ReadFile(hist)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := est.Learn(context.Background(), b); err != nil {
+		t.Fatal(err)
+	}
+	if err := est.Learn(context.Background(), b); err != nil { // read again: nothing heard twice
+		t.Fatal(err)
+	}
+	if len(est.heard) != 900 {
+		t.Errorf("heard %d jobs, want 900", len(est.heard))
+	}
+	after, err := est.Estimate(context.Background(), []slurm.Job{alice})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := after["5000"]
+	t.Logf("alice (runs 14-26 min, asks 4h): run %s, limit %s", e.RunP50, e.Limit)
+	if e.Limit < 20*time.Minute || e.Limit > time.Hour || e.RunP50 < 10*time.Minute || e.RunP50 > 30*time.Minute {
+		t.Errorf("after 450 outcomes: run %s, limit %s; want about 20 min and a limit between 20 min and 1 h", e.RunP50, e.Limit)
+	}
+}
