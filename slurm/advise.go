@@ -59,7 +59,7 @@ const Horizon = 7 * 24 * time.Hour
 // (by job ID; a job without one runs to its limit, or a day).
 //
 // Starts come from each partition's GPUs (CPUs for jobs without GPUs) as a
-// whole, taken by the running jobs until their expected ends (the later of
+// whole (a job pending in several partitions takes the first to fit it), taken by the running jobs until their expected ends (the later of
 // their forecast end and now, never past their limit), then by the pending
 // jobs in Slurm's priority order, each at the first time enough are free
 // for its expected run. It is Slurm's own plan with better run times; it
@@ -79,11 +79,11 @@ func Advise(snap Snapshot, est map[string]Estimate) []Advice {
 			capacity[key{p, false}] += n.CPUs
 		}
 	}
-	need := func(j *Job) (key, int64) {
+	need := func(j *Job) (gpu bool, n int64) {
 		if j.GPUs > 0 {
-			return key{j.Partition, true}, j.GPUs
+			return true, j.GPUs
 		}
-		return key{j.Partition, false}, max(j.CPUs, 1)
+		return false, max(j.CPUs, 1)
 	}
 	profiles := map[key]*profile{}
 	prof := func(k key) *profile {
@@ -99,8 +99,8 @@ func Advise(snap Snapshot, est map[string]Estimate) []Advice {
 		if !j.Running() {
 			continue
 		}
-		k, n := need(j)
-		prof(k).take(snap.Now, expectedEnd(j, est[j.ID], snap.Now), n)
+		gpu, n := need(j)
+		prof(key{j.Partition, gpu}).take(snap.Now, expectedEnd(j, est[j.ID], snap.Now), n)
 	}
 	pending := make([]*Job, 0, len(snap.Jobs))
 	for i := range snap.Jobs {
@@ -117,19 +117,30 @@ func Advise(snap Snapshot, est map[string]Estimate) []Advice {
 		a := Advice{Job: j.ID, Name: j.Name, User: j.User, Partition: j.Partition, GPUs: j.GPUs, UserLimit: j.TimeLimit,
 			Limit: e.Limit, RunP50: e.RunP50}
 		run := runFor(j, e)
-		k, n := need(j)
+		gpu, n := need(j)
+		// A job pending in several partitions starts in whichever runs it first.
+		var best *profile
+		var most int64
+		for _, p := range j.Partitions() {
+			k := key{p, gpu}
+			most = max(most, capacity[k])
+			if j.Held() || n > capacity[k] {
+				continue
+			}
+			if start, ok := prof(k).fit(n, run, snap.Now.Add(Horizon)); ok && (best == nil || start.Before(a.Start)) {
+				best, a.Start = prof(k), start
+			}
+		}
 		switch {
 		case j.Held():
 			a.Reason = "held: no start predicted"
-		case n > capacity[k]:
-			a.Reason = fmt.Sprintf("asks for %d of the partition's %d", n, capacity[k])
+		case n > most:
+			a.Reason = fmt.Sprintf("asks for %d of the partition's %d", n, most)
+		case best == nil:
+			a.StartAfter = snap.Now.Add(Horizon)
 		default:
-			if start, ok := prof(k).fit(n, run, snap.Now.Add(Horizon)); ok {
-				a.Start, a.End = start, start.Add(run)
-				prof(k).take(start, a.End, n)
-			} else {
-				a.StartAfter = snap.Now.Add(Horizon)
-			}
+			a.End = a.Start.Add(run)
+			best.take(a.Start, a.End, n)
 		}
 		if ok {
 			a.Reason = strings.TrimPrefix(a.Reason+"; ", "; ") + reason(j, e)

@@ -34,6 +34,12 @@ type Config struct {
 	ParkPartitions []string
 }
 
+// mayLower says whether autopilot may lower j's limit: every partition it
+// may run in is one of Partitions.
+func (c Config) mayLower(j *Job) bool {
+	return c.Autopilot && !slices.ContainsFunc(j.Partitions(), func(p string) bool { return !slices.Contains(c.Partitions, p) })
+}
+
 // Validate names what is wrong with c.
 func (c Config) Validate() error {
 	var errs []error
@@ -123,7 +129,7 @@ func Decide(cfg Config, snap Snapshot, advice []Advice, st *State) []Action {
 		if cfg.Comment && NoteChanged(j.AdminComment, a, snap.Now) {
 			acts = append(acts, Action{Kind: ActComment, Job: j.ID, Text: WithComment(j.AdminComment, Comment(a)), Reason: a.Reason})
 		}
-		if !cfg.Autopilot || !slices.Contains(cfg.Partitions, j.Partition) || a.Limit <= 0 || a.UserLimit <= 0 {
+		if !cfg.mayLower(j) || a.Limit <= 0 || a.UserLimit <= 0 {
 			continue
 		}
 		// The recommendation, not below the floor, never above the user's.
@@ -142,7 +148,7 @@ func Decide(cfg Config, snap Snapshot, advice []Advice, st *State) []Action {
 			continue // gone: State.Observe forgets it
 		}
 		switch {
-		case !cfg.Autopilot || !slices.Contains(cfg.Partitions, j.Partition):
+		case !cfg.mayLower(j):
 			acts = append(acts, Action{Kind: ActRestore, Job: id, Limit: l.UserLimit, Reason: "autopilot off for its partition"})
 		case j.Running() && snap.Now.Sub(j.Start) >= j.TimeLimit-RestoreMargin(j.TimeLimit):
 			acts = append(acts, Action{Kind: ActRestore, Job: id, Limit: l.UserLimit,
@@ -154,9 +160,10 @@ func Decide(cfg Config, snap Snapshot, advice []Advice, st *State) []Action {
 	starvedIn := map[string]bool{} // partitions with jobs pending for resources
 	for i := range snap.Jobs {
 		if j := &snap.Jobs[i]; j.Pending() && !j.Held() {
-			pendingIn[j.Partition] = true
-			if j.Reason == "Resources" || j.Reason == "Priority" || j.Reason == "None" {
-				starvedIn[j.Partition] = true
+			starved := j.Reason == "Resources" || j.Reason == "Priority" || j.Reason == "None"
+			for _, p := range j.Partitions() {
+				pendingIn[p] = true
+				starvedIn[p] = starvedIn[p] || starved
 			}
 		}
 	}

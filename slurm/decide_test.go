@@ -65,6 +65,19 @@ func TestAdvisePredictsStartsInPriorityOrder(t *testing.T) {
 	}
 }
 
+func TestAdviseTakesTheFirstPartitionToFit(t *testing.T) {
+	debug := node("d1", 2, "IDLE")
+	debug.Partitions = []string{"debug"}
+	j := pending("1", 2, time.Hour, 1)
+	j.Partition = "gpu,debug"
+	snap := slurm.Snapshot{Now: t0, Nodes: []slurm.Node{node("n1", 4, "ALLOCATED"), debug},
+		Jobs: []slurm.Job{running("r", 4, 10*time.Hour, time.Hour), j}}
+	adv := slurm.Advise(snap, map[string]slurm.Estimate{"r": {RunP50: 5 * time.Hour}, "1": {RunP50: time.Hour}})
+	if len(adv) != 1 || adv[0].Start != t0 {
+		t.Fatalf("advice %+v: want a start now, in debug", adv)
+	}
+}
+
 func TestCommentKeepsWhatIsThere(t *testing.T) {
 	a := slurm.Advice{Limit: 30 * time.Minute, UserLimit: 2 * time.Hour, RunP50: 10 * time.Minute, Start: t0}
 	note := slurm.Comment(a)
@@ -118,6 +131,9 @@ func TestDecide(t *testing.T) {
 				"3": {UserLimit: time.Hour}}},
 			advice: []slurm.Advice{adv("1", 20*time.Minute), adv("2", 3*time.Hour), adv("3", 10*time.Minute)},
 			want:   []string{"lower 1 20m0s", "restore 2 1h0m0s"}},
+		{name: "a job that may run outside the partitions autopilot touches keeps its limit", cfg: auto,
+			jobs:   []slurm.Job{{ID: "1", Partition: "gpu,cpu", State: "PENDING", TimeLimit: time.Hour}},
+			advice: []slurm.Advice{adv("1", 10*time.Minute)}},
 		{name: "turned off, a lowered pending job gets its limit back", cfg: slurm.Config{},
 			jobs: []slurm.Job{pending("1", 1, 10*time.Minute, 1)},
 			st:   slurm.State{Lowered: map[string]slurm.Lowered{"1": {UserLimit: time.Hour, Set: 10 * time.Minute}}},
@@ -136,6 +152,10 @@ func TestDecide(t *testing.T) {
 			want:  []string{"power_down n1 0s"}},
 		{name: "nothing is parked while a job pends in its partition", cfg: auto,
 			nodes: []slurm.Node{node("n1", 4, "IDLE")}, jobs: []slurm.Job{pending("1", 8, time.Hour, 1)},
+			st:   slurm.State{IdleSince: map[string]time.Time{"n1": t0.Add(-time.Hour)}},
+			want: nil},
+		{name: "nothing is parked while a job pends in any of its partitions", cfg: auto,
+			nodes: []slurm.Node{node("n1", 4, "IDLE")}, jobs: []slurm.Job{{ID: "1", Partition: "debug,gpu", State: "PENDING", Reason: "Priority"}},
 			st:   slurm.State{IdleSince: map[string]time.Time{"n1": t0.Add(-time.Hour)}},
 			want: nil},
 		{name: "a node it parked wakes for a pending job; another's is left alone", cfg: auto,

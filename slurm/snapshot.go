@@ -31,6 +31,10 @@ type Job struct {
 func (j Job) Pending() bool { return j.State == "PENDING" }
 func (j Job) Running() bool { return j.State == "RUNNING" }
 
+// Partitions are the partitions the job may run in: the one it runs in,
+// or those it pends in ("gpu,debug": either).
+func (j Job) Partitions() []string { return strings.Split(j.Partition, ",") }
+
 // Held says whether the job is held (priority 0).
 func (j Job) Held() bool { return j.Pending() && strings.HasPrefix(j.Reason, "JobHeld") }
 
