@@ -61,8 +61,10 @@ func (c *CLI) run(ctx context.Context, name string, args ...string) ([]byte, err
 		path = c.Bin + "/" + name
 	}
 	cmd := exec.CommandContext(ctx, path, args...)
+	// sacct reads --starttime in the local zone; ours are written in UTC.
+	cmd.Env = append(os.Environ(), "TZ=UTC")
 	if c.Conf != "" {
-		cmd.Env = append(os.Environ(), "SLURM_CONF="+c.Conf)
+		cmd.Env = append(cmd.Env, "SLURM_CONF="+c.Conf)
 	}
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb

@@ -13,8 +13,9 @@ import (
 )
 
 // fixedEstimator expects every job to run two minutes and recommends a
-// five-minute limit; it counts the accounting documents it hears.
-type fixedEstimator struct{ learned int }
+// five-minute limit; it counts the accounting documents it hears and the
+// most jobs one held.
+type fixedEstimator struct{ learned, mostJobs int }
 
 func (f *fixedEstimator) Estimate(_ context.Context, jobs []slurm.Job) (map[string]slurm.Estimate, error) {
 	out := map[string]slurm.Estimate{}
@@ -29,6 +30,7 @@ func (f *fixedEstimator) Learn(_ context.Context, acct []byte) error {
 		return os.ErrInvalid
 	}
 	f.learned++
+	f.mostJobs = max(f.mostJobs, strings.Count(string(acct), `"job_id"`))
 	return nil
 }
 
@@ -202,6 +204,10 @@ func TestAgainstRealSlurm(t *testing.T) {
 	events, _ = os.ReadFile(dir + "/events.jsonl")
 	if !strings.Contains(string(events), `"kind":"power_down"`) || !strings.Contains(string(events), `"kind":"power_up"`) {
 		t.Fatalf("events: %s", events)
+	}
+	// The three jobs ended (cancelled) within the hour a new runner reads.
+	if est.mostJobs < 3 {
+		t.Errorf("the accounting read held %d jobs, want the 3 that ended", est.mostJobs)
 	}
 }
 
