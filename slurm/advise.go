@@ -16,7 +16,9 @@ import (
 type Estimate struct {
 	RunP50 time.Duration
 	Limit  time.Duration
-	Source string
+	// Source names the model; LimitWhy says why Limit (the policy's
+	// words: "would have covered 96.5% of comparable jobs' runs").
+	Source, LimitWhy string
 }
 
 // Advice is Prescient's word on a pending job.
@@ -155,8 +157,8 @@ func Advise(snap Snapshot, est map[string]Estimate) []Advice {
 func reason(j *Job, e Estimate) string {
 	switch {
 	case e.Limit > 0 && (j.TimeLimit == 0 || e.Limit < j.TimeLimit):
-		return fmt.Sprintf("expected run %s (%s); a limit of %s covers it as it covers 96.5%% of comparable jobs",
-			roundD(e.RunP50), e.Source, Minutes(e.Limit)+"m")
+		return strings.TrimSuffix(fmt.Sprintf("expected run %s (%s); a %sm limit %s", roundD(e.RunP50), e.Source,
+			Minutes(e.Limit), e.LimitWhy), " ")
 	default:
 		return fmt.Sprintf("expected run %s (%s); its own limit stands (too few comparable jobs, or none tighter)",
 			roundD(e.RunP50), e.Source)

@@ -20,7 +20,7 @@ type fixedEstimator struct{ learned, mostJobs int }
 func (f *fixedEstimator) Estimate(_ context.Context, jobs []slurm.Job) (map[string]slurm.Estimate, error) {
 	out := map[string]slurm.Estimate{}
 	for _, j := range jobs {
-		out[j.ID] = slurm.Estimate{RunP50: 2 * time.Minute, Limit: 5 * time.Minute, Source: "fixed"}
+		out[j.ID] = slurm.Estimate{RunP50: 2 * time.Minute, Limit: 5 * time.Minute, Source: "fixed", LimitWhy: "(fixed)"}
 	}
 	return out, nil
 }

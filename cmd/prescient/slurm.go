@@ -64,8 +64,9 @@ next starts without --autopilot, or when "prescient slurm restore --stale-after 
 needs a Slurm operator
 (sacctmgr modify user NAME set adminlevel=operator) or root.
 
-With --listen it serves the advice as JSON: GET /v1/slurm/advice, /v1/slurm/events,
-/v1/slurm/state (read-only, no authentication: bind it to a trusted address).`,
+With --listen it serves a page of the advice and the latest changes at /, and the same
+as JSON: GET /v1/slurm/advice, /v1/slurm/events, /v1/slurm/state (read-only, no
+authentication: bind it to a trusted address).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runSlurm(cmd.Context(), g, o) },
 	}
@@ -154,7 +155,7 @@ func runSlurm(ctx context.Context, g *globals, o slurmOptions) error {
 		if err != nil {
 			return fmt.Errorf("--listen: %w", err)
 		}
-		srv := &http.Server{Handler: slurmHandler(r), ReadHeaderTimeout: 10 * time.Second}
+		srv := &http.Server{Handler: slurm.Handler(r), ReadHeaderTimeout: 10 * time.Second}
 		go srv.Serve(ln)
 		defer srv.Close()
 		log.Info("serving the advice", "addr", ln.Addr().String())
@@ -182,29 +183,13 @@ func runSlurm(ctx context.Context, g *globals, o slurmOptions) error {
 	}
 }
 
-// slurmHandler serves a Runner's advice, events and state.
-func slurmHandler(r *slurm.Runner) http.Handler {
-	mux := http.NewServeMux()
-	js := func(w http.ResponseWriter, v any) {
-		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(v)
-	}
-	mux.HandleFunc("GET /v1/slurm/advice", func(w http.ResponseWriter, _ *http.Request) {
-		js(w, map[string]any{"advice": r.Advice()})
-	})
-	mux.HandleFunc("GET /v1/slurm/events", func(w http.ResponseWriter, _ *http.Request) {
-		js(w, map[string]any{"events": r.Events()})
-	})
-	mux.HandleFunc("GET /v1/slurm/state", func(w http.ResponseWriter, _ *http.Request) { js(w, r.State()) })
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
-	return mux
-}
-
 // slurmEstimator is slurm.Estimator over the served duration models and
 // the time-limit policy of evaluate --target limit.
 type slurmEstimator struct {
 	p            *predictor.Predictor
 	trainedUntil time.Time // the served model's data: its errors there are no test
+
+	why string // what a recommended limit covers, in the policy's words
 
 	mu    sync.Mutex
 	cal   *models.LimitCalibration
@@ -221,7 +206,9 @@ func newSlurmEstimator(dir string, log *slog.Logger) (*slurmEstimator, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &slurmEstimator{p: p, trainedUntil: art.DataUntil, cal: models.NewLimitCalibration(models.DefaultLimitPolicy()),
+	policy := models.DefaultLimitPolicy()
+	return &slurmEstimator{p: p, trainedUntil: art.DataUntil, cal: models.NewLimitCalibration(policy),
+		why:   fmt.Sprintf("would have covered %.1f%% of comparable jobs' runs", 100*(1-policy.RunPast)),
 		heard: map[cluster.JobID]time.Time{}}, nil
 }
 
@@ -256,7 +243,8 @@ func (e *slurmEstimator) Estimate(ctx context.Context, jobs []slurm.Job) (map[st
 	out := make(map[string]slurm.Estimate, len(jobs))
 	for i, j := range jobs {
 		run := time.Duration(models.Exp(med[i]) * float64(time.Second))
-		out[j.ID] = slurm.Estimate{RunP50: run, Limit: e.cal.Recommend(models.LimitUser(&in[i]), med[i], j.TimeLimit), Source: src}
+		out[j.ID] = slurm.Estimate{RunP50: run, Limit: e.cal.Recommend(models.LimitUser(&in[i]), med[i], j.TimeLimit), Source: src,
+			LimitWhy: e.why}
 	}
 	return out, nil
 }

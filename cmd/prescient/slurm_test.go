@@ -116,7 +116,7 @@ func TestSlurmAdvisorOnRealSlurm(t *testing.T) {
 		!strings.HasPrefix(out, "nothing to do") {
 		t.Errorf("restore: %q %v", out, err)
 	}
-	srv := httptest.NewServer(slurmHandler(r))
+	srv := httptest.NewServer(slurm.Handler(r))
 	defer srv.Close()
 	out, err := run(t, "slurm", "queue", "--server", srv.URL)
 	if err != nil {

@@ -1,0 +1,125 @@
+package slurm_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/prescient-sched/prescient/internal/browsertest"
+	"github.com/prescient-sched/prescient/slurm"
+)
+
+// fakeClient is a Slurm cluster in memory: its jobs change as Update says.
+type fakeClient struct {
+	jobs  []slurm.Job
+	nodes []slurm.Node
+}
+
+func (f *fakeClient) Jobs(context.Context) ([]slurm.Job, error) {
+	return append([]slurm.Job(nil), f.jobs...), nil
+}
+func (f *fakeClient) Nodes(context.Context) ([]slurm.Node, error) { return f.nodes, nil }
+func (f *fakeClient) Accounting(context.Context, time.Time) ([]byte, error) {
+	return []byte(`{"jobs": []}`), nil
+}
+func (f *fakeClient) PowerDown(context.Context, string, string) error { return nil }
+func (f *fakeClient) PowerUp(context.Context, string) error           { return nil }
+func (f *fakeClient) Update(_ context.Context, id string, u slurm.Update) error {
+	for i := range f.jobs {
+		if f.jobs[i].ID == id {
+			if u.TimeLimit != nil {
+				f.jobs[i].TimeLimit = *u.TimeLimit
+			}
+			if u.AdminComment != nil {
+				f.jobs[i].AdminComment = *u.AdminComment
+			}
+		}
+	}
+	return nil
+}
+
+// servedRunner is a runner over a fake cluster of one 4-GPU node, one
+// running job and two pending, one cycle done, served by Handler.
+func servedRunner(t *testing.T, cfg slurm.Config) string {
+	now := time.Now().UTC()
+	run := slurm.Job{ID: "10", User: "carol", Partition: "gpu", State: "RUNNING", GPUs: 4, TimeLimit: 2 * time.Hour,
+		Start: now.Add(-30 * time.Minute)}
+	bert := slurm.Job{ID: "11", Name: "bert", User: "alice", Partition: "gpu", State: "PENDING", Reason: "Resources",
+		GPUs: 4, TimeLimit: 24 * time.Hour, Priority: 20, Submit: now}
+	sweep := slurm.Job{ID: "12", Name: "sweep", User: "bob", Partition: "gpu", State: "PENDING", Reason: "Priority",
+		GPUs: 1, TimeLimit: 30 * time.Minute, Priority: 10, Submit: now}
+	c := &fakeClient{jobs: []slurm.Job{run, bert, sweep},
+		nodes: []slurm.Node{{Name: "n1", GPUs: 4, CPUs: 16, States: []string{"ALLOCATED"}, Partitions: []string{"gpu"}}}}
+	est := &fixedEstimator{}
+	r := &slurm.Runner{Client: c, Estimator: est, Dir: t.TempDir(), Config: cfg}
+	if err := r.Cycle(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	srv := httptest.NewServer(slurm.Handler(r))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+func TestHandlerServesTheAdvice(t *testing.T) {
+	url := servedRunner(t, slurm.Config{Comment: true, Autopilot: true, Partitions: []string{"gpu"}, Floor: time.Minute})
+	resp, err := http.Get(url + "/v1/slurm/advice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var doc struct {
+		Advice []map[string]any `json:"advice"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Advice) != 2 || doc.Advice[0]["job"] != "11" || doc.Advice[0]["user_limit_s"] != 86400.0 ||
+		doc.Advice[0]["recommended_limit_s"] != 300.0 || doc.Advice[0]["predicted_start"] == nil {
+		t.Fatalf("advice: %+v", doc.Advice)
+	}
+	resp, err = http.Get(url + "/v1/slurm/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var ev struct {
+		Events []slurm.Event `json:"events"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&ev); err != nil || len(ev.Events) != 4 { // two comments, two lowers
+		t.Fatalf("events: %+v %v", ev.Events, err)
+	}
+}
+
+// The page in a real browser: the pending jobs in Slurm's order with the
+// user's limit (the one it was lowered from), the advised limit, the
+// predicted start, and the changes made.
+func TestAdvicePageInABrowser(t *testing.T) {
+	url := servedRunner(t, slurm.Config{Comment: true, Autopilot: true, Partitions: []string{"gpu"}, Floor: time.Minute})
+	b := browsertest.Start(t)
+	b.Do("open the advice page", chromedp.Navigate(url+"/"))
+	rows := browsertest.Poll[string](b, "wait for the pending jobs",
+		`(() => { const r = [...document.querySelectorAll('#advice tbody tr[data-job]')];
+		  return r.length === 2 ? r.map(tr => [...tr.cells].slice(0, 10).map(c => c.textContent).join('|')).join('\n') : ''; })()`,
+		20*time.Second)
+	lines := strings.Split(rows, "\n")
+	if !strings.HasPrefix(lines[0], "11|bert|alice|gpu|4|1-00:00:00|0:05:00|0:02:00|") ||
+		!strings.HasPrefix(lines[1], "12|sweep|bob|gpu|1|0:30:00|0:05:00|0:02:00|") {
+		t.Fatalf("rows:\n%s", rows)
+	}
+	if f := strings.Split(lines[0], "|"); f[8] == "–" || f[9] == "–" {
+		t.Errorf("no predicted start or end: %s", lines[0])
+	}
+	changes := browsertest.Eval[int](b, "count the changes", `document.querySelectorAll('#events tbody tr').length`)
+	lowered := browsertest.Eval[int](b, "count the advised limits shown as lowered", `document.querySelectorAll('#advice td.lowered').length`)
+	if changes != 4 || lowered != 2 {
+		t.Errorf("%d changes, %d lowered limits; want 4 and 2", changes, lowered)
+	}
+	b.ShootView("slurm-advice")
+}
