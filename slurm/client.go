@@ -3,6 +3,7 @@ package slurm
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -101,10 +102,24 @@ func (c *CLI) Nodes(ctx context.Context) ([]Node, error) {
 	return ParseNodes(bytes.NewReader(out))
 }
 
-// Accounting implements Client.
+// Accounting implements Client. A document with errors (no slurmdbd) is
+// an error.
 func (c *CLI) Accounting(ctx context.Context, since time.Time) ([]byte, error) {
-	return c.run(ctx, "sacct", "--json", "--allusers", "--state=CD,F,TO,CA,OOM,NF,PR",
+	out, err := c.run(ctx, "sacct", "--json", "--allusers", "--state=CD,F,TO,CA,OOM,NF,PR",
 		"--starttime="+since.UTC().Format("2006-01-02T15:04:05"), "--endtime=now")
+	if err != nil {
+		return nil, err
+	}
+	return out, accountingErr(out)
+}
+
+// accountingErr is the errors sacct --json reported in out, if any.
+func accountingErr(out []byte) error {
+	var doc slurmErrors
+	if err := json.Unmarshal(out, &doc); err != nil {
+		return fmt.Errorf("sacct --json: %w", err)
+	}
+	return doc.err("sacct --json")
 }
 
 // Update implements Client with scontrol update.

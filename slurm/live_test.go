@@ -220,3 +220,65 @@ func waitFor(f func() bool) error {
 	}
 	return os.ErrDeadlineExceeded
 }
+
+// When slurmctld goes away, a cycle fails and changes nothing, Stop cannot
+// restore and keeps what it could not undo, and once slurmctld is back the
+// users' limits are restored; without slurmdbd, the advice goes on
+// (accounting waits).
+func TestSlurmDaemonsGoingAway(t *testing.T) {
+	c := slurmtest.Start(t)
+	ctx := context.Background()
+	cli := &slurm.CLI{Conf: c.Conf, Timeout: 10 * time.Second}
+	run := c.Sbatch(t, "-J", "runner", "-t", "60", "--gres=gpu:4", "--wrap", "sleep 300")
+	if err := waitFor(func() bool { return jobByID(t, cli, run).Running() }); err != nil {
+		t.Fatalf("job %s never ran", run)
+	}
+	pend := c.Sbatch(t, "-J", "pend", "-t", "120", "--gres=gpu:2", "--wrap", "true")
+	dir := t.TempDir()
+	est := &fixedEstimator{}
+	auto := slurm.Config{Autopilot: true, Partitions: []string{slurmtest.Partition}, Floor: time.Minute}
+	r := &slurm.Runner{Client: cli, Estimator: est, Dir: dir, Config: auto}
+	if err := r.Cycle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := jobByID(t, cli, pend).TimeLimit; got != 5*time.Minute {
+		t.Fatalf("lowered to %s, want 5m", got)
+	}
+
+	c.StopDaemon(t, "slurmctld")
+	if err := r.Cycle(ctx); err == nil {
+		t.Fatal("a cycle without slurmctld succeeded")
+	}
+	if err := r.Stop(ctx); err == nil {
+		t.Fatal("Stop without slurmctld reported success")
+	}
+	r.Close()
+	r = &slurm.Runner{Client: cli, Estimator: est, Dir: dir}
+	if st := r.State(); len(st.Lowered) != 0 {
+		t.Fatalf("a runner not yet loaded has state %+v", st)
+	}
+	c.StartDaemon(t, "slurmctld")
+	if got := jobByID(t, cli, pend); got.TimeLimit != 5*time.Minute || !got.Pending() {
+		t.Fatalf("after slurmctld's restart: %+v", got)
+	}
+	if err := r.Cycle(ctx); err != nil { // autopilot off: restores what the state kept
+		t.Fatal(err)
+	}
+	if got := jobByID(t, cli, pend).TimeLimit; got != 2*time.Hour {
+		t.Fatalf("after slurmctld came back: limit %s, want 2h", got)
+	}
+
+	c.StopDaemon(t, "slurmdbd")
+	learned := est.learned
+	r.Config = slurm.Config{Comment: true}
+	if err := r.Cycle(ctx); err != nil {
+		t.Fatalf("a cycle without slurmdbd: %v", err)
+	}
+	if est.learned != learned {
+		t.Errorf("accounting heard without slurmdbd")
+	}
+	if j := jobByID(t, cli, pend); !strings.Contains(j.AdminComment, "[prescient:") {
+		t.Errorf("no advice without slurmdbd: %q", j.AdminComment)
+	}
+	r.Close()
+}

@@ -2,6 +2,8 @@ package slurm
 
 import (
 	"math/rand/v2"
+	"os"
+	"strings"
 	"testing"
 	"time"
 )
@@ -39,5 +41,22 @@ func TestProfileFitsWhereBruteForceDoes(t *testing.T) {
 		if !ok || got != m(want) {
 			t.Fatalf("trial %d: fit(%d, %dm) = %s %v, want +%dm", trial, n, run, got.Sub(now), ok, want)
 		}
+	}
+}
+
+// sacct --json with nothing to report says so as an error (recorded from
+// 22.05); that is an empty answer. Any other error is one.
+func TestAccountingNothingFoundIsNoError(t *testing.T) {
+	b, err := os.ReadFile("testdata/sacct_22.05_nothing_found.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := accountingErr(b); err != nil {
+		t.Errorf("nothing found: %v", err)
+	}
+	bad := strings.Replace(string(b), `"error_number": 9003`, `"error_number": 1`, 1)
+	bad = strings.Replace(bad, `"description": "Nothing found"`, `"description": "Database gone"`, 1)
+	if err := accountingErr([]byte(bad)); err == nil || !strings.Contains(err.Error(), "Database gone") {
+		t.Errorf("another error: %v", err)
 	}
 }

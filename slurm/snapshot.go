@@ -68,9 +68,41 @@ func (n *Node) Idle() bool {
 		!n.Has("DOWN") && !n.Has("NOT_RESPONDING")
 }
 
+// slurmErrors is the errors list every Slurm JSON document carries. A
+// command that cannot reach slurmctld still exits 0, with no jobs or
+// nodes and an error here: read as a queue, that would be an empty one.
+type slurmErrors struct {
+	Errors []struct {
+		Error       string          `json:"error"`
+		Number      json.RawMessage `json:"error_number"`
+		Description string          `json:"description"`
+		Source      string          `json:"source"`
+	} `json:"errors"`
+}
+
+// errEmptyResult is ESLURM_REST_EMPTY_RESULT, "Nothing found": how sacct
+// --json says a query matched no job, which is no error.
+const errEmptyResult = 9003
+
+// err is the document's errors as one error, nil when there are none.
+func (d *slurmErrors) err(what string) error {
+	var msgs []string
+	for _, e := range d.Errors {
+		if n, ok, _ := Number(e.Number); (ok && n == errEmptyResult) || e.Description == "Nothing found" {
+			continue
+		}
+		msgs = append(msgs, strings.TrimSpace(strings.Join([]string{e.Source, e.Description, e.Error}, ": ")))
+	}
+	if len(msgs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s: Slurm reported %s", what, strings.Join(msgs, "; "))
+}
+
 // squeueJSON is the part of squeue --json read; fields that changed shape
 // between data parser versions are raw.
 type squeueJSON struct {
+	slurmErrors
 	Jobs []struct {
 		JobID        json.RawMessage `json:"job_id"`
 		User         string          `json:"user_name"`
@@ -94,11 +126,16 @@ type squeueJSON struct {
 }
 
 // ParseJobs reads squeue --json. A job it cannot make sense of is an error
-// naming the job's index and field: a partial queue would misadvise.
+// naming the job's index and field, and so is a document with errors (no
+// controller): a partial or empty queue would misadvise, and make the
+// Runner forget the jobs it lowered.
 func ParseJobs(r io.Reader) ([]Job, error) {
 	var doc squeueJSON
 	if err := json.NewDecoder(r).Decode(&doc); err != nil {
 		return nil, fmt.Errorf("squeue --json: %w", err)
+	}
+	if err := doc.err("squeue --json"); err != nil {
+		return nil, err
 	}
 	jobs := make([]Job, 0, len(doc.Jobs))
 	for i := range doc.Jobs {
@@ -165,6 +202,7 @@ func ParseJobs(r io.Reader) ([]Job, error) {
 
 // sinfoJSON is the part of sinfo --json read.
 type sinfoJSON struct {
+	slurmErrors
 	Nodes []struct {
 		Name       string          `json:"name"`
 		State      json.RawMessage `json:"state"`
@@ -184,6 +222,9 @@ func ParseNodes(r io.Reader) ([]Node, error) {
 	var doc sinfoJSON
 	if err := json.NewDecoder(r).Decode(&doc); err != nil {
 		return nil, fmt.Errorf("sinfo --json: %w", err)
+	}
+	if err := doc.err("sinfo --json"); err != nil {
+		return nil, err
 	}
 	nodes := make([]Node, 0, len(doc.Nodes))
 	for i := range doc.Nodes {

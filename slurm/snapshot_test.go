@@ -123,7 +123,15 @@ func TestParseErrorsSayWhere(t *testing.T) {
 			t.Errorf("%s: %v, want %q", c.doc, err, c.want)
 		}
 	}
-	_, err := slurm.ParseNodes(strings.NewReader(`{"nodes": [{"name": "n1", "state": "idle", "gres": "gpu:x:y"}]}`))
+	// Recorded from 22.05 with slurmctld stopped: exit code 0, no jobs, an error.
+	b, err := os.ReadFile("testdata/squeue_22.05_controller_down.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := slurm.ParseJobs(bytes.NewReader(b)); err == nil || !strings.Contains(err.Error(), "slurm_load_jobs: Failed while looking for jobs") {
+		t.Errorf("controller down: %v", err)
+	}
+	_, err = slurm.ParseNodes(strings.NewReader(`{"nodes": [{"name": "n1", "state": "idle", "gres": "gpu:x:y"}]}`))
 	if err == nil || !strings.Contains(err.Error(), `node 1 ("n1"): field gres`) {
 		t.Errorf("nodes: %v", err)
 	}

@@ -47,6 +47,13 @@ type Cluster struct {
 	// ResumeProgram ("resume NODES") run.
 	PowerLog string
 	procs    []*exec.Cmd
+	daemons  map[string]*daemon // by name, the latest start
+}
+
+type daemon struct {
+	cmd       *exec.Cmd
+	done      chan struct{}
+	env, args []string
 }
 
 // Start starts a cluster and stops it when t ends.
@@ -290,7 +297,54 @@ func (c *Cluster) daemon(env []string, name string, args ...string) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err == nil {
 		c.procs = append(c.procs, cmd)
-		go cmd.Wait()
+		d := &daemon{cmd: cmd, done: make(chan struct{}), env: env, args: args}
+		go func() { cmd.Wait(); close(d.done) }()
+		if c.daemons == nil {
+			c.daemons = map[string]*daemon{}
+		}
+		c.daemons[name] = d
+	}
+}
+
+// StopDaemon stops one of the cluster's daemons (slurmctld, slurmdbd or
+// mariadbd) as an operator would, with SIGTERM, and waits for it to exit.
+func (c *Cluster) StopDaemon(t testing.TB, name string) {
+	t.Helper()
+	d := c.daemons[name]
+	if d == nil {
+		t.Fatalf("slurmtest: no daemon %s", name)
+	}
+	d.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-d.done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("slurmtest: %s did not stop within 30 s", name)
+	}
+}
+
+// StartDaemon starts a stopped daemon again and waits until it answers.
+func (c *Cluster) StartDaemon(t testing.TB, name string) {
+	t.Helper()
+	d := c.daemons[name]
+	if d == nil {
+		t.Fatalf("slurmtest: no daemon %s", name)
+	}
+	c.daemon(d.env, name, d.args...)
+	env := []string{"SLURM_CONF=" + c.Conf}
+	probe := map[string][]string{"slurmctld": {"scontrol", "ping"}, "slurmdbd": {"sacctmgr", "-n", "show", "cluster"}}[name]
+	if probe == nil {
+		return
+	}
+	if err := retry(30*time.Second, func() error {
+		if err := run(c.Dir, env, probe[0], probe[1:]...); err != nil {
+			return err
+		}
+		if name == "slurmctld" { // scontrol ping succeeds with the controller DOWN
+			return run(c.Dir, env, "squeue", "-h")
+		}
+		return nil
+	}); err != nil {
+		t.Fatalf("slurmtest: %s did not come back: %v", name, err)
 	}
 }
 
