@@ -4,12 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math/rand/v2"
+	"net"
+	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -226,5 +231,115 @@ func TestSlurmEstimatorLearnsLimits(t *testing.T) {
 	t.Logf("alice (runs 14-26 min, asks 4h): run %s, limit %s", e.RunP50, e.Limit)
 	if e.Limit < 20*time.Minute || e.Limit > time.Hour || e.RunP50 < 10*time.Minute || e.RunP50 > 30*time.Minute {
 		t.Errorf("after 450 outcomes: run %s, limit %s; want about 20 min and a limit between 20 min and 1 h", e.RunP50, e.Limit)
+	}
+}
+
+// The operator's flow with real processes: prescient slurm on autopilot
+// against a real Slurm lowers a pending job's limit once its calibration
+// has heard enough of the site's jobs, serves the page and the advice,
+// gives the limit back on SIGTERM, and after a kill -9 the watchdog
+// (slurm restore) gives it back.
+func TestSlurmProcessRestoresOnStopAndAfterAKill(t *testing.T) {
+	bin := e2eBin(t)
+	hist := writeSacctHistory(t, 900)
+	reg := filepath.Join(t.TempDir(), "models")
+	if _, err := run(t, "train", "--target", "duration", "--trace", "slurm:"+hist, "--models", reg,
+		"--learners=gbt,rolling_median,global_median", "--gate-windows", "1"); err != nil {
+		t.Fatal(err)
+	}
+	c := slurmtest.Start(t)
+	// The site's recent history: 260 one-second jobs, enough for the
+	// limit calibration (200 completed jobs at least).
+	c.Sbatch(t, "-J", "warm", "-t", "60", "--array=1-260", "--wrap", "sleep 1")
+	waitUntil(t, 4*time.Minute, "the warm-up jobs to end", func() bool {
+		return strings.TrimSpace(c.Run(t, "squeue", "-h", "-n", "warm", "-o", "%i")) == ""
+	})
+	hog := c.Sbatch(t, "-J", "hog", "-t", "60", "--gres=gpu:4", "--wrap", "sleep 900")
+	waitUntil(t, time.Minute, "the hog to run", func() bool {
+		return strings.TrimSpace(c.Run(t, "squeue", "-h", "-j", hog, "-o", "%T")) == "RUNNING"
+	})
+	pend := c.Sbatch(t, "-J", "pend", "-t", "60", "--gres=gpu:1", "--wrap", "true")
+	limit := func() string { return strings.TrimSpace(c.Run(t, "squeue", "-h", "-j", pend, "-o", "%l")) }
+
+	state := t.TempDir()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	start := func() (*exec.Cmd, chan error) {
+		cmd := exec.Command(bin, "slurm", "--slurm-conf", c.Conf, "--models", reg, "--state", state, "--autopilot",
+			"--partitions", slurmtest.Partition, "--floor", "1m", "--every", "1s", "--warmup", "1h", "--listen", addr)
+		logf, err := os.Create(filepath.Join(t.TempDir(), "slurm.log"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd.Stdout, cmd.Stderr = logf, logf
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait(); logf.Close() }()
+		t.Cleanup(func() {
+			cmd.Process.Kill()
+			if t.Failed() {
+				b, _ := os.ReadFile(logf.Name())
+				t.Logf("prescient slurm's log:\n%s", b)
+			}
+		})
+		waitUntil(t, time.Minute, "the limit to be lowered", func() bool { return limit() != "1:00:00" })
+		return cmd, done
+	}
+
+	cmd, done := start()
+	t.Logf("lowered from 1:00:00 to %s", limit())
+	for _, path := range []string{"/", "/v1/slurm/advice"} {
+		resp, err := http.Get("http://" + addr + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if want := map[string]string{"/": "Slurm advice", "/v1/slurm/advice": `"job":"` + pend + `"`}[path]; !strings.Contains(string(body), want) {
+			t.Errorf("GET %s lacks %q:\n%s", path, want, body)
+		}
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("prescient slurm after SIGTERM: %v", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("prescient slurm did not stop within a minute of SIGTERM")
+	}
+	if got := limit(); got != "1:00:00" {
+		t.Fatalf("after SIGTERM: limit %s, want the user's 1:00:00", got)
+	}
+
+	cmd, done = start()
+	cmd.Process.Kill()
+	<-done
+	if got := limit(); got == "1:00:00" {
+		t.Fatal("the kill restored the limit: the test shows nothing")
+	}
+	out, err := run(t, "slurm", "restore", "--slurm-conf", c.Conf, "--state", state, "--stale-after", "0s")
+	if err != nil || !strings.HasPrefix(out, "restored") {
+		t.Fatalf("restore: %q %v", out, err)
+	}
+	if got := limit(); got != "1:00:00" {
+		t.Fatalf("after the watchdog: limit %s, want 1:00:00", got)
+	}
+}
+
+func waitUntil(t *testing.T, timeout time.Duration, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(500 * time.Millisecond)
 	}
 }
