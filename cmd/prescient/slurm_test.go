@@ -56,26 +56,30 @@ func writeSacctHistory(t *testing.T, n int) string {
 	return path
 }
 
+// trainOnSacctHistory trains run times on a generated history of 900
+// jobs, as a site would on its sacct export, and returns the registry.
+func trainOnSacctHistory(t *testing.T) string {
+	t.Helper()
+	reg := filepath.Join(t.TempDir(), "models")
+	if _, err := run(t, "train", "--target", "duration", "--trace", "slurm:"+writeSacctHistory(t, 900), "--models", reg,
+		"--learners=gbt,rolling_median,global_median", "--gate-windows", "1"); err != nil {
+		t.Fatal(err)
+	}
+	return reg
+}
+
 // TestSlurmAdvisorOnRealSlurm trains run times on a site's accounting,
 // then advises a real Slurm 22.05: every pending job gets its predicted
 // start and run time in its AdminComment (after what was there), the
 // advice is served over HTTP, and the user CLI prints it as squeue would.
 func TestSlurmAdvisorOnRealSlurm(t *testing.T) {
-	hist := writeSacctHistory(t, 900)
-	reg := filepath.Join(t.TempDir(), "models")
-	if _, err := run(t, "train", "--target", "duration", "--trace", "slurm:"+hist, "--models", reg,
-		"--learners=gbt,rolling_median,global_median", "--gate-windows", "1"); err != nil {
-		t.Fatal(err)
-	}
+	reg := trainOnSacctHistory(t)
 
 	c := slurmtest.Start(t)
 	hog := c.Sbatch(t, "-J", "hog", "-t", "60", "--gres=gpu:4", "--wrap", "sleep 600")
-	for i := 0; strings.TrimSpace(c.Run(t, "squeue", "-h", "-j", hog, "-o", "%T")) != "RUNNING"; i++ {
-		if i == 100 {
-			t.Fatalf("job %s never ran", hog)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	waitUntil(t, time.Minute, "the hog to run", func() bool {
+		return strings.TrimSpace(c.Run(t, "squeue", "-h", "-j", hog, "-o", "%T")) == "RUNNING"
+	})
 	pend := c.Sbatch(t, "-J", "next", "-t", "240", "--gres=gpu:1", "--wrap", "true")
 	c.Run(t, "scontrol", "update", "JobId="+pend, "AdminComment=site note")
 
@@ -241,12 +245,7 @@ func TestSlurmEstimatorLearnsLimits(t *testing.T) {
 // (slurm restore) gives it back.
 func TestSlurmProcessRestoresOnStopAndAfterAKill(t *testing.T) {
 	bin := e2eBin(t)
-	hist := writeSacctHistory(t, 900)
-	reg := filepath.Join(t.TempDir(), "models")
-	if _, err := run(t, "train", "--target", "duration", "--trace", "slurm:"+hist, "--models", reg,
-		"--learners=gbt,rolling_median,global_median", "--gate-windows", "1"); err != nil {
-		t.Fatal(err)
-	}
+	reg := trainOnSacctHistory(t)
 	c := slurmtest.Start(t)
 	// The site's recent history: 260 one-second jobs, enough for the
 	// limit calibration (200 completed jobs at least).
