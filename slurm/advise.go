@@ -25,11 +25,14 @@ type Estimate struct {
 // Its JSON gives the durations in seconds: user_limit_s,
 // recommended_limit_s, run_p50_s.
 type Advice struct {
-	Job       string        `json:"job"`
-	Name      string        `json:"name"`
-	User      string        `json:"user"`
-	Partition string        `json:"partition"`
-	GPUs      int64         `json:"gpus"`
+	Job       string `json:"job"`
+	Name      string `json:"name"`
+	User      string `json:"user"`
+	Partition string `json:"partition"`
+	GPUs      int64  `json:"gpus"`
+	// Tasks is a pending job array's tasks still pending (1 for a job);
+	// End is when the last of them is predicted to end.
+	Tasks     int           `json:"tasks"`
 	UserLimit time.Duration `json:"-"` // zero: none
 	Limit     time.Duration `json:"-"` // recommended; zero: keep the user's
 	RunP50    time.Duration `json:"-"`
@@ -116,7 +119,7 @@ func Advise(snap Snapshot, est map[string]Estimate) []Advice {
 	out := make([]Advice, 0, len(pending))
 	for _, j := range pending {
 		e, ok := est[j.ID]
-		a := Advice{Job: j.ID, Name: j.Name, User: j.User, Partition: j.Partition, GPUs: j.GPUs, UserLimit: j.TimeLimit,
+		a := Advice{Job: j.ID, Name: j.Name, User: j.User, Partition: j.Partition, GPUs: j.GPUs, Tasks: max(j.Tasks, 1), UserLimit: j.TimeLimit,
 			Limit: e.Limit, RunP50: e.RunP50}
 		run := runFor(j, e)
 		gpu, n := need(j)
@@ -141,8 +144,13 @@ func Advise(snap Snapshot, est map[string]Estimate) []Advice {
 		case best == nil:
 			a.StartAfter = snap.Now.Add(Horizon)
 		default:
-			a.End = a.Start.Add(run)
-			best.take(a.Start, a.End, n)
+			a.End = planTasks(best, j, a.Start, n, run, snap.Now.Add(Horizon))
+			if a.End.IsZero() {
+				a.Reason = "its last tasks start beyond the horizon: no end predicted"
+			}
+			if j.Tasks > MaxPlannedTasks {
+				a.Reason = fmt.Sprintf("the end is its first %d of %d tasks'", MaxPlannedTasks, j.Tasks)
+			}
 		}
 		if ok {
 			a.Reason = strings.TrimPrefix(a.Reason+"; ", "; ") + reason(j, e)
@@ -152,6 +160,42 @@ func Advise(snap Snapshot, est map[string]Estimate) []Advice {
 		out = append(out, a)
 	}
 	return out
+}
+
+// MaxPlannedTasks bounds the tasks of one array that Advise plans: the
+// rest are left out of the plan (and its reason says so).
+const MaxPlannedTasks = 1000
+
+// planTasks takes the profile for a pending job's tasks (one, or an
+// array's first MaxPlannedTasks, at most MaxTasks of them at once), the
+// first at start, and returns when the last ends; zero when one does not
+// start before horizon.
+func planTasks(p *profile, j *Job, start time.Time, n int64, run time.Duration, horizon time.Time) time.Time {
+	tasks := min(max(j.Tasks, 1), MaxPlannedTasks)
+	var ends []time.Time // of the tasks planned, in order
+	var last time.Time
+	for i := range tasks {
+		from := start
+		if j.MaxTasks > 0 && i >= j.MaxTasks { // waits for a running task of its own to end
+			from = later(from, ends[i-j.MaxTasks])
+		}
+		at, ok := p.fitFrom(from, n, run, horizon)
+		if !ok {
+			return time.Time{}
+		}
+		end := at.Add(run)
+		p.take(at, end, n)
+		ends = append(ends, end)
+		last = later(last, end)
+	}
+	return last
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 func reason(j *Job, e Estimate) string {
@@ -240,7 +284,12 @@ func (p *profile) take(from, to time.Time, n int64) {
 // fit is the first time, not after horizon, from which n units are free
 // for run.
 func (p *profile) fit(n int64, run time.Duration, horizon time.Time) (time.Time, bool) {
-	for i := 0; i < len(p.segs) && !p.segs[i].t.After(horizon); {
+	return p.fitFrom(p.segs[0].t, n, run, horizon)
+}
+
+// fitFrom is fit for starts not before from.
+func (p *profile) fitFrom(from time.Time, n int64, run time.Duration, horizon time.Time) (time.Time, bool) {
+	for i := p.split(from); i < len(p.segs) && !p.segs[i].t.After(horizon); {
 		if p.segs[i].free < n {
 			i++
 			continue

@@ -78,6 +78,22 @@ func TestAdviseTakesTheFirstPartitionToFit(t *testing.T) {
 	}
 }
 
+// A pending array's tasks take the GPUs in turn, at most MaxTasks at once.
+func TestAdvisePlansAnArraysTasks(t *testing.T) {
+	for _, c := range []struct {
+		max int
+		end time.Duration
+	}{{0, 2 * time.Hour}, {1, 4 * time.Hour}} {
+		arr := pending("1", 2, 2*time.Hour, 1)
+		arr.Tasks, arr.MaxTasks = 4, c.max
+		snap := slurm.Snapshot{Now: t0, Nodes: []slurm.Node{node("n1", 4, "IDLE")}, Jobs: []slurm.Job{arr}}
+		adv := slurm.Advise(snap, map[string]slurm.Estimate{"1": {RunP50: time.Hour}})
+		if len(adv) != 1 || adv[0].Tasks != 4 || adv[0].Start != t0 || adv[0].End != t0.Add(c.end) {
+			t.Errorf("at most %d at once: %+v, want the last to end at +%s", c.max, adv, c.end)
+		}
+	}
+}
+
 func TestCommentKeepsWhatIsThere(t *testing.T) {
 	a := slurm.Advice{Limit: 30 * time.Minute, UserLimit: 2 * time.Hour, RunP50: 10 * time.Minute, Start: t0}
 	note := slurm.Comment(a)

@@ -23,8 +23,13 @@ type Job struct {
 	Nice                                int
 	Priority                            int64
 	AdminComment                        string
-	GPUs, CPUs, MemoryBytes             int64 // in all, allocated (running) or requested
-	Nodes                               string
+	// Tasks are a pending job array's tasks this record stands for (its
+	// array_task_string: "1-20", "1,3,5%2"), 0 or 1 for a job; MaxTasks
+	// is how many of them may run at once (0: no limit). A running task
+	// is a job of its own.
+	Tasks, MaxTasks         int
+	GPUs, CPUs, MemoryBytes int64 // in all, allocated (running) or requested
+	Nodes                   string
 }
 
 // Pending and Running say what the job is doing.
@@ -122,6 +127,8 @@ type squeueJSON struct {
 		TRESReq      string          `json:"tres_req_str"`
 		TRESAlloc    string          `json:"tres_alloc_str"`
 		Nodes        string          `json:"nodes"`
+		ArrayTasks   string          `json:"array_task_string"`
+		ArrayMax     json.RawMessage `json:"array_max_tasks"`
 	} `json:"jobs"`
 }
 
@@ -195,9 +202,51 @@ func ParseJobs(r io.Reader) ([]Job, error) {
 			return nil, ferr("tres_req_str", tres, err)
 		}
 		j.GPUs, j.CPUs, j.MemoryBytes = t.GPUs, t.CPUs, t.MemoryBytes
+		if j.Tasks, err = countTasks(d.ArrayTasks); err != nil {
+			return nil, ferr("array_task_string", d.ArrayTasks, err)
+		}
+		if v, ok, err := Number(d.ArrayMax); err != nil || v < 0 || v > maxTasks {
+			return nil, ferr("array_max_tasks", string(d.ArrayMax), errNotNumber)
+		} else if ok {
+			j.MaxTasks = int(v)
+		}
 		jobs = append(jobs, j)
 	}
 	return jobs, nil
+}
+
+// maxTasks bounds the tasks one array record stands for (Slurm's own
+// MaxArraySize is at most 4,000,001).
+const maxTasks = 4_000_001
+
+// countTasks counts the tasks of an array_task_string: "1-20",
+// "1,3,5-9:2", with an optional "%N" (at most N at once); "" is none.
+func countTasks(s string) (int, error) {
+	s, _, _ = strings.Cut(s, "%")
+	if s == "" {
+		return 0, nil
+	}
+	n := 0
+	for _, part := range strings.Split(s, ",") {
+		span, stepText, stepped := strings.Cut(part, ":")
+		lo, hi, isRange := strings.Cut(span, "-")
+		a, err := strconv.Atoi(lo)
+		b := a
+		if err == nil && isRange {
+			b, err = strconv.Atoi(hi)
+		}
+		step := 1
+		if err == nil && stepped {
+			step, err = strconv.Atoi(stepText)
+		}
+		if err != nil || a < 0 || b < a || step < 1 {
+			return 0, fmt.Errorf("%q is not a task range", part)
+		}
+		if n += (b-a)/step + 1; n > maxTasks {
+			return 0, fmt.Errorf("more than %d tasks", maxTasks)
+		}
+	}
+	return n, nil
 }
 
 // sinfoJSON is the part of sinfo --json read.

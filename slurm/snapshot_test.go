@@ -83,6 +83,24 @@ func TestParseJobsV0040(t *testing.T) {
 	}
 }
 
+// squeue_22.05_array.json: two pending arrays recorded from 22.05, one of
+// 20 tasks, one of tasks 1-9:2 at most 2 at once (squeue writes
+// "1,3,5,7,9%2"), behind a running job.
+func TestParseJobArrays(t *testing.T) {
+	jobs := byID(readJobs(t, "testdata/squeue_22.05_array.json"))
+	for id, want := range map[string][2]int{"1": {0, 0}, "2": {20, 0}, "3": {5, 2}} {
+		if j := jobs[id]; j.Tasks != want[0] || j.MaxTasks != want[1] {
+			t.Errorf("job %s: %d tasks, %d at once; want %v", id, j.Tasks, j.MaxTasks, want)
+		}
+	}
+	for _, bad := range []string{"5-1", "x", "1-x", "1-10:0", "-3"} {
+		doc := `{"jobs": [{"job_id": 1, "job_state": "PENDING", "array_task_string": "` + bad + `"}]}`
+		if _, err := slurm.ParseJobs(strings.NewReader(doc)); err == nil || !strings.Contains(err.Error(), "array_task_string") {
+			t.Errorf("%q: %v", bad, err)
+		}
+	}
+}
+
 func readNodes(t *testing.T, path string) []slurm.Node {
 	t.Helper()
 	b, err := os.ReadFile(path)
@@ -138,7 +156,7 @@ func TestParseErrorsSayWhere(t *testing.T) {
 }
 
 func FuzzParseJobs(f *testing.F) {
-	for _, p := range []string{"testdata/squeue_22.05.json", "testdata/squeue_v0.0.40.json"} {
+	for _, p := range []string{"testdata/squeue_22.05.json", "testdata/squeue_v0.0.40.json", "testdata/squeue_22.05_array.json"} {
 		b, err := os.ReadFile(p)
 		if err != nil {
 			f.Fatal(err)
@@ -152,7 +170,7 @@ func FuzzParseJobs(f *testing.F) {
 			return
 		}
 		for _, j := range jobs {
-			if j.ID == "" || j.State == "" || j.TimeLimit < 0 || j.GPUs < 0 || j.CPUs < 0 {
+			if j.ID == "" || j.State == "" || j.TimeLimit < 0 || j.GPUs < 0 || j.CPUs < 0 || j.Tasks < 0 || j.MaxTasks < 0 {
 				t.Fatalf("accepted a job it should not have: %+v", j)
 			}
 		}
