@@ -32,10 +32,13 @@ type Advice struct {
 	GPUs      int64  `json:"gpus"`
 	// Tasks is a pending job array's tasks still pending (1 for a job);
 	// End is when the last of them is predicted to end.
-	Tasks     int           `json:"tasks"`
-	UserLimit time.Duration `json:"-"` // zero: none
-	Limit     time.Duration `json:"-"` // recommended; zero: keep the user's
-	RunP50    time.Duration `json:"-"`
+	Tasks int `json:"tasks"`
+	// ArrayTasks is a pending array's task list as squeue writes it
+	// ("1-20"; its JOBID is then "Job_[1-20]").
+	ArrayTasks string        `json:"array_tasks,omitempty"`
+	UserLimit  time.Duration `json:"-"` // zero: none
+	Limit      time.Duration `json:"-"` // recommended; zero: keep the user's
+	RunP50     time.Duration `json:"-"`
 	// Start and End are the predicted start and end; zero when the start
 	// falls beyond the horizon (StartAfter then) or the job is held.
 	Start      time.Time `json:"predicted_start,omitzero"`
@@ -64,11 +67,13 @@ const Horizon = 7 * 24 * time.Hour
 // (by job ID; a job without one runs to its limit, or a day).
 //
 // Starts come from each partition's GPUs (CPUs for jobs without GPUs) as a
-// whole (a job pending in several partitions takes the first to fit it), taken by the running jobs until their expected ends (the later of
+// whole, taken by the running jobs until their expected ends (the later of
 // their forecast end and now, never past their limit), then by the pending
 // jobs in Slurm's priority order, each at the first time enough are free
-// for its expected run. It is Slurm's own plan with better run times; it
-// does not see how GPUs split over nodes, reservations or QOS limits.
+// for its expected run (a job pending in several partitions in the first
+// to fit it, an array's tasks in turn). It is Slurm's own plan with better
+// run times; it does not see how GPUs split over nodes, reservations or
+// QOS limits.
 func Advise(snap Snapshot, est map[string]Estimate) []Advice {
 	type key struct {
 		partition string
@@ -119,7 +124,8 @@ func Advise(snap Snapshot, est map[string]Estimate) []Advice {
 	out := make([]Advice, 0, len(pending))
 	for _, j := range pending {
 		e, ok := est[j.ID]
-		a := Advice{Job: j.ID, Name: j.Name, User: j.User, Partition: j.Partition, GPUs: j.GPUs, Tasks: max(j.Tasks, 1), UserLimit: j.TimeLimit,
+		a := Advice{Job: j.ID, Name: j.Name, User: j.User, Partition: j.Partition, GPUs: j.GPUs,
+			Tasks: max(j.Tasks, 1), ArrayTasks: j.ArrayTasks, UserLimit: j.TimeLimit,
 			Limit: e.Limit, RunP50: e.RunP50}
 		run := runFor(j, e)
 		gpu, n := need(j)
@@ -149,7 +155,7 @@ func Advise(snap Snapshot, est map[string]Estimate) []Advice {
 				a.Reason = "its last tasks start beyond the horizon: no end predicted"
 			}
 			if j.Tasks > MaxPlannedTasks {
-				a.Reason = fmt.Sprintf("the end is its first %d of %d tasks'", MaxPlannedTasks, j.Tasks)
+				a.Reason = fmt.Sprintf("planned its first %d of %d tasks", MaxPlannedTasks, j.Tasks)
 			}
 		}
 		if ok {

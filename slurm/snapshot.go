@@ -26,8 +26,9 @@ type Job struct {
 	// Tasks are a pending job array's tasks this record stands for (its
 	// array_task_string: "1-20", "1,3,5%2"), 0 or 1 for a job; MaxTasks
 	// is how many of them may run at once (0: no limit). A running task
-	// is a job of its own.
+	// is a job of its own. ArrayTasks is the string as Slurm wrote it.
 	Tasks, MaxTasks         int
+	ArrayTasks              string
 	GPUs, CPUs, MemoryBytes int64 // in all, allocated (running) or requested
 	Nodes                   string
 }
@@ -202,6 +203,7 @@ func ParseJobs(r io.Reader) ([]Job, error) {
 			return nil, ferr("tres_req_str", tres, err)
 		}
 		j.GPUs, j.CPUs, j.MemoryBytes = t.GPUs, t.CPUs, t.MemoryBytes
+		j.ArrayTasks = d.ArrayTasks
 		if j.Tasks, err = countTasks(d.ArrayTasks); err != nil {
 			return nil, ferr("array_task_string", d.ArrayTasks, err)
 		}

@@ -89,7 +89,7 @@ func TestParseJobsV0040(t *testing.T) {
 func TestParseJobArrays(t *testing.T) {
 	jobs := byID(readJobs(t, "testdata/squeue_22.05_array.json"))
 	for id, want := range map[string][2]int{"1": {0, 0}, "2": {20, 0}, "3": {5, 2}} {
-		if j := jobs[id]; j.Tasks != want[0] || j.MaxTasks != want[1] {
+		if j := jobs[id]; j.Tasks != want[0] || j.MaxTasks != want[1] || (j.Tasks > 0) != (j.ArrayTasks != "") {
 			t.Errorf("job %s: %d tasks, %d at once; want %v", id, j.Tasks, j.MaxTasks, want)
 		}
 	}

@@ -312,6 +312,7 @@ func (e *slurmEstimator) Learn(ctx context.Context, acct []byte) error {
 // slurmAdvice is an advice as GET /v1/slurm/advice writes it.
 type slurmAdvice struct {
 	Job, Name, User, Partition string
+	ArrayTasks                 string `json:"array_tasks"`
 	GPUs                       int64
 	UserLimitS                 float64    `json:"user_limit_s"`
 	LimitS                     float64    `json:"recommended_limit_s"`
@@ -396,7 +397,11 @@ func slurmQueueTable(w io.Writer, adv []slurmAdvice) error {
 		if a.RunP50S > 0 {
 			run = slurmClock(time.Duration(a.RunP50S * float64(time.Second)))
 		}
-		t.row(a.Job, a.Partition, a.Name, a.User, "PD", a.GPUs, clock(a.UserLimitS), advised, run, start, when(a.End), a.Reason)
+		id := a.Job
+		if a.ArrayTasks != "" {
+			id += "_[" + a.ArrayTasks + "]" // as squeue writes a pending array
+		}
+		t.row(id, a.Partition, a.Name, a.User, "PD", a.GPUs, clock(a.UserLimitS), advised, run, start, when(a.End), a.Reason)
 	}
 	return t.flush()
 }

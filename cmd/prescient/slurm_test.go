@@ -168,7 +168,7 @@ func TestSlurmQueueTable(t *testing.T) {
 	err := slurmQueueTable(&b, []slurmAdvice{
 		{Job: "12", Name: "bert", User: "alice", Partition: "gpu", GPUs: 4, UserLimitS: 86400, LimitS: 7200, RunP50S: 5400,
 			Start: &start, End: &end, Reason: "expected run 1h30m0s"},
-		{Job: "13", Name: "sweep", User: "bob", Partition: "gpu", GPUs: 1, StartAfter: &start, Reason: "no forecast"},
+		{Job: "13", Name: "sweep", User: "bob", Partition: "gpu", GPUs: 1, ArrayTasks: "1-20%4", StartAfter: &start, Reason: "no forecast"},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -177,7 +177,7 @@ func TestSlurmQueueTable(t *testing.T) {
 	want := [][]string{
 		{"JOBID", "PARTITION", "NAME", "USER", "ST", "GPUS", "TIME_LIMIT", "ADVISED_LIMIT", "EXPECTED_RUN", "START", "END", "REASON"},
 		{"12", "gpu", "bert", "alice", "PD", "4", "1-00:00:00", "2:00:00", "1:30:00", "2026-12-07T13:00:00", "2026-12-07T14:30:00", "expected", "run", "1h30m0s"},
-		{"13", "gpu", "sweep", "bob", "PD", "1", "UNLIMITED", "-", "-", ">2026-12-07T13:00:00", "-", "no", "forecast"},
+		{"13_[1-20%4]", "gpu", "sweep", "bob", "PD", "1", "UNLIMITED", "-", "-", ">2026-12-07T13:00:00", "-", "no", "forecast"},
 	}
 	for i, w := range want {
 		if got := strings.Fields(lines[i]); strings.Join(got, " ") != strings.Join(w, " ") {
