@@ -378,8 +378,32 @@ func (c *Cluster) stop() {
 		}
 		p.Process.Kill()
 	}
-	// A slurmd that resume.sh started after the pid file was read.
+	// A slurmd that resume.sh started after the pid file was read, and the
+	// jobs' slurmstepd and processes that outlived their slurmd: all carry
+	// this cluster's SLURM_CONF in their environment.
 	exec.Command("pkill", "-KILL", "-f", c.Dir).Run()
+	killByEnv("SLURM_CONF=" + c.Conf)
+}
+
+// killByEnv kills every process whose environment holds entry.
+func killByEnv(entry string) {
+	procs, _ := os.ReadDir("/proc")
+	for _, p := range procs {
+		pid, err := strconv.Atoi(p.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join("/proc", p.Name(), "environ"))
+		if err != nil {
+			continue
+		}
+		for _, kv := range strings.Split(string(env), "\x00") {
+			if kv == entry {
+				syscall.Kill(pid, syscall.SIGKILL)
+				break
+			}
+		}
+	}
 }
 
 func run(dir string, env []string, name string, args ...string) error {
