@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -32,6 +33,34 @@ type Config struct {
 	// whose nodes it may park (none: every node may be parked).
 	ParkIdleAfter  time.Duration
 	ParkPartitions []string
+}
+
+// ErrUnknownPartition is returned when the Config names a partition the
+// cluster's nodes are not in: a misspelt partition would otherwise make
+// autopilot do nothing, silently.
+var ErrUnknownPartition = errors.New("no node is in that partition")
+
+// checkPartitions checks that Partitions and ParkPartitions name
+// partitions of nodes.
+func (c Config) checkPartitions(nodes []Node) error {
+	known := map[string]bool{}
+	for _, n := range nodes {
+		for _, p := range n.Partitions {
+			known[p] = true
+		}
+	}
+	for _, list := range []struct {
+		what  string
+		names []string
+	}{{"partition", c.Partitions}, {"park partition", c.ParkPartitions}} {
+		for _, p := range list.names {
+			if !known[p] {
+				return fmt.Errorf("slurm: %s %q: %w (the cluster's: %s)", list.what, p, ErrUnknownPartition,
+					strings.Join(sortedKeys(known), ", "))
+			}
+		}
+	}
+	return nil
 }
 
 // mayLower says whether autopilot may lower j's limit: every partition it

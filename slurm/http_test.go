@@ -3,6 +3,7 @@ package slurm_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -65,6 +66,21 @@ func servedRunner(t *testing.T, cfg slurm.Config) string {
 	srv := httptest.NewServer(slurm.Handler(r))
 	t.Cleanup(srv.Close)
 	return srv.URL
+}
+
+func TestAMisspeltPartitionIsAnError(t *testing.T) {
+	c := &fakeClient{nodes: []slurm.Node{{Name: "n1", GPUs: 4, States: []string{"IDLE"}, Partitions: []string{"gpu", "debug"}}}}
+	for _, cfg := range []slurm.Config{
+		{Autopilot: true, Partitions: []string{"gpus"}, Floor: time.Minute},
+		{Autopilot: true, ParkIdleAfter: time.Minute, ParkPartitions: []string{"debgu"}},
+	} {
+		r := &slurm.Runner{Client: c, Estimator: &fixedEstimator{}, Dir: t.TempDir(), Config: cfg}
+		err := r.Cycle(context.Background())
+		if !errors.Is(err, slurm.ErrUnknownPartition) || !strings.Contains(err.Error(), "the cluster's: debug, gpu") {
+			t.Errorf("%+v: %v", cfg, err)
+		}
+		r.Close()
+	}
 }
 
 func TestHandlerServesTheAdvice(t *testing.T) {

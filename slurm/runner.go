@@ -80,6 +80,9 @@ func (r *Runner) Cycle(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := r.Config.checkPartitions(snap.Nodes); err != nil {
+		return err
+	}
 	// 2. Learn from the jobs that ended since the last cycle.
 	since := r.learned
 	if since.IsZero() {

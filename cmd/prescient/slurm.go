@@ -162,10 +162,12 @@ func runSlurm(ctx context.Context, g *globals, o slurmOptions) error {
 	}
 	tick := time.NewTicker(o.every)
 	defer tick.Stop()
-	for {
-		if err := r.Cycle(ctx); errors.Is(err, slurm.ErrLocked) {
-			return err
-		} else if err != nil && ctx.Err() == nil {
+	for first := true; ; first = false {
+		err := r.Cycle(ctx)
+		switch {
+		case errors.Is(err, slurm.ErrLocked), first && errors.Is(err, slurm.ErrUnknownPartition):
+			return err // a misspelt --partitions would otherwise leave autopilot idle
+		case err != nil && ctx.Err() == nil:
 			log.Error("cycle failed; the next one tries again", "err", err)
 		}
 		select {

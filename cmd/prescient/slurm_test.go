@@ -94,6 +94,11 @@ func TestSlurmAdvisorOnRealSlurm(t *testing.T) {
 	if !strings.Contains(show, "TimeLimit=04:00:00") {
 		t.Fatalf("the advisor changed the limit:\n%s", show)
 	}
+	// A misspelt partition stops it before it changes anything.
+	if _, err := run(t, "slurm", "--once", "--slurm-conf", c.Conf, "--models", reg, "--state", state, "--autopilot",
+		"--partitions", "gpus"); !errors.Is(err, slurm.ErrUnknownPartition) || !strings.Contains(err.Error(), `"gpus"`) {
+		t.Errorf("--partitions gpus: %v", err)
+	}
 	// A second cycle leaves the comment as it is (one note, not two).
 	if _, err := run(t, "slurm", "--once", "--slurm-conf", c.Conf, "--models", reg, "--state", state); err != nil {
 		t.Fatal(err)
