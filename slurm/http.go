@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 //go:embed page/index.html
@@ -17,7 +20,8 @@ var page embed.FS
 //	GET /v1/slurm/events   {"events": [Event...]}, the latest changes, oldest first
 //	GET /v1/slurm/state    State: what the Runner has changed
 //	GET /healthz           "ok"
-func Handler(r *Runner) http.Handler {
+//	GET /metrics           metrics (Prometheus), when metrics is not nil
+func Handler(r *Runner, metrics prometheus.Gatherer) http.Handler {
 	mux := http.NewServeMux()
 	js := func(w http.ResponseWriter, v any) {
 		w.Header().Set("Content-Type", "application/json")
@@ -37,5 +41,8 @@ func Handler(r *Runner) http.Handler {
 	})
 	mux.HandleFunc("GET /v1/slurm/state", func(w http.ResponseWriter, _ *http.Request) { js(w, r.State()) })
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
+	if metrics != nil {
+		mux.Handle("GET /metrics", promhttp.HandlerFor(metrics, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
+	}
 	return mux
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/prescient-sched/prescient/internal/browsertest"
 	"github.com/prescient-sched/prescient/slurm"
@@ -58,12 +60,17 @@ func servedRunner(t *testing.T, cfg slurm.Config) string {
 	c := &fakeClient{jobs: []slurm.Job{run, bert, sweep},
 		nodes: []slurm.Node{{Name: "n1", GPUs: 4, CPUs: 16, States: []string{"ALLOCATED"}, Partitions: []string{"gpu"}}}}
 	est := &fixedEstimator{}
-	r := &slurm.Runner{Client: c, Estimator: est, Dir: t.TempDir(), Config: cfg}
+	reg := prometheus.NewRegistry()
+	metrics, err := slurm.NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &slurm.Runner{Client: c, Estimator: est, Dir: t.TempDir(), Config: cfg, Metrics: metrics}
 	if err := r.Cycle(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { r.Close() })
-	srv := httptest.NewServer(slurm.Handler(r))
+	srv := httptest.NewServer(slurm.Handler(r, reg))
 	t.Cleanup(srv.Close)
 	return srv.URL
 }
@@ -110,6 +117,26 @@ func TestHandlerServesTheAdvice(t *testing.T) {
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&ev); err != nil || len(ev.Events) != 4 { // two comments, two lowers
 		t.Fatalf("events: %+v %v", ev.Events, err)
+	}
+	resp, err = http.Get(url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for _, want := range []string{
+		`prescient_slurm_cycles_total{result="ok"} 1`,
+		`prescient_slurm_changes_total{kind="lower",result="ok"} 2`,
+		`prescient_slurm_changes_total{kind="comment",result="ok"} 2`,
+		"prescient_slurm_pending_jobs 2",
+		"prescient_slurm_advised_lower_jobs 2",
+		"prescient_slurm_lowered_jobs 2",
+		"prescient_slurm_parked_nodes 0",
+		"prescient_slurm_cycle_seconds_count 1",
+	} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
 	}
 }
 

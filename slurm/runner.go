@@ -52,6 +52,8 @@ type Runner struct {
 	// Warmup is how far back the first accounting read reaches (default
 	// an hour); later reads start where the last one ended.
 	Warmup time.Duration
+	// Metrics, when set, are kept up to date (NewMetrics).
+	Metrics *Metrics
 
 	mu       sync.Mutex
 	state    State
@@ -70,11 +72,16 @@ var ErrLocked = errors.New("another prescient slurm holds the state folder")
 const maxEvents = 1000
 
 // Cycle runs one cycle.
-func (r *Runner) Cycle(ctx context.Context) error {
+func (r *Runner) Cycle(ctx context.Context) (err error) {
 	if err := r.load(); err != nil {
 		return err
 	}
-	now := r.Now()
+	now, began := r.Now(), time.Now()
+	defer func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.Metrics.cycle(err, time.Since(began), r.Now(), r.advice, &r.state)
+	}()
 	// 1. Read the cluster.
 	snap, err := r.snapshot(ctx, now)
 	if err != nil {
@@ -245,6 +252,7 @@ func (r *Runner) apply(ctx context.Context, snap Snapshot, acts []Action) {
 		case ActPowerUp:
 			err = r.Client.PowerUp(ctx, a.Node)
 		}
+		r.Metrics.change(a.Kind, err)
 		if err != nil {
 			ev.Error = err.Error()
 			r.Log.Warn("slurm: change failed", "kind", a.Kind, "job", a.Job, "node", a.Node, "err", err)

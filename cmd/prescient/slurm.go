@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
 	"github.com/prescient-sched/prescient/cluster"
@@ -64,9 +65,10 @@ next starts without --autopilot, or when "prescient slurm restore --stale-after 
 needs a Slurm operator
 (sacctmgr modify user NAME set adminlevel=operator) or root.
 
-With --listen it serves a page of the advice and the latest changes at /, and the same
-as JSON: GET /v1/slurm/advice, /v1/slurm/events, /v1/slurm/state (read-only, no
-authentication: bind it to a trusted address).`,
+With --listen it serves a page of the advice and the latest changes at /, the same as
+JSON (GET /v1/slurm/advice, /v1/slurm/events, /v1/slurm/state) and Prometheus metrics
+at /metrics (cycles, changes by kind and result, lowered jobs, parked nodes), read-only
+and without authentication: bind it to a trusted address.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runSlurm(cmd.Context(), g, o) },
 	}
@@ -143,8 +145,13 @@ func runSlurm(ctx context.Context, g *globals, o slurmOptions) error {
 		return err
 	}
 	log := g.logger.With("component", "slurm")
+	reg := prometheus.NewRegistry()
+	metrics, err := slurm.NewMetrics(reg)
+	if err != nil {
+		return err
+	}
 	r := &slurm.Runner{Client: &slurm.CLI{Conf: o.conf, Bin: o.bin}, Estimator: est, Config: o.cfg, Dir: o.state,
-		Log: log, Warmup: o.warmup}
+		Log: log, Warmup: o.warmup, Metrics: metrics}
 	if o.once {
 		return errors.Join(r.Cycle(ctx), r.Close())
 	}
@@ -155,7 +162,7 @@ func runSlurm(ctx context.Context, g *globals, o slurmOptions) error {
 		if err != nil {
 			return fmt.Errorf("--listen: %w", err)
 		}
-		srv := &http.Server{Handler: slurm.Handler(r), ReadHeaderTimeout: 10 * time.Second}
+		srv := &http.Server{Handler: slurm.Handler(r, reg), ReadHeaderTimeout: 10 * time.Second}
 		go srv.Serve(ln)
 		defer srv.Close()
 		log.Info("serving the advice", "addr", ln.Addr().String())

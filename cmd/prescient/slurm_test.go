@@ -130,7 +130,7 @@ func TestSlurmAdvisorOnRealSlurm(t *testing.T) {
 		!strings.HasPrefix(out, "nothing to do") {
 		t.Errorf("restore: %q %v", out, err)
 	}
-	srv := httptest.NewServer(slurm.Handler(r))
+	srv := httptest.NewServer(slurm.Handler(r, nil))
 	defer srv.Close()
 	out, err := run(t, "slurm", "queue", "--server", srv.URL)
 	if err != nil {
@@ -298,14 +298,21 @@ func TestSlurmProcessRestoresOnStopAndAfterAKill(t *testing.T) {
 
 	cmd, done := start()
 	t.Logf("lowered from 1:00:00 to %s", limit())
-	for _, path := range []string{"/", "/v1/slurm/advice"} {
+	get := func(path string) string {
 		resp, err := http.Get("http://" + addr + path)
 		if err != nil {
 			t.Fatal(err)
 		}
+		defer resp.Body.Close()
 		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if want := map[string]string{"/": "Slurm advice", "/v1/slurm/advice": `"job":"` + pend + `"`}[path]; !strings.Contains(string(body), want) {
+		return string(body)
+	}
+	// The metrics follow the cycle that lowered the limit.
+	waitUntil(t, 10*time.Second, "the metrics to count the lowered job", func() bool {
+		return strings.Contains(get("/metrics"), "prescient_slurm_lowered_jobs 1")
+	})
+	for path, want := range map[string]string{"/": "Slurm advice", "/v1/slurm/advice": `"job":"` + pend + `"`} {
+		if body := get(path); !strings.Contains(body, want) {
 			t.Errorf("GET %s lacks %q:\n%s", path, want, body)
 		}
 	}
