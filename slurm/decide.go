@@ -16,6 +16,15 @@ type Snapshot struct {
 	Nodes []Node
 }
 
+// byID indexes the snapshot's jobs by ID.
+func (s *Snapshot) byID() map[string]*Job {
+	jobs := make(map[string]*Job, len(s.Jobs))
+	for i := range s.Jobs {
+		jobs[s.Jobs[i].ID] = &s.Jobs[i]
+	}
+	return jobs
+}
+
 // Config is what a site lets Prescient do.
 type Config struct {
 	// Comment appends the advice to each pending job's AdminComment.
@@ -107,12 +116,15 @@ type Lowered struct {
 
 // Action is one change to make through the Client.
 type Action struct {
-	Kind   ActionKind    `json:"kind"`
-	Job    string        `json:"job,omitempty"`
-	Node   string        `json:"node,omitempty"`
-	Limit  time.Duration `json:"limit_ns,omitempty"`
-	Text   string        `json:"text,omitempty"` // the AdminComment for comment
-	Reason string        `json:"reason"`
+	Kind  ActionKind    `json:"kind"`
+	Job   string        `json:"job,omitempty"`
+	Node  string        `json:"node,omitempty"`
+	Limit time.Duration `json:"limit_ns,omitempty"`
+	// UserLimit is the job's limit before a lower: the user's, which a
+	// restore puts back.
+	UserLimit time.Duration `json:"user_limit_ns,omitempty"`
+	Text      string        `json:"text,omitempty"` // the AdminComment for comment
+	Reason    string        `json:"reason"`
 }
 
 // ActionKind is what an Action does.
@@ -144,10 +156,7 @@ const (
 //     partitions for want of resources, or autopilot is off.
 func Decide(cfg Config, snap Snapshot, advice []Advice, st *State) []Action {
 	var acts []Action
-	jobs := map[string]*Job{}
-	for i := range snap.Jobs {
-		jobs[snap.Jobs[i].ID] = &snap.Jobs[i]
-	}
+	jobs := snap.byID()
 	// 1 and 2.
 	for _, a := range advice {
 		j := jobs[a.Job]
@@ -167,13 +176,13 @@ func Decide(cfg Config, snap Snapshot, advice []Advice, st *State) []Action {
 		case target >= a.UserLimit && lowered:
 			acts = append(acts, Action{Kind: ActRestore, Job: j.ID, Limit: a.UserLimit, Reason: "the recommendation rose to the user's limit"})
 		case target < a.UserLimit && target != j.TimeLimit:
-			acts = append(acts, Action{Kind: ActLower, Job: j.ID, Limit: target, Reason: a.Reason})
+			acts = append(acts, Action{Kind: ActLower, Job: j.ID, Limit: target, UserLimit: a.UserLimit, Reason: a.Reason})
 		}
 	}
 	// 3.
 	for _, id := range sortedKeys(st.Lowered) {
 		l, j := st.Lowered[id], jobs[id]
-		if j == nil || !(j.Pending() || j.Running()) {
+		if j == nil || !j.Live() {
 			continue // gone: State.Observe forgets it
 		}
 		switch {
@@ -234,14 +243,9 @@ func RestoreMargin(limit time.Duration) time.Duration { return max(2*time.Minute
 // went idle, and lowered jobs and parked nodes that are gone or woken.
 func (st *State) Observe(snap Snapshot) {
 	st.init()
-	live := map[string]bool{}
-	for i := range snap.Jobs {
-		if j := &snap.Jobs[i]; j.Pending() || j.Running() {
-			live[j.ID] = true
-		}
-	}
+	jobs := snap.byID()
 	for id := range st.Lowered {
-		if !live[id] {
+		if j := jobs[id]; j == nil || !j.Live() {
 			delete(st.Lowered, id)
 		}
 	}
@@ -284,14 +288,9 @@ func (st *State) init() {
 // parked is powered up.
 func Restore(snap Snapshot, st *State) []Action {
 	var acts []Action
-	live := map[string]bool{}
-	for i := range snap.Jobs {
-		if j := &snap.Jobs[i]; j.Pending() || j.Running() {
-			live[j.ID] = true
-		}
-	}
+	jobs := snap.byID()
 	for _, id := range sortedKeys(st.Lowered) {
-		if live[id] {
+		if j := jobs[id]; j != nil && j.Live() {
 			acts = append(acts, Action{Kind: ActRestore, Job: id, Limit: st.Lowered[id].UserLimit, Reason: "Prescient stops"})
 		}
 	}

@@ -164,7 +164,8 @@ func TestAgainstRealSlurm(t *testing.T) {
 		t.Fatalf("after stop: limit %s, want 2h", got)
 	}
 	events, err := os.ReadFile(dir + "/events.jsonl")
-	if err != nil || strings.Count(string(events), `"kind":"lower"`) != 3 || strings.Count(string(events), `"kind":"restore"`) != 3 {
+	if err != nil || strings.Count(string(events), `"kind":"lower"`) != 3 || strings.Count(string(events), `"kind":"restore"`) != 3 ||
+		strings.Count(string(events), `"user_limit_ns":7200000000000`) != 3 { // each lower names the user's 2h
 		t.Fatalf("events: %s %v", events, err)
 	}
 

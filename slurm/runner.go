@@ -32,9 +32,7 @@ type Estimator interface {
 type Event struct {
 	Time time.Time `json:"time"`
 	Action
-	// UserLimit is the job's limit before a lower (restore puts it back).
-	UserLimit time.Duration `json:"user_limit_ns,omitempty"`
-	Error     string        `json:"error,omitempty"`
+	Error string `json:"error,omitempty"`
 }
 
 // Runner runs the advisor and autopilot over a Slurm cluster: a cycle
@@ -105,7 +103,7 @@ func (r *Runner) Cycle(ctx context.Context) (err error) {
 	// 3. Estimate, advise, decide.
 	var live []Job
 	for _, j := range snap.Jobs {
-		if j.Pending() || j.Running() {
+		if j.Live() {
 			live = append(live, j)
 		}
 	}
@@ -117,17 +115,14 @@ func (r *Runner) Cycle(ctx context.Context) (err error) {
 	r.mu.Lock()
 	r.state.Observe(snap)
 	acts := Decide(r.Config, snap, advice, &r.state)
-	jobs := map[string]*Job{}
-	for i := range snap.Jobs {
-		jobs[snap.Jobs[i].ID] = &snap.Jobs[i]
-	}
+	jobs := snap.byID()
 	for i := range advice {
 		advice[i].UserLimit = r.state.UserLimit(jobs[advice[i].Job])
 	}
 	r.advice = advice
 	r.mu.Unlock()
 	// 4. Act, then keep the state.
-	r.apply(ctx, snap, acts)
+	r.apply(ctx, acts)
 	r.mu.Lock()
 	r.state.LastCycle = now
 	r.mu.Unlock()
@@ -148,7 +143,7 @@ func (r *Runner) Stop(ctx context.Context) error {
 	r.state.Observe(snap)
 	acts := Restore(snap, &r.state)
 	r.mu.Unlock()
-	r.apply(ctx, snap, acts)
+	r.apply(ctx, acts)
 	return errors.Join(r.save(), r.Close())
 }
 
@@ -216,11 +211,7 @@ func (r *Runner) snapshot(ctx context.Context, now time.Time) (Snapshot, error) 
 
 // apply makes each change and records it; a change that fails is logged
 // and recorded with its error, and tried again next cycle.
-func (r *Runner) apply(ctx context.Context, snap Snapshot, acts []Action) {
-	jobs := map[string]*Job{}
-	for i := range snap.Jobs {
-		jobs[snap.Jobs[i].ID] = &snap.Jobs[i]
-	}
+func (r *Runner) apply(ctx context.Context, acts []Action) {
 	for _, a := range acts {
 		ev := Event{Time: r.Now(), Action: a}
 		var err error
@@ -228,13 +219,9 @@ func (r *Runner) apply(ctx context.Context, snap Snapshot, acts []Action) {
 		case ActComment:
 			err = r.Client.Update(ctx, a.Job, Update{AdminComment: &a.Text})
 		case ActLower:
-			ev.UserLimit = jobs[a.Job].TimeLimit
-			if l, ok := r.state.Lowered[a.Job]; ok {
-				ev.UserLimit = l.UserLimit // lowered again: the user's is the first
-			}
 			if err = r.Client.Update(ctx, a.Job, Update{TimeLimit: &a.Limit}); err == nil {
 				r.mu.Lock()
-				r.state.Lowered[a.Job] = Lowered{UserLimit: ev.UserLimit, Set: a.Limit, At: ev.Time}
+				r.state.Lowered[a.Job] = Lowered{UserLimit: a.UserLimit, Set: a.Limit, At: ev.Time}
 				r.mu.Unlock()
 			}
 		case ActRestore:

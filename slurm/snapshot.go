@@ -41,6 +41,9 @@ func (j Job) Running() bool { return j.State == "RUNNING" }
 // or those it pends in ("gpu,debug": either).
 func (j Job) Partitions() []string { return strings.Split(j.Partition, ",") }
 
+// Live says whether the job is pending or running.
+func (j Job) Live() bool { return j.Pending() || j.Running() }
+
 // Held says whether the job is held (priority 0).
 func (j Job) Held() bool { return j.Pending() && strings.HasPrefix(j.Reason, "JobHeld") }
 
