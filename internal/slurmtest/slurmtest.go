@@ -46,8 +46,15 @@ type Cluster struct {
 	// PowerLog holds a line per SuspendProgram ("suspend NODES") and
 	// ResumeProgram ("resume NODES") run.
 	PowerLog string
-	procs    []*exec.Cmd
+	procs    []proc             // in the order started, to stop in reverse
 	daemons  map[string]*daemon // by name, the latest start
+}
+
+// proc is one process of the cluster: a daemon it runs in the foreground,
+// or one that forks itself and is known by its pid file.
+type proc struct {
+	d       *daemon
+	pidFile string
 }
 
 type daemon struct {
@@ -296,8 +303,8 @@ func (c *Cluster) daemon(env []string, name string, args ...string) {
 	cmd.Env = append(os.Environ(), env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err == nil {
-		c.procs = append(c.procs, cmd)
 		d := &daemon{cmd: cmd, done: make(chan struct{}), env: env, args: args}
+		c.procs = append(c.procs, proc{d: d})
 		go func() { cmd.Wait(); close(d.done) }()
 		if c.daemons == nil {
 			c.daemons = map[string]*daemon{}
@@ -350,7 +357,7 @@ func (c *Cluster) StartDaemon(t testing.TB, name string) {
 
 // pidFile records a daemon that forks itself, to be stopped by its pid file.
 func (c *Cluster) pidFile(path string) {
-	c.procs = append(c.procs, &exec.Cmd{Path: path})
+	c.procs = append(c.procs, proc{pidFile: path})
 }
 
 func (c *Cluster) stop() {
@@ -359,24 +366,25 @@ func (c *Cluster) stop() {
 	cancel.Run()
 	for i := len(c.procs) - 1; i >= 0; i-- {
 		p := c.procs[i]
-		if p.Process != nil {
-			p.Process.Signal(syscall.SIGTERM)
+		if p.d != nil {
+			p.d.cmd.Process.Signal(syscall.SIGTERM)
 			continue
 		}
-		b, err := os.ReadFile(p.Path)
+		b, err := os.ReadFile(p.pidFile)
 		if pid, perr := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && perr == nil && pid > 1 {
 			syscall.Kill(pid, syscall.SIGTERM)
 		}
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for _, p := range c.procs {
-		if p.Process == nil {
+		if p.d == nil {
 			continue
 		}
-		for time.Now().Before(deadline) && p.Process.Signal(syscall.Signal(0)) == nil {
-			time.Sleep(50 * time.Millisecond)
+		select {
+		case <-p.d.done:
+		case <-time.After(time.Until(deadline)):
+			p.d.cmd.Process.Kill()
 		}
-		p.Process.Kill()
 	}
 	// A slurmd that resume.sh started after the pid file was read, and the
 	// jobs' slurmstepd and processes that outlived their slurmd: all carry
