@@ -19,6 +19,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/datasets"
@@ -29,10 +30,26 @@ import (
 )
 
 type slurmOptions struct {
-	conf, bin, models, state, listen string
-	every, warmup                    time.Duration
-	once                             bool
-	cfg                              slurm.Config
+	site           slurmSite
+	models, listen string
+	every, warmup  time.Duration
+	once           bool
+	cfg            slurm.Config
+}
+
+// slurmSite is where a prescient slurm command finds the cluster's
+// commands and its state folder: the flags slurm and slurm restore share.
+type slurmSite struct{ conf, bin, state string }
+
+func (s *slurmSite) register(f *pflag.FlagSet, stateHelp string) {
+	f.StringVar(&s.conf, "slurm-conf", "", "slurm.conf for the Slurm commands (SLURM_CONF; default theirs)")
+	f.StringVar(&s.bin, "slurm-bin", "", "folder of the Slurm commands (default: PATH)")
+	f.StringVar(&s.state, "state", ".run/slurm", stateHelp)
+}
+
+// runner is a Runner over the site's commands and state.
+func (s *slurmSite) runner(log *slog.Logger) *slurm.Runner {
+	return &slurm.Runner{Client: &slurm.CLI{Conf: s.conf, Bin: s.bin}, Dir: s.state, Log: log.With("component", "slurm")}
 }
 
 func newSlurmCmd(g *globals) *cobra.Command {
@@ -73,10 +90,8 @@ and without authentication: bind it to a trusted address.`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runSlurm(cmd.Context(), g, o) },
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.conf, "slurm-conf", "", "slurm.conf for the Slurm commands (SLURM_CONF; default theirs)")
-	f.StringVar(&o.bin, "slurm-bin", "", "folder of the Slurm commands (default: PATH)")
+	o.site.register(f, "folder for state.json and events.jsonl")
 	f.StringVar(&o.models, "models", "", "model registry with a duration model (required)")
-	f.StringVar(&o.state, "state", ".run/slurm", "folder for state.json and events.jsonl")
 	f.StringVar(&o.listen, "listen", "", "address to serve the advice on (default: none)")
 	f.DurationVar(&o.every, "every", time.Minute, "time between cycles")
 	f.DurationVar(&o.warmup, "warmup", 14*24*time.Hour, "accounting read at start to calibrate the limits")
@@ -93,8 +108,8 @@ and without authentication: bind it to a trusted address.`,
 
 func newSlurmRestoreCmd(g *globals) *cobra.Command {
 	var (
-		conf, bin, state string
-		after            time.Duration
+		site  slurmSite
+		after time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "restore",
@@ -109,8 +124,7 @@ nothing. Run it from cron or a systemd timer.`,
 			if after < 0 {
 				return fmt.Errorf("--stale-after %s: want 0 or more", after)
 			}
-			r := &slurm.Runner{Client: &slurm.CLI{Conf: conf, Bin: bin}, Dir: state, Log: g.logger.With("component", "slurm")}
-			done, err := r.RestoreIfStale(cmd.Context(), after)
+			done, err := site.runner(g.logger).RestoreIfStale(cmd.Context(), after)
 			if err != nil {
 				return err
 			}
@@ -123,9 +137,7 @@ nothing. Run it from cron or a systemd timer.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&conf, "slurm-conf", "", "slurm.conf for the Slurm commands (SLURM_CONF; default theirs)")
-	f.StringVar(&bin, "slurm-bin", "", "folder of the Slurm commands (default: PATH)")
-	f.StringVar(&state, "state", ".run/slurm", "the state folder of the prescient slurm to watch")
+	site.register(f, "the state folder of the prescient slurm to watch")
 	f.DurationVar(&after, "stale-after", 10*time.Minute, "how long it must have been gone")
 	return cmd
 }
@@ -144,14 +156,14 @@ func runSlurm(ctx context.Context, g *globals, o slurmOptions) error {
 	if err != nil {
 		return err
 	}
-	log := g.logger.With("component", "slurm")
 	reg := prometheus.NewRegistry()
 	metrics, err := slurm.NewMetrics(reg)
 	if err != nil {
 		return err
 	}
-	r := &slurm.Runner{Client: &slurm.CLI{Conf: o.conf, Bin: o.bin}, Estimator: est, Config: o.cfg, Dir: o.state,
-		Log: log, Warmup: o.warmup, Metrics: metrics}
+	r := o.site.runner(g.logger)
+	r.Estimator, r.Config, r.Warmup, r.Metrics = est, o.cfg, o.warmup, metrics
+	log := r.Log
 	if o.once {
 		return errors.Join(r.Cycle(ctx), r.Close())
 	}
