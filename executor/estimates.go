@@ -41,12 +41,13 @@ var raiseSteps = []time.Duration{
 	10 * time.Hour, 20 * time.Hour, 50 * time.Hour, 100 * time.Hour,
 }
 
-// remaining is the time a job still needs by a forecast of est in all:
+// Remaining is the time a job still needs by a forecast of est in all:
 // est - done, at least one second. A job with a time limit that has done
 // est already is expected to run to est plus the first of raiseSteps that
 // puts the end ahead of it, never past its limit; a job without one, one
-// more second.
-func remaining(est, done, limit time.Duration) time.Duration {
+// more second. The planner and the Slurm advisor both use it for running
+// jobs.
+func Remaining(est, done, limit time.Duration) time.Duration {
 	if est > done || limit <= 0 {
 		return max(est-done, time.Second)
 	}

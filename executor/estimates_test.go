@@ -24,8 +24,8 @@ func TestRemainingRaisesOutlivedEstimates(t *testing.T) {
 		{"at its limit: a second", 2 * h, 4 * h, 4 * h, time.Second},
 		{"past every step", time.Minute, 200 * h, 300 * h, 100 * h},
 	} {
-		if got := remaining(tc.est, tc.done, tc.limit); got != tc.want {
-			t.Errorf("%s: remaining(%s, %s, %s) = %s, want %s", tc.name, tc.est, tc.done, tc.limit, got, tc.want)
+		if got := Remaining(tc.est, tc.done, tc.limit); got != tc.want {
+			t.Errorf("%s: Remaining(%s, %s, %s) = %s, want %s", tc.name, tc.est, tc.done, tc.limit, got, tc.want)
 		}
 	}
 }

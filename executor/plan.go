@@ -54,14 +54,14 @@ type JobView struct {
 // second; raised for a job with a time limit that has outlived it (see
 // remaining).
 func (v *JobView) RemainingP50() time.Duration {
-	return remaining(v.Forecast.DurationP50, v.Progress, v.timeLimit())
+	return Remaining(v.Forecast.DurationP50, v.Progress, v.timeLimit())
 }
 
 // RemainingP90 is the forecast P90 time the job still needs, at least one
 // second; raised for a job with a time limit that has outlived it (see
 // remaining).
 func (v *JobView) RemainingP90() time.Duration {
-	return remaining(v.Forecast.DurationP90, v.Progress, v.timeLimit())
+	return Remaining(v.Forecast.DurationP90, v.Progress, v.timeLimit())
 }
 
 // timeLimit is the job's time limit; zero for a view without a job (as

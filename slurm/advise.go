@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/prescient-sched/prescient/executor"
 )
 
 // Estimate is what the models say of a job: its forecast run time
@@ -67,8 +69,9 @@ const Horizon = 7 * 24 * time.Hour
 // (by job ID; a job without one runs to its limit, or a day).
 //
 // Starts come from each partition's GPUs (CPUs for jobs without GPUs) as a
-// whole, taken by the running jobs until their expected ends (the later of
-// their forecast end and now, never past their limit), then by the pending
+// whole, taken by the running jobs until their expected ends (their
+// forecast end, or one step of the planner's raise ladder past it once
+// outlived, never past their limit), then by the pending
 // jobs in Slurm's priority order, each at the first time enough are free
 // for its expected run (a job pending in several partitions in the first
 // to fit it, an array's tasks in turn). It is Slurm's own plan with better
@@ -230,20 +233,12 @@ func runFor(j *Job, e Estimate) time.Duration {
 	return max(run, time.Minute)
 }
 
-// expectedEnd is when a running job is expected to end: start plus its
-// forecast, at least a minute from now (it outlived the forecast), never
-// past its limit.
+// expectedEnd is when a running job is expected to end, by the
+// planner's rule for running jobs (executor.Remaining): start plus its
+// forecast; once it has outlived that, one more step of the raise ladder;
+// never past its limit.
 func expectedEnd(j *Job, e Estimate, now time.Time) time.Time {
-	end := j.Start.Add(runFor(j, e))
-	if !end.After(now) {
-		end = now.Add(time.Minute)
-	}
-	if j.TimeLimit > 0 && !j.Start.IsZero() {
-		if limit := j.Start.Add(j.TimeLimit); end.After(limit) {
-			end = limit
-		}
-	}
-	return end
+	return now.Add(executor.Remaining(runFor(j, e), now.Sub(j.Start), j.TimeLimit))
 }
 
 // profile is a resource's free units over time: segments, each free from
