@@ -517,7 +517,7 @@ var jsonNumber = slurm.Number
 
 func jsonTRES(list []sacctTRES) (tres, error) {
 	var t tres
-	var typed int64
+	var gpus slurm.GPUTally
 	for _, x := range list {
 		v, ok, err := jsonNumber(x.Count)
 		if err != nil || v < 0 || v > float64(maxMiB)*(1<<20) {
@@ -532,15 +532,11 @@ func jsonTRES(list []sacctTRES) (tres, error) {
 			t.CPUs = min(n, maxMilliCPU/1000)
 		case x.Type == "mem":
 			t.MemoryBytes = min(n, maxMiB) << 20 // MiB
-		case x.Type == "gres" && x.Name == "gpu":
-			t.GPUs = n
-		case x.Type == "gres" && strings.HasPrefix(x.Name, "gpu:"):
-			typed += n
+		case x.Type == "gres" && slurm.IsGPU(x.Name):
+			gpus.Add(x.Name, n)
 		}
 	}
-	if t.GPUs == 0 {
-		t.GPUs = typed
-	}
+	t.GPUs = gpus.Total()
 	if t.GPUs > MaxJobGPUs {
 		return tres{}, fmt.Errorf("%w: %d GPUs (over %d)", errTooLarge, t.GPUs, MaxJobGPUs)
 	}

@@ -59,7 +59,7 @@ type TRES struct {
 // ("gres/gpu:a100=2") when there is no plain count.
 func ParseTRES(s string) (TRES, error) {
 	var t TRES
-	var typed int64
+	var gpus GPUTally
 	for _, kv := range strings.Split(s, ",") {
 		if kv == "" {
 			continue
@@ -68,6 +68,7 @@ func ParseTRES(s string) (TRES, error) {
 		if !ok {
 			return TRES{}, fmt.Errorf("%q is not name=value", kv)
 		}
+		gres, isGRES := strings.CutPrefix(k, "gres/")
 		switch {
 		case k == "cpu":
 			n, err := count(v)
@@ -81,22 +82,42 @@ func ParseTRES(s string) (TRES, error) {
 				return TRES{}, fmt.Errorf("mem: %w", err)
 			}
 			t.MemoryBytes = b
-		case k == "gres/gpu" || strings.HasPrefix(k, "gres/gpu:"):
+		case isGRES && IsGPU(gres):
 			n, err := count(v)
 			if err != nil {
 				return TRES{}, fmt.Errorf("%s: %w", k, err)
 			}
-			if k == "gres/gpu" {
-				t.GPUs = n
-			} else {
-				typed = min(typed+n, maxCount)
-			}
+			gpus.Add(gres, n)
 		}
 	}
-	if t.GPUs == 0 {
-		t.GPUs = typed
-	}
+	t.GPUs = gpus.Total()
 	return t, nil
+}
+
+// GPUTally counts a job's GPUs from its GRES entries, as sacct and squeue
+// write them as text (gres/gpu=2, gres/gpu:a100=2) and as JSON (type
+// "gres", name "gpu" or "gpu:a100"): the plain gpu count when there is
+// one, else the typed counts summed.
+type GPUTally struct{ plain, typed int64 }
+
+// IsGPU says whether a GRES name counts GPUs: "gpu" or "gpu:TYPE".
+func IsGPU(name string) bool { return name == "gpu" || strings.HasPrefix(name, "gpu:") }
+
+// Add counts n GPUs of GRES name (IsGPU).
+func (g *GPUTally) Add(name string, n int64) {
+	if name == "gpu" {
+		g.plain = n
+	} else {
+		g.typed = min(g.typed+n, maxCount)
+	}
+}
+
+// Total is the GPUs counted.
+func (g *GPUTally) Total() int64 {
+	if g.plain != 0 {
+		return g.plain
+	}
+	return g.typed
 }
 
 func count(s string) (int64, error) {
