@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -266,12 +265,7 @@ func TestSlurmProcessRestoresOnStopAndAfterAKill(t *testing.T) {
 	limit := func() string { return strings.TrimSpace(c.Run(t, "squeue", "-h", "-j", pend, "-o", "%l")) }
 
 	state := t.TempDir()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := freeAddr(t)
 	start := func() (*exec.Cmd, chan error) {
 		cmd := exec.Command(bin, "slurm", "--slurm-conf", c.Conf, "--models", reg, "--state", state, "--autopilot",
 			"--partitions", slurmtest.Partition, "--floor", "1m", "--every", "1s", "--warmup", "1h", "--listen", addr)
