@@ -52,14 +52,14 @@ type JobView struct {
 
 // RemainingP50 is the forecast P50 time the job still needs, at least one
 // second; raised for a job with a time limit that has outlived it (see
-// remaining).
+// Remaining).
 func (v *JobView) RemainingP50() time.Duration {
 	return Remaining(v.Forecast.DurationP50, v.Progress, v.timeLimit())
 }
 
 // RemainingP90 is the forecast P90 time the job still needs, at least one
 // second; raised for a job with a time limit that has outlived it (see
-// remaining).
+// Remaining).
 func (v *JobView) RemainingP90() time.Duration {
 	return Remaining(v.Forecast.DurationP90, v.Progress, v.timeLimit())
 }
