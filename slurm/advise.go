@@ -49,15 +49,37 @@ type Advice struct {
 	Reason     string    `json:"reason"`
 }
 
-// MarshalJSON writes a's durations in seconds.
+// Lowers says whether the recommended limit is below the user's own (or
+// the user set none).
+func (a *Advice) Lowers() bool { return a.Limit > 0 && (a.UserLimit == 0 || a.Limit < a.UserLimit) }
+
+// adviceJSON is Advice as JSON: durations in seconds, and Lowers.
+type adviceJSON struct {
+	plainAdvice
+	UserLimitS float64 `json:"user_limit_s,omitempty"`
+	LimitS     float64 `json:"recommended_limit_s,omitempty"`
+	RunP50S    float64 `json:"run_p50_s,omitempty"`
+	Lowers     bool    `json:"lowers"`
+}
+
+type plainAdvice Advice
+
+// MarshalJSON writes a's durations in seconds, and whether it lowers the
+// user's limit ("lowers").
 func (a Advice) MarshalJSON() ([]byte, error) {
-	type plain Advice
-	return json.Marshal(struct {
-		plain
-		UserLimitS float64 `json:"user_limit_s,omitempty"`
-		LimitS     float64 `json:"recommended_limit_s,omitempty"`
-		RunP50S    float64 `json:"run_p50_s,omitempty"`
-	}{plain(a), a.UserLimit.Seconds(), a.Limit.Seconds(), a.RunP50.Seconds()})
+	return json.Marshal(adviceJSON{plainAdvice(a), a.UserLimit.Seconds(), a.Limit.Seconds(), a.RunP50.Seconds(), a.Lowers()})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (a *Advice) UnmarshalJSON(b []byte) error {
+	var j adviceJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*a = Advice(j.plainAdvice)
+	sec := func(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+	a.UserLimit, a.Limit, a.RunP50 = sec(j.UserLimitS), sec(j.LimitS), sec(j.RunP50S)
+	return nil
 }
 
 // Horizon is how far predicted starts reach; a job that does not start
@@ -162,7 +184,7 @@ func Advise(snap Snapshot, est map[string]Estimate) []Advice {
 			}
 		}
 		if ok {
-			a.Reason = strings.TrimPrefix(a.Reason+"; ", "; ") + reason(j, e)
+			a.Reason = strings.TrimPrefix(a.Reason+"; ", "; ") + reason(&a, e)
 		} else {
 			a.Reason = strings.TrimPrefix(a.Reason+"; ", "; ") + "no forecast: planned with its own limit"
 		}
@@ -207,9 +229,9 @@ func later(a, b time.Time) time.Time {
 	return a
 }
 
-func reason(j *Job, e Estimate) string {
+func reason(a *Advice, e Estimate) string {
 	switch {
-	case e.Limit > 0 && (j.TimeLimit == 0 || e.Limit < j.TimeLimit):
+	case a.Lowers():
 		return strings.TrimSuffix(fmt.Sprintf("expected run %s (%s); a %sm limit %s", roundD(e.RunP50), e.Source,
 			Minutes(e.Limit), e.LimitWhy), " ")
 	default:
@@ -316,7 +338,7 @@ var commentTag = regexp.MustCompile(`\s*\[prescient: [^\]]*\]`)
 func Comment(a Advice) string {
 	var b strings.Builder
 	b.WriteString("[prescient:")
-	if a.Limit > 0 && (a.UserLimit == 0 || a.Limit < a.UserLimit) {
+	if a.Lowers() {
 		fmt.Fprintf(&b, " limit %sm", Minutes(a.Limit))
 	}
 	if a.RunP50 > 0 {

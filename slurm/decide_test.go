@@ -1,8 +1,11 @@
 package slurm_test
 
 import (
+	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -188,6 +191,20 @@ func TestDecide(t *testing.T) {
 				t.Errorf("got %q, want %q", got, c.want)
 			}
 		})
+	}
+}
+
+// Advice reads back as the API writes it.
+func TestAdviceJSONRoundTrip(t *testing.T) {
+	a := slurm.Advice{Job: "7", Name: "x", User: "u", Partition: "gpu", GPUs: 2, Tasks: 1, UserLimit: time.Hour,
+		Limit: 10 * time.Minute, RunP50: 4 * time.Minute, Start: t0, End: t0.Add(4 * time.Minute), Reason: "r"}
+	b, err := json.Marshal(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back slurm.Advice
+	if err := json.Unmarshal(b, &back); err != nil || !reflect.DeepEqual(back, a) || !strings.Contains(string(b), `"lowers":true`) {
+		t.Errorf("%s read back as %+v (%v)", b, back, err)
 	}
 }
 

@@ -104,7 +104,7 @@ func TestHandlerServesTheAdvice(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(doc.Advice) != 2 || doc.Advice[0]["job"] != "11" || doc.Advice[0]["user_limit_s"] != 86400.0 ||
-		doc.Advice[0]["recommended_limit_s"] != 300.0 || doc.Advice[0]["predicted_start"] == nil {
+		doc.Advice[0]["recommended_limit_s"] != 300.0 || doc.Advice[0]["predicted_start"] == nil || doc.Advice[0]["lowers"] != true {
 		t.Fatalf("advice: %+v", doc.Advice)
 	}
 	resp, err = http.Get(url + "/v1/slurm/events")

@@ -83,8 +83,8 @@ func (m *Metrics) cycle(err error, took time.Duration, end time.Time, advice []A
 	m.last.Set(float64(end.Unix()))
 	m.pending.Set(float64(len(advice)))
 	lower := 0
-	for _, a := range advice {
-		if a.Limit > 0 && (a.UserLimit == 0 || a.Limit < a.UserLimit) {
+	for i := range advice {
+		if advice[i].Lowers() {
 			lower++
 		}
 	}

@@ -330,20 +330,6 @@ func (e *slurmEstimator) Learn(ctx context.Context, acct []byte) error {
 	return nil
 }
 
-// slurmAdvice is an advice as GET /v1/slurm/advice writes it.
-type slurmAdvice struct {
-	Job, Name, User, Partition string
-	ArrayTasks                 string `json:"array_tasks"`
-	GPUs                       int64
-	UserLimitS                 float64    `json:"user_limit_s"`
-	LimitS                     float64    `json:"recommended_limit_s"`
-	RunP50S                    float64    `json:"run_p50_s"`
-	Start                      *time.Time `json:"predicted_start"`
-	End                        *time.Time `json:"predicted_end"`
-	StartAfter                 *time.Time `json:"predicted_start_after"`
-	Reason                     string
-}
-
 func newSlurmQueueCmd(g *globals) *cobra.Command {
 	var server string
 	cmd := &cobra.Command{
@@ -371,7 +357,7 @@ the reason says why).`,
 				return fmt.Errorf("GET /v1/slurm/advice: %s", resp.Status)
 			}
 			var doc struct {
-				Advice []slurmAdvice `json:"advice"`
+				Advice []slurm.Advice `json:"advice"`
 			}
 			if err := json.NewDecoder(resp.Body).Decode(&doc); err != nil {
 				return fmt.Errorf("GET /v1/slurm/advice: %w", err)
@@ -390,39 +376,39 @@ the reason says why).`,
 
 // slurmQueueTable writes squeue's columns (JOBID PARTITION NAME USER ST)
 // and Prescient's.
-func slurmQueueTable(w io.Writer, adv []slurmAdvice) error {
+func slurmQueueTable(w io.Writer, adv []slurm.Advice) error {
 	t := newTable(w)
 	t.row("JOBID", "PARTITION", "NAME", "USER", "ST", "GPUS", "TIME_LIMIT", "ADVISED_LIMIT", "EXPECTED_RUN", "START", "END", "REASON")
-	clock := func(s float64) string {
-		if s <= 0 {
+	limit := func(d time.Duration) string {
+		if d <= 0 {
 			return "UNLIMITED"
 		}
-		return slurmClock(time.Duration(s * float64(time.Second)))
+		return slurmClock(d)
 	}
-	when := func(t *time.Time) string {
-		if t == nil {
+	when := func(t time.Time) string {
+		if t.IsZero() {
 			return "-"
 		}
 		return t.UTC().Format("2006-01-02T15:04:05")
 	}
 	for _, a := range adv {
 		advised := "-"
-		if a.LimitS > 0 && (a.UserLimitS == 0 || a.LimitS < a.UserLimitS) {
-			advised = clock(a.LimitS)
+		if a.Lowers() {
+			advised = limit(a.Limit)
 		}
 		start := when(a.Start)
-		if a.StartAfter != nil {
+		if !a.StartAfter.IsZero() {
 			start = ">" + when(a.StartAfter)
 		}
 		run := "-"
-		if a.RunP50S > 0 {
-			run = slurmClock(time.Duration(a.RunP50S * float64(time.Second)))
+		if a.RunP50 > 0 {
+			run = slurmClock(a.RunP50)
 		}
 		id := a.Job
 		if a.ArrayTasks != "" {
 			id += "_[" + a.ArrayTasks + "]" // as squeue writes a pending array
 		}
-		t.row(id, a.Partition, a.Name, a.User, "PD", a.GPUs, clock(a.UserLimitS), advised, run, start, when(a.End), a.Reason)
+		t.row(id, a.Partition, a.Name, a.User, "PD", a.GPUs, limit(a.UserLimit), advised, run, start, when(a.End), a.Reason)
 	}
 	return t.flush()
 }

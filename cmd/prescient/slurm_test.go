@@ -169,10 +169,10 @@ func TestSlurmQueueTable(t *testing.T) {
 	start := time.Date(2026, 12, 7, 13, 0, 0, 0, time.UTC)
 	end := start.Add(90 * time.Minute)
 	var b strings.Builder
-	err := slurmQueueTable(&b, []slurmAdvice{
-		{Job: "12", Name: "bert", User: "alice", Partition: "gpu", GPUs: 4, UserLimitS: 86400, LimitS: 7200, RunP50S: 5400,
-			Start: &start, End: &end, Reason: "expected run 1h30m0s"},
-		{Job: "13", Name: "sweep", User: "bob", Partition: "gpu", GPUs: 1, ArrayTasks: "1-20%4", StartAfter: &start, Reason: "no forecast"},
+	err := slurmQueueTable(&b, []slurm.Advice{
+		{Job: "12", Name: "bert", User: "alice", Partition: "gpu", GPUs: 4, UserLimit: 24 * time.Hour, Limit: 2 * time.Hour,
+			RunP50: 90 * time.Minute, Start: start, End: end, Reason: "expected run 1h30m0s"},
+		{Job: "13", Name: "sweep", User: "bob", Partition: "gpu", GPUs: 1, ArrayTasks: "1-20%4", StartAfter: start, Reason: "no forecast"},
 	})
 	if err != nil {
 		t.Fatal(err)
