@@ -13,6 +13,7 @@ import (
 	"github.com/prescient-sched/prescient/executor/plugins/fifo"
 	"github.com/prescient-sched/prescient/executor/plugins/firstfit"
 	"github.com/prescient-sched/prescient/executor/plugins/fixedinterval"
+	"github.com/prescient-sched/prescient/executor/plugins/headstart"
 	"github.com/prescient-sched/prescient/executor/plugins/leastlostwork"
 	"github.com/prescient-sched/prescient/executor/plugins/placement"
 	"github.com/prescient-sched/prescient/executor/plugins/prescient"
@@ -68,7 +69,9 @@ func registry() map[string]entry {
 		"srtf-oracle":   {doc: "shortest remaining true time first; preemptive", checkpoint: "none", build: buildSRTF},
 		"tiresias":      {doc: "2D least attained service, discretized queues, starvation promotion; preemptive; no forecasts", checkpoint: "none", build: buildTiresias},
 		"easy-backfill": {doc: "FIFO with EASY backfilling on P90 estimates", checkpoint: "none", forecasts: true, build: buildEASY},
-		"prescient":     {doc: "tiers, fair share of GPUs and of waiting, deadlines with reservations and backfill, Gittins order on the forecast's spread with checkpoint-first least-lost-work preemption, Young/Daly checkpoints losing at most 20m, the prescient placement", checkpoint: PrescientCheckpoint, forecasts: true, build: buildPrescient},
+		"headstart-backfill": {doc: "EASY backfilling on P90 estimates, the queue ordered by submit time plus estimate (the order prescient slurm --order-partitions sets through Nice)",
+			checkpoint: "none", forecasts: true, build: buildHeadStart},
+		"prescient": {doc: "tiers, fair share of GPUs and of waiting, deadlines with reservations and backfill, Gittins order on the forecast's spread with checkpoint-first least-lost-work preemption, Young/Daly checkpoints losing at most 20m, the prescient placement", checkpoint: PrescientCheckpoint, forecasts: true, build: buildPrescient},
 	}
 }
 
@@ -199,6 +202,11 @@ func buildTiresias(p *executor.Policy, _ Options) error {
 
 func buildEASY(p *executor.Policy, _ Options) error {
 	p.Order, p.Blocking, p.Reserver = fifo.New(), executor.Reserve, easybackfill.New()
+	return nil
+}
+
+func buildHeadStart(p *executor.Policy, _ Options) error {
+	p.Order, p.Blocking, p.Reserver = headstart.New(), executor.Reserve, easybackfill.New()
 	return nil
 }
 

@@ -323,3 +323,40 @@ func TestTiresiasPromotesStarvedJobs(t *testing.T) {
 		t.Errorf("big job's JCT %s with promotion, %s without; want promotion to end its starvation", with, without)
 	}
 }
+
+// TestHeadStartLetsAShortJobPassALongOneThatCameJustBefore: on one full
+// GPU, a 10-hour job queued a minute before a 30-minute one goes second
+// under headstart-backfill (first under easy-backfill); a 30-minute job
+// that came after the long one's estimate had passed does not pass it.
+func TestHeadStartLetsAShortJobPassALongOneThatCameJustBefore(t *testing.T) {
+	fleet := clustertest.Fleet(clustertest.Node("n1").GPUs(1, "V100").Obj())
+	job := func(id string, at, run time.Duration) cluster.Job {
+		j := clustertest.Job(id).GPUs(1).Submitted(clustertest.Epoch.Add(at)).Obj()
+		j.Outcome.RunTime = run
+		return j
+	}
+	jobs := []cluster.Job{
+		job("first", 0, 12*time.Hour),               // holds the GPU for 12 hours
+		job("long", time.Minute, 10*time.Hour),      // key: 1m + 10h
+		job("short", 2*time.Minute, 30*time.Minute), // key: 32m: passes long
+		job("late", 11*time.Hour, 30*time.Minute),   // key: 11h30m: after long
+	}
+	starts := func(policy string) map[cluster.JobID]time.Duration {
+		r := replay(t, policy, fleet, jobs, func(c *sim.Config) { c.Check, c.Outcomes = true, true })
+		if r.Finished != len(jobs) {
+			t.Fatalf("%s: %d of %d finished", policy, r.Finished, len(jobs))
+		}
+		m := map[cluster.JobID]time.Duration{}
+		for _, o := range r.Outcomes {
+			m[o.Job] = o.Start.Sub(clustertest.Epoch)
+		}
+		return m
+	}
+	hs, easy := starts("headstart-backfill"), starts("easy-backfill")
+	if want := 12 * time.Hour; hs["short"] != want || hs["long"] != want+30*time.Minute || hs["late"] != want+10*time.Hour+30*time.Minute {
+		t.Errorf("headstart-backfill starts %v; want short at 12h, long at 12h30m, late after long", hs)
+	}
+	if easy["long"] != 12*time.Hour || easy["short"] != 22*time.Hour {
+		t.Errorf("easy-backfill starts %v; want long at 12h, short at 22h", easy)
+	}
+}
