@@ -186,19 +186,3 @@ func TestReadSacctErrors(t *testing.T) {
 		t.Fatalf("lenient: %v, %d jobs, %d skipped", err, len(res.Jobs), res.Skipped)
 	}
 }
-
-func TestSlurmDuration(t *testing.T) {
-	for in, want := range map[string]time.Duration{
-		"05:00": 5 * time.Minute, "01:02:03": time.Hour + 2*time.Minute + 3*time.Second, "2-00:00:00": 48 * time.Hour,
-		"1-02:00": 26 * time.Hour, "1-02": 26 * time.Hour, "00:01.500": 1500 * time.Millisecond, "90": 90 * time.Minute,
-	} {
-		if got, err := slurmDuration(in); err != nil || got != want {
-			t.Errorf("%q: %s, %v; want %s", in, got, err, want)
-		}
-	}
-	for _, in := range []string{"1:2:3:4", "-1:00", "a:00", "1-", "00:1.5:00", "1e3", "0x10:00"} {
-		if _, err := slurmDuration(in); err == nil {
-			t.Errorf("%q: no error", in)
-		}
-	}
-}

@@ -19,6 +19,7 @@ import (
 const (
 	maxCount = 1_000_000
 	maxBytes = 1 << 60
+	maxDays  = 50 * 365 // the longest duration: 50 years
 )
 
 var (
@@ -217,4 +218,47 @@ func States(raw json.RawMessage) ([]string, error) {
 		list[i] = strings.ToUpper(list[i])
 	}
 	return list, nil
+}
+
+// ParseDuration reads a Slurm time, as elapsed times and limits are
+// written: minutes, minutes:seconds, hours:minutes:seconds,
+// days-hours, days-hours:minutes or days-hours:minutes:seconds; seconds
+// may carry a fraction. Empty is zero; the most is 50 years.
+func ParseDuration(s string) (time.Duration, error) {
+	if s == "" {
+		return 0, nil
+	}
+	bad := errors.New("not a Slurm duration ([DD-[HH:]]MM:SS)")
+	days, rest, hasDays := strings.Cut(s, "-")
+	if !hasDays {
+		days, rest = "0", s
+	}
+	parts := strings.Split(rest, ":")
+	if len(parts) > 3 {
+		return 0, bad
+	}
+	// The units of the parts, from the first: with days, hours come first;
+	// without, one part is minutes and two are minutes and seconds.
+	units := map[bool][][]float64{
+		true:  {{3600}, {3600, 60}, {3600, 60, 1}},
+		false: {{60}, {60, 1}, {3600, 60, 1}},
+	}[hasDays][len(parts)-1]
+	d, err := strconv.ParseInt(days, 10, 64)
+	if err != nil || d < 0 || d > maxDays {
+		return 0, bad
+	}
+	total := float64(d) * 86400
+	for i, p := range parts {
+		v, err := strconv.ParseFloat(p, 64)
+		last := i == len(parts)-1 && units[i] == 1
+		if err != nil || v < 0 || math.IsInf(v, 0) || math.IsNaN(v) || (!last && v != math.Trunc(v)) || strings.ContainsAny(p, "eE+-xXpP_") {
+			return 0, bad
+		}
+		total += v * units[i]
+	}
+	if total > maxDays*86400 {
+		return 0, bad
+	}
+	whole := math.Trunc(total) // whole and fractional seconds apart: exact to the nanosecond
+	return time.Duration(whole)*time.Second + time.Duration(math.Round((total-whole)*1e9)), nil
 }
