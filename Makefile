@@ -79,14 +79,14 @@ eval: build
 	$(BIN) train --target idle --series philly-nodes:$(DATASETS)/philly/philly_node_sequence.csv --models $(RUN_DIR)/eval-idle-philly
 	$(BIN) evaluate --target idle --series philly-nodes:$(DATASETS)/philly/philly_node_sequence.csv --models $(RUN_DIR)/eval-idle-philly --from 2017-11-01 --horizon 60m --output json
 	@echo "== time limits on SWF logs (KTH SP2, CEA Curie): trained before each origin, scored to the next (users' limits as \"user\");"
-	@echo "   then easy-backfill on the log's own machine with users' limits, learned ones and (KTH) true run times; Curie's take minutes"
+	@echo "   then easy-backfill and headstart-backfill on the log's own machine with users' limits, learned ones and (KTH) true run times; Curie's take minutes"
 	for w in $(SWF_WINDOWS); do set -- $$(echo $$w | tr , ' '); \
 	  rm -rf $(RUN_DIR)/eval-swf-models; \
 	  $(BIN) train --target duration --trace $$1 --until $$2 --models $(RUN_DIR)/eval-swf-models >/dev/null || exit 1; \
 	  echo "-- $$1 from $$2 $${3:+until $$3}"; \
 	  $(BIN) evaluate --target limit --trace $$1 --from $$2 $${3:+--until $$3} --models $(RUN_DIR)/eval-swf-models || exit 1; \
-	  $(BIN) simulate --trace $$1 --fleet $$1 --from $$2 $${3:+--until $$3} --policy easy-backfill --estimates user || exit 1; \
-	  $(BIN) simulate --trace $$1 --fleet $$1 --from $$2 $${3:+--until $$3} --policy easy-backfill --estimates learned --models $(RUN_DIR)/eval-swf-models || exit 1; \
+	  $(BIN) simulate --trace $$1 --fleet $$1 --from $$2 $${3:+--until $$3} --policy easy-backfill,headstart-backfill --estimates user || exit 1; \
+	  $(BIN) simulate --trace $$1 --fleet $$1 --from $$2 $${3:+--until $$3} --policy easy-backfill,headstart-backfill --estimates learned --models $(RUN_DIR)/eval-swf-models || exit 1; \
 	  case $$1 in *KTH*) \
 	    $(BIN) simulate --trace $$1 --fleet $$1 --from $$2 $${3:+--until $$3} --policy easy-backfill --oracle || exit 1;; \
 	  esac; \

@@ -27,11 +27,14 @@ type Client interface {
 	// (POWER_DOWN_ASAP), and PowerUp to power it up.
 	PowerDown(ctx context.Context, node, reason string) error
 	PowerUp(ctx context.Context, node string) error
+	// Priority reads how the cluster weighs a job's age.
+	Priority(ctx context.Context) (Priority, error)
 }
 
-// Update is a change to a job: its time limit and AdminComment.
+// Update is a change to a job: its time limit, Nice and AdminComment.
 type Update struct {
 	TimeLimit    *time.Duration
+	Nice         *int
 	AdminComment *string
 }
 
@@ -131,6 +134,9 @@ func (c *CLI) Update(ctx context.Context, id string, u Update) error {
 	if u.TimeLimit != nil {
 		args = append(args, "TimeLimit="+Minutes(*u.TimeLimit))
 	}
+	if u.Nice != nil {
+		args = append(args, "Nice="+strconv.Itoa(*u.Nice))
+	}
 	if u.AdminComment != nil {
 		args = append(args, "AdminComment="+*u.AdminComment)
 	}
@@ -157,6 +163,15 @@ func (c *CLI) PowerUp(ctx context.Context, node string) error {
 	}
 	_, err := c.run(ctx, "scontrol", "update", "NodeName="+node, "State=POWER_UP")
 	return err
+}
+
+// Priority implements Client: scontrol show config.
+func (c *CLI) Priority(ctx context.Context) (Priority, error) {
+	out, err := c.run(ctx, "scontrol", "show", "config")
+	if err != nil {
+		return Priority{}, err
+	}
+	return ParsePriority(bytes.NewReader(out))
 }
 
 // Minutes writes a limit as scontrol takes it: whole minutes, rounded up.

@@ -9,11 +9,13 @@ import (
 	"time"
 )
 
-// Snapshot is the cluster as read at Now.
+// Snapshot is the cluster as read at Now. Priority is read only when
+// the Config orders jobs.
 type Snapshot struct {
-	Now   time.Time
-	Jobs  []Job
-	Nodes []Node
+	Now      time.Time
+	Jobs     []Job
+	Nodes    []Node
+	Priority Priority
 }
 
 // byID indexes the snapshot's jobs by ID.
@@ -42,6 +44,10 @@ type Config struct {
 	// whose nodes it may park (none: every node may be parked).
 	ParkIdleAfter  time.Duration
 	ParkPartitions []string
+	// Order are the partitions whose pending jobs it orders through Nice
+	// (Priority.HeadStartNice of each job's estimate); none: no Nice is
+	// set.
+	Order []string
 }
 
 // ErrUnknownPartition is returned when the Config names a partition the
@@ -61,7 +67,7 @@ func (c Config) checkPartitions(nodes []Node) error {
 	for _, list := range []struct {
 		what  string
 		names []string
-	}{{"partition", c.Partitions}, {"park partition", c.ParkPartitions}} {
+	}{{"partition", c.Partitions}, {"park partition", c.ParkPartitions}, {"order partition", c.Order}} {
 		for _, p := range list.names {
 			if !known[p] {
 				return fmt.Errorf("slurm: %s %q: %w (the cluster's: %s)", list.what, p, ErrUnknownPartition,
@@ -74,8 +80,15 @@ func (c Config) checkPartitions(nodes []Node) error {
 
 // mayLower says whether autopilot may lower j's limit: every partition it
 // may run in is one of Partitions.
-func (c Config) mayLower(j *Job) bool {
-	return c.Autopilot && !slices.ContainsFunc(j.Partitions(), func(p string) bool { return !slices.Contains(c.Partitions, p) })
+func (c Config) mayLower(j *Job) bool { return c.Autopilot && within(j, c.Partitions) }
+
+// mayOrder says whether autopilot may set j's Nice: every partition it
+// may run in is one of Order.
+func (c Config) mayOrder(j *Job) bool { return c.Autopilot && within(j, c.Order) }
+
+// within says whether every partition j may run in is in list.
+func within(j *Job, list []string) bool {
+	return !slices.ContainsFunc(j.Partitions(), func(p string) bool { return !slices.Contains(list, p) })
 }
 
 // Validate names what is wrong with c.
@@ -98,6 +111,8 @@ func (c Config) Validate() error {
 type State struct {
 	// Lowered are the jobs whose limit it lowered, with the user's limit.
 	Lowered map[string]Lowered `json:"lowered"`
+	// Niced are the jobs whose Nice it set, with the user's.
+	Niced map[string]Niced `json:"niced"`
 	// Parked are the nodes it powered down, and when.
 	Parked map[string]time.Time `json:"parked"`
 	// IdleSince is when each node was first seen idle.
@@ -114,6 +129,13 @@ type Lowered struct {
 	At        time.Time     `json:"at"`
 }
 
+// Niced is an ordered job's Nice values: the user's and the one set.
+type Niced struct {
+	UserNice int       `json:"user_nice"`
+	Set      int       `json:"set"`
+	At       time.Time `json:"at"`
+}
+
 // Action is one change to make through the Client.
 type Action struct {
 	Kind  ActionKind    `json:"kind"`
@@ -123,41 +145,52 @@ type Action struct {
 	// UserLimit is the job's limit before a lower: the user's, which a
 	// restore puts back.
 	UserLimit time.Duration `json:"user_limit_ns,omitempty"`
-	Text      string        `json:"text,omitempty"` // the AdminComment for comment
-	Reason    string        `json:"reason"`
+	// Nice is the Nice to set (nice, restore_nice); UserNice the user's,
+	// which a restore puts back.
+	Nice     *int   `json:"nice,omitempty"`
+	UserNice *int   `json:"user_nice,omitempty"`
+	Text     string `json:"text,omitempty"` // the AdminComment for comment
+	Reason   string `json:"reason"`
 }
 
 // ActionKind is what an Action does.
 type ActionKind string
 
 const (
-	ActComment   ActionKind = "comment"    // set AdminComment (Text)
-	ActLower     ActionKind = "lower"      // lower a pending job's limit to Limit
-	ActRestore   ActionKind = "restore"    // give a job its user's limit (Limit) back
-	ActPowerDown ActionKind = "power_down" // park a node
-	ActPowerUp   ActionKind = "power_up"   // wake a parked node
+	ActComment   ActionKind = "comment"      // set AdminComment (Text)
+	ActLower     ActionKind = "lower"        // lower a pending job's limit to Limit
+	ActRestore   ActionKind = "restore"      // give a job its user's limit (Limit) back
+	ActNice      ActionKind = "nice"         // set a pending job's Nice
+	ActUnNice    ActionKind = "restore_nice" // give a job its user's Nice back
+	ActPowerDown ActionKind = "power_down"   // park a node
+	ActPowerUp   ActionKind = "power_up"     // wake a parked node
 )
 
 // Decide is one cycle's changes, from the snapshot, the advice and what
-// was changed before, in five steps:
+// was changed before, in six steps:
 //
 //  1. comment: each pending job's AdminComment gets the advice, where it
 //     changed;
-//  2. lower: in autopilot, a pending job in a partition it may touch gets
+//  2. order: in autopilot, a pending job, not held, in the partitions of
+//     Order gets the user's Nice plus the head start of its estimate
+//     (the recommended limit, at most the user's: HeadStartNice);
+//  3. lower: in autopilot, a pending job in a partition it may touch gets
 //     the recommended limit (at least the floor) when that is below the
 //     user's, and follows the recommendation as it moves;
-//  3. restore: a lowered job, pending or running, where it may no longer
+//  4. restore: a lowered job, pending or running, where it may no longer
 //     be lowered, or running within RestoreMargin of the lowered limit, gets
 //     the user's limit back: lowered limits plan Slurm's backfill, they do
-//     not kill jobs while Prescient runs;
-//  4. park: in autopilot, a node idle for ParkIdleAfter while nothing pends
+//     not kill jobs while Prescient runs; an ordered job where it may no
+//     longer be ordered gets the user's Nice back;
+//  5. park: in autopilot, a node idle for ParkIdleAfter while nothing pends
 //     in its partitions is powered down;
-//  5. wake: a node it parked is powered up when a job pends in its
+//  6. wake: a node it parked is powered up when a job pends in its
 //     partitions for want of resources, or autopilot is off.
 func Decide(cfg Config, snap Snapshot, advice []Advice, st *State) []Action {
 	var acts []Action
 	jobs := snap.byID()
-	// 1 and 2.
+	ages := snap.Priority.Ages() == nil
+	// 1 to 3.
 	for _, a := range advice {
 		j := jobs[a.Job]
 		if j == nil || !j.Pending() {
@@ -166,6 +199,13 @@ func Decide(cfg Config, snap Snapshot, advice []Advice, st *State) []Action {
 		a.UserLimit = st.UserLimit(j) // the note speaks of the user's limit
 		if cfg.Comment && NoteChanged(j.AdminComment, a, snap.Now) {
 			acts = append(acts, Action{Kind: ActComment, Job: j.ID, Text: WithComment(j.AdminComment, Comment(a)), Reason: a.Reason})
+		}
+		if est := estimate(a); ages && cfg.mayOrder(j) && !j.Held() && est > 0 {
+			user := st.UserNice(j)
+			if nice := clampNice(user + snap.Priority.HeadStartNice(est)); nice != j.Nice {
+				acts = append(acts, Action{Kind: ActNice, Job: j.ID, Nice: &nice, UserNice: &user,
+					Reason: fmt.Sprintf("ordered by submit time plus its estimate, %s", est)})
+			}
 		}
 		if !cfg.mayLower(j) || a.Limit <= 0 || a.UserLimit <= 0 {
 			continue
@@ -179,7 +219,7 @@ func Decide(cfg Config, snap Snapshot, advice []Advice, st *State) []Action {
 			acts = append(acts, Action{Kind: ActLower, Job: j.ID, Limit: target, UserLimit: a.UserLimit, Reason: a.Reason})
 		}
 	}
-	// 3.
+	// 4.
 	for _, id := range sortedKeys(st.Lowered) {
 		l, j := st.Lowered[id], jobs[id]
 		if j == nil || !j.Live() {
@@ -193,7 +233,13 @@ func Decide(cfg Config, snap Snapshot, advice []Advice, st *State) []Action {
 				Reason: fmt.Sprintf("ran %s of a lowered %s limit: its own limit back", snap.Now.Sub(j.Start).Round(time.Second), j.TimeLimit)})
 		}
 	}
-	// 4 and 5.
+	for _, id := range sortedKeys(st.Niced) {
+		if j := jobs[id]; j != nil && j.Live() && !cfg.mayOrder(j) {
+			user := st.Niced[id].UserNice
+			acts = append(acts, Action{Kind: ActUnNice, Job: id, Nice: &user, Reason: "autopilot off for its partition"})
+		}
+	}
+	// 5 and 6.
 	pendingIn := map[string]bool{} // partitions with pending jobs
 	starvedIn := map[string]bool{} // partitions with jobs pending for resources
 	for i := range snap.Jobs {
@@ -225,6 +271,25 @@ func Decide(cfg Config, snap Snapshot, advice []Advice, st *State) []Action {
 	return acts
 }
 
+// estimate is the run time a pending job's order goes by: the
+// recommended limit, at most the user's; the user's without one; zero
+// without either.
+func estimate(a Advice) time.Duration {
+	if a.Limit > 0 && a.UserLimit > 0 {
+		return min(a.Limit, a.UserLimit)
+	}
+	return max(a.Limit, a.UserLimit)
+}
+
+// UserNice is the Nice j's user gave it: the one it had before it was
+// ordered, else its own.
+func (st *State) UserNice(j *Job) int {
+	if n, ok := st.Niced[j.ID]; ok {
+		return n.UserNice
+	}
+	return j.Nice
+}
+
 // UserLimit is the limit j's user asked for: the one it was lowered from,
 // else its own.
 func (st *State) UserLimit(j *Job) time.Duration {
@@ -247,6 +312,11 @@ func (st *State) Observe(snap Snapshot) {
 	for id := range st.Lowered {
 		if j := jobs[id]; j == nil || !j.Live() {
 			delete(st.Lowered, id)
+		}
+	}
+	for id := range st.Niced {
+		if j := jobs[id]; j == nil || !j.Live() {
+			delete(st.Niced, id)
 		}
 	}
 	nodes := map[string]bool{}
@@ -275,6 +345,9 @@ func (st *State) init() {
 	if st.Lowered == nil {
 		st.Lowered = map[string]Lowered{}
 	}
+	if st.Niced == nil {
+		st.Niced = map[string]Niced{}
+	}
 	if st.Parked == nil {
 		st.Parked = map[string]time.Time{}
 	}
@@ -284,14 +357,20 @@ func (st *State) init() {
 }
 
 // Restore is every change to undo when Prescient stops: each lowered job
-// still pending or running gets its user's limit back, each node it
-// parked is powered up.
+// still pending or running gets its user's limit back, each ordered one
+// its user's Nice, each node it parked is powered up.
 func Restore(snap Snapshot, st *State) []Action {
 	var acts []Action
 	jobs := snap.byID()
 	for _, id := range sortedKeys(st.Lowered) {
 		if j := jobs[id]; j != nil && j.Live() {
 			acts = append(acts, Action{Kind: ActRestore, Job: id, Limit: st.Lowered[id].UserLimit, Reason: "Prescient stops"})
+		}
+	}
+	for _, id := range sortedKeys(st.Niced) {
+		if j := jobs[id]; j != nil && j.Live() {
+			user := st.Niced[id].UserNice
+			acts = append(acts, Action{Kind: ActUnNice, Job: id, Nice: &user, Reason: "Prescient stops"})
 		}
 	}
 	for _, n := range sortedKeys(st.Parked) {

@@ -120,7 +120,11 @@ func TestCommentKeepsWhatIsThere(t *testing.T) {
 func kinds(acts []slurm.Action) []string {
 	var out []string
 	for _, a := range acts {
-		out = append(out, fmt.Sprintf("%s %s%s %s", a.Kind, a.Job, a.Node, a.Limit))
+		s := fmt.Sprintf("%s %s%s %s", a.Kind, a.Job, a.Node, a.Limit)
+		if a.Nice != nil {
+			s += fmt.Sprintf(" nice=%d", *a.Nice)
+		}
+		out = append(out, s)
 	}
 	return out
 }
@@ -128,6 +132,12 @@ func kinds(acts []slurm.Action) []string {
 func TestDecide(t *testing.T) {
 	auto := slurm.Config{Autopilot: true, Partitions: []string{"gpu"}, Floor: 5 * time.Minute, ParkIdleAfter: 10 * time.Minute}
 	adv := func(job string, limit time.Duration) slurm.Advice { return slurm.Advice{Job: job, Limit: limit} }
+	// A week's wait is worth 1,008 points: a point is 10 minutes.
+	ages := slurm.Priority{Type: "priority/multifactor", WeightAge: 1008, MaxAge: 7 * 24 * time.Hour}
+	order := slurm.Config{Autopilot: true, Order: []string{"gpu"}}
+	nice := func(j slurm.Job, n int) slurm.Job { j.Nice = n; return j }
+	held := pending("3", 1, time.Hour, 1)
+	held.Reason = "JobHeldUser"
 	for _, c := range []struct {
 		name   string
 		cfg    slurm.Config
@@ -135,8 +145,26 @@ func TestDecide(t *testing.T) {
 		nodes  []slurm.Node
 		advice []slurm.Advice
 		st     slurm.State
+		prio   slurm.Priority
 		want   []string
 	}{
+		{name: "ordering sets Nice by the estimate: the recommended limit, at most the user's", cfg: order, prio: ages,
+			jobs:   []slurm.Job{pending("1", 1, 10*time.Hour, 1), pending("2", 1, time.Hour, 1), pending("4", 1, 0, 1)},
+			advice: []slurm.Advice{adv("1", 2*time.Hour), adv("2", 3*time.Hour), adv("4", 0)},
+			want:   []string{"nice 1 0s nice=-996", "nice 2 0s nice=-1002"}},
+		{name: "ordering adds to the user's Nice, and leaves a job at its target and a held one", cfg: order, prio: ages,
+			jobs:   []slurm.Job{nice(pending("1", 1, time.Hour, 1), 100), nice(pending("2", 1, time.Hour, 1), -1002), nice(held, 5)},
+			st:     slurm.State{Niced: map[string]slurm.Niced{"2": {UserNice: 0, Set: -1002}}},
+			advice: []slurm.Advice{adv("1", time.Hour), adv("2", time.Hour), adv("3", time.Hour)},
+			want:   []string{"nice 1 0s nice=-902"}},
+		{name: "ordering needs priorities that grow with age", cfg: order, prio: slurm.Priority{Type: "priority/basic"},
+			jobs: []slurm.Job{pending("1", 1, time.Hour, 1)}, advice: []slurm.Advice{adv("1", time.Hour)}},
+		{name: "advisor orders nothing", cfg: slurm.Config{Order: []string{"gpu"}}, prio: ages,
+			jobs: []slurm.Job{pending("1", 1, time.Hour, 1)}, advice: []slurm.Advice{adv("1", time.Hour)}},
+		{name: "turned off, an ordered job gets its user's Nice back", cfg: slurm.Config{}, prio: ages,
+			jobs: []slurm.Job{nice(pending("1", 1, time.Hour, 1), -900), nice(running("2", 1, time.Hour, time.Minute), -900)},
+			st:   slurm.State{Niced: map[string]slurm.Niced{"1": {UserNice: 7, Set: -900}, "2": {Set: -900}, "gone": {}}},
+			want: []string{"restore_nice 1 0s nice=7", "restore_nice 2 0s nice=0"}},
 		{name: "advisor lowers nothing", cfg: slurm.Config{}, jobs: []slurm.Job{pending("1", 1, time.Hour, 1)},
 			advice: []slurm.Advice{adv("1", 10*time.Minute)}},
 		{name: "autopilot lowers within its partitions, to the floor at least", cfg: auto,
@@ -184,7 +212,7 @@ func TestDecide(t *testing.T) {
 			want:  []string{"power_up n1 0s"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			snap := slurm.Snapshot{Now: t0, Jobs: c.jobs, Nodes: c.nodes}
+			snap := slurm.Snapshot{Now: t0, Jobs: c.jobs, Nodes: c.nodes, Priority: c.prio}
 			c.st.Observe(slurm.Snapshot{Now: t0, Jobs: c.jobs, Nodes: c.nodes})
 			got := kinds(slurm.Decide(c.cfg, snap, c.advice, &c.st))
 			if !slices.Equal(got, c.want) {
@@ -235,12 +263,12 @@ func TestNoteChangedOnlyWhenItSaysSomethingElse(t *testing.T) {
 
 func TestRestoreUndoesEverything(t *testing.T) {
 	st := slurm.State{Lowered: map[string]slurm.Lowered{"1": {UserLimit: time.Hour}, "2": {UserLimit: 2 * time.Hour}, "gone": {}},
-		Parked: map[string]time.Time{"n1": t0}}
+		Niced: map[string]slurm.Niced{"1": {UserNice: 3}, "gone": {}}, Parked: map[string]time.Time{"n1": t0}}
 	snap := slurm.Snapshot{Now: t0, Jobs: []slurm.Job{pending("1", 1, time.Minute, 1), running("2", 1, time.Minute, 0)},
 		Nodes: []slurm.Node{node("n1", 4, "IDLE", "POWERED_DOWN")}}
 	st.Observe(snap)
 	got := kinds(slurm.Restore(snap, &st))
-	if want := []string{"restore 1 1h0m0s", "restore 2 2h0m0s", "power_up n1 0s"}; !slices.Equal(got, want) {
+	if want := []string{"restore 1 1h0m0s", "restore 2 2h0m0s", "restore_nice 1 0s nice=3", "power_up n1 0s"}; !slices.Equal(got, want) {
 		t.Errorf("got %q, want %q", got, want)
 	}
 }

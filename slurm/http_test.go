@@ -33,6 +33,9 @@ func (f *fakeClient) Accounting(context.Context, time.Time) ([]byte, error) {
 }
 func (f *fakeClient) PowerDown(context.Context, string, string) error { return nil }
 func (f *fakeClient) PowerUp(context.Context, string) error           { return nil }
+func (f *fakeClient) Priority(context.Context) (slurm.Priority, error) {
+	return slurm.Priority{Type: "priority/multifactor", WeightAge: 1000, MaxAge: 7 * 24 * time.Hour}, nil
+}
 func (f *fakeClient) Update(_ context.Context, id string, u slurm.Update) error {
 	for i := range f.jobs {
 		if f.jobs[i].ID == id {
@@ -41,6 +44,9 @@ func (f *fakeClient) Update(_ context.Context, id string, u slurm.Update) error 
 			}
 			if u.AdminComment != nil {
 				f.jobs[i].AdminComment = *u.AdminComment
+			}
+			if u.Nice != nil {
+				f.jobs[i].Nice = *u.Nice
 			}
 		}
 	}

@@ -283,3 +283,64 @@ func TestSlurmDaemonsGoingAway(t *testing.T) {
 	}
 	r.Close()
 }
+
+// limitEstimator takes each job's own limit for its estimate.
+type limitEstimator struct{}
+
+func (limitEstimator) Estimate(_ context.Context, jobs []slurm.Job) (map[string]slurm.Estimate, error) {
+	out := map[string]slurm.Estimate{}
+	for _, j := range jobs {
+		out[j.ID] = slurm.Estimate{RunP50: j.TimeLimit / 2, Limit: j.TimeLimit, Source: "limit"}
+	}
+	return out, nil
+}
+
+func (limitEstimator) Learn(context.Context, []byte) error { return nil }
+
+// TestOrderingThroughNiceOnRealSlurm: a 10-minute job that came after a
+// 10-hour one starts first once autopilot orders the partition, on top
+// of its user's Nice; Stop gives both their users' Nice back.
+func TestOrderingThroughNiceOnRealSlurm(t *testing.T) {
+	c := slurmtest.Start(t)
+	ctx := context.Background()
+	cli := &slurm.CLI{Conf: c.Conf}
+	run := c.Sbatch(t, "-J", "runner", "-t", "60", "--gres=gpu:4", "--wrap", "sleep 300")
+	if err := waitFor(func() bool { return jobByID(t, cli, run).Running() }); err != nil {
+		t.Fatalf("job %s never ran", run)
+	}
+	long := c.Sbatch(t, "-J", "long", "-t", "600", "--gres=gpu:4", "--wrap", "sleep 300")
+	time.Sleep(2 * time.Second) // a point is 0.864 s of age here: long's priority is higher
+	short := c.Sbatch(t, "-J", "short", "-t", "10", "--nice=5", "--gres=gpu:4", "--wrap", "sleep 300")
+	if l, s := jobByID(t, cli, long), jobByID(t, cli, short); l.Priority <= s.Priority || s.Nice != 5 {
+		t.Fatalf("before: long's priority %d, short's %d (nice %d); want long first", l.Priority, s.Priority, s.Nice)
+	}
+
+	prio, err := cli.Priority(ctx)
+	if err != nil || prio.Ages() != nil {
+		t.Fatalf("priority settings %+v: %v", prio, err)
+	}
+	r := &slurm.Runner{Client: cli, Estimator: limitEstimator{}, Dir: t.TempDir(),
+		Config: slurm.Config{Autopilot: true, Order: []string{slurmtest.Partition}}}
+	t.Cleanup(func() { r.Close() })
+	if err := r.Cycle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	l, s := jobByID(t, cli, long), jobByID(t, cli, short)
+	if s.Priority <= l.Priority || s.Nice != 5+prio.HeadStartNice(10*time.Minute) || l.Nice != prio.HeadStartNice(10*time.Hour) {
+		t.Fatalf("ordered: long's priority %d (nice %d), short's %d (nice %d); want short first", l.Priority, l.Nice, s.Priority, s.Nice)
+	}
+	// Slurm itself starts the short one when the GPUs come free.
+	c.Run(t, "scancel", run)
+	if err := waitFor(func() bool { return jobByID(t, cli, short).Running() }); err != nil {
+		t.Fatalf("short never ran: %s", c.Run(t, "squeue", "-o", "%i %j %T %Q %y %r"))
+	}
+	if !jobByID(t, cli, long).Pending() {
+		t.Fatal("long started before short")
+	}
+	if err := r.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if l, s := jobByID(t, cli, long), jobByID(t, cli, short); l.Nice != 0 || s.Nice != 5 {
+		t.Fatalf("after stop: long's nice %d, short's %d; want 0 and 5", l.Nice, s.Nice)
+	}
+}

@@ -16,6 +16,7 @@ type Metrics struct {
 	pending  prometheus.Gauge       // pending jobs advised
 	advised  prometheus.Gauge       // of them, with a limit below their own
 	lowered  prometheus.Gauge       // jobs whose limit autopilot holds lowered
+	niced    prometheus.Gauge       // jobs whose Nice autopilot set
 	parked   prometheus.Gauge       // nodes autopilot parked
 	last     prometheus.Gauge       // Unix time of the last cycle that succeeded
 }
@@ -35,7 +36,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		}),
 		changes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "prescient_slurm_changes_total",
-			Help: "Changes made to the cluster, by kind (comment, lower, restore, power_down, power_up) and result (ok, failed).",
+			Help: "Changes made to the cluster, by kind (comment, lower, restore, nice, restore_nice, power_down, power_up) and result (ok, failed).",
 		}, []string{"kind", "result"}),
 		pending: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "prescient_slurm_pending_jobs",
@@ -49,6 +50,10 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "prescient_slurm_lowered_jobs",
 			Help: "Jobs whose limit autopilot holds lowered (restored when it stops).",
 		}),
+		niced: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "prescient_slurm_ordered_jobs",
+			Help: "Jobs whose Nice autopilot set to order them (restored when it stops).",
+		}),
 		parked: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "prescient_slurm_parked_nodes",
 			Help: "Nodes autopilot powered down and has not woken.",
@@ -58,7 +63,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "When the last cycle that succeeded ended (Unix time): alert when it falls behind.",
 		}),
 	}
-	for _, c := range []prometheus.Collector{m.cycles, m.duration, m.changes, m.pending, m.advised, m.lowered, m.parked, m.last} {
+	for _, c := range []prometheus.Collector{m.cycles, m.duration, m.changes, m.pending, m.advised, m.lowered, m.niced, m.parked, m.last} {
 		if err := reg.Register(c); err != nil {
 			var dup prometheus.AlreadyRegisteredError
 			if errors.As(err, &dup) {
@@ -90,6 +95,7 @@ func (m *Metrics) cycle(err error, took time.Duration, end time.Time, advice []A
 	}
 	m.advised.Set(float64(lower))
 	m.lowered.Set(float64(len(st.Lowered)))
+	m.niced.Set(float64(len(st.Niced)))
 	m.parked.Set(float64(len(st.Parked)))
 }
 

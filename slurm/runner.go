@@ -88,6 +88,14 @@ func (r *Runner) Cycle(ctx context.Context) (err error) {
 	if err := r.Config.checkPartitions(snap.Nodes); err != nil {
 		return err
 	}
+	if len(r.Config.Order) > 0 { // a Nice is worth a wait only if priorities grow with age
+		if snap.Priority, err = r.Client.Priority(ctx); err != nil {
+			return fmt.Errorf("slurm: priority settings: %w", err)
+		}
+		if err := snap.Priority.Ages(); err != nil {
+			return err
+		}
+	}
 	// 2. Learn from the jobs that ended since the last cycle.
 	since := r.learned
 	if since.IsZero() {
@@ -129,8 +137,8 @@ func (r *Runner) Cycle(ctx context.Context) (err error) {
 	return r.save()
 }
 
-// Stop undoes what the Runner changed: lowered limits back to the users',
-// parked nodes powered up. The state keeps what could not be undone.
+// Stop undoes what the Runner changed: lowered limits and Nice values
+// back to the users', parked nodes powered up. The state keeps what could not be undone.
 func (r *Runner) Stop(ctx context.Context) error {
 	if err := r.load(); err != nil {
 		return err
@@ -228,6 +236,18 @@ func (r *Runner) apply(ctx context.Context, acts []Action) {
 			if err = r.Client.Update(ctx, a.Job, Update{TimeLimit: &a.Limit}); err == nil {
 				r.mu.Lock()
 				delete(r.state.Lowered, a.Job)
+				r.mu.Unlock()
+			}
+		case ActNice:
+			if err = r.Client.Update(ctx, a.Job, Update{Nice: a.Nice}); err == nil {
+				r.mu.Lock()
+				r.state.Niced[a.Job] = Niced{UserNice: *a.UserNice, Set: *a.Nice, At: ev.Time}
+				r.mu.Unlock()
+			}
+		case ActUnNice:
+			if err = r.Client.Update(ctx, a.Job, Update{Nice: a.Nice}); err == nil {
+				r.mu.Lock()
+				delete(r.state.Niced, a.Job)
 				r.mu.Unlock()
 			}
 		case ActPowerDown:

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -186,10 +187,14 @@ func ParseJobs(r io.Reader) ([]Job, error) {
 		} else if ok && v > 0 && v < 1<<32-2 {
 			j.TimeLimit = time.Duration(v) * time.Minute
 		}
-		// 22.05 writes nice 0 as null (NICE_OFFSET itself).
-		if v, ok, err := Number(d.Nice); err != nil || v < -1<<31 || v > 1<<31 {
+		// 22.05 writes nice 0 as null (NICE_OFFSET itself), and a negative
+		// one as the uint32 it wraps to.
+		if v, ok, err := Number(d.Nice); err != nil || v < -1<<31 || v >= 1<<32 || v != math.Trunc(v) {
 			return nil, ferr("nice", string(d.Nice), errNotNumber)
 		} else if ok {
+			if v >= 1<<31 {
+				v -= 1 << 32
+			}
 			j.Nice = int(v)
 		}
 		if v, ok, err := Number(d.Priority); err != nil || v < 0 || v > 1<<53 {

@@ -68,6 +68,28 @@ func TestParseJobsSlurm22(t *testing.T) {
 	}
 }
 
+// 22.05 writes a negative Nice as the uint32 it wraps to (seen in
+// TestOrderingThroughNiceOnRealSlurm); job 6's recorded 50 becomes -658333.
+func TestParseJobsNegativeNice(t *testing.T) {
+	b, err := os.ReadFile("testdata/squeue_22.05.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = bytes.Replace(b, []byte(`"nice": 50,`), []byte(`"nice": 4294308963,`), 1)
+	jobs, err := slurm.ParseJobs(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := byID(jobs)["6"].Nice; got != -658333 {
+		t.Errorf("nice %d, want -658333", got)
+	}
+	for _, bad := range []string{`"nice": 4294967296,`, `"nice": 1.5,`} {
+		if _, err := slurm.ParseJobs(bytes.NewReader(bytes.Replace(b, []byte(`"nice": 4294308963,`), []byte(bad), 1))); err == nil || !strings.Contains(err.Error(), "nice") {
+			t.Errorf("%s: %v", bad, err)
+		}
+	}
+}
+
 // The v0.0.40 documents are written by hand in the shapes of Slurm 23.11's
 // data parser: {set, infinite, number} numbers, state lists, typed GRES.
 func TestParseJobsV0040(t *testing.T) {

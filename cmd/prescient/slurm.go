@@ -68,14 +68,17 @@ prescient train --target duration --trace slurm:sacct.json), and every --every:
     replacing its own earlier note and nothing else), unless --comment=false;
   - with --autopilot: lowers pending jobs' limits to the recommendation in
     --partitions (never below --floor, never above the user's own), gives a lowered
-    job its own limit back when it runs near the lowered one, and with
-    --park-idle-after powers idle nodes down (POWER_DOWN_ASAP) while nothing pends
-    in their partitions and up (POWER_UP) when work comes, through the site's
+    job its own limit back when it runs near the lowered one; with
+    --order-partitions sets pending jobs' Nice so that Slurm's age factor orders
+    them by submit time plus their estimate (the headstart-backfill policy of
+    simulate; needs PriorityType=priority/multifactor with PriorityWeightAge); and
+    with --park-idle-after powers idle nodes down (POWER_DOWN_ASAP) while nothing
+    pends in their partitions and up (POWER_UP) when work comes, through the site's
     SuspendProgram and ResumeProgram.
 
 Every change is an event in --state/events.jsonl; what it changed is kept in
 --state/state.json, so a restarted Prescient picks up where it was. Turning
-autopilot off restores the users' limits and wakes the nodes it parked; so does
+autopilot off restores the users' limits and Nice values and wakes the nodes it parked; so does
 stopping (SIGINT or SIGTERM). A Prescient killed outright restores them when it
 next starts without --autopilot, or when "prescient slurm restore --stale-after D"
 (from cron or a timer) finds it gone for longer than D. Changing other users' jobs
@@ -100,6 +103,7 @@ and without authentication: bind it to a trusted address.`,
 	f.BoolVar(&o.cfg.Autopilot, "autopilot", false, "change limits and park nodes (off: advise, and undo earlier changes)")
 	f.StringSliceVar(&o.cfg.Partitions, "partitions", nil, "partitions whose pending jobs' limits autopilot may lower")
 	f.DurationVar(&o.cfg.Floor, "floor", 10*time.Minute, "the least limit autopilot sets")
+	f.StringSliceVar(&o.cfg.Order, "order-partitions", nil, "partitions whose pending jobs autopilot orders through Nice, by submit time plus estimate")
 	f.DurationVar(&o.cfg.ParkIdleAfter, "park-idle-after", 0, "power down a node idle this long with nothing pending in its partitions (0: never)")
 	f.StringSliceVar(&o.cfg.ParkPartitions, "park-partitions", nil, "partitions whose nodes may be parked (default: all)")
 	cmd.AddCommand(newSlurmQueueCmd(g), newSlurmRestoreCmd(g))
@@ -116,8 +120,8 @@ func newSlurmRestoreCmd(g *globals) *cobra.Command {
 		Short: "Undo what a stopped prescient slurm changed, once it has been gone long enough",
 		Long: `The watchdog for a prescient slurm that was killed and not started again: when no
 prescient slurm holds --state and its last cycle ended more than --stale-after ago, it
-gives every lowered job still pending or running its user's limit back and wakes the
-nodes it parked, recording each change in --state/events.jsonl. Otherwise it does
+gives every lowered job still pending or running its user's limit back, every ordered
+one its user's Nice, and wakes the nodes it parked, recording each change in --state/events.jsonl. Otherwise it does
 nothing. Run it from cron or a systemd timer.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -129,7 +133,7 @@ nothing. Run it from cron or a systemd timer.`,
 				return err
 			}
 			if done {
-				fmt.Fprintln(cmd.OutOrStdout(), "restored: limits and parked nodes")
+				fmt.Fprintln(cmd.OutOrStdout(), "restored: limits, Nice values and parked nodes")
 			} else {
 				fmt.Fprintln(cmd.OutOrStdout(), "nothing to do: prescient slurm runs, or stopped less than --stale-after ago")
 			}
@@ -184,8 +188,8 @@ func runSlurm(ctx context.Context, g *globals, o slurmOptions) error {
 	for first := true; ; first = false {
 		err := r.Cycle(ctx)
 		switch {
-		case errors.Is(err, slurm.ErrLocked), first && errors.Is(err, slurm.ErrUnknownPartition):
-			return err // a misspelt --partitions would otherwise leave autopilot idle
+		case errors.Is(err, slurm.ErrLocked), first && (errors.Is(err, slurm.ErrUnknownPartition) || errors.Is(err, slurm.ErrNoAgeFactor)):
+			return err // a misspelt --partitions, or a Nice worth nothing, would otherwise leave autopilot idle
 		case err != nil && ctx.Err() == nil:
 			log.Error("cycle failed; the next one tries again", "err", err)
 		}
@@ -197,7 +201,7 @@ func runSlurm(ctx context.Context, g *globals, o slurmOptions) error {
 			if err := r.Stop(restore); err != nil {
 				return fmt.Errorf("slurm: restoring on stop: %w", err)
 			}
-			log.Info("stopped; limits and nodes restored")
+			log.Info("stopped; limits, Nice values and nodes restored")
 			return nil
 		case <-tick.C:
 		}

@@ -263,12 +263,14 @@ func TestSlurmProcessRestoresOnStopAndAfterAKill(t *testing.T) {
 	})
 	pend := c.Sbatch(t, "-J", "pend", "-t", "60", "--gres=gpu:1", "--wrap", "true")
 	limit := func() string { return strings.TrimSpace(c.Run(t, "squeue", "-h", "-j", pend, "-o", "%l")) }
+	nice := func() string { return strings.TrimSpace(c.Run(t, "squeue", "-h", "-j", pend, "-o", "%y")) }
 
 	state := t.TempDir()
 	addr := freeAddr(t)
 	start := func() (*exec.Cmd, chan error) {
 		cmd := exec.Command(bin, "slurm", "--slurm-conf", c.Conf, "--models", reg, "--state", state, "--autopilot",
-			"--partitions", slurmtest.Partition, "--floor", "1m", "--every", "1s", "--warmup", "1h", "--listen", addr)
+			"--partitions", slurmtest.Partition, "--order-partitions", slurmtest.Partition, "--floor", "1m", "--every", "1s",
+			"--warmup", "1h", "--listen", addr)
 		logf, err := os.Create(filepath.Join(t.TempDir(), "slurm.log"))
 		if err != nil {
 			t.Fatal(err)
@@ -291,7 +293,10 @@ func TestSlurmProcessRestoresOnStopAndAfterAKill(t *testing.T) {
 	}
 
 	cmd, done := start()
-	t.Logf("lowered from 1:00:00 to %s", limit())
+	t.Logf("lowered from 1:00:00 to %s; nice %s", limit(), nice())
+	if nice() == "0" {
+		t.Fatal("ordering set no Nice")
+	}
 	get := func(path string) string {
 		resp, err := http.Get("http://" + addr + path)
 		if err != nil {
@@ -319,8 +324,8 @@ func TestSlurmProcessRestoresOnStopAndAfterAKill(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatal("prescient slurm did not stop within a minute of SIGTERM")
 	}
-	if got := limit(); got != "1:00:00" {
-		t.Fatalf("after SIGTERM: limit %s, want the user's 1:00:00", got)
+	if got, n := limit(), nice(); got != "1:00:00" || n != "0" {
+		t.Fatalf("after SIGTERM: limit %s, nice %s; want the user's 1:00:00 and 0", got, n)
 	}
 
 	cmd, done = start()
@@ -333,8 +338,8 @@ func TestSlurmProcessRestoresOnStopAndAfterAKill(t *testing.T) {
 	if err != nil || !strings.HasPrefix(out, "restored") {
 		t.Fatalf("restore: %q %v", out, err)
 	}
-	if got := limit(); got != "1:00:00" {
-		t.Fatalf("after the watchdog: limit %s, want 1:00:00", got)
+	if got, n := limit(), nice(); got != "1:00:00" || n != "0" {
+		t.Fatalf("after the watchdog: limit %s, nice %s; want 1:00:00 and 0", got, n)
 	}
 }
 
