@@ -29,6 +29,10 @@ type Client interface {
 	PowerUp(ctx context.Context, node string) error
 	// Priority reads how the cluster weighs a job's age.
 	Priority(ctx context.Context) (Priority, error)
+	// Hold holds a pending job (priority 0: it does not start); Release
+	// lets it go.
+	Hold(ctx context.Context, id string) error
+	Release(ctx context.Context, id string) error
 }
 
 // Update is a change to a job: its time limit, Nice and AdminComment.
@@ -162,6 +166,24 @@ func (c *CLI) PowerUp(ctx context.Context, node string) error {
 		return err
 	}
 	_, err := c.run(ctx, "scontrol", "update", "NodeName="+node, "State=POWER_UP")
+	return err
+}
+
+// Hold implements Client: scontrol hold.
+func (c *CLI) Hold(ctx context.Context, id string) error {
+	if err := checkID(id); err != nil {
+		return err
+	}
+	_, err := c.run(ctx, "scontrol", "hold", id)
+	return err
+}
+
+// Release implements Client: scontrol release.
+func (c *CLI) Release(ctx context.Context, id string) error {
+	if err := checkID(id); err != nil {
+		return err
+	}
+	_, err := c.run(ctx, "scontrol", "release", id)
 	return err
 }
 

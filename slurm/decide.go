@@ -7,15 +7,20 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/prescient-sched/prescient/cluster"
+	"github.com/prescient-sched/prescient/executor"
 )
 
 // Snapshot is the cluster as read at Now. Priority is read only when
-// the Config orders jobs.
+// the Config orders jobs; Carbon, the grid's carbon intensity, only when
+// it holds jobs (nil: unknown, and nothing is held).
 type Snapshot struct {
 	Now      time.Time
 	Jobs     []Job
 	Nodes    []Node
 	Priority Priority
+	Carbon   executor.Carbon
 }
 
 // byID indexes the snapshot's jobs by ID.
@@ -48,6 +53,11 @@ type Config struct {
 	// (Priority.HeadStartNice of each job's estimate); none: no Nice is
 	// set.
 	Order []string
+	// HoldQOS are the QOS of the site's deferrable work: their pending
+	// jobs are the opportunistic tier, which Holder may hold (scontrol
+	// hold) and release; none, or no Holder: nothing is held.
+	HoldQOS []string
+	Holder  executor.Holder
 }
 
 // ErrUnknownPartition is returned when the Config names a partition the
@@ -86,6 +96,20 @@ func (c Config) mayLower(j *Job) bool { return c.Autopilot && within(j, c.Partit
 // may run in is one of Order.
 func (c Config) mayOrder(j *Job) bool { return c.Autopilot && within(j, c.Order) }
 
+// mayHold says whether autopilot may hold j.
+func (c Config) mayHold(j *Job) bool {
+	return c.Autopilot && c.Holder != nil && slices.Contains(c.HoldQOS, j.QOS)
+}
+
+// hold asks the Holder whether to hold pending job j now: as the
+// opportunistic tier, queued since it was submitted.
+func (c Config) hold(j *Job, snap *Snapshot) (until time.Time, why string, ok bool) {
+	spec := j.Spec()
+	spec.Tier = cluster.TierOpportunistic
+	job := cluster.NewJob(cluster.JobID(j.ID), spec, j.Submit)
+	return c.Holder.Hold(&executor.JobView{Job: &job, QueuedSince: j.Submit}, &executor.PlanInput{Now: snap.Now, Carbon: snap.Carbon})
+}
+
 // within says whether every partition j may run in is in list.
 func within(j *Job, list []string) bool {
 	return !slices.ContainsFunc(j.Partitions(), func(p string) bool { return !slices.Contains(list, p) })
@@ -113,6 +137,8 @@ type State struct {
 	Lowered map[string]Lowered `json:"lowered"`
 	// Niced are the jobs whose Nice it set, with the user's.
 	Niced map[string]Niced `json:"niced"`
+	// Held are the jobs it held, and until when it meant to.
+	Held map[string]time.Time `json:"held"`
 	// Parked are the nodes it powered down, and when.
 	Parked map[string]time.Time `json:"parked"`
 	// IdleSince is when each node was first seen idle.
@@ -147,10 +173,12 @@ type Action struct {
 	UserLimit time.Duration `json:"user_limit_ns,omitempty"`
 	// Nice is the Nice to set (nice, restore_nice); UserNice the user's,
 	// which a restore puts back.
-	Nice     *int   `json:"nice,omitempty"`
-	UserNice *int   `json:"user_nice,omitempty"`
-	Text     string `json:"text,omitempty"` // the AdminComment for comment
-	Reason   string `json:"reason"`
+	Nice     *int `json:"nice,omitempty"`
+	UserNice *int `json:"user_nice,omitempty"`
+	// Until is when a hold is meant to end.
+	Until  time.Time `json:"until,omitzero"`
+	Text   string    `json:"text,omitempty"` // the AdminComment for comment
+	Reason string    `json:"reason"`
 }
 
 // ActionKind is what an Action does.
@@ -162,35 +190,41 @@ const (
 	ActRestore   ActionKind = "restore"      // give a job its user's limit (Limit) back
 	ActNice      ActionKind = "nice"         // set a pending job's Nice
 	ActUnNice    ActionKind = "restore_nice" // give a job its user's Nice back
+	ActHold      ActionKind = "hold"         // hold a pending job (until Until)
+	ActRelease   ActionKind = "release"      // release a job it held
 	ActPowerDown ActionKind = "power_down"   // park a node
 	ActPowerUp   ActionKind = "power_up"     // wake a parked node
 )
 
 // Decide is one cycle's changes, from the snapshot, the advice and what
-// was changed before, in six steps:
+// was changed before, in seven steps:
 //
 //  1. comment: each pending job's AdminComment gets the advice, where it
 //     changed;
 //  2. order: in autopilot, a pending job, not held, in the partitions of
 //     Order gets the user's Nice plus the head start of its estimate
 //     (the recommended limit, at most the user's: HeadStartNice);
-//  3. lower: in autopilot, a pending job in a partition it may touch gets
+//  3. hold: in autopilot, a pending job of HoldQOS, not held, is held
+//     when the Holder says so (cleaner power within its wait), and a job
+//     it held is released once the Holder no longer would hold it, or
+//     autopilot goes off for it;
+//  4. lower: in autopilot, a pending job in a partition it may touch gets
 //     the recommended limit (at least the floor) when that is below the
 //     user's, and follows the recommendation as it moves;
-//  4. restore: a lowered job, pending or running, where it may no longer
+//  5. restore: a lowered job, pending or running, where it may no longer
 //     be lowered, or running within RestoreMargin of the lowered limit, gets
 //     the user's limit back: lowered limits plan Slurm's backfill, they do
 //     not kill jobs while Prescient runs; an ordered job where it may no
 //     longer be ordered gets the user's Nice back;
-//  5. park: in autopilot, a node idle for ParkIdleAfter while nothing pends
+//  6. park: in autopilot, a node idle for ParkIdleAfter while nothing pends
 //     in its partitions is powered down;
-//  6. wake: a node it parked is powered up when a job pends in its
+//  7. wake: a node it parked is powered up when a job pends in its
 //     partitions for want of resources, or autopilot is off.
 func Decide(cfg Config, snap Snapshot, advice []Advice, st *State) []Action {
 	var acts []Action
 	jobs := snap.byID()
 	ages := snap.Priority.Ages() == nil
-	// 1 to 3.
+	// 1, 2 and 4.
 	for _, a := range advice {
 		j := jobs[a.Job]
 		if j == nil || !j.Pending() {
@@ -219,7 +253,28 @@ func Decide(cfg Config, snap Snapshot, advice []Advice, st *State) []Action {
 			acts = append(acts, Action{Kind: ActLower, Job: j.ID, Limit: target, UserLimit: a.UserLimit, Reason: a.Reason})
 		}
 	}
-	// 4.
+	// 3.
+	for i := range snap.Jobs {
+		j := &snap.Jobs[i]
+		if !j.Pending() || j.Held() || !cfg.mayHold(j) {
+			continue
+		}
+		if until, why, ok := cfg.hold(j, &snap); ok {
+			acts = append(acts, Action{Kind: ActHold, Job: j.ID, Until: until, Reason: why})
+		}
+	}
+	for _, id := range sortedKeys(st.Held) {
+		j := jobs[id]
+		if j == nil || !j.Pending() || !j.Held() {
+			continue // gone, started or released by someone else: State.Observe forgets it
+		}
+		if !cfg.mayHold(j) {
+			acts = append(acts, Action{Kind: ActRelease, Job: id, Reason: "autopilot off for it"})
+		} else if _, _, ok := cfg.hold(j, &snap); !ok {
+			acts = append(acts, Action{Kind: ActRelease, Job: id, Reason: "its wait for cleaner power is over"})
+		}
+	}
+	// 5.
 	for _, id := range sortedKeys(st.Lowered) {
 		l, j := st.Lowered[id], jobs[id]
 		if j == nil || !j.Live() {
@@ -239,7 +294,7 @@ func Decide(cfg Config, snap Snapshot, advice []Advice, st *State) []Action {
 			acts = append(acts, Action{Kind: ActUnNice, Job: id, Nice: &user, Reason: "autopilot off for its partition"})
 		}
 	}
-	// 5 and 6.
+	// 6 and 7.
 	pendingIn := map[string]bool{} // partitions with pending jobs
 	starvedIn := map[string]bool{} // partitions with jobs pending for resources
 	for i := range snap.Jobs {
@@ -319,6 +374,11 @@ func (st *State) Observe(snap Snapshot) {
 			delete(st.Niced, id)
 		}
 	}
+	for id := range st.Held {
+		if j := jobs[id]; j == nil || !j.Held() {
+			delete(st.Held, id)
+		}
+	}
 	nodes := map[string]bool{}
 	for _, n := range snap.Nodes {
 		nodes[n.Name] = true
@@ -348,6 +408,9 @@ func (st *State) init() {
 	if st.Niced == nil {
 		st.Niced = map[string]Niced{}
 	}
+	if st.Held == nil {
+		st.Held = map[string]time.Time{}
+	}
 	if st.Parked == nil {
 		st.Parked = map[string]time.Time{}
 	}
@@ -358,7 +421,8 @@ func (st *State) init() {
 
 // Restore is every change to undo when Prescient stops: each lowered job
 // still pending or running gets its user's limit back, each ordered one
-// its user's Nice, each node it parked is powered up.
+// its user's Nice, each job it held is released, each node it parked is
+// powered up.
 func Restore(snap Snapshot, st *State) []Action {
 	var acts []Action
 	jobs := snap.byID()
@@ -371,6 +435,11 @@ func Restore(snap Snapshot, st *State) []Action {
 		if j := jobs[id]; j != nil && j.Live() {
 			user := st.Niced[id].UserNice
 			acts = append(acts, Action{Kind: ActUnNice, Job: id, Nice: &user, Reason: "Prescient stops"})
+		}
+	}
+	for _, id := range sortedKeys(st.Held) {
+		if j := jobs[id]; j != nil && j.Held() {
+			acts = append(acts, Action{Kind: ActRelease, Job: id, Reason: "Prescient stops"})
 		}
 	}
 	for _, n := range sortedKeys(st.Parked) {

@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prescient-sched/prescient/cluster"
+	"github.com/prescient-sched/prescient/executor"
+	"github.com/prescient-sched/prescient/executor/sim"
 	"github.com/prescient-sched/prescient/slurm"
 )
 
@@ -124,6 +127,9 @@ func kinds(acts []slurm.Action) []string {
 		if a.Nice != nil {
 			s += fmt.Sprintf(" nice=%d", *a.Nice)
 		}
+		if !a.Until.IsZero() {
+			s += fmt.Sprintf(" until=+%s", a.Until.Sub(t0))
+		}
 		out = append(out, s)
 	}
 	return out
@@ -138,6 +144,22 @@ func TestDecide(t *testing.T) {
 	nice := func(j slurm.Job, n int) slurm.Job { j.Nice = n; return j }
 	held := pending("3", 1, time.Hour, 1)
 	held.Reason = "JobHeldUser"
+	// Holding: flex is the deferrable QOS; the grid is dirty until two
+	// hours from now (dirtyNow) or was cleaner an hour ago (cleanNow).
+	holder, err := executor.NewCarbonHold([]cluster.Tier{cluster.TierOpportunistic}, 6*time.Hour, 0.2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	holds := slurm.Config{Autopilot: true, HoldQOS: []string{"flex"}, Holder: holder}
+	dirtyNow, _ := sim.NewCarbonSeries([]time.Time{t0.Add(-time.Hour), t0.Add(2 * time.Hour)}, []float64{500, 100})
+	cleanNow, _ := sim.NewCarbonSeries([]time.Time{t0.Add(-3 * time.Hour), t0.Add(-time.Hour)}, []float64{500, 100})
+	flex := func(j slurm.Job, submitted time.Duration, reason string) slurm.Job {
+		j.QOS, j.Submit = "flex", t0.Add(-submitted)
+		if reason != "" {
+			j.Reason = reason
+		}
+		return j
+	}
 	for _, c := range []struct {
 		name   string
 		cfg    slurm.Config
@@ -146,8 +168,28 @@ func TestDecide(t *testing.T) {
 		advice []slurm.Advice
 		st     slurm.State
 		prio   slurm.Priority
+		carbon executor.Carbon
 		want   []string
 	}{
+		{name: "deferrable work is held for cleaner power within its wait", cfg: holds, carbon: dirtyNow,
+			jobs: []slurm.Job{flex(pending("1", 1, time.Hour, 1), time.Hour, ""), pending("2", 1, time.Hour, 1),
+				flex(pending("3", 1, time.Hour, 1), 5*time.Hour, ""), flex(pending("4", 1, time.Hour, 1), 0, "JobHeldUser")},
+			want: []string{"hold 1 0s until=+2h0m0s"}},
+		{name: "a held job is released once the cleaner power has come", cfg: holds, carbon: cleanNow,
+			jobs: []slurm.Job{flex(pending("1", 1, time.Hour, 1), time.Hour, "JobHeldAdmin")},
+			st:   slurm.State{Held: map[string]time.Time{"1": t0}},
+			want: []string{"release 1 0s"}},
+		{name: "a held job stays held while the cleaner power is ahead", cfg: holds, carbon: dirtyNow,
+			jobs: []slurm.Job{flex(pending("1", 1, time.Hour, 1), time.Hour, "JobHeldAdmin")},
+			st:   slurm.State{Held: map[string]time.Time{"1": t0.Add(2 * time.Hour)}}},
+		{name: "without the grid's intensity nothing is held and a held job is released", cfg: holds,
+			jobs: []slurm.Job{flex(pending("1", 1, time.Hour, 1), time.Hour, "JobHeldAdmin"), flex(pending("2", 1, time.Hour, 1), time.Hour, "")},
+			st:   slurm.State{Held: map[string]time.Time{"1": t0.Add(2 * time.Hour)}},
+			want: []string{"release 1 0s"}},
+		{name: "turned off, a held job is released; one another held is left alone", cfg: slurm.Config{}, carbon: dirtyNow,
+			jobs: []slurm.Job{flex(pending("1", 1, time.Hour, 1), time.Hour, "JobHeldAdmin"), flex(pending("2", 1, time.Hour, 1), time.Hour, "JobHeldUser")},
+			st:   slurm.State{Held: map[string]time.Time{"1": t0.Add(2 * time.Hour)}},
+			want: []string{"release 1 0s"}},
 		{name: "ordering sets Nice by the estimate: the recommended limit, at most the user's", cfg: order, prio: ages,
 			jobs:   []slurm.Job{pending("1", 1, 10*time.Hour, 1), pending("2", 1, time.Hour, 1), pending("4", 1, 0, 1)},
 			advice: []slurm.Advice{adv("1", 2*time.Hour), adv("2", 3*time.Hour), adv("4", 0)},
@@ -212,7 +254,7 @@ func TestDecide(t *testing.T) {
 			want:  []string{"power_up n1 0s"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			snap := slurm.Snapshot{Now: t0, Jobs: c.jobs, Nodes: c.nodes, Priority: c.prio}
+			snap := slurm.Snapshot{Now: t0, Jobs: c.jobs, Nodes: c.nodes, Priority: c.prio, Carbon: c.carbon}
 			c.st.Observe(slurm.Snapshot{Now: t0, Jobs: c.jobs, Nodes: c.nodes})
 			got := kinds(slurm.Decide(c.cfg, snap, c.advice, &c.st))
 			if !slices.Equal(got, c.want) {
@@ -263,12 +305,15 @@ func TestNoteChangedOnlyWhenItSaysSomethingElse(t *testing.T) {
 
 func TestRestoreUndoesEverything(t *testing.T) {
 	st := slurm.State{Lowered: map[string]slurm.Lowered{"1": {UserLimit: time.Hour}, "2": {UserLimit: 2 * time.Hour}, "gone": {}},
-		Niced: map[string]slurm.Niced{"1": {UserNice: 3}, "gone": {}}, Parked: map[string]time.Time{"n1": t0}}
-	snap := slurm.Snapshot{Now: t0, Jobs: []slurm.Job{pending("1", 1, time.Minute, 1), running("2", 1, time.Minute, 0)},
+		Niced: map[string]slurm.Niced{"1": {UserNice: 3}, "gone": {}}, Held: map[string]time.Time{"3": t0, "4": t0},
+		Parked: map[string]time.Time{"n1": t0}}
+	held := pending("3", 1, time.Minute, 1)
+	held.Reason = "JobHeldAdmin"
+	snap := slurm.Snapshot{Now: t0, Jobs: []slurm.Job{pending("1", 1, time.Minute, 1), running("2", 1, time.Minute, 0), held, pending("4", 1, time.Minute, 1)},
 		Nodes: []slurm.Node{node("n1", 4, "IDLE", "POWERED_DOWN")}}
 	st.Observe(snap)
 	got := kinds(slurm.Restore(snap, &st))
-	if want := []string{"restore 1 1h0m0s", "restore 2 2h0m0s", "restore_nice 1 0s nice=3", "power_up n1 0s"}; !slices.Equal(got, want) {
+	if want := []string{"restore 1 1h0m0s", "restore 2 2h0m0s", "restore_nice 1 0s nice=3", "release 3 0s", "power_up n1 0s"}; !slices.Equal(got, want) {
 		t.Errorf("got %q, want %q", got, want)
 	}
 }

@@ -33,6 +33,8 @@ func (f *fakeClient) Accounting(context.Context, time.Time) ([]byte, error) {
 }
 func (f *fakeClient) PowerDown(context.Context, string, string) error { return nil }
 func (f *fakeClient) PowerUp(context.Context, string) error           { return nil }
+func (f *fakeClient) Hold(context.Context, string) error              { return nil }
+func (f *fakeClient) Release(context.Context, string) error           { return nil }
 func (f *fakeClient) Priority(context.Context) (slurm.Priority, error) {
 	return slurm.Priority{Type: "priority/multifactor", WeightAge: 1000, MaxAge: 7 * 24 * time.Hour}, nil
 }

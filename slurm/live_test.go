@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prescient-sched/prescient/cluster"
+	"github.com/prescient-sched/prescient/executor"
+	"github.com/prescient-sched/prescient/executor/sim"
 	"github.com/prescient-sched/prescient/internal/slurmtest"
 	"github.com/prescient-sched/prescient/slurm"
 )
@@ -342,5 +345,54 @@ func TestOrderingThroughNiceOnRealSlurm(t *testing.T) {
 	}
 	if l, s := jobByID(t, cli, long), jobByID(t, cli, short); l.Nice != 0 || s.Nice != 5 {
 		t.Fatalf("after stop: long's nice %d, short's %d; want 0 and 5", l.Nice, s.Nice)
+	}
+}
+
+// TestHoldingForCleanerPowerOnRealSlurm: a deferrable job is held while
+// cleaner power is ahead, does not start when GPUs come free, and starts
+// once released when the grid has turned clean.
+func TestHoldingForCleanerPowerOnRealSlurm(t *testing.T) {
+	c := slurmtest.Start(t)
+	ctx := context.Background()
+	cli := &slurm.CLI{Conf: c.Conf}
+	hog := c.Sbatch(t, "-J", "hog", "-t", "60", "--gres=gpu:4", "--wrap", "sleep 300")
+	if err := waitFor(func() bool { return jobByID(t, cli, hog).Running() }); err != nil {
+		t.Fatalf("job %s never ran", hog)
+	}
+	flex := c.Sbatch(t, "-J", "flex", "-t", "10", "--gres=gpu:1", "--wrap", "sleep 300")
+
+	now := time.Now()
+	dirty, _ := sim.NewCarbonSeries([]time.Time{now.Add(-time.Hour), now.Add(time.Hour)}, []float64{500, 100})
+	clean, _ := sim.NewCarbonSeries([]time.Time{now.Add(-time.Hour)}, []float64{100})
+	grid := executor.Carbon(dirty)
+	holder, err := executor.NewCarbonHold([]cluster.Tier{cluster.TierOpportunistic}, 6*time.Hour, 0.2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	qos := jobByID(t, cli, flex).QOS
+	r := &slurm.Runner{Client: cli, Estimator: limitEstimator{}, Dir: t.TempDir(),
+		Config: slurm.Config{Autopilot: true, HoldQOS: []string{qos}, Holder: holder},
+		Carbon: func(context.Context) (executor.Carbon, error) { return grid, nil }}
+	t.Cleanup(func() { r.Close() })
+	if err := r.Cycle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if j := jobByID(t, cli, flex); j.Reason != "JobHeldAdmin" {
+		t.Fatalf("QOS %s job not held: %+v", qos, j)
+	}
+	c.Run(t, "scancel", hog)
+	time.Sleep(3 * time.Second)
+	if j := jobByID(t, cli, flex); !j.Pending() {
+		t.Fatalf("held job started: %+v", j)
+	}
+	grid = clean
+	if err := r.Cycle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitFor(func() bool { return jobByID(t, cli, flex).Running() }); err != nil {
+		t.Fatalf("released job never ran: %s", c.Run(t, "squeue", "-o", "%i %j %T %r"))
+	}
+	if st := r.State(); len(st.Held) != 0 {
+		t.Errorf("state still holds %v", st.Held)
 	}
 }

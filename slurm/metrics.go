@@ -17,6 +17,7 @@ type Metrics struct {
 	advised  prometheus.Gauge       // of them, with a limit below their own
 	lowered  prometheus.Gauge       // jobs whose limit autopilot holds lowered
 	niced    prometheus.Gauge       // jobs whose Nice autopilot set
+	held     prometheus.Gauge       // jobs autopilot holds
 	parked   prometheus.Gauge       // nodes autopilot parked
 	last     prometheus.Gauge       // Unix time of the last cycle that succeeded
 }
@@ -36,7 +37,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		}),
 		changes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "prescient_slurm_changes_total",
-			Help: "Changes made to the cluster, by kind (comment, lower, restore, nice, restore_nice, power_down, power_up) and result (ok, failed).",
+			Help: "Changes made to the cluster, by kind (comment, lower, restore, nice, restore_nice, hold, release, power_down, power_up) and result (ok, failed).",
 		}, []string{"kind", "result"}),
 		pending: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "prescient_slurm_pending_jobs",
@@ -54,6 +55,10 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "prescient_slurm_ordered_jobs",
 			Help: "Jobs whose Nice autopilot set to order them (restored when it stops).",
 		}),
+		held: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "prescient_slurm_held_jobs",
+			Help: "Pending jobs autopilot holds for cleaner power (released when it stops).",
+		}),
 		parked: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "prescient_slurm_parked_nodes",
 			Help: "Nodes autopilot powered down and has not woken.",
@@ -63,7 +68,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "When the last cycle that succeeded ended (Unix time): alert when it falls behind.",
 		}),
 	}
-	for _, c := range []prometheus.Collector{m.cycles, m.duration, m.changes, m.pending, m.advised, m.lowered, m.niced, m.parked, m.last} {
+	for _, c := range []prometheus.Collector{m.cycles, m.duration, m.changes, m.pending, m.advised, m.lowered, m.niced, m.held, m.parked, m.last} {
 		if err := reg.Register(c); err != nil {
 			var dup prometheus.AlreadyRegisteredError
 			if errors.As(err, &dup) {
@@ -96,6 +101,7 @@ func (m *Metrics) cycle(err error, took time.Duration, end time.Time, advice []A
 	m.advised.Set(float64(lower))
 	m.lowered.Set(float64(len(st.Lowered)))
 	m.niced.Set(float64(len(st.Niced)))
+	m.held.Set(float64(len(st.Held)))
 	m.parked.Set(float64(len(st.Parked)))
 }
 

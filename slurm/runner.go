@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prescient-sched/prescient/executor"
 	"github.com/prescient-sched/prescient/internal/fsutil"
 )
 
@@ -52,6 +53,10 @@ type Runner struct {
 	Warmup time.Duration
 	// Metrics, when set, are kept up to date (NewMetrics).
 	Metrics *Metrics
+	// Carbon reads the grid's carbon intensity for the Config's Holder
+	// each cycle; when it fails (or is nil) nothing is held, and the jobs
+	// held are released.
+	Carbon func(ctx context.Context) (executor.Carbon, error)
 
 	mu       sync.Mutex
 	state    State
@@ -96,6 +101,12 @@ func (r *Runner) Cycle(ctx context.Context) (err error) {
 			return err
 		}
 	}
+	if r.Config.Holder != nil && r.Carbon != nil {
+		if snap.Carbon, err = r.Carbon(ctx); err != nil {
+			r.Log.Warn("slurm: carbon intensity not read; holding nothing", "err", err)
+			snap.Carbon = nil
+		}
+	}
 	// 2. Learn from the jobs that ended since the last cycle.
 	since := r.learned
 	if since.IsZero() {
@@ -138,7 +149,7 @@ func (r *Runner) Cycle(ctx context.Context) (err error) {
 }
 
 // Stop undoes what the Runner changed: lowered limits and Nice values
-// back to the users', parked nodes powered up. The state keeps what could not be undone.
+// back to the users', held jobs released, parked nodes powered up. The state keeps what could not be undone.
 func (r *Runner) Stop(ctx context.Context) error {
 	if err := r.load(); err != nil {
 		return err
@@ -248,6 +259,18 @@ func (r *Runner) apply(ctx context.Context, acts []Action) {
 			if err = r.Client.Update(ctx, a.Job, Update{Nice: a.Nice}); err == nil {
 				r.mu.Lock()
 				delete(r.state.Niced, a.Job)
+				r.mu.Unlock()
+			}
+		case ActHold:
+			if err = r.Client.Hold(ctx, a.Job); err == nil {
+				r.mu.Lock()
+				r.state.Held[a.Job] = a.Until
+				r.mu.Unlock()
+			}
+		case ActRelease:
+			if err = r.Client.Release(ctx, a.Job); err == nil {
+				r.mu.Lock()
+				delete(r.state.Held, a.Job)
 				r.mu.Unlock()
 			}
 		case ActPowerDown:

@@ -338,10 +338,6 @@ func runSimulate(ctx context.Context, g *globals, o *simulateOptions, stdout, st
 // speedsGavel is --speeds' one value: executor.GavelSpeeds.
 const speedsGavel = "gavel"
 
-// carbonSaving is how much cleaner power must get for --carbon-wait to hold
-// a job: 20%.
-const carbonSaving = 0.2
-
 // replayTruth is what the forecasters may know: the true durations (for the
 // oracle) and the jobs as the trace recorded them (for learned models).
 type replayTruth struct {
@@ -362,7 +358,7 @@ func (o *simulateOptions) replay(ctx context.Context, g *globals, name string, j
 		pol.Placer = &executor.FastestFirst{Inner: pol.Placer}
 	}
 	if o.carbonWait > 0 {
-		if pol.Hold, err = executor.NewCarbonHold([]cluster.Tier{cluster.TierOpportunistic}, o.carbonWait, carbonSaving); err != nil {
+		if pol.Hold, err = carbonHold(o.carbonWait); err != nil {
 			return nil, fmt.Errorf("--carbon-wait: %w", err)
 		}
 	}

@@ -7,7 +7,6 @@ import (
 	"io"
 	"math"
 	"strings"
-	"time"
 
 	"github.com/spf13/pflag"
 
@@ -47,19 +46,7 @@ func (o *simulateOptions) carbonSeries() (*sim.CarbonSeries, error) {
 	if o.carbon == "" {
 		return nil, nil
 	}
-	pts, err := datasets.ReadCarbon(o.carbon)
-	if err != nil {
-		return nil, fmt.Errorf("--carbon: %w", err)
-	}
-	times, values := make([]time.Time, len(pts)), make([]float64, len(pts))
-	for i, p := range pts {
-		times[i], values[i] = p.Time, p.GPerKWh
-	}
-	c, err := sim.NewCarbonSeries(times, values)
-	if err != nil {
-		return nil, fmt.Errorf("--carbon %s: %w", o.carbon, err)
-	}
-	return c, nil
+	return readCarbonSeries(o.carbon)
 }
 
 // validatePlacement checks --experiment and --placement for a replay.

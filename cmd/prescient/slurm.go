@@ -35,6 +35,8 @@ type slurmOptions struct {
 	every, warmup  time.Duration
 	once           bool
 	cfg            slurm.Config
+	carbon         string
+	carbonWait     time.Duration
 }
 
 // slurmSite is where a prescient slurm command finds the cluster's
@@ -71,14 +73,18 @@ prescient train --target duration --trace slurm:sacct.json), and every --every:
     job its own limit back when it runs near the lowered one; with
     --order-partitions sets pending jobs' Nice so that Slurm's age factor orders
     them by submit time plus their estimate (the headstart-backfill policy of
-    simulate; needs PriorityType=priority/multifactor with PriorityWeightAge); and
-    with --park-idle-after powers idle nodes down (POWER_DOWN_ASAP) while nothing
-    pends in their partitions and up (POWER_UP) when work comes, through the site's
+    simulate; needs PriorityType=priority/multifactor with PriorityWeightAge); with
+    --hold-qos and --carbon holds pending jobs of those QOS (scontrol hold) while
+    power at least 20% cleaner comes within --carbon-wait of their submission, and
+    releases them when it has come (simulate's --carbon-wait); and with
+    --park-idle-after powers idle nodes down (POWER_DOWN_ASAP) while nothing pends
+    in their partitions and up (POWER_UP) when work comes, through the site's
     SuspendProgram and ResumeProgram.
 
 Every change is an event in --state/events.jsonl; what it changed is kept in
 --state/state.json, so a restarted Prescient picks up where it was. Turning
-autopilot off restores the users' limits and Nice values and wakes the nodes it parked; so does
+autopilot off restores the users' limits and Nice values, releases the jobs it held and
+wakes the nodes it parked; so does
 stopping (SIGINT or SIGTERM). A Prescient killed outright restores them when it
 next starts without --autopilot, or when "prescient slurm restore --stale-after D"
 (from cron or a timer) finds it gone for longer than D. Changing other users' jobs
@@ -104,6 +110,9 @@ and without authentication: bind it to a trusted address.`,
 	f.StringSliceVar(&o.cfg.Partitions, "partitions", nil, "partitions whose pending jobs' limits autopilot may lower")
 	f.DurationVar(&o.cfg.Floor, "floor", 10*time.Minute, "the least limit autopilot sets")
 	f.StringSliceVar(&o.cfg.Order, "order-partitions", nil, "partitions whose pending jobs autopilot orders through Nice, by submit time plus estimate")
+	f.StringSliceVar(&o.cfg.HoldQOS, "hold-qos", nil, "QOS of deferrable jobs autopilot may hold for cleaner power (with --carbon)")
+	f.StringVar(&o.carbon, "carbon", "", "CSV of time,gco2_per_kwh: the grid's carbon intensity, forecast ahead (read again when it changes)")
+	f.DurationVar(&o.carbonWait, "carbon-wait", 6*time.Hour, "the longest a held job waits after its submission")
 	f.DurationVar(&o.cfg.ParkIdleAfter, "park-idle-after", 0, "power down a node idle this long with nothing pending in its partitions (0: never)")
 	f.StringSliceVar(&o.cfg.ParkPartitions, "park-partitions", nil, "partitions whose nodes may be parked (default: all)")
 	cmd.AddCommand(newSlurmQueueCmd(g), newSlurmRestoreCmd(g))
@@ -121,7 +130,7 @@ func newSlurmRestoreCmd(g *globals) *cobra.Command {
 		Long: `The watchdog for a prescient slurm that was killed and not started again: when no
 prescient slurm holds --state and its last cycle ended more than --stale-after ago, it
 gives every lowered job still pending or running its user's limit back, every ordered
-one its user's Nice, and wakes the nodes it parked, recording each change in --state/events.jsonl. Otherwise it does
+one its user's Nice, releases the jobs it held, and wakes the nodes it parked, recording each change in --state/events.jsonl. Otherwise it does
 nothing. Run it from cron or a systemd timer.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -133,7 +142,7 @@ nothing. Run it from cron or a systemd timer.`,
 				return err
 			}
 			if done {
-				fmt.Fprintln(cmd.OutOrStdout(), "restored: limits, Nice values and parked nodes")
+				fmt.Fprintln(cmd.OutOrStdout(), "restored: limits, Nice values, held jobs and parked nodes")
 			} else {
 				fmt.Fprintln(cmd.OutOrStdout(), "nothing to do: prescient slurm runs, or stopped less than --stale-after ago")
 			}
@@ -156,6 +165,21 @@ func runSlurm(ctx context.Context, g *globals, o slurmOptions) error {
 	if err := o.cfg.Validate(); err != nil {
 		return err
 	}
+	if (len(o.cfg.HoldQOS) > 0) != (o.carbon != "") {
+		return errors.New("--hold-qos and --carbon go together: the QOS to hold, and the grid's intensity to hold them for")
+	}
+	var carbon *carbonFile
+	if o.carbon != "" {
+		hold, err := carbonHold(o.carbonWait)
+		if err != nil {
+			return fmt.Errorf("--carbon-wait: %w", err)
+		}
+		o.cfg.Holder = hold
+		carbon = &carbonFile{path: o.carbon}
+		if _, err := carbon.Read(ctx); err != nil {
+			return err
+		}
+	}
 	est, err := newSlurmEstimator(o.models, g.logger)
 	if err != nil {
 		return err
@@ -167,6 +191,9 @@ func runSlurm(ctx context.Context, g *globals, o slurmOptions) error {
 	}
 	r := o.site.runner(g.logger)
 	r.Estimator, r.Config, r.Warmup, r.Metrics = est, o.cfg, o.warmup, metrics
+	if carbon != nil {
+		r.Carbon = carbon.Read
+	}
 	log := r.Log
 	if o.once {
 		return errors.Join(r.Cycle(ctx), r.Close())
@@ -201,7 +228,7 @@ func runSlurm(ctx context.Context, g *globals, o slurmOptions) error {
 			if err := r.Stop(restore); err != nil {
 				return fmt.Errorf("slurm: restoring on stop: %w", err)
 			}
-			log.Info("stopped; limits, Nice values and nodes restored")
+			log.Info("stopped; limits, Nice values, held jobs and nodes restored")
 			return nil
 		case <-tick.C:
 		}

@@ -150,6 +150,10 @@ func TestSlurmAdvisorOnRealSlurm(t *testing.T) {
 }
 
 func TestSlurmFlagsSayWhatIsWrong(t *testing.T) {
+	badCarbon := filepath.Join(t.TempDir(), "carbon.csv")
+	if err := os.WriteFile(badCarbon, []byte("time,gco2_per_kwh\n2026-12-07 10:00:00,400\n2026-12-07 11:00:00,lots\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		args []string
 		want string
@@ -158,6 +162,11 @@ func TestSlurmFlagsSayWhatIsWrong(t *testing.T) {
 		{[]string{"slurm", "--models", "x", "--every", "10ms"}, "--every 10ms"},
 		{[]string{"slurm", "--models", "x", "--autopilot", "--partitions", "gpu", "--floor", "1s"}, "floor of at least a minute"},
 		{[]string{"slurm", "--models", t.TempDir()}, "--models"},
+		{[]string{"slurm", "--models", "x", "--autopilot", "--hold-qos", "flex"}, "--hold-qos and --carbon go together"},
+		{[]string{"slurm", "--models", "x", "--carbon", "nowhere.csv"}, "--hold-qos and --carbon go together"},
+		{[]string{"slurm", "--models", "x", "--hold-qos", "flex", "--carbon", "nowhere.csv"}, "--carbon: "},
+		{[]string{"slurm", "--models", "x", "--hold-qos", "flex", "--carbon", badCarbon, "--carbon-wait", "1h"}, badCarbon + ":3"},
+		{[]string{"slurm", "--models", "x", "--hold-qos", "flex", "--carbon", badCarbon, "--carbon-wait", "0s"}, "--carbon-wait"},
 	} {
 		if _, err := run(t, c.args...); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: %v, want %q", c.args, err, c.want)
