@@ -55,7 +55,8 @@ type Config struct {
 	Order []string
 	// HoldQOS are the QOS of the site's deferrable work: their pending
 	// jobs are the opportunistic tier, which Holder may hold (scontrol
-	// hold) and release; none, or no Holder: nothing is held.
+	// hold) and release; none, or no Holder: nothing is held. Holder must
+	// hold that tier (cmd's carbonHold: the rule of simulate --carbon-wait).
 	HoldQOS []string
 	Holder  executor.Holder
 }
@@ -65,7 +66,7 @@ type Config struct {
 // autopilot do nothing, silently.
 var ErrUnknownPartition = errors.New("no node is in that partition")
 
-// checkPartitions checks that Partitions and ParkPartitions name
+// checkPartitions checks that Partitions, ParkPartitions and Order name
 // partitions of nodes.
 func (c Config) checkPartitions(nodes []Node) error {
 	known := map[string]bool{}
@@ -139,6 +140,9 @@ type State struct {
 	Niced map[string]Niced `json:"niced"`
 	// Held are the jobs it held, and until when it meant to.
 	Held map[string]time.Time `json:"held"`
+	// Released are the jobs it held that someone else released, and
+	// when it saw that: it does not hold them again.
+	Released map[string]time.Time `json:"released"`
 	// Parked are the nodes it powered down, and when.
 	Parked map[string]time.Time `json:"parked"`
 	// IdleSince is when each node was first seen idle.
@@ -256,7 +260,7 @@ func Decide(cfg Config, snap Snapshot, advice []Advice, st *State) []Action {
 	// 3.
 	for i := range snap.Jobs {
 		j := &snap.Jobs[i]
-		if !j.Pending() || j.Held() || !cfg.mayHold(j) {
+		if _, released := st.Released[j.ID]; !j.Pending() || j.Held() || released || !cfg.mayHold(j) {
 			continue
 		}
 		if until, why, ok := cfg.hold(j, &snap); ok {
@@ -269,9 +273,9 @@ func Decide(cfg Config, snap Snapshot, advice []Advice, st *State) []Action {
 			continue // gone, started or released by someone else: State.Observe forgets it
 		}
 		if !cfg.mayHold(j) {
-			acts = append(acts, Action{Kind: ActRelease, Job: id, Reason: "autopilot off for it"})
+			acts = append(acts, release(id, "autopilot off for it"))
 		} else if _, _, ok := cfg.hold(j, &snap); !ok {
-			acts = append(acts, Action{Kind: ActRelease, Job: id, Reason: "its wait for cleaner power is over"})
+			acts = append(acts, release(id, "its wait for cleaner power is over"))
 		}
 	}
 	// 5.
@@ -290,8 +294,7 @@ func Decide(cfg Config, snap Snapshot, advice []Advice, st *State) []Action {
 	}
 	for _, id := range sortedKeys(st.Niced) {
 		if j := jobs[id]; j != nil && j.Live() && !cfg.mayOrder(j) {
-			user := st.Niced[id].UserNice
-			acts = append(acts, Action{Kind: ActUnNice, Job: id, Nice: &user, Reason: "autopilot off for its partition"})
+			acts = append(acts, unNice(id, st.UserNice(j), "autopilot off for its partition"))
 		}
 	}
 	// 6 and 7.
@@ -337,13 +340,22 @@ func estimate(a Advice) time.Duration {
 }
 
 // UserNice is the Nice j's user gave it: the one it had before it was
-// ordered, else its own.
+// ordered, else its own. A Nice that is neither the one set nor the
+// user's was set since by someone else: it is the user's now.
 func (st *State) UserNice(j *Job) int {
-	if n, ok := st.Niced[j.ID]; ok {
+	if n, ok := st.Niced[j.ID]; ok && j.Nice == n.Set {
 		return n.UserNice
 	}
 	return j.Nice
 }
+
+// unNice gives job id its user's Nice back; release lets go of a job it
+// held.
+func unNice(id string, user int, why string) Action {
+	return Action{Kind: ActUnNice, Job: id, Nice: &user, Reason: why}
+}
+
+func release(id, why string) Action { return Action{Kind: ActRelease, Job: id, Reason: why} }
 
 // UserLimit is the limit j's user asked for: the one it was lowered from,
 // else its own.
@@ -360,7 +372,9 @@ func (st *State) UserLimit(j *Job) time.Duration {
 func RestoreMargin(limit time.Duration) time.Duration { return max(2*time.Minute, limit/10) }
 
 // Observe updates what State tracks of the cluster itself: when nodes
-// went idle, and lowered jobs and parked nodes that are gone or woken.
+// went idle; lowered and ordered jobs that are gone; held jobs that are
+// gone, started or released by someone else (kept as Released while
+// pending); parked nodes that are gone or woken.
 func (st *State) Observe(snap Snapshot) {
 	st.init()
 	jobs := snap.byID()
@@ -377,6 +391,14 @@ func (st *State) Observe(snap Snapshot) {
 	for id := range st.Held {
 		if j := jobs[id]; j == nil || !j.Held() {
 			delete(st.Held, id)
+			if j != nil && j.Pending() {
+				st.Released[id] = snap.Now
+			}
+		}
+	}
+	for id := range st.Released {
+		if j := jobs[id]; j == nil || !j.Pending() {
+			delete(st.Released, id)
 		}
 	}
 	nodes := map[string]bool{}
@@ -411,6 +433,9 @@ func (st *State) init() {
 	if st.Held == nil {
 		st.Held = map[string]time.Time{}
 	}
+	if st.Released == nil {
+		st.Released = map[string]time.Time{}
+	}
 	if st.Parked == nil {
 		st.Parked = map[string]time.Time{}
 	}
@@ -433,13 +458,12 @@ func Restore(snap Snapshot, st *State) []Action {
 	}
 	for _, id := range sortedKeys(st.Niced) {
 		if j := jobs[id]; j != nil && j.Live() {
-			user := st.Niced[id].UserNice
-			acts = append(acts, Action{Kind: ActUnNice, Job: id, Nice: &user, Reason: "Prescient stops"})
+			acts = append(acts, unNice(id, st.UserNice(j), "Prescient stops"))
 		}
 	}
 	for _, id := range sortedKeys(st.Held) {
 		if j := jobs[id]; j != nil && j.Held() {
-			acts = append(acts, Action{Kind: ActRelease, Job: id, Reason: "Prescient stops"})
+			acts = append(acts, release(id, "Prescient stops"))
 		}
 	}
 	for _, n := range sortedKeys(st.Parked) {

@@ -228,7 +228,7 @@ func ParseDuration(s string) (time.Duration, error) {
 	if s == "" {
 		return 0, nil
 	}
-	bad := errors.New("not a Slurm duration ([DD-[HH:]]MM:SS)")
+	bad := errors.New("not a Slurm duration (MM, MM:SS, HH:MM:SS, DD-HH, DD-HH:MM or DD-HH:MM:SS)")
 	days, rest, hasDays := strings.Cut(s, "-")
 	if !hasDays {
 		days, rest = "0", s
@@ -244,8 +244,11 @@ func ParseDuration(s string) (time.Duration, error) {
 		false: {{60}, {60, 1}, {3600, 60, 1}},
 	}[hasDays][len(parts)-1]
 	d, err := strconv.ParseInt(days, 10, 64)
-	if err != nil || d < 0 || d > maxDays {
+	if err != nil || d < 0 {
 		return 0, bad
+	}
+	if d > maxDays {
+		return 0, fmt.Errorf("%w (over 50 years)", errTooLarge)
 	}
 	total := float64(d) * 86400
 	for i, p := range parts {
@@ -257,7 +260,7 @@ func ParseDuration(s string) (time.Duration, error) {
 		total += v * units[i]
 	}
 	if total > maxDays*86400 {
-		return 0, bad
+		return 0, fmt.Errorf("%w (over 50 years)", errTooLarge)
 	}
 	whole := math.Trunc(total) // whole and fractional seconds apart: exact to the nanosecond
 	return time.Duration(whole)*time.Second + time.Duration(math.Round((total-whole)*1e9)), nil

@@ -17,7 +17,7 @@ import (
 // MaxAge of waiting and loses its Nice.
 type Priority struct {
 	Type      string        // PriorityType: priority/multifactor, priority/basic
-	WeightAge int64         // PriorityWeightAge
+	WeightAge int64         // PriorityWeightAge, 0 to 2^32−1
 	MaxAge    time.Duration // PriorityMaxAge
 }
 
@@ -30,7 +30,8 @@ var ErrNoAgeFactor = errors.New("Nice cannot order jobs: priorities do not grow 
 // is worth a wait: ErrNoAgeFactor if not.
 func (p Priority) Ages() error {
 	if p.Type != "priority/multifactor" || p.WeightAge <= 0 || p.MaxAge <= 0 {
-		return fmt.Errorf("slurm: %s, PriorityWeightAge %d, PriorityMaxAge %s: %w", p.Type, p.WeightAge, p.MaxAge, ErrNoAgeFactor)
+		return fmt.Errorf("slurm: ordering through Nice: PriorityType %q, PriorityWeightAge %d, PriorityMaxAge %s: %w",
+			p.Type, p.WeightAge, p.MaxAge, ErrNoAgeFactor)
 	}
 	return nil
 }
@@ -74,10 +75,9 @@ func ParsePriority(r io.Reader) (Priority, error) {
 		case "PriorityType":
 			p.Type = value
 		case "PriorityWeightAge":
-			p.WeightAge, err = strconv.ParseInt(value, 10, 32)
-			if err == nil && p.WeightAge < 0 {
-				err = errNegative
-			}
+			var w uint64
+			w, err = strconv.ParseUint(value, 10, 32) // a uint32 in Slurm
+			p.WeightAge = int64(w)
 		case "PriorityMaxAge":
 			p.MaxAge, err = ParseDuration(value)
 		}

@@ -54,8 +54,8 @@ type Runner struct {
 	// Metrics, when set, are kept up to date (NewMetrics).
 	Metrics *Metrics
 	// Carbon reads the grid's carbon intensity for the Config's Holder
-	// each cycle; when it fails (or is nil) nothing is held, and the jobs
-	// held are released.
+	// each cycle. When a read fails the last one read serves; with none
+	// (or no Carbon) nothing is held, and the jobs held are released.
 	Carbon func(ctx context.Context) (executor.Carbon, error)
 
 	mu       sync.Mutex
@@ -63,6 +63,8 @@ type Runner struct {
 	advice   []Advice
 	events   []Event // the latest, for the API
 	learned  time.Time
+	ages     bool            // the priority settings were read and let Nice order jobs
+	carbon   executor.Carbon // the last intensity read
 	loaded   bool
 	eventLog *os.File
 	lock     *os.File // Dir/lock, flocked while the Runner holds Dir
@@ -93,19 +95,18 @@ func (r *Runner) Cycle(ctx context.Context) (err error) {
 	if err := r.Config.checkPartitions(snap.Nodes); err != nil {
 		return err
 	}
-	if len(r.Config.Order) > 0 { // a Nice is worth a wait only if priorities grow with age
-		if snap.Priority, err = r.Client.Priority(ctx); err != nil {
-			return fmt.Errorf("slurm: priority settings: %w", err)
-		}
-		if err := snap.Priority.Ages(); err != nil {
+	if len(r.Config.Order) > 0 {
+		if err := r.readPriority(ctx, &snap); err != nil {
 			return err
 		}
 	}
 	if r.Config.Holder != nil && r.Carbon != nil {
-		if snap.Carbon, err = r.Carbon(ctx); err != nil {
-			r.Log.Warn("slurm: carbon intensity not read; holding nothing", "err", err)
-			snap.Carbon = nil
+		if c, err := r.Carbon(ctx); err != nil {
+			r.Log.Warn("slurm: carbon intensity not read; the last one read serves", "err", err)
+		} else {
+			r.carbon = c
 		}
+		snap.Carbon = r.carbon
 	}
 	// 2. Learn from the jobs that ended since the last cycle.
 	since := r.learned
@@ -146,6 +147,29 @@ func (r *Runner) Cycle(ctx context.Context) (err error) {
 	r.state.LastCycle = now
 	r.mu.Unlock()
 	return r.save()
+}
+
+// readPriority reads the priority settings into snap. A Nice is worth a
+// wait only if priorities grow with age: until a read has shown they do,
+// a failure is the cycle's error (nothing changes); after, it is logged
+// and the cycle goes on without ordering, so that restores and the other
+// levers are not held up by it.
+func (r *Runner) readPriority(ctx context.Context, snap *Snapshot) error {
+	p, err := r.Client.Priority(ctx)
+	if err == nil {
+		err = p.Ages()
+	} else {
+		err = fmt.Errorf("slurm: priority settings: %w", err)
+	}
+	switch {
+	case err == nil:
+		snap.Priority, r.ages = p, true
+	case !r.ages:
+		return err
+	default:
+		r.Log.Warn("slurm: no ordering this cycle", "err", err)
+	}
+	return nil
 }
 
 // Stop undoes what the Runner changed: lowered limits and Nice values
@@ -287,7 +311,8 @@ func (r *Runner) apply(ctx context.Context, acts []Action) {
 			ev.Error = err.Error()
 			r.Log.Warn("slurm: change failed", "kind", a.Kind, "job", a.Job, "node", a.Node, "err", err)
 		} else if a.Kind != ActComment {
-			r.Log.Info("slurm: changed", "kind", a.Kind, "job", a.Job, "node", a.Node, "limit", a.Limit, "reason", a.Reason)
+			r.Log.Info("slurm: changed", "kind", a.Kind, "job", a.Job, "node", a.Node, "limit", a.Limit, "nice", a.Nice,
+				"until", a.Until, "reason", a.Reason)
 		}
 		r.record(ev)
 	}

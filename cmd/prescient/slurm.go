@@ -106,7 +106,7 @@ and without authentication: bind it to a trusted address.`,
 	f.DurationVar(&o.warmup, "warmup", 14*24*time.Hour, "accounting read at start to calibrate the limits")
 	f.BoolVar(&o.once, "once", false, "run one cycle and exit (restoring nothing)")
 	f.BoolVar(&o.cfg.Comment, "comment", true, "append the advice to pending jobs' AdminComment")
-	f.BoolVar(&o.cfg.Autopilot, "autopilot", false, "change limits and park nodes (off: advise, and undo earlier changes)")
+	f.BoolVar(&o.cfg.Autopilot, "autopilot", false, "change limits, Nice values and holds, and park nodes (off: advise, and undo earlier changes)")
 	f.StringSliceVar(&o.cfg.Partitions, "partitions", nil, "partitions whose pending jobs' limits autopilot may lower")
 	f.DurationVar(&o.cfg.Floor, "floor", 10*time.Minute, "the least limit autopilot sets")
 	f.StringSliceVar(&o.cfg.Order, "order-partitions", nil, "partitions whose pending jobs autopilot orders through Nice, by submit time plus estimate")

@@ -69,7 +69,7 @@ func registry() map[string]entry {
 		"srtf-oracle":   {doc: "shortest remaining true time first; preemptive", checkpoint: "none", build: buildSRTF},
 		"tiresias":      {doc: "2D least attained service, discretized queues, starvation promotion; preemptive; no forecasts", checkpoint: "none", build: buildTiresias},
 		"easy-backfill": {doc: "FIFO with EASY backfilling on P90 estimates", checkpoint: "none", forecasts: true, build: buildEASY},
-		"headstart-backfill": {doc: "EASY backfilling on P90 estimates, the queue ordered by submit time plus estimate (the order prescient slurm --order-partitions sets through Nice)",
+		"headstart-backfill": {doc: "EASY backfilling on P90 estimates, the queue ordered by submit time plus estimate (nearly the order prescient slurm --order-partitions sets through Nice)",
 			checkpoint: "none", forecasts: true, build: buildHeadStart},
 		"prescient": {doc: "tiers, fair share of GPUs and of waiting, deadlines with reservations and backfill, Gittins order on the forecast's spread with checkpoint-first least-lost-work preemption, Young/Daly checkpoints losing at most 20m, the prescient placement", checkpoint: PrescientCheckpoint, forecasts: true, build: buildPrescient},
 	}

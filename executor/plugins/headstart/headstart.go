@@ -22,7 +22,8 @@ func (*HeadStart) Name() string { return Name }
 // Key implements executor.QueueOrder: the submit time in Unix seconds
 // plus the job's P90 remaining time in seconds.
 func (*HeadStart) Key(v *executor.JobView, _ *executor.OrderContext) executor.Key {
-	return executor.Key{float64(v.Job.SubmitTime.UnixNano())/1e9 + v.RemainingP90().Seconds()}
+	s := v.Job.SubmitTime
+	return executor.Key{float64(s.Unix()) + float64(s.Nanosecond())/1e9 + v.RemainingP90().Seconds()}
 }
 
 // StaticKeys implements executor.StaticOrder: a queued job's remaining
