@@ -1,12 +1,16 @@
 package models
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"hash/fnv"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/sjwhitworth/golearn/base"
 	"github.com/sjwhitworth/golearn/trees"
@@ -137,7 +141,7 @@ func (f *Forest) Fit(ctx context.Context, X [][]float64, y []float64) error {
 		if err != nil {
 			return fmt.Errorf("%s: tree %d: %w", ForestName, t, err)
 		}
-		gen := &randomSplit{attrs: min(attrs, len(active)), minNode: f.Config.MinNode, rng: rand.New(rand.NewPCG(rng.Uint64(), rng.Uint64()))}
+		gen := &randomSplit{attrs: min(attrs, len(active)), minNode: f.Config.MinNode, seed: rng.Uint64()}
 		root := trees.InferID3Tree(inst, gen)
 		f.Trees = append(f.Trees, f.flatten(root))
 		f.opt.progress(t+1, f.Config.Trees)
@@ -216,15 +220,16 @@ func golearnInstances(X [][]float64, active, classes, sample []int, nClasses int
 }
 
 // randomSplit is a golearn rule generator: it considers attrs randomly
-// chosen features at each node and leaves nodes smaller than minNode
-// unsplit. (golearn's own RandomTreeRuleGenerator loops forever once
-// fewer features remain on a path than it wants to consider, and splits
-// down to single rows.)
+// chosen features at each node, splits at the one whose best split
+// (numericSplit) leaves the least entropy, and leaves nodes smaller than
+// minNode unsplit. (golearn's own RandomTreeRuleGenerator loops forever
+// once fewer features remain on a path than it wants to consider, and
+// splits down to single rows; its information-gain rule is not the same
+// from run to run.)
 type randomSplit struct {
 	attrs   int
 	minNode int
-	rng     *rand.Rand
-	inner   trees.InformationGainRuleGenerator
+	seed    uint64 // the tree's
 }
 
 func (r *randomSplit) GenerateSplitRule(f base.FixedDataGrid) *trees.DecisionTreeRule {
@@ -235,8 +240,105 @@ func (r *randomSplit) GenerateSplitRule(f base.FixedDataGrid) *trees.DecisionTre
 	if len(all) == 0 {
 		return nil
 	}
-	r.rng.Shuffle(len(all), func(i, j int) { all[i], all[j] = all[j], all[i] })
-	return r.inner.GetSplitRuleFromSelection(all[:min(r.attrs, len(all))], f)
+	// golearn lists attributes and grows a node's children in map order.
+	// So the attributes are sorted by name, and each node draws from its
+	// own stream, seeded by the tree's seed and what the node holds (one
+	// stream for the tree would land its draws on other nodes from run to
+	// run). One seed, one forest.
+	slices.SortFunc(all, func(a, b base.Attribute) int { return strings.Compare(a.GetName(), b.GetName()) })
+	rng := rand.New(rand.NewPCG(r.seed, nodeKey(f)))
+	rng.Shuffle(len(all), func(i, j int) { all[i], all[j] = all[j], all[i] })
+	// golearn's own rule generator reads a node's rows in map order and
+	// sums entropies in that order, so near ties between attributes and
+	// split points go either way from run to run: numericSplit chooses
+	// in one order.
+	var best *trees.DecisionTreeRule
+	least := math.Inf(1)
+	for _, a := range all[:min(r.attrs, len(all))] {
+		if val, h, ok := numericSplit(f, a); ok && h < least {
+			best, least = &trees.DecisionTreeRule{SplitAttr: a, SplitVal: val}, h
+		}
+	}
+	return best // nil when no attribute splits the node: a leaf
+}
+
+// nodeKey tells a tree's nodes apart by what they hold: their rows and
+// how many of them each class has.
+func nodeKey(f base.FixedDataGrid) uint64 {
+	dist := base.GetClassDistribution(f)
+	_, rows := f.Size()
+	h := fnv.New64a()
+	fmt.Fprint(h, rows)
+	for _, c := range slices.Sorted(maps.Keys(dist)) {
+		fmt.Fprintf(h, ";%s=%d", c, dist[c])
+	}
+	return h.Sum64()
+}
+
+// numericSplit is ID3's best split of a node on a float attribute: the
+// midpoint between two neighbouring values of the node's rows (rows
+// above it go right) that leaves the least class entropy, each side
+// weighted by its rows; the lowest midpoint of equal ones. ok is false
+// when the attribute takes one value in the node.
+func numericSplit(f base.FixedDataGrid, a base.Attribute) (val, entropy float64, ok bool) {
+	attr, err := f.GetAttribute(a)
+	if err != nil {
+		return 0, 0, false
+	}
+	class, err := f.GetAttribute(f.AllClassAttributes()[0])
+	if err != nil {
+		return 0, 0, false
+	}
+	type ref struct {
+		v float64
+		c string
+	}
+	var refs []ref
+	f.MapOverRows([]base.AttributeSpec{attr, class}, func(v [][]byte, _ int) (bool, error) {
+		refs = append(refs, ref{base.UnpackBytesToFloat(v[0]), string(v[1])})
+		return true, nil
+	})
+	slices.SortFunc(refs, func(x, y ref) int {
+		if c := cmp.Compare(x.v, y.v); c != 0 {
+			return c
+		}
+		return strings.Compare(x.c, y.c)
+	})
+	names := map[string]int{} // classes numbered in sorted order: sums in one order
+	for _, r := range refs {
+		names[r.c] = 0
+	}
+	for i, c := range slices.Sorted(maps.Keys(names)) {
+		names[c] = i
+	}
+	left, right := make([]int, len(names)), make([]int, len(names))
+	for _, r := range refs {
+		right[names[r.c]]++
+	}
+	n := float64(len(refs))
+	side := func(counts []int, rows int) float64 {
+		h := 0.0
+		for _, c := range counts {
+			if c > 0 {
+				p := float64(c) / float64(rows)
+				h -= p * math.Log(p)
+			}
+		}
+		return float64(rows) / n * h
+	}
+	entropy = math.Inf(1)
+	for i := 0; i < len(refs)-1; i++ {
+		k := names[refs[i].c]
+		left[k]++
+		right[k]--
+		if refs[i].v == refs[i+1].v {
+			continue
+		}
+		if h := side(left, i+1) + side(right, len(refs)-i-1); h < entropy {
+			val, entropy, ok = (refs[i].v+refs[i+1].v)/2, h, true
+		}
+	}
+	return val, entropy, ok
 }
 
 // flatten turns a golearn tree into arrays.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -325,5 +326,30 @@ func BenchmarkFeatureRows(b *testing.B) {
 	fc := models.DefaultFeatureConfig(models.TargetDuration)
 	for b.Loop() {
 		fc.Rows(jobs, jobs)
+	}
+}
+
+// One seed grows one forest: golearn lists attributes and grows children
+// in map order, which must not reach the trees.
+func TestForestIsTheSameForOneSeed(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	var X [][]float64
+	var y []float64
+	for range 3000 {
+		r := []float64{float64(rng.IntN(5)), rng.Float64(), float64(rng.IntN(50)), rng.NormFloat64()}
+		X, y = append(X, r), append(y, 2*r[0]+r[1]+rng.NormFloat64())
+	}
+	fit := func() *models.Forest {
+		f := models.NewForest(models.ForestConfig{Trees: 5, MinNode: 5, Classes: 16}, models.Options{Seed: 1})
+		if err := f.Fit(context.Background(), X, y); err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	first := fit()
+	for range 3 {
+		if again := fit(); !reflect.DeepEqual(again.Trees, first.Trees) {
+			t.Fatal("the same seed grew another forest")
+		}
 	}
 }
