@@ -21,8 +21,8 @@ type Client interface {
 	// Accounting is sacct --json over the jobs that ended since a time,
 	// for datasets' slurm reader.
 	Accounting(ctx context.Context, since time.Time) ([]byte, error)
-	// Update changes a job; a nil field is left as it is.
-	Update(ctx context.Context, id string, u Update) error
+	// Update changes jobs alike; a nil field is left as it is.
+	Update(ctx context.Context, ids []string, u Update) error
 	// PowerDown asks Slurm to power a node down once it is idle
 	// (POWER_DOWN_ASAP), and PowerUp to power it up.
 	PowerDown(ctx context.Context, node, reason string) error
@@ -129,12 +129,17 @@ func accountingErr(out []byte) error {
 	return doc.err("sacct --json")
 }
 
-// Update implements Client with scontrol update.
-func (c *CLI) Update(ctx context.Context, id string, u Update) error {
-	if err := checkID(id); err != nil {
-		return err
+// Update implements Client with scontrol update (JobId=1,2,3 for several).
+func (c *CLI) Update(ctx context.Context, ids []string, u Update) error {
+	for _, id := range ids {
+		if err := checkID(id); err != nil {
+			return err
+		}
 	}
-	args := []string{"update", "JobId=" + id}
+	if len(ids) == 0 {
+		return nil
+	}
+	args := []string{"update", "JobId=" + strings.Join(ids, ",")}
 	if u.TimeLimit != nil {
 		args = append(args, "TimeLimit="+Minutes(*u.TimeLimit))
 	}

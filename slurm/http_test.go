@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -38,9 +39,9 @@ func (f *fakeClient) Release(context.Context, string) error           { return n
 func (f *fakeClient) Priority(context.Context) (slurm.Priority, error) {
 	return slurm.Priority{Type: "priority/multifactor", WeightAge: 1000, MaxAge: 7 * 24 * time.Hour}, nil
 }
-func (f *fakeClient) Update(_ context.Context, id string, u slurm.Update) error {
+func (f *fakeClient) Update(_ context.Context, ids []string, u slurm.Update) error {
 	for i := range f.jobs {
-		if f.jobs[i].ID == id {
+		if slices.Contains(ids, f.jobs[i].ID) {
 			if u.TimeLimit != nil {
 				f.jobs[i].TimeLimit = *u.TimeLimit
 			}

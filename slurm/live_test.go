@@ -287,6 +287,17 @@ func TestSlurmDaemonsGoingAway(t *testing.T) {
 	r.Close()
 }
 
+// countingClient counts the Update calls it passes on.
+type countingClient struct {
+	slurm.Client
+	updates int
+}
+
+func (c *countingClient) Update(ctx context.Context, ids []string, u slurm.Update) error {
+	c.updates++
+	return c.Client.Update(ctx, ids, u)
+}
+
 // limitEstimator takes each job's own limit for its estimate.
 type limitEstimator struct{}
 
@@ -302,7 +313,8 @@ func (limitEstimator) Learn(context.Context, []byte) error { return nil }
 
 // TestOrderingThroughNiceOnRealSlurm: a 10-minute job that came after a
 // 10-hour one starts first once autopilot orders the partition, on top
-// of its user's Nice; Stop gives both their users' Nice back.
+// of its user's Nice; Stop gives both their users' Nice back. A second
+// 10-hour job gets its Nice in the same scontrol call as the first.
 func TestOrderingThroughNiceOnRealSlurm(t *testing.T) {
 	c := slurmtest.Start(t)
 	ctx := context.Background()
@@ -314,6 +326,7 @@ func TestOrderingThroughNiceOnRealSlurm(t *testing.T) {
 	long := c.Sbatch(t, "-J", "long", "-t", "600", "--gres=gpu:4", "--wrap", "sleep 300")
 	time.Sleep(2 * time.Second) // a point is 0.864 s of age here: long's priority is higher
 	short := c.Sbatch(t, "-J", "short", "-t", "10", "--nice=5", "--gres=gpu:4", "--wrap", "sleep 300")
+	long2 := c.Sbatch(t, "-J", "long2", "-t", "600", "--gres=gpu:4", "--wrap", "sleep 300")
 	if l, s := jobByID(t, cli, long), jobByID(t, cli, short); l.Priority <= s.Priority || s.Nice != 5 {
 		t.Fatalf("before: long's priority %d, short's %d (nice %d); want long first", l.Priority, s.Priority, s.Nice)
 	}
@@ -322,15 +335,21 @@ func TestOrderingThroughNiceOnRealSlurm(t *testing.T) {
 	if err != nil || prio.Ages() != nil {
 		t.Fatalf("priority settings %+v: %v", prio, err)
 	}
-	r := &slurm.Runner{Client: cli, Estimator: limitEstimator{}, Dir: t.TempDir(),
+	counted := &countingClient{Client: cli}
+	r := &slurm.Runner{Client: counted, Estimator: limitEstimator{}, Dir: t.TempDir(),
 		Config: slurm.Config{Autopilot: true, Order: []string{slurmtest.Partition}}}
 	t.Cleanup(func() { r.Close() })
 	if err := r.Cycle(ctx); err != nil {
 		t.Fatal(err)
 	}
-	l, s := jobByID(t, cli, long), jobByID(t, cli, short)
-	if s.Priority <= l.Priority || s.Nice != 5+prio.HeadStartNice(10*time.Minute) || l.Nice != prio.HeadStartNice(10*time.Hour) {
-		t.Fatalf("ordered: long's priority %d (nice %d), short's %d (nice %d); want short first", l.Priority, l.Nice, s.Priority, s.Nice)
+	if counted.updates != 2 {
+		t.Errorf("%d scontrol updates, want 2: long and long2 together, then short", counted.updates)
+	}
+	l, s, l2 := jobByID(t, cli, long), jobByID(t, cli, short), jobByID(t, cli, long2)
+	if s.Priority <= l.Priority || s.Nice != 5+prio.HeadStartNice(10*time.Minute) || l.Nice != prio.HeadStartNice(10*time.Hour) ||
+		l2.Nice != l.Nice {
+		t.Fatalf("ordered: long's priority %d (nice %d), short's %d (nice %d), long2's nice %d; want short first",
+			l.Priority, l.Nice, s.Priority, s.Nice, l2.Nice)
 	}
 	// Slurm itself starts the short one when the GPUs come free.
 	c.Run(t, "scancel", run)
@@ -343,8 +362,8 @@ func TestOrderingThroughNiceOnRealSlurm(t *testing.T) {
 	if err := r.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if l, s := jobByID(t, cli, long), jobByID(t, cli, short); l.Nice != 0 || s.Nice != 5 {
-		t.Fatalf("after stop: long's nice %d, short's %d; want 0 and 5", l.Nice, s.Nice)
+	if l, s, l2 := jobByID(t, cli, long), jobByID(t, cli, short), jobByID(t, cli, long2); l.Nice != 0 || s.Nice != 5 || l2.Nice != 0 {
+		t.Fatalf("after stop: long's nice %d, short's %d, long2's %d; want 0, 5 and 0", l.Nice, s.Nice, l2.Nice)
 	}
 }
 

@@ -11,6 +11,8 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -252,69 +254,141 @@ func (r *Runner) snapshot(ctx context.Context, now time.Time) (Snapshot, error) 
 	return Snapshot{Now: now, Jobs: jobs, Nodes: nodes}, nil
 }
 
-// apply makes each change and records it; a change that fails is logged
-// and recorded with its error, and tried again next cycle.
+// MaxBatch is the most jobs one scontrol update changes.
+const MaxBatch = 500
+
+// apply makes the changes and records each; a change that fails is logged
+// and recorded with its error, and tried again next cycle. Limits and
+// Nice values set alike go in one scontrol update of up to MaxBatch jobs;
+// when such a call fails, each of its jobs is tried alone, so that the
+// error lands on the job it belongs to.
 func (r *Runner) apply(ctx context.Context, acts []Action) {
-	for _, a := range acts {
+	errs := r.updateInBatches(ctx, acts)
+	for i, a := range acts {
 		ev := Event{Time: r.Now(), Action: a}
-		var err error
-		switch a.Kind {
-		case ActComment:
-			err = r.Client.Update(ctx, a.Job, Update{AdminComment: &a.Text})
-		case ActLower:
-			if err = r.Client.Update(ctx, a.Job, Update{TimeLimit: &a.Limit}); err == nil {
-				r.mu.Lock()
-				r.state.Lowered[a.Job] = Lowered{UserLimit: a.UserLimit, Set: a.Limit, At: ev.Time}
-				r.mu.Unlock()
-			}
-		case ActRestore:
-			if err = r.Client.Update(ctx, a.Job, Update{TimeLimit: &a.Limit}); err == nil {
-				r.mu.Lock()
-				delete(r.state.Lowered, a.Job)
-				r.mu.Unlock()
-			}
-		case ActNice:
-			if err = r.Client.Update(ctx, a.Job, Update{Nice: a.Nice}); err == nil {
-				r.mu.Lock()
-				r.state.Niced[a.Job] = Niced{UserNice: *a.UserNice, Set: *a.Nice, At: ev.Time}
-				r.mu.Unlock()
-			}
-		case ActUnNice:
-			if err = r.Client.Update(ctx, a.Job, Update{Nice: a.Nice}); err == nil {
-				r.mu.Lock()
-				delete(r.state.Niced, a.Job)
-				r.mu.Unlock()
-			}
-		case ActHold:
-			if err = r.Client.Hold(ctx, a.Job); err == nil {
-				r.mu.Lock()
-				r.state.Held[a.Job] = a.Until
-				r.mu.Unlock()
-			}
-		case ActRelease:
-			if err = r.Client.Release(ctx, a.Job); err == nil {
-				r.mu.Lock()
-				delete(r.state.Held, a.Job)
-				r.mu.Unlock()
-			}
-		case ActPowerDown:
-			if err = r.Client.PowerDown(ctx, a.Node, "prescient: "+a.Reason); err == nil {
-				r.mu.Lock()
-				r.state.Parked[a.Node] = ev.Time
-				r.mu.Unlock()
-			}
-		case ActPowerUp:
-			err = r.Client.PowerUp(ctx, a.Node)
+		err, done := errs[i]
+		if !done {
+			err = r.change(ctx, a)
+		}
+		if err == nil {
+			r.remember(a, ev.Time)
 		}
 		r.Metrics.change(a.Kind, err)
 		if err != nil {
 			ev.Error = err.Error()
-			r.Log.Warn("slurm: change failed", "kind", a.Kind, "job", a.Job, "node", a.Node, "err", err)
+			r.Log.Warn("slurm: change failed", append(logAttrs(a), "err", err)...)
 		} else if a.Kind != ActComment {
-			r.Log.Info("slurm: changed", "kind", a.Kind, "job", a.Job, "node", a.Node, "limit", a.Limit, "nice", a.Nice,
-				"until", a.Until, "reason", a.Reason)
+			r.Log.Info("slurm: changed", append(logAttrs(a), "reason", a.Reason)...)
 		}
 		r.record(ev)
+	}
+}
+
+// logAttrs are what a log line says of a change: its kind and the
+// fields it sets.
+func logAttrs(a Action) []any {
+	attrs := []any{"kind", a.Kind}
+	if a.Job != "" {
+		attrs = append(attrs, "job", a.Job)
+	}
+	if a.Node != "" {
+		attrs = append(attrs, "node", a.Node)
+	}
+	if a.Limit > 0 {
+		attrs = append(attrs, "limit", a.Limit)
+	}
+	if a.Nice != nil {
+		attrs = append(attrs, "nice", *a.Nice)
+	}
+	if !a.Until.IsZero() {
+		attrs = append(attrs, "until", a.Until)
+	}
+	return attrs
+}
+
+// updateInBatches makes the limit and Nice changes of acts, those of one
+// value together, and returns their errors by index.
+func (r *Runner) updateInBatches(ctx context.Context, acts []Action) map[int]error {
+	type batch struct {
+		u    Update
+		acts []int
+	}
+	var keys []string
+	batches := map[string]*batch{}
+	for i, a := range acts {
+		var u Update
+		var key string
+		switch a.Kind {
+		case ActLower, ActRestore:
+			u, key = Update{TimeLimit: &a.Limit}, "TimeLimit="+Minutes(a.Limit)
+		case ActNice, ActUnNice:
+			u, key = Update{Nice: a.Nice}, "Nice="+strconv.Itoa(*a.Nice)
+		default:
+			continue
+		}
+		if batches[key] == nil {
+			batches[key] = &batch{u: u}
+			keys = append(keys, key)
+		}
+		batches[key].acts = append(batches[key].acts, i)
+	}
+	errs := map[int]error{}
+	for _, key := range keys {
+		b := batches[key]
+		for chunk := range slices.Chunk(b.acts, MaxBatch) {
+			ids := make([]string, len(chunk))
+			for k, i := range chunk {
+				ids[k] = acts[i].Job
+			}
+			err := r.Client.Update(ctx, ids, b.u)
+			for _, i := range chunk {
+				if err != nil && len(chunk) > 1 {
+					errs[i] = r.Client.Update(ctx, []string{acts[i].Job}, b.u)
+				} else {
+					errs[i] = err
+				}
+			}
+		}
+	}
+	return errs
+}
+
+// change makes one change that updateInBatches does not.
+func (r *Runner) change(ctx context.Context, a Action) error {
+	switch a.Kind {
+	case ActComment:
+		return r.Client.Update(ctx, []string{a.Job}, Update{AdminComment: &a.Text})
+	case ActHold:
+		return r.Client.Hold(ctx, a.Job)
+	case ActRelease:
+		return r.Client.Release(ctx, a.Job)
+	case ActPowerDown:
+		return r.Client.PowerDown(ctx, a.Node, "prescient: "+a.Reason)
+	case ActPowerUp:
+		return r.Client.PowerUp(ctx, a.Node)
+	}
+	return fmt.Errorf("slurm: no change of kind %q", a.Kind)
+}
+
+// remember keeps in the state a change that was made at t.
+func (r *Runner) remember(a Action, t time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch a.Kind {
+	case ActLower:
+		r.state.Lowered[a.Job] = Lowered{UserLimit: a.UserLimit, Set: a.Limit, At: t}
+	case ActRestore:
+		delete(r.state.Lowered, a.Job)
+	case ActNice:
+		r.state.Niced[a.Job] = Niced{UserNice: *a.UserNice, Set: *a.Nice, At: t}
+	case ActUnNice:
+		delete(r.state.Niced, a.Job)
+	case ActHold:
+		r.state.Held[a.Job] = a.Until
+	case ActRelease:
+		delete(r.state.Held, a.Job)
+	case ActPowerDown:
+		r.state.Parked[a.Node] = t
 	}
 }
 
