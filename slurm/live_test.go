@@ -399,6 +399,9 @@ func TestHoldingForCleanerPowerOnRealSlurm(t *testing.T) {
 	if j := jobByID(t, cli, flex); j.Reason != "JobHeldAdmin" {
 		t.Fatalf("QOS %s job not held: %+v", qos, j)
 	}
+	if adv := r.Advice(); len(adv) != 1 || !adv[0].StartAfter.Equal(now.Add(time.Hour)) || !strings.HasPrefix(adv[0].Reason, "held by Prescient") {
+		t.Errorf("advice on the held job: %+v", adv)
+	}
 	c.Run(t, "scancel", hog)
 	time.Sleep(3 * time.Second)
 	if j := jobByID(t, cli, flex); !j.Pending() {

@@ -147,6 +147,16 @@ func (r *Runner) Cycle(ctx context.Context) (err error) {
 	r.apply(ctx, acts)
 	r.mu.Lock()
 	r.state.LastCycle = now
+	if len(r.state.Held) > 0 { // a job it holds starts once released (a copy: readers hold the last)
+		advice := slices.Clone(r.advice)
+		for i := range advice {
+			if until, ok := r.state.Held[advice[i].Job]; ok && until.After(now) {
+				advice[i].Start, advice[i].End, advice[i].StartAfter = time.Time{}, time.Time{}, until
+				advice[i].Reason = "held by Prescient for cleaner power until " + until.UTC().Format(time.RFC3339)
+			}
+		}
+		r.advice = advice
+	}
 	r.mu.Unlock()
 	return r.save()
 }
