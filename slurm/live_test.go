@@ -37,6 +37,19 @@ func (f *fixedEstimator) Learn(_ context.Context, acct []byte) error {
 	return nil
 }
 
+// fullCluster starts a real Slurm and a job that holds every GPU of it
+// for five minutes, so that the jobs submitted next pend.
+func fullCluster(t *testing.T) (c *slurmtest.Cluster, cli *slurm.CLI, hog string) {
+	t.Helper()
+	c = slurmtest.Start(t)
+	cli = &slurm.CLI{Conf: c.Conf}
+	hog = c.Sbatch(t, "-J", "hog", "-t", "60", "--gres=gpu:4", "--wrap", "sleep 300")
+	if err := waitFor(func() bool { return jobByID(t, cli, hog).Running() }); err != nil {
+		t.Fatalf("job %s never ran", hog)
+	}
+	return c, cli, hog
+}
+
 func jobByID(t *testing.T, c slurm.Client, id string) slurm.Job {
 	t.Helper()
 	jobs, err := c.Jobs(context.Background())
@@ -57,15 +70,8 @@ func jobByID(t *testing.T, c slurm.Client, id string) slurm.Job {
 // a pending job's limit lowered and restored, a node parked and woken
 // through the site's programs, a restarted runner picking up its state.
 func TestAgainstRealSlurm(t *testing.T) {
-	c := slurmtest.Start(t)
+	c, cli, run := fullCluster(t)
 	ctx := context.Background()
-	cli := &slurm.CLI{Conf: c.Conf}
-
-	// A running job holds every GPU, so the others pend.
-	run := c.Sbatch(t, "-J", "runner", "-t", "60", "--gres=gpu:4", "--wrap", "sleep 300")
-	if err := waitFor(func() bool { return jobByID(t, cli, run).Running() }); err != nil {
-		t.Fatalf("job %s never ran", run)
-	}
 	pend := c.Sbatch(t, "-J", "pend", "-t", "120", "--gres=gpu:2", "--comment", "x", "--wrap", "true")
 	c.Run(t, "scontrol", "update", "JobId="+pend, "AdminComment=site note")
 	small := c.Sbatch(t, "-J", "small", "-t", "3", "--gres=gpu:1", "--wrap", "true")
@@ -316,13 +322,8 @@ func (limitEstimator) Learn(context.Context, []byte) error { return nil }
 // of its user's Nice; Stop gives both their users' Nice back. A second
 // 10-hour job gets its Nice in the same scontrol call as the first.
 func TestOrderingThroughNiceOnRealSlurm(t *testing.T) {
-	c := slurmtest.Start(t)
+	c, cli, run := fullCluster(t)
 	ctx := context.Background()
-	cli := &slurm.CLI{Conf: c.Conf}
-	run := c.Sbatch(t, "-J", "runner", "-t", "60", "--gres=gpu:4", "--wrap", "sleep 300")
-	if err := waitFor(func() bool { return jobByID(t, cli, run).Running() }); err != nil {
-		t.Fatalf("job %s never ran", run)
-	}
 	long := c.Sbatch(t, "-J", "long", "-t", "600", "--gres=gpu:4", "--wrap", "sleep 300")
 	time.Sleep(2 * time.Second) // a point is 0.864 s of age here: long's priority is higher
 	short := c.Sbatch(t, "-J", "short", "-t", "10", "--nice=5", "--gres=gpu:4", "--wrap", "sleep 300")
@@ -371,13 +372,8 @@ func TestOrderingThroughNiceOnRealSlurm(t *testing.T) {
 // cleaner power is ahead, does not start when GPUs come free, and starts
 // once released when the grid has turned clean.
 func TestHoldingForCleanerPowerOnRealSlurm(t *testing.T) {
-	c := slurmtest.Start(t)
+	c, cli, hog := fullCluster(t)
 	ctx := context.Background()
-	cli := &slurm.CLI{Conf: c.Conf}
-	hog := c.Sbatch(t, "-J", "hog", "-t", "60", "--gres=gpu:4", "--wrap", "sleep 300")
-	if err := waitFor(func() bool { return jobByID(t, cli, hog).Running() }); err != nil {
-		t.Fatalf("job %s never ran", hog)
-	}
 	flex := c.Sbatch(t, "-J", "flex", "-t", "10", "--gres=gpu:1", "--wrap", "sleep 300")
 
 	now := time.Now()
