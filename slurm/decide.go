@@ -207,7 +207,8 @@ const (
 //     changed;
 //  2. order: in autopilot, a pending job, not held, in the partitions of
 //     Order gets the user's Nice plus the head start of its estimate
-//     (the recommended limit, at most the user's: HeadStartNice);
+//     (the recommended limit, at most the user's: HeadStartNice), and
+//     again once the estimate has moved by more than a tenth;
 //  3. hold: in autopilot, a pending job of HoldQOS, not held, is held
 //     when the Holder says so (cleaner power within its wait), and a job
 //     it held is released once the Holder no longer would hold it, or
@@ -240,7 +241,7 @@ func Decide(cfg Config, snap Snapshot, advice []Advice, st *State) []Action {
 		}
 		if est := estimate(a); ages && cfg.mayOrder(j) && !j.Held() && est > 0 {
 			user := st.UserNice(j)
-			if nice := clampNice(user + snap.Priority.HeadStartNice(est)); nice != j.Nice {
+			if nice := clampNice(user + snap.Priority.HeadStartNice(est)); nice != j.Nice && !st.closeEnough(j, nice, snap.Priority.Points(est/10)) {
 				acts = append(acts, Action{Kind: ActNice, Job: j.ID, Nice: &nice, UserNice: &user,
 					Reason: fmt.Sprintf("ordered by submit time plus its estimate, %s", est)})
 			}
@@ -348,6 +349,16 @@ func (st *State) UserNice(j *Job) int {
 	}
 	return j.Nice
 }
+
+// closeEnough says whether ordered job j's Nice is within slack points
+// of nice: the estimate behind it moved too little (a tenth of it) to be
+// worth an scontrol call.
+func (st *State) closeEnough(j *Job, nice, slack int) bool {
+	n, ok := st.Niced[j.ID]
+	return ok && j.Nice == n.Set && abs(nice-j.Nice) <= slack
+}
+
+func abs(n int) int { return max(n, -n) }
 
 // unNice gives job id its user's Nice back; release lets go of a job it
 // held.

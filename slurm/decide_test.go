@@ -207,6 +207,11 @@ func TestDecide(t *testing.T) {
 			st:     slurm.State{Niced: map[string]slurm.Niced{"1": {UserNice: 0, Set: -1002}}},
 			advice: []slurm.Advice{adv("1", time.Hour)},
 			want:   []string{"nice 1 0s nice=-992"}},
+		{name: "an ordered job's Nice moves only when its estimate moved by over a tenth", cfg: order, prio: ages,
+			jobs:   []slurm.Job{nice(pending("1", 1, 24*time.Hour, 1), -948), nice(pending("2", 1, 24*time.Hour, 1), -948)},
+			st:     slurm.State{Niced: map[string]slurm.Niced{"1": {Set: -948}, "2": {Set: -948}}}, // set for 10h
+			advice: []slurm.Advice{adv("1", 10*time.Hour+30*time.Minute), adv("2", 12*time.Hour)},
+			want:   []string{"nice 2 0s nice=-936"}},
 		{name: "ordering needs priorities that grow with age", cfg: order, prio: slurm.Priority{Type: "priority/basic"},
 			jobs: []slurm.Job{pending("1", 1, time.Hour, 1)}, advice: []slurm.Advice{adv("1", time.Hour)}},
 		{name: "advisor orders nothing", cfg: slurm.Config{Order: []string{"gpu"}}, prio: ages,

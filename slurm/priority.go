@@ -36,6 +36,12 @@ func (p Priority) Ages() error {
 	return nil
 }
 
+// Points is what a wait of d is worth in age-factor points (rounded
+// down, at most maxNice). It needs p.Ages() to hold.
+func (p Priority) Points(d time.Duration) int {
+	return int(math.Min(math.Floor(max(d, 0).Seconds()*float64(p.WeightAge)/p.MaxAge.Seconds()), maxNice))
+}
+
 // HeadStartCap is the longest estimate HeadStartNice tells apart: a
 // job of a week or longer gets no head start.
 const HeadStartCap = 7 * 24 * time.Hour
