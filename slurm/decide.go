@@ -3,8 +3,8 @@ package slurm
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -82,7 +82,7 @@ func (c Config) checkPartitions(nodes []Node) error {
 		for _, p := range list.names {
 			if !known[p] {
 				return fmt.Errorf("slurm: %s %q: %w (the cluster's: %s)", list.what, p, ErrUnknownPartition,
-					strings.Join(sortedKeys(known), ", "))
+					strings.Join(slices.Sorted(maps.Keys(known)), ", "))
 			}
 		}
 	}
@@ -268,7 +268,7 @@ func Decide(cfg Config, snap Snapshot, advice []Advice, st *State) []Action {
 			acts = append(acts, Action{Kind: ActHold, Job: j.ID, Until: until, Reason: why})
 		}
 	}
-	for _, id := range sortedKeys(st.Held) {
+	for _, id := range slices.Sorted(maps.Keys(st.Held)) {
 		j := jobs[id]
 		if j == nil || !j.Pending() || !j.Held() {
 			continue // gone, started or released by someone else: State.Observe forgets it
@@ -280,7 +280,7 @@ func Decide(cfg Config, snap Snapshot, advice []Advice, st *State) []Action {
 		}
 	}
 	// 5.
-	for _, id := range sortedKeys(st.Lowered) {
+	for _, id := range slices.Sorted(maps.Keys(st.Lowered)) {
 		l, j := st.Lowered[id], jobs[id]
 		if j == nil || !j.Live() {
 			continue // gone: State.Observe forgets it
@@ -293,7 +293,7 @@ func Decide(cfg Config, snap Snapshot, advice []Advice, st *State) []Action {
 				Reason: fmt.Sprintf("ran %s of a lowered %s limit: its own limit back", snap.Now.Sub(j.Start).Round(time.Second), j.TimeLimit)})
 		}
 	}
-	for _, id := range sortedKeys(st.Niced) {
+	for _, id := range slices.Sorted(maps.Keys(st.Niced)) {
 		if j := jobs[id]; j != nil && j.Live() && !cfg.mayOrder(j) {
 			acts = append(acts, unNice(id, st.UserNice(j), "autopilot off for its partition"))
 		}
@@ -344,18 +344,24 @@ func estimate(a Advice) time.Duration {
 // ordered, else its own. A Nice that is neither the one set nor the
 // user's was set since by someone else: it is the user's now.
 func (st *State) UserNice(j *Job) int {
-	if n, ok := st.Niced[j.ID]; ok && j.Nice == n.Set {
+	if n, ok := st.ours(j); ok {
 		return n.UserNice
 	}
 	return j.Nice
+}
+
+// ours is what Niced holds of j while j's Nice is still the one set.
+func (st *State) ours(j *Job) (Niced, bool) {
+	n, ok := st.Niced[j.ID]
+	return n, ok && j.Nice == n.Set
 }
 
 // closeEnough says whether ordered job j's Nice is within slack points
 // of nice: the estimate behind it moved too little (a tenth of it) to be
 // worth an scontrol call.
 func (st *State) closeEnough(j *Job, nice, slack int) bool {
-	n, ok := st.Niced[j.ID]
-	return ok && j.Nice == n.Set && abs(nice-j.Nice) <= slack
+	_, ok := st.ours(j)
+	return ok && abs(nice-j.Nice) <= slack
 }
 
 func abs(n int) int { return max(n, -n) }
@@ -389,16 +395,8 @@ func RestoreMargin(limit time.Duration) time.Duration { return max(2*time.Minute
 func (st *State) Observe(snap Snapshot) {
 	st.init()
 	jobs := snap.byID()
-	for id := range st.Lowered {
-		if j := jobs[id]; j == nil || !j.Live() {
-			delete(st.Lowered, id)
-		}
-	}
-	for id := range st.Niced {
-		if j := jobs[id]; j == nil || !j.Live() {
-			delete(st.Niced, id)
-		}
-	}
+	forgetUnless(st.Lowered, jobs, Job.Live)
+	forgetUnless(st.Niced, jobs, Job.Live)
 	for id := range st.Held {
 		if j := jobs[id]; j == nil || !j.Held() {
 			delete(st.Held, id)
@@ -407,11 +405,7 @@ func (st *State) Observe(snap Snapshot) {
 			}
 		}
 	}
-	for id := range st.Released {
-		if j := jobs[id]; j == nil || !j.Pending() {
-			delete(st.Released, id)
-		}
-	}
+	forgetUnless(st.Released, jobs, Job.Pending)
 	nodes := map[string]bool{}
 	for _, n := range snap.Nodes {
 		nodes[n.Name] = true
@@ -430,6 +424,15 @@ func (st *State) Observe(snap Snapshot) {
 	for name := range st.Parked {
 		if !nodes[name] {
 			delete(st.Parked, name)
+		}
+	}
+}
+
+// forgetUnless deletes from m the jobs that are gone or no longer keep.
+func forgetUnless[V any](m map[string]V, jobs map[string]*Job, keep func(Job) bool) {
+	for id := range m {
+		if j := jobs[id]; j == nil || !keep(*j) {
+			delete(m, id)
 		}
 	}
 }
@@ -462,22 +465,22 @@ func (st *State) init() {
 func Restore(snap Snapshot, st *State) []Action {
 	var acts []Action
 	jobs := snap.byID()
-	for _, id := range sortedKeys(st.Lowered) {
+	for _, id := range slices.Sorted(maps.Keys(st.Lowered)) {
 		if j := jobs[id]; j != nil && j.Live() {
 			acts = append(acts, Action{Kind: ActRestore, Job: id, Limit: st.Lowered[id].UserLimit, Reason: "Prescient stops"})
 		}
 	}
-	for _, id := range sortedKeys(st.Niced) {
+	for _, id := range slices.Sorted(maps.Keys(st.Niced)) {
 		if j := jobs[id]; j != nil && j.Live() {
 			acts = append(acts, unNice(id, st.UserNice(j), "Prescient stops"))
 		}
 	}
-	for _, id := range sortedKeys(st.Held) {
+	for _, id := range slices.Sorted(maps.Keys(st.Held)) {
 		if j := jobs[id]; j != nil && j.Held() {
 			acts = append(acts, release(id, "Prescient stops"))
 		}
 	}
-	for _, n := range sortedKeys(st.Parked) {
+	for _, n := range slices.Sorted(maps.Keys(st.Parked)) {
 		acts = append(acts, Action{Kind: ActPowerUp, Node: n, Reason: "Prescient stops"})
 	}
 	return acts
@@ -493,13 +496,4 @@ func set(list []string) map[string]bool {
 		m[s] = true
 	}
 	return m
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -247,9 +247,6 @@ func ParseDuration(s string) (time.Duration, error) {
 	if err != nil || d < 0 {
 		return 0, bad
 	}
-	if d > maxDays {
-		return 0, fmt.Errorf("%w (over 50 years)", errTooLarge)
-	}
 	total := float64(d) * 86400
 	for i, p := range parts {
 		v, err := strconv.ParseFloat(p, 64)

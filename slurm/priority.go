@@ -39,7 +39,12 @@ func (p Priority) Ages() error {
 // Points is what a wait of d is worth in age-factor points (rounded
 // down, at most maxNice). It needs p.Ages() to hold.
 func (p Priority) Points(d time.Duration) int {
-	return int(math.Min(math.Floor(max(d, 0).Seconds()*float64(p.WeightAge)/p.MaxAge.Seconds()), maxNice))
+	return int(math.Min(math.Floor(p.worth(max(d, 0))), maxNice))
+}
+
+// worth is a wait of d in age-factor points, unrounded.
+func (p Priority) worth(d time.Duration) float64 {
+	return d.Seconds() * float64(p.WeightAge) / p.MaxAge.Seconds()
 }
 
 // HeadStartCap is the longest estimate HeadStartNice tells apart: a
@@ -56,7 +61,7 @@ const HeadStartCap = 7 * 24 * time.Hour
 // p.Ages() to hold.
 func (p Priority) HeadStartNice(est time.Duration) int {
 	head := HeadStartCap - min(max(est, 0), HeadStartCap)
-	return -int(math.Min(math.Round(head.Seconds()*float64(p.WeightAge)/p.MaxAge.Seconds()), maxNice))
+	return -int(math.Min(math.Round(p.worth(head)), maxNice))
 }
 
 // maxNice is the largest Nice Slurm takes, either way (NICE_OFFSET − 3).

@@ -138,25 +138,21 @@ func (r *Runner) Cycle(ctx context.Context) (err error) {
 	r.state.Observe(snap)
 	acts := Decide(r.Config, snap, advice, &r.state)
 	jobs := snap.byID()
-	for i := range advice {
+	for i := range advice { // before the restores: the user's limit of a job restored now is in the state
 		advice[i].UserLimit = r.state.UserLimit(jobs[advice[i].Job])
 	}
-	r.advice = advice
 	r.mu.Unlock()
-	// 4. Act, then keep the state.
+	// 4. Act, then keep the state and publish the advice.
 	r.apply(ctx, acts)
 	r.mu.Lock()
 	r.state.LastCycle = now
-	if len(r.state.Held) > 0 { // a job it holds starts once released (a copy: readers hold the last)
-		advice := slices.Clone(r.advice)
-		for i := range advice {
-			if until, ok := r.state.Held[advice[i].Job]; ok && until.After(now) {
-				advice[i].Start, advice[i].End, advice[i].StartAfter = time.Time{}, time.Time{}, until
-				advice[i].Reason = "held by Prescient for cleaner power until " + until.UTC().Format(time.RFC3339)
-			}
+	for i := range advice { // a job it holds starts once released
+		if until, ok := r.state.Held[advice[i].Job]; ok && until.After(now) {
+			advice[i].Start, advice[i].End, advice[i].StartAfter = time.Time{}, time.Time{}, until
+			advice[i].Reason = "held by Prescient for cleaner power until " + until.UTC().Format(time.RFC3339)
 		}
-		r.advice = advice
 	}
+	r.advice = advice
 	r.mu.Unlock()
 	return r.save()
 }
