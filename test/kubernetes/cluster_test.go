@@ -15,11 +15,13 @@ import (
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	authv1 "k8s.io/api/authentication/v1"
+	authzv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -80,6 +82,7 @@ func newTestCluster(t *testing.T) *testCluster {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	c := &testCluster{t: t, ctx: ctx, admin: s.Client, denied: &deniedLog{}, adminCfg: s.Admin}
+	var applied []runtime.Object
 	for _, name := range []string{"base/namespace.yaml", "base/rbac.yaml"} {
 		objs, err := manifests.Objects(name)
 		if err != nil {
@@ -88,7 +91,9 @@ func newTestCluster(t *testing.T) *testCluster {
 		for _, o := range objs {
 			c.apply(o)
 		}
+		applied = append(applied, objs...)
 	}
+	c.waitForRBAC(applied)
 	c.createNamespace("ml")
 	cfg := rest.CopyConfig(s.Admin)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: serviceAccount}
@@ -109,6 +114,65 @@ func newTestCluster(t *testing.T) *testCluster {
 		}
 	})
 	return c
+}
+
+// waitForRBAC waits until the API server's authorizer grants every rule
+// of the roles in objs to the subjects bound to them. The authorizer reads
+// roles and bindings through informers, so a request made right after they
+// were created may still be refused (403), which the strict clients would
+// count as deploy/kubernetes's RBAC refusing the scheduler.
+func (c *testCluster) waitForRBAC(objs []runtime.Object) {
+	c.t.Helper()
+	type roleKey struct{ kind, ns, name string }
+	rules := map[roleKey][]rbacv1.PolicyRule{}
+	for _, o := range objs {
+		switch o := o.(type) {
+		case *rbacv1.ClusterRole:
+			rules[roleKey{"ClusterRole", "", o.Name}] = o.Rules
+		case *rbacv1.Role:
+			rules[roleKey{"Role", o.Namespace, o.Name}] = o.Rules
+		}
+	}
+	var reviews []authzv1.SubjectAccessReviewSpec
+	bind := func(ns string, ref rbacv1.RoleRef, subjects []rbacv1.Subject) {
+		roleNS := ""
+		if ref.Kind == "Role" {
+			roleNS = ns
+		}
+		for _, s := range subjects {
+			if s.Kind != rbacv1.ServiceAccountKind {
+				continue
+			}
+			for _, r := range rules[roleKey{ref.Kind, roleNS, ref.Name}] {
+				if len(r.Resources) == 0 || len(r.Verbs) == 0 || len(r.APIGroups) == 0 {
+					continue
+				}
+				res, sub, _ := strings.Cut(r.Resources[0], "/")
+				reviews = append(reviews, authzv1.SubjectAccessReviewSpec{
+					User: "system:serviceaccount:" + s.Namespace + ":" + s.Name,
+					ResourceAttributes: &authzv1.ResourceAttributes{Namespace: ns, Verb: r.Verbs[0],
+						Group: r.APIGroups[0], Resource: res, Subresource: sub}})
+			}
+		}
+	}
+	for _, o := range objs {
+		switch o := o.(type) {
+		case *rbacv1.ClusterRoleBinding:
+			bind("", o.RoleRef, o.Subjects)
+		case *rbacv1.RoleBinding:
+			bind(o.Namespace, o.RoleRef, o.Subjects)
+		}
+	}
+	if len(reviews) == 0 {
+		c.t.Fatal("deploy/kubernetes's manifests bind no rules to a ServiceAccount")
+	}
+	for _, spec := range reviews {
+		eventually(c.t, fmt.Sprintf("RBAC grants %s %s %s", spec.User, spec.ResourceAttributes.Verb, spec.ResourceAttributes.Resource), func() bool {
+			r, err := c.admin.AuthorizationV1().SubjectAccessReviews().Create(c.ctx,
+				&authzv1.SubjectAccessReview{Spec: spec}, metav1.CreateOptions{})
+			return err == nil && r.Status.Allowed
+		})
+	}
 }
 
 // clientAs is a client that acts as user (impersonated); any 403 it gets

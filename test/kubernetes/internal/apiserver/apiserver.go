@@ -3,10 +3,13 @@
 package apiserver
 
 import (
+	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/url"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +17,7 @@ import (
 	"k8s.io/apiserver/pkg/storage/storagebackend"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
 	kubeapiservertesting "k8s.io/kubernetes/cmd/kube-apiserver/app/testing"
 )
 
@@ -65,9 +69,21 @@ func freeLoopbackURL(t testing.TB) url.URL {
 	return url.URL{Scheme: "http", Host: addr}
 }
 
+// quietKlog keeps the API server's informational log (thousands of lines
+// a test) off stderr, where it buried which test failed; its errors still
+// go there.
+var quietKlog = sync.OnceFunc(func() {
+	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(fs)
+	_ = fs.Set("logtostderr", "false")
+	_ = fs.Set("stderrthreshold", "ERROR")
+	klog.SetOutput(io.Discard)
+})
+
 // Start starts etcd and a kube-apiserver with RBAC authorization.
 func Start(t testing.TB) *Server {
 	t.Helper()
+	quietKlog()
 	etcdURL := startEtcd(t)
 	storage := storagebackend.NewDefaultConfig(fmt.Sprintf("/registry-%d", time.Now().UnixNano()), nil)
 	storage.Transport.ServerList = []string{etcdURL}
