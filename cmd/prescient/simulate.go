@@ -410,7 +410,7 @@ func (o *simulateOptions) replay(ctx context.Context, g *globals, name string, j
 	}
 	r.Policy = name
 	g.logger.Info("replay done", "component", "simulate", "policy", name, "jobs", r.Jobs, "finished", r.Finished,
-		"sim_wall_s", r.SimWallS, "plan_cycles", r.PlanCycles)
+		"withdrawn", r.Withdrawn, "sim_wall_s", r.SimWallS, "plan_cycles", r.PlanCycles)
 	return r, nil
 }
 

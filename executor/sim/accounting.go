@@ -19,6 +19,7 @@ type accounting struct {
 	jobSeconds    float64
 
 	finished, unplaceable int
+	withdrawn             int // left the queue as the trace's users cancelled them
 	preemptions, failures int
 	capped                int   // starts under a power cap
 	savedBytes            int64 // dataset bytes not fetched: starts next to a warm copy
@@ -124,6 +125,10 @@ func (a *accounting) nodeState(s *Simulator, i int, up bool) {
 		a.idleW -= w
 	}
 }
+
+// ended counts the jobs the replay is done with: finished, withdrawn, or
+// never to be placed.
+func (a *accounting) ended() int { return a.finished + a.withdrawn + a.unplaceable }
 
 func (a *accounting) finish(j *simJob) {
 	a.finished++

@@ -9,13 +9,14 @@ import (
 type eventKind int
 
 const (
-	evFinish  eventKind = iota // a job's work is done
-	evStop                     // a preempted job's checkpoint landed or its grace ran out
-	evFail                     // a node fails
-	evRepair                   // a failed node is back
-	evWake                     // the planner asked to be called again
-	evLend                     // a minute of the inference pool (lending.go)
-	evParkDue                  // a node has been empty ParkIdleAfter (forecast parking reviews it)
+	evFinish   eventKind = iota // a job's work is done
+	evStop                      // a preempted job's checkpoint landed or its grace ran out
+	evFail                      // a node fails
+	evRepair                    // a failed node is back
+	evWake                      // the planner asked to be called again
+	evLend                      // a minute of the inference pool (lending.go)
+	evParkDue                   // a node has been empty ParkIdleAfter (forecast parking reviews it)
+	evWithdraw                  // a job the trace shows cancelled while it waited leaves the queue
 )
 
 // event is one entry of the event queue. Job events carry the job's epoch

@@ -138,6 +138,20 @@ func (s *Simulator) complete(j *simJob) error {
 	return nil
 }
 
+// withdraw takes a queued job out as its user cancelled it (WithdrawnAt).
+func (s *Simulator) withdraw(j *simJob) error {
+	s.dequeue(j)
+	if err := j.job.Transition(cluster.StateCancelled, s.now); err != nil {
+		return fmt.Errorf("sim: %w", err)
+	}
+	s.acct.withdrawn++
+	s.dirty = true // a reservation it held may be free
+	if o, ok := s.cfg.Forecaster.(executor.Observer); ok {
+		o.Observe(j.job.Clone())
+	}
+	return nil
+}
+
 // preempt tells a running job to checkpoint and stop.
 func (s *Simulator) preempt(p executor.Preemption) error {
 	j, ok := s.byID[p.Job]

@@ -196,8 +196,8 @@ func (s *Simulator) tick() error {
 	// lender's lookback, loans or not: the queue waits for what will not
 	// come, and the replay reports it stalled. A job that arrives or
 	// starts later wakes them.
-	done := s.acct.finished+s.acct.unplaceable >= len(s.jobs)
-	arrivals := s.acct.finished+s.acct.unplaceable+len(s.running)+s.queueLen() < len(s.jobs)
+	done := s.acct.ended() >= len(s.jobs)
+	arrivals := s.acct.ended()+len(s.running)+s.queueLen() < len(s.jobs)
 	quiet := l.minute - l.quietSince
 	others := s.ev.len() - s.acct.park.pending // the parking reviews' steps do not keep ticks going
 	if !done && (arrivals || others > 0 || quiet <= len(l.busy)+int(l.cfg.Lookback/time.Minute)) {

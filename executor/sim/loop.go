@@ -23,7 +23,7 @@ import (
 func (s *Simulator) loop(ctx context.Context) error {
 	next, total := 0, len(s.jobs)
 	s.scheduleFailure()
-	for step := 0; s.acct.finished+s.acct.unplaceable < total; step++ {
+	for step := 0; s.acct.ended() < total; step++ {
 		if next >= total && s.ev.len() == 0 {
 			s.log.Warn("replay stalled: jobs left that nothing will start", "queued", s.queueLen())
 			s.cut = CutStalled
@@ -53,7 +53,7 @@ func (s *Simulator) loop(ctx context.Context) error {
 		if err := s.stepDone(ctx, step); err != nil {
 			return err
 		}
-		if !s.cfg.StopBy.IsZero() && s.acct.finished+s.acct.unplaceable < total && time.Now().After(s.cfg.StopBy) {
+		if !s.cfg.StopBy.IsZero() && s.acct.ended() < total && time.Now().After(s.cfg.StopBy) {
 			s.cut = CutBudget
 			break
 		}
@@ -86,7 +86,7 @@ func (s *Simulator) stepDone(ctx context.Context, step int) error {
 			return fmt.Errorf("sim: %w", err)
 		}
 		if s.cfg.Progress != nil {
-			s.cfg.Progress(s.acct.finished, len(s.jobs))
+			s.cfg.Progress(s.acct.finished+s.acct.withdrawn, len(s.jobs))
 		}
 	}
 	return nil
@@ -132,6 +132,9 @@ func (s *Simulator) arrive(ctx context.Context, next int) (int, error) {
 		}
 		s.enqueue(j)
 		s.arrived(j)
+		if j.withdrawn {
+			s.ev.push(event{at: j.withdrawAt, kind: evWithdraw, job: j, epoch: j.epoch})
+		}
 		s.wakeLending()
 		if s.cfg.Preemptive || s.free.FreeGPUs() > 0 || j.gpus == 0 || j.job.Spec.Fractional() {
 			s.dirty = true
@@ -163,6 +166,10 @@ func (s *Simulator) handle(e event) error {
 		return s.tick()
 	case evParkDue: // a step, after which the parking review runs
 		s.acct.park.dueDone()
+	case evWithdraw:
+		if e.epoch == e.job.epoch && e.job.qpos >= 0 {
+			return s.withdraw(e.job)
+		}
 	}
 	return nil
 }

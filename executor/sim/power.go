@@ -302,7 +302,7 @@ func (p *parking) review(s *Simulator) {
 		parks++
 	}
 	up := parks < len(in.Empty)
-	more := len(s.running) > 0 || s.acct.finished+s.acct.unplaceable+s.queueLen() < len(s.jobs)
+	more := len(s.running) > 0 || s.acct.ended()+s.queueLen() < len(s.jobs)
 	if up && more && !p.reviewAt.After(s.now) {
 		p.reviewAt = s.now.Add(ParkReview)
 		p.due(s, p.reviewAt)

@@ -12,14 +12,18 @@ import (
 
 // Metrics are a replay's figures, in the units their JSON names say.
 type Metrics struct {
-	Policy   string  `json:"policy"`
-	Jobs     int     `json:"jobs"`
-	Finished int     `json:"finished"`
-	AvgJCTS  float64 `json:"avg_jct_s"`
-	P50JCTS  float64 `json:"p50_jct_s"`
-	P99JCTS  float64 `json:"p99_jct_s"`
-	AvgWaitS float64 `json:"avg_wait_s"`
-	P99WaitS float64 `json:"p99_wait_s"`
+	Policy   string `json:"policy"`
+	Jobs     int    `json:"jobs"`
+	Finished int    `json:"finished"`
+	// Withdrawn counts the jobs that left the queue when the trace's users
+	// cancelled them (Config.Jobs). The job figures below leave out every
+	// job the trace shows withdrawn, even one the replay started sooner.
+	Withdrawn int     `json:"withdrawn"`
+	AvgJCTS   float64 `json:"avg_jct_s"`
+	P50JCTS   float64 `json:"p50_jct_s"`
+	P99JCTS   float64 `json:"p99_jct_s"`
+	AvgWaitS  float64 `json:"avg_wait_s"`
+	P99WaitS  float64 `json:"p99_wait_s"`
 	// AvgBoundedSlowdown is the mean over finished jobs of JCT ÷ run time,
 	// the run time at least BoundedSlowdownFloor and the ratio at least 1:
 	// the HPC literature's measure of backfilling.
@@ -118,7 +122,7 @@ func (s *Simulator) result(wall time.Duration) *Result {
 	a := &s.acct
 	r := &Result{Queue: a.queue, NodeFailures: a.failures, PlanCycles: a.cycles}
 	m := &r.Metrics
-	m.Jobs, m.Finished, m.Preemptions = len(s.jobs), a.finished, a.preemptions
+	m.Jobs, m.Finished, m.Withdrawn, m.Preemptions = len(s.jobs), a.finished, a.withdrawn, a.preemptions
 	var waits []float64
 	var bsld float64
 	tierW, tenantW := map[string]*mean{}, map[string]*mean{}
@@ -131,7 +135,7 @@ func (s *Simulator) result(wall time.Duration) *Result {
 				m.DeadlineFeasible++
 			}
 		}
-		if j.job.State != cluster.StateSucceeded {
+		if j.job.State != cluster.StateSucceeded || j.withdrawn {
 			continue
 		}
 		jct := j.job.EndTime.Sub(j.job.SubmitTime)

@@ -19,8 +19,11 @@ import (
 type Config struct {
 	Fleet *cluster.Fleet
 	// Jobs are the trace: each job's Outcome.RunTime is its true duration;
-	// its state and times are ignored (every job enters queued at its submit
-	// time).
+	// every job enters queued at its submit time. Its state and times are
+	// ignored but for a job the trace shows withdrawn, cancelled before it
+	// started (WithdrawnAt): it leaves the queue then unless it has
+	// started, and no job metric counts it, since the trace holds no run
+	// time for it.
 	Jobs       []cluster.Job
 	Planner    executor.Planner
 	Forecaster executor.Forecaster
@@ -182,6 +185,8 @@ type simJob struct {
 	held        time.Duration // time holding GPUs, over all attempts
 	feasible    bool          // deadline at least submit + true duration
 	unplaceable bool
+	withdrawn   bool      // the trace shows it cancelled before it started (WithdrawnAt)
+	withdrawAt  time.Time // when it leaves the queue if it has not started
 	preplaced   bool      // held GPUs at Config.Start; never arrives
 	firstStart  time.Time // when it first held GPUs
 	firstWork   time.Time // when it first worked: later when its nodes had to boot
@@ -291,6 +296,20 @@ func newSimulator(cfg Config) (*Simulator, error) {
 	return s, s.placeRunning()
 }
 
+// WithdrawnAt is when a trace's job was withdrawn: cancelled while it
+// waited, never started (an SWF job of status 5 with no processors, a
+// sacct CANCELLED job with no start). Its users gave up on it then; the
+// replay keeps it queued until that time, no later.
+func WithdrawnAt(j *cluster.Job) (time.Time, bool) {
+	if j.State != cluster.StateCancelled || !j.StartTime.IsZero() || j.EndTime.IsZero() {
+		return time.Time{}, false
+	}
+	if j.EndTime.Before(j.SubmitTime) {
+		return j.SubmitTime, true
+	}
+	return j.EndTime, true
+}
+
 // loadJobs turns the trace into queued-to-be jobs sorted by submit time.
 func (s *Simulator) loadJobs() error {
 	fleetGPUs := s.free.FreeGPUs()
@@ -307,6 +326,7 @@ func (s *Simulator) loadJobs() error {
 			j.job.Spec.Checkpointable, j.job.Spec.CheckpointCost = true, s.cfg.CheckpointCost
 		}
 		j.view.Job, j.run.Allocations = &j.job, nil
+		j.withdrawAt, j.withdrawn = WithdrawnAt(src)
 		j.feasible = j.job.Spec.HasDeadline() && !j.job.Spec.Deadline.Before(j.job.SubmitTime.Add(j.truth))
 		j.unplaceable = j.gpus > fleetGPUs
 		s.jobs = append(s.jobs, j)

@@ -67,9 +67,9 @@ func replayPolicy(t failer, pol executor.Policy, fleet *cluster.Fleet, jobs []cl
 // (gangs, shares, tiers, deadlines), node failures and every policy, the
 // simulator never exceeds a GPU's capacity, never gives a GPU twice, keeps
 // every job in exactly one state and place (checked after every step), and
-// finishes every job: none is lost; with power caps, carbon waits,
-// parking (fixed or by forecast), warming data caches and an inference node
-// lent and taken back too.
+// finishes every job but those withdrawn while they waited: none is lost;
+// with power caps, carbon waits, parking (fixed or by forecast), warming
+// data caches and an inference node lent and taken back too.
 func TestReplayInvariants(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		nodes := rapid.IntRange(1, 4).Draw(rt, "nodes")
@@ -115,8 +115,8 @@ func TestReplayInvariants(t *testing.T) {
 			c.ParkIdleAfter, c.ParkForecast, c.WakeLast, c.DataCacheBytes = park, parkForecast, wakeLast, cache
 			c.Lending = lend
 		})
-		if r.Finished != len(jobs) {
-			rt.Fatalf("%s: %d of %d jobs finished", policy, r.Finished, len(jobs))
+		if r.Finished+r.Withdrawn != len(jobs) {
+			rt.Fatalf("%s: %d of %d jobs finished, %d withdrawn", policy, r.Finished, len(jobs), r.Withdrawn)
 		}
 		if r.GPUAllocPct > 100.0001 || r.GPUAllocPct < 0 {
 			rt.Fatalf("allocation %.3f%% outside 0..100", r.GPUAllocPct)
@@ -147,6 +147,9 @@ func drawJobs(rt *rapid.T, fleetGPUs, perNode int) []cluster.Job {
 		}
 		j := w.Obj()
 		j.Outcome.RunTime = d
+		if rapid.IntRange(0, 5).Draw(rt, "withdrawn") == 0 { // its user cancels it while it waits, if it still does
+			j.State, j.EndTime, j.Outcome.RunTime = cluster.StateCancelled, at.Add(d), 0
+		}
 		jobs = append(jobs, j)
 	}
 	return jobs
@@ -358,5 +361,53 @@ func TestHeadStartLetsAShortJobPassALongOneThatCameJustBefore(t *testing.T) {
 	}
 	if easy["long"] != 12*time.Hour || easy["short"] != 22*time.Hour {
 		t.Errorf("easy-backfill starts %v; want long at 12h, short at 22h", easy)
+	}
+}
+
+// A job the trace shows cancelled while it waited leaves the queue when its
+// user gave up on it, so the job behind it starts in its place; one the
+// replay starts before that time ends at once. Neither counts in the job
+// figures: the trace has no run time for them.
+func TestAJobItsUserCancelledLeavesTheQueueThen(t *testing.T) {
+	fleet := clustertest.Fleet(clustertest.Node("n1").GPUs(1, "V100").Obj())
+	job := func(id string, at, run time.Duration) cluster.Job {
+		j := clustertest.Job(id).GPUs(1).Submitted(clustertest.Epoch.Add(at)).Obj()
+		j.Outcome.RunTime = run
+		return j
+	}
+	withdrawn := func(id string, at, cancel time.Duration) cluster.Job {
+		j := job(id, at, 0)
+		j.State, j.EndTime = cluster.StateCancelled, clustertest.Epoch.Add(cancel)
+		return j
+	}
+	jobs := []cluster.Job{
+		job("first", 0, time.Hour),
+		withdrawn("gave-up", time.Minute, 10*time.Minute), // behind first until its user cancels it
+		job("next", 2*time.Minute, 30*time.Minute),
+		withdrawn("early", 2*time.Hour, 3*time.Hour), // the GPU is free at 2h: started before its cancel
+	}
+	if at, ok := sim.WithdrawnAt(&jobs[1]); !ok || !at.Equal(clustertest.Epoch.Add(10*time.Minute)) {
+		t.Fatalf("WithdrawnAt(gave-up) = %v, %v; want 10m, true", at, ok)
+	}
+	if _, ok := sim.WithdrawnAt(&jobs[0]); ok {
+		t.Fatal("WithdrawnAt(first): a queued job is not withdrawn")
+	}
+	for _, policy := range []string{"fifo", "easy-backfill"} {
+		r := replay(t, policy, fleet, jobs, func(c *sim.Config) { c.Check, c.Outcomes = true, true })
+		if r.Withdrawn != 1 || r.Finished != 3 {
+			t.Errorf("%s: %d withdrawn, %d finished; want 1 and 3 (early, started, ends at once)", policy, r.Withdrawn, r.Finished)
+		}
+		for _, o := range r.Outcomes {
+			switch {
+			case o.Job == "next" && o.Start.Sub(clustertest.Epoch) != time.Hour:
+				t.Errorf("%s: next started at %v; want 1h, when first ended", policy, o.Start.Sub(clustertest.Epoch))
+			case o.Job == "gave-up" && !o.Start.IsZero():
+				t.Errorf("%s: gave-up started at %v; want never", policy, o.Start.Sub(clustertest.Epoch))
+			}
+		}
+		// first: JCT 1h, no wait; next: JCT 1h28m, wait 58m.
+		if r.AvgJCTS != 4440 || r.AvgWaitS != 1740 {
+			t.Errorf("%s: avg JCT %v s, avg wait %v s; want 4440 and 1740 (first and next only)", policy, r.AvgJCTS, r.AvgWaitS)
+		}
 	}
 }
