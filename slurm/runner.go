@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -68,6 +69,7 @@ type Runner struct {
 	ages     bool            // the priority settings were read and let Nice order jobs
 	carbon   executor.Carbon // the last intensity read
 	loaded   bool
+	refused  map[changeKey]refusal // changes that failed, waiting to be tried again
 	eventLog *os.File
 	lock     *os.File // Dir/lock, flocked while the Runner holds Dir
 }
@@ -143,7 +145,7 @@ func (r *Runner) Cycle(ctx context.Context) (err error) {
 	}
 	r.mu.Unlock()
 	// 4. Act, then keep the state and publish the advice.
-	r.apply(ctx, acts)
+	r.apply(ctx, r.holdBack(acts, now))
 	r.mu.Lock()
 	r.state.LastCycle = now
 	for i := range advice { // a job it holds starts once released
@@ -264,7 +266,7 @@ func (r *Runner) snapshot(ctx context.Context, now time.Time) (Snapshot, error) 
 const MaxBatch = 500
 
 // apply makes the changes and records each; a change that fails is logged
-// and recorded with its error, and tried again next cycle. Limits and
+// and recorded with its error, and tried again later (holdBack). Limits and
 // Nice values set alike go in one scontrol update of up to MaxBatch jobs;
 // when such a call fails, each of its jobs is tried alone, so that the
 // error lands on the job it belongs to.
@@ -279,6 +281,7 @@ func (r *Runner) apply(ctx context.Context, acts []Action) {
 		if err == nil {
 			r.remember(a, ev.Time)
 		}
+		r.noteOutcome(a, err, ev.Time)
 		r.Metrics.change(a.Kind, err)
 		if err != nil {
 			ev.Error = err.Error()
@@ -374,6 +377,69 @@ func (r *Runner) change(ctx context.Context, a Action) error {
 		return r.Client.PowerUp(ctx, a.Node)
 	}
 	return fmt.Errorf("slurm: no change of kind %q", a.Kind)
+}
+
+// Retrying a change that failed: after its n-th failure in a row it is
+// tried again no sooner than RetryFirst × 2^(n−1) later, at most RetryMax.
+// A change that Slurm refuses for good (a job that has just started, a
+// value the site forbids) is then tried a few times an hour, not every
+// cycle, and one that failed while slurmctld was away comes back within
+// RetryMax of its return.
+const (
+	RetryFirst = time.Minute
+	RetryMax   = 30 * time.Minute
+)
+
+// changeKey names what a change acts on: its kind and its job or node.
+type changeKey struct {
+	kind      ActionKind
+	job, node string
+}
+
+// refusal is a change that failed fails times in a row, last at at.
+type refusal struct {
+	fails int
+	at    time.Time
+}
+
+// retryAt is when the change may be tried again.
+func (f refusal) retryAt() time.Time {
+	wait := RetryMax
+	if f.fails <= 6 { // RetryFirst << 5 is past RetryMax
+		wait = min(RetryFirst<<(f.fails-1), RetryMax)
+	}
+	return f.at.Add(wait)
+}
+
+// holdBack leaves out of a cycle's changes those of a kind and job or node
+// that failed and whose wait to be tried again has not passed at now.
+// Only cycles hold changes back: Stop and the watchdog try every restore.
+func (r *Runner) holdBack(acts []Action, now time.Time) []Action {
+	maps.DeleteFunc(r.refused, func(_ changeKey, f refusal) bool { // its job or node asks for no change now
+		return now.Sub(f.at) > 2*RetryMax
+	})
+	return slices.DeleteFunc(acts, func(a Action) bool {
+		f, ok := r.refused[changeKey{a.Kind, a.Job, a.Node}]
+		if ok && now.Before(f.retryAt()) {
+			r.Log.Debug("slurm: change held back after it failed", append(logAttrs(a), "failures", f.fails, "retry_at", f.retryAt())...)
+			return true
+		}
+		return false
+	})
+}
+
+// noteOutcome counts a change's failure in a row, or forgets its
+// failures once it is made.
+func (r *Runner) noteOutcome(a Action, err error, t time.Time) {
+	k := changeKey{a.Kind, a.Job, a.Node}
+	if err == nil {
+		delete(r.refused, k)
+		return
+	}
+	if r.refused == nil {
+		r.refused = map[changeKey]refusal{}
+	}
+	r.refused[k] = refusal{fails: r.refused[k].fails + 1, at: t}
 }
 
 // remember keeps in the state a change that was made at t.

@@ -28,7 +28,8 @@ func (c *refusingClient) Update(ctx context.Context, ids []string, u slurm.Updat
 
 // Limits set alike go in one call; when it fails, each job is tried
 // alone and only the one refused stays as it was, with its error
-// recorded.
+// recorded; it is tried again after a wait that doubles with each
+// failure.
 func TestChangesOfOneValueGoInOneCall(t *testing.T) {
 	now := time.Now().UTC()
 	var jobs []slurm.Job
@@ -36,20 +37,21 @@ func TestChangesOfOneValueGoInOneCall(t *testing.T) {
 		jobs = append(jobs, slurm.Job{ID: id, User: "u", Partition: "gpu", State: "PENDING", Reason: "Resources",
 			GPUs: 1, TimeLimit: 2 * time.Hour, Submit: now})
 	}
-	c := &refusingClient{fakeClient: fakeClient{jobs: jobs,
+	refusing := &refusingClient{fakeClient: fakeClient{jobs: jobs,
 		nodes: []slurm.Node{{Name: "n1", GPUs: 4, CPUs: 16, States: []string{"ALLOCATED"}, Partitions: []string{"gpu"}}}}}
 	dir := t.TempDir()
-	r := &slurm.Runner{Client: c, Estimator: &fixedEstimator{}, Dir: dir,
+	clock := now
+	r := &slurm.Runner{Client: refusing, Estimator: &fixedEstimator{}, Dir: dir, Now: func() time.Time { return clock },
 		Config: slurm.Config{Autopilot: true, Partitions: []string{"gpu"}, Floor: time.Minute}}
 	defer r.Close()
 	if err := r.Cycle(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	want := [][]string{{"7", "8", "9", "10"}, {"7"}, {"8"}, {"9"}, {"10"}}
-	if !slices.EqualFunc(c.calls, want, slices.Equal) {
-		t.Errorf("calls %v, want %v", c.calls, want)
+	if !slices.EqualFunc(refusing.calls, want, slices.Equal) {
+		t.Errorf("calls %v, want %v", refusing.calls, want)
 	}
-	for _, j := range c.jobs {
+	for _, j := range refusing.jobs {
 		if lowered := j.TimeLimit == 5*time.Minute; lowered == (j.ID == "9") {
 			t.Errorf("job %s: limit %s", j.ID, j.TimeLimit)
 		}
@@ -61,11 +63,24 @@ func TestChangesOfOneValueGoInOneCall(t *testing.T) {
 	if strings.Count(string(events), `"error"`) != 1 || !strings.Contains(string(events), `"job":"9"`) {
 		t.Errorf("events: %s", events)
 	}
-	c.calls = nil // the next cycle tries the refused job alone
-	if err := r.Cycle(context.Background()); err != nil {
-		t.Fatal(err)
+	// The refused job is tried alone again, less often after each
+	// failure: one, two, four minutes later.
+	for _, c := range []struct {
+		at    time.Duration
+		tried bool
+	}{{30 * time.Second, false}, {time.Minute, true}, {2 * time.Minute, false}, {3 * time.Minute, true},
+		{6 * time.Minute, false}, {7 * time.Minute, true}} {
+		clock = now.Add(c.at)
+		calls := len(refusing.calls)
+		if err := r.Cycle(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		got := refusing.calls[calls:]
+		if want := [][]string{{"9"}}; c.tried && !slices.EqualFunc(got, want, slices.Equal) || !c.tried && len(got) > 0 {
+			t.Errorf("cycle at +%s: calls %v, want job 9 tried: %v", c.at, got, c.tried)
+		}
 	}
-	if want := [][]string{{"9"}}; !slices.EqualFunc(c.calls, want, slices.Equal) {
-		t.Errorf("second cycle: calls %v, want %v", c.calls, want)
+	if events, _ := os.ReadFile(dir + "/events.jsonl"); strings.Count(string(events), `"error"`) != 4 {
+		t.Errorf("events: %s; want the four failures", events)
 	}
 }
