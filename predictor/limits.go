@@ -3,27 +3,90 @@ package predictor
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/executor"
 	"github.com/prescient-sched/prescient/models"
 )
 
-// LimitEstimates plans with the time limits a models.LimitPolicy would
-// recommend: each job's estimate, P50 and P90 alike, is the limit read
-// from the inner forecaster's P50 and the calibration's margin for the
-// job's user and request, never above the job's own limit. The
-// calibration hears each job that ends (Observe), with the P50 it was
-// forecast at, as evaluate --target limit replays it. It is safe for
-// concurrent use.
+// ServedLimits recommends time limits under a models.LimitPolicy and
+// calibrates them on the errors of the forecasts it served: each job's
+// median is the first one it was recommended with, and when the job
+// completes, its run against that median joins the calibration, as
+// evaluate --target limit replays it. A forecast made after the job ended
+// would know the jobs that ended meanwhile, and so err less than the
+// advice did and make the limits too tight. LimitEstimates (replays) and
+// prescient slurm's live advisor both use it. It is safe for concurrent
+// use.
+type ServedLimits struct {
+	mu  sync.Mutex
+	cal *models.LimitCalibration
+	p50 map[cluster.JobID]float64 // log seconds, by job, until it ends
+}
+
+// NewServedLimits starts p's calibration with no outcomes.
+func NewServedLimits(p models.LimitPolicy) (*ServedLimits, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	return &ServedLimits{cal: models.NewLimitCalibration(p), p50: map[cluster.JobID]float64{}}, nil
+}
+
+// Recommend is j's limit from its forecast median (log seconds): zero
+// when there is neither a calibrated margin nor a limit of the user's.
+// The first median given for j is the one it is calibrated with.
+func (s *ServedLimits) Recommend(j *cluster.Job, median float64) time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.p50[j.ID]; !ok {
+		s.p50[j.ID] = median
+	}
+	return s.cal.Recommend(models.LimitUser(j), median, j.Spec.TimeLimit)
+}
+
+// Served reports whether a job was recommended a limit and has not been
+// heard to end.
+func (s *ServedLimits) Served(id cluster.JobID) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.p50[id]
+	return ok
+}
+
+// Observe hears a job that ended and forgets its median. A completed one
+// that was served joins the calibration with the median it was served.
+func (s *ServedLimits) Observe(j *cluster.Job) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	median, ok := s.p50[j.ID]
+	delete(s.p50, j.ID)
+	if ok && models.CompletedRun(j) {
+		s.cal.Observe(models.LimitUser(j), j.Spec.TimeLimit, median, j.Outcome.RunTime)
+	}
+}
+
+// ObserveAt calibrates with a completed job that was never served (its
+// Observe would not), at the median the caller forecasts for it.
+func (s *ServedLimits) ObserveAt(j *cluster.Job, median float64) {
+	if !models.CompletedRun(j) {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cal.Observe(models.LimitUser(j), j.Spec.TimeLimit, median, j.Outcome.RunTime)
+}
+
+// LimitEstimates plans with the time limits ServedLimits recommends: each
+// job's estimate, P50 and P90 alike, is the limit read from the inner
+// forecaster's P50, never above the job's own limit. It hears each job
+// that ends (Observe). It is safe for concurrent use.
 type LimitEstimates struct {
 	inner interface {
 		executor.Forecaster
 		executor.Observer
 	}
-	mu  sync.Mutex
-	cal *models.LimitCalibration
-	p50 map[cluster.JobID]float64 // log seconds, by job, until it ends
+	limits *ServedLimits
 }
 
 var (
@@ -33,10 +96,11 @@ var (
 
 // NewLimitEstimates wraps a learned forecaster (Adapter) in policy p.
 func NewLimitEstimates(inner Adapter, p models.LimitPolicy) (*LimitEstimates, error) {
-	if err := p.Validate(); err != nil {
+	limits, err := NewServedLimits(p)
+	if err != nil {
 		return nil, err
 	}
-	return &LimitEstimates{inner: inner, cal: models.NewLimitCalibration(p), p50: map[cluster.JobID]float64{}}, nil
+	return &LimitEstimates{inner: inner, limits: limits}, nil
 }
 
 // Forecast implements executor.Forecaster.
@@ -45,12 +109,8 @@ func (l *LimitEstimates) Forecast(ctx context.Context, jobs []*cluster.Job) ([]e
 	if err != nil {
 		return nil, err
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
 	for i, j := range jobs {
-		median := models.Log(fc[i].DurationP50.Seconds())
-		l.p50[j.ID] = median
-		est := l.cal.Recommend(models.LimitUser(j), median, j.Spec.TimeLimit)
+		est := l.limits.Recommend(j, models.Log(fc[i].DurationP50.Seconds()))
 		if est <= 0 { // no limit to fall back on: the forecast as it is
 			continue
 		}
@@ -63,11 +123,5 @@ func (l *LimitEstimates) Forecast(ctx context.Context, jobs []*cluster.Job) ([]e
 // Observe implements executor.Observer.
 func (l *LimitEstimates) Observe(j cluster.Job) {
 	l.inner.Observe(j)
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	median, ok := l.p50[j.ID]
-	delete(l.p50, j.ID)
-	if ok && models.CompletedRun(&j) {
-		l.cal.Observe(models.LimitUser(&j), j.Spec.TimeLimit, median, j.Outcome.RunTime)
-	}
+	l.limits.Observe(&j)
 }

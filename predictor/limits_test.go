@@ -14,6 +14,42 @@ import (
 	"github.com/prescient-sched/prescient/training"
 )
 
+// A job's error is taken against the median it was first served, not a
+// later one: the advice made that error.
+func TestServedLimitsCalibrateOnTheServedMedian(t *testing.T) {
+	p := models.LimitPolicy{RunPast: 0.5, Window: 10, MinAll: 1, MinUser: 1, MinUserLimit: 1, Unit: time.Minute}
+	s, err := predictor.NewServedLimits(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := func(id string) *cluster.Job {
+		j := cluster.NewJob(cluster.JobID(id), cluster.JobSpec{User: "u", GPUs: 1, TimeLimit: 4 * time.Hour}, time.Unix(0, 0))
+		return &j
+	}
+	a := job("a")
+	if l := s.Recommend(a, models.Log(600)); l != 4*time.Hour {
+		t.Fatalf("before any outcome: %s, want the user's 4h", l)
+	}
+	s.Recommend(a, models.Log(6000)) // a later forecast: not what the advice served first
+	if !s.Served("a") || s.Served("b") {
+		t.Fatal("Served: want a and not b")
+	}
+	a.State, a.Outcome.RunTime = cluster.StateSucceeded, 20*time.Minute
+	s.Observe(a) // its error: twice its first median
+	if s.Served("a") {
+		t.Error("a is still remembered after it ended")
+	}
+	if l := s.Recommend(job("b"), models.Log(600)); l != 20*time.Minute {
+		t.Errorf("b, forecast 10 min: %s, want 20m (a ran twice the median it was served)", l)
+	}
+	c := job("c") // never served: the caller's median
+	c.State, c.Outcome.RunTime = cluster.StateSucceeded, 30*time.Minute
+	s.ObserveAt(c, models.Log(600))
+	if l := s.Recommend(job("d"), models.Log(600)); l != 30*time.Minute {
+		t.Errorf("d, forecast 10 min, after errors ×2 and ×3: %s, want 30m", l)
+	}
+}
+
 // Planning with recommended limits: the user's own limit until the
 // calibration has heard enough jobs end, then the forecast median (1 h)
 // plus the user's errors, rounded up to a minute.

@@ -241,10 +241,10 @@ type slurmEstimator struct {
 	p            *predictor.Predictor
 	trainedUntil time.Time // the served model's data: its errors there are no test
 
-	why string // what a recommended limit covers, in the policy's words
+	why    string // what a recommended limit covers, in the policy's words
+	limits *predictor.ServedLimits
 
 	mu    sync.Mutex
-	cal   *models.LimitCalibration
 	heard map[cluster.JobID]time.Time // jobs learned from, with their ends
 }
 
@@ -259,7 +259,11 @@ func newSlurmEstimator(dir string, log *slog.Logger) (*slurmEstimator, error) {
 		return nil, err
 	}
 	policy := models.DefaultLimitPolicy()
-	return &slurmEstimator{p: p, trainedUntil: art.DataUntil, cal: models.NewLimitCalibration(policy),
+	limits, err := predictor.NewServedLimits(policy)
+	if err != nil {
+		return nil, err
+	}
+	return &slurmEstimator{p: p, trainedUntil: art.DataUntil, limits: limits,
 		why:   fmt.Sprintf("would have covered %.1f%% of comparable jobs' runs", 100*(1-policy.RunPast)),
 		heard: map[cluster.JobID]time.Time{}}, nil
 }
@@ -290,21 +294,20 @@ func (e *slurmEstimator) Estimate(ctx context.Context, jobs []slurm.Job) (map[st
 	if err != nil {
 		return nil, err
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
 	out := make(map[string]slurm.Estimate, len(jobs))
 	for i, j := range jobs {
 		run := time.Duration(models.Exp(med[i]) * float64(time.Second))
-		out[j.ID] = slurm.Estimate{RunP50: run, Limit: e.cal.Recommend(models.LimitUser(&in[i]), med[i], j.TimeLimit), Source: src,
-			LimitWhy: e.why}
+		out[j.ID] = slurm.Estimate{RunP50: run, Limit: e.limits.Recommend(&in[i], med[i]), Source: src, LimitWhy: e.why}
 	}
 	return out, nil
 }
 
-// Learn implements slurm.Estimator: each completed job not heard before,
-// in the order they ended, tells the serving models' histories and the
-// limit calibration (with the forecast it gets now, from before its end:
-// jobs the served model was trained on are left out of the calibration).
+// Learn implements slurm.Estimator: each job not heard before, in the
+// order they ended, tells the serving models' histories and the limit
+// calibration. A job the advice served is calibrated at the median it was
+// served (ServedLimits); one that pended and ended between two reads (or
+// before the first) at a median forecast now, the nearest there is, unless
+// the served model was trained on it.
 func (e *slurmEstimator) Learn(ctx context.Context, acct []byte) error {
 	res, err := datasets.ReadSlurm(bytes.NewReader(acct), "sacct --json", datasets.ReadOptions{Lenient: true})
 	if err != nil {
@@ -334,28 +337,28 @@ func (e *slurmEstimator) Learn(ctx context.Context, acct []byte) error {
 	}
 	e.mu.Unlock()
 	slices.SortFunc(done, func(a, b cluster.Job) int { return models.EndTime(&a).Compare(models.EndTime(&b)) })
-	var calib []cluster.Job
+	var unserved []cluster.Job
 	for _, j := range done {
-		if models.CompletedRun(&j) && j.SubmitTime.After(e.trainedUntil) {
-			calib = append(calib, cluster.NewJob(j.ID, j.Spec, j.SubmitTime))
+		if !e.limits.Served(j.ID) && models.CompletedRun(&j) && j.SubmitTime.After(e.trainedUntil) {
+			unserved = append(unserved, cluster.NewJob(j.ID, j.Spec, j.SubmitTime))
 		}
 	}
 	var med []float64
-	if len(calib) > 0 {
-		if med, _, err = e.forecast(ctx, calib); err != nil {
+	if len(unserved) > 0 {
+		if med, _, err = e.forecast(ctx, unserved); err != nil {
 			return err
 		}
 	}
-	byID := map[cluster.JobID]int{}
-	for i, j := range calib {
+	byID := make(map[cluster.JobID]int, len(unserved))
+	for i, j := range unserved {
 		byID[j.ID] = i
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
 	for _, j := range done {
 		e.p.Observe(j)
 		if i, ok := byID[j.ID]; ok {
-			e.cal.Observe(models.LimitUser(&j), j.Spec.TimeLimit, med[i], j.Outcome.RunTime)
+			e.limits.ObserveAt(&j, med[i])
+		} else {
+			e.limits.Observe(&j)
 		}
 	}
 	return nil
