@@ -30,6 +30,7 @@ type Advice struct {
 	Job       string `json:"job"`
 	Name      string `json:"name"`
 	User      string `json:"user"`
+	Account   string `json:"account"`
 	Partition string `json:"partition"`
 	GPUs      int64  `json:"gpus"`
 	// Tasks is a pending job array's tasks still pending (1 for a job);
@@ -149,7 +150,7 @@ func Advise(snap Snapshot, est map[string]Estimate) []Advice {
 	out := make([]Advice, 0, len(pending))
 	for _, j := range pending {
 		e, ok := est[j.ID]
-		a := Advice{Job: j.ID, Name: j.Name, User: j.User, Partition: j.Partition, GPUs: j.GPUs,
+		a := Advice{Job: j.ID, Name: j.Name, User: j.User, Account: j.Account, Partition: j.Partition, GPUs: j.GPUs,
 			Tasks: max(j.Tasks, 1), ArrayTasks: j.ArrayTasks, UserLimit: j.TimeLimit,
 			Limit: e.Limit, RunP50: e.RunP50}
 		run := runFor(j, e)

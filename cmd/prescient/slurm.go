@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -21,6 +22,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/prescient-sched/prescient/api"
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/datasets"
 	"github.com/prescient-sched/prescient/models"
@@ -32,6 +34,7 @@ import (
 type slurmOptions struct {
 	site           slurmSite
 	models, listen string
+	tokens         string
 	every, warmup  time.Duration
 	once           bool
 	cfg            slurm.Config
@@ -93,8 +96,10 @@ needs a Slurm operator
 
 With --listen it serves a page of the advice and the latest changes at /, the same as
 JSON (GET /v1/slurm/advice, /v1/slurm/events, /v1/slurm/state) and Prometheus metrics
-at /metrics (cycles, changes by kind and result, lowered jobs, parked nodes), read-only
-and without authentication: bind it to a trusted address.`,
+at /metrics (cycles, changes by kind and result, lowered jobs, parked nodes), read-only.
+With --tokens (serve's tokens file, a tenant being a Slurm account) the JSON takes a
+bearer token: an admin token reads everything, a viewer or submitter token the advice
+of its account's jobs. Without --tokens, --listen must be a loopback address.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runSlurm(cmd.Context(), g, o) },
 	}
@@ -102,6 +107,7 @@ and without authentication: bind it to a trusted address.`,
 	o.site.register(f, "folder for state.json and events.jsonl")
 	f.StringVar(&o.models, "models", "", "model registry with a duration model (required)")
 	f.StringVar(&o.listen, "listen", "", "address to serve the advice on (default: none)")
+	f.StringVar(&o.tokens, "tokens", "", "YAML file of bearer tokens (serve's): who may read the advice served on --listen")
 	f.DurationVar(&o.every, "every", time.Minute, "time between cycles")
 	f.DurationVar(&o.warmup, "warmup", 14*24*time.Hour, "accounting read at start to calibrate the limits")
 	f.BoolVar(&o.once, "once", false, "run one cycle and exit (restoring nothing)")
@@ -165,6 +171,10 @@ func runSlurm(ctx context.Context, g *globals, o slurmOptions) error {
 	if err := o.cfg.Validate(); err != nil {
 		return err
 	}
+	access, err := slurmAccess(o.listen, o.tokens)
+	if err != nil {
+		return err
+	}
 	if (len(o.cfg.HoldQOS) > 0) != (o.carbon != "") {
 		return errors.New("--hold-qos and --carbon go together: the QOS to hold, and the grid's intensity to hold them for")
 	}
@@ -205,7 +215,7 @@ func runSlurm(ctx context.Context, g *globals, o slurmOptions) error {
 		if err != nil {
 			return fmt.Errorf("--listen: %w", err)
 		}
-		srv := &http.Server{Handler: slurm.Handler(r, reg), ReadHeaderTimeout: 10 * time.Second}
+		srv := &http.Server{Handler: slurm.Handler(r, reg, access), ReadHeaderTimeout: 10 * time.Second}
 		go srv.Serve(ln)
 		defer srv.Close()
 		log.Info("serving the advice", "addr", ln.Addr().String())
@@ -233,6 +243,30 @@ func runSlurm(ctx context.Context, g *globals, o slurmOptions) error {
 		case <-tick.C:
 		}
 	}
+}
+
+// slurmAccess is who may read the advice served on listen: the tokens of
+// the file at path (an admin reads everything, a viewer or submitter the
+// jobs of its tenant's Slurm account), or anyone on a loopback address.
+func slurmAccess(listen, path string) (slurm.Access, error) {
+	if path == "" {
+		host, _, err := net.SplitHostPort(listen)
+		if ip := net.ParseIP(host); listen != "" && (err != nil || host != "localhost" && (ip == nil || !ip.IsLoopback())) {
+			return nil, fmt.Errorf("--listen %s: the advice names users' jobs; give --tokens FILE, or listen on a loopback address (behind a proxy of your own)", listen)
+		}
+		return nil, nil
+	}
+	tokens, err := api.LoadTokens(path)
+	if err != nil {
+		return nil, fmt.Errorf("--tokens: %w", err)
+	}
+	return func(token string) (slurm.Reader, bool) {
+		p, ok := tokens.Lookup(token)
+		if !ok || p.Role == api.RoleAgent {
+			return slurm.Reader{}, false
+		}
+		return slurm.Reader{Account: p.Tenant, Admin: p.Role == api.RoleAdmin}, true
+	}, nil
 }
 
 // slurmEstimator is slurm.Estimator over the served duration models and
@@ -365,7 +399,7 @@ func (e *slurmEstimator) Learn(ctx context.Context, acct []byte) error {
 }
 
 func newSlurmQueueCmd(g *globals) *cobra.Command {
-	var server string
+	var server, token string
 	cmd := &cobra.Command{
 		Use:   "queue",
 		Short: "Show Slurm's pending jobs as squeue does, with Prescient's predicted starts and limits",
@@ -382,12 +416,18 @@ the reason says why).`,
 			if err != nil {
 				return fmt.Errorf("--server: %w", err)
 			}
+			if token = cmp.Or(token, os.Getenv("PRESCIENT_TOKEN")); token != "" {
+				req.Header.Set("Authorization", "Bearer "+token)
+			}
 			resp, err := http.DefaultClient.Do(req)
 			if err != nil {
 				return err
 			}
 			defer resp.Body.Close()
-			if resp.StatusCode != http.StatusOK {
+			switch {
+			case resp.StatusCode == http.StatusUnauthorized:
+				return fmt.Errorf("GET /v1/slurm/advice: %s: give a token of the advisor's --tokens file (--token, or env PRESCIENT_TOKEN)", resp.Status)
+			case resp.StatusCode != http.StatusOK:
 				return fmt.Errorf("GET /v1/slurm/advice: %s", resp.Status)
 			}
 			var doc struct {
@@ -405,6 +445,7 @@ the reason says why).`,
 		},
 	}
 	cmd.Flags().StringVar(&server, "server", "http://127.0.0.1:8081", "address of prescient slurm --listen")
+	cmd.Flags().StringVar(&token, "token", "", "a token of its --tokens file (env PRESCIENT_TOKEN keeps it off the command line)")
 	return cmd
 }
 

@@ -129,7 +129,7 @@ func TestSlurmAdvisorOnRealSlurm(t *testing.T) {
 		!strings.HasPrefix(out, "nothing to do") {
 		t.Errorf("restore: %q %v", out, err)
 	}
-	srv := httptest.NewServer(slurm.Handler(r, nil))
+	srv := httptest.NewServer(slurm.Handler(r, nil, nil))
 	defer srv.Close()
 	out, err := run(t, "slurm", "queue", "--server", srv.URL)
 	if err != nil {
@@ -171,6 +171,50 @@ func TestSlurmFlagsSayWhatIsWrong(t *testing.T) {
 		if _, err := run(t, c.args...); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: %v, want %q", c.args, err, c.want)
 		}
+	}
+}
+
+// The advice's readers are serve's tokens: an admin reads all, a viewer
+// or submitter its tenant's (its Slurm account's) jobs, an agent nothing;
+// without tokens only a loopback address may serve it.
+func TestSlurmAccessTakesServesTokens(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tokens.yaml")
+	if err := os.WriteFile(path, []byte(`tokens:
+  - {token: "admin-token-0123456789", tenant: ops, role: admin}
+  - {token: "viewer-token-0123456789", tenant: nlp, role: viewer}
+  - {token: "agent-token-0123456789", role: agent}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	access, err := slurmAccess("0.0.0.0:8081", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for token, want := range map[string]struct {
+		r  slurm.Reader
+		ok bool
+	}{
+		"admin-token-0123456789":  {slurm.Reader{Account: "ops", Admin: true}, true},
+		"viewer-token-0123456789": {slurm.Reader{Account: "nlp"}, true},
+		"agent-token-0123456789":  {},
+		"guess":                   {},
+	} {
+		if r, ok := access(token); r != want.r || ok != want.ok {
+			t.Errorf("%s: %+v %v, want %+v %v", token, r, ok, want.r, want.ok)
+		}
+	}
+	for _, addr := range []string{"127.0.0.1:8081", "[::1]:8081", "localhost:8081", ""} {
+		if a, err := slurmAccess(addr, ""); err != nil || a != nil {
+			t.Errorf("--listen %q without --tokens: %v", addr, err)
+		}
+	}
+	for _, addr := range []string{"0.0.0.0:8081", ":8081", "10.0.0.7:8081"} {
+		if _, err := slurmAccess(addr, ""); err == nil || !strings.Contains(err.Error(), "--tokens") {
+			t.Errorf("--listen %q without --tokens: %v, want an error naming --tokens", addr, err)
+		}
+	}
+	if _, err := slurmAccess("0.0.0.0:8081", filepath.Join(t.TempDir(), "none.yaml")); err == nil || !strings.Contains(err.Error(), "--tokens") {
+		t.Errorf("a missing tokens file: %v", err)
 	}
 }
 
