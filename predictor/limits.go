@@ -2,6 +2,7 @@ package predictor
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -101,6 +102,23 @@ func NewLimitEstimates(inner Adapter, p models.LimitPolicy) (*LimitEstimates, er
 		return nil, err
 	}
 	return &LimitEstimates{inner: inner, limits: limits}, nil
+}
+
+// WarmUp starts the calibration as a service running since before until
+// would have it: each completed job among jobs that ended before until,
+// in the order they ended, calibrates at its median in medians (log
+// seconds, as served before it ran; training.ServedBefore).
+func (l *LimitEstimates) WarmUp(jobs []cluster.Job, medians []float64, until time.Time) {
+	order := make([]int, 0, len(jobs))
+	for i := range jobs {
+		if models.CompletedRun(&jobs[i]) && models.EndTime(&jobs[i]).Before(until) {
+			order = append(order, i)
+		}
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return models.EndTime(&jobs[a]).Compare(models.EndTime(&jobs[b])) })
+	for _, i := range order {
+		l.limits.ObserveAt(&jobs[i], medians[i])
+	}
 }
 
 // Forecast implements executor.Forecaster.

@@ -99,6 +99,40 @@ func TestLimitEstimates(t *testing.T) {
 	}
 }
 
+// A warmed-up calibration recommends from the first job of the window:
+// the completed jobs that ended before it count, in the order they ended;
+// one still running then, or one that failed, does not.
+func TestLimitEstimatesWarmUp(t *testing.T) {
+	p := models.LimitPolicy{RunPast: 0.05, Window: 100, MinAll: 20, MinUser: 20, MinUserLimit: 10, Unit: time.Minute}
+	le, err := predictor.NewLimitEstimates(predictor.Adapter{P: &fakeLearned{}}, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Unix(0, 0)
+	from := start.Add(48 * time.Hour)
+	var jobs []cluster.Job
+	var medians []float64
+	add := func(i int, run time.Duration, st cluster.JobState) {
+		j := cluster.NewJob(cluster.JobID(fmt.Sprint(i)), cluster.JobSpec{User: "u", GPUs: 1, TimeLimit: 10 * time.Hour}, start.Add(time.Duration(i)*time.Minute))
+		j.State, j.Outcome.RunTime = st, run
+		jobs, medians = append(jobs, j), append(medians, models.Log(3600))
+	}
+	for i := 1; i <= 25; i++ {
+		add(i, time.Hour+time.Duration(i)*time.Minute, cluster.StateSucceeded)
+	}
+	add(26, 3*time.Hour, cluster.StateFailed)     // not completed
+	add(27, 48*time.Hour, cluster.StateSucceeded) // ends after from
+	le.WarmUp(jobs, medians, from)
+	j := cluster.NewJob("window-0", cluster.JobSpec{User: "u", GPUs: 1, TimeLimit: 10 * time.Hour}, from)
+	fc, err := le.Forecast(context.Background(), []*cluster.Job{&j})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fc[0].DurationP50; got != time.Hour+25*time.Minute {
+		t.Errorf("the window's first job: %s, want 1h25m (the median 1h plus the largest of the 25 errors)", got)
+	}
+}
+
 // BenchmarkLimitAdvice10k recommends limits for 10,000 pending jobs: the
 // ensemble trained on all of KTH SP2 but its last 12,000 jobs, its
 // calibration warm from 2,000 of them, asked for the last 10,000 as if

@@ -121,6 +121,44 @@ func EvaluateLimits(ctx context.Context, art *models.Artifact, jobs []cluster.Jo
 	return rep, nil
 }
 
+// ServedBefore is what a limit calibration warms up on before a window
+// from from, as EvaluateLimits warms up: the last limitWarmup labelled
+// jobs submitted before from, in submit order, with the medians (log
+// seconds) the artifact's selected model serves them, each from the jobs
+// that ended before its submit. simulate --estimates learned starts its
+// calibration so (predictor.LimitEstimates.WarmUp).
+func ServedBefore(art *models.Artifact, jobs []cluster.Job, from time.Time) ([]cluster.Job, []float64, error) {
+	if art.Target != models.TargetDuration {
+		return nil, nil, fmt.Errorf("served medians: the %s model forecasts no run times", art.Target)
+	}
+	sorted := sortedBySubmit(jobs)
+	k, _ := windowOf(sorted, from, time.Time{})
+	w, labelled := k, 0
+	for w > 0 && labelled < limitWarmup {
+		w--
+		if _, ok := art.Target.Label(&sorted[w]); ok {
+			labelled++
+		}
+	}
+	if labelled == 0 {
+		return nil, nil, nil
+	}
+	m, err := art.Model(art.Selected)
+	if err != nil {
+		return nil, nil, fmt.Errorf("served medians: %w", err)
+	}
+	d := scoredRows(art.Features, sorted, sorted[w:k])
+	q, err := d.stream.Serve(m, []float64{0.5})
+	if err != nil {
+		return nil, nil, fmt.Errorf("served medians: %s: %w", art.Selected, err)
+	}
+	med := make([]float64, len(q))
+	for i := range q {
+		med[i] = q[i][0]
+	}
+	return d.queries, med, nil
+}
+
 // replayLimits recommends a limit for each query in submit order from its
 // served forecast q, the calibration hearing each completed query when it
 // ends (before the submit of any query after), and scores the completed

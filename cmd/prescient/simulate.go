@@ -59,6 +59,8 @@ type simulateOptions struct {
 	lendRecent            time.Duration
 	lending               *sim.Lending  // from --inference and --lend, built once for every policy
 	arrivals              park.Arrivals // the trace's before --from (loadReplay)
+	before                []cluster.Job // the trace's jobs submitted before --from (loadReplay)
+	fromTime              time.Time     // --from (loadReplay)
 }
 
 func newSimulateCmd(g *globals) *cobra.Command {
@@ -79,7 +81,7 @@ finishes) or --oracle (true durations, with --oracle-noise σ for log-normal
 noise). On traces with users' time limits (swf), --estimates user plans with the
 limits themselves, as Slurm's backfill does, and --estimates learned with the
 limits Prescient would recommend from the --models forecasts (evaluate --target
-limit), never above the user's. Either way a job with a limit
+limit, its calibration warmed up on the jobs before --from), never above the user's. Either way a job with a limit
 that outlives its estimate is expected to run a step longer (1 min, 5, 15, 30,
 1 h, 2, 5, ... up to its limit), and no job is stopped before its limit: the
 trace's run times are replayed.`,
@@ -222,6 +224,7 @@ func (o *simulateOptions) loadReplay(log *slog.Logger) ([]cluster.Job, map[clust
 		var before []cluster.Job
 		before, jobs = datasets.SplitByTime(jobs, from)
 		o.arrivals = priorArrivals(before, from)
+		o.before, o.fromTime = before, from
 	}
 	if o.until != "" {
 		until, err := datasets.ParseTime(o.until)
@@ -315,13 +318,18 @@ func runSimulate(ctx context.Context, g *globals, o *simulateOptions, stdout, st
 	if o.lending, err = o.inferenceLending(fleet); err != nil {
 		return err
 	}
-	truth := make(map[cluster.JobID]time.Duration, len(jobs))
+	truth := replayTruth{durations: make(map[cluster.JobID]time.Duration, len(jobs)), orig: orig}
 	for _, j := range jobs {
-		truth[j.ID] = j.Outcome.RunTime
+		truth.durations[j.ID] = j.Outcome.RunTime
+	}
+	if o.estimates == estimatesLearned && !o.fromTime.IsZero() {
+		if truth.warm, truth.warmMedians, err = o.limitWarmup(); err != nil {
+			return err
+		}
 	}
 	var runs []*sim.Result
 	for _, name := range strings.Split(o.policy, ",") {
-		r, err := o.replay(ctx, g, name, jobs, fleet, replayTruth{durations: truth, orig: orig}, stderr)
+		r, err := o.replay(ctx, g, name, jobs, fleet, truth, stderr)
 		if err != nil {
 			return err
 		}
@@ -338,11 +346,30 @@ func runSimulate(ctx context.Context, g *globals, o *simulateOptions, stdout, st
 // speedsGavel is --speeds' one value: executor.GavelSpeeds.
 const speedsGavel = "gavel"
 
+// limitWarmup is what --estimates learned's calibration starts with: the
+// labelled jobs before --from and the medians the registry's model serves
+// them (training.ServedBefore), as evaluate --target limit starts.
+func (o *simulateOptions) limitWarmup() ([]cluster.Job, []float64, error) {
+	art, err := training.Registry{Dir: o.models}.LoadCurrent(models.TargetDuration)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--models: %w", err)
+	}
+	jobs, med, err := training.ServedBefore(art, o.before, o.fromTime)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--estimates learned: %w", err)
+	}
+	return jobs, med, nil
+}
+
 // replayTruth is what the forecasters may know: the true durations (for the
-// oracle) and the jobs as the trace recorded them (for learned models).
+// oracle), the jobs as the trace recorded them (for learned models), and
+// with --estimates learned, the jobs before --from with their served
+// medians, which the limit calibration warms up on.
 type replayTruth struct {
-	durations map[cluster.JobID]time.Duration
-	orig      map[cluster.JobID]cluster.Job
+	durations   map[cluster.JobID]time.Duration
+	orig        map[cluster.JobID]cluster.Job
+	warm        []cluster.Job
+	warmMedians []float64
 }
 
 func (o *simulateOptions) replay(ctx context.Context, g *globals, name string, jobs []cluster.Job, fleet *cluster.Fleet,
@@ -442,7 +469,12 @@ func (o *simulateOptions) forecaster(g *globals, pol *executor.Policy, truth rep
 			return nil, fmt.Errorf("--models: %w", err)
 		}
 		if o.estimates == estimatesLearned {
-			return predictor.NewLimitEstimates(predictor.Adapter{P: p, Trace: truth.orig}, models.DefaultLimitPolicy())
+			le, err := predictor.NewLimitEstimates(predictor.Adapter{P: p, Trace: truth.orig}, models.DefaultLimitPolicy())
+			if err != nil {
+				return nil, err
+			}
+			le.WarmUp(truth.warm, truth.warmMedians, o.fromTime)
+			return le, nil
 		}
 		return predictor.Adapter{P: p, Trace: truth.orig}, nil
 	}
