@@ -48,35 +48,21 @@ type cycle struct {
 	past   bool
 	// shape is what the queue holds (queueShape), read once a cycle needs
 	// it: a strict FIFO cycle that stops at its first job never does.
-	shape *queueShape
+	shape *QueueFacts
 }
 
-// queueShape is what the cycle's done needs of the whole queue: whether
-// it holds jobs that may fit in no whole GPU (shares, CPU only), and the
-// fewest GPUs a queued job asks for when every one is plain (0 when some
-// job is not).
-type queueShape struct {
-	small       bool
-	fewestPlain int
-}
-
-// queueShape reads the queue's shape on first use.
-func (c *cycle) queueShape() *queueShape {
-	if c.shape != nil {
-		return c.shape
+// queueShape is the queue's Small and FewestPlain (QueueFacts), read on
+// first use: from PlanInput.Facts, else by walking the queue.
+func (c *cycle) queueShape() *QueueFacts {
+	switch {
+	case c.shape != nil:
+	case c.in.Facts != nil:
+		c.shape = c.in.Facts
+	default:
+		f := queueShape(c.in.Queue)
+		c.shape = &f
 	}
-	s := &queueShape{fewestPlain: int(^uint(0) >> 1)}
-	for _, v := range c.in.Queue {
-		if v.Job.Spec.GPUs == 0 || v.Job.Spec.Fractional() {
-			s.small = true
-		}
-		if !plain(v.Job) {
-			s.fewestPlain = 0
-		}
-		s.fewestPlain = min(s.fewestPlain, v.Job.Spec.GPUs)
-	}
-	c.shape = s
-	return s
+	return c.shape
 }
 
 // reservation holds GPUs (fenced) for a blocked job from its shadow time on.
@@ -202,11 +188,11 @@ func (c *cycle) done() bool {
 	}
 	full := c.free.FreeGPUs() == 0 || c.minFail <= 1
 	mayPreempt := c.p.Preemptor != nil && c.attempts < c.f.limits.PreemptionAttempts && (c.cands.Len() > 0 || c.pending != nil)
-	if mayPreempt && c.free.FreeGPUs() == 0 && !c.queueShape().small && c.noLaterVictims() {
+	if mayPreempt && c.free.FreeGPUs() == 0 && !c.queueShape().Small && c.noLaterVictims() {
 		mayPreempt = false
 	}
 	mayReclaim := c.quotas != nil && c.quotas.Lends() && c.attempts < c.f.limits.PreemptionAttempts
-	return full && !mayPreempt && !mayReclaim && !c.queueShape().small
+	return full && !mayPreempt && !mayReclaim && !c.queueShape().Small
 }
 
 // noLaterVictims reports whether no job left in the queue can preempt
@@ -223,7 +209,7 @@ func (c *cycle) noLaterVictims() bool {
 	if c.pending != nil && c.pending.FreeGPUs() > 0 || c.explaining() {
 		return false
 	}
-	if f := c.queueShape().fewestPlain; f > 0 && f >= c.minNoVictims {
+	if f := c.queueShape().FewestPlain; f > 0 && f >= c.minNoVictims {
 		return true
 	}
 	if !c.queue.total() {
@@ -395,12 +381,21 @@ func (c *cycle) wait(id cluster.JobID, reason string) {
 // finish adds the deadline reports and the next replanning time.
 func (c *cycle) finish() {
 	now := c.in.Now
-	for _, v := range c.in.Queue {
-		// The view's own field first: most of a long queue was not queued
-		// now, and reading each one's job costs a cache miss.
-		if v.QueuedSince.Equal(now) && v.Job.Attempts == 0 && v.Job.Spec.HasDeadline() {
+	report := func(v *JobView) {
+		if v.Job.Spec.HasDeadline() {
 			latest := v.Job.Spec.Deadline.Add(-v.RemainingP90())
 			c.plan.Deadlines = append(c.plan.Deadlines, DeadlineReport{Job: v.Job.ID, Feasible: !now.After(latest), LatestStart: latest})
+		}
+	}
+	if c.in.Facts != nil {
+		for _, v := range c.in.Facts.New {
+			report(v)
+		}
+	} else {
+		for _, v := range c.in.Queue {
+			if newJob(v, now) {
+				report(v)
+			}
 		}
 	}
 	next := time.Time{}

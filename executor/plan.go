@@ -122,6 +122,9 @@ type PlanInput struct {
 	// without a Reason. The decisions are the same; the planner saves
 	// formatting a reason for every job it considers.
 	Unexplained bool
+	// Facts, when set, are the Queue's facts (QueueFactsKeeper), so that
+	// the cycle need not walk the whole queue for them; nil: it walks.
+	Facts *QueueFacts
 }
 
 // Plan is data: what to start where, what to stop, and why.

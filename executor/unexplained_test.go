@@ -39,9 +39,11 @@ func withoutReasons(p executor.Plan) executor.Plan {
 	return p
 }
 
-// The simulator plans with PlanInput.Unexplained; the planner then skips
-// formatting reasons and stops its walk of the queue as soon as no job left
-// can start or preempt. Against a planner that explains every waiting job
+// The simulator plans with PlanInput.Unexplained and the queue's Facts;
+// the planner then skips formatting reasons, reads the facts instead of
+// walking the queue for them, and stops its walk of the queue as soon as
+// no job left can start or preempt. Against a planner that explains every
+// waiting job
 // (and so walks as far as the limits let it), the decisions must be the
 // same: placements, preemptions, deadline reports and the next replan.
 func TestUnexplainedPlanMakesTheSameDecisions(t *testing.T) {
@@ -74,7 +76,8 @@ func TestUnexplainedPlanMakesTheSameDecisions(t *testing.T) {
 					t.Fatal(err)
 				}
 				quiet := in
-				quiet.Unexplained = true
+				facts := executor.QueueFactsOf(in.Queue, in.Now) // as a simulator keeps them: the cycle walks no queue for them
+				quiet.Unexplained, quiet.Facts = true, &facts
 				got, err := planner(t, name, func(*executor.Limits) {}).Plan(t.Context(), quiet)
 				if err != nil {
 					t.Fatal(err)

@@ -41,6 +41,10 @@ func (s *Simulator) check() error {
 	for _, v := range q {
 		queued[v]++
 	}
+	walked, kept := executor.QueueFactsOf(q, s.now), s.facts.Facts(s.now)
+	if walked.Small != kept.Small || walked.FewestPlain != kept.FewestPlain || !sameViews(walked.New, kept.New) {
+		return fmt.Errorf("the queue's facts kept %+v, walked %+v: %w", *kept, walked, ErrInvariant)
+	}
 	for _, j := range s.jobs {
 		if n := queued[&j.view]; n > 1 || (n == 1) != (j.qpos >= 0) {
 			return fmt.Errorf("job %s is in the queue %d times (position %d): %w", j.job.ID, n, j.qpos, ErrInvariant)
@@ -89,4 +93,21 @@ func (s *Simulator) checkJob(j *simJob) error {
 		return fmt.Errorf("job %s: state %s, queued %v, running %v, holds GPUs %v: %w", j.job.ID, j.job.State, inQ, inR, holds, ErrInvariant)
 	}
 	return nil
+}
+
+// sameViews says a and b hold the same views, in any order.
+func sameViews(a, b []*executor.JobView) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	in := make(map[*executor.JobView]bool, len(a))
+	for _, v := range a {
+		in[v] = true
+	}
+	for _, v := range b {
+		if !in[v] {
+			return false
+		}
+	}
+	return true
 }

@@ -10,6 +10,7 @@ import (
 
 func (s *Simulator) enqueue(j *simJob) {
 	s.queuedN[j.job.Spec.Tenant]++
+	s.facts.Add(&j.view, s.now)
 	if _, ok := s.waits[j.job.Spec.Tenant]; !ok {
 		s.waits[j.job.Spec.Tenant] = executor.TenantWaits{} // its queued time counts from now (advance)
 	}
@@ -24,6 +25,7 @@ func (s *Simulator) enqueue(j *simJob) {
 
 func (s *Simulator) dequeue(j *simJob) {
 	s.queuedN[j.job.Spec.Tenant]--
+	s.facts.Remove(&j.view)
 	if s.sorted != nil {
 		s.sorted.Remove(&j.view)
 		j.qpos = -1

@@ -302,11 +302,11 @@ func earliest(a, b time.Time) time.Time {
 }
 
 // jobsNow brings the running jobs' views up to now and gives in the
-// queue (in the policy's order when the simulator keeps it sorted) and
-// the running jobs as they are.
+// queue (in the policy's order when the simulator keeps it sorted), its
+// facts, and the running jobs as they are.
 func (s *Simulator) jobsNow(in *executor.PlanInput) {
 	s.refreshRunning()
-	in.Queue, in.Running, in.QueueSorted = s.queue, s.running, false
+	in.Queue, in.Running, in.QueueSorted, in.Facts = s.queue, s.running, false, s.facts.Facts(s.now)
 	if s.sorted != nil {
 		in.Queue, in.QueueSorted = s.sorted.Jobs(), true
 	}

@@ -213,6 +213,7 @@ type Simulator struct {
 	peak    map[string]int                  // the most each tenant held at once
 	waits   map[string]executor.TenantWaits // tenants' decayed queueing
 	queuedN map[string]int                  // tenants' jobs in the queue
+	facts   executor.QueueFactsKeeper       // the queue's facts, for the planner (PlanInput.Facts)
 	acct    accounting
 	caches  dataCaches
 	// arrivals are the jobs that arrived (forecast parking's rate).
@@ -314,13 +315,22 @@ func WithdrawnAt(j *cluster.Job) (time.Time, bool) {
 func (s *Simulator) loadJobs() error {
 	fleetGPUs := s.free.FreeGPUs()
 	seen := make(map[cluster.JobID]bool, len(s.cfg.Jobs))
-	for i := range s.cfg.Jobs {
+	// The jobs lie in one array in submit order, so that a cycle's walks
+	// over the queue read memory in order rather than chase pointers.
+	order := make([]int, len(s.cfg.Jobs))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return s.cfg.Jobs[a].SubmitTime.Compare(s.cfg.Jobs[b].SubmitTime) })
+	all := make([]simJob, len(s.cfg.Jobs))
+	for k, i := range order {
 		src := &s.cfg.Jobs[i]
 		if seen[src.ID] {
 			return fmt.Errorf("sim: job %s appears twice", src.ID)
 		}
 		seen[src.ID] = true
-		j := &simJob{truth: src.Outcome.RunTime, gpus: src.Spec.GPUs, qpos: -1, rpos: -1}
+		j := &all[k]
+		*j = simJob{truth: src.Outcome.RunTime, gpus: src.Spec.GPUs, qpos: -1, rpos: -1}
 		j.job = cluster.NewJob(src.ID, src.Clone().Spec, src.SubmitTime)
 		if s.cfg.CheckpointCost > 0 && j.job.Spec.CheckpointCost == 0 {
 			j.job.Spec.Checkpointable, j.job.Spec.CheckpointCost = true, s.cfg.CheckpointCost
@@ -332,6 +342,5 @@ func (s *Simulator) loadJobs() error {
 		s.jobs = append(s.jobs, j)
 		s.byID[src.ID] = j
 	}
-	slices.SortStableFunc(s.jobs, func(a, b *simJob) int { return a.job.SubmitTime.Compare(b.job.SubmitTime) })
 	return nil
 }
