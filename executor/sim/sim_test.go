@@ -327,17 +327,21 @@ func TestTiresiasPromotesStarvedJobs(t *testing.T) {
 	}
 }
 
+// gpuJobAt is a job of one GPU submitted at the epoch plus at that runs
+// for run.
+func gpuJobAt(id string, at, run time.Duration) cluster.Job {
+	j := clustertest.Job(id).GPUs(1).Submitted(clustertest.Epoch.Add(at)).Obj()
+	j.Outcome.RunTime = run
+	return j
+}
+
 // TestHeadStartLetsAShortJobPassALongOneThatCameJustBefore: on one full
 // GPU, a 10-hour job queued a minute before a 30-minute one goes second
 // under headstart-backfill (first under easy-backfill); a 30-minute job
 // that came after the long one's estimate had passed does not pass it.
 func TestHeadStartLetsAShortJobPassALongOneThatCameJustBefore(t *testing.T) {
 	fleet := clustertest.Fleet(clustertest.Node("n1").GPUs(1, "V100").Obj())
-	job := func(id string, at, run time.Duration) cluster.Job {
-		j := clustertest.Job(id).GPUs(1).Submitted(clustertest.Epoch.Add(at)).Obj()
-		j.Outcome.RunTime = run
-		return j
-	}
+	job := gpuJobAt
 	jobs := []cluster.Job{
 		job("first", 0, 12*time.Hour),               // holds the GPU for 12 hours
 		job("long", time.Minute, 10*time.Hour),      // key: 1m + 10h
@@ -370,11 +374,7 @@ func TestHeadStartLetsAShortJobPassALongOneThatCameJustBefore(t *testing.T) {
 // figures: the trace has no run time for them.
 func TestAJobItsUserCancelledLeavesTheQueueThen(t *testing.T) {
 	fleet := clustertest.Fleet(clustertest.Node("n1").GPUs(1, "V100").Obj())
-	job := func(id string, at, run time.Duration) cluster.Job {
-		j := clustertest.Job(id).GPUs(1).Submitted(clustertest.Epoch.Add(at)).Obj()
-		j.Outcome.RunTime = run
-		return j
-	}
+	job := gpuJobAt
 	withdrawn := func(id string, at, cancel time.Duration) cluster.Job {
 		j := job(id, at, 0)
 		j.State, j.EndTime = cluster.StateCancelled, clustertest.Epoch.Add(cancel)
