@@ -2,6 +2,7 @@ package predictor
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -23,15 +24,27 @@ import (
 type ServedLimits struct {
 	mu  sync.Mutex
 	cal *models.LimitCalibration
-	p50 map[cluster.JobID]float64 // log seconds, by job, until it ends
+	p50 map[cluster.JobID]servedMedian // by job, until it ends
 }
+
+// servedMedian is the median a job was first served (log seconds), and
+// when the job was submitted.
+type servedMedian struct {
+	median float64
+	submit time.Time
+}
+
+// maxServed bounds the jobs ServedLimits remembers: past it, those
+// submitted a month before the newest are forgotten (jobs whose end it
+// was never told, such as a Slurm array's pending entry).
+const maxServed = 200_000
 
 // NewServedLimits starts p's calibration with no outcomes.
 func NewServedLimits(p models.LimitPolicy) (*ServedLimits, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	return &ServedLimits{cal: models.NewLimitCalibration(p), p50: map[cluster.JobID]float64{}}, nil
+	return &ServedLimits{cal: models.NewLimitCalibration(p), p50: map[cluster.JobID]servedMedian{}}, nil
 }
 
 // Recommend is j's limit from its forecast median (log seconds): zero
@@ -41,7 +54,10 @@ func (s *ServedLimits) Recommend(j *cluster.Job, median float64) time.Duration {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.p50[j.ID]; !ok {
-		s.p50[j.ID] = median
+		if len(s.p50) >= maxServed {
+			maps.DeleteFunc(s.p50, func(_ cluster.JobID, f servedMedian) bool { return f.submit.Before(j.SubmitTime.AddDate(0, -1, 0)) })
+		}
+		s.p50[j.ID] = servedMedian{median, j.SubmitTime}
 	}
 	return s.cal.Recommend(models.LimitUser(j), median, j.Spec.TimeLimit)
 }
@@ -60,10 +76,10 @@ func (s *ServedLimits) Served(id cluster.JobID) bool {
 func (s *ServedLimits) Observe(j *cluster.Job) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	median, ok := s.p50[j.ID]
+	f, ok := s.p50[j.ID]
 	delete(s.p50, j.ID)
 	if ok && models.CompletedRun(j) {
-		s.cal.Observe(models.LimitUser(j), j.Spec.TimeLimit, median, j.Outcome.RunTime)
+		s.cal.Observe(models.LimitUser(j), j.Spec.TimeLimit, f.median, j.Outcome.RunTime)
 	}
 }
 

@@ -99,6 +99,30 @@ func TestLimitEstimates(t *testing.T) {
 	}
 }
 
+// ServedLimits forgets jobs it was never told ended once it remembers
+// 200,000: those submitted a month before the newest.
+func TestServedLimitsForgetOldJobsItNeverHeardEnd(t *testing.T) {
+	s, err := predictor.NewServedLimits(models.DefaultLimitPolicy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Unix(0, 0)
+	for i := range 200_000 {
+		j := cluster.NewJob(cluster.JobID(fmt.Sprint("old-", i)), cluster.JobSpec{User: "u", GPUs: 1}, t0)
+		s.Recommend(&j, models.Log(60))
+	}
+	recent := cluster.NewJob("recent", cluster.JobSpec{User: "u", GPUs: 1}, t0.Add(20*24*time.Hour))
+	s.Recommend(&recent, models.Log(60))
+	if !s.Served("old-0") {
+		t.Fatal("forgot a job 20 days older than the newest")
+	}
+	late := cluster.NewJob("late", cluster.JobSpec{User: "u", GPUs: 1}, t0.Add(40*24*time.Hour))
+	s.Recommend(&late, models.Log(60))
+	if s.Served("old-0") || s.Served("old-199999") || !s.Served("recent") || !s.Served("late") {
+		t.Error("want the jobs of 40 days before the newest forgotten, the one of 20 kept")
+	}
+}
+
 // A warmed-up calibration recommends from the first job of the window:
 // the completed jobs that ended before it count, in the order they ended;
 // one still running then, or one that failed, does not.
