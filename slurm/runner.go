@@ -145,7 +145,7 @@ func (r *Runner) Cycle(ctx context.Context) (err error) {
 	}
 	r.mu.Unlock()
 	// 4. Act, then keep the state and publish the advice.
-	r.apply(ctx, r.holdBack(acts, now))
+	r.apply(ctx, r.holdBack(acts, now), now)
 	r.mu.Lock()
 	r.state.LastCycle = now
 	for i := range advice { // a job it holds starts once released
@@ -196,7 +196,7 @@ func (r *Runner) Stop(ctx context.Context) error {
 	r.state.Observe(snap)
 	acts := Restore(snap, &r.state)
 	r.mu.Unlock()
-	r.apply(ctx, acts)
+	r.apply(ctx, acts, r.Now())
 	return errors.Join(r.save(), r.Close())
 }
 
@@ -270,7 +270,7 @@ const MaxBatch = 500
 // Nice values set alike go in one scontrol update of up to MaxBatch jobs;
 // when such a call fails, each of its jobs is tried alone, so that the
 // error lands on the job it belongs to.
-func (r *Runner) apply(ctx context.Context, acts []Action) {
+func (r *Runner) apply(ctx context.Context, acts []Action, now time.Time) {
 	errs := r.updateInBatches(ctx, acts)
 	for i, a := range acts {
 		ev := Event{Time: r.Now(), Action: a}
@@ -281,7 +281,7 @@ func (r *Runner) apply(ctx context.Context, acts []Action) {
 		if err == nil {
 			r.remember(a, ev.Time)
 		}
-		r.noteOutcome(a, err, ev.Time)
+		r.noteOutcome(a, err, now)
 		r.Metrics.change(a.Kind, err)
 		if err != nil {
 			ev.Error = err.Error()
@@ -380,20 +380,43 @@ func (r *Runner) change(ctx context.Context, a Action) error {
 }
 
 // Retrying a change that failed: after its n-th failure in a row it is
-// tried again no sooner than RetryFirst × 2^(n−1) later, at most RetryMax.
-// A change that Slurm refuses for good (a job that has just started, a
-// value the site forbids) is then tried a few times an hour, not every
-// cycle, and one that failed while slurmctld was away comes back within
-// RetryMax of its return.
+// tried again no sooner than RetryFirst × 2^(n−1) after the cycle it
+// failed in, at most RetryMax. A change that Slurm refuses for good (a job
+// that has just started, a value the site forbids) is then tried a few
+// times an hour, not every cycle, and one that failed while slurmctld was
+// away comes back within RetryMax of its return. Undoing Prescient's own
+// changes (restores, releases, waking a node) is never held back: a
+// lowered limit not given back in time kills the job.
 const (
 	RetryFirst = time.Minute
 	RetryMax   = 30 * time.Minute
 )
 
-// changeKey names what a change acts on: its kind and its job or node.
+// changeKey names a change: its kind, its job or node, and the limit or
+// Nice it sets (a different value is another change). A comment's text
+// and a hold's end are not part of it: they move every cycle.
 type changeKey struct {
 	kind      ActionKind
 	job, node string
+	limit     time.Duration
+	nice      int
+}
+
+func keyOf(a Action) changeKey {
+	k := changeKey{kind: a.Kind, job: a.Job, node: a.Node, limit: a.Limit}
+	if a.Nice != nil {
+		k.nice = *a.Nice
+	}
+	return k
+}
+
+// undoes says whether a change undoes one of Prescient's own.
+func undoes(a Action) bool {
+	switch a.Kind {
+	case ActRestore, ActUnNice, ActRelease, ActPowerUp:
+		return true
+	}
+	return false
 }
 
 // refusal is a change that failed fails times in a row, last at at.
@@ -411,16 +434,16 @@ func (f refusal) retryAt() time.Time {
 	return f.at.Add(wait)
 }
 
-// holdBack leaves out of a cycle's changes those of a kind and job or node
-// that failed and whose wait to be tried again has not passed at now.
-// Only cycles hold changes back: Stop and the watchdog try every restore.
+// holdBack leaves out of a cycle's changes those that failed and whose
+// wait to be tried again has not passed at now, but for those that undo
+// Prescient's own. Only cycles hold changes back.
 func (r *Runner) holdBack(acts []Action, now time.Time) []Action {
 	maps.DeleteFunc(r.refused, func(_ changeKey, f refusal) bool { // its job or node asks for no change now
 		return now.Sub(f.at) > 2*RetryMax
 	})
 	return slices.DeleteFunc(acts, func(a Action) bool {
-		f, ok := r.refused[changeKey{a.Kind, a.Job, a.Node}]
-		if ok && now.Before(f.retryAt()) {
+		f, ok := r.refused[keyOf(a)]
+		if ok && !undoes(a) && now.Before(f.retryAt()) {
 			r.Log.Debug("slurm: change held back after it failed", append(logAttrs(a), "failures", f.fails, "retry_at", f.retryAt())...)
 			return true
 		}
@@ -428,10 +451,10 @@ func (r *Runner) holdBack(acts []Action, now time.Time) []Action {
 	})
 }
 
-// noteOutcome counts a change's failure in a row, or forgets its
-// failures once it is made.
+// noteOutcome counts a change's failure in a row in the cycle of now, or
+// forgets its failures once it is made.
 func (r *Runner) noteOutcome(a Action, err error, t time.Time) {
-	k := changeKey{a.Kind, a.Job, a.Node}
+	k := keyOf(a)
 	if err == nil {
 		delete(r.refused, k)
 		return

@@ -84,3 +84,58 @@ func TestChangesOfOneValueGoInOneCall(t *testing.T) {
 		t.Errorf("events: %s; want the four failures", events)
 	}
 }
+
+// refuseRestores refuses, while on, every change that gives a job a limit
+// of two hours back.
+type refuseRestores struct {
+	fakeClient
+	on       bool
+	restores int
+}
+
+func (c *refuseRestores) Update(ctx context.Context, ids []string, u slurm.Update) error {
+	if u.TimeLimit != nil && *u.TimeLimit == 2*time.Hour {
+		c.restores++
+		if c.on {
+			return os.ErrPermission
+		}
+	}
+	return c.fakeClient.Update(ctx, ids, u)
+}
+
+// A restore that failed is tried again at the next cycle however often it
+// failed: a lowered limit not given back in time kills the job.
+func TestRestoresAreNotHeldBack(t *testing.T) {
+	now := time.Now().UTC()
+	c := &refuseRestores{fakeClient: fakeClient{jobs: []slurm.Job{{ID: "9", User: "u", Partition: "gpu", State: "PENDING",
+		Reason: "Resources", GPUs: 1, TimeLimit: 2 * time.Hour, Submit: now}},
+		nodes: []slurm.Node{{Name: "n1", GPUs: 4, CPUs: 16, States: []string{"ALLOCATED"}, Partitions: []string{"gpu"}}}}}
+	clock := now
+	r := &slurm.Runner{Client: c, Estimator: &fixedEstimator{}, Dir: t.TempDir(), Now: func() time.Time { return clock },
+		Config: slurm.Config{Autopilot: true, Partitions: []string{"gpu"}, Floor: time.Minute}}
+	defer r.Close()
+	if err := r.Cycle(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if st := r.State(); len(st.Lowered) != 1 {
+		t.Fatalf("not lowered: %v", st.Lowered)
+	}
+	r.Config.Autopilot, c.on = false, true // autopilot off: restore, refused four times
+	for i := range 4 {
+		clock = clock.Add(time.Second)
+		if err := r.Cycle(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if c.restores != i+1 {
+			t.Fatalf("cycle %d: %d restores tried, want %d", i+1, c.restores, i+1)
+		}
+	}
+	c.on = false
+	clock = clock.Add(time.Second)
+	if err := r.Cycle(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if st := r.State(); len(st.Lowered) != 0 || c.jobs[0].TimeLimit != 2*time.Hour {
+		t.Errorf("after the restore went through: lowered %v, limit %s", st.Lowered, c.jobs[0].TimeLimit)
+	}
+}
