@@ -100,8 +100,10 @@ func (k *QueueFactsKeeper) Remove(v *JobView) {
 	} else {
 		k.notPlain--
 	}
-	if i := slices.Index(k.new, v); i >= 0 {
-		k.new = slices.Delete(k.new, i, i+1)
+	if v.QueuedSince.Equal(k.newAt) { // else it is not among the new ones
+		if i := slices.Index(k.new, v); i >= 0 {
+			k.new = slices.Delete(k.new, i, i+1)
+		}
 	}
 }
 

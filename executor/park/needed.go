@@ -169,7 +169,9 @@ func (st *stages) plan(ctx context.Context, name string) []executor.Placement {
 		_ = snap.Allocate(r.Job.ID, r.Allocations) // a job whose GPUs are not in the fleet holds none
 	}
 	in := st.n.In
-	in.Cluster, in.Free, in.Running, in.Queue, in.Unexplained = snap, nil, st.running, st.queue, true // a free index of its own
+	// A free index of its own; the facts were the whole queue's, and the
+	// cycle walks this stage's queue for them.
+	in.Cluster, in.Free, in.Running, in.Queue, in.Unexplained, in.Facts = snap, nil, st.running, st.queue, true, nil
 	got, err := st.planner.Plan(ctx, in)
 	if err != nil {
 		st.errs = append(st.errs, fmt.Errorf("planning the jobs that wait on %s: %w", name, err))

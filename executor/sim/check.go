@@ -95,17 +95,17 @@ func (s *Simulator) checkJob(j *simJob) error {
 	return nil
 }
 
-// sameViews says a and b hold the same views, in any order.
+// sameViews says a and b hold the same views as often, in any order.
 func sameViews(a, b []*executor.JobView) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	in := make(map[*executor.JobView]bool, len(a))
+	n := make(map[*executor.JobView]int, len(a))
 	for _, v := range a {
-		in[v] = true
+		n[v]++
 	}
 	for _, v := range b {
-		if !in[v] {
+		n[v]--
+	}
+	for _, k := range n {
+		if k != 0 {
 			return false
 		}
 	}

@@ -24,9 +24,10 @@ type Metrics struct {
 	P99JCTS   float64 `json:"p99_jct_s"`
 	AvgWaitS  float64 `json:"avg_wait_s"`
 	P99WaitS  float64 `json:"p99_wait_s"`
-	// AvgBoundedSlowdown is the mean over finished jobs of JCT ÷ run time,
-	// the run time at least BoundedSlowdownFloor and the ratio at least 1:
-	// the HPC literature's measure of backfilling.
+	// AvgBoundedSlowdown is the mean over finished jobs (but withdrawn
+	// ones) of JCT ÷ run time, the run time at least BoundedSlowdownFloor
+	// and the ratio at least 1: the HPC literature's measure of
+	// backfilling.
 	AvgBoundedSlowdown float64            `json:"avg_bounded_slowdown"`
 	MakespanS          float64            `json:"makespan_s"`
 	GPUAllocPct        float64            `json:"gpu_alloc_pct"`
@@ -129,13 +130,16 @@ func (s *Simulator) result(wall time.Duration) *Result {
 	slow := map[string]*mean{}
 	met := 0
 	for _, j := range s.jobs {
+		if j.withdrawn {
+			continue
+		}
 		if j.job.Spec.HasDeadline() {
 			m.DeadlineJobs++
 			if j.feasible {
 				m.DeadlineFeasible++
 			}
 		}
-		if j.job.State != cluster.StateSucceeded || j.withdrawn {
+		if j.job.State != cluster.StateSucceeded {
 			continue
 		}
 		jct := j.job.EndTime.Sub(j.job.SubmitTime)

@@ -376,7 +376,7 @@ func TestAJobItsUserCancelledLeavesTheQueueThen(t *testing.T) {
 	fleet := clustertest.Fleet(clustertest.Node("n1").GPUs(1, "V100").Obj())
 	job := gpuJobAt
 	withdrawn := func(id string, at, cancel time.Duration) cluster.Job {
-		j := job(id, at, 0)
+		j := job(id, at, 30*time.Minute) // were it started, it would hold the next job back half an hour
 		j.State, j.EndTime = cluster.StateCancelled, clustertest.Epoch.Add(cancel)
 		return j
 	}
