@@ -34,9 +34,10 @@ type servedMedian struct {
 	submit time.Time
 }
 
-// maxServed bounds the jobs ServedLimits remembers: past it, those
-// submitted a month before the newest are forgotten (jobs whose end it
-// was never told, such as a Slurm array's pending entry).
+// maxServed bounds the jobs ServedLimits remembers: at it, the earlier
+// submitted half is forgotten. Those are mostly jobs whose end it was
+// never told, such as a Slurm array's pending entry, whose tasks end
+// under their own IDs.
 const maxServed = 200_000
 
 // NewServedLimits starts p's calibration with no outcomes.
@@ -55,11 +56,30 @@ func (s *ServedLimits) Recommend(j *cluster.Job, median float64) time.Duration {
 	defer s.mu.Unlock()
 	if _, ok := s.p50[j.ID]; !ok {
 		if len(s.p50) >= maxServed {
-			maps.DeleteFunc(s.p50, func(_ cluster.JobID, f servedMedian) bool { return f.submit.Before(j.SubmitTime.AddDate(0, -1, 0)) })
+			s.forgetOlderHalf()
 		}
 		s.p50[j.ID] = servedMedian{median, j.SubmitTime}
 	}
 	return s.cal.Recommend(models.LimitUser(j), median, j.Spec.TimeLimit)
+}
+
+// forgetOlderHalf forgets the jobs submitted before the median submit
+// time of those remembered (and, where many share it, any others down to
+// half).
+func (s *ServedLimits) forgetOlderHalf() {
+	times := make([]time.Time, 0, len(s.p50))
+	for _, f := range s.p50 {
+		times = append(times, f.submit)
+	}
+	slices.SortFunc(times, time.Time.Compare)
+	cut := times[len(times)/2]
+	maps.DeleteFunc(s.p50, func(_ cluster.JobID, f servedMedian) bool { return f.submit.Before(cut) })
+	for id := range s.p50 {
+		if len(s.p50) <= len(times)/2 {
+			break
+		}
+		delete(s.p50, id)
+	}
 }
 
 // Served reports whether a job was recommended a limit and has not been

@@ -99,8 +99,8 @@ func TestLimitEstimates(t *testing.T) {
 	}
 }
 
-// ServedLimits forgets jobs it was never told ended once it remembers
-// 200,000: those submitted a month before the newest.
+// At 200,000 remembered jobs, ServedLimits forgets the earlier submitted
+// half: jobs it was never told ended do not pile up.
 func TestServedLimitsForgetOldJobsItNeverHeardEnd(t *testing.T) {
 	s, err := predictor.NewServedLimits(models.DefaultLimitPolicy())
 	if err != nil {
@@ -108,18 +108,16 @@ func TestServedLimitsForgetOldJobsItNeverHeardEnd(t *testing.T) {
 	}
 	t0 := time.Unix(0, 0)
 	for i := range 200_000 {
-		j := cluster.NewJob(cluster.JobID(fmt.Sprint("old-", i)), cluster.JobSpec{User: "u", GPUs: 1}, t0)
+		j := cluster.NewJob(cluster.JobID(fmt.Sprint("old-", i)), cluster.JobSpec{User: "u", GPUs: 1}, t0.Add(time.Duration(i)*time.Second))
 		s.Recommend(&j, models.Log(60))
 	}
-	recent := cluster.NewJob("recent", cluster.JobSpec{User: "u", GPUs: 1}, t0.Add(20*24*time.Hour))
-	s.Recommend(&recent, models.Log(60))
 	if !s.Served("old-0") {
-		t.Fatal("forgot a job 20 days older than the newest")
+		t.Fatal("forgot a job before the bound")
 	}
-	late := cluster.NewJob("late", cluster.JobSpec{User: "u", GPUs: 1}, t0.Add(40*24*time.Hour))
+	late := cluster.NewJob("late", cluster.JobSpec{User: "u", GPUs: 1}, t0.Add(300_000*time.Second))
 	s.Recommend(&late, models.Log(60))
-	if s.Served("old-0") || s.Served("old-199999") || !s.Served("recent") || !s.Served("late") {
-		t.Error("want the jobs of 40 days before the newest forgotten, the one of 20 kept")
+	if s.Served("old-0") || s.Served("old-99999") || !s.Served("old-100000") || !s.Served("old-199999") || !s.Served("late") {
+		t.Error("want the first 100,000 forgotten, the later ones kept")
 	}
 }
 
