@@ -155,16 +155,34 @@ func NewTypicalWeighted(reqs []Request, weights []float64, popularity float64) (
 	if popularity <= 0 || popularity > 1 {
 		return nil, fmt.Errorf("popularity %g is outside (0, 1]", popularity)
 	}
-	counts := map[Class]float64{}
-	total := 0.0
+	h := newHistogram()
 	for i := range reqs {
-		if w := weights[i]; w > 0 {
-			counts[classOf(&reqs[i])] += w
-			total += w
-		}
+		h.add(&reqs[i], weights[i])
 	}
-	if total == 0 {
+	return h.typical(popularity)
+}
+
+// histogram is a weighted histogram of request classes, summed in the
+// order the requests come.
+type histogram struct {
+	counts map[Class]float64
+	total  float64
+}
+
+func newHistogram() *histogram { return &histogram{counts: map[Class]float64{}} }
+
+// add counts r with weight w; a weight ≤ 0 leaves it out.
+func (h *histogram) add(r *Request, w float64) {
+	if w > 0 {
+		h.counts[classOf(r)] += w
+		h.total += w
+	}
+}
+
+// typical is the histogram's typical distribution (NewTypicalWeighted).
+func (h *histogram) typical(popularity float64) (*Typical, error) {
+	if h.total == 0 {
 		return nil, ErrNoRequests
 	}
-	return typicalFromCounts(counts, total, popularity), nil
+	return typicalFromCounts(h.counts, h.total, popularity), nil
 }

@@ -123,20 +123,17 @@ func (p *Placer) Place(job *cluster.Job, c *executor.Capacity) ([]cluster.Alloca
 func (p *Placer) ForCycle(in *executor.PlanInput) executor.Placer {
 	cp := &cyclePlacer{Placer: p, quiet: in.Unexplained, shared: map[cluster.GPURef]occupancy{}, memP90: map[cluster.JobID]int64{},
 		now: in.Now, remaining: make(map[cluster.JobID]time.Duration, len(in.Queue)), nodeEnd: map[string]time.Time{}}
-	typical := NeedsTypical(p.name)
-	var reqs []Request
-	var weights []float64
-	if typical {
-		n := len(in.Queue) + len(in.Running)
-		reqs, weights = make([]Request, 0, n), make([]float64, 0, n)
+	var hist *histogram
+	if NeedsTypical(p.name) {
+		hist = newHistogram()
 	}
 	add := func(v *executor.JobView) {
-		if !typical {
+		if hist == nil {
 			return
 		}
-		reqs = append(reqs, RequestOf(&v.Job.Spec))
+		r := RequestOf(&v.Job.Spec)
 		age := in.Now.Sub(v.Job.SubmitTime)
-		weights = append(weights, math.Exp2(-max(age, 0).Seconds()/p.args.HalfLife.Seconds()))
+		hist.add(&r, math.Exp2(-max(age, 0).Seconds()/p.args.HalfLife.Seconds()))
 	}
 	for _, v := range in.Queue {
 		add(v)
@@ -158,8 +155,8 @@ func (p *Placer) ForCycle(in *executor.PlanInput) executor.Placer {
 			}
 		}
 	}
-	if typical && len(reqs) > 0 {
-		cp.typical, _ = NewTypicalWeighted(reqs, weights, DefaultPopularity) // weights are positive: no error
+	if hist != nil {
+		cp.typical, _ = hist.typical(DefaultPopularity) // nil without a request of any weight: Place uses the job's own
 	}
 	return cp
 }
