@@ -11,7 +11,7 @@ import (
 // extraOn is how long placing the job on node i keeps the node on beyond
 // the P90 ends of what runs there: the whole job on an idle node.
 func (cp *cyclePlacer) extraOn(job *cluster.Job, c *executor.Capacity, i int) time.Duration {
-	end := cp.now.Add(cp.remaining[job.ID])
+	end := cp.now.Add(cp.remaining(job.ID))
 	n := c.Node(i)
 	busy := c.WholeFree(i) < len(n.GPUs)
 	for g := 0; !busy && g < len(n.GPUs); g++ {
@@ -37,7 +37,7 @@ func (cp *cyclePlacer) energyCost(job *cluster.Job, c *executor.Capacity, i int)
 
 // placed notes the job's P90 end on the nodes it was given.
 func (cp *cyclePlacer) placed(job *cluster.Job, allocs []cluster.Allocation) {
-	end := cp.now.Add(cp.remaining[job.ID])
+	end := cp.now.Add(cp.remaining(job.ID))
 	for _, a := range allocs {
 		if end.After(cp.nodeEnd[a.GPU.Node]) {
 			cp.nodeEnd[a.GPU.Node] = end

@@ -121,8 +121,8 @@ func (p *Placer) Place(job *cluster.Job, c *executor.Capacity) ([]cluster.Alloca
 // into the typical distribution, who holds each shared GPU with what
 // forecast memory, and the queued jobs' forecast footprints.
 func (p *Placer) ForCycle(in *executor.PlanInput) executor.Placer {
-	cp := &cyclePlacer{Placer: p, quiet: in.Unexplained, shared: map[cluster.GPURef]occupancy{}, memP90: map[cluster.JobID]int64{},
-		now: in.Now, remaining: make(map[cluster.JobID]time.Duration, len(in.Queue)), nodeEnd: map[string]time.Time{}}
+	cp := &cyclePlacer{Placer: p, quiet: in.Unexplained, shared: map[cluster.GPURef]occupancy{},
+		now: in.Now, queued: make(map[cluster.JobID]*executor.JobView, len(in.Queue)), nodeEnd: map[string]time.Time{}}
 	var hist *histogram
 	if NeedsTypical(p.name) {
 		hist = newHistogram()
@@ -137,10 +137,7 @@ func (p *Placer) ForCycle(in *executor.PlanInput) executor.Placer {
 	}
 	for _, v := range in.Queue {
 		add(v)
-		if m := v.Forecast.MemoryP90Bytes; m > 0 {
-			cp.memP90[v.Job.ID] = m
-		}
-		cp.remaining[v.Job.ID] = v.RemainingP90()
+		cp.queued[v.Job.ID] = v
 	}
 	for _, r := range in.Running {
 		add(&r.JobView)
@@ -194,7 +191,7 @@ type cyclePlacer struct {
 	quiet   bool
 	typical *Typical
 	shared  map[cluster.GPURef]occupancy
-	memP90  map[cluster.JobID]int64
+	queued  map[cluster.JobID]*executor.JobView // the cycle's queue (memP90, remaining)
 	view    Node
 	buf     []int
 	memo    map[memoKey]memoVal
@@ -212,9 +209,8 @@ type cyclePlacer struct {
 	// now, remaining (queued jobs' P90 time left) and nodeEnd (the latest
 	// P90 end of the jobs on each node, this cycle's placements included)
 	// drive the energy term.
-	now       time.Time
-	remaining map[cluster.JobID]time.Duration
-	nodeEnd   map[string]time.Time
+	now     time.Time
+	nodeEnd map[string]time.Time
 	// proposed are the shares this placer handed out in the cycle, by GPU:
 	// they explain shares of used GPUs that the running set does not.
 	proposed map[cluster.GPURef][]proposal
@@ -379,4 +375,26 @@ func (cp *cyclePlacer) score(v *Node, req *Request, ctx *Context) memoVal {
 		cp.memo[key] = mv
 	}
 	return mv
+}
+
+// memP90 is a queued job's forecast P90 GPU memory; false without one.
+func (cp *cyclePlacer) memP90(id cluster.JobID) (int64, bool) {
+	if v := cp.queued[id]; v != nil && v.Forecast.MemoryP90Bytes > 0 {
+		return v.Forecast.MemoryP90Bytes, true
+	}
+	return 0, false
+}
+
+// remaining is a queued job's P90 time left; zero for a job not queued.
+func (cp *cyclePlacer) remaining(id cluster.JobID) time.Duration {
+	if v := cp.queued[id]; v != nil {
+		return v.RemainingP90()
+	}
+	return 0
+}
+
+// memP90Bytes is memP90 without its flag (zero without a forecast).
+func (cp *cyclePlacer) memP90Bytes(id cluster.JobID) int64 {
+	m, _ := cp.memP90(id)
+	return m
 }

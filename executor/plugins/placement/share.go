@@ -94,7 +94,7 @@ func (cp *cyclePlacer) placeShare(job *cluster.Job, req *Request, c *executor.Ca
 	cp.resetMemo()
 	bestNode, bestGPU, best, bestScore := -1, -1, math.Inf(-1), 0.0
 	refused := false
-	need, forecast := cp.memP90[job.ID]
+	need, forecast := cp.memP90(job.ID)
 	var emptySeen []string // models of wholly free nodes scored already: the others score the same and lose the tie
 	room := cp.roomOf(c)
 	bound, perTenant := room.maxFree, !cp.args.AllowCrossTenantSharing
@@ -191,7 +191,7 @@ func (cp *cyclePlacer) shareOn(job *cluster.Job, req *Request, c *executor.Capac
 // placeShareRemembering is placeShare with the failure memory.
 func (cp *cyclePlacer) placeShareRemembering(job *cluster.Job, req *Request, c *executor.Capacity, ctx *Context) ([]cluster.Allocation, bool, string) {
 	key := failKey{c: c, tenant: job.Spec.Tenant, models: strings.Join(req.Models, "|")}
-	need, haveNeed := cp.memP90[job.ID]
+	need, haveNeed := cp.memP90(job.ID)
 	if !haveNeed {
 		need = -1 // in proportion to the share: larger shares need more
 	}
@@ -279,7 +279,7 @@ func (cp *cyclePlacer) mayShare(job *cluster.Job, req *Request, c *executor.Capa
 func (cp *cyclePlacer) migFit(job *cluster.Job, req *Request, c *executor.Capacity, i, g, free int) (MIGProfile, int, bool) {
 	n := c.Node(i)
 	gpu := &n.GPUs[g]
-	prof, ok := MIGProfileFor(gpu.Model, gpu.MemoryBytes, req.Milli, cp.memP90[job.ID])
+	prof, ok := MIGProfileFor(gpu.Model, gpu.MemoryBytes, req.Milli, cp.memP90Bytes(job.ID))
 	if !ok || free < prof.Milli() {
 		return prof, 0, false
 	}
