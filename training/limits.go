@@ -70,14 +70,7 @@ func EvaluateLimits(ctx context.Context, art *models.Artifact, jobs []cluster.Jo
 	}
 	sorted := sortedBySubmit(jobs)
 	k, u := windowOf(sorted, from, until)
-	// The warm-up: the last limitWarmup labelled jobs before the window.
-	w, labelled := k, 0
-	for w > 0 && labelled < limitWarmup {
-		w--
-		if _, ok := art.Target.Label(&sorted[w]); ok {
-			labelled++
-		}
-	}
+	w, _ := warmupStart(art.Target, sorted, k)
 	d := scoredRows(art.Features, sorted, sorted[w:u])
 	scored, user := 0, newLimitScore()
 	for i := range d.queries {
@@ -121,6 +114,21 @@ func EvaluateLimits(ctx context.Context, art *models.Artifact, jobs []cluster.Jo
 	return rep, nil
 }
 
+// warmupStart is where a limit calibration's warm-up begins among jobs
+// in submit order, for a window that begins at k: at the first of the
+// last limitWarmup jobs before it with a label of t. labelled is how many
+// there are.
+func warmupStart(t models.Target, sorted []cluster.Job, k int) (w, labelled int) {
+	w = k
+	for w > 0 && labelled < limitWarmup {
+		w--
+		if _, ok := t.Label(&sorted[w]); ok {
+			labelled++
+		}
+	}
+	return w, labelled
+}
+
 // ServedBefore is what a limit calibration warms up on before a window
 // from from, as EvaluateLimits warms up: the last limitWarmup labelled
 // jobs submitted before from, in submit order, with the medians (log
@@ -133,13 +141,7 @@ func ServedBefore(art *models.Artifact, jobs []cluster.Job, from time.Time) ([]c
 	}
 	sorted := sortedBySubmit(jobs)
 	k, _ := windowOf(sorted, from, time.Time{})
-	w, labelled := k, 0
-	for w > 0 && labelled < limitWarmup {
-		w--
-		if _, ok := art.Target.Label(&sorted[w]); ok {
-			labelled++
-		}
-	}
+	w, labelled := warmupStart(art.Target, sorted, k)
 	if labelled == 0 {
 		return nil, nil, nil
 	}
