@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"math"
 	"slices"
 	"time"
 
@@ -24,6 +25,24 @@ type QueueFacts struct {
 	New []*JobView
 }
 
+// Same says f and g hold the same facts, New as the same jobs in any
+// order.
+func (f *QueueFacts) Same(g *QueueFacts) bool {
+	if f.Small != g.Small || f.FewestPlain != g.FewestPlain || len(f.New) != len(g.New) {
+		return false
+	}
+	n := make(map[*JobView]int, len(f.New))
+	for _, v := range f.New {
+		n[v]++
+	}
+	for _, v := range g.New {
+		if n[v]--; n[v] < 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // smallJob says a job may fit in no whole GPU.
 func smallJob(j *cluster.Job) bool { return j.Spec.GPUs == 0 || j.Spec.Fractional() }
 
@@ -34,7 +53,7 @@ func newJob(v *JobView, now time.Time) bool { return v.QueuedSince.Equal(now) &&
 
 // queueShape walks queue for the Small and FewestPlain of its facts.
 func queueShape(queue []*JobView) QueueFacts {
-	f := QueueFacts{FewestPlain: int(^uint(0) >> 1)}
+	f := QueueFacts{FewestPlain: math.MaxInt}
 	for _, v := range queue {
 		if smallJob(v.Job) {
 			f.Small = true
@@ -110,7 +129,7 @@ func (k *QueueFactsKeeper) Remove(v *JobView) {
 // Facts are the queue's facts at now; New is valid until the next Add or
 // Remove.
 func (k *QueueFactsKeeper) Facts(now time.Time) *QueueFacts {
-	f := &QueueFacts{Small: k.small > 0, FewestPlain: int(^uint(0) >> 1)}
+	f := &QueueFacts{Small: k.small > 0, FewestPlain: math.MaxInt}
 	if k.notPlain > 0 {
 		f.FewestPlain = 0
 	} else {

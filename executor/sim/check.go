@@ -42,7 +42,7 @@ func (s *Simulator) check() error {
 		queued[v]++
 	}
 	walked, kept := executor.QueueFactsOf(q, s.now), s.facts.Facts(s.now)
-	if walked.Small != kept.Small || walked.FewestPlain != kept.FewestPlain || !sameViews(walked.New, kept.New) {
+	if !kept.Same(&walked) {
 		return fmt.Errorf("the queue's facts kept %+v, walked %+v: %w", *kept, walked, ErrInvariant)
 	}
 	for _, j := range s.jobs {
@@ -93,21 +93,4 @@ func (s *Simulator) checkJob(j *simJob) error {
 		return fmt.Errorf("job %s: state %s, queued %v, running %v, holds GPUs %v: %w", j.job.ID, j.job.State, inQ, inR, holds, ErrInvariant)
 	}
 	return nil
-}
-
-// sameViews says a and b hold the same views as often, in any order.
-func sameViews(a, b []*executor.JobView) bool {
-	n := make(map[*executor.JobView]int, len(a))
-	for _, v := range a {
-		n[v]++
-	}
-	for _, v := range b {
-		n[v]--
-	}
-	for _, k := range n {
-		if k != 0 {
-			return false
-		}
-	}
-	return true
 }
