@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+
+	"github.com/prescient-sched/prescient/internal/bearer"
 )
 
 type principalKey struct{}
@@ -41,7 +43,7 @@ func (s *Server) authorize(a access) gin.HandlerFunc {
 			}
 			writeError(c, status, code, msg)
 		}
-		token, given := bearerToken(c.Request)
+		token, given := bearer.Token(c.Request)
 		if !given {
 			c.Header("WWW-Authenticate", `Bearer realm="prescient"`)
 			refuse(http.StatusUnauthorized, "unauthorized", "missing bearer token: send the header Authorization: Bearer <token>")
@@ -62,16 +64,6 @@ func (s *Server) authorize(a access) gin.HandlerFunc {
 		c.Request = c.Request.WithContext(context.WithValue(c.Request.Context(), principalKey{}, p))
 		c.Next()
 	}
-}
-
-// bearerToken returns the token of an "Authorization: Bearer" header.
-func bearerToken(r *http.Request) (string, bool) {
-	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return "", false
-	}
-	token = strings.TrimSpace(token)
-	return token, token != ""
 }
 
 func joinRoles(rs []Role) string {

@@ -6,10 +6,11 @@ import (
 	"io"
 	"net/http"
 	"slices"
-	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/prescient-sched/prescient/internal/bearer"
 )
 
 //go:embed page/index.html
@@ -48,10 +49,10 @@ func Handler(r *Runner, metrics prometheus.Gatherer, access Access) http.Handler
 		if access == nil {
 			return Reader{Admin: true}, true
 		}
-		scheme, token, _ := strings.Cut(req.Header.Get("Authorization"), " ")
-		rd, ok := access(strings.TrimSpace(token))
+		token, given := bearer.Token(req)
+		rd, ok := access(token)
 		switch {
-		case !strings.EqualFold(scheme, "Bearer") || !ok:
+		case !given || !ok:
 			w.Header().Set("WWW-Authenticate", `Bearer realm="prescient"`)
 			http.Error(w, "a token is needed: send Authorization: Bearer TOKEN", http.StatusUnauthorized)
 			return Reader{}, false
