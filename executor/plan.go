@@ -125,6 +125,9 @@ type PlanInput struct {
 	// Facts, when set, are the Queue's facts (QueueFactsKeeper), so that
 	// the cycle need not walk the whole queue for them; nil: it walks.
 	Facts *QueueFacts
+	// Kept, when set, is the policy's placer's JobKeeper for this replay
+	// (KeepingPlacer); nil: the placer reads every job.
+	Kept JobKeeper
 }
 
 // Plan is data: what to start where, what to stop, and why.

@@ -72,6 +72,15 @@ func New(p Policy, opts ...Option) (*Framework, error) {
 // Policy returns the policy the planner runs.
 func (f *Framework) Policy() *Policy { return &f.policy }
 
+// NewKeeper is a JobKeeper for one replay with this planner (PlanInput.Kept),
+// or nil when the policy's placer keeps nothing (KeepingPlacer).
+func (f *Framework) NewKeeper() JobKeeper {
+	if kp, ok := f.policy.Placer.(KeepingPlacer); ok {
+		return kp.NewKeeper()
+	}
+	return nil
+}
+
 // Plan implements Planner. The steps:
 //
 //  1. compute fair shares and the order key of every queued and running job;

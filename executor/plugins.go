@@ -99,6 +99,30 @@ type CyclePlacer interface {
 	ForCycle(in *PlanInput) Placer
 }
 
+// A KeepingPlacer is a CyclePlacer that can keep what it reads of every job
+// across the cycles of one replay instead of reading every job each cycle.
+// The simulator asks it for a JobKeeper per replay (Framework.NewKeeper),
+// tells the keeper of each job as it arrives and as it leaves for good, and
+// gives the keeper back in PlanInput.Kept.
+type KeepingPlacer interface {
+	CyclePlacer
+	NewKeeper() JobKeeper
+}
+
+// A JobKeeper keeps what a KeepingPlacer reads of the jobs that have arrived
+// and not left (queued or running). It is used by one replay's goroutine.
+type JobKeeper interface {
+	// Arrive counts a job from its arrival (its submission, or the start of
+	// the replay for one running or queued then). v is the view the job has
+	// in the queue whenever it is queued, kept up to date by the caller.
+	Arrive(v *JobView)
+	// Leave forgets a job that left for good: it ended or was withdrawn.
+	Leave(v *JobView)
+	// Check reports how what the keeper holds differs from a reading of
+	// in's queued and running jobs (the simulator's invariant check).
+	Check(in *PlanInput) error
+}
+
 // Preemptor chooses, for a queued job that does not fit, at most limit
 // of the candidates (the running jobs that may be preempted) it may
 // displace, in the order they should go.

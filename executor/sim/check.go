@@ -45,6 +45,11 @@ func (s *Simulator) check() error {
 	if !kept.Same(&walked) {
 		return fmt.Errorf("the queue's facts kept %+v, walked %+v: %w", *kept, walked, ErrInvariant)
 	}
+	if s.kept != nil {
+		if err := s.kept.Check(&executor.PlanInput{Now: s.now, Queue: q, Running: s.running}); err != nil {
+			return fmt.Errorf("%w: %w", err, ErrInvariant)
+		}
+	}
 	for _, j := range s.jobs {
 		if n := queued[&j.view]; n > 1 || (n == 1) != (j.qpos >= 0) {
 			return fmt.Errorf("job %s is in the queue %d times (position %d): %w", j.job.ID, n, j.qpos, ErrInvariant)

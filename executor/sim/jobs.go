@@ -128,6 +128,9 @@ func (s *Simulator) complete(j *simJob) error {
 	_, n := j.seg.finish(j.truth)
 	s.acct.checkpointGPU += time.Duration(n) * j.seg.cost * gpuWeight(j)
 	s.release(j)
+	if s.kept != nil {
+		s.kept.Leave(&j.view)
+	}
 	if err := j.job.Transition(cluster.StateSucceeded, s.now); err != nil {
 		return fmt.Errorf("sim: %w", err)
 	}
@@ -143,6 +146,9 @@ func (s *Simulator) complete(j *simJob) error {
 // withdraw takes a queued job out as its user cancelled it (WithdrawnAt).
 func (s *Simulator) withdraw(j *simJob) error {
 	s.dequeue(j)
+	if s.kept != nil {
+		s.kept.Leave(&j.view)
+	}
 	if err := j.job.Transition(cluster.StateCancelled, s.now); err != nil {
 		return fmt.Errorf("sim: %w", err)
 	}

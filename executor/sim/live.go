@@ -71,6 +71,9 @@ func (s *Simulator) placeOne(p *Placed) error {
 	j.run = executor.RunningJob{JobView: j.view, Allocations: s.snap.Allocations(j.job.ID), Started: p.Started}
 	j.seg = segment{start: s.now, saved: p.Progress, interval: p.CheckpointEvery, cost: j.job.Spec.CheckpointCost}
 	s.addRunning(j)
+	if s.kept != nil {
+		s.kept.Arrive(&j.view)
+	}
 	s.acct.allocate(s, j)
 	end, _ := j.seg.finish(j.truth)
 	s.ev.push(event{at: end, kind: evFinish, job: j, epoch: j.epoch})

@@ -132,6 +132,9 @@ func (s *Simulator) arrive(ctx context.Context, next int) (int, error) {
 		}
 		s.enqueue(j)
 		s.arrived(j)
+		if s.kept != nil {
+			s.kept.Arrive(&j.view)
+		}
 		if j.withdrawn {
 			s.ev.push(event{at: j.withdrawAt, kind: evWithdraw, job: j, epoch: j.epoch})
 		}
@@ -306,7 +309,7 @@ func earliest(a, b time.Time) time.Time {
 // facts, and the running jobs as they are.
 func (s *Simulator) jobsNow(in *executor.PlanInput) {
 	s.refreshRunning()
-	in.Queue, in.Running, in.QueueSorted, in.Facts = s.queue, s.running, false, s.facts.Facts(s.now)
+	in.Queue, in.Running, in.QueueSorted, in.Facts, in.Kept = s.queue, s.running, false, s.facts.Facts(s.now), s.kept
 	if s.sorted != nil {
 		in.Queue, in.QueueSorted = s.sorted.Jobs(), true
 	}

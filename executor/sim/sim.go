@@ -214,6 +214,7 @@ type Simulator struct {
 	waits   map[string]executor.TenantWaits // tenants' decayed queueing
 	queuedN map[string]int                  // tenants' jobs in the queue
 	facts   executor.QueueFactsKeeper       // the queue's facts, for the planner (PlanInput.Facts)
+	kept    executor.JobKeeper              // the placer's, for the planner (PlanInput.Kept); nil if none
 	acct    accounting
 	caches  dataCaches
 	// arrivals are the jobs that arrived (forecast parking's rate).
@@ -285,6 +286,9 @@ func newSimulator(cfg Config) (*Simulator, error) {
 	s.down = make([]bool, len(fleet.Nodes))
 	if cfg.Order != nil {
 		s.sorted, _ = executor.NewSortedQueue(cfg.Order)
+	}
+	if k, ok := cfg.Planner.(interface{ NewKeeper() executor.JobKeeper }); ok { // executor.Framework
+		s.kept = k.NewKeeper()
 	}
 	s.acct.init(s)
 	s.caches.init(s)

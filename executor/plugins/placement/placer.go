@@ -75,8 +75,9 @@ type Placer struct {
 }
 
 var (
-	_ executor.Placer      = (*Placer)(nil)
-	_ executor.CyclePlacer = (*Placer)(nil)
+	_ executor.Placer        = (*Placer)(nil)
+	_ executor.CyclePlacer   = (*Placer)(nil)
+	_ executor.KeepingPlacer = (*Placer)(nil)
 )
 
 // NewPlacer returns the named placement as a planner plugin.
@@ -119,12 +120,31 @@ func (p *Placer) Place(job *cluster.Job, c *executor.Capacity) ([]cluster.Alloca
 // ForCycle implements executor.CyclePlacer: it reads the requests of the
 // queued and running jobs (weighted by 2^(−age/HalfLife) since submission)
 // into the typical distribution, who holds each shared GPU with what
-// forecast memory, and the queued jobs' forecast footprints.
+// forecast memory, and the queued jobs' forecast footprints, when the cycle
+// first places a job.
 func (p *Placer) ForCycle(in *executor.PlanInput) executor.Placer {
-	cp := &cyclePlacer{Placer: p, quiet: in.Unexplained, shared: map[cluster.GPURef]occupancy{},
-		now: in.Now, queued: make(map[cluster.JobID]*executor.JobView, len(in.Queue)), nodeEnd: map[string]time.Time{}}
+	cp := &cyclePlacer{Placer: p, quiet: in.Unexplained, now: in.Now, in: in}
+	if k, ok := in.Kept.(*keeper); ok && k.placer == p {
+		cp.kept = k
+	}
+	return cp
+}
+
+// read reads the cycle's input (ForCycle) on the first placement, so that
+// a cycle that places nothing (the fleet is full) pays nothing for it.
+func (cp *cyclePlacer) read() {
+	in := cp.in
+	if in == nil {
+		return
+	}
+	cp.in = nil
+	cp.shared = map[cluster.GPURef]occupancy{}
+	if cp.kept == nil {
+		cp.queued = make(map[cluster.JobID]*executor.JobView, len(in.Queue))
+	}
+	cp.nodeEnd = map[string]time.Time{}
 	var hist *histogram
-	if NeedsTypical(p.name) {
+	if NeedsTypical(cp.name) && cp.kept == nil {
 		hist = newHistogram()
 	}
 	add := func(v *executor.JobView) {
@@ -133,11 +153,13 @@ func (p *Placer) ForCycle(in *executor.PlanInput) executor.Placer {
 		}
 		r := RequestOf(&v.Job.Spec)
 		age := in.Now.Sub(v.Job.SubmitTime)
-		hist.add(&r, math.Exp2(-max(age, 0).Seconds()/p.args.HalfLife.Seconds()))
+		hist.add(&r, math.Exp2(-max(age, 0).Seconds()/cp.args.HalfLife.Seconds()))
 	}
-	for _, v := range in.Queue {
-		add(v)
-		cp.queued[v.Job.ID] = v
+	if cp.kept == nil {
+		for _, v := range in.Queue {
+			add(v)
+			cp.queued[v.Job.ID] = v
+		}
 	}
 	for _, r := range in.Running {
 		add(&r.JobView)
@@ -152,10 +174,12 @@ func (p *Placer) ForCycle(in *executor.PlanInput) executor.Placer {
 			}
 		}
 	}
-	if hist != nil {
+	switch {
+	case cp.kept != nil:
+		cp.typical = cp.kept.typical()
+	case hist != nil:
 		cp.typical, _ = hist.typical(DefaultPopularity) // nil without a request of any weight: Place uses the job's own
 	}
-	return cp
 }
 
 // occupancy is what the planner knows of the jobs sharing one GPU.
@@ -187,6 +211,10 @@ func (o occupancy) with(tenant string, milli int, mem int64) occupancy {
 // goroutine and thrown away with the cycle.
 type cyclePlacer struct {
 	*Placer
+	// in is the cycle's input until the first placement reads it (read).
+	in *executor.PlanInput
+	// kept is the replay's typical distribution (PlanInput.Kept), if any.
+	kept *keeper
 	// quiet leaves out the reasons of placements (PlanInput.Unexplained).
 	quiet   bool
 	typical *Typical
@@ -246,6 +274,7 @@ func (cp *cyclePlacer) occupancyOf(c *executor.Capacity, i, g int) *occupancy {
 
 // Place implements executor.Placer.
 func (cp *cyclePlacer) Place(job *cluster.Job, c *executor.Capacity) ([]cluster.Allocation, bool, string) {
+	cp.read()
 	spec := &job.Spec
 	req := RequestOf(spec)
 	// Host CPU and memory are not in the capacity index: the planner
@@ -377,9 +406,19 @@ func (cp *cyclePlacer) score(v *Node, req *Request, ctx *Context) memoVal {
 	return mv
 }
 
+// queuedView is a queued job's view; nil for a job not queued (with a keeper,
+// one not known to it: the keeper holds running jobs' queue views too, but
+// only the job being placed, which is queued, is asked for).
+func (cp *cyclePlacer) queuedView(id cluster.JobID) *executor.JobView {
+	if cp.kept != nil {
+		return cp.kept.views[id]
+	}
+	return cp.queued[id]
+}
+
 // memP90 is a queued job's forecast P90 GPU memory; false without one.
 func (cp *cyclePlacer) memP90(id cluster.JobID) (int64, bool) {
-	if v := cp.queued[id]; v != nil && v.Forecast.MemoryP90Bytes > 0 {
+	if v := cp.queuedView(id); v != nil && v.Forecast.MemoryP90Bytes > 0 {
 		return v.Forecast.MemoryP90Bytes, true
 	}
 	return 0, false
@@ -387,7 +426,7 @@ func (cp *cyclePlacer) memP90(id cluster.JobID) (int64, bool) {
 
 // remaining is a queued job's P90 time left; zero for a job not queued.
 func (cp *cyclePlacer) remaining(id cluster.JobID) time.Duration {
-	if v := cp.queued[id]; v != nil {
+	if v := cp.queuedView(id); v != nil {
 		return v.RemainingP90()
 	}
 	return 0
