@@ -20,7 +20,7 @@ func (cp *cyclePlacer) extraOn(job *cluster.Job, c *executor.Capacity, i int) ti
 	if !busy {
 		return end.Sub(cp.now)
 	}
-	busyUntil := cp.nodeEnd[n.Name]
+	busyUntil := cp.nodeEnds()[n.Name]
 	if busyUntil.Before(cp.now) {
 		busyUntil = cp.now
 	}
@@ -35,14 +35,50 @@ func (cp *cyclePlacer) energyCost(job *cluster.Job, c *executor.Capacity, i int)
 	return cp.args.EnergyLevelsPerHour * cp.extraOn(job, c, i).Hours()
 }
 
-// placed notes the job's P90 end on the nodes it was given.
+// placed notes the job's P90 end on the nodes it was given, where energy
+// is weighed.
 func (cp *cyclePlacer) placed(job *cluster.Job, allocs []cluster.Allocation) {
+	if cp.args.EnergyLevelsPerHour == 0 {
+		return
+	}
 	end := cp.now.Add(cp.remaining(job.ID))
-	for _, a := range allocs {
-		if end.After(cp.nodeEnd[a.GPU.Node]) {
+	if cp.nodeEnd == nil { // noted when nodeEnds reads the running jobs
+		cp.placedEnds = append(cp.placedEnds, placedEnd{end, allocs})
+		return
+	}
+	cp.noteEnd(end, allocs)
+}
+
+// placedEnd is a placement's P90 end, before nodeEnds is read.
+type placedEnd struct {
+	end    time.Time
+	allocs []cluster.Allocation
+}
+
+func (cp *cyclePlacer) noteEnd(end time.Time, allocs []cluster.Allocation) {
+	for i, a := range allocs {
+		// A job's GPUs on one node come together: one look per node.
+		if (i == 0 || a.GPU.Node != allocs[i-1].GPU.Node) && end.After(cp.nodeEnd[a.GPU.Node]) {
 			cp.nodeEnd[a.GPU.Node] = end
 		}
 	}
+}
+
+// nodeEnds is the latest P90 end of the jobs on each node, this cycle's
+// placements included; read from the running jobs on first use.
+func (cp *cyclePlacer) nodeEnds() map[string]time.Time {
+	if cp.nodeEnd != nil {
+		return cp.nodeEnd
+	}
+	cp.nodeEnd = map[string]time.Time{}
+	for _, r := range cp.running {
+		cp.noteEnd(cp.now.Add(r.RemainingP90()), r.Allocations)
+	}
+	for _, p := range cp.placedEnds {
+		cp.noteEnd(p.end, p.allocs)
+	}
+	cp.placedEnds = nil
+	return cp.nodeEnd
 }
 
 // energyNote says, for the reason of a placement on node i, how long it

@@ -138,11 +138,10 @@ func (cp *cyclePlacer) read() {
 		return
 	}
 	cp.in = nil
-	cp.shared = map[cluster.GPURef]occupancy{}
+	cp.running = in.Running
 	if cp.kept == nil {
 		cp.queued = make(map[cluster.JobID]*executor.JobView, len(in.Queue))
 	}
-	cp.nodeEnd = map[string]time.Time{}
 	var hist *histogram
 	if NeedsTypical(cp.name) && cp.kept == nil {
 		hist = newHistogram()
@@ -161,17 +160,9 @@ func (cp *cyclePlacer) read() {
 			cp.queued[v.Job.ID] = v
 		}
 	}
-	for _, r := range in.Running {
-		add(&r.JobView)
-		end := in.Now.Add(r.RemainingP90())
-		for i, a := range r.Allocations {
-			// A job's GPUs on one node come together: one look per node.
-			if (i == 0 || a.GPU.Node != r.Allocations[i-1].GPU.Node) && end.After(cp.nodeEnd[a.GPU.Node]) {
-				cp.nodeEnd[a.GPU.Node] = end
-			}
-			if a.Milli < cluster.MilliGPU {
-				cp.shared[a.GPU] = cp.shared[a.GPU].with(r.Job.Spec.Tenant, a.Milli, r.Forecast.MemoryP90Bytes)
-			}
+	if hist != nil {
+		for _, r := range in.Running {
+			add(&r.JobView)
 		}
 	}
 	switch {
@@ -218,13 +209,14 @@ type cyclePlacer struct {
 	// quiet leaves out the reasons of placements (PlanInput.Unexplained).
 	quiet   bool
 	typical *Typical
-	shared  map[cluster.GPURef]occupancy
+	running []*executor.RunningJob              // the cycle's (read): who shares a GPU (occupancyOf), nodes' ends (nodeEnds)
 	queued  map[cluster.JobID]*executor.JobView // the cycle's queue (memP90, remaining)
 	view    Node
 	buf     []int
 	memo    map[memoKey]memoVal
-	// byNode is shared indexed by node position and GPU (built on first
-	// use: every capacity of one cycle indexes nodes alike).
+	// byNode is what the running jobs sharing a GPU hold, indexed by node
+	// position and GPU (built on first use: every capacity of one cycle
+	// indexes nodes alike).
 	byNode    [][]occupancy
 	unshared  occupancy        // the occupancy of a GPU no running job shares; never written
 	models    map[string]int32 // GPU models numbered, for memo keys
@@ -234,11 +226,12 @@ type cyclePlacer struct {
 	// allowed models: a larger share with a larger footprint cannot fit
 	// either until the capacity grows.
 	failed map[failKey]failVal
-	// now, remaining (queued jobs' P90 time left) and nodeEnd (the latest
+	// now, remaining (queued jobs' P90 time left) and nodeEnd (nodeEnds: the latest
 	// P90 end of the jobs on each node, this cycle's placements included)
 	// drive the energy term.
-	now     time.Time
-	nodeEnd map[string]time.Time
+	now        time.Time
+	nodeEnd    map[string]time.Time
+	placedEnds []placedEnd // placements before nodeEnd is read
 	// proposed are the shares this placer handed out in the cycle, by GPU:
 	// they explain shares of used GPUs that the running set does not.
 	proposed map[cluster.GPURef][]proposal
@@ -252,18 +245,24 @@ type cyclePlacer struct {
 func (cp *cyclePlacer) occupancyOf(c *executor.Capacity, i, g int) *occupancy {
 	if cp.byNode == nil {
 		cp.byNode = make([][]occupancy, 0)
-		for ref, o := range cp.shared {
-			k, ok := c.NodeIndex(ref.Node)
-			if !ok || ref.Index >= len(c.Node(k).GPUs) {
-				continue
+		for _, r := range cp.running {
+			for _, a := range r.Allocations {
+				if a.Milli >= cluster.MilliGPU {
+					continue
+				}
+				k, ok := c.NodeIndex(a.GPU.Node)
+				if !ok || a.GPU.Index >= len(c.Node(k).GPUs) {
+					continue
+				}
+				for len(cp.byNode) <= k {
+					cp.byNode = append(cp.byNode, nil)
+				}
+				if cp.byNode[k] == nil {
+					cp.byNode[k] = make([]occupancy, len(c.Node(k).GPUs))
+				}
+				o := &cp.byNode[k][a.GPU.Index]
+				*o = o.with(r.Job.Spec.Tenant, a.Milli, r.Forecast.MemoryP90Bytes)
 			}
-			for len(cp.byNode) <= k {
-				cp.byNode = append(cp.byNode, nil)
-			}
-			if cp.byNode[k] == nil {
-				cp.byNode[k] = make([]occupancy, len(c.Node(k).GPUs))
-			}
-			cp.byNode[k][ref.Index] = o
 		}
 	}
 	if i < len(cp.byNode) && cp.byNode[i] != nil {

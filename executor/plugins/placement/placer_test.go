@@ -188,3 +188,33 @@ func TestPrescientPlacesWhereTheNodeStaysOnAnyway(t *testing.T) {
 		in.Running[0], in.Running[1] = in.Running[1], in.Running[0]
 	}
 }
+
+// TestEnergyTermCountsTheCyclesPlacements: how long a placement keeps a
+// busy node on is measured against the P90 ends of the jobs running there
+// and of the jobs the cycle placed there before, whether the cycle read
+// the running jobs' ends before that placement or not.
+func TestEnergyTermCountsTheCyclesPlacements(t *testing.T) {
+	fleet := clustertest.Fleet(clustertest.Node("n1").GPUs(8, "V100").Obj())
+	busy := running(clustertest.Job("busy").GPUs(1).Obj(), 0, at("n1", 0, 1000)) // P90 end: now + 1h
+	c := capacityOf(t, fleet, busy)
+	view := func(id string, p90 time.Duration) *executor.JobView {
+		j := clustertest.Job(id).GPUs(1).Obj()
+		return &executor.JobView{Job: &j, Forecast: executor.Forecast{Job: j.ID, DurationP90: p90}}
+	}
+	long, short := view("long", 5*time.Hour), view("short", 3*time.Hour)
+	in := &executor.PlanInput{Now: clustertest.Epoch, Queue: []*executor.JobView{long, short}, Running: []*executor.RunningJob{busy}}
+	p := mustPlacer(t, PrescientName, PlacerArgs{})
+	for _, readFirst := range []bool{false, true} {
+		cp := p.ForCycle(in).(*cyclePlacer)
+		cp.read()
+		if readFirst {
+			if got := cp.extraOn(short.Job, c, 0); got != 2*time.Hour {
+				t.Fatalf("before any placement: short keeps n1 on %v longer, want 2h", got)
+			}
+		}
+		cp.placed(long.Job, []cluster.Allocation{at("n1", 1, 1000)})
+		if got := cp.extraOn(short.Job, c, 0); got != 0 {
+			t.Errorf("read first %v: after long went to n1, short keeps it on %v longer, want 0", readFirst, got)
+		}
+	}
+}
