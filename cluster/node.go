@@ -3,7 +3,6 @@ package cluster
 import (
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 )
@@ -240,17 +239,49 @@ func (f *Fleet) Validate() error {
 // FitsFleet refuses a job the nodes could not run were they all free:
 // GPU models they have none of, or more GPUs than they have of those
 // models; the error names the field (gpu_models, gpus). No nodes (a fleet
-// whose agents are still to register) refuse nothing.
-func FitsFleet(nodes []Node, s JobSpec) error {
-	total, usable := 0, 0
-	models := map[string]bool{}
+// whose agents are still to register) refuse nothing. To check many jobs
+// against one fleet, count its GPUs once (CountGPUs).
+func FitsFleet(nodes []Node, s JobSpec) error { return CountGPUs(nodes).Fits(s) }
+
+// FleetGPUs is a fleet's GPUs counted by model, all that FitsFleet reads
+// of it.
+type FleetGPUs struct {
+	models []string // distinct, sorted
+	counts []int    // GPUs of models[i]
+}
+
+// CountGPUs counts the nodes' GPUs by model.
+func CountGPUs(nodes []Node) FleetGPUs {
+	var f FleetGPUs
 	for i := range nodes {
 		for _, g := range nodes[i].GPUs {
-			total++
-			models[g.Model] = true
-			if s.AllowsModel(g.Model) {
-				usable++
+			k := slices.Index(f.models, g.Model) // a fleet has a few models
+			if k < 0 {
+				k = len(f.models)
+				f.models, f.counts = append(f.models, g.Model), append(f.counts, 0)
 			}
+			f.counts[k]++
+		}
+	}
+	order := make([]int, len(f.models))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return strings.Compare(f.models[a], f.models[b]) })
+	sorted := FleetGPUs{models: make([]string, len(order)), counts: make([]int, len(order))}
+	for i, k := range order {
+		sorted.models[i], sorted.counts[i] = f.models[k], f.counts[k]
+	}
+	return sorted
+}
+
+// Fits is FitsFleet against the counted fleet.
+func (f FleetGPUs) Fits(s JobSpec) error {
+	total, usable := 0, 0
+	for i, m := range f.models {
+		total += f.counts[i]
+		if s.AllowsModel(m) {
+			usable += f.counts[i]
 		}
 	}
 	switch {
@@ -258,7 +289,7 @@ func FitsFleet(nodes []Node, s JobSpec) error {
 		return nil
 	case usable == 0 && len(s.GPUModels) > 0:
 		return fmt.Errorf("gpu_models: the fleet has no GPU of %s (it has %s)",
-			strings.Join(s.GPUModels, ", "), strings.Join(slices.Sorted(maps.Keys(models)), ", "))
+			strings.Join(s.GPUModels, ", "), strings.Join(f.models, ", "))
 	case s.GPUs > usable:
 		return fmt.Errorf("gpus: %d is more than the fleet's %d GPUs it may use", s.GPUs, usable)
 	}

@@ -291,8 +291,9 @@ func (o *simulateOptions) warnReplay(log *slog.Logger, all, jobs []cluster.Job, 
 			"trace", o.trace, "from", o.from, "last_submit", last)
 	}
 	never, first := 0, ""
+	gpus := cluster.CountGPUs(fleet.Nodes)
 	for _, j := range jobs {
-		if err := cluster.FitsFleet(fleet.Nodes, j.Spec); err != nil {
+		if err := gpus.Fits(j.Spec); err != nil {
 			if never++; first == "" {
 				first = fmt.Sprintf("%s: %v", j.ID, err)
 			}
