@@ -39,6 +39,9 @@ const (
 var (
 	gOnce  sync.Once
 	gTable [gSigmaN][gAlphaN + 1]float64 // 1/G in units of m
+	// gAlphaSpan is ln(gAlphaMax/gAlphaMin), taken once: the key of every
+	// running job interpolates on it.
+	gAlphaSpan = math.Log(gAlphaMax / gAlphaMin)
 )
 
 // gittinsLength is 1/G in seconds for the job's forecast and progress, at
@@ -68,7 +71,7 @@ func scaledGittins(sigma, alpha float64) float64 {
 	case alpha < gAlphaMin:
 		j, fa = 0, alpha/gAlphaMin
 	default:
-		x := math.Log(math.Min(alpha, gAlphaMax)/gAlphaMin) / math.Log(gAlphaMax/gAlphaMin) * (gAlphaN - 1)
+		x := math.Log(math.Min(alpha, gAlphaMax)/gAlphaMin) / gAlphaSpan * (gAlphaN - 1)
 		k := min(int(x), gAlphaN-2)
 		j, fa = k+1, x-float64(k)
 	}
