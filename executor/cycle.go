@@ -415,8 +415,12 @@ func (c *cycle) finish() {
 			consider(w.NextChange(&r.JobView, true, now))
 		}
 	}
-	for _, v := range c.in.Queue {
-		consider(w.NextChange(v, false, now))
+	if c.queue.woken {
+		consider(c.queue.next)
+	} else {
+		for _, v := range c.in.Queue {
+			consider(w.NextChange(v, false, now))
+		}
 	}
 	c.plan.NextReplan = next
 }

@@ -169,6 +169,10 @@ type orderedQueue struct {
 	sorted []*JobView // when the input came sorted: taken from the front
 	given  bool       // the input came sorted
 	nan    bool       // some key is NaN: the order is not total
+	// woken says next is the earliest change after Now of a queued job's
+	// key (Waker), found as the keys were computed; zero if none.
+	woken bool
+	next  time.Time
 }
 
 func newOrderedQueue(order QueueOrder, in *PlanInput, octx *OrderContext, buf []entry) *orderedQueue {
@@ -176,12 +180,19 @@ func newOrderedQueue(order QueueOrder, in *PlanInput, octx *OrderContext, buf []
 		return &orderedQueue{sorted: in.Queue, given: true}
 	}
 	q := &orderedQueue{h: buf[:0], queue: in.Queue}
+	w, wakes := order.(Waker)
 	for i, v := range in.Queue {
 		k := order.Key(v, octx)
 		q.nan = q.nan || k[0] != k[0] || k[1] != k[1] || k[2] != k[2]
 		t := v.Job.SubmitTime
 		q.h = append(q.h, entry{key: k, sec: t.Unix(), nsec: int32(t.Nanosecond()), idx: int32(i), mono: t != t.Round(0)})
+		if wakes { // here, while the view is at hand, rather than in a second walk (cycle.finish)
+			if c := w.NextChange(v, false, in.Now); c.After(in.Now) && (q.next.IsZero() || c.Before(q.next)) {
+				q.next = c
+			}
+		}
 	}
+	q.woken = wakes
 	for i := len(q.h)/2 - 1; i >= 0; i-- {
 		q.down(i)
 	}

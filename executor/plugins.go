@@ -28,6 +28,10 @@ func (k Key) Less(o Key) bool {
 type OrderContext struct {
 	Now    time.Time
 	Shares map[string]FairShare
+	// Memo is the order's own for this context: Key may keep there what it
+	// computes once for many jobs, such as a tenant's weight. A context is
+	// used by one goroutine, and each planning cycle makes its own.
+	Memo any
 }
 
 // FairShare is one tenant's share of the fleet against its use of it.

@@ -118,21 +118,47 @@ func (o *Order) Key(v *executor.JobView, ctx *executor.OrderContext) executor.Ke
 	if queued && wait >= o.args.ReserveAfter {
 		return executor.Key{tier, classStarving, float64(v.QueuedSince.Unix())}
 	}
-	fair, class := 1.0, float64(classOther)
-	if fs, ok := ctx.Shares[v.Job.Spec.Tenant]; ok {
-		fair = fs.Factor
-		if o.args.behind(fs) {
-			fair, class = 1, classBehind
-		}
-		if r := fs.WaitRatio; r > o.args.WaitFloor && o.args.WaitExponent > 0 {
-			fair *= math.Pow(o.args.WaitFloor/r, o.args.WaitExponent)
-		}
-	}
+	t := o.tenant(v.Job.Spec.Tenant, ctx)
 	age := 1.0
 	if queued { // a running job ages no more
 		age += wait.Seconds() / o.args.AgingHorizon.Seconds()
 	}
-	return executor.Key{tier, class, gittinsLength(v) * fair / age}
+	return executor.Key{tier, t.class, gittinsLength(v) * t.fair / age}
+}
+
+// tenantWeight is what the key of every job of one tenant shares.
+type tenantWeight struct{ fair, class float64 }
+
+// tenantWeights are the weights one order gave the tenants a context has
+// seen (OrderContext.Memo).
+type tenantWeights struct {
+	order *Order
+	of    map[string]tenantWeight
+}
+
+// tenant is the tenant's fair-share and wait weight and its jobs' class,
+// computed once per context.
+func (o *Order) tenant(name string, ctx *executor.OrderContext) tenantWeight {
+	memo, _ := ctx.Memo.(*tenantWeights)
+	if memo == nil || memo.order != o {
+		memo = &tenantWeights{order: o, of: make(map[string]tenantWeight, len(ctx.Shares))}
+		ctx.Memo = memo
+	}
+	if w, ok := memo.of[name]; ok {
+		return w
+	}
+	w := tenantWeight{fair: 1, class: classOther}
+	if fs, ok := ctx.Shares[name]; ok {
+		w.fair = fs.Factor
+		if o.args.behind(fs) {
+			w.fair, w.class = 1, classBehind
+		}
+		if r := fs.WaitRatio; r > o.args.WaitFloor && o.args.WaitExponent > 0 {
+			w.fair *= math.Pow(o.args.WaitFloor/r, o.args.WaitExponent)
+		}
+	}
+	memo.of[name] = w
+	return w
 }
 
 // behind reports whether a tenant's jobs wait more than BehindRatio times
