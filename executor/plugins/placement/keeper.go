@@ -14,7 +14,7 @@ import (
 // the typical-request histogram, and the jobs' views by ID (the queued
 // jobs' forecast footprints and time left). A job counts in its class with weight 2^((submit−base)/
 // HalfLife). A cycle that reads the jobs weighs each 2^(−age/HalfLife)
-// (cyclePlacer.read); the two differ by 2^((base−now)/HalfLife), one factor
+// (requestWeight); the two differ by 2^((base−now)/HalfLife), one factor
 // for every job, which the typical distribution's normalisation cancels.
 type keeper struct {
 	placer   *Placer
@@ -164,7 +164,7 @@ func (k *keeper) Check(in *executor.PlanInput) error {
 		if c := classOf(&r); !ok || k.classes[kj.slot].class != c {
 			return fmt.Errorf("placement: job %s (%+v) is not counted in its class", v.Job.ID, c)
 		}
-		read.add(&r, math.Exp2(-max(in.Now.Sub(v.Job.SubmitTime), 0).Seconds()/k.halfLife))
+		read.add(&r, requestWeight(in.Now, v.Job.SubmitTime, k.halfLife))
 		return nil
 	}
 	for _, v := range in.Queue {

@@ -151,8 +151,7 @@ func (cp *cyclePlacer) read() {
 			return
 		}
 		r := RequestOf(&v.Job.Spec)
-		age := in.Now.Sub(v.Job.SubmitTime)
-		hist.add(&r, math.Exp2(-max(age, 0).Seconds()/cp.args.HalfLife.Seconds()))
+		hist.add(&r, requestWeight(in.Now, v.Job.SubmitTime, cp.args.HalfLife.Seconds()))
 	}
 	if cp.kept == nil {
 		for _, v := range in.Queue {
@@ -171,6 +170,13 @@ func (cp *cyclePlacer) read() {
 	case hist != nil:
 		cp.typical, _ = hist.typical(DefaultPopularity) // nil without a request of any weight: Place uses the job's own
 	}
+}
+
+// requestWeight is how much a job submitted at submit weighs in the typical
+// distribution at now: 2^(−age/halfLife), halfLife in seconds (the keeper
+// weighs by a common factor more).
+func requestWeight(now, submit time.Time, halfLife float64) float64 {
+	return math.Exp2(-max(now.Sub(submit), 0).Seconds() / halfLife)
 }
 
 // occupancy is what the planner knows of the jobs sharing one GPU.
