@@ -81,6 +81,9 @@ func (c *CLI) run(ctx context.Context, name string, args ...string) ([]byte, err
 		if len(msg) > 500 {
 			msg = msg[:500]
 		}
+		if msg == "" {
+			return nil, fmt.Errorf("%s %s: %w", name, strings.Join(args, " "), err)
+		}
 		return nil, fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, msg)
 	}
 	return out.Bytes(), nil
