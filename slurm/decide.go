@@ -180,9 +180,11 @@ type Action struct {
 	Nice     *int `json:"nice,omitempty"`
 	UserNice *int `json:"user_nice,omitempty"`
 	// Until is when a hold is meant to end.
-	Until  time.Time `json:"until,omitzero"`
-	Text   string    `json:"text,omitempty"` // the AdminComment for comment
-	Reason string    `json:"reason"`
+	Until time.Time `json:"until,omitzero"`
+	// Text is the AdminComment to set: a comment's; a lower's when it
+	// marks the user's limit for the guard (Mark), in the same call.
+	Text   string `json:"text,omitempty"`
+	Reason string `json:"reason"`
 }
 
 // ActionKind is what an Action does.
@@ -190,7 +192,7 @@ type ActionKind string
 
 const (
 	ActComment   ActionKind = "comment"      // set AdminComment (Text)
-	ActLower     ActionKind = "lower"        // lower a pending job's limit to Limit
+	ActLower     ActionKind = "lower"        // lower a pending job's limit to Limit (and set Text, if any)
 	ActRestore   ActionKind = "restore"      // give a job its user's limit (Limit) back
 	ActNice      ActionKind = "nice"         // set a pending job's Nice
 	ActUnNice    ActionKind = "restore_nice" // give a job its user's Nice back
@@ -236,8 +238,16 @@ func Decide(cfg Config, snap Snapshot, advice []Advice, st *State) []Action {
 			continue
 		}
 		a.UserLimit = st.UserLimit(j) // the note speaks of the user's limit
+		comment := j.AdminComment     // as it is to be
 		if cfg.Comment && NoteChanged(j.AdminComment, a, snap.Now) {
-			acts = append(acts, Action{Kind: ActComment, Job: j.ID, Text: WithComment(j.AdminComment, Comment(a)), Reason: a.Reason})
+			comment = WithComment(comment, Comment(a))
+			acts = append(acts, Action{Kind: ActComment, Job: j.ID, Text: comment, Reason: a.Reason})
+		}
+		lower := lowerOrRestore(cfg, j, a, st)
+		if lower != nil && lower.Kind == ActLower {
+			if marked, ok := MarkedLimit(j.AdminComment); !ok || marked != a.UserLimit { // the guard's record, in the same call
+				lower.Text = WithMark(comment, a.UserLimit)
+			}
 		}
 		if est := estimate(a); ages && cfg.mayOrder(j) && !j.Held() && est > 0 {
 			user := st.UserNice(j)
@@ -246,16 +256,8 @@ func Decide(cfg Config, snap Snapshot, advice []Advice, st *State) []Action {
 					Reason: fmt.Sprintf("ordered by submit time plus its estimate, %s", est)})
 			}
 		}
-		if !cfg.mayLower(j) || a.Limit <= 0 || a.UserLimit <= 0 {
-			continue
-		}
-		// The recommendation, not below the floor, never above the user's.
-		target := max(a.Limit, cfg.Floor, time.Minute)
-		switch _, lowered := st.Lowered[j.ID]; {
-		case target >= a.UserLimit && lowered:
-			acts = append(acts, Action{Kind: ActRestore, Job: j.ID, Limit: a.UserLimit, Reason: "the recommendation rose to the user's limit"})
-		case target < a.UserLimit && target != j.TimeLimit:
-			acts = append(acts, Action{Kind: ActLower, Job: j.ID, Limit: target, UserLimit: a.UserLimit, Reason: a.Reason})
+		if lower != nil {
+			acts = append(acts, *lower)
 		}
 	}
 	// 3.
@@ -288,7 +290,7 @@ func Decide(cfg Config, snap Snapshot, advice []Advice, st *State) []Action {
 		switch {
 		case !cfg.mayLower(j):
 			acts = append(acts, Action{Kind: ActRestore, Job: id, Limit: l.UserLimit, Reason: "autopilot off for its partition"})
-		case j.Running() && snap.Now.Sub(j.Start) >= j.TimeLimit-RestoreMargin(j.TimeLimit):
+		case nearLimit(j, snap.Now):
 			acts = append(acts, Action{Kind: ActRestore, Job: id, Limit: l.UserLimit,
 				Reason: fmt.Sprintf("ran %s of a lowered %s limit: its own limit back", snap.Now.Sub(j.Start).Round(time.Second), j.TimeLimit)})
 		}
@@ -381,6 +383,23 @@ func (st *State) UserLimit(j *Job) time.Duration {
 		return l.UserLimit
 	}
 	return j.TimeLimit
+}
+
+// lowerOrRestore is step 4 for a pending job and its advice (UserLimit
+// set): the recommendation, not below the floor, never above the user's
+// limit; nil when the limit stays.
+func lowerOrRestore(cfg Config, j *Job, a Advice, st *State) *Action {
+	if !cfg.mayLower(j) || a.Limit <= 0 || a.UserLimit <= 0 {
+		return nil
+	}
+	target := max(a.Limit, cfg.Floor, time.Minute)
+	switch _, lowered := st.Lowered[j.ID]; {
+	case target >= a.UserLimit && lowered:
+		return &Action{Kind: ActRestore, Job: j.ID, Limit: a.UserLimit, Reason: "the recommendation rose to the user's limit"}
+	case target < a.UserLimit && target != j.TimeLimit:
+		return &Action{Kind: ActLower, Job: j.ID, Limit: target, UserLimit: a.UserLimit, Reason: a.Reason}
+	}
+	return nil
 }
 
 // RestoreMargin is how long before a lowered limit a running job gets its

@@ -12,5 +12,7 @@
 // nodes), every change an event, every lowered limit restored when
 // autopilot is turned off or Prescient stops. The decisions are pure
 // functions of a Snapshot and State; Client does the I/O and Runner
-// keeps the state.
+// keeps the state. Guard, also pure, gives lowered limits back near
+// their end from Slurm alone (the user's limit marked in AdminComment),
+// for when Prescient's host is lost with its state.
 package slurm

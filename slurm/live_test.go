@@ -3,6 +3,8 @@ package slurm_test
 import (
 	"context"
 	"errors"
+	"io"
+	"log/slog"
 	"os"
 	"strings"
 	"testing"
@@ -412,5 +414,56 @@ func TestHoldingForCleanerPowerOnRealSlurm(t *testing.T) {
 	}
 	if st := r.State(); len(st.Held) != 0 {
 		t.Errorf("state still holds %v", st.Held)
+	}
+}
+
+// minuteEstimator recommends a one-minute limit for every job.
+type minuteEstimator struct{}
+
+func (minuteEstimator) Estimate(_ context.Context, jobs []slurm.Job) (map[string]slurm.Estimate, error) {
+	out := map[string]slurm.Estimate{}
+	for _, j := range jobs {
+		out[j.ID] = slurm.Estimate{RunP50: 30 * time.Second, Limit: time.Minute, Source: "fixed"}
+	}
+	return out, nil
+}
+
+func (minuteEstimator) Learn(context.Context, []byte) error { return nil }
+
+// TestGuardOnRealSlurm: autopilot lowers a pending job's two hours to a
+// minute and marks the two hours in its AdminComment; Prescient then goes
+// away without restoring anything, its state with it. Once the job runs,
+// the guard, reading Slurm alone, gives it the two hours back before the
+// minute kills it; while it pended the guard did nothing.
+func TestGuardOnRealSlurm(t *testing.T) {
+	c, cli, hog := fullCluster(t)
+	ctx := context.Background()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	job := c.Sbatch(t, "-J", "lowered", "-t", "120", "--gres=gpu:1", "--wrap", "sleep 300")
+	r := &slurm.Runner{Client: cli, Estimator: minuteEstimator{}, Dir: t.TempDir(), Log: quiet,
+		Config: slurm.Config{Autopilot: true, Partitions: []string{slurmtest.Partition}, Floor: time.Minute}}
+	if err := r.Cycle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	j := jobByID(t, cli, job)
+	if j.TimeLimit != time.Minute || !strings.Contains(j.AdminComment, "[prescient-user-limit: 120m]") {
+		t.Fatalf("lowered: limit %s, comment %q", j.TimeLimit, j.AdminComment)
+	}
+	if err := r.Close(); err != nil { // gone, restoring nothing
+		t.Fatal(err)
+	}
+	if done, err := slurm.RunGuard(ctx, cli, time.Now(), quiet); len(done) != 0 || err != nil {
+		t.Fatalf("guard while it pends: %+v %v", done, err)
+	}
+	c.Run(t, "scancel", hog)
+	if err := waitFor(func() bool { return jobByID(t, cli, job).Running() }); err != nil {
+		t.Fatalf("job %s never ran: %s", job, c.Run(t, "squeue", "-o", "%i %T %r %l"))
+	}
+	done, err := slurm.RunGuard(ctx, cli, time.Now(), quiet)
+	if err != nil || len(done) != 1 || done[0].Job != job {
+		t.Fatalf("guard once it runs: %+v %v", done, err)
+	}
+	if j := jobByID(t, cli, job); !j.Running() || j.TimeLimit != 2*time.Hour {
+		t.Fatalf("after the guard: %s with limit %s, want running with 2h", j.State, j.TimeLimit)
 	}
 }

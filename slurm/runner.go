@@ -315,7 +315,8 @@ func logAttrs(a Action) []any {
 	return attrs
 }
 
-// updateInBatches makes the limit and Nice changes of acts, those of one
+// updateInBatches makes the limit and Nice changes of acts (but a lower that
+// sets a comment too, which goes alone: change), those of one
 // value together, and returns their errors by index.
 func (r *Runner) updateInBatches(ctx context.Context, acts []Action) map[int]error {
 	type batch struct {
@@ -329,6 +330,9 @@ func (r *Runner) updateInBatches(ctx context.Context, acts []Action) map[int]err
 		var key string
 		switch a.Kind {
 		case ActLower, ActRestore:
+			if a.Text != "" { // a comment of its own: alone (change)
+				continue
+			}
 			u, key = Update{TimeLimit: &a.Limit}, "TimeLimit="+Minutes(a.Limit)
 		case ActNice, ActUnNice:
 			u, key = Update{Nice: a.Nice}, "Nice="+strconv.Itoa(*a.Nice)
@@ -367,6 +371,8 @@ func (r *Runner) change(ctx context.Context, a Action) error {
 	switch a.Kind {
 	case ActComment:
 		return r.Client.Update(ctx, []string{a.Job}, Update{AdminComment: &a.Text})
+	case ActLower:
+		return r.Client.Update(ctx, []string{a.Job}, Update{TimeLimit: &a.Limit, AdminComment: &a.Text})
 	case ActHold:
 		return r.Client.Hold(ctx, a.Job)
 	case ActRelease:
@@ -441,14 +447,16 @@ func (r *Runner) holdBack(acts []Action, now time.Time) []Action {
 	maps.DeleteFunc(r.refused, func(_ changeKey, f refusal) bool { // its job or node asks for no change now
 		return now.Sub(f.at) > 2*RetryMax
 	})
-	return slices.DeleteFunc(acts, func(a Action) bool {
+	kept := acts[:0]
+	for _, a := range acts {
 		f, ok := r.refused[keyOf(a)]
-		if ok && !undoes(a) && now.Before(f.retryAt()) {
-			r.Log.Debug("slurm: change held back after it failed", append(logAttrs(a), "failures", f.fails, "retry_at", f.retryAt())...)
-			return true
+		if !ok || undoes(a) || !now.Before(f.retryAt()) {
+			kept = append(kept, a)
+			continue
 		}
-		return false
-	})
+		r.Log.Debug("slurm: change held back after it failed", append(logAttrs(a), "failures", f.fails, "retry_at", f.retryAt())...)
+	}
+	return kept
 }
 
 // noteOutcome counts a change's failure in a row in the cycle of now, or

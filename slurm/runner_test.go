@@ -35,7 +35,7 @@ func TestChangesOfOneValueGoInOneCall(t *testing.T) {
 	var jobs []slurm.Job
 	for _, id := range []string{"7", "8", "9", "10"} {
 		jobs = append(jobs, slurm.Job{ID: id, User: "u", Partition: "gpu", State: "PENDING", Reason: "Resources",
-			GPUs: 1, TimeLimit: 2 * time.Hour, Submit: now})
+			GPUs: 1, TimeLimit: 2 * time.Hour, Submit: now, AdminComment: slurm.Mark(2 * time.Hour)}) // marked: lowers batch
 	}
 	refusing := &refusingClient{fakeClient: fakeClient{jobs: jobs,
 		nodes: []slurm.Node{{Name: "n1", GPUs: 4, CPUs: 16, States: []string{"ALLOCATED"}, Partitions: []string{"gpu"}}}}}

@@ -121,7 +121,7 @@ of its account's jobs. Without --tokens, --listen must be a loopback address.`,
 	f.DurationVar(&o.carbonWait, "carbon-wait", 6*time.Hour, "the longest a held job waits after its submission")
 	f.DurationVar(&o.cfg.ParkIdleAfter, "park-idle-after", 0, "power down a node idle this long with nothing pending in its partitions (0: never)")
 	f.StringSliceVar(&o.cfg.ParkPartitions, "park-partitions", nil, "partitions whose nodes may be parked (default: all)")
-	cmd.AddCommand(newSlurmQueueCmd(g), newSlurmRestoreCmd(g))
+	cmd.AddCommand(newSlurmQueueCmd(g), newSlurmRestoreCmd(g), newSlurmGuardCmd(g))
 	return cmd
 }
 
@@ -158,6 +158,34 @@ nothing. Run it from cron or a systemd timer.`,
 	f := cmd.Flags()
 	site.register(f, "the state folder of the prescient slurm to watch")
 	f.DurationVar(&after, "stale-after", 10*time.Minute, "how long it must have been gone")
+	return cmd
+}
+
+func newSlurmGuardCmd(g *globals) *cobra.Command {
+	var site slurmSite
+	cmd := &cobra.Command{
+		Use:   "guard",
+		Short: "Give running jobs their users' limits back near a lowered one, from Slurm alone",
+		Long: `The guard for a prescient slurm that is gone with its host: when autopilot lowers a
+job's limit it marks the job's AdminComment with the user's limit
+("[prescient-user-limit: 120m]"). The guard reads the jobs through squeue and gives
+each running job whose limit is below its mark, and that has run to within two
+minutes (or a tenth) of it, the marked limit back, as prescient slurm itself does.
+It needs no state folder and is harmless beside a running prescient slurm. Run it every
+minute from cron or scrontab on any host with Slurm's commands, as a Slurm operator.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c := &slurm.CLI{Conf: site.conf, Bin: site.bin}
+			done, err := slurm.RunGuard(cmd.Context(), c, time.Now(), g.logger.With("component", "slurm"))
+			if err == nil || len(done) > 0 { // not when the jobs could not be read
+				fmt.Fprintf(cmd.OutOrStdout(), "gave %d jobs their users' limits back\n", len(done))
+			}
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&site.conf, "slurm-conf", "", "slurm.conf for the Slurm commands (SLURM_CONF; default theirs)")
+	f.StringVar(&site.bin, "slurm-bin", "", "folder of the Slurm commands (default: PATH)")
 	return cmd
 }
 

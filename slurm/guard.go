@@ -1,0 +1,109 @@
+package slurm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// A lowered limit kills a job that outruns it. While Prescient runs it
+// gives the user's limit back before that (Decide, step 5); the watchdog
+// (Runner.RestoreIfStale) does after a crash, from the state folder. Were
+// the host with the state folder lost too, nothing would. So when
+// Prescient lowers a job's limit it also marks the job's AdminComment
+// with the user's limit ("[prescient-user-limit: 120m]"), in the same
+// scontrol call, and Guard reads the mark from Slurm alone.
+
+// maxMarkMinutes bounds a mark's limit (a century), so that no mark
+// overflows a Duration.
+const maxMarkMinutes = 100 * 365 * 24 * 60
+
+// markTag is the mark in a job's AdminComment.
+var markTag = regexp.MustCompile(`\s*\[prescient-user-limit: (\d+)m\]`)
+
+// Mark is the mark of a user's limit, rounded up to the minute as Slurm
+// keeps limits.
+func Mark(userLimit time.Duration) string {
+	return "[prescient-user-limit: " + Minutes(userLimit) + "m]"
+}
+
+// MarkedLimit is the user's limit a job's AdminComment is marked with;
+// false without a mark.
+func MarkedLimit(comment string) (time.Duration, bool) {
+	m := markTag.FindStringSubmatch(comment)
+	if m == nil {
+		return 0, false
+	}
+	n, err := strconv.Atoi(m[1])
+	if err != nil || n <= 0 || n > maxMarkMinutes {
+		return 0, false
+	}
+	return time.Duration(n) * time.Minute, true
+}
+
+// WithMark is existing with its mark, if any, replaced by the mark of
+// userLimit; the rest is left as it is.
+func WithMark(existing string, userLimit time.Duration) string {
+	rest := strings.TrimSpace(markTag.ReplaceAllString(existing, ""))
+	if rest == "" {
+		return Mark(userLimit)
+	}
+	return rest + " " + Mark(userLimit)
+}
+
+// nearLimit says whether a running job has run to within RestoreMargin of
+// its limit: a lowered limit is given back then.
+func nearLimit(j *Job, now time.Time) bool {
+	return j.Running() && now.Sub(j.Start) >= j.TimeLimit-RestoreMargin(j.TimeLimit)
+}
+
+// Guard is what a guard gives back: the user's limit of each running job
+// whose limit is below the one its mark records and that has run to
+// within RestoreMargin of it, as Decide does while Prescient runs. It
+// needs neither Prescient nor its state folder. A job Prescient lowered
+// and gave back keeps its mark with the limit it now has, so Guard leaves
+// it alone, unless its user lowered it since (then Guard gives the
+// earlier limit back near the end).
+func Guard(snap Snapshot) []Action {
+	var acts []Action
+	for i := range snap.Jobs {
+		j := &snap.Jobs[i]
+		user, ok := MarkedLimit(j.AdminComment)
+		if !ok || j.TimeLimit <= 0 || j.TimeLimit >= user || !nearLimit(j, snap.Now) {
+			continue
+		}
+		acts = append(acts, Action{Kind: ActRestore, Job: j.ID, Limit: user,
+			Reason: fmt.Sprintf("guard: ran %s of a lowered %s limit; its user's %s back", snap.Now.Sub(j.Start).Round(time.Second), j.TimeLimit, user)})
+	}
+	return acts
+}
+
+// RunGuard reads the jobs through c and gives back what Guard says, one
+// job at a time, logging each change. It returns the changes made and
+// the errors of those that failed. Run it from cron or scrontab every
+// minute, on any host with Slurm's commands and a Slurm operator's
+// rights; beside a running Prescient it is harmless (a limit given back
+// twice is given back once).
+func RunGuard(ctx context.Context, c Client, now time.Time, log *slog.Logger) ([]Action, error) {
+	jobs, err := c.Jobs(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("slurm guard: %w", err)
+	}
+	var done []Action
+	var errs []error
+	for _, a := range Guard(Snapshot{Now: now, Jobs: jobs}) {
+		if err := c.Update(ctx, []string{a.Job}, Update{TimeLimit: &a.Limit}); err != nil {
+			log.Warn("slurm: change failed", append(logAttrs(a), "err", err)...)
+			errs = append(errs, fmt.Errorf("slurm guard: job %s: %w", a.Job, err))
+			continue
+		}
+		log.Info("slurm: changed", append(logAttrs(a), "reason", a.Reason)...)
+		done = append(done, a)
+	}
+	return done, errors.Join(errs...)
+}

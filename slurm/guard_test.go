@@ -1,0 +1,122 @@
+package slurm_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prescient-sched/prescient/slurm"
+)
+
+// TestMarkKeepsWhatIsThere: the mark of a user's limit replaces an earlier
+// one and leaves the site's text and the advice note alone; a comment
+// without one, or with a broken one, has none.
+func TestMarkKeepsWhatIsThere(t *testing.T) {
+	for _, c := range []struct {
+		existing, want string
+	}{
+		{"", "[prescient-user-limit: 120m]"},
+		{"site note", "site note [prescient-user-limit: 120m]"},
+		{"site note [prescient-user-limit: 30m] [prescient: run~2m]", "site note [prescient: run~2m] [prescient-user-limit: 120m]"},
+		{"[prescient-user-limit: 30m] site note", "site note [prescient-user-limit: 120m]"},
+	} {
+		got := slurm.WithMark(c.existing, 2*time.Hour)
+		if got != c.want {
+			t.Errorf("WithMark(%q) = %q, want %q", c.existing, got, c.want)
+		}
+		if l, ok := slurm.MarkedLimit(got); !ok || l != 2*time.Hour {
+			t.Errorf("MarkedLimit(%q) = %s %v", got, l, ok)
+		}
+		if w := slurm.WithComment(got, "[prescient: limit 5m]"); !strings.Contains(w, "[prescient-user-limit: 120m]") {
+			t.Errorf("the note took the mark: %q", w)
+		}
+	}
+	for _, c := range []string{"", "site note", "[prescient-user-limit: ]", "[prescient-user-limit: 0m]", "[prescient: limit 5m]"} {
+		if l, ok := slurm.MarkedLimit(c); ok {
+			t.Errorf("MarkedLimit(%q) = %s", c, l)
+		}
+	}
+}
+
+// TestDecideMarksTheFirstLower: lowering a job that carries no mark of
+// its user's limit sets the mark in the same call, after the note; a job
+// marked already is lowered with its limit alone (so lowers of one value
+// go in one call).
+func TestDecideMarksTheFirstLower(t *testing.T) {
+	cfg := slurm.Config{Autopilot: true, Comment: true, Partitions: []string{"gpu"}, Floor: time.Minute}
+	fresh, marked := pending("1", 1, 2*time.Hour, 1), pending("2", 1, 2*time.Hour, 1)
+	fresh.AdminComment, marked.AdminComment = "site note", "site note "+slurm.Mark(2*time.Hour)
+	snap := slurm.Snapshot{Now: t0, Jobs: []slurm.Job{fresh, marked}, Nodes: []slurm.Node{node("n1", 4, "ALLOCATED")}}
+	advice := []slurm.Advice{{Job: "1", Limit: 5 * time.Minute, Start: t0.Add(time.Hour)}, {Job: "2", Limit: 5 * time.Minute, Start: t0.Add(time.Hour)}}
+	acts := slurm.Decide(cfg, snap, advice, &slurm.State{})
+	var got []string
+	for _, a := range acts {
+		got = append(got, fmt.Sprintf("%s %s %q", a.Kind, a.Job, a.Text))
+	}
+	want := []string{
+		`comment 1 "site note [prescient: limit 5m start~2026-12-07T13:00Z]"`,
+		`lower 1 "site note [prescient: limit 5m start~2026-12-07T13:00Z] [prescient-user-limit: 120m]"`,
+		`comment 2 "site note [prescient-user-limit: 120m] [prescient: limit 5m start~2026-12-07T13:00Z]"`,
+		`lower 2 ""`,
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("actions\n%s\nwant\n%s", got, want)
+	}
+}
+
+// TestGuardGivesBackFromSlurmAlone: with no Prescient and no state, the
+// guard gives a running job its marked limit back once it has run to
+// within RestoreMargin of the lowered one, in one call, and leaves alone
+// a job not near its limit, a pending one, one whose limit is its marked
+// one (given back already) and one without a mark.
+func TestGuardGivesBackFromSlurmAlone(t *testing.T) {
+	mark := slurm.Mark(2 * time.Hour)
+	withMark := func(j slurm.Job) slurm.Job { j.AdminComment = "note " + mark; return j }
+	c := &fakeClient{jobs: []slurm.Job{
+		withMark(running("near", 1, 10*time.Minute, 8*time.Minute)), // within two minutes of 10m
+		withMark(running("early", 1, 10*time.Minute, 7*time.Minute)),
+		withMark(pending("pend", 1, 10*time.Minute, 1)),
+		withMark(running("back", 1, 2*time.Hour, 119*time.Minute)),
+		running("plain", 1, 10*time.Minute, 9*time.Minute),
+	}}
+	done, err := slurm.RunGuard(context.Background(), c, t0, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil || len(done) != 1 || done[0].Job != "near" || done[0].Limit != 2*time.Hour {
+		t.Fatalf("guard: %+v, %v", done, err)
+	}
+	for _, j := range c.jobs {
+		want := map[string]time.Duration{"near": 2 * time.Hour, "back": 2 * time.Hour}[j.ID]
+		if want == 0 {
+			want = 10 * time.Minute
+		}
+		if j.TimeLimit != want {
+			t.Errorf("job %s: limit %s, want %s", j.ID, j.TimeLimit, want)
+		}
+	}
+	// Run again: nothing left to give back.
+	if done, err := slurm.RunGuard(context.Background(), c, t0, slog.New(slog.NewTextHandler(io.Discard, nil))); len(done) != 0 || err != nil {
+		t.Errorf("second guard: %+v %v", done, err)
+	}
+}
+
+// FuzzMarkedLimit: any AdminComment reads without a panic; marking it
+// gives a comment that reads as the marked limit, keeps the rest of the
+// text, and marking it again changes nothing.
+func FuzzMarkedLimit(f *testing.F) {
+	for _, s := range []string{"", "site note", "[prescient-user-limit: 30m]", "a [prescient: limit 5m] [prescient-user-limit: 99999999999999999999m]"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, comment string) {
+		slurm.MarkedLimit(comment)
+		marked := slurm.WithMark(comment, 90*time.Minute)
+		if l, ok := slurm.MarkedLimit(marked); !ok || l != 90*time.Minute {
+			t.Fatalf("WithMark(%q) = %q reads %s %v", comment, marked, l, ok)
+		}
+		if again := slurm.WithMark(marked, 90*time.Minute); again != marked {
+			t.Fatalf("marking twice: %q then %q", marked, again)
+		}
+	})
+}
