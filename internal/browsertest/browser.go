@@ -71,6 +71,10 @@ func Start(t testing.TB) *Browser {
 			"(it installs Debian's chromium package; `make test` runs it), or set %s to the browser's path", bin, err, EnvChromium)
 	}
 	profile := t.TempDir() // registered before the browser's cleanup, so removed after the browser is gone
+	// Chromium leaves a folder with its singleton socket in TMPDIR when it
+	// is stopped rather than closed, as each test's browser is: one in the
+	// test's own temporary folder goes with it.
+	tmp := t.TempDir()
 	b := &Browser{t: t}
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(bin),
@@ -93,6 +97,7 @@ func Start(t testing.TB) *Browser {
 		// The tests talk to servers on loopback; no proxy setting of the machine applies.
 		chromedp.Flag("no-proxy-server", true),
 		chromedp.UserDataDir(profile),
+		chromedp.Env("TMPDIR=" + tmp),
 		chromedp.WindowSize(WindowWidth, WindowHeight),
 		chromedp.CombinedOutput(&b.output),
 	}
