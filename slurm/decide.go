@@ -182,8 +182,11 @@ type Action struct {
 	// Until is when a hold is meant to end.
 	Until time.Time `json:"until,omitzero"`
 	// Text is the AdminComment to set: a comment's; a lower's when it
-	// marks the user's limit for the guard (Mark), in the same call.
-	Text   string `json:"text,omitempty"`
+	// marks the user's limit for the guard (Mark), and a restore's when
+	// Unmark, in the same call.
+	Text string `json:"text,omitempty"`
+	// Unmark says a restore also takes the mark off the comment (Text).
+	Unmark bool   `json:"unmark,omitempty"`
 	Reason string `json:"reason"`
 }
 
@@ -244,10 +247,14 @@ func Decide(cfg Config, snap Snapshot, advice []Advice, st *State) []Action {
 			acts = append(acts, Action{Kind: ActComment, Job: j.ID, Text: comment, Reason: a.Reason})
 		}
 		lower := lowerOrRestore(cfg, j, a, st)
-		if lower != nil && lower.Kind == ActLower {
+		switch {
+		case lower == nil:
+		case lower.Kind == ActLower:
 			if marked, ok := MarkedLimit(j.AdminComment); !ok || marked != a.UserLimit { // the guard's record, in the same call
 				lower.Text = WithMark(comment, a.UserLimit)
 			}
+		case lower.Kind == ActRestore:
+			*lower = restore(j, comment, lower.Limit, lower.Reason)
 		}
 		if est := estimate(a); ages && cfg.mayOrder(j) && !j.Held() && est > 0 {
 			user := st.UserNice(j)
@@ -289,10 +296,10 @@ func Decide(cfg Config, snap Snapshot, advice []Advice, st *State) []Action {
 		}
 		switch {
 		case !cfg.mayLower(j):
-			acts = append(acts, Action{Kind: ActRestore, Job: id, Limit: l.UserLimit, Reason: "autopilot off for its partition"})
+			acts = append(acts, restore(j, j.AdminComment, l.UserLimit, "autopilot off for its partition"))
 		case nearLimit(j, snap.Now):
-			acts = append(acts, Action{Kind: ActRestore, Job: id, Limit: l.UserLimit,
-				Reason: fmt.Sprintf("ran %s of a lowered %s limit: its own limit back", snap.Now.Sub(j.Start).Round(time.Second), j.TimeLimit)})
+			acts = append(acts, restore(j, j.AdminComment, l.UserLimit,
+				fmt.Sprintf("ran %s of a lowered %s limit: its own limit back", snap.Now.Sub(j.Start).Round(time.Second), j.TimeLimit)))
 		}
 	}
 	for _, id := range slices.Sorted(maps.Keys(st.Niced)) {
@@ -395,7 +402,8 @@ func lowerOrRestore(cfg Config, j *Job, a Advice, st *State) *Action {
 	target := max(a.Limit, cfg.Floor, time.Minute)
 	switch _, lowered := st.Lowered[j.ID]; {
 	case target >= a.UserLimit && lowered:
-		return &Action{Kind: ActRestore, Job: j.ID, Limit: a.UserLimit, Reason: "the recommendation rose to the user's limit"}
+		r := restore(j, "", a.UserLimit, "the recommendation rose to the user's limit") // unmarked by the caller
+		return &r
 	case target < a.UserLimit && target != j.TimeLimit:
 		return &Action{Kind: ActLower, Job: j.ID, Limit: target, UserLimit: a.UserLimit, Reason: a.Reason}
 	}
@@ -408,13 +416,25 @@ func lowerOrRestore(cfg Config, j *Job, a Advice, st *State) *Action {
 func RestoreMargin(limit time.Duration) time.Duration { return max(2*time.Minute, limit/10) }
 
 // Observe updates what State tracks of the cluster itself: when nodes
-// went idle; lowered and ordered jobs that are gone; held jobs that are
+// went idle; lowered and ordered jobs that are gone; jobs lowered by a
+// Prescient whose state is lost (their mark: MarkedLimit); held jobs that are
 // gone, started or released by someone else (kept as Released while
 // pending); parked nodes that are gone or woken.
 func (st *State) Observe(snap Snapshot) {
 	st.init()
 	jobs := snap.byID()
 	forgetUnless(st.Lowered, jobs, Job.Live)
+	// A live job whose mark records a limit above its own was lowered by a
+	// Prescient whose state is lost: it is ours to give back.
+	for i := range snap.Jobs {
+		j := &snap.Jobs[i]
+		if _, ok := st.Lowered[j.ID]; ok || !j.Live() {
+			continue
+		}
+		if user, ok := MarkedLimit(j.AdminComment); ok && j.TimeLimit > 0 && j.TimeLimit < user {
+			st.Lowered[j.ID] = Lowered{UserLimit: user, Set: j.TimeLimit, At: snap.Now}
+		}
+	}
 	forgetUnless(st.Niced, jobs, Job.Live)
 	for id := range st.Held {
 		if j := jobs[id]; j == nil || !j.Held() {
@@ -486,7 +506,7 @@ func Restore(snap Snapshot, st *State) []Action {
 	jobs := snap.byID()
 	for _, id := range slices.Sorted(maps.Keys(st.Lowered)) {
 		if j := jobs[id]; j != nil && j.Live() {
-			acts = append(acts, Action{Kind: ActRestore, Job: id, Limit: st.Lowered[id].UserLimit, Reason: "Prescient stops"})
+			acts = append(acts, restore(j, j.AdminComment, st.Lowered[id].UserLimit, "Prescient stops"))
 		}
 	}
 	for _, id := range slices.Sorted(maps.Keys(st.Niced)) {

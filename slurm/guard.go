@@ -56,6 +56,24 @@ func WithMark(existing string, userLimit time.Duration) string {
 	return rest + " " + Mark(userLimit)
 }
 
+// WithoutMark is existing with its mark, if any, taken out.
+func WithoutMark(existing string) string {
+	return strings.TrimSpace(markTag.ReplaceAllString(existing, ""))
+}
+
+// restore gives job j its user's limit back and, where comment (the job's
+// AdminComment as it is to be) carries a mark, takes the mark off in the
+// same call: a mark stands for a lowered limit, so that neither the guard
+// nor a Prescient that lost its state gives back a limit its user lowered
+// since.
+func restore(j *Job, comment string, userLimit time.Duration, reason string) Action {
+	a := Action{Kind: ActRestore, Job: j.ID, Limit: userLimit, Reason: reason}
+	if markTag.MatchString(comment) {
+		a.Text, a.Unmark = WithoutMark(comment), true
+	}
+	return a
+}
+
 // nearLimit says whether a running job has run to within RestoreMargin of
 // its limit: a lowered limit is given back then.
 func nearLimit(j *Job, now time.Time) bool {
@@ -64,11 +82,8 @@ func nearLimit(j *Job, now time.Time) bool {
 
 // Guard is what a guard gives back: the user's limit of each running job
 // whose limit is below the one its mark records and that has run to
-// within RestoreMargin of it, as Decide does while Prescient runs. It
-// needs neither Prescient nor its state folder. A job Prescient lowered
-// and gave back keeps its mark with the limit it now has, so Guard leaves
-// it alone, unless its user lowered it since (then Guard gives the
-// earlier limit back near the end).
+// within RestoreMargin of it, as Decide does while Prescient runs, the
+// mark taken off. It needs neither Prescient nor its state folder.
 func Guard(snap Snapshot) []Action {
 	var acts []Action
 	for i := range snap.Jobs {
@@ -77,8 +92,8 @@ func Guard(snap Snapshot) []Action {
 		if !ok || j.TimeLimit <= 0 || j.TimeLimit >= user || !nearLimit(j, snap.Now) {
 			continue
 		}
-		acts = append(acts, Action{Kind: ActRestore, Job: j.ID, Limit: user,
-			Reason: fmt.Sprintf("guard: ran %s of a lowered %s limit; its user's %s back", snap.Now.Sub(j.Start).Round(time.Second), j.TimeLimit, user)})
+		acts = append(acts, restore(j, j.AdminComment, user,
+			fmt.Sprintf("guard: ran %s of a lowered %s limit; its user's %s back", snap.Now.Sub(j.Start).Round(time.Second), j.TimeLimit, user)))
 	}
 	return acts
 }
@@ -97,7 +112,7 @@ func RunGuard(ctx context.Context, c Client, now time.Time, log *slog.Logger) ([
 	var done []Action
 	var errs []error
 	for _, a := range Guard(Snapshot{Now: now, Jobs: jobs}) {
-		if err := c.Update(ctx, []string{a.Job}, Update{TimeLimit: &a.Limit}); err != nil {
+		if err := c.Update(ctx, []string{a.Job}, Update{TimeLimit: &a.Limit, AdminComment: &a.Text}); err != nil {
 			log.Warn("slurm: change failed", append(logAttrs(a), "err", err)...)
 			errs = append(errs, fmt.Errorf("slurm guard: job %s: %w", a.Job, err))
 			continue

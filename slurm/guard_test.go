@@ -88,6 +88,9 @@ func TestGuardGivesBackFromSlurmAlone(t *testing.T) {
 		t.Fatalf("guard: %+v, %v", done, err)
 	}
 	for _, j := range c.jobs {
+		if j.ID == "near" && j.AdminComment != "note" {
+			t.Errorf("given back, its comment %q still carries the mark", j.AdminComment)
+		}
 		want := map[string]time.Duration{"near": 2 * time.Hour, "back": 2 * time.Hour}[j.ID]
 		if want == 0 {
 			want = 10 * time.Minute
@@ -119,4 +122,42 @@ func FuzzMarkedLimit(f *testing.F) {
 			t.Fatalf("marking twice: %q then %q", marked, again)
 		}
 	})
+}
+
+// TestRestoresTakeTheMarkOff: every restore of a marked job takes its mark
+// off in the same call, keeping the rest of the comment; and a Prescient
+// that lost its state adopts a job whose mark records a limit above its
+// own, so that turning autopilot off gives the marked limit back.
+func TestRestoresTakeTheMarkOff(t *testing.T) {
+	lowered := pending("1", 1, 5*time.Minute, 1)
+	lowered.AdminComment = "site note " + slurm.Mark(2*time.Hour)
+	near := running("2", 1, 5*time.Minute, 4*time.Minute)
+	near.AdminComment = slurm.Mark(time.Hour)
+	snap := slurm.Snapshot{Now: t0, Jobs: []slurm.Job{lowered, near}, Nodes: []slurm.Node{node("n1", 4, "ALLOCATED")}}
+	st := &slurm.State{} // lost
+	st.Observe(snap)
+	if l := st.Lowered["1"]; l.UserLimit != 2*time.Hour || l.Set != 5*time.Minute {
+		t.Fatalf("adopted %+v, want the user's 2h and the 5m set", st.Lowered)
+	}
+	acts := slurm.Decide(slurm.Config{}, snap, nil, st) // autopilot off
+	var got []string
+	for _, a := range acts {
+		got = append(got, fmt.Sprintf("%s %s %s %v %q", a.Kind, a.Job, a.Limit, a.Unmark, a.Text))
+	}
+	want := []string{`restore 1 2h0m0s true "site note"`, `restore 2 1h0m0s true ""`}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("actions %q, want %q", got, want)
+	}
+	c := &fakeClient{jobs: snap.Jobs}
+	r := &slurm.Runner{Client: c, Estimator: minuteEstimator{}, Dir: t.TempDir(), Now: func() time.Time { return t0 },
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	defer r.Close()
+	if err := r.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range c.jobs {
+		if _, marked := slurm.MarkedLimit(j.AdminComment); marked || j.TimeLimit < time.Hour {
+			t.Errorf("after Stop with a lost state: job %s has limit %s and comment %q", j.ID, j.TimeLimit, j.AdminComment)
+		}
+	}
 }

@@ -330,7 +330,7 @@ func (r *Runner) updateInBatches(ctx context.Context, acts []Action) map[int]err
 		var key string
 		switch a.Kind {
 		case ActLower, ActRestore:
-			if a.Text != "" { // a comment of its own: alone (change)
+			if a.Text != "" || a.Unmark { // a comment of its own: alone (change)
 				continue
 			}
 			u, key = Update{TimeLimit: &a.Limit}, "TimeLimit="+Minutes(a.Limit)
@@ -371,7 +371,7 @@ func (r *Runner) change(ctx context.Context, a Action) error {
 	switch a.Kind {
 	case ActComment:
 		return r.Client.Update(ctx, []string{a.Job}, Update{AdminComment: &a.Text})
-	case ActLower:
+	case ActLower, ActRestore:
 		return r.Client.Update(ctx, []string{a.Job}, Update{TimeLimit: &a.Limit, AdminComment: &a.Text})
 	case ActHold:
 		return r.Client.Hold(ctx, a.Job)
