@@ -387,6 +387,11 @@ func TestSlurmProcessRestoresOnStopAndAfterAKill(t *testing.T) {
 	if got := limit(); got == "1:00:00" {
 		t.Fatal("the kill restored the limit: the test shows nothing")
 	}
+	// The guard, from Slurm alone, leaves a pending job lowered: nothing
+	// kills it before it runs.
+	if out, err := run(t, "slurm", "guard", "--slurm-conf", c.Conf); err != nil || !strings.HasPrefix(out, "gave 0 jobs") || limit() == "1:00:00" {
+		t.Fatalf("guard on a pending job: %q %v, limit %s", out, err, limit())
+	}
 	out, err := run(t, "slurm", "restore", "--slurm-conf", c.Conf, "--state", state, "--stale-after", "0s")
 	if err != nil || !strings.HasPrefix(out, "restored") {
 		t.Fatalf("restore: %q %v", out, err)
