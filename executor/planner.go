@@ -181,8 +181,15 @@ func newOrderedQueue(order QueueOrder, in *PlanInput, octx *OrderContext, buf []
 	}
 	q := &orderedQueue{h: buf[:0], queue: in.Queue}
 	w, wakes := order.(Waker)
+	po, parted := order.(PartedOrder)
+	parted = parted && len(in.QueueParts) == len(in.Queue)
 	for i, v := range in.Queue {
-		k := order.Key(v, octx)
+		var k Key
+		if parted {
+			k = po.KeyFrom(v, in.QueueParts[i], octx)
+		} else {
+			k = order.Key(v, octx)
+		}
 		q.nan = q.nan || k[0] != k[0] || k[1] != k[1] || k[2] != k[2]
 		t := v.Job.SubmitTime
 		q.h = append(q.h, entry{key: k, sec: t.Unix(), nsec: int32(t.Nanosecond()), idx: int32(i), mono: t != t.Round(0)})

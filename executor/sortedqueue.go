@@ -13,6 +13,18 @@ type StaticOrder interface {
 	StaticKeys() bool
 }
 
+// A PartedOrder's key of a queued job is computed from a part that does not
+// change while the job waits (it depends on the job, its forecast and its
+// progress, which stay while it waits) and from what does (the clock, fair
+// shares). A caller that keeps the queue from cycle to cycle can keep each
+// job's part (PlanInput.QueueParts), so that a cycle does not compute it
+// again. KeyFrom(v, QueuedPart(v), ctx) must be Key(v, ctx).
+type PartedOrder interface {
+	QueueOrder
+	QueuedPart(v *JobView) float64
+	KeyFrom(v *JobView, part float64, ctx *OrderContext) Key
+}
+
 // IsStatic reports whether an order's keys are static.
 func IsStatic(o QueueOrder) bool {
 	s, ok := o.(StaticOrder)

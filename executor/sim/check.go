@@ -45,6 +45,16 @@ func (s *Simulator) check() error {
 	if !kept.Same(&walked) {
 		return fmt.Errorf("the queue's facts kept %+v, walked %+v: %w", *kept, walked, ErrInvariant)
 	}
+	if s.parted != nil {
+		if len(s.parts) != len(s.queue) {
+			return fmt.Errorf("%d queue parts kept for %d queued jobs: %w", len(s.parts), len(s.queue), ErrInvariant)
+		}
+		for i, v := range s.queue {
+			if want := s.parted.QueuedPart(v); s.parts[i] != want && !(s.parts[i] != s.parts[i] && want != want) {
+				return fmt.Errorf("job %s: queue part kept %g, computed %g: %w", v.Job.ID, s.parts[i], want, ErrInvariant)
+			}
+		}
+	}
 	if s.kept != nil {
 		if err := s.kept.Check(&executor.PlanInput{Now: s.now, Queue: q, Running: s.running}); err != nil {
 			return fmt.Errorf("%w: %w", err, ErrInvariant)

@@ -21,6 +21,9 @@ func (s *Simulator) enqueue(j *simJob) {
 	}
 	j.qpos = len(s.queue)
 	s.queue = append(s.queue, &j.view)
+	if s.parted != nil { // its forecast and progress are set: they stay while it waits
+		s.parts = append(s.parts, s.parted.QueuedPart(&j.view))
+	}
 }
 
 func (s *Simulator) dequeue(j *simJob) {
@@ -31,10 +34,15 @@ func (s *Simulator) dequeue(j *simJob) {
 		j.qpos = -1
 		return
 	}
-	last := s.queue[len(s.queue)-1]
+	n := len(s.queue) - 1
+	last := s.queue[n]
 	s.queue[j.qpos] = last
 	s.byID[last.Job.ID].qpos = j.qpos
-	s.queue = s.queue[:len(s.queue)-1]
+	s.queue = s.queue[:n]
+	if s.parted != nil {
+		s.parts[j.qpos] = s.parts[n]
+		s.parts = s.parts[:n]
+	}
 	j.qpos = -1
 }
 

@@ -205,6 +205,8 @@ type Simulator struct {
 	jobs    []*simJob
 	byID    map[cluster.JobID]*simJob
 	queue   []*executor.JobView
+	parts   []float64 // parts[i] is the order's QueuedPart of queue[i] (PlanInput.QueueParts); nil unless parted
+	parted  executor.PartedOrder
 	sorted  *executor.SortedQueue // nil unless Config.Order is static
 	running []*executor.RunningJob
 	runJobs []*simJob // runJobs[i] is the job of running[i]
@@ -286,6 +288,9 @@ func newSimulator(cfg Config) (*Simulator, error) {
 	s.down = make([]bool, len(fleet.Nodes))
 	if cfg.Order != nil {
 		s.sorted, _ = executor.NewSortedQueue(cfg.Order)
+	}
+	if po, ok := cfg.Order.(executor.PartedOrder); ok && s.sorted == nil {
+		s.parted, s.parts = po, []float64{}
 	}
 	if k, ok := cfg.Planner.(interface{ NewKeeper() executor.JobKeeper }); ok { // executor.Framework
 		s.kept = k.NewKeeper()

@@ -75,8 +75,9 @@ func (a Args) Validate() error {
 type Order struct{ args Args }
 
 var (
-	_ executor.QueueOrder = (*Order)(nil)
-	_ executor.Waker      = (*Order)(nil)
+	_ executor.QueueOrder  = (*Order)(nil)
+	_ executor.Waker       = (*Order)(nil)
+	_ executor.PartedOrder = (*Order)(nil)
 )
 
 // NewOrder returns the order.
@@ -108,6 +109,16 @@ const (
 // factor 2^(usage/share − 1) and its wait weight, and divided by
 // 1 + wait/AgingHorizon.
 func (o *Order) Key(v *executor.JobView, ctx *executor.OrderContext) executor.Key {
+	return o.KeyFrom(v, gittinsLength(v), ctx)
+}
+
+// QueuedPart implements executor.PartedOrder: the job's Gittins length,
+// which stays while it waits.
+func (o *Order) QueuedPart(v *executor.JobView) float64 { return gittinsLength(v) }
+
+// KeyFrom implements executor.PartedOrder: Key with the job's Gittins
+// length given.
+func (o *Order) KeyFrom(v *executor.JobView, length float64, ctx *executor.OrderContext) executor.Key {
 	tier := -float64(v.Job.Spec.Tier)
 	if executor.Urgent(v, ctx.Now, o.args.UrgencyWindow) {
 		latest := v.Job.Spec.Deadline.Add(-v.RemainingP90())
@@ -123,7 +134,7 @@ func (o *Order) Key(v *executor.JobView, ctx *executor.OrderContext) executor.Ke
 	if queued { // a running job ages no more
 		age += wait.Seconds() / o.args.AgingHorizon.Seconds()
 	}
-	return executor.Key{tier, t.class, gittinsLength(v) * t.fair / age}
+	return executor.Key{tier, t.class, length * t.fair / age}
 }
 
 // tenantWeight is what the key of every job of one tenant shares.
