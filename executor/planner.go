@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"maps"
 	"math"
 	"slices"
 	"sync"
@@ -252,27 +251,29 @@ func (q *orderedQueue) down(i int) {
 // lists or that have used GPUs (weight 1 unless listed). A tenant that is
 // neither has no entry: order plugins treat it as at its share.
 func fairShares(in *PlanInput) map[string]FairShare {
-	weights := map[string]float64{}
+	var tenants []cluster.Tenant
 	if in.Cluster != nil {
-		for _, t := range in.Cluster.Tenants {
-			weights[t.Name] = t.Weight
-		}
+		tenants = in.Cluster.Tenants
+	}
+	out := make(map[string]FairShare, len(tenants)+len(in.UsageGPU))
+	for _, t := range tenants { // Share holds the weight until the sums are known
+		out[t.Name] = FairShare{Share: t.Weight}
 	}
 	for name := range in.UsageGPU {
-		if _, ok := weights[name]; !ok {
-			weights[name] = 1
+		if _, ok := out[name]; !ok {
+			out[name] = FairShare{Share: 1}
 		}
 	}
 	// Sums in the names' order: a sum over a map's order differs in its
 	// last bits from run to run, which is enough to flip a near tie.
+	var buf [64]string
 	var wsum, usum float64
-	for _, name := range slices.Sorted(maps.Keys(weights)) {
-		wsum += weights[name]
+	for _, name := range sortedNames(out, buf[:0]) {
+		wsum += out[name].Share
 		usum += in.UsageGPU[name].Seconds()
 	}
-	out := make(map[string]FairShare, len(weights))
-	for name, w := range weights {
-		fs := FairShare{Share: w / wsum}
+	for name, fs := range out {
+		fs = FairShare{Share: fs.Share / wsum}
 		if usum > 0 {
 			fs.Usage = in.UsageGPU[name].Seconds() / usum
 		}
@@ -283,13 +284,24 @@ func fairShares(in *PlanInput) map[string]FairShare {
 	return out
 }
 
+// sortedNames appends m's keys to buf, sorted: a planning cycle's few
+// tenants fit a buffer on its stack.
+func sortedNames[V any](m map[string]V, buf []string) []string {
+	for name := range m {
+		buf = append(buf, name)
+	}
+	slices.Sort(buf)
+	return buf
+}
+
 // addWaitRatios sets each tenant's WaitRatio: its average wait per arrived
 // job (queued job-seconds over arrivals, both decayed; by Little's law the
 // mean wait) over the fleet's. A tenant that only appears here gets a
 // FairShare at its share (Factor 1).
 func addWaitRatios(out map[string]FairShare, waits map[string]TenantWaits) {
 	var q, a float64
-	for _, name := range slices.Sorted(maps.Keys(waits)) { // in order, as fairShares
+	var buf [64]string
+	for _, name := range sortedNames(waits, buf[:0]) { // in order, as fairShares
 		q += waits[name].QueuedS
 		a += waits[name].Arrivals
 	}
