@@ -101,6 +101,7 @@ func (p *WhatIf) changed(ctx context.Context, lv *live.State, base *scenario, re
 	if err != nil {
 		return nil, err
 	}
+	sc.queued = make([]cluster.Job, 0, len(base.queued)+len(req.AddJobs)) // jobs are large: grown, they were copied twice over
 	for _, j := range base.queued {
 		if !removed[j.ID] {
 			sc.queued = append(sc.queued, j)

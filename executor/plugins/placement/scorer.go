@@ -52,23 +52,23 @@ type entry struct {
 	newScore func() Scorer
 }
 
-func registry() map[string]entry {
-	return map[string]entry{
-		BestFitName:       {doc: "FGD simulator's BestFit: least CPU and GPU left after placement, normalised over nodes", newScore: func() Scorer { return bestFit{} }},
-		DotProductName:    {doc: "Tetris dot product of free and requested (CPU, GPU), FGD simulator's DotProd (merge, max)", newScore: func() Scorer { return dotProduct{} }},
-		GPUPackingName:    {doc: "FGD simulator's GpuPacking: shared GPUs, then free GPUs of used nodes, then free nodes", newScore: func() Scorer { return gpuPacking{} }},
-		GPUClusteringName: {doc: "FGD simulator's GpuClustering: nodes already running the same kind of request", newScore: func() Scorer { return gpuClustering{} }},
-		RandomName:        {doc: "a random feasible node, a random fitting GPU", newScore: func() Scorer { return random{} }},
-		FGDName:           {doc: "FGD (ATC'23): least fragmentation increase against the typical requests, integer sigmoid score", typical: true, newScore: func() Scorer { return fgd{} }},
-		SpreadName:        {doc: "energy-blind spreading: the node and GPU with the most free share", newScore: func() Scorer { return spread{} }},
-		PrescientName:     {doc: "fragmentation increase in full precision against the requests the cluster receives; near-ties to fuller nodes and GPUs", typical: true, newScore: func() Scorer { return prescient{} }},
-	}
+// registry is the placements by name, built once: NeedsTypical is asked
+// every planning cycle.
+var registry = map[string]entry{
+	BestFitName:       {doc: "FGD simulator's BestFit: least CPU and GPU left after placement, normalised over nodes", newScore: func() Scorer { return bestFit{} }},
+	DotProductName:    {doc: "Tetris dot product of free and requested (CPU, GPU), FGD simulator's DotProd (merge, max)", newScore: func() Scorer { return dotProduct{} }},
+	GPUPackingName:    {doc: "FGD simulator's GpuPacking: shared GPUs, then free GPUs of used nodes, then free nodes", newScore: func() Scorer { return gpuPacking{} }},
+	GPUClusteringName: {doc: "FGD simulator's GpuClustering: nodes already running the same kind of request", newScore: func() Scorer { return gpuClustering{} }},
+	RandomName:        {doc: "a random feasible node, a random fitting GPU", newScore: func() Scorer { return random{} }},
+	FGDName:           {doc: "FGD (ATC'23): least fragmentation increase against the typical requests, integer sigmoid score", typical: true, newScore: func() Scorer { return fgd{} }},
+	SpreadName:        {doc: "energy-blind spreading: the node and GPU with the most free share", newScore: func() Scorer { return spread{} }},
+	PrescientName:     {doc: "fragmentation increase in full precision against the requests the cluster receives; near-ties to fuller nodes and GPUs", typical: true, newScore: func() Scorer { return prescient{} }},
 }
 
 // Names lists the placements, sorted.
 func Names() []string {
 	var out []string
-	for n := range registry() {
+	for n := range registry {
 		out = append(out, n)
 	}
 	slices.Sort(out)
@@ -76,15 +76,15 @@ func Names() []string {
 }
 
 // Doc describes a placement in one line.
-func Doc(name string) string { return registry()[name].doc }
+func Doc(name string) string { return registry[name].doc }
 
 // NeedsTypical reports whether a placement scores against the typical
 // request distribution.
-func NeedsTypical(name string) bool { return registry()[name].typical }
+func NeedsTypical(name string) bool { return registry[name].typical }
 
 // New returns the named scorer.
 func New(name string) (Scorer, error) {
-	e, ok := registry()[name]
+	e, ok := registry[name]
 	if !ok {
 		return nil, fmt.Errorf("%w %q (want one of %s)", ErrUnknown, name, strings.Join(Names(), ", "))
 	}
