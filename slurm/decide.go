@@ -220,12 +220,14 @@ const (
 //     autopilot goes off for it;
 //  4. lower: in autopilot, a pending job in a partition it may touch gets
 //     the recommended limit (at least the floor) when that is below the
-//     user's, and follows the recommendation as it moves;
+//     user's, and follows the recommendation as it moves; the first lower
+//     marks the user's limit in its AdminComment (Mark, for Guard);
 //  5. restore: a lowered job, pending or running, where it may no longer
 //     be lowered, or running within RestoreMargin of the lowered limit, gets
 //     the user's limit back: lowered limits plan Slurm's backfill, they do
-//     not kill jobs while Prescient runs; an ordered job where it may no
-//     longer be ordered gets the user's Nice back;
+//     not kill jobs while Prescient runs (a restore takes the mark off);
+//     an ordered job where it may no longer be ordered gets the user's
+//     Nice back;
 //  6. park: in autopilot, a node idle for ParkIdleAfter while nothing pends
 //     in its partitions is powered down;
 //  7. wake: a node it parked is powered up when a job pends in its
