@@ -92,3 +92,19 @@ func TestKeptTypicalPlacesAlike(t *testing.T) {
 		}
 	}
 }
+
+// TestKeeperOnlyForItsPlacer: placements that weigh no fragmentation keep
+// nothing, and a cycle ignores a keeper another placer made (its
+// half-life may differ).
+func TestKeeperOnlyForItsPlacer(t *testing.T) {
+	if k := mustPlacer(t, BestFitName, PlacerArgs{}).NewKeeper(); k != nil {
+		t.Errorf("best-fit keeps %T", k)
+	}
+	mine, other := mustPlacer(t, PrescientName, PlacerArgs{}), mustPlacer(t, PrescientName, PlacerArgs{HalfLife: time.Hour})
+	if cp := mine.ForCycle(&executor.PlanInput{Kept: other.NewKeeper()}).(*cyclePlacer); cp.kept != nil {
+		t.Error("a cycle took another placer's keeper")
+	}
+	if cp := mine.ForCycle(&executor.PlanInput{Kept: mine.NewKeeper()}).(*cyclePlacer); cp.kept == nil {
+		t.Error("a cycle ignored its placer's keeper")
+	}
+}
