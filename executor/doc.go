@@ -20,7 +20,12 @@
 // virtual clock; executor/executortest is the scenario harness for tests.
 //
 // Capacity is the incremental index of free GPUs by node that keeps a
-// planning cycle near O(queue + nodes). Forecaster is what the simulator
+// planning cycle near O(queue + nodes). A caller that plans again and again
+// over one queue (the simulator) can keep what a cycle would otherwise read
+// of every job, each checked by the simulator's invariants: the queue's
+// facts (QueueFactsKeeper, PlanInput.Facts), the placer's (a KeepingPlacer's
+// JobKeeper, PlanInput.Kept) and the part of each queued job's key that
+// stays while it waits (PartedOrder, PlanInput.QueueParts). Forecaster is what the simulator
 // asks for forecasts (Observer, if it also learns from finished jobs);
 // Oracle gives true durations, optionally noised; learned forecasts come
 // from the predictor through predictor.Adapter.
