@@ -12,23 +12,24 @@ import (
 // keeper is what a replay's cycles read of every job, kept as jobs arrive
 // and leave (executor.JobKeeper) so that a cycle need not read every job:
 // the typical-request histogram, and the jobs' views by ID (the queued
-// jobs' forecast footprints and time left). A job counts in its class with weight 2^((submit−base)/
-// HalfLife). A cycle that reads the jobs weighs each 2^(−age/HalfLife)
-// (requestWeight); the two differ by 2^((base−now)/HalfLife), one factor
-// for every job, which the typical distribution's normalisation cancels.
+// jobs' forecast footprints and time left). A job counts in its class
+// with weight 2^((submit−base)/HalfLife). A cycle that reads the jobs
+// weighs each 2^(−age/HalfLife) (requestWeight); the two differ by
+// 2^((base−now)/HalfLife), one factor for every job, which the typical
+// distribution's normalisation cancels.
 type keeper struct {
 	placer   *Placer
 	halfLife float64   // seconds
 	base     time.Time // zero before the first arrival
-	jobs     map[*cluster.Job]keptJob
-	views    map[cluster.JobID]*executor.JobView
-	members  []*cluster.Job // the jobs counted, for summing again (rebase)
-	classes  []keptClass    // slots; the slot of a class whose jobs all left is reused
-	spare    []int32        // slots free for reuse
+	jobs     map[cluster.JobID]keptJob
+	members  []*executor.JobView // the jobs counted, for summing again (rebase)
+	classes  []keptClass         // slots; the slot of a class whose jobs all left is reused
+	spare    []int32             // slots free for reuse
 	index    map[Class]int32
 }
 
 type keptJob struct {
+	view *executor.JobView // its view in the queue whenever it is queued
 	slot int32
 	pos  int32 // in members
 	w    float64
@@ -53,17 +54,15 @@ func (p *Placer) NewKeeper() executor.JobKeeper {
 	if !NeedsTypical(p.name) {
 		return nil
 	}
-	return &keeper{placer: p, halfLife: p.args.HalfLife.Seconds(), jobs: map[*cluster.Job]keptJob{},
-		views: map[cluster.JobID]*executor.JobView{}, index: map[Class]int32{}}
+	return &keeper{placer: p, halfLife: p.args.HalfLife.Seconds(), jobs: map[cluster.JobID]keptJob{}, index: map[Class]int32{}}
 }
 
 // Arrive implements executor.JobKeeper.
 func (k *keeper) Arrive(v *executor.JobView) {
 	j := v.Job
-	if _, ok := k.jobs[j]; ok {
+	if _, ok := k.jobs[j.ID]; ok {
 		return
 	}
-	k.views[j.ID] = v
 	if k.base.IsZero() || j.SubmitTime.Sub(k.base).Seconds() > rebaseAfter*k.halfLife {
 		k.rebase(j.SubmitTime)
 	}
@@ -81,27 +80,26 @@ func (k *keeper) Arrive(v *executor.JobView) {
 		k.index[c] = slot
 	}
 	w := k.weight(j.SubmitTime)
-	k.jobs[j] = keptJob{slot: slot, pos: int32(len(k.members)), w: w}
-	k.members = append(k.members, j)
+	k.jobs[j.ID] = keptJob{view: v, slot: slot, pos: int32(len(k.members)), w: w}
+	k.members = append(k.members, v)
 	k.classes[slot].n++
 	k.classes[slot].sum += w
 }
 
 // Leave implements executor.JobKeeper.
 func (k *keeper) Leave(v *executor.JobView) {
-	j := v.Job
-	kj, ok := k.jobs[j]
+	id := v.Job.ID
+	kj, ok := k.jobs[id]
 	if !ok {
 		return
 	}
-	delete(k.jobs, j)
-	delete(k.views, j.ID)
+	delete(k.jobs, id)
 	last := len(k.members) - 1
-	if moved := k.members[last]; moved != j {
+	if moved := k.members[last]; moved.Job.ID != id {
 		k.members[kj.pos] = moved
-		m := k.jobs[moved]
+		m := k.jobs[moved.Job.ID]
 		m.pos = kj.pos
-		k.jobs[moved] = m
+		k.jobs[moved.Job.ID] = m
 	}
 	k.members = k.members[:last]
 	c := &k.classes[kj.slot]
@@ -124,10 +122,10 @@ func (k *keeper) rebase(base time.Time) {
 	for i := range k.classes {
 		k.classes[i].sum = 0
 	}
-	for _, j := range k.members {
-		kj := k.jobs[j]
-		kj.w = k.weight(j.SubmitTime)
-		k.jobs[j] = kj
+	for _, v := range k.members {
+		kj := k.jobs[v.Job.ID]
+		kj.w = k.weight(v.Job.SubmitTime)
+		k.jobs[v.Job.ID] = kj
 		k.classes[kj.slot].sum += kj.w
 	}
 }
@@ -154,12 +152,12 @@ func (k *keeper) typical() *Typical {
 // and each class's weight, scaled to in.Now, is what reading the jobs
 // gives, within 10⁻⁹ of the total.
 func (k *keeper) Check(in *executor.PlanInput) error {
-	if n := len(in.Queue) + len(in.Running); n != len(k.jobs) || n != len(k.views) {
+	if n := len(in.Queue) + len(in.Running); n != len(k.jobs) {
 		return fmt.Errorf("placement: the typical distribution counts %d jobs, %d are queued or running", len(k.jobs), n)
 	}
 	read := newHistogram()
 	count := func(v *executor.JobView) error {
-		kj, ok := k.jobs[v.Job]
+		kj, ok := k.jobs[v.Job.ID]
 		r := RequestOf(&v.Job.Spec)
 		if c := classOf(&r); !ok || k.classes[kj.slot].class != c {
 			return fmt.Errorf("placement: job %s (%+v) is not counted in its class", v.Job.ID, c)
@@ -171,7 +169,7 @@ func (k *keeper) Check(in *executor.PlanInput) error {
 		if err := count(v); err != nil {
 			return err
 		}
-		if k.views[v.Job.ID] != v {
+		if k.jobs[v.Job.ID].view != v {
 			return fmt.Errorf("placement: queued job %s is kept with another view", v.Job.ID)
 		}
 	}

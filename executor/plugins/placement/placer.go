@@ -416,7 +416,7 @@ func (cp *cyclePlacer) score(v *Node, req *Request, ctx *Context) memoVal {
 // only the job being placed, which is queued, is asked for).
 func (cp *cyclePlacer) queuedView(id cluster.JobID) *executor.JobView {
 	if cp.kept != nil {
-		return cp.kept.views[id]
+		return cp.kept.jobs[id].view
 	}
 	return cp.queued[id]
 }
