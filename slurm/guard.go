@@ -74,6 +74,21 @@ func restore(j *Job, comment string, userLimit time.Duration, reason string) Act
 	return a
 }
 
+// setsComment says a lower or restore also sets the job's AdminComment
+// (Text): a lower that marks the user's limit, a restore that takes the
+// mark off.
+func (a *Action) setsComment() bool { return a.Text != "" || a.Unmark }
+
+// limitUpdate is the scontrol update of a lower or restore: its limit, and
+// its comment where it sets one.
+func (a *Action) limitUpdate() Update {
+	u := Update{TimeLimit: &a.Limit}
+	if a.setsComment() {
+		u.AdminComment = &a.Text
+	}
+	return u
+}
+
 // nearLimit says whether a running job has run to within RestoreMargin of
 // its limit: a lowered limit is given back then.
 func nearLimit(j *Job, now time.Time) bool {
@@ -112,7 +127,7 @@ func RunGuard(ctx context.Context, c Client, now time.Time, log *slog.Logger) ([
 	var done []Action
 	var errs []error
 	for _, a := range Guard(Snapshot{Now: now, Jobs: jobs}) {
-		if err := c.Update(ctx, []string{a.Job}, Update{TimeLimit: &a.Limit, AdminComment: &a.Text}); err != nil {
+		if err := c.Update(ctx, []string{a.Job}, a.limitUpdate()); err != nil {
 			log.Warn("slurm: change failed", append(logAttrs(a), "err", err)...)
 			errs = append(errs, fmt.Errorf("slurm guard: job %s: %w", a.Job, err))
 			continue

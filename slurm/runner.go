@@ -330,10 +330,10 @@ func (r *Runner) updateInBatches(ctx context.Context, acts []Action) map[int]err
 		var key string
 		switch a.Kind {
 		case ActLower, ActRestore:
-			if a.Text != "" || a.Unmark { // a comment of its own: alone (change)
+			if a.setsComment() { // a comment of its own: alone (change)
 				continue
 			}
-			u, key = Update{TimeLimit: &a.Limit}, "TimeLimit="+Minutes(a.Limit)
+			u, key = a.limitUpdate(), "TimeLimit="+Minutes(a.Limit)
 		case ActNice, ActUnNice:
 			u, key = Update{Nice: a.Nice}, "Nice="+strconv.Itoa(*a.Nice)
 		default:
@@ -372,7 +372,7 @@ func (r *Runner) change(ctx context.Context, a Action) error {
 	case ActComment:
 		return r.Client.Update(ctx, []string{a.Job}, Update{AdminComment: &a.Text})
 	case ActLower, ActRestore:
-		return r.Client.Update(ctx, []string{a.Job}, Update{TimeLimit: &a.Limit, AdminComment: &a.Text})
+		return r.Client.Update(ctx, []string{a.Job}, a.limitUpdate())
 	case ActHold:
 		return r.Client.Hold(ctx, a.Job)
 	case ActRelease:
