@@ -43,19 +43,29 @@ type slurmOptions struct {
 }
 
 // slurmSite is where a prescient slurm command finds the cluster's
-// commands and its state folder: the flags slurm and slurm restore share.
+// commands and its state folder: the flags slurm, slurm restore and (the
+// commands only) slurm guard share.
 type slurmSite struct{ conf, bin, state string }
 
 func (s *slurmSite) register(f *pflag.FlagSet, stateHelp string) {
+	s.registerCommands(f)
+	f.StringVar(&s.state, "state", ".run/slurm", stateHelp)
+}
+
+// registerCommands registers where the cluster's commands are, for a
+// command that keeps no state (slurm guard).
+func (s *slurmSite) registerCommands(f *pflag.FlagSet) {
 	f.StringVar(&s.conf, "slurm-conf", "", "slurm.conf for the Slurm commands (SLURM_CONF; default theirs)")
 	f.StringVar(&s.bin, "slurm-bin", "", "folder of the Slurm commands (default: PATH)")
-	f.StringVar(&s.state, "state", ".run/slurm", stateHelp)
 }
 
 // runner is a Runner over the site's commands and state.
 func (s *slurmSite) runner(log *slog.Logger) *slurm.Runner {
-	return &slurm.Runner{Client: &slurm.CLI{Conf: s.conf, Bin: s.bin}, Dir: s.state, Log: log.With("component", "slurm")}
+	return &slurm.Runner{Client: s.client(), Dir: s.state, Log: log.With("component", "slurm")}
 }
+
+// client runs the site's commands.
+func (s *slurmSite) client() *slurm.CLI { return &slurm.CLI{Conf: s.conf, Bin: s.bin} }
 
 func newSlurmCmd(g *globals) *cobra.Command {
 	var o slurmOptions
@@ -175,17 +185,14 @@ It needs no state folder and is harmless beside a running prescient slurm. Run i
 minute from cron or scrontab on any host with Slurm's commands, as a Slurm operator.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c := &slurm.CLI{Conf: site.conf, Bin: site.bin}
-			done, err := slurm.RunGuard(cmd.Context(), c, time.Now(), g.logger.With("component", "slurm"))
+			done, err := slurm.RunGuard(cmd.Context(), site.client(), time.Now(), g.logger.With("component", "slurm"))
 			if err == nil || len(done) > 0 { // not when the jobs could not be read
 				fmt.Fprintf(cmd.OutOrStdout(), "gave %d jobs their users' limits back\n", len(done))
 			}
 			return err
 		},
 	}
-	f := cmd.Flags()
-	f.StringVar(&site.conf, "slurm-conf", "", "slurm.conf for the Slurm commands (SLURM_CONF; default theirs)")
-	f.StringVar(&site.bin, "slurm-bin", "", "folder of the Slurm commands (default: PATH)")
+	site.registerCommands(cmd.Flags())
 	return cmd
 }
 
