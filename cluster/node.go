@@ -246,7 +246,7 @@ func FitsFleet(nodes []Node, s JobSpec) error { return CountGPUs(nodes).Fits(s) 
 // FleetGPUs is a fleet's GPUs counted by model, all that FitsFleet reads
 // of it.
 type FleetGPUs struct {
-	models []string // distinct, sorted
+	models []string // distinct, in the order first seen
 	counts []int    // GPUs of models[i]
 }
 
@@ -263,16 +263,7 @@ func CountGPUs(nodes []Node) FleetGPUs {
 			f.counts[k]++
 		}
 	}
-	order := make([]int, len(f.models))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortFunc(order, func(a, b int) int { return strings.Compare(f.models[a], f.models[b]) })
-	sorted := FleetGPUs{models: make([]string, len(order)), counts: make([]int, len(order))}
-	for i, k := range order {
-		sorted.models[i], sorted.counts[i] = f.models[k], f.counts[k]
-	}
-	return sorted
+	return f
 }
 
 // Fits is FitsFleet against the counted fleet.
@@ -289,7 +280,7 @@ func (f FleetGPUs) Fits(s JobSpec) error {
 		return nil
 	case usable == 0 && len(s.GPUModels) > 0:
 		return fmt.Errorf("gpu_models: the fleet has no GPU of %s (it has %s)",
-			strings.Join(s.GPUModels, ", "), strings.Join(f.models, ", "))
+			strings.Join(s.GPUModels, ", "), strings.Join(slices.Sorted(slices.Values(f.models)), ", "))
 	case s.GPUs > usable:
 		return fmt.Errorf("gpus: %d is more than the fleet's %d GPUs it may use", s.GPUs, usable)
 	}
