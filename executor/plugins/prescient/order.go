@@ -109,7 +109,7 @@ const (
 // factor 2^(usage/share − 1) and its wait weight, and divided by
 // 1 + wait/AgingHorizon.
 func (o *Order) Key(v *executor.JobView, ctx *executor.OrderContext) executor.Key {
-	return o.KeyFrom(v, gittinsLength(v), ctx)
+	return o.key(v, ctx, -1)
 }
 
 // QueuedPart implements executor.PartedOrder: the job's Gittins length,
@@ -119,6 +119,12 @@ func (o *Order) QueuedPart(v *executor.JobView) float64 { return gittinsLength(v
 // KeyFrom implements executor.PartedOrder: Key with the job's Gittins
 // length given.
 func (o *Order) KeyFrom(v *executor.JobView, length float64, ctx *executor.OrderContext) executor.Key {
+	return o.key(v, ctx, length)
+}
+
+// key is Key with the Gittins length given, or, when length is negative,
+// computed where the key needs it (not for an urgent or starving job).
+func (o *Order) key(v *executor.JobView, ctx *executor.OrderContext, length float64) executor.Key {
 	tier := -float64(v.Job.Spec.Tier)
 	if executor.Urgent(v, ctx.Now, o.args.UrgencyWindow) {
 		latest := v.Job.Spec.Deadline.Add(-v.RemainingP90())
@@ -128,6 +134,9 @@ func (o *Order) KeyFrom(v *executor.JobView, length float64, ctx *executor.Order
 	wait := max(ctx.Now.Sub(v.QueuedSince), 0)
 	if queued && wait >= o.args.ReserveAfter {
 		return executor.Key{tier, classStarving, float64(v.QueuedSince.Unix())}
+	}
+	if length < 0 {
+		length = gittinsLength(v)
 	}
 	t := o.tenant(v.Job.Spec.Tenant, ctx)
 	age := 1.0

@@ -69,3 +69,34 @@ func TestArgsRejectBadWaitFairness(t *testing.T) {
 		}
 	}
 }
+
+// TestKeyFromTheQueuedPartIsTheKey: for queued jobs urgent, starving and
+// neither, of wide and sure forecasts, KeyFrom with QueuedPart is Key
+// (executor.PartedOrder's contract).
+func TestKeyFromTheQueuedPartIsTheKey(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	o, err := NewOrder(DefaultArgs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := &executor.OrderContext{Now: now, Shares: map[string]executor.FairShare{"a": {Factor: 1.5, WaitRatio: 2}}}
+	for _, c := range []struct {
+		p50, p90 time.Duration
+		waited   time.Duration
+		deadline time.Duration // from now; 0: none
+	}{
+		{time.Hour, time.Hour, time.Minute, 0},
+		{time.Hour, 5 * time.Hour, 2 * time.Hour, 0},
+		{time.Hour, 5 * time.Hour, 48 * time.Hour, 0},      // starving
+		{time.Hour, 2 * time.Hour, time.Minute, time.Hour}, // urgent
+	} {
+		j := &cluster.Job{ID: "j", Spec: cluster.JobSpec{Tenant: "a"}, State: cluster.StateQueued}
+		if c.deadline > 0 {
+			j.Spec.Deadline = now.Add(c.deadline)
+		}
+		v := &executor.JobView{Job: j, Forecast: executor.Forecast{DurationP50: c.p50, DurationP90: c.p90}, QueuedSince: now.Add(-c.waited)}
+		if got, want := o.KeyFrom(v, o.QueuedPart(v), ctx), o.Key(v, ctx); got != want {
+			t.Errorf("%+v: KeyFrom %v, Key %v", c, got, want)
+		}
+	}
+}
