@@ -163,8 +163,9 @@ func (c *Capacity) Allocate(allocs []cluster.Allocation) error {
 	if len(allocs) > shortAllocs {
 		seen = make(map[int]bool, len(allocs))
 	}
+	nodes := nodeLookup{c: c}
 	for k, a := range allocs {
-		i, ok := c.index[a.GPU.Node]
+		i, ok := nodes.of(&allocs[k])
 		if !ok || a.GPU.Index < 0 || c.first[i]+a.GPU.Index >= c.first[i+1] {
 			return fmt.Errorf("no GPU %s: %w", a.GPU, cluster.ErrDoesNotFit)
 		}
@@ -190,10 +191,30 @@ func (c *Capacity) Allocate(allocs []cluster.Allocation) error {
 			return fmt.Errorf("GPU %s has no room for %d milli-GPUs: %w", a.GPU, a.Milli, cluster.ErrDoesNotFit)
 		}
 	}
-	for _, a := range allocs {
-		c.adjust(c.index[a.GPU.Node], a.GPU.Index, -a.Milli)
+	for k, a := range allocs {
+		i, _ := nodes.of(&allocs[k])
+		c.adjust(i, a.GPU.Index, -a.Milli)
 	}
 	return nil
+}
+
+// nodeLookup finds the nodes of a list of allocations by name. A job's
+// GPUs on one node come together, so it looks a name up once per run of
+// them.
+type nodeLookup struct {
+	c    *Capacity
+	name string
+	i    int
+	ok   bool
+	used bool
+}
+
+func (l *nodeLookup) of(a *cluster.Allocation) (int, bool) {
+	if !l.used || a.GPU.Node != l.name {
+		l.i, l.ok = l.c.index[a.GPU.Node]
+		l.name, l.used = a.GPU.Node, true
+	}
+	return l.i, l.ok
 }
 
 // Grown counts the calls (Release, SetReady) that may have added free
@@ -204,8 +225,10 @@ func (c *Capacity) Grown() uint64 { return c.grown }
 // Release gives the shares back.
 func (c *Capacity) Release(allocs []cluster.Allocation) {
 	c.grown++
-	for _, a := range allocs {
-		c.adjust(c.index[a.GPU.Node], a.GPU.Index, a.Milli)
+	nodes := nodeLookup{c: c}
+	for k, a := range allocs {
+		i, _ := nodes.of(&allocs[k])
+		c.adjust(i, a.GPU.Index, a.Milli)
 	}
 }
 
