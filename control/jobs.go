@@ -438,7 +438,7 @@ func (p *Plane) feasibility(ctx context.Context, j *cluster.Job, f executor.Fore
 		v.Progress += now.Sub(j.StartTime)
 		return !now.Add(v.RemainingP90()).After(j.Spec.Deadline), time.Time{}
 	}
-	latest := j.Spec.Deadline.Add(-v.RemainingP90())
+	latest := executor.LatestStart(&v)
 	if latest.Before(now) {
 		return false, latest
 	}

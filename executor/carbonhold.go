@@ -48,7 +48,7 @@ func (h *CarbonHold) Hold(v *JobView, in *PlanInput) (time.Time, string, bool) {
 	}
 	last := v.QueuedSince.Add(h.MaxWait)
 	if v.Job.Spec.HasDeadline() {
-		last = minTime(last, v.Job.Spec.Deadline.Add(-v.RemainingP90()))
+		last = minTime(last, LatestStart(v))
 	}
 	if !last.After(in.Now) {
 		return time.Time{}, "", false

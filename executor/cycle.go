@@ -383,7 +383,7 @@ func (c *cycle) finish() {
 	now := c.in.Now
 	report := func(v *JobView) {
 		if v.Job.Spec.HasDeadline() {
-			latest := v.Job.Spec.Deadline.Add(-v.RemainingP90())
+			latest := LatestStart(v)
 			c.plan.Deadlines = append(c.plan.Deadlines, DeadlineReport{Job: v.Job.ID, Feasible: !now.After(latest), LatestStart: latest})
 		}
 	}

@@ -71,7 +71,21 @@ func Slack(v *JobView, now time.Time) time.Duration {
 	return v.Job.Spec.Deadline.Sub(now) - v.RemainingP90()
 }
 
-// Urgent reports whether a job has a deadline and at most window of slack.
+// Urgent reports whether a job has a deadline and at most window of slack:
+// now is UrgentFrom or later.
 func Urgent(v *JobView, now time.Time, window time.Duration) bool {
-	return v.Job.Spec.HasDeadline() && Slack(v, now) <= window
+	return v.Job.Spec.HasDeadline() && !now.Before(UrgentFrom(v, window))
+}
+
+// LatestStart is the latest time a job can start and still meet its
+// deadline by its P90: deadline − remaining P90. It is meaningless for a
+// job without a deadline.
+func LatestStart(v *JobView) time.Time {
+	return v.Job.Spec.Deadline.Add(-v.RemainingP90())
+}
+
+// UrgentFrom is when a job with a deadline turns urgent, window before its
+// LatestStart.
+func UrgentFrom(v *JobView, window time.Duration) time.Time {
+	return LatestStart(v).Add(-window)
 }
