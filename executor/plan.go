@@ -128,10 +128,10 @@ type PlanInput struct {
 	// Kept, when set, is the policy's placer's JobKeeper for this replay
 	// (KeepingPlacer); nil: the placer reads every job.
 	Kept JobKeeper
-	// QueueParts, when set, holds the order's QueuedPart of each job of
-	// Queue, index for index (PartedOrder), kept by the caller while the
-	// jobs wait; nil: the planner computes them.
-	QueueParts []float64
+	// QueueParts, when set, holds each job of Queue's part, index for
+	// index (NewQueuedPart with the policy's PartedOrder), kept by the
+	// caller while the jobs wait; nil: the planner reads the jobs.
+	QueueParts []QueuedPart
 }
 
 // Plan is data: what to start where, what to stop, and why.

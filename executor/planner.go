@@ -130,11 +130,20 @@ func before(a, b *ranked) bool {
 // holds no pointers: comparing two does not chase them, and moving one
 // needs no garbage-collector write barrier.
 type entry struct {
-	key  Key
+	key Key
+	submitTime
+	idx int32
+}
+
+// submitTime is a job's submit time as the queue's tie-break compares it.
+type submitTime struct {
 	sec  int64
 	nsec int32
-	idx  int32
-	mono bool
+	mono bool // it has a monotonic reading: compare the times themselves
+}
+
+func submitOf(t time.Time) submitTime {
+	return submitTime{sec: t.Unix(), nsec: int32(t.Nanosecond()), mono: t != t.Round(0)}
 }
 
 // entryBefore is before for the entries of queue: key, then submit time,
@@ -181,20 +190,30 @@ func newOrderedQueue(order QueueOrder, in *PlanInput, octx *OrderContext, buf []
 	q := &orderedQueue{h: buf[:0], queue: in.Queue}
 	w, wakes := order.(Waker)
 	po, parted := order.(PartedOrder)
-	parted = parted && len(in.QueueParts) == len(in.Queue)
-	for i, v := range in.Queue {
-		var k Key
-		if parted {
-			k = po.KeyFrom(v, in.QueueParts[i], octx)
-		} else {
-			k = order.Key(v, octx)
-		}
-		q.nan = q.nan || k[0] != k[0] || k[1] != k[1] || k[2] != k[2]
-		t := v.Job.SubmitTime
-		q.h = append(q.h, entry{key: k, sec: t.Unix(), nsec: int32(t.Nanosecond()), idx: int32(i), mono: t != t.Round(0)})
-		if wakes { // here, while the view is at hand, rather than in a second walk (cycle.finish)
-			if c := w.NextChange(v, false, in.Now); c.After(in.Now) && (q.next.IsZero() || c.Before(q.next)) {
+	kept := len(in.QueueParts) == len(in.Queue)
+	if parted {
+		for i, v := range in.Queue {
+			var k Key
+			var c time.Time
+			if kept {
+				part := &in.QueueParts[i]
+				k, c = po.KeyFrom(v, part.order, octx)
+				q.add(k, part.submit, i)
+			} else {
+				k, c = po.KeyFrom(v, nil, octx)
+				q.add(k, submitOf(v.Job.SubmitTime), i)
+			}
+			if c.After(in.Now) && (q.next.IsZero() || c.Before(q.next)) {
 				q.next = c
+			}
+		}
+	} else {
+		for i, v := range in.Queue {
+			q.add(order.Key(v, octx), submitOf(v.Job.SubmitTime), i)
+			if wakes { // here, while the view is at hand, rather than in a second walk (cycle.finish)
+				if c := w.NextChange(v, false, in.Now); c.After(in.Now) && (q.next.IsZero() || c.Before(q.next)) {
+					q.next = c
+				}
 			}
 		}
 	}
@@ -203,6 +222,12 @@ func newOrderedQueue(order QueueOrder, in *PlanInput, octx *OrderContext, buf []
 		q.down(i)
 	}
 	return q
+}
+
+// add puts the key of queue[i], submitted at t, into the heap's array.
+func (q *orderedQueue) add(k Key, t submitTime, i int) {
+	q.nan = q.nan || k[0] != k[0] || k[1] != k[1] || k[2] != k[2]
+	q.h = append(q.h, entry{key: k, submitTime: t, idx: int32(i)})
 }
 
 func (q *orderedQueue) len() int { return len(q.h) + len(q.sorted) }

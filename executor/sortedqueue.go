@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"fmt"
 	"slices"
 	"time"
 )
@@ -16,13 +17,39 @@ type StaticOrder interface {
 // A PartedOrder's key of a queued job is computed from a part that does not
 // change while the job waits (it depends on the job, its forecast and its
 // progress, which stay while it waits) and from what does (the clock, fair
-// shares). A caller that keeps the queue from cycle to cycle can keep each
-// job's part (PlanInput.QueueParts), so that a cycle does not compute it
-// again. KeyFrom(v, QueuedPart(v), ctx) must be Key(v, ctx).
+// shares). A caller that keeps the queue from cycle to cycle keeps each
+// job's part (NewQueuedPart, PlanInput.QueueParts), so that a cycle reads
+// one small record per job, not the job, and computes nothing twice.
+// KeyFrom(v, QueuedPart(v), ctx) must be Key(v, ctx) and, for a Waker, its
+// time NextChange(v, false, ctx.Now).
 type PartedOrder interface {
 	QueueOrder
-	QueuedPart(v *JobView) float64
-	KeyFrom(v *JobView, part float64, ctx *OrderContext) Key
+	// QueuedPart is the order's own part of a queued job, handed back to
+	// KeyFrom as it was.
+	QueuedPart(v *JobView) any
+	// KeyFrom is the key of the queued job v from its part (nil: computed
+	// now), and when it next changes by the clock alone (zero: never, or
+	// the order is no Waker).
+	KeyFrom(v *JobView, part any, ctx *OrderContext) (Key, time.Time)
+}
+
+// QueuedPart is what a cycle reads of a queued job that its caller keeps
+// (PlanInput.QueueParts): the job's submit time, the queue's tie-break,
+// and its PartedOrder's part.
+type QueuedPart struct {
+	submit submitTime
+	order  any
+}
+
+// String shows the part, the order's own as it formats.
+func (p QueuedPart) String() string {
+	return fmt.Sprintf("{submitted %s, %+v}", time.Unix(p.submit.sec, int64(p.submit.nsec)).UTC().Format(time.RFC3339Nano), p.order)
+}
+
+// NewQueuedPart is the part of the queued job v for the order o, computed
+// once the job's forecast and progress are set for its wait.
+func NewQueuedPart(o PartedOrder, v *JobView) QueuedPart {
+	return QueuedPart{submit: submitOf(v.Job.SubmitTime), order: o.QueuedPart(v)}
 }
 
 // IsStatic reports whether an order's keys are static.

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"reflect"
 
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/executor"
@@ -50,8 +51,8 @@ func (s *Simulator) check() error {
 			return fmt.Errorf("%d queue parts kept for %d queued jobs: %w", len(s.parts), len(s.queue), ErrInvariant)
 		}
 		for i, v := range s.queue {
-			if want := s.parted.QueuedPart(v); s.parts[i] != want && !(s.parts[i] != s.parts[i] && want != want) {
-				return fmt.Errorf("job %s: queue part kept %g, computed %g: %w", v.Job.ID, s.parts[i], want, ErrInvariant)
+			if want := executor.NewQueuedPart(s.parted, v); !reflect.DeepEqual(s.parts[i], want) {
+				return fmt.Errorf("job %s: queue part kept %v, computed %v: %w", v.Job.ID, s.parts[i], want, ErrInvariant)
 			}
 		}
 	}

@@ -22,7 +22,7 @@ func (s *Simulator) enqueue(j *simJob) {
 	j.qpos = len(s.queue)
 	s.queue = append(s.queue, &j.view)
 	if s.parted != nil { // its forecast and progress are set: they stay while it waits
-		s.parts = append(s.parts, s.parted.QueuedPart(&j.view))
+		s.parts = append(s.parts, executor.NewQueuedPart(s.parted, &j.view))
 	}
 }
 

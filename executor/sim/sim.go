@@ -205,7 +205,7 @@ type Simulator struct {
 	jobs    []*simJob
 	byID    map[cluster.JobID]*simJob
 	queue   []*executor.JobView
-	parts   []float64 // parts[i] is the order's QueuedPart of queue[i] (PlanInput.QueueParts); nil unless parted
+	parts   []executor.QueuedPart // parts[i] is queue[i]'s (PlanInput.QueueParts); nil unless parted
 	parted  executor.PartedOrder
 	sorted  *executor.SortedQueue // nil unless Config.Order is static
 	running []*executor.RunningJob
@@ -290,7 +290,7 @@ func newSimulator(cfg Config) (*Simulator, error) {
 		s.sorted, _ = executor.NewSortedQueue(cfg.Order)
 	}
 	if po, ok := cfg.Order.(executor.PartedOrder); ok && s.sorted == nil {
-		s.parted, s.parts = po, []float64{}
+		s.parted, s.parts = po, []executor.QueuedPart{}
 	}
 	if k, ok := cfg.Planner.(interface{ NewKeeper() executor.JobKeeper }); ok { // executor.Framework
 		s.kept = k.NewKeeper()

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
 	"time"
 
 	"github.com/prescient-sched/prescient/cluster"
@@ -72,7 +73,14 @@ func (a Args) Validate() error {
 }
 
 // Order is the queue order.
-type Order struct{ args Args }
+type Order struct {
+	args Args
+
+	// tenants numbers the tenants of the queued jobs' parts (tenantID), for
+	// every simulation the order serves.
+	mu      sync.Mutex
+	tenants map[string]int32
+}
 
 var (
 	_ executor.QueueOrder  = (*Order)(nil)
@@ -85,7 +93,7 @@ func NewOrder(a Args) (*Order, error) {
 	if err := a.Validate(); err != nil {
 		return nil, err
 	}
-	return &Order{args: a}, nil
+	return &Order{args: a, tenants: map[string]int32{}}, nil
 }
 
 // Name implements executor.QueueOrder.
@@ -109,64 +117,158 @@ const (
 // factor 2^(usage/share − 1) and its wait weight, and divided by
 // 1 + wait/AgingHorizon.
 func (o *Order) Key(v *executor.JobView, ctx *executor.OrderContext) executor.Key {
-	return o.key(v, ctx, -1)
+	p := o.part(v, -1, false)
+	return o.keyOf(&p, ctx)
 }
 
-// QueuedPart implements executor.PartedOrder: the job's Gittins length,
-// which stays while it waits.
-func (o *Order) QueuedPart(v *executor.JobView) float64 { return gittinsLength(v) }
-
-// KeyFrom implements executor.PartedOrder: Key with the job's Gittins
-// length given.
-func (o *Order) KeyFrom(v *executor.JobView, length float64, ctx *executor.OrderContext) executor.Key {
-	return o.key(v, ctx, length)
+// QueuedPart implements executor.PartedOrder: what the key of a queued job
+// reads of it, which stays while it waits.
+func (o *Order) QueuedPart(v *executor.JobView) any {
+	p := o.part(v, o.tenantID(v.Job.Spec.Tenant), true)
+	return &p
 }
 
-// key is Key with the Gittins length given, or, when length is negative,
-// computed where the key needs it (not for an urgent or starving job).
-func (o *Order) key(v *executor.JobView, ctx *executor.OrderContext, length float64) executor.Key {
-	tier := -float64(v.Job.Spec.Tier)
-	if executor.Urgent(v, ctx.Now, o.args.UrgencyWindow) {
-		latest := v.Job.Spec.Deadline.Add(-v.RemainingP90())
-		return executor.Key{tier, classUrgent, float64(latest.Unix())}
+// KeyFrom implements executor.PartedOrder: Key and NextChange of a queued
+// job from its part (computed now when p is nil).
+func (o *Order) KeyFrom(v *executor.JobView, p any, ctx *executor.OrderContext) (executor.Key, time.Time) {
+	q, ok := p.(*part)
+	if !ok {
+		kept := o.part(v, -1, true)
+		q = &kept
 	}
-	queued := v.Job.State == cluster.StateQueued
-	wait := max(ctx.Now.Sub(v.QueuedSince), 0)
-	if queued && wait >= o.args.ReserveAfter {
-		return executor.Key{tier, classStarving, float64(v.QueuedSince.Unix())}
+	return o.keyOf(q, ctx), q.next(ctx.Now)
+}
+
+// part is what a job's key reads of it: for a queued job all of it stays
+// while the job waits (the Gittins length as well: the job does not run).
+type part struct {
+	length float64 // the Gittins length
+	tier   float64 // the key's first element
+	tenant int32   // its tenantID; -1: look it up by name
+	name   string  // the tenant
+	queued bool    // the job's state is queued: it ages and may starve
+	// since is when it was queued, starve when it starves (since +
+	// ReserveAfter), sinceS since's Unix seconds (the starving key).
+	since, starve time.Time
+	sinceS        float64
+	// With a deadline, the job is urgent from urgent on, its key latest
+	// (the latest start's Unix seconds).
+	deadline bool
+	urgent   time.Time
+	latest   float64
+}
+
+// part is v's part, its tenant numbered id; of a job in the queue
+// (inQueue) it has when the job starves, whatever its state.
+func (o *Order) part(v *executor.JobView, id int32, inQueue bool) part {
+	p := part{
+		length: gittinsLength(v), tier: -float64(v.Job.Spec.Tier), tenant: id, name: v.Job.Spec.Tenant,
+		queued: v.Job.State == cluster.StateQueued, deadline: v.Job.Spec.HasDeadline(),
 	}
-	if length < 0 {
-		length = gittinsLength(v)
+	if p.queued || inQueue { // a running job neither ages nor starves
+		p.since, p.starve, p.sinceS = v.QueuedSince, v.QueuedSince.Add(o.args.ReserveAfter), float64(v.QueuedSince.Unix())
 	}
-	t := o.tenant(v.Job.Spec.Tenant, ctx)
-	age := 1.0
-	if queued { // a running job ages no more
-		age += wait.Seconds() / o.args.AgingHorizon.Seconds()
+	if p.deadline {
+		latest := executor.LatestStart(v)
+		p.urgent, p.latest = executor.UrgentFrom(v, o.args.UrgencyWindow), float64(latest.Unix())
 	}
-	return executor.Key{tier, t.class, length * t.fair / age}
+	return p
+}
+
+// keyOf is the key of a job with part p (Key).
+func (o *Order) keyOf(p *part, ctx *executor.OrderContext) executor.Key {
+	if p.deadline && !ctx.Now.Before(p.urgent) { // executor.Urgent
+		return executor.Key{p.tier, classUrgent, p.latest}
+	}
+	if !p.queued {
+		t := o.tenantOf(p.tenant, p.name, ctx)
+		return executor.Key{p.tier, t.class, p.length * t.fair}
+	}
+	wait := max(ctx.Now.Sub(p.since), 0)
+	if wait >= o.args.ReserveAfter {
+		return executor.Key{p.tier, classStarving, p.sinceS}
+	}
+	t := o.tenantOf(p.tenant, p.name, ctx)
+	age := 1 + wait.Seconds()/o.args.AgingHorizon.Seconds()
+	return executor.Key{p.tier, t.class, p.length * t.fair / age}
+}
+
+// next is when a queued job with part p turns urgent or starves, the
+// earlier after now.
+func (p *part) next(now time.Time) time.Time {
+	if p.deadline && p.urgent.After(now) && p.urgent.Before(p.starve) {
+		return p.urgent
+	}
+	return p.starve
+}
+
+// tenantID numbers a tenant for the parts of queued jobs.
+func (o *Order) tenantID(name string) int32 {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	id, ok := o.tenants[name]
+	if !ok {
+		id = int32(len(o.tenants))
+		o.tenants[name] = id
+	}
+	return id
 }
 
 // tenantWeight is what the key of every job of one tenant shares.
 type tenantWeight struct{ fair, class float64 }
 
 // tenantWeights are the weights one order gave the tenants a context has
-// seen (OrderContext.Memo).
+// seen (OrderContext.Memo), by name and by tenantID.
 type tenantWeights struct {
 	order *Order
 	of    map[string]tenantWeight
+	byID  []tenantWeight // class 0: not yet computed (no weight has it)
+}
+
+// memo is the order's weights of ctx.
+func (o *Order) memo(ctx *executor.OrderContext) *tenantWeights {
+	m, _ := ctx.Memo.(*tenantWeights)
+	if m == nil || m.order != o {
+		m = &tenantWeights{order: o}
+		ctx.Memo = m
+	}
+	return m
 }
 
 // tenant is the tenant's fair-share and wait weight and its jobs' class,
 // computed once per context.
 func (o *Order) tenant(name string, ctx *executor.OrderContext) tenantWeight {
-	memo, _ := ctx.Memo.(*tenantWeights)
-	if memo == nil || memo.order != o {
-		memo = &tenantWeights{order: o, of: make(map[string]tenantWeight, len(ctx.Shares))}
-		ctx.Memo = memo
-	}
-	if w, ok := memo.of[name]; ok {
+	m := o.memo(ctx)
+	if w, ok := m.of[name]; ok {
 		return w
 	}
+	w := o.weigh(name, ctx)
+	if m.of == nil {
+		m.of = make(map[string]tenantWeight)
+	}
+	m.of[name] = w
+	return w
+}
+
+// tenantOf is tenant for a tenant numbered id (tenantID).
+func (o *Order) tenantOf(id int32, name string, ctx *executor.OrderContext) tenantWeight {
+	if id < 0 {
+		return o.tenant(name, ctx)
+	}
+	m := o.memo(ctx)
+	if int(id) < len(m.byID) && m.byID[id].class != 0 {
+		return m.byID[id]
+	}
+	w := o.tenant(name, ctx)
+	if int(id) >= len(m.byID) {
+		m.byID = append(m.byID, make([]tenantWeight, int(id)+1-len(m.byID))...)
+	}
+	m.byID[id] = w
+	return w
+}
+
+// weigh is a tenant's weight and class from the context's fair shares.
+func (o *Order) weigh(name string, ctx *executor.OrderContext) tenantWeight {
 	w := tenantWeight{fair: 1, class: classOther}
 	if fs, ok := ctx.Shares[name]; ok {
 		w.fair = fs.Factor
@@ -177,7 +279,6 @@ func (o *Order) tenant(name string, ctx *executor.OrderContext) tenantWeight {
 			w.fair *= math.Pow(o.args.WaitFloor/r, o.args.WaitExponent)
 		}
 	}
-	memo.of[name] = w
 	return w
 }
 
@@ -193,12 +294,6 @@ func (o *Order) NextChange(v *executor.JobView, running bool, now time.Time) tim
 	if running {
 		return time.Time{}
 	}
-	next := v.QueuedSince.Add(o.args.ReserveAfter)
-	if v.Job.Spec.HasDeadline() {
-		urgent := v.Job.Spec.Deadline.Add(-v.RemainingP90() - o.args.UrgencyWindow)
-		if urgent.After(now) && urgent.Before(next) {
-			next = urgent
-		}
-	}
-	return next
+	p := o.part(v, -1, true)
+	return p.next(now)
 }

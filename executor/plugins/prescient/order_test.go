@@ -71,8 +71,9 @@ func TestArgsRejectBadWaitFairness(t *testing.T) {
 }
 
 // TestKeyFromTheQueuedPartIsTheKey: for queued jobs urgent, starving and
-// neither, of wide and sure forecasts, KeyFrom with QueuedPart is Key
-// (executor.PartedOrder's contract).
+// neither, of wide and sure forecasts, KeyFrom with QueuedPart, taken when
+// the job was queued, is Key and NextChange at later times too
+// (executor.PartedOrder's contract), and so is KeyFrom with no part.
 func TestKeyFromTheQueuedPartIsTheKey(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	o, err := NewOrder(DefaultArgs())
@@ -95,8 +96,15 @@ func TestKeyFromTheQueuedPartIsTheKey(t *testing.T) {
 			j.Spec.Deadline = now.Add(c.deadline)
 		}
 		v := &executor.JobView{Job: j, Forecast: executor.Forecast{DurationP50: c.p50, DurationP90: c.p90}, QueuedSince: now.Add(-c.waited)}
-		if got, want := o.KeyFrom(v, o.QueuedPart(v), ctx), o.Key(v, ctx); got != want {
-			t.Errorf("%+v: KeyFrom %v, Key %v", c, got, want)
+		part := o.QueuedPart(v)
+		for _, later := range []time.Duration{0, time.Minute, 40 * time.Minute, 30 * time.Hour} {
+			ctx := &executor.OrderContext{Now: now.Add(later), Shares: ctx.Shares}
+			key, next := o.Key(v, ctx), o.NextChange(v, false, ctx.Now)
+			for _, p := range []any{part, nil} {
+				if k, n := o.KeyFrom(v, p, ctx); k != key || !n.Equal(next) {
+					t.Errorf("%+v, %s later, part %v: KeyFrom %v, %s; Key %v, NextChange %s", c, later, p != nil, k, n, key, next)
+				}
+			}
 		}
 	}
 }
