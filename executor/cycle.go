@@ -21,11 +21,16 @@ type cycle struct {
 	holdUntil time.Time
 
 	queue   *orderedQueue
-	buf     *[]entry   // the heap's backing array, back to the pool after the cycle
-	scanned int        // jobs considered since the first reservation
-	cands   Candidates // the running jobs that may be preempted (not stopping)
-	maxRun  Key        // the worst key among running jobs that may be preempted
-	victims map[cluster.JobID]bool
+	buf     *[]entry // the heap's backing array, back to the pool after the cycle
+	scanned int      // jobs considered since the first reservation
+	// cands are the running jobs that may be preempted (not stopping),
+	// maxRun the worst of their keys, both keyed once needed (rank);
+	// preemptible counts them from the start.
+	cands       Candidates
+	maxRun      Key
+	ranked      bool
+	preemptible int
+	victims     map[cluster.JobID]bool
 
 	free    *Capacity // free now, after this cycle's placements
 	fenced  *Capacity // free less reserved GPUs, for jobs running past a shadow time; nil without reservations
@@ -93,7 +98,7 @@ func newCycle(f *Framework, in *PlanInput) *cycle {
 		pol.Placer = cp.ForCycle(in)
 		c.p = &pol
 	}
-	c.octx = &OrderContext{Now: in.Now, Shares: fairShares(in)}
+	c.octx = &OrderContext{Now: in.Now, in: in}
 	if in.Free != nil {
 		c.free = in.Free.Clone()
 	} else {
@@ -106,7 +111,7 @@ func newCycle(f *Framework, in *PlanInput) *cycle {
 	c.buf = buf
 	c.queue = newOrderedQueue(c.p.Order, in, c.octx, *buf)
 	c.countTenants()
-	c.rankRunning()
+	c.scanRunning()
 	return c
 }
 
@@ -135,27 +140,16 @@ func (c *cycle) fleetModels() []string {
 	return c.models
 }
 
-// rankRunning keys the running jobs that may be preempted and builds the
-// pending capacity when some are already stopping.
-func (c *cycle) rankRunning() {
-	if c.p.Preemptor != nil {
-		n := len(c.in.Running)
-		c.cands = Candidates{Jobs: make([]*RunningJob, 0, n), Keys: make([]Key, 0, n)}
-	}
+// scanRunning counts the running jobs that may be preempted and builds
+// the pending capacity when some are already stopping.
+func (c *cycle) scanRunning() {
 	stopping := false
 	for _, r := range c.in.Running {
 		if r.Stopping {
 			stopping = true
-			continue
+		} else if c.p.Preemptor != nil {
+			c.preemptible++
 		}
-		if c.p.Preemptor == nil {
-			continue
-		}
-		k := c.p.Order.Key(&r.JobView, c.octx)
-		if c.cands.Len() == 0 || c.maxRun.Less(k) {
-			c.maxRun = k
-		}
-		c.cands.Add(r, k)
 	}
 	if stopping {
 		c.pending = c.free.Clone()
@@ -164,6 +158,26 @@ func (c *cycle) rankRunning() {
 				c.pending.Release(r.Allocations)
 			}
 		}
+	}
+}
+
+// rank keys the running jobs that may be preempted, once a cycle looks
+// for victims: a cycle that places every job it considers never does.
+func (c *cycle) rank() {
+	if c.ranked || c.preemptible == 0 {
+		return
+	}
+	c.ranked = true
+	c.cands = Candidates{Jobs: make([]*RunningJob, 0, c.preemptible), Keys: make([]Key, 0, c.preemptible)}
+	for _, r := range c.in.Running {
+		if r.Stopping {
+			continue
+		}
+		k := c.p.Order.Key(&r.JobView, c.octx)
+		if c.cands.Len() == 0 || c.maxRun.Less(k) {
+			c.maxRun = k
+		}
+		c.cands.Add(r, k)
 	}
 }
 
@@ -187,7 +201,7 @@ func (c *cycle) done() bool {
 		}
 	}
 	full := c.free.FreeGPUs() == 0 || c.minFail <= 1
-	mayPreempt := c.p.Preemptor != nil && c.attempts < c.f.limits.PreemptionAttempts && (c.cands.Len() > 0 || c.pending != nil)
+	mayPreempt := c.p.Preemptor != nil && c.attempts < c.f.limits.PreemptionAttempts && (c.preemptible > 0 || c.pending != nil)
 	if mayPreempt && c.free.FreeGPUs() == 0 && !c.queueShape().Small && c.noLaterVictims() {
 		mayPreempt = false
 	}
@@ -215,6 +229,7 @@ func (c *cycle) noLaterVictims() bool {
 	if !c.queue.total() {
 		return false
 	}
+	c.rank()
 	if !c.past && c.walked && !c.last.Less(c.maxRun) {
 		c.past = true
 	}

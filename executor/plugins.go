@@ -26,12 +26,25 @@ func (k Key) Less(o Key) bool {
 // OrderContext is what an order plugin may read besides the job: the clock
 // and the tenants' fair-share state.
 type OrderContext struct {
-	Now    time.Time
+	Now time.Time
+	// Shares are the tenants' fair shares; a planning cycle's context
+	// computes them when Share is first asked (most orders never do).
 	Shares map[string]FairShare
 	// Memo is the order's own for this context: Key may keep there what it
 	// computes once for many jobs, such as a tenant's weight. A context is
 	// used by one goroutine, and each planning cycle makes its own.
 	Memo any
+	in   *PlanInput // the cycle's input, for Shares
+}
+
+// Share is a tenant's fair share; false when it has none (it is then at
+// its share).
+func (c *OrderContext) Share(tenant string) (FairShare, bool) {
+	if c.Shares == nil && c.in != nil {
+		c.Shares = fairShares(c.in)
+	}
+	fs, ok := c.Shares[tenant]
+	return fs, ok
 }
 
 // FairShare is one tenant's share of the fleet against its use of it.

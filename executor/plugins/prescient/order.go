@@ -270,7 +270,7 @@ func (o *Order) tenantOf(id int32, name string, ctx *executor.OrderContext) tena
 // weigh is a tenant's weight and class from the context's fair shares.
 func (o *Order) weigh(name string, ctx *executor.OrderContext) tenantWeight {
 	w := tenantWeight{fair: 1, class: classOther}
-	if fs, ok := ctx.Shares[name]; ok {
+	if fs, ok := ctx.Share(name); ok {
 		w.fair = fs.Factor
 		if o.args.behind(fs) {
 			w.fair, w.class = 1, classBehind

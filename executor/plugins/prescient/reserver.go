@@ -28,7 +28,7 @@ func NewReserver(a Args) (*Reserver, error) {
 // Reserve implements executor.Reserver.
 func (r *Reserver) Reserve(v *executor.JobView, reserved int, ctx *executor.OrderContext) (bool, string) {
 	now := ctx.Now
-	fs := ctx.Shares[v.Job.Spec.Tenant]
+	fs, _ := ctx.Share(v.Job.Spec.Tenant)
 	switch {
 	case reserved >= r.args.MaxReservations:
 		return false, ""
