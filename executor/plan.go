@@ -99,9 +99,15 @@ type PlanInput struct {
 	// planner builds one from Cluster (O(GPUs)).
 	Free  *Capacity
 	Queue []*JobView
-	// QueueSorted says Queue is already in the order's sequence (kept by a
-	// SortedQueue); it is honoured only for a StaticOrder.
+	// QueueSorted says Queue is already in the order's sequence, no key
+	// NaN (kept by a SortedQueue); it is honoured only for a StaticOrder or
+	// a SteppedOrder. QueueKeys then holds their keys, index for index
+	// (SortedQueue.Keys; nil: computed as the jobs are taken), and, for a
+	// stepped order, QueueNext the earliest time after Now that a queued
+	// job's key changes (SortedQueue.Next; zero: none).
 	QueueSorted bool
+	QueueKeys   []Key
+	QueueNext   time.Time
 	Running     []*RunningJob
 	// UsageGPU is each tenant's decayed GPU-time, for fair share.
 	UsageGPU map[string]time.Duration

@@ -175,17 +175,22 @@ type orderedQueue struct {
 	h      []entry
 	queue  []*JobView // what the entries index
 	sorted []*JobView // when the input came sorted: taken from the front
-	given  bool       // the input came sorted
+	keys   []Key      // the sorted jobs' keys, given with them; nil: computed
 	nan    bool       // some key is NaN: the order is not total
 	// woken says next is the earliest change after Now of a queued job's
-	// key (Waker), found as the keys were computed; zero if none.
+	// key (Waker), found as the keys were computed or given with a sorted
+	// queue; zero if none.
 	woken bool
 	next  time.Time
 }
 
 func newOrderedQueue(order QueueOrder, in *PlanInput, octx *OrderContext, buf []entry) *orderedQueue {
-	if in.QueueSorted && IsStatic(order) {
-		return &orderedQueue{sorted: in.Queue, given: true}
+	if in.QueueSorted && (IsStatic(order) || IsStepped(order)) {
+		q := &orderedQueue{sorted: in.Queue, woken: IsStepped(order), next: in.QueueNext}
+		if len(in.QueueKeys) == len(in.Queue) {
+			q.keys = in.QueueKeys
+		}
+		return q
 	}
 	q := &orderedQueue{h: buf[:0], queue: in.Queue}
 	w, wakes := order.(Waker)
@@ -226,22 +231,27 @@ func newOrderedQueue(order QueueOrder, in *PlanInput, octx *OrderContext, buf []
 
 // add puts the key of queue[i], submitted at t, into the heap's array.
 func (q *orderedQueue) add(k Key, t submitTime, i int) {
-	q.nan = q.nan || k[0] != k[0] || k[1] != k[1] || k[2] != k[2]
+	q.nan = q.nan || k.hasNaN()
 	q.h = append(q.h, entry{key: k, submitTime: t, idx: int32(i)})
 }
 
 func (q *orderedQueue) len() int { return len(q.h) + len(q.sorted) }
 
 // total reports whether the jobs come out in a total order of their keys
-// (the planner ordered them and no key is NaN): then no job taken later
-// has a key before that of one taken earlier.
-func (q *orderedQueue) total() bool { return !q.given && !q.nan }
+// (no key is NaN, as PlanInput.QueueSorted promises of a sorted input):
+// then no job taken later has a key before that of one taken earlier.
+func (q *orderedQueue) total() bool { return !q.nan }
 
 // pop takes the first job in order.
 func (q *orderedQueue) pop(order QueueOrder, octx *OrderContext) ranked {
 	if len(q.sorted) > 0 {
 		v := q.sorted[0]
 		q.sorted = q.sorted[1:]
+		if q.keys != nil {
+			k := q.keys[0]
+			q.keys = q.keys[1:]
+			return ranked{v: v, key: k}
+		}
 		return ranked{v: v, key: order.Key(v, octx)}
 	}
 	top := q.h[0]

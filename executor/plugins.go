@@ -23,6 +23,9 @@ func (k Key) Less(o Key) bool {
 	return false
 }
 
+// hasNaN reports whether an element of k is NaN.
+func (k Key) hasNaN() bool { return k[0] != k[0] || k[1] != k[1] || k[2] != k[2] }
+
 // OrderContext is what an order plugin may read besides the job: the clock
 // and the tenants' fair-share state.
 type OrderContext struct {

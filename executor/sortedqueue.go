@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"container/heap"
 	"fmt"
 	"slices"
 	"time"
@@ -8,10 +9,27 @@ import (
 
 // StaticOrder is implemented by queue orders whose keys for a queued job do
 // not change while it waits (they may change while it runs): FIFO, SJF,
-// SRTF, Tiresias. For them a caller can keep the queue sorted as jobs come
-// and go (SortedQueue) and the planner need not order it every cycle.
+// SRTF, Tiresias without promotion. For them a caller can keep the queue
+// sorted as jobs come and go (SortedQueue) and the planner need not order
+// it every cycle.
 type StaticOrder interface {
 	StaticKeys() bool
+}
+
+// A SteppedOrder's key of a queued job changes only at the times its
+// NextChange gives and stays the same in between: Tiresias's, whose waiting
+// job moves to the first queue when it is promoted. A caller can keep its
+// queue sorted as a static order's, keying a job again when its time comes
+// (SortedQueue.Advance).
+type SteppedOrder interface {
+	Waker
+	SteppedKeys() bool
+}
+
+// IsStepped reports whether an order's keys are stepped.
+func IsStepped(o QueueOrder) bool {
+	s, ok := o.(SteppedOrder)
+	return ok && s.SteppedKeys()
 }
 
 // A PartedOrder's key of a queued job is computed from a part that does not
@@ -58,29 +76,59 @@ func IsStatic(o QueueOrder) bool {
 	return ok && s.StaticKeys()
 }
 
-// SortedQueue keeps queued jobs in a static order's sequence: Add and
-// Remove are a binary search and a slice move. Its Jobs go into
-// PlanInput.Queue with PlanInput.QueueSorted set.
+// SortedQueue keeps queued jobs in a static or stepped order's sequence:
+// Add and Remove are a binary search and a slice move, and for a stepped
+// order Advance keys again the jobs whose keys changed. Its Jobs go into
+// PlanInput.Queue with PlanInput.QueueSorted set (when Total), its Keys
+// into QueueKeys and, for a stepped order, Next into QueueNext.
 type SortedQueue struct {
 	order QueueOrder
 	items []ranked
 	jobs  []*JobView
+	keys  []Key
+	nan   int // jobs whose key has a NaN
+	// For a stepped order: each job's key and next change, and the
+	// changes to come, soonest first (a job's entry is stale once its next
+	// change moved or it left).
+	waker   Waker
+	keyed   map[*JobView]keyed
+	changes []change
 }
 
-// NewSortedQueue returns an empty queue for a static order.
+type keyed struct {
+	key  Key
+	next time.Time
+}
+
+type change struct {
+	at time.Time
+	v  *JobView
+}
+
+// NewSortedQueue returns an empty queue for a static or stepped order.
 func NewSortedQueue(o QueueOrder) (*SortedQueue, bool) {
-	if !IsStatic(o) {
-		return nil, false
+	switch {
+	case IsStatic(o):
+		return &SortedQueue{order: o}, true
+	case IsStepped(o):
+		return &SortedQueue{order: o, waker: o.(Waker), keyed: map[*JobView]keyed{}}, true
 	}
-	return &SortedQueue{order: o}, true
+	return nil, false
 }
 
 // Len is the number of jobs queued.
 func (q *SortedQueue) Len() int { return len(q.items) }
 
 // Jobs returns the jobs in order. The slice belongs to q and changes with
-// the next Add or Remove.
+// the next Add, Remove or Advance.
 func (q *SortedQueue) Jobs() []*JobView { return q.jobs }
+
+// Keys returns the jobs' keys, Keys()[i] of Jobs()[i], as of the last Add
+// or Advance. The slice belongs to q as Jobs' does.
+func (q *SortedQueue) Keys() []Key { return q.keys }
+
+// Total reports whether no key is NaN, so that the order is total.
+func (q *SortedQueue) Total() bool { return q.nan == 0 }
 
 // Add queues a job; its key is computed now.
 func (q *SortedQueue) Add(v *JobView, now time.Time) {
@@ -88,21 +136,114 @@ func (q *SortedQueue) Add(v *JobView, now time.Time) {
 	i := q.search(&r)
 	q.items = slices.Insert(q.items, i, r)
 	q.jobs = slices.Insert(q.jobs, i, v)
+	q.keys = slices.Insert(q.keys, i, r.key)
+	if r.key.hasNaN() {
+		q.nan++
+	}
+	if q.waker != nil {
+		next := q.waker.NextChange(v, false, now)
+		q.keyed[v] = keyed{key: r.key, next: next}
+		if next.After(now) {
+			heap.Push((*changes)(&q.changes), change{at: next, v: v})
+		}
+	}
 }
 
 // Remove takes a job out; it reports whether the job was there.
 func (q *SortedQueue) Remove(v *JobView) bool {
-	i := q.search(&ranked{v: v, key: q.keyOf(v)})
+	var k Key
+	if q.waker != nil {
+		kd, ok := q.keyed[v]
+		if !ok {
+			return false
+		}
+		k = kd.key
+	} else {
+		k = q.order.Key(v, &OrderContext{}) // static, so as when it was added
+	}
+	i := q.search(&ranked{v: v, key: k})
 	if i >= len(q.items) || q.items[i].v != v {
 		return false
 	}
 	q.items = slices.Delete(q.items, i, i+1)
 	q.jobs = slices.Delete(q.jobs, i, i+1)
+	q.keys = slices.Delete(q.keys, i, i+1)
+	if k.hasNaN() {
+		q.nan--
+	}
+	delete(q.keyed, v)
 	return true
 }
 
-// keyOf recomputes a queued job's key (static, so as when it was added).
-func (q *SortedQueue) keyOf(v *JobView) Key { return q.order.Key(v, &OrderContext{}) }
+// Advance keys again, at now, the jobs of a stepped order whose keys have
+// changed by now. A static order's never change.
+func (q *SortedQueue) Advance(now time.Time) {
+	for len(q.changes) > 0 && !q.changes[0].at.After(now) {
+		c := heap.Pop((*changes)(&q.changes)).(change)
+		if kd, ok := q.keyed[c.v]; ok && kd.next.Equal(c.at) {
+			q.Remove(c.v)
+			q.Add(c.v, now)
+		}
+	}
+}
+
+// Next is the earliest time after the last Advance at which a queued job's
+// key changes; zero if none will.
+func (q *SortedQueue) Next() time.Time {
+	for len(q.changes) > 0 {
+		c := q.changes[0]
+		if kd, ok := q.keyed[c.v]; ok && kd.next.Equal(c.at) {
+			return c.at
+		}
+		heap.Pop((*changes)(&q.changes))
+	}
+	return time.Time{}
+}
+
+// Check reports the first job whose kept key is not its key at now, or
+// that is out of order; call it after Advance(now).
+func (q *SortedQueue) Check(now time.Time) error {
+	ctx := &OrderContext{Now: now}
+	if len(q.keys) != len(q.items) || len(q.jobs) != len(q.items) {
+		return fmt.Errorf("%d jobs, %d keys kept for %d items", len(q.jobs), len(q.keys), len(q.items))
+	}
+	for i := range q.items {
+		if q.jobs[i] != q.items[i].v || !sameKey(q.keys[i], q.items[i].key) {
+			return fmt.Errorf("job %s at %d: lists out of step", q.items[i].v.Job.ID, i)
+		}
+		if k := q.order.Key(q.items[i].v, ctx); !sameKey(k, q.items[i].key) {
+			return fmt.Errorf("job %s kept with key %v, its key %v", q.items[i].v.Job.ID, q.items[i].key, k)
+		}
+		if i > 0 && before(&q.items[i], &q.items[i-1]) {
+			return fmt.Errorf("job %s (key %v) kept after %s (key %v)", q.items[i].v.Job.ID, q.items[i].key, q.items[i-1].v.Job.ID, q.items[i-1].key)
+		}
+	}
+	return nil
+}
+
+// sameKey is k == o, a NaN equal to a NaN.
+func sameKey(k, o Key) bool {
+	for i := range k {
+		if k[i] != o[i] && (k[i] == k[i] || o[i] == o[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// changes is a min-heap of key changes by time.
+type changes []change
+
+func (h changes) Len() int           { return len(h) }
+func (h changes) Less(i, j int) bool { return h[i].at.Before(h[j].at) }
+func (h changes) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *changes) Push(x any)        { *h = append(*h, x.(change)) }
+func (h *changes) Pop() any {
+	old := *h
+	c := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return c
+}
 
 // search is the first index whose item does not come before r.
 func (q *SortedQueue) search(r *ranked) int {

@@ -37,6 +37,10 @@ func (s *Simulator) check() error {
 	queued := map[*executor.JobView]int{}
 	q := s.queue
 	if s.sorted != nil {
+		s.sorted.Advance(s.now) // as the next cycle will: keys are kept as of the last one
+		if err := s.sorted.Check(s.now); err != nil {
+			return fmt.Errorf("sorted queue: %w: %w", err, ErrInvariant)
+		}
 		q = s.sorted.Jobs()
 	}
 	for _, v := range q {

@@ -312,7 +312,11 @@ func (s *Simulator) jobsNow(in *executor.PlanInput) {
 	in.Queue, in.Running, in.QueueSorted, in.Facts, in.Kept = s.queue, s.running, false, s.facts.Facts(s.now), s.kept
 	in.QueueParts = s.parts
 	if s.sorted != nil {
-		in.Queue, in.QueueSorted = s.sorted.Jobs(), true
+		s.sorted.Advance(s.now)
+		in.Queue = s.sorted.Jobs()
+		if s.sorted.Total() { // else the planner orders it
+			in.QueueSorted, in.QueueKeys, in.QueueNext = true, s.sorted.Keys(), s.sorted.Next()
+		}
 	}
 }
 

@@ -3,6 +3,7 @@ package sim_test
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"testing"
 	"time"
 
@@ -410,4 +411,52 @@ func TestAJobItsUserCancelledLeavesTheQueueThen(t *testing.T) {
 			t.Errorf("%s: avg JCT %v s, avg wait %v s; want 4440 and 1740 (first and next only)", policy, r.AvgJCTS, r.AvgWaitS)
 		}
 	}
+}
+
+// TestKeptQueueIsThePlannersOrder: a replay in which the simulator keeps
+// the queue for the planner (sorted for a static or stepped order, each
+// job's part for a parted one: Config.Order) decides exactly as one in
+// which the planner orders the queue itself every cycle, for random
+// fleets, workloads (tiers, deadlines, gangs, shares) and every policy.
+// It fails when a kept key goes stale (a promotion missed) or a wake-up
+// that the planner would have found is lost.
+func TestKeptQueueIsThePlannersOrder(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		nodes := rapid.IntRange(1, 4).Draw(rt, "nodes")
+		perNode := rapid.SampledFrom([]int{1, 2, 4, 8}).Draw(rt, "gpus_per_node")
+		var ns []cluster.Node
+		for i := range nodes {
+			ns = append(ns, clustertest.Node(fmt.Sprintf("n%d", i)).GPUs(perNode, "V100").Obj())
+		}
+		fleet := clustertest.Fleet(ns...)
+		jobs := drawJobs(rt, nodes*perNode, perNode)
+		policy := rapid.SampledFrom(policies.Names()).Draw(rt, "policy")
+		run := func(kept bool) *sim.Result {
+			r := replay(rt, policy, fleet, jobs, func(c *sim.Config) {
+				c.Outcomes = true
+				if !kept {
+					c.Order = nil
+				}
+			})
+			r.SimWallS, r.DecisionsPerS = 0, 0
+			return r
+		}
+		if kept, planned := run(true), run(false); !reflect.DeepEqual(kept, planned) {
+			rt.Fatalf("%s: the kept queue decides otherwise than the planner's order: %s", policy, firstDifference(kept, planned))
+		}
+	})
+}
+
+// firstDifference names the first thing in which two replays' results
+// differ: a job's start or end, else the metrics, else the rest.
+func firstDifference(a, b *sim.Result) string {
+	for i := range min(len(a.Outcomes), len(b.Outcomes)) {
+		if x, y := a.Outcomes[i], b.Outcomes[i]; x != y {
+			return fmt.Sprintf("job %s started %s and ended %s, against %s and %s", x.Job, x.Start, x.End, y.Start, y.End)
+		}
+	}
+	if !reflect.DeepEqual(a.Metrics, b.Metrics) {
+		return fmt.Sprintf("metrics %+v, against %+v", a.Metrics, b.Metrics)
+	}
+	return fmt.Sprintf("%d plan cycles and queue %v, against %d and %v", a.PlanCycles, a.Queue, b.PlanCycles, b.Queue)
 }

@@ -48,9 +48,10 @@ func (a Args) Validate() error {
 type Tiresias struct{ args Args }
 
 var (
-	_ executor.QueueOrder  = (*Tiresias)(nil)
-	_ executor.Waker       = (*Tiresias)(nil)
-	_ executor.StaticOrder = (*Tiresias)(nil)
+	_ executor.QueueOrder   = (*Tiresias)(nil)
+	_ executor.Waker        = (*Tiresias)(nil)
+	_ executor.StaticOrder  = (*Tiresias)(nil)
+	_ executor.SteppedOrder = (*Tiresias)(nil)
 )
 
 // New returns the order.
@@ -119,3 +120,7 @@ func (t *Tiresias) NextChange(v *executor.JobView, running bool, now time.Time) 
 // StaticKeys implements executor.StaticOrder: without promotion a queued
 // job's key does not change while it waits.
 func (t *Tiresias) StaticKeys() bool { return t.args.PromoteKnob == 0 }
+
+// SteppedKeys implements executor.SteppedOrder: a queued job's key changes
+// only when it is promoted, at the time NextChange gives.
+func (t *Tiresias) SteppedKeys() bool { return true }
