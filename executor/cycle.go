@@ -24,10 +24,8 @@ type cycle struct {
 	buf     *[]entry // the heap's backing array, back to the pool after the cycle
 	scanned int      // jobs considered since the first reservation
 	// cands are the running jobs that may be preempted (not stopping),
-	// maxRun the worst of their keys, both keyed once needed (rank);
-	// preemptible counts them from the start.
+	// keyed once needed (rank); preemptible counts them from the start.
 	cands       Candidates
-	maxRun      Key
 	ranked      bool
 	preemptible int
 	victims     map[cluster.JobID]bool
@@ -46,7 +44,7 @@ type cycle struct {
 	attempts     int
 	stopped      bool
 	// last is the key of the job considered last; past records that the
-	// walk has reached a job that may not preempt (key not before maxRun):
+	// walk has reached a job that may not preempt (key not before the running jobs' worst):
 	// no later one may either, as the queue comes in key order.
 	last   Key
 	walked bool
@@ -168,24 +166,29 @@ func (c *cycle) rank() {
 		return
 	}
 	c.ranked = true
-	c.cands = Candidates{Jobs: make([]*RunningJob, 0, c.preemptible), Keys: make([]Key, 0, c.preemptible)}
+	if b, _ := c.f.candidates.Get().(*Candidates); b != nil {
+		c.cands = Candidates{Jobs: b.Jobs[:0], Keys: b.Keys[:0]}
+	} else {
+		c.cands = Candidates{Jobs: make([]*RunningJob, 0, c.preemptible), Keys: make([]Key, 0, c.preemptible)}
+	}
 	for _, r := range c.in.Running {
 		if r.Stopping {
 			continue
 		}
-		k := c.p.Order.Key(&r.JobView, c.octx)
-		if c.cands.Len() == 0 || c.maxRun.Less(k) {
-			c.maxRun = k
-		}
-		c.cands.Add(r, k)
+		c.cands.Add(r, c.p.Order.Key(&r.JobView, c.octx))
 	}
 }
 
-// release returns the heap's backing array to the pool (its entries hold
-// no pointers into the input).
+// release returns the heap's backing array (its entries hold no pointers
+// into the input) and the candidates' arrays (cleared of them) to the
+// pools.
 func (c *cycle) release() {
 	*c.buf = c.queue.h[:0]
 	c.f.buffers.Put(c.buf)
+	if c.ranked {
+		clear(c.cands.Jobs)
+		c.f.candidates.Put(&Candidates{Jobs: c.cands.Jobs[:0], Keys: c.cands.Keys[:0]})
+	}
 }
 
 // done reports whether no job left in the queue can start or preempt: the
@@ -230,7 +233,7 @@ func (c *cycle) noLaterVictims() bool {
 		return false
 	}
 	c.rank()
-	if !c.past && c.walked && !c.last.Less(c.maxRun) {
+	if !c.past && c.walked && !c.last.Less(c.cands.Worst()) {
 		c.past = true
 	}
 	return c.past

@@ -36,9 +36,10 @@ type Framework struct {
 	policy Policy
 	limits Limits
 	logger *slog.Logger
-	// buffers recycles the per-cycle queue heap; it holds no state that
-	// outlives a call.
-	buffers sync.Pool
+	// buffers recycles the per-cycle queue heap, candidates the arrays of
+	// the running jobs a cycle ranks; neither holds state that outlives a
+	// call.
+	buffers, candidates sync.Pool
 }
 
 var _ Planner = (*Framework)(nil)

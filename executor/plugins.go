@@ -158,6 +158,7 @@ type Preemptor interface {
 type Candidates struct {
 	Jobs  []*RunningJob
 	Keys  []Key
+	worst Key              // the largest of Keys
 	facts []CandidateFacts // built on the first Facts
 }
 
@@ -183,6 +184,9 @@ func NewCandidates(running []*RunningJob, keys []Key) *Candidates {
 
 // Add appends a candidate with its key.
 func (c *Candidates) Add(r *RunningJob, k Key) {
+	if len(c.Keys) == 0 || c.worst.Less(k) {
+		c.worst = k
+	}
 	c.Jobs = append(c.Jobs, r)
 	c.Keys = append(c.Keys, k)
 	c.facts = nil
@@ -202,6 +206,11 @@ func (c *Candidates) Facts() []CandidateFacts {
 	}
 	return c.facts
 }
+
+// Worst is the largest of the candidates' keys (by Less; the zero Key
+// when there are none): a preemptor can tell at once that no candidate's
+// key passes a bound.
+func (c *Candidates) Worst() Key { return c.worst }
 
 // Len is the number of candidates.
 func (c *Candidates) Len() int { return len(c.Jobs) }

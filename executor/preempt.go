@@ -22,7 +22,7 @@ func (c *cycle) tryPreempt(r ranked, v *JobView) bool {
 	// A job later in the order has no more victims than an earlier one, so
 	// a plain job at least as large as one that found no room finds none.
 	c.rank()
-	if c.cands.Len() == 0 || !r.key.Less(c.maxRun) || (plain(v.Job) && v.Job.Spec.GPUs >= c.minNoVictims) {
+	if c.cands.Len() == 0 || !r.key.Less(c.cands.Worst()) || (plain(v.Job) && v.Job.Spec.GPUs >= c.minNoVictims) {
 		return false
 	}
 	c.attempts++

@@ -43,6 +43,9 @@ func (*ByOrder) Name() string { return Name }
 // Victims implements executor.Preemptor.
 func (b *ByOrder) Victims(_ *executor.JobView, key executor.Key, cands *executor.Candidates, _ *executor.OrderContext, limit int) []*executor.RunningJob {
 	threshold := key[0] + b.args.Margin
+	if w := cands.Worst()[0]; w == w && w <= threshold { // no candidate's first element passes it (none is NaN)
+		return nil
+	}
 	return cands.Best(limit, func(i int) bool { return cands.Keys[i][0] > threshold },
 		func(i, j int) bool { return worse(cands.Keys, cands.Jobs, i, j) })
 }

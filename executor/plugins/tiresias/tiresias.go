@@ -88,8 +88,11 @@ func (t *Tiresias) Key(v *executor.JobView, ctx *executor.OrderContext) executor
 // promoted to the highest queue: it has run before and has waited, since it
 // last stopped, PromoteKnob times as long as that run.
 func (t *Tiresias) Promoted(v *executor.JobView, now time.Time) bool {
+	if v.Job.State != cluster.StateQueued { // a running job is never promoted
+		return false
+	}
 	at, ok := t.promoteAt(v)
-	return ok && v.Job.State == cluster.StateQueued && !now.Before(at)
+	return ok && !now.Before(at)
 }
 
 // promoteAt is when a waiting job that has run before gets promoted.
