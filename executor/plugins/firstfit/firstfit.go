@@ -60,7 +60,10 @@ func (*FirstFit) Place(job *cluster.Job, c *executor.Capacity) ([]cluster.Alloca
 		allocs = takeWhole(c, nodes[k], size, took.of(nodes[k]), allocs)
 		took.add(nodes[k], size)
 	}
-	return allocs, true, fmt.Sprintf("first fit on the least-loaded node(s), %d task(s)", len(tasks))
+	if len(tasks) == 1 { // most jobs: no formatting
+		return allocs, true, "first fit on the least-loaded node, one task"
+	}
+	return allocs, true, fmt.Sprintf("first fit on the least-loaded nodes, %d tasks", len(tasks))
 }
 
 // leastLoaded finds the ready node with the most free GPUs, at least size
