@@ -2,7 +2,6 @@ package executor
 
 import (
 	"fmt"
-	"slices"
 
 	"github.com/prescient-sched/prescient/cluster"
 )
@@ -24,6 +23,9 @@ type Capacity struct {
 	free    int       // wholly free GPUs on ready nodes
 	maxNode int       // most GPUs on one node
 	grown   uint64    // counts the calls that may have added free capacity
+	// The arrays a clone's slices are windows of (CloneInto reuses them).
+	i16 []int16
+	i32 []int32
 }
 
 // NewCapacity indexes the free GPUs of a snapshot.
@@ -69,25 +71,41 @@ const bucketSlack = 4
 // scratch), so the copy takes one allocation per element type: the slices
 // are windows of one array, each capped at its end so that growing one
 // (a bucket's append) moves it out instead of writing over the next.
-func (c *Capacity) Clone() *Capacity {
-	d := *c
-	i16 := make([]int16, len(c.milli)+len(c.whole))
-	d.milli = window(i16, 0, c.milli, 0)
-	d.whole = window(i16, len(c.milli), c.whole, 0)
-	d.ready = slices.Clone(c.ready)
+func (c *Capacity) Clone() *Capacity { return c.CloneInto(nil) }
+
+// CloneInto is Clone into d, reusing d's arrays where they are large
+// enough (d's contents are lost); with d nil it allocates a new one.
+func (c *Capacity) CloneInto(d *Capacity) *Capacity {
+	if d == nil {
+		d = new(Capacity)
+	}
+	i16, i32, ready, buckets := d.i16, d.i32, d.ready, d.buckets
+	*d = *c
+	d.i16 = sized(i16, len(c.milli)+len(c.whole))
+	d.milli = window(d.i16, 0, c.milli, 0)
+	d.whole = window(d.i16, len(c.milli), c.whole, 0)
+	d.ready = append(ready[:0], c.ready...)
 	n32 := len(c.pos)
 	for _, b := range c.buckets {
 		n32 += len(b) + bucketSlack
 	}
-	i32 := make([]int32, n32)
-	d.pos = window(i32, 0, c.pos, 0)
+	d.i32 = sized(i32, n32)
+	d.pos = window(d.i32, 0, c.pos, 0)
 	at := len(c.pos)
-	d.buckets = make([][]int32, len(c.buckets))
+	d.buckets = sized(buckets, len(c.buckets))
 	for k, b := range c.buckets {
-		d.buckets[k] = window(i32, at, b, bucketSlack)
+		d.buckets[k] = window(d.i32, at, b, bucketSlack)
 		at += len(b) + bucketSlack
 	}
-	return &d
+	return d
+}
+
+// sized is s with length n, reusing its array when it is large enough.
+func sized[T any](s []T, n int) []T {
+	if cap(s) >= n {
+		return s[:n]
+	}
+	return make([]T, n)
 }
 
 // window copies src into arena at off and returns it as a slice there

@@ -17,7 +17,8 @@ import (
 // through the same random allocations (chosen by the first-fit placer),
 // releases and node outages, and checks after each step that the index
 // agrees with the snapshot GPU by GPU, that its buckets hold exactly the
-// ready nodes with that many free GPUs, and that a clone is independent.
+// ready nodes with that many free GPUs, and that a clone, fresh or made in
+// the arrays of an earlier one (CloneInto), agrees too and is independent.
 func TestCapacityFollowsTheSnapshot(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		var nodes []cluster.Node
@@ -29,6 +30,7 @@ func TestCapacityFollowsTheSnapshot(t *testing.T) {
 		c := executor.NewCapacity(snap)
 		placer := firstfit.New()
 		var held []cluster.JobID
+		var reused *executor.Capacity // cloned into each step, mutated since
 		for step := range rapid.IntRange(1, 60).Draw(rt, "steps") {
 			switch rapid.IntRange(0, 3).Draw(rt, "op") {
 			case 0, 1:
@@ -64,10 +66,16 @@ func TestCapacityFollowsTheSnapshot(t *testing.T) {
 				snap.Nodes[i].State = map[bool]cluster.NodeState{true: cluster.NodeReady, false: cluster.NodeFailed}[ready]
 			}
 			clone := c.Clone()
+			reused = c.CloneInto(reused)
 			agree(rt, snap, c)
 			c.SetReady(0, !c.Ready(0))
 			c.SetReady(0, !c.Ready(0))
 			agree(rt, snap, clone)
+			agree(rt, snap, reused)
+			for i := range nodes { // dirty its arrays for the next CloneInto; c stays as it was
+				reused.SetReady(i, rapid.Bool().Draw(rt, "reused_ready"))
+			}
+			agree(rt, snap, c)
 		}
 	})
 }

@@ -30,9 +30,10 @@ type cycle struct {
 	preemptible int
 	victims     map[cluster.JobID]bool
 
-	free    *Capacity // free now, after this cycle's placements
-	fenced  *Capacity // free less reserved GPUs, for jobs running past a shadow time; nil without reservations
-	pending *Capacity // free once stopping jobs and victims are gone, less claims; nil until needed
+	clones  []*Capacity // the capacities the cycle cloned from the pool (clone)
+	free    *Capacity   // free now, after this cycle's placements
+	fenced  *Capacity   // free less reserved GPUs, for jobs running past a shadow time; nil without reservations
+	pending *Capacity   // free once stopping jobs and victims are gone, less claims; nil until needed
 
 	reservations []reservation
 	ends         []end       // expected ends, soonest first, for shadow times; nil until needed
@@ -98,7 +99,7 @@ func newCycle(f *Framework, in *PlanInput) *cycle {
 	}
 	c.octx = &OrderContext{Now: in.Now, in: in}
 	if in.Free != nil {
-		c.free = in.Free.Clone()
+		c.free = c.clone(in.Free)
 	} else {
 		c.free = NewCapacity(in.Cluster)
 	}
@@ -150,7 +151,7 @@ func (c *cycle) scanRunning() {
 		}
 	}
 	if stopping {
-		c.pending = c.free.Clone()
+		c.pending = c.clone(c.free)
 		for _, r := range c.in.Running {
 			if r.Stopping {
 				c.pending.Release(r.Allocations)
@@ -179,15 +180,28 @@ func (c *cycle) rank() {
 	}
 }
 
+// clone is src.Clone, its arrays from the framework's pool; the clone is
+// the cycle's and goes back to the pool with release.
+func (c *cycle) clone(src *Capacity) *Capacity {
+	d, _ := c.f.capacities.Get().(*Capacity)
+	d = src.CloneInto(d)
+	c.clones = append(c.clones, d)
+	return d
+}
+
 // release returns the heap's backing array (its entries hold no pointers
-// into the input) and the candidates' arrays (cleared of them) to the
-// pools.
+// into the input), the candidates' arrays (cleared of them) and the
+// cycle's capacities (let go of the fleet) to the pools.
 func (c *cycle) release() {
 	*c.buf = c.queue.h[:0]
 	c.f.buffers.Put(c.buf)
 	if c.ranked {
 		clear(c.cands.Jobs)
 		c.f.candidates.Put(&Candidates{Jobs: c.cands.Jobs[:0], Keys: c.cands.Keys[:0]})
+	}
+	for _, d := range c.clones {
+		d.nodes, d.index = nil, nil
+		c.f.capacities.Put(d)
 	}
 }
 

@@ -37,9 +37,9 @@ type Framework struct {
 	limits Limits
 	logger *slog.Logger
 	// buffers recycles the per-cycle queue heap, candidates the arrays of
-	// the running jobs a cycle ranks; neither holds state that outlives a
-	// call.
-	buffers, candidates sync.Pool
+	// the running jobs a cycle ranks, capacities a cycle's clones of the
+	// free capacity; none holds state that outlives a call.
+	buffers, candidates, capacities sync.Pool
 }
 
 var _ Planner = (*Framework)(nil)

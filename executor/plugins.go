@@ -220,13 +220,17 @@ func (c *Candidates) Len() int { return len(c.Jobs) }
 // victim first). It keeps them by insertion: O(candidates × limit) at
 // worst, about O(candidates) in practice.
 func (c *Candidates) Best(limit int, eligible func(k int) bool, better func(a, b int) bool) []*RunningJob {
-	idx := make([]int, 0, limit)
+	var buf [32]int32 // a cycle's limit fits: no allocation
+	idx := buf[:0]
+	if limit > len(buf) {
+		idx = make([]int32, 0, limit)
+	}
 	for k := range c.Jobs {
 		if !eligible(k) {
 			continue
 		}
 		i := len(idx)
-		for i > 0 && better(k, idx[i-1]) {
+		for i > 0 && better(k, int(idx[i-1])) {
 			i--
 		}
 		if i >= limit {
@@ -236,7 +240,7 @@ func (c *Candidates) Best(limit int, eligible func(k int) bool, better func(a, b
 			idx = append(idx, 0)
 		}
 		copy(idx[i+1:], idx[i:len(idx)-1])
-		idx[i] = k
+		idx[i] = int32(k)
 	}
 	out := make([]*RunningJob, len(idx))
 	for n, k := range idx {

@@ -28,7 +28,7 @@ func (c *cycle) tryPreempt(r ranked, v *JobView) bool {
 	c.attempts++
 	cands := c.p.Preemptor.Victims(r.v, r.key, &c.cands, c.octx, c.f.limits.VictimsPerJob+len(c.victims))
 	if c.pending == nil && len(cands) > 0 {
-		c.pending = c.free.Clone()
+		c.pending = c.clone(c.free)
 	}
 	if len(cands) > 0 && c.displace(r, v, cands, c.p.Preemptor.Name()) {
 		return true
@@ -122,7 +122,7 @@ func (c *cycle) tryReclaim(r ranked, v *JobView) bool {
 	}
 	c.attempts++
 	if c.pending == nil {
-		c.pending = c.free.Clone()
+		c.pending = c.clone(c.free)
 	}
 	return c.displace(r, v, cands, "quota reclaim")
 }

@@ -19,7 +19,7 @@ func (c *cycle) reserve(v *JobView) {
 		return
 	}
 	need := gpusOf(v.Job)
-	scratch := c.free.Clone()
+	scratch := c.clone(c.free)
 	ends := c.sortedEnds()
 	for k, e := range ends {
 		scratch.Release(c.endAllocs(e.i))
@@ -48,7 +48,7 @@ func (c *cycle) reserve(v *JobView) {
 // that jobs running past a shadow time may use.
 func (c *cycle) fence(allocs []cluster.Allocation) {
 	if c.fenced == nil {
-		c.fenced = c.free.Clone()
+		c.fenced = c.clone(c.free)
 	}
 	takeFree(c.fenced, allocs)
 }
