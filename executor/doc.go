@@ -9,8 +9,9 @@
 // formatting a reason for each job considered.
 //
 // A Policy is a set of plugins, one per decision: QueueOrder (with Waker for
-// keys that change while jobs run, StaticOrder for keys that do not change
-// while a job waits, so a SortedQueue can keep the queue in order), Blocking
+// keys that change while jobs run or wait, StaticOrder for keys that do not
+// change while a job waits and SteppedOrder for keys that change only when
+// Waker says, so a SortedQueue can keep the queue in order), Blocking
 // mode (Skip, HeadOfLine, or Reserve with a Reserver: EASY-style
 // reservations on the GPUs a blocked job gets at its shadow time, and
 // backfill of jobs whose P90 ends before it or that fit outside them),
@@ -24,11 +25,13 @@
 // over one queue (the simulator) can keep what a cycle would otherwise read
 // of every job, each checked by the simulator's invariants: the queue's
 // facts (QueueFactsKeeper, PlanInput.Facts), the placer's (a KeepingPlacer's
-// JobKeeper, PlanInput.Kept) and the part of each queued job's key that
-// stays while it waits (PartedOrder, PlanInput.QueueParts). Forecaster is what the simulator
-// asks for forecasts (Observer, if it also learns from finished jobs);
-// Oracle gives true durations, optionally noised; learned forecasts come
-// from the predictor through predictor.Adapter.
+// JobKeeper, PlanInput.Kept), the queue in order with its keys (SortedQueue,
+// PlanInput.QueueSorted) or, for an order whose keys move with the clock,
+// what each queued job's key reads of it (PartedOrder, PlanInput.QueueParts).
+// Forecaster is what the simulator asks for forecasts (Observer, if it also
+// learns from finished jobs); Oracle gives true durations, optionally
+// noised; learned forecasts come from the predictor through
+// predictor.Adapter.
 //
 // What is done with a Plan is the caller's: the control plane records it
 // as recommendations (advisor) or carries it out through a Backend
