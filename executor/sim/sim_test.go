@@ -73,13 +73,7 @@ func replayPolicy(t failer, pol executor.Policy, fleet *cluster.Fleet, jobs []cl
 // data caches and an inference node lent and taken back too.
 func TestReplayInvariants(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
-		nodes := rapid.IntRange(1, 4).Draw(rt, "nodes")
-		perNode := rapid.SampledFrom([]int{1, 2, 4, 8}).Draw(rt, "gpus_per_node")
-		var ns []cluster.Node
-		for i := range nodes {
-			ns = append(ns, clustertest.Node(fmt.Sprintf("n%d", i)).GPUs(perNode, "V100").Obj())
-		}
-		fleet := clustertest.Fleet(ns...)
+		fleet, nodes, perNode := drawFleet(rt)
 		jobs := drawJobs(rt, nodes*perNode, perNode)
 		policy := rapid.SampledFrom(policies.Names()).Draw(rt, "policy")
 		mtbf := rapid.SampledFrom([]time.Duration{0, 3 * time.Hour, 50 * time.Hour}).Draw(rt, "mtbf")
@@ -123,6 +117,17 @@ func TestReplayInvariants(t *testing.T) {
 			rt.Fatalf("allocation %.3f%% outside 0..100", r.GPUAllocPct)
 		}
 	})
+}
+
+// drawFleet draws a fleet of 1 to 4 nodes of 1, 2, 4 or 8 GPUs each.
+func drawFleet(rt *rapid.T) (fleet *cluster.Fleet, nodes, perNode int) {
+	nodes = rapid.IntRange(1, 4).Draw(rt, "nodes")
+	perNode = rapid.SampledFrom([]int{1, 2, 4, 8}).Draw(rt, "gpus_per_node")
+	var ns []cluster.Node
+	for i := range nodes {
+		ns = append(ns, clustertest.Node(fmt.Sprintf("n%d", i)).GPUs(perNode, "V100").Obj())
+	}
+	return clustertest.Fleet(ns...), nodes, perNode
 }
 
 func drawJobs(rt *rapid.T, fleetGPUs, perNode int) []cluster.Job {
@@ -422,13 +427,7 @@ func TestAJobItsUserCancelledLeavesTheQueueThen(t *testing.T) {
 // that the planner would have found is lost.
 func TestKeptQueueIsThePlannersOrder(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
-		nodes := rapid.IntRange(1, 4).Draw(rt, "nodes")
-		perNode := rapid.SampledFrom([]int{1, 2, 4, 8}).Draw(rt, "gpus_per_node")
-		var ns []cluster.Node
-		for i := range nodes {
-			ns = append(ns, clustertest.Node(fmt.Sprintf("n%d", i)).GPUs(perNode, "V100").Obj())
-		}
-		fleet := clustertest.Fleet(ns...)
+		fleet, nodes, perNode := drawFleet(rt)
 		jobs := drawJobs(rt, nodes*perNode, perNode)
 		policy := rapid.SampledFrom(policies.Names()).Draw(rt, "policy")
 		run := func(kept bool) *sim.Result {
