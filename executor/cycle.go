@@ -45,8 +45,9 @@ type cycle struct {
 	attempts     int
 	stopped      bool
 	// last is the key of the job considered last; past records that the
-	// walk has reached a job that may not preempt (key not before the running jobs' worst):
-	// no later one may either, as the queue comes in key order.
+	// walk has reached a job that may not preempt (key not before the
+	// candidates' worst): no later one may either, as the queue comes in
+	// key order.
 	last   Key
 	walked bool
 	past   bool

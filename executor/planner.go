@@ -186,8 +186,10 @@ type orderedQueue struct {
 }
 
 func newOrderedQueue(order QueueOrder, in *PlanInput, octx *OrderContext, buf []entry) *orderedQueue {
-	if in.QueueSorted && (IsStatic(order) || IsStepped(order)) {
-		q := &orderedQueue{sorted: in.Queue, woken: IsStepped(order), next: in.QueueNext}
+	if static, stepped := IsStatic(order), IsStepped(order); in.QueueSorted && (static || stepped) {
+		// A static order's queued keys never change; a stepped one's next
+		// change comes with the queue.
+		q := &orderedQueue{sorted: in.Queue, woken: !static, next: in.QueueNext}
 		if len(in.QueueKeys) == len(in.Queue) {
 			q.keys = in.QueueKeys
 		}
