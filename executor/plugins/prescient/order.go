@@ -250,9 +250,14 @@ func (o *Order) tenant(name string, ctx *executor.OrderContext) tenantWeight {
 	return w
 }
 
+// maxTenantIDs bounds the weights a context keeps by number: the numbers
+// grow with every tenant the order has seen, in every simulation, and
+// beyond this many a tenant is looked up by name.
+const maxTenantIDs = 4096
+
 // tenantOf is tenant for a tenant numbered id (tenantID).
 func (o *Order) tenantOf(id int32, name string, ctx *executor.OrderContext) tenantWeight {
-	if id < 0 {
+	if id < 0 || id >= maxTenantIDs {
 		return o.tenant(name, ctx)
 	}
 	m := o.memo(ctx)

@@ -1,6 +1,7 @@
 package prescient
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -105,6 +106,19 @@ func TestKeyFromTheQueuedPartIsTheKey(t *testing.T) {
 					t.Errorf("%+v, %s later, part %v: KeyFrom %v, %s; Key %v, NextChange %s", c, later, p != nil, k, n, key, next)
 				}
 			}
+		}
+	}
+	// Tenants numbered past maxTenantIDs are weighed by name: the same key.
+	for i := range maxTenantIDs {
+		o.tenantID(fmt.Sprintf("t%d", i))
+	}
+	shares := map[string]executor.FairShare{"a": {Factor: 1.5, WaitRatio: 2}, "late": {Factor: 0.5, WaitRatio: 3}}
+	for _, tenant := range []string{"a", "late"} {
+		j := &cluster.Job{ID: "j", Spec: cluster.JobSpec{Tenant: tenant}, State: cluster.StateQueued}
+		v := &executor.JobView{Job: j, Forecast: executor.Forecast{DurationP50: time.Hour, DurationP90: 2 * time.Hour}, QueuedSince: now}
+		ctx := &executor.OrderContext{Now: now.Add(time.Hour), Shares: shares}
+		if k, _ := o.KeyFrom(v, o.QueuedPart(v), ctx); k != o.Key(v, ctx) {
+			t.Errorf("tenant %s: KeyFrom %v, Key %v", tenant, k, o.Key(v, ctx))
 		}
 	}
 }
