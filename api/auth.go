@@ -49,7 +49,7 @@ func (s *Server) authorize(a access) gin.HandlerFunc {
 			refuse(http.StatusUnauthorized, "unauthorized", "missing bearer token: send the header Authorization: Bearer <token>")
 			return
 		}
-		p, ok := s.cfg.Tokens.Lookup(token)
+		p, ok := s.tokens.Load().Lookup(token)
 		if !ok {
 			c.Header("WWW-Authenticate", `Bearer realm="prescient", error="invalid_token"`)
 			refuse(http.StatusUnauthorized, "unauthorized", "the bearer token is not valid")

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"runtime/debug"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -45,8 +46,8 @@ type Config struct {
 	// server answers only the probes, /metrics, the OpenAPI document and
 	// the mounted handlers.
 	Service service.Service
-	// Tokens are the bearer tokens /v1 accepts. With none, every /v1
-	// request is refused: auth is never off.
+	// Tokens are the bearer tokens /v1 accepts (SetTokens replaces them).
+	// With none, every /v1 request is refused: auth is never off.
 	Tokens Tokens
 	// MetricsNeedToken makes /metrics ask for a valid token of any role;
 	// it is open by default, as Prometheus expects.
@@ -79,7 +80,12 @@ type Server struct {
 	log     *slog.Logger
 	engine  *gin.Engine
 	metrics *metrics
+	tokens  atomic.Pointer[Tokens] // cfg.Tokens, then each SetTokens
 }
+
+// SetTokens replaces the bearer tokens /v1 accepts, from the next
+// request on (a tokens file read again). Safe for concurrent use.
+func (s *Server) SetTokens(ts Tokens) { s.tokens.Store(&ts) }
 
 // access says who may call a route.
 type access int
@@ -138,6 +144,7 @@ func New(cfg Config) *Server {
 	// its route table to stdout.
 	gin.SetMode(gin.ReleaseMode)
 	s := &Server{cfg: cfg, log: cfg.Logger.With("component", "api")}
+	s.SetTokens(cfg.Tokens)
 	s.metrics = newMetrics(cfg.Registry, cfg.Service, s.log)
 
 	e := gin.New()

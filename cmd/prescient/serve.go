@@ -37,6 +37,7 @@ import (
 	"github.com/prescient-sched/prescient/executor/lend"
 	"github.com/prescient-sched/prescient/executor/park"
 	"github.com/prescient-sched/prescient/executor/policies"
+	"github.com/prescient-sched/prescient/internal/watchfile"
 	"github.com/prescient-sched/prescient/service"
 	"github.com/prescient-sched/prescient/store"
 	"github.com/prescient-sched/prescient/training"
@@ -64,6 +65,7 @@ type serveOptions struct {
 	powerCapPrice float64
 	crossTenant   bool
 	tokens        string
+	tokensReload  time.Duration
 	tenantsFile   string
 	tenantsReload time.Duration
 	metricsToken  bool
@@ -142,7 +144,8 @@ token printed for the dashboard and the API.`,
 	f.DurationVar(&o.idleJobAfter, "idle-job-after", telemetry.DefaultIdleJobAfter, "how long every GPU of a running job must be below the idle model's utilization threshold before an \"idle\" recommendation names it (negative: never)")
 	f.StringVar(&o.tenantsFile, "tenants", "", "tenants file (weights, cohorts, quotas, tiers, caps; examples/tenants.yaml), read again when it changes and on SIGHUP; replaces the fleet's or the demo's tenants")
 	f.DurationVar(&o.tenantsReload, "tenants-reload", control.DefaultTenantsReload, "how often the --tenants file is read again")
-	f.StringVar(&o.tokens, "tokens", "", "YAML file of bearer tokens, each with a tenant and a role (viewer, submitter, admin, agent)")
+	f.StringVar(&o.tokens, "tokens", "", "YAML file of bearer tokens, each with a tenant and a role (viewer, submitter, admin, agent), read again when it changes and on SIGHUP")
+	f.DurationVar(&o.tokensReload, "tokens-reload", defaultTokensReload, "how often the --tokens file is read again")
 	f.BoolVar(&o.metricsToken, "metrics-need-token", false, "ask for a valid token on /metrics (open by default, as Prometheus expects)")
 	f.StringVar(&o.webhooks, "webhooks", "", "YAML file of webhooks that hear job lifecycle events (signed with HMAC-SHA256)")
 	f.StringVar(&o.influx.URL, "influx-url", "", "InfluxDB the collectors write to; without it telemetry is read from the embedded store (--db)")
@@ -245,6 +248,9 @@ func (o *serveOptions) validate() error {
 	if o.tick <= 0 {
 		errs = append(errs, fmt.Errorf("--tick %s: want a positive duration", o.tick))
 	}
+	if o.tokens != "" && o.tokensReload <= 0 {
+		errs = append(errs, fmt.Errorf("--tokens-reload %s: want a positive duration", o.tokensReload))
+	}
 	if o.tenantsFile != "" && o.tenantsReload <= 0 {
 		errs = append(errs, fmt.Errorf("--tenants-reload %s: want a positive duration", o.tenantsReload))
 	}
@@ -292,10 +298,15 @@ func runServe(ctx context.Context, g *globals, o serveOptions, stdout io.Writer)
 	defer st.Close()
 
 	// 2. Who may call: the tokens file, and the demo's own tokens.
-	tokens, err := serveTokens(o)
+	tokenFile, err := serveTokens(o, g.logger)
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
+	var tokens api.Tokens
+	if tokenFile != nil {
+		tokens.List = slices.Clone(tokenFile.Current().List) // the demo's are added to a copy
+	}
+	fromFile := len(tokens.List)
 	var demo *demoSetup
 	if o.demo.enabled {
 		if demo, err = newDemo(ctx, g, &o, st, &tokens); err != nil {
@@ -413,7 +424,11 @@ func runServe(ctx context.Context, g *globals, o serveOptions, stdout io.Writer)
 	if hub != nil {
 		apiCfg.Agents = hub.Handler()
 	}
-	srv := &http.Server{Handler: api.New(apiCfg).Handler(), ReadHeaderTimeout: 10 * time.Second}
+	apiSrv := api.New(apiCfg)
+	if tokenFile != nil {
+		watchTokens(ctx, tokenFile, o.tokensReload, tokens.List[fromFile:], apiSrv.SetTokens, g.logger)
+	}
+	srv := &http.Server{Handler: apiSrv.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	log.Info("control plane serving", "listen", ln.Addr().String(), "db", o.dbPath, "mode", o.mode, "backend", o.backend, "policy", o.policy)
@@ -453,16 +468,50 @@ func runServe(ctx context.Context, g *globals, o serveOptions, stdout io.Writer)
 	return runErr
 }
 
-// serveTokens loads --tokens, if given.
-func serveTokens(o serveOptions) (api.Tokens, error) {
+// defaultTokensReload is how often a --tokens file is read again.
+const defaultTokensReload = 10 * time.Second
+
+// serveTokens opens --tokens, if given.
+func serveTokens(o serveOptions, log *slog.Logger) (*watchfile.File[api.Tokens], error) {
 	if o.tokens == "" {
-		return api.Tokens{}, nil
+		return nil, nil
 	}
-	ts, err := api.LoadTokens(o.tokens)
+	return openTokens(o.tokens, log)
+}
+
+// openTokens opens a tokens file (api.ParseTokens) to be read again.
+func openTokens(path string, log *slog.Logger) (*watchfile.File[api.Tokens], error) {
+	if log != nil {
+		log = log.With("component", "tokens")
+	}
+	f, err := watchfile.Open(path, "tokens file", api.ParseTokens, log)
 	if err != nil {
-		return api.Tokens{}, fmt.Errorf("--tokens: %w", err)
+		return nil, fmt.Errorf("--tokens: %w", err)
 	}
-	return ts, nil
+	return f, nil
+}
+
+// watchTokens reads the tokens file again every period and on SIGHUP,
+// until ctx ends, and sets each new list, with the tokens given beside the
+// file (the demo's), by set: a token struck from the file is refused from
+// the next request on, without a restart. A file that does not read, or
+// whose tokens clash with those beside it, leaves the tokens in force.
+func watchTokens(ctx context.Context, f *watchfile.File[api.Tokens], every time.Duration, beside []api.Token, set func(api.Tokens), log *slog.Logger) {
+	beside = slices.Clone(beside)
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	go func() {
+		defer signal.Stop(hup)
+		f.Watch(ctx, every, hup, func(ts api.Tokens) {
+			merged := api.Tokens{List: append(slices.Clone(ts.List), beside...)}
+			if err := merged.Validate(); err != nil {
+				log.Error("tokens file refused; the tokens in force stay", "component", "tokens", "error", err)
+				return
+			}
+			set(merged)
+			log.Info("tokens file applied", "component", "tokens", "tokens", len(ts.List))
+		})
+	}()
 }
 
 // serveBackend builds the backend of --backend and the source of nodes.

@@ -25,6 +25,7 @@ import (
 	"github.com/prescient-sched/prescient/api"
 	"github.com/prescient-sched/prescient/cluster"
 	"github.com/prescient-sched/prescient/datasets"
+	"github.com/prescient-sched/prescient/internal/watchfile"
 	"github.com/prescient-sched/prescient/models"
 	"github.com/prescient-sched/prescient/predictor"
 	"github.com/prescient-sched/prescient/slurm"
@@ -206,7 +207,7 @@ func runSlurm(ctx context.Context, g *globals, o slurmOptions) error {
 	if err := o.cfg.Validate(); err != nil {
 		return err
 	}
-	access, err := slurmAccess(o.listen, o.tokens)
+	access, tokens, err := slurmAccess(o.listen, o.tokens, g.logger)
 	if err != nil {
 		return err
 	}
@@ -245,6 +246,9 @@ func runSlurm(ctx context.Context, g *globals, o slurmOptions) error {
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if tokens != nil { // access reads the tokens in force at each request
+		watchTokens(ctx, tokens, defaultTokensReload, nil, func(api.Tokens) {}, g.logger)
+	}
 	if o.listen != "" {
 		ln, err := net.Listen("tcp", o.listen)
 		if err != nil {
@@ -282,26 +286,27 @@ func runSlurm(ctx context.Context, g *globals, o slurmOptions) error {
 
 // slurmAccess is who may read the advice served on listen: the tokens of
 // the file at path (an admin reads everything, a viewer or submitter the
-// jobs of its tenant's Slurm account), or anyone on a loopback address.
-func slurmAccess(listen, path string) (slurm.Access, error) {
+// jobs of its tenant's Slurm account), as the file says at each request
+// (the caller watches it), or anyone on a loopback address.
+func slurmAccess(listen, path string, log *slog.Logger) (slurm.Access, *watchfile.File[api.Tokens], error) {
 	if path == "" {
 		host, _, err := net.SplitHostPort(listen)
 		if ip := net.ParseIP(host); listen != "" && (err != nil || host != "localhost" && (ip == nil || !ip.IsLoopback())) {
-			return nil, fmt.Errorf("--listen %s: the advice names users' jobs; give --tokens FILE, or listen on a loopback address (behind a proxy of your own)", listen)
+			return nil, nil, fmt.Errorf("--listen %s: the advice names users' jobs; give --tokens FILE, or listen on a loopback address (behind a proxy of your own)", listen)
 		}
-		return nil, nil
+		return nil, nil, nil
 	}
-	tokens, err := api.LoadTokens(path)
+	tokens, err := openTokens(path, log)
 	if err != nil {
-		return nil, fmt.Errorf("--tokens: %w", err)
+		return nil, nil, err
 	}
 	return func(token string) (slurm.Reader, bool) {
-		p, ok := tokens.Lookup(token)
+		p, ok := tokens.Current().Lookup(token)
 		if !ok || p.Role == api.RoleAgent {
 			return slurm.Reader{}, false
 		}
 		return slurm.Reader{Account: p.Tenant, Admin: p.Role == api.RoleAdmin}, true
-	}, nil
+	}, tokens, nil
 }
 
 // slurmEstimator is slurm.Estimator over the served duration models and

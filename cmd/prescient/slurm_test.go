@@ -175,8 +175,9 @@ func TestSlurmFlagsSayWhatIsWrong(t *testing.T) {
 }
 
 // The advice's readers are serve's tokens: an admin reads all, a viewer
-// or submitter its tenant's (its Slurm account's) jobs, an agent nothing;
-// without tokens only a loopback address may serve it.
+// or submitter its tenant's (its Slurm account's) jobs, an agent nothing,
+// as the file says once read again; without tokens only a loopback
+// address may serve it.
 func TestSlurmAccessTakesServesTokens(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "tokens.yaml")
 	if err := os.WriteFile(path, []byte(`tokens:
@@ -186,7 +187,7 @@ func TestSlurmAccessTakesServesTokens(t *testing.T) {
 `), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	access, err := slurmAccess("0.0.0.0:8081", path)
+	access, file, err := slurmAccess("0.0.0.0:8081", path, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,17 +204,33 @@ func TestSlurmAccessTakesServesTokens(t *testing.T) {
 			t.Errorf("%s: %+v %v, want %+v %v", token, r, ok, want.r, want.ok)
 		}
 	}
+	// The viewer's token struck off, another added: read again, the file rules.
+	if err := os.WriteFile(path, []byte(`tokens:
+  - {token: "admin-token-0123456789", tenant: ops, role: admin}
+  - {token: "other-token-0123456789", tenant: cv, role: viewer}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if changed, err := file.Reload(); err != nil || !changed {
+		t.Fatalf("reading the tokens again: changed %v, %v", changed, err)
+	}
+	if _, ok := access("viewer-token-0123456789"); ok {
+		t.Error("a token struck from the file still reads the advice")
+	}
+	if r, ok := access("other-token-0123456789"); !ok || r.Account != "cv" {
+		t.Errorf("the added token: %+v %v", r, ok)
+	}
 	for _, addr := range []string{"127.0.0.1:8081", "[::1]:8081", "localhost:8081", ""} {
-		if a, err := slurmAccess(addr, ""); err != nil || a != nil {
+		if a, _, err := slurmAccess(addr, "", nil); err != nil || a != nil {
 			t.Errorf("--listen %q without --tokens: %v", addr, err)
 		}
 	}
 	for _, addr := range []string{"0.0.0.0:8081", ":8081", "10.0.0.7:8081"} {
-		if _, err := slurmAccess(addr, ""); err == nil || !strings.Contains(err.Error(), "--tokens") {
+		if _, _, err := slurmAccess(addr, "", nil); err == nil || !strings.Contains(err.Error(), "--tokens") {
 			t.Errorf("--listen %q without --tokens: %v, want an error naming --tokens", addr, err)
 		}
 	}
-	if _, err := slurmAccess("0.0.0.0:8081", filepath.Join(t.TempDir(), "none.yaml")); err == nil || !strings.Contains(err.Error(), "--tokens") {
+	if _, _, err := slurmAccess("0.0.0.0:8081", filepath.Join(t.TempDir(), "none.yaml"), slog.New(slog.DiscardHandler)); err == nil || !strings.Contains(err.Error(), "--tokens") {
 		t.Errorf("a missing tokens file: %v", err)
 	}
 }
