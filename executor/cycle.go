@@ -201,7 +201,7 @@ func (c *cycle) release() {
 		c.f.candidates.Put(&Candidates{Jobs: c.cands.Jobs[:0], Keys: c.cands.Keys[:0]})
 	}
 	for _, d := range c.clones {
-		d.nodes, d.index = nil, nil
+		d.nodes, d.index, d.first = nil, nil, nil
 		c.f.capacities.Put(d)
 	}
 }
