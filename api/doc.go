@@ -5,7 +5,8 @@
 // agent hub mounted under /v1/agents/ and the dashboard at /.
 //
 // Every /v1 request carries a bearer token from the tokens file (Tokens,
-// LoadTokens), bound to a tenant and a role: viewers read, submitters also
+// ParseTokens; Server.SetTokens replaces them when the file is read
+// again), bound to a tenant and a role: viewers read, submitters also
 // submit and cancel, admins do everything for every tenant, agents reach
 // only /v1/agents/. No valid token is 401, the wrong role or tenant 403.
 // Request bodies are one JSON object with no unknown fields, at most 1 MiB
