@@ -49,7 +49,7 @@ func MarkedLimit(comment string) (time.Duration, bool) {
 // WithMark is existing with its mark, if any, replaced by the mark of
 // userLimit; the rest is left as it is.
 func WithMark(existing string, userLimit time.Duration) string {
-	rest := strings.TrimSpace(markTag.ReplaceAllString(existing, ""))
+	rest := WithoutMark(existing)
 	if rest == "" {
 		return Mark(userLimit)
 	}
