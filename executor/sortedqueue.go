@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"fmt"
 	"slices"
+	"sort"
 	"time"
 )
 
@@ -83,10 +84,9 @@ func IsStatic(o QueueOrder) bool {
 // into QueueKeys and, for a stepped order, Next into QueueNext.
 type SortedQueue struct {
 	order QueueOrder
-	items []ranked
-	jobs  []*JobView
-	keys  []Key
-	nan   int // jobs whose key has a NaN
+	jobs  []*JobView // in order
+	keys  []Key      // keys[i] is jobs[i]'s
+	nan   int        // jobs whose key has a NaN
 	// For a stepped order: each job's key and next change, and the
 	// changes to come, soonest first (a job's entry is stale once its next
 	// change moved or it left).
@@ -117,7 +117,7 @@ func NewSortedQueue(o QueueOrder) (*SortedQueue, bool) {
 }
 
 // Len is the number of jobs queued.
-func (q *SortedQueue) Len() int { return len(q.items) }
+func (q *SortedQueue) Len() int { return len(q.jobs) }
 
 // Jobs returns the jobs in order. The slice belongs to q and changes with
 // the next Add, Remove or Advance.
@@ -134,7 +134,6 @@ func (q *SortedQueue) Total() bool { return q.nan == 0 }
 func (q *SortedQueue) Add(v *JobView, now time.Time) {
 	r := ranked{v: v, key: q.order.Key(v, &OrderContext{Now: now})}
 	i := q.search(&r)
-	q.items = slices.Insert(q.items, i, r)
 	q.jobs = slices.Insert(q.jobs, i, v)
 	q.keys = slices.Insert(q.keys, i, r.key)
 	if r.key.hasNaN() {
@@ -162,10 +161,9 @@ func (q *SortedQueue) Remove(v *JobView) bool {
 		k = q.order.Key(v, &OrderContext{}) // static, so as when it was added
 	}
 	i := q.search(&ranked{v: v, key: k})
-	if i >= len(q.items) || q.items[i].v != v {
+	if i >= len(q.jobs) || q.jobs[i] != v {
 		return false
 	}
-	q.items = slices.Delete(q.items, i, i+1)
 	q.jobs = slices.Delete(q.jobs, i, i+1)
 	q.keys = slices.Delete(q.keys, i, i+1)
 	if k.hasNaN() {
@@ -204,18 +202,15 @@ func (q *SortedQueue) Next() time.Time {
 // that is out of order; call it after Advance(now).
 func (q *SortedQueue) Check(now time.Time) error {
 	ctx := &OrderContext{Now: now}
-	if len(q.keys) != len(q.items) || len(q.jobs) != len(q.items) {
-		return fmt.Errorf("%d jobs, %d keys kept for %d items", len(q.jobs), len(q.keys), len(q.items))
+	if len(q.keys) != len(q.jobs) {
+		return fmt.Errorf("%d keys kept for %d jobs", len(q.keys), len(q.jobs))
 	}
-	for i := range q.items {
-		if q.jobs[i] != q.items[i].v || !sameKey(q.keys[i], q.items[i].key) {
-			return fmt.Errorf("job %s at %d: lists out of step", q.items[i].v.Job.ID, i)
+	for i, v := range q.jobs {
+		if k := q.order.Key(v, ctx); !sameKey(k, q.keys[i]) {
+			return fmt.Errorf("job %s kept with key %v, its key %v", v.Job.ID, q.keys[i], k)
 		}
-		if k := q.order.Key(q.items[i].v, ctx); !sameKey(k, q.items[i].key) {
-			return fmt.Errorf("job %s kept with key %v, its key %v", q.items[i].v.Job.ID, q.items[i].key, k)
-		}
-		if i > 0 && before(&q.items[i], &q.items[i-1]) {
-			return fmt.Errorf("job %s (key %v) kept after %s (key %v)", q.items[i].v.Job.ID, q.items[i].key, q.items[i-1].v.Job.ID, q.items[i-1].key)
+		if i > 0 && before(q.at(i), q.at(i-1)) {
+			return fmt.Errorf("job %s (key %v) kept after %s (key %v)", v.Job.ID, q.keys[i], q.jobs[i-1].Job.ID, q.keys[i-1])
 		}
 	}
 	return nil
@@ -245,13 +240,10 @@ func (h *changes) Pop() any {
 	return c
 }
 
-// search is the first index whose item does not come before r.
+// at is the i-th job with its key.
+func (q *SortedQueue) at(i int) *ranked { return &ranked{v: q.jobs[i], key: q.keys[i]} }
+
+// search is the first index whose job does not come before r.
 func (q *SortedQueue) search(r *ranked) int {
-	i, _ := slices.BinarySearchFunc(q.items, r, func(it ranked, t *ranked) int {
-		if before(&it, t) {
-			return -1
-		}
-		return 1
-	})
-	return i
+	return sort.Search(len(q.jobs), func(i int) bool { return !before(q.at(i), r) })
 }
