@@ -198,31 +198,30 @@ func newOrderedQueue(order QueueOrder, in *PlanInput, octx *OrderContext, buf []
 	q := &orderedQueue{h: buf[:0], queue: in.Queue}
 	w, wakes := order.(Waker)
 	po, parted := order.(PartedOrder)
-	kept := len(in.QueueParts) == len(in.Queue)
-	if parted {
-		for i, v := range in.Queue {
-			var k Key
-			var c time.Time
-			if kept {
-				part := &in.QueueParts[i]
-				k, c = po.KeyFrom(v, part.order, octx)
-				q.add(k, part.submit, i)
-			} else {
-				k, c = po.KeyFrom(v, nil, octx)
-				q.add(k, submitOf(v.Job.SubmitTime), i)
-			}
-			if c.After(in.Now) && (q.next.IsZero() || c.Before(q.next)) {
-				q.next = c
+	kept := parted && len(in.QueueParts) == len(in.Queue)
+	for i, v := range in.Queue {
+		// The key, and the next change here, while the view is at hand,
+		// rather than in a second walk (cycle.finish).
+		var k Key
+		var c time.Time
+		var t submitTime // from the part, so that a kept queue reads no job
+		switch {
+		case kept:
+			part := &in.QueueParts[i]
+			k, c = po.KeyFrom(v, part.order, octx)
+			t = part.submit
+		case parted:
+			k, c = po.KeyFrom(v, nil, octx)
+			t = submitOf(v.Job.SubmitTime)
+		default:
+			k, t = order.Key(v, octx), submitOf(v.Job.SubmitTime)
+			if wakes {
+				c = w.NextChange(v, false, in.Now)
 			}
 		}
-	} else {
-		for i, v := range in.Queue {
-			q.add(order.Key(v, octx), submitOf(v.Job.SubmitTime), i)
-			if wakes { // here, while the view is at hand, rather than in a second walk (cycle.finish)
-				if c := w.NextChange(v, false, in.Now); c.After(in.Now) && (q.next.IsZero() || c.Before(q.next)) {
-					q.next = c
-				}
-			}
+		q.add(k, t, i)
+		if c.After(in.Now) && (q.next.IsZero() || c.Before(q.next)) {
+			q.next = c
 		}
 	}
 	q.woken = wakes
