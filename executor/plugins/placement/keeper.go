@@ -133,18 +133,15 @@ func (k *keeper) rebase(base time.Time) {
 // typical is the typical distribution of the jobs counted; nil without a
 // job of any weight.
 func (k *keeper) typical() *Typical {
-	counts := make(map[Class]float64, len(k.index))
-	total := 0.0
+	h := histogram{counts: make(map[Class]float64, len(k.index))}
 	for i := range k.classes {
 		if c := &k.classes[i]; c.n > 0 && c.sum > 0 {
-			counts[c.class] = c.sum
-			total += c.sum
+			h.counts[c.class] = c.sum
+			h.total += c.sum
 		}
 	}
-	if total == 0 {
-		return nil
-	}
-	return typicalFromCounts(counts, total, DefaultPopularity)
+	t, _ := h.typical(DefaultPopularity) // nil without a job of any weight
+	return t
 }
 
 // Check implements executor.JobKeeper: the jobs counted are in's queued
