@@ -17,7 +17,7 @@ bin="$1" pkg="$2" var="$3"
 
 die() { echo "apt-ensure.sh: $*" >&2; exit 1; }
 
-if [[ -x "$bin" ]]; then
+if [[ -e "$bin" ]]; then
 	echo "$bin"
 	exit 0
 fi
@@ -36,5 +36,5 @@ echo "apt-ensure.sh: installing Debian's $pkg package (a few minutes the first t
 export DEBIAN_FRONTEND=noninteractive
 "${sudo[@]}" apt-get update -q >&2 || die "apt-get update failed: is the Debian package registry reachable?"
 "${sudo[@]}" apt-get install -y -q --no-install-recommends $pkg >&2 || die "apt-get install -y $pkg failed"
-[[ -x "$bin" ]] || die "$pkg was installed but $bin is not there: set $var to its path"
+[[ -e "$bin" ]] || die "$pkg was installed but $bin is not there: set $var to its path"
 echo "$bin"

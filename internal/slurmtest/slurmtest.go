@@ -1,8 +1,9 @@
 // Package slurmtest starts a real Slurm for tests: Debian's Slurm 22.05
-// (munged, MariaDB, slurmdbd, slurmctld, one slurmd) under a temporary
-// folder, without systemd, in about six seconds. The node has GPUs (GRES
-// files are links to /dev/null, AutoDetect=off), accounting is on, and
-// power saving is set up so that scontrol's POWER_DOWN_ASAP runs a
+// (munged, MariaDB, slurmdbd, slurmctld, one slurmd; slurmrestd on
+// request, REST) under a temporary folder, without systemd, in about six
+// seconds. The daemons take JSON Web Tokens beside munge. The node has
+// GPUs (GRES files are links to /dev/null, AutoDetect=off), accounting is
+// on, and power saving is set up so that scontrol's POWER_DOWN_ASAP runs a
 // SuspendProgram that stops slurmd and POWER_UP a ResumeProgram that
 // starts it again, as a site's scripts power a node off and on; each
 // writes a line to PowerLog.
@@ -17,6 +18,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -71,6 +73,9 @@ func Start(t testing.TB) *Cluster {
 			t.Fatalf("slurmtest: %s is not installed: run scripts/ensure-slurm.sh (Debian's slurmctld, slurmd, slurmdbd, slurm-client, munge and mariadb-server)", d)
 		}
 	}
+	if jwt, _ := filepath.Glob("/usr/lib/*/slurm-wlm/auth_jwt.so"); len(jwt) == 0 {
+		t.Fatalf("slurmtest: Slurm's JWT plugin is not installed: run scripts/ensure-slurm.sh (Debian's slurm-wlm-jwt-plugin)")
+	}
 	// Unix socket paths are short (108 bytes): not under t.TempDir's long names.
 	dir, err := os.MkdirTemp("", "slurmtest")
 	if err != nil {
@@ -95,10 +100,15 @@ func Start(t testing.TB) *Cluster {
 
 func (c *Cluster) start(t testing.TB) error {
 	d := c.Dir
-	for _, sub := range []string{"munge", "db", "state", "spool", "log", "dev"} {
+	for _, sub := range []string{"munge", "db", "state", "spool", "log", "dev", "jwt"} {
 		if err := os.MkdirAll(filepath.Join(d, sub), 0o700); err != nil {
 			return err
 		}
+	}
+	// slurmrestd runs as nobody and reads slurm.conf; the keys stay in
+	// folders only root reads.
+	if err := os.Chmod(d, 0o755); err != nil {
+		return err
 	}
 	ports, err := freePorts(4)
 	if err != nil {
@@ -119,6 +129,10 @@ func (c *Cluster) start(t testing.TB) error {
 		return err
 	}
 	if err := os.WriteFile(filepath.Join(d, "munge", "munge.key"), key, 0o400); err != nil {
+		return err
+	}
+	jwtKey := filepath.Join(d, "jwt", "jwt.key")
+	if err := os.WriteFile(jwtKey, key[:64], 0o600); err != nil {
 		return err
 	}
 	if err := run(d, nil, "munged", "--socket="+sock, "--key-file="+filepath.Join(d, "munge", "munge.key"),
@@ -173,7 +187,9 @@ StoragePort=%[4]d
 StorageUser=slurm
 StoragePass=slurm
 StorageLoc=slurm_acct
-`, sock, dbdPort, d, dbPort),
+AuthAltTypes=auth/jwt
+AuthAltParameters=jwt_key=%[5]s
+`, sock, dbdPort, d, dbPort, jwtKey),
 		"slurm.conf": fmt.Sprintf(`ClusterName=ptest
 SlurmctldHost=%[9]s(127.0.0.1)
 SlurmctldPort=%[1]d
@@ -182,6 +198,8 @@ SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
 AuthInfo=socket=%[3]s
+AuthAltTypes=auth/jwt
+AuthAltParameters=jwt_key=%[10]s
 StateSaveLocation=%[4]s/state
 SlurmdSpoolDir=%[4]s/spool
 SlurmctldPidFile=%[4]s/slurmctld.pid
@@ -218,7 +236,7 @@ ResumeTimeout=30
 DefMemPerCPU=100
 NodeName=%[6]s NodeAddr=127.0.0.1 CPUs=16 RealMemory=16000 Gres=gpu:%[7]d State=UNKNOWN
 PartitionName=%[8]s Nodes=ALL Default=YES MaxTime=INFINITE State=UP
-`, ctldPort, slurmdPort, sock, d, dbdPort, Node, GPUs, Partition, host),
+`, ctldPort, slurmdPort, sock, d, dbdPort, Node, GPUs, Partition, host, jwtKey),
 		"gres.conf": fmt.Sprintf("AutoDetect=off\nNodeName=%s Name=gpu File=%s/dev/gpu[0-%d]\n", Node, d, GPUs-1),
 		// A site's programs power the node off and on; these stop slurmd and
 		// start it again (-b: as if the node had booted). slurmctld runs them
@@ -230,8 +248,11 @@ PartitionName=%[8]s Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 	}
 	for name, text := range files {
 		mode := os.FileMode(0o600)
-		if strings.HasSuffix(name, ".sh") {
+		switch {
+		case strings.HasSuffix(name, ".sh"):
 			mode = 0o700
+		case name == "slurm.conf" || name == "gres.conf":
+			mode = 0o644 // for slurmrestd
 		}
 		if err := os.WriteFile(filepath.Join(d, name), []byte(text), mode); err != nil {
 			return err
@@ -299,6 +320,50 @@ func (c *Cluster) WaitNode(t testing.TB, state string, timeout time.Duration) er
 		return nil
 	})
 	return err
+}
+
+// REST starts slurmrestd on a loopback port, as nobody (it refuses to
+// run as root), taking JSON Web Tokens, and returns its address
+// (http://127.0.0.1:PORT) and a token for root that lasts an hour.
+func (c *Cluster) REST(t testing.TB) (url, token string) {
+	t.Helper()
+	if _, err := exec.LookPath("slurmrestd"); err != nil {
+		t.Fatalf("slurmtest: slurmrestd is not installed: run scripts/ensure-slurm.sh (Debian's slurmrestd and slurm-wlm-jwt-plugin)")
+	}
+	ports, err := freePorts(1)
+	if err != nil {
+		t.Fatalf("slurmtest: %v", err)
+	}
+	out := strings.TrimSpace(c.Run(t, "scontrol", "token", "username=root", "lifespan=3600"))
+	token, ok := strings.CutPrefix(out, "SLURM_JWT=")
+	if !ok {
+		t.Fatalf("slurmtest: scontrol token said %q", out)
+	}
+	url = "http://127.0.0.1:" + strconv.Itoa(ports[0])
+	// SLURM_JWT=daemon: slurmrestd passes each request's token on to
+	// slurmctld and slurmdbd instead of authenticating itself with munge.
+	c.daemon([]string{"SLURM_CONF=" + c.Conf, "SLURM_JWT=daemon"}, "slurmrestd",
+		"-a", "rest_auth/jwt", "-u", "nobody", "-f", c.Conf, "127.0.0.1:"+strconv.Itoa(ports[0]))
+	if err := retry(20*time.Second, func() error {
+		req, err := http.NewRequest("GET", url+"/slurm/v0.0.38/ping", nil)
+		if err != nil {
+			return err
+		}
+		req.Header.Set("X-SLURM-USER-NAME", "root")
+		req.Header.Set("X-SLURM-USER-TOKEN", token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("ping: %s", resp.Status)
+		}
+		return nil
+	}); err != nil {
+		t.Fatalf("slurmtest: slurmrestd did not answer: %v", err)
+	}
+	return url, token
 }
 
 func (c *Cluster) daemon(env []string, name string, args ...string) {
