@@ -4,7 +4,8 @@
 // infinite, number} shapes of v0.0.39 on), scontrol to change a job's
 // time limit and AdminComment and to power a node down or up
 // (POWER_DOWN_ASAP / POWER_UP, so that the site's own SuspendProgram and
-// ResumeProgram do the power work).
+// ResumeProgram do the power work). REST does the same through
+// slurmrestd, with the commands for what its version cannot do.
 //
 // Slurm keeps starting the jobs: Prescient advises (Advise: predicted
 // starts and ends, recommended limits) and, where a site opts in, pulls

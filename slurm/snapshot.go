@@ -141,19 +141,23 @@ type squeueJSON struct {
 // naming the job's index and field, and so is a document with errors (no
 // controller): a partial or empty queue would misadvise, and make the
 // Runner forget the jobs it lowered.
-func ParseJobs(r io.Reader) ([]Job, error) {
+func ParseJobs(r io.Reader) ([]Job, error) { return parseJobs(r, "squeue --json") }
+
+// parseJobs is ParseJobs of a document from what (a command or request),
+// which its errors name.
+func parseJobs(r io.Reader, what string) ([]Job, error) {
 	var doc squeueJSON
 	if err := json.NewDecoder(r).Decode(&doc); err != nil {
-		return nil, fmt.Errorf("squeue --json: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
-	if err := doc.err("squeue --json"); err != nil {
+	if err := doc.err(what); err != nil {
 		return nil, err
 	}
 	jobs := make([]Job, 0, len(doc.Jobs))
 	for i := range doc.Jobs {
 		d := &doc.Jobs[i]
 		ferr := func(field string, raw any, err error) error {
-			return fmt.Errorf("squeue --json: job %d: field %s: %v: %w", i+1, field, raw, err)
+			return fmt.Errorf("%s: job %d: field %s: %v: %w", what, i+1, field, raw, err)
 		}
 		j := Job{User: d.User, Account: d.Account, Partition: d.Partition, QOS: d.QOS, Name: d.Name,
 			Reason: d.Reason, AdminComment: d.AdminComment, Nodes: d.Nodes}
@@ -277,19 +281,22 @@ type sinfoJSON struct {
 
 // ParseNodes reads the flat node list of sinfo --json (22.05) or
 // scontrol show nodes --json (23.02 on).
-func ParseNodes(r io.Reader) ([]Node, error) {
+func ParseNodes(r io.Reader) ([]Node, error) { return parseNodes(r, "sinfo --json") }
+
+// parseNodes is ParseNodes of a document from what.
+func parseNodes(r io.Reader, what string) ([]Node, error) {
 	var doc sinfoJSON
 	if err := json.NewDecoder(r).Decode(&doc); err != nil {
-		return nil, fmt.Errorf("sinfo --json: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
-	if err := doc.err("sinfo --json"); err != nil {
+	if err := doc.err(what); err != nil {
 		return nil, err
 	}
 	nodes := make([]Node, 0, len(doc.Nodes))
 	for i := range doc.Nodes {
 		d := &doc.Nodes[i]
 		ferr := func(field, raw string, err error) error {
-			return fmt.Errorf("sinfo --json: node %d (%q): field %s: %q: %w", i+1, d.Name, field, raw, err)
+			return fmt.Errorf("%s: node %d (%q): field %s: %q: %w", what, i+1, d.Name, field, raw, err)
 		}
 		if d.Name == "" {
 			return nil, ferr("name", "", errNotNumber)

@@ -11,8 +11,11 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
+	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"sync"
 	"syscall"
@@ -43,30 +46,93 @@ type slurmOptions struct {
 	carbonWait     time.Duration
 }
 
-// slurmSite is where a prescient slurm command finds the cluster's
-// commands and its state folder: the flags slurm, slurm restore and (the
-// commands only) slurm guard share.
-type slurmSite struct{ conf, bin, state string }
+// slurmSite is where a prescient slurm command finds the cluster: its
+// commands, or slurmrestd with the commands for what it cannot do, and
+// its state folder: the flags slurm, slurm restore and (all but the
+// state) slurm guard share.
+type slurmSite struct {
+	conf, bin, state string
+	rest             restFlags
+}
+
+// restFlags say how to reach slurmrestd.
+type restFlags struct{ url, tokenFile, user, version string }
 
 func (s *slurmSite) register(f *pflag.FlagSet, stateHelp string) {
-	s.registerCommands(f)
+	s.registerCluster(f)
 	f.StringVar(&s.state, "state", ".run/slurm", stateHelp)
 }
 
-// registerCommands registers where the cluster's commands are, for a
-// command that keeps no state (slurm guard).
-func (s *slurmSite) registerCommands(f *pflag.FlagSet) {
+// registerCluster registers how to reach the cluster, for a command that
+// keeps no state (slurm guard).
+func (s *slurmSite) registerCluster(f *pflag.FlagSet) {
 	f.StringVar(&s.conf, "slurm-conf", "", "slurm.conf for the Slurm commands (SLURM_CONF; default theirs)")
 	f.StringVar(&s.bin, "slurm-bin", "", "folder of the Slurm commands (default: PATH)")
+	f.StringVar(&s.rest.url, "slurmrestd", "", "slurmrestd's address (http://host:6820): read and change the cluster through it, and through the commands only what it cannot do")
+	f.StringVar(&s.rest.tokenFile, "slurmrestd-token-file", "", "file holding slurmrestd's JSON Web Token, read again at each request (default: env SLURM_JWT)")
+	f.StringVar(&s.rest.user, "slurmrestd-user", "", "the user the token is for (X-SLURM-USER-NAME; default: the token's)")
+	f.StringVar(&s.rest.version, "slurmrestd-version", "", "slurmrestd data parser version to speak: v0.0.38, or v0.0.40 to v0.0.43 (default: the newest it answers)")
 }
 
-// runner is a Runner over the site's commands and state.
-func (s *slurmSite) runner(log *slog.Logger) *slurm.Runner {
-	return &slurm.Runner{Client: s.client(), Dir: s.state, Log: log.With("component", "slurm")}
+// runner is a Runner over the site's cluster and state.
+func (s *slurmSite) runner(log *slog.Logger) (*slurm.Runner, error) {
+	c, err := s.client()
+	if err != nil {
+		return nil, err
+	}
+	return &slurm.Runner{Client: c, Dir: s.state, Log: log.With("component", "slurm")}, nil
 }
 
-// client runs the site's commands.
-func (s *slurmSite) client() *slurm.CLI { return &slurm.CLI{Conf: s.conf, Bin: s.bin} }
+// commands runs the site's commands.
+func (s *slurmSite) commands() *slurm.CLI { return &slurm.CLI{Conf: s.conf, Bin: s.bin} }
+
+// client is slurmrestd with the commands beside it, or the commands.
+func (s *slurmSite) client() (slurm.Client, error) {
+	if s.rest.url == "" {
+		if s.rest.tokenFile != "" || s.rest.user != "" || s.rest.version != "" {
+			return nil, errors.New("--slurmrestd-token-file, --slurmrestd-user and --slurmrestd-version need --slurmrestd")
+		}
+		return s.commands(), nil
+	}
+	if u, err := url.Parse(s.rest.url); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("--slurmrestd %q: want http://host:port or https://host:port", s.rest.url)
+	}
+	token := slurm.TokenFile(s.rest.tokenFile)
+	if s.rest.tokenFile == "" {
+		jwt := os.Getenv("SLURM_JWT")
+		if jwt == "" {
+			return nil, errors.New("--slurmrestd needs a token: --slurmrestd-token-file FILE or env SLURM_JWT (scontrol token lifespan=... makes one)")
+		}
+		token = func() (string, error) { return jwt, nil }
+	}
+	return &slurm.REST{URL: s.rest.url, User: s.rest.user, Token: token, Version: s.rest.version, Commands: s.commands()}, nil
+}
+
+// needCommands fails when the levers cfg pulls include one that
+// slurmrestd cannot pull and the site's commands are not installed
+// where --slurm-bin says, rather than failing at every change.
+func (s *slurmSite) needCommands(ctx context.Context, c slurm.Client, cfg slurm.Config) error {
+	rest, ok := c.(*slurm.REST)
+	if !ok {
+		return nil
+	}
+	lacks, err := rest.Lacks(ctx)
+	if err != nil {
+		return err
+	}
+	uses := map[string]bool{"AdminComment": cfg.Comment || cfg.Autopilot && len(cfg.Partitions) > 0,
+		"node power": cfg.Autopilot && cfg.ParkIdleAfter > 0, "priority settings": cfg.Autopilot && len(cfg.Order) > 0}
+	scontrol := filepath.Join(s.bin, "scontrol")
+	if s.bin == "" {
+		scontrol = "scontrol"
+	}
+	for _, l := range lacks {
+		if _, err := exec.LookPath(scontrol); uses[l] && err != nil {
+			return fmt.Errorf("slurmrestd cannot read or change %s, which this configuration needs, and %s is not installed: %w", l, scontrol, err)
+		}
+	}
+	return nil
+}
 
 func newSlurmCmd(g *globals) *cobra.Command {
 	var o slurmOptions
@@ -74,7 +140,8 @@ func newSlurmCmd(g *globals) *cobra.Command {
 		Use:   "slurm",
 		Short: "Advise a Slurm cluster on time limits and start times, and pull its levers on autopilot",
 		Long: `Reads a live Slurm cluster through its commands (squeue, sinfo or scontrol, sacct, all
-with --json; Slurm 22.05 and later), forecasts each pending and running job's run time
+with --json; Slurm 22.05 and later) or through slurmrestd (--slurmrestd, with a JSON Web
+Token; the commands do what its version cannot), forecasts each pending and running job's run time
 with the duration models of --models (train them on the site's accounting:
 prescient train --target duration --trace slurm:sacct.json), and every --every:
 
@@ -154,7 +221,11 @@ nothing. Run it from cron or a systemd timer.`,
 			if after < 0 {
 				return fmt.Errorf("--stale-after %s: want 0 or more", after)
 			}
-			done, err := site.runner(g.logger).RestoreIfStale(cmd.Context(), after)
+			r, err := site.runner(g.logger)
+			if err != nil {
+				return err
+			}
+			done, err := r.RestoreIfStale(cmd.Context(), after)
 			if err != nil {
 				return err
 			}
@@ -186,14 +257,18 @@ It needs no state folder and is harmless beside a running prescient slurm. Run i
 minute from cron or scrontab on any host with Slurm's commands, as a Slurm operator.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			done, err := slurm.RunGuard(cmd.Context(), site.client(), time.Now(), g.logger.With("component", "slurm"))
+			c, err := site.client()
+			if err != nil {
+				return err
+			}
+			done, err := slurm.RunGuard(cmd.Context(), c, time.Now(), g.logger.With("component", "slurm"))
 			if err == nil || len(done) > 0 { // not when the jobs could not be read
 				fmt.Fprintf(cmd.OutOrStdout(), "gave %d jobs their users' limits back\n", len(done))
 			}
 			return err
 		},
 	}
-	site.registerCommands(cmd.Flags())
+	site.registerCluster(cmd.Flags())
 	return cmd
 }
 
@@ -205,6 +280,10 @@ func runSlurm(ctx context.Context, g *globals, o slurmOptions) error {
 		return fmt.Errorf("--every %s: want at least 1s", o.every)
 	}
 	if err := o.cfg.Validate(); err != nil {
+		return err
+	}
+	r, err := o.site.runner(g.logger)
+	if err != nil {
 		return err
 	}
 	access, tokens, err := slurmAccess(o.listen, o.tokens, g.logger)
@@ -235,7 +314,9 @@ func runSlurm(ctx context.Context, g *globals, o slurmOptions) error {
 	if err != nil {
 		return err
 	}
-	r := o.site.runner(g.logger)
+	if err := o.site.needCommands(ctx, r.Client, o.cfg); err != nil {
+		return err
+	}
 	r.Estimator, r.Config, r.Warmup, r.Metrics = est, o.cfg, o.warmup, metrics
 	if carbon != nil {
 		r.Carbon = carbon.Read

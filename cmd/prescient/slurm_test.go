@@ -98,9 +98,22 @@ func TestSlurmAdvisorOnRealSlurm(t *testing.T) {
 		"--partitions", "gpus"); !errors.Is(err, slurm.ErrUnknownPartition) || !strings.Contains(err.Error(), `"gpus"`) {
 		t.Errorf("--partitions gpus: %v", err)
 	}
-	// A second cycle leaves the comment as it is (one note, not two).
-	if _, err := run(t, "slurm", "--once", "--slurm-conf", c.Conf, "--models", reg, "--state", state); err != nil {
+	// A second cycle, through slurmrestd (and the commands for the
+	// AdminComment, which its v0.0.38 cannot set), leaves the comment as
+	// it is (one note, not two).
+	addr, token := c.REST(t)
+	tokenFile := filepath.Join(t.TempDir(), "jwt")
+	if err := os.WriteFile(tokenFile, []byte(token), 0o600); err != nil {
 		t.Fatal(err)
+	}
+	if _, err := run(t, "slurm", "--once", "--slurmrestd", addr, "--slurmrestd-token-file", tokenFile, "--slurmrestd-user", "root",
+		"--slurm-conf", c.Conf, "--models", reg, "--state", state); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(tokenFile+".old", []byte(token[:len(token)-4]+"AAAA"), 0o600)
+	if _, err := run(t, "slurm", "--once", "--slurmrestd", addr, "--slurmrestd-token-file", tokenFile+".old", "--slurmrestd-user", "root",
+		"--slurm-conf", c.Conf, "--models", reg, "--state", state); err == nil || !strings.Contains(err.Error(), "slurmrestd GET") {
+		t.Errorf("a token slurmrestd refuses: %v", err)
 	}
 	if show := c.Run(t, "scontrol", "show", "job", pend); strings.Count(show, "[prescient:") != 1 {
 		t.Fatalf("two notes:\n%s", show)
@@ -150,6 +163,7 @@ func TestSlurmAdvisorOnRealSlurm(t *testing.T) {
 }
 
 func TestSlurmFlagsSayWhatIsWrong(t *testing.T) {
+	t.Setenv("SLURM_JWT", "")
 	badCarbon := filepath.Join(t.TempDir(), "carbon.csv")
 	if err := os.WriteFile(badCarbon, []byte("time,gco2_per_kwh\n2026-12-07 10:00:00,400\n2026-12-07 11:00:00,lots\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -167,6 +181,10 @@ func TestSlurmFlagsSayWhatIsWrong(t *testing.T) {
 		{[]string{"slurm", "--models", "x", "--hold-qos", "flex", "--carbon", "nowhere.csv"}, "--carbon: "},
 		{[]string{"slurm", "--models", "x", "--hold-qos", "flex", "--carbon", badCarbon, "--carbon-wait", "1h"}, badCarbon + ":3"},
 		{[]string{"slurm", "--models", "x", "--hold-qos", "flex", "--carbon", badCarbon, "--carbon-wait", "0s"}, "--carbon-wait"},
+		{[]string{"slurm", "--models", "x", "--slurmrestd-user", "ops"}, "need --slurmrestd"},
+		{[]string{"slurm", "--models", "x", "--slurmrestd", "127.0.0.1:6820"}, "want http://host:port"},
+		{[]string{"slurm", "--models", "x", "--slurmrestd", "http://127.0.0.1:6820"}, "--slurmrestd needs a token"},
+		{[]string{"slurm", "guard", "--slurmrestd", "http://127.0.0.1:6820"}, "--slurmrestd needs a token"},
 	} {
 		if _, err := run(t, c.args...); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: %v, want %q", c.args, err, c.want)
