@@ -209,15 +209,17 @@ const (
 // was changed before, in seven steps:
 //
 //  1. comment: each pending job's AdminComment gets the advice, where it
-//     changed;
+//     changed, and loses the mark of a hold that is over;
 //  2. order: in autopilot, a pending job, not held, in the partitions of
 //     Order gets the user's Nice plus the head start of its estimate
 //     (the recommended limit, at most the user's: HeadStartNice), and
 //     again once the estimate has moved by more than a tenth;
 //  3. hold: in autopilot, a pending job of HoldQOS, not held, is held
-//     when the Holder says so (cleaner power within its wait), and a job
-//     it held is released once the Holder no longer would hold it, or
-//     autopilot goes off for it;
+//     when the Holder says so (cleaner power within its wait), its
+//     AdminComment marked with the hold's end (HoldMark, for Guard), the
+//     mark moved when the end moves later; a job it held is released
+//     once the Holder no longer would hold it, or autopilot goes off for
+//     it, the mark taken off;
 //  4. lower: in autopilot, a pending job in a partition it may touch gets
 //     the recommended limit (at least the floor) when that is below the
 //     user's, and follows the recommendation as it moves; the first lower
@@ -237,6 +239,7 @@ func Decide(cfg Config, snap Snapshot, advice []Advice, st *State) []Action {
 	jobs := snap.byID()
 	ages := snap.Priority.Ages() == nil
 	// 1, 2 and 4.
+	texts := comments{}
 	for _, a := range advice {
 		j := jobs[a.Job]
 		if j == nil || !j.Pending() {
@@ -244,9 +247,16 @@ func Decide(cfg Config, snap Snapshot, advice []Advice, st *State) []Action {
 		}
 		a.UserLimit = st.UserLimit(j) // the note speaks of the user's limit
 		comment := j.AdminComment     // as it is to be
+		why := a.Reason
+		if !j.Held() && holdTag.MatchString(comment) { // a hold's mark outlived it
+			comment, why = WithoutHoldMark(comment), "not held: the hold's mark taken off"
+		}
 		if cfg.Comment && NoteChanged(j.AdminComment, a, snap.Now) {
-			comment = WithComment(comment, Comment(a))
-			acts = append(acts, Action{Kind: ActComment, Job: j.ID, Text: comment, Reason: a.Reason})
+			comment, why = WithComment(comment, Comment(a)), a.Reason
+		}
+		if comment != j.AdminComment {
+			acts = append(acts, Action{Kind: ActComment, Job: j.ID, Text: comment, Reason: why})
+			texts[j.ID] = comment
 		}
 		lower := lowerOrRestore(cfg, j, a, st)
 		switch {
@@ -254,9 +264,10 @@ func Decide(cfg Config, snap Snapshot, advice []Advice, st *State) []Action {
 		case lower.Kind == ActLower:
 			if marked, ok := MarkedLimit(j.AdminComment); !ok || marked != a.UserLimit { // the guard's record, in the same call
 				lower.Text = WithMark(comment, a.UserLimit)
+				texts[j.ID] = lower.Text
 			}
 		case lower.Kind == ActRestore:
-			*lower = restore(j, comment, lower.Limit, lower.Reason)
+			*lower = texts.restore(j, lower.Limit, lower.Reason)
 		}
 		if est := estimate(a); ages && cfg.mayOrder(j) && !j.Held() && est > 0 {
 			user := st.UserNice(j)
@@ -276,7 +287,7 @@ func Decide(cfg Config, snap Snapshot, advice []Advice, st *State) []Action {
 			continue
 		}
 		if until, why, ok := cfg.hold(j, &snap); ok {
-			acts = append(acts, Action{Kind: ActHold, Job: j.ID, Until: until, Reason: why})
+			acts = append(acts, texts.hold(j, until, why))
 		}
 	}
 	for _, id := range slices.Sorted(maps.Keys(st.Held)) {
@@ -285,9 +296,11 @@ func Decide(cfg Config, snap Snapshot, advice []Advice, st *State) []Action {
 			continue // gone, started or released by someone else: State.Observe forgets it
 		}
 		if !cfg.mayHold(j) {
-			acts = append(acts, release(id, "autopilot off for it"))
-		} else if _, _, ok := cfg.hold(j, &snap); !ok {
-			acts = append(acts, release(id, "its wait for cleaner power is over"))
+			acts = append(acts, texts.release(j, "autopilot off for it"))
+		} else if until, why, ok := cfg.hold(j, &snap); !ok {
+			acts = append(acts, texts.release(j, "its wait for cleaner power is over"))
+		} else if marked, ok := MarkedHold(texts.of(j)); !ok || until.Sub(marked) > time.Minute {
+			acts = append(acts, texts.hold(j, until, why)) // the guard's record moves with the hold's end
 		}
 	}
 	// 5.
@@ -298,9 +311,9 @@ func Decide(cfg Config, snap Snapshot, advice []Advice, st *State) []Action {
 		}
 		switch {
 		case !cfg.mayLower(j):
-			acts = append(acts, restore(j, j.AdminComment, l.UserLimit, "autopilot off for its partition"))
+			acts = append(acts, texts.restore(j, l.UserLimit, "autopilot off for its partition"))
 		case nearLimit(j, snap.Now):
-			acts = append(acts, restore(j, j.AdminComment, l.UserLimit,
+			acts = append(acts, texts.restore(j, l.UserLimit,
 				fmt.Sprintf("ran %s of a lowered %s limit: its own limit back", snap.Now.Sub(j.Start).Round(time.Second), j.TimeLimit)))
 		}
 	}
@@ -385,6 +398,46 @@ func unNice(id string, user int, why string) Action {
 
 func release(id, why string) Action { return Action{Kind: ActRelease, Job: id, Reason: why} }
 
+// comments are jobs' AdminComments as the actions so far leave them, for
+// the jobs whose comment an action sets. Every action that sets one
+// starts from what the earlier ones set, and the Runner makes a job's
+// changes in order, so the last leaves all of them in.
+type comments map[string]string
+
+// of is j's comment as the actions so far leave it.
+func (c comments) of(j *Job) string {
+	if t, ok := c[j.ID]; ok {
+		return t
+	}
+	return j.AdminComment
+}
+
+// restore is restore from j's comment as it is to be.
+func (c comments) restore(j *Job, userLimit time.Duration, why string) Action {
+	a := restore(j, c.of(j), userLimit, why)
+	if a.setsComment() {
+		c[j.ID] = a.Text
+	}
+	return a
+}
+
+// hold holds j until until, marking its comment with until for the guard.
+func (c comments) hold(j *Job, until time.Time, why string) Action {
+	a := Action{Kind: ActHold, Job: j.ID, Until: until, Reason: why, Text: WithHoldMark(c.of(j), until)}
+	c[j.ID] = a.Text
+	return a
+}
+
+// release releases j, taking the hold's mark, if any, off its comment.
+func (c comments) release(j *Job, why string) Action {
+	a := release(j.ID, why)
+	if t := c.of(j); holdTag.MatchString(t) {
+		a.Text, a.Unmark = WithoutHoldMark(t), true
+		c[j.ID] = a.Text
+	}
+	return a
+}
+
 // UserLimit is the limit j's user asked for: the one it was lowered from,
 // else its own.
 func (st *State) UserLimit(j *Job) time.Duration {
@@ -438,6 +491,15 @@ func (st *State) Observe(snap Snapshot) {
 		}
 	}
 	forgetUnless(st.Niced, jobs, Job.Live)
+	for i := range snap.Jobs { // held by a Prescient whose state is lost, as its mark says
+		j := &snap.Jobs[i]
+		if _, ok := st.Held[j.ID]; ok || !heldByUs(j) {
+			continue
+		}
+		if until, ok := MarkedHold(j.AdminComment); ok {
+			st.Held[j.ID] = until
+		}
+	}
 	for id := range st.Held {
 		if j := jobs[id]; j == nil || !j.Held() {
 			delete(st.Held, id)
@@ -506,9 +568,10 @@ func (st *State) init() {
 func Restore(snap Snapshot, st *State) []Action {
 	var acts []Action
 	jobs := snap.byID()
+	texts := comments{}
 	for _, id := range slices.Sorted(maps.Keys(st.Lowered)) {
 		if j := jobs[id]; j != nil && j.Live() {
-			acts = append(acts, restore(j, j.AdminComment, st.Lowered[id].UserLimit, "Prescient stops"))
+			acts = append(acts, texts.restore(j, st.Lowered[id].UserLimit, "Prescient stops"))
 		}
 	}
 	for _, id := range slices.Sorted(maps.Keys(st.Niced)) {
@@ -518,7 +581,7 @@ func Restore(snap Snapshot, st *State) []Action {
 	}
 	for _, id := range slices.Sorted(maps.Keys(st.Held)) {
 		if j := jobs[id]; j != nil && j.Held() {
-			acts = append(acts, release(id, "Prescient stops"))
+			acts = append(acts, texts.release(j, "Prescient stops"))
 		}
 	}
 	for _, n := range slices.Sorted(maps.Keys(st.Parked)) {

@@ -153,6 +153,10 @@ func TestDecide(t *testing.T) {
 	holds := slurm.Config{Autopilot: true, HoldQOS: []string{"flex"}, Holder: holder}
 	dirtyNow, _ := sim.NewCarbonSeries([]time.Time{t0.Add(-time.Hour), t0.Add(2 * time.Hour)}, []float64{500, 100})
 	cleanNow, _ := sim.NewCarbonSeries([]time.Time{t0.Add(-3 * time.Hour), t0.Add(-time.Hour)}, []float64{500, 100})
+	marked := func(j slurm.Job, until time.Duration) slurm.Job {
+		j.AdminComment = slurm.WithHoldMark("site note", t0.Add(until))
+		return j
+	}
 	flex := func(j slurm.Job, submitted time.Duration, reason string) slurm.Job {
 		j.QOS, j.Submit = "flex", t0.Add(-submitted)
 		if reason != "" {
@@ -183,8 +187,19 @@ func TestDecide(t *testing.T) {
 			jobs: []slurm.Job{flex(pending("1", 1, time.Hour, 1), time.Hour, "")},
 			st:   slurm.State{Held: map[string]time.Time{"1": t0.Add(2 * time.Hour)}}},
 		{name: "a held job stays held while the cleaner power is ahead", cfg: holds, carbon: dirtyNow,
-			jobs: []slurm.Job{flex(pending("1", 1, time.Hour, 1), time.Hour, "JobHeldAdmin")},
+			jobs: []slurm.Job{marked(flex(pending("1", 1, time.Hour, 1), time.Hour, "JobHeldAdmin"), 2*time.Hour)},
 			st:   slurm.State{Held: map[string]time.Time{"1": t0.Add(2 * time.Hour)}}},
+		{name: "a held job's mark follows its end when it moves later, or was never set", cfg: holds, carbon: dirtyNow,
+			jobs: []slurm.Job{flex(pending("1", 1, time.Hour, 1), time.Hour, "JobHeldAdmin"),
+				marked(flex(pending("2", 1, time.Hour, 1), time.Hour, "JobHeldAdmin"), time.Hour),
+				marked(flex(pending("3", 1, time.Hour, 1), time.Hour, "JobHeldAdmin"), 3*time.Hour)},
+			st:   slurm.State{Held: map[string]time.Time{"1": t0.Add(2 * time.Hour), "2": t0.Add(time.Hour), "3": t0.Add(3 * time.Hour)}},
+			want: []string{"hold 1 0s until=+2h0m0s", "hold 2 0s until=+2h0m0s"}},
+		{name: "a hold whose state is lost is found by its mark, and released when it is over", cfg: holds, carbon: cleanNow,
+			jobs: []slurm.Job{marked(flex(pending("1", 1, time.Hour, 1), time.Hour, "JobHeldAdmin"), -time.Hour),
+				marked(flex(pending("2", 1, time.Hour, 1), time.Hour, ""), -time.Hour)},
+			advice: []slurm.Advice{adv("1", time.Hour), adv("2", time.Hour)},
+			want:   []string{"comment 2 0s", "release 1 0s"}},
 		{name: "without the grid's intensity nothing is held and a held job is released", cfg: holds,
 			jobs: []slurm.Job{flex(pending("1", 1, time.Hour, 1), time.Hour, "JobHeldAdmin"), flex(pending("2", 1, time.Hour, 1), time.Hour, "")},
 			st:   slurm.State{Held: map[string]time.Time{"1": t0.Add(2 * time.Hour)}},

@@ -19,6 +19,56 @@ import (
 // with the user's limit ("[prescient-user-limit: 120m]"), in the same
 // scontrol call, and Guard reads the mark from Slurm alone.
 
+// A job Prescient holds stays held if Prescient's host is lost with its
+// state. So a hold marks the job's AdminComment with when Prescient means
+// it to end ("[prescient-held-until: 2026-12-07T18:00:00Z]"), set before
+// the hold and taken off after the release, and moved when the hold's end
+// moves; Guard releases a job so marked once that time is GuardHoldGrace
+// past.
+
+// GuardHoldGrace is how long past its marked end Guard leaves a hold: a
+// running Prescient, which moves the mark when the cleaner power it waits
+// for moves, has had its cycles to do so.
+const GuardHoldGrace = 15 * time.Minute
+
+// holdTag is the hold's mark in a job's AdminComment.
+var holdTag = regexp.MustCompile(`\s*\[prescient-held-until: (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)\]`)
+
+// HoldMark is the mark of a hold meant to end at until (to the second).
+func HoldMark(until time.Time) string {
+	return "[prescient-held-until: " + until.UTC().Truncate(time.Second).Format(time.RFC3339) + "]"
+}
+
+// MarkedHold is when a held job's AdminComment says Prescient means its
+// hold to end; false without a mark.
+func MarkedHold(comment string) (time.Time, bool) {
+	m := holdTag.FindStringSubmatch(comment)
+	if m == nil {
+		return time.Time{}, false
+	}
+	t, err := time.Parse(time.RFC3339, m[1])
+	return t, err == nil
+}
+
+// WithHoldMark is existing with its hold mark, if any, replaced by the
+// mark of until.
+func WithHoldMark(existing string, until time.Time) string {
+	rest := WithoutHoldMark(existing)
+	if rest == "" {
+		return HoldMark(until)
+	}
+	return rest + " " + HoldMark(until)
+}
+
+// WithoutHoldMark is existing with its hold mark, if any, taken out.
+func WithoutHoldMark(existing string) string {
+	return strings.TrimSpace(holdTag.ReplaceAllString(existing, ""))
+}
+
+// heldByUs says whether j is held as Prescient holds: by an operator
+// (scontrol hold), not by its user (scontrol uhold), whose hold is theirs.
+func heldByUs(j *Job) bool { return j.Pending() && j.Reason == "JobHeldAdmin" }
+
 // maxMarkMinutes bounds a mark's limit (a century), so that no mark
 // overflows a Duration.
 const maxMarkMinutes = 100 * 365 * 24 * 60
@@ -98,11 +148,18 @@ func nearLimit(j *Job, now time.Time) bool {
 // Guard is what a guard gives back: the user's limit of each running job
 // whose limit is below the one its mark records and that has run to
 // within RestoreMargin of it, as Decide does while Prescient runs, the
-// mark taken off. It needs neither Prescient nor its state folder.
+// mark taken off; and the release of each held job whose hold's marked
+// end is GuardHoldGrace past, its mark taken off. It needs neither
+// Prescient nor its state folder.
 func Guard(snap Snapshot) []Action {
 	var acts []Action
 	for i := range snap.Jobs {
 		j := &snap.Jobs[i]
+		if until, ok := MarkedHold(j.AdminComment); ok && heldByUs(j) && snap.Now.Sub(until) > GuardHoldGrace {
+			acts = append(acts, comments{}.release(j, fmt.Sprintf("guard: held by Prescient until %s, %s ago",
+				until.Format(time.RFC3339), snap.Now.Sub(until).Round(time.Second))))
+			continue
+		}
 		user, ok := MarkedLimit(j.AdminComment)
 		if !ok || j.TimeLimit <= 0 || j.TimeLimit >= user || !nearLimit(j, snap.Now) {
 			continue
@@ -118,7 +175,8 @@ func Guard(snap Snapshot) []Action {
 // the errors of those that failed. Run it from cron or scrontab every
 // minute, on any host with Slurm's commands and a Slurm operator's
 // rights; beside a running Prescient it is harmless (a limit given back
-// twice is given back once).
+// twice is given back once; a hold is released only well after Prescient
+// would have released it or moved its mark).
 func RunGuard(ctx context.Context, c Client, now time.Time, log *slog.Logger) ([]Action, error) {
 	jobs, err := c.Jobs(ctx)
 	if err != nil {
@@ -127,7 +185,7 @@ func RunGuard(ctx context.Context, c Client, now time.Time, log *slog.Logger) ([
 	var done []Action
 	var errs []error
 	for _, a := range Guard(Snapshot{Now: now, Jobs: jobs}) {
-		if err := c.Update(ctx, []string{a.Job}, a.limitUpdate()); err != nil {
+		if err := change(ctx, c, a); err != nil {
 			log.Warn("slurm: change failed", append(logAttrs(a), "err", err)...)
 			errs = append(errs, fmt.Errorf("slurm guard: job %s: %w", a.Job, err))
 			continue

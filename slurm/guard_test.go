@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prescient-sched/prescient/cluster"
+	"github.com/prescient-sched/prescient/executor"
+	"github.com/prescient-sched/prescient/executor/sim"
 	"github.com/prescient-sched/prescient/slurm"
 )
 
@@ -160,4 +163,65 @@ func TestRestoresTakeTheMarkOff(t *testing.T) {
 			t.Errorf("after Stop with a lost state: job %s has limit %s and comment %q", j.ID, j.TimeLimit, j.AdminComment)
 		}
 	}
+}
+
+// TestHoldMarks: a hold marks the comment after the cycle's note, in the
+// order the Runner makes them; a release takes the mark off and leaves
+// the rest; the guard releases an operator's hold only once its marked
+// end is GuardHoldGrace past, and never a user's own hold.
+func TestHoldMarks(t *testing.T) {
+	holder, err := executor.NewCarbonHold([]cluster.Tier{cluster.TierOpportunistic}, 6*time.Hour, 0.2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := slurm.Config{Autopilot: true, Comment: true, HoldQOS: []string{"flex"}, Holder: holder}
+	dirty, _ := sim.NewCarbonSeries([]time.Time{t0.Add(-time.Hour), t0.Add(2 * time.Hour)}, []float64{500, 100})
+	clean, _ := sim.NewCarbonSeries([]time.Time{t0.Add(-time.Hour)}, []float64{100})
+	j := pending("1", 1, time.Hour, 1)
+	j.QOS, j.Submit, j.AdminComment = "flex", t0.Add(-time.Minute), "site note"
+	advice := []slurm.Advice{{Job: "1", Limit: 30 * time.Minute, Start: t0.Add(time.Hour)}}
+	st := slurm.State{}
+	acts := slurm.Decide(cfg, slurm.Snapshot{Now: t0, Jobs: []slurm.Job{j}, Carbon: dirty}, advice, &st)
+	if len(acts) != 2 || acts[0].Kind != slurm.ActComment || acts[1].Kind != slurm.ActHold ||
+		acts[1].Text != slurm.WithHoldMark(acts[0].Text, t0.Add(2*time.Hour)) || !strings.HasPrefix(acts[0].Text, "site note [prescient:") {
+		t.Fatalf("hold: %+v", acts)
+	}
+	j.AdminComment, j.Reason = acts[1].Text, "JobHeldAdmin"
+	st.Held = map[string]time.Time{"1": t0.Add(2 * time.Hour)}
+	acts = slurm.Decide(cfg, slurm.Snapshot{Now: t0, Jobs: []slurm.Job{j}, Carbon: clean}, advice, &st)
+	if len(acts) != 1 || acts[0].Kind != slurm.ActRelease || !acts[0].Unmark || acts[0].Text != slurm.WithoutHoldMark(j.AdminComment) ||
+		strings.Contains(acts[0].Text, "held-until") || !strings.HasPrefix(acts[0].Text, "site note [prescient:") {
+		t.Fatalf("release: %+v", acts)
+	}
+
+	user := j
+	user.ID, user.Reason = "2", "JobHeldUser"
+	for _, c := range []struct {
+		after time.Duration
+		want  int
+	}{{0, 0}, {slurm.GuardHoldGrace, 0}, {slurm.GuardHoldGrace + time.Minute, 1}} {
+		got := slurm.Guard(slurm.Snapshot{Now: t0.Add(2*time.Hour + c.after), Jobs: []slurm.Job{j, user}})
+		if len(got) != c.want || (c.want == 1 && (got[0].Kind != slurm.ActRelease || got[0].Job != "1" || got[0].Text != slurm.WithoutHoldMark(j.AdminComment))) {
+			t.Errorf("guard %s past the mark: %+v", c.after, got)
+		}
+	}
+}
+
+// FuzzMarkedHold: any AdminComment reads without a panic; marking it
+// reads back the time marked, to the second, and unmarking leaves no mark.
+func FuzzMarkedHold(f *testing.F) {
+	f.Add("site note [prescient-held-until: 2026-12-07T18:00:00Z]")
+	f.Add("[prescient-held-until: 2026-13-45T99:00:00Z]")
+	f.Add("")
+	f.Fuzz(func(t *testing.T, comment string) {
+		slurm.MarkedHold(comment)
+		until := time.Date(2026, 12, 7, 18, 0, 1, 500, time.UTC)
+		got, ok := slurm.MarkedHold(slurm.WithHoldMark(comment, until))
+		if !ok || !got.Equal(until.Truncate(time.Second)) {
+			t.Fatalf("marked %q: %s %v", comment, got, ok)
+		}
+		if _, ok := slurm.MarkedHold(slurm.WithoutHoldMark(slurm.WithHoldMark(comment, until))); ok && !strings.Contains(slurm.WithoutHoldMark(comment), "[prescient-held-until:") {
+			t.Fatalf("unmarked %q still marked", comment)
+		}
+	})
 }

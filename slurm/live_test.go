@@ -400,6 +400,20 @@ func TestHoldingForCleanerPowerOnRealSlurm(t *testing.T) {
 	if adv := r.Advice(); len(adv) != 1 || !adv[0].StartAfter.Equal(now.Add(time.Hour)) || !strings.HasPrefix(adv[0].Reason, "held by Prescient") {
 		t.Errorf("advice on the held job: %+v", adv)
 	}
+	if until, ok := slurm.MarkedHold(jobByID(t, cli, flex).AdminComment); !ok || !until.Equal(now.Add(time.Hour).Truncate(time.Second)) {
+		t.Errorf("the hold's mark: %s %v", until, ok)
+	}
+	// The cleaner power moves an hour later: the held job's mark follows
+	// (held again, which Slurm takes).
+	later, _ := sim.NewCarbonSeries([]time.Time{now.Add(-time.Hour), now.Add(2 * time.Hour)}, []float64{500, 100})
+	grid = later
+	if err := r.Cycle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	j := jobByID(t, cli, flex)
+	if until, ok := slurm.MarkedHold(j.AdminComment); !ok || !until.Equal(now.Add(2*time.Hour).Truncate(time.Second)) || j.Reason != "JobHeldAdmin" {
+		t.Errorf("after the end moved: %q, %s", j.AdminComment, j.Reason)
+	}
 	c.Run(t, "scancel", hog)
 	time.Sleep(3 * time.Second)
 	if j := jobByID(t, cli, flex); !j.Pending() {
@@ -414,6 +428,49 @@ func TestHoldingForCleanerPowerOnRealSlurm(t *testing.T) {
 	}
 	if st := r.State(); len(st.Held) != 0 {
 		t.Errorf("state still holds %v", st.Held)
+	}
+	if j := jobByID(t, cli, flex); strings.Contains(j.AdminComment, "prescient-held-until") {
+		t.Errorf("the mark outlived the hold: %q", j.AdminComment)
+	}
+}
+
+// TestGuardReleasesHoldsOnRealSlurm: Prescient holds a deferrable job and
+// goes away, its state with it. The guard, reading Slurm alone, leaves
+// the hold while its marked end is less than GuardHoldGrace past, then
+// releases it and takes the mark off.
+func TestGuardReleasesHoldsOnRealSlurm(t *testing.T) {
+	c, cli, _ := fullCluster(t)
+	ctx := context.Background()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	flex := c.Sbatch(t, "-J", "flex", "-t", "10", "--gres=gpu:1", "--wrap", "sleep 300")
+	now := time.Now()
+	dirty, _ := sim.NewCarbonSeries([]time.Time{now.Add(-time.Hour), now.Add(time.Hour)}, []float64{500, 100})
+	holder, err := executor.NewCarbonHold([]cluster.Tier{cluster.TierOpportunistic}, 6*time.Hour, 0.2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &slurm.Runner{Client: cli, Estimator: limitEstimator{}, Dir: t.TempDir(), Log: quiet,
+		Config: slurm.Config{Autopilot: true, HoldQOS: []string{jobByID(t, cli, flex).QOS}, Holder: holder},
+		Carbon: func(context.Context) (executor.Carbon, error) { return executor.Carbon(dirty), nil }}
+	if err := r.Cycle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Close(); err != nil { // gone, releasing nothing
+		t.Fatal(err)
+	}
+	if j := jobByID(t, cli, flex); j.Reason != "JobHeldAdmin" {
+		t.Fatalf("not held: %+v", j)
+	}
+	end := now.Add(time.Hour)
+	if done, err := slurm.RunGuard(ctx, cli, end.Add(slurm.GuardHoldGrace-time.Minute), quiet); len(done) != 0 || err != nil {
+		t.Fatalf("guard within the grace: %+v %v", done, err)
+	}
+	done, err := slurm.RunGuard(ctx, cli, end.Add(slurm.GuardHoldGrace+time.Minute), quiet)
+	if err != nil || len(done) != 1 || done[0].Kind != slurm.ActRelease {
+		t.Fatalf("guard past the grace: %+v %v", done, err)
+	}
+	if j := jobByID(t, cli, flex); j.Held() || strings.Contains(j.AdminComment, "prescient-held-until") {
+		t.Fatalf("after the guard: %+v", j)
 	}
 }
 

@@ -367,20 +367,34 @@ func (r *Runner) updateInBatches(ctx context.Context, acts []Action) map[int]err
 }
 
 // change makes one change that updateInBatches does not.
-func (r *Runner) change(ctx context.Context, a Action) error {
+func (r *Runner) change(ctx context.Context, a Action) error { return change(ctx, r.Client, a) }
+
+// change makes one change through c. A hold that marks the comment sets
+// the mark first, and a release that takes it off does so after: a mark
+// never outlives, nor is missing from, a hold that Slurm keeps (at worst
+// it marks a job not yet held, which the next cycle cleans).
+func change(ctx context.Context, c Client, a Action) error {
 	switch a.Kind {
 	case ActComment:
-		return r.Client.Update(ctx, []string{a.Job}, Update{AdminComment: &a.Text})
+		return c.Update(ctx, []string{a.Job}, Update{AdminComment: &a.Text})
 	case ActLower, ActRestore:
-		return r.Client.Update(ctx, []string{a.Job}, a.limitUpdate())
+		return c.Update(ctx, []string{a.Job}, a.limitUpdate())
 	case ActHold:
-		return r.Client.Hold(ctx, a.Job)
+		if a.setsComment() {
+			if err := c.Update(ctx, []string{a.Job}, Update{AdminComment: &a.Text}); err != nil {
+				return err
+			}
+		}
+		return c.Hold(ctx, a.Job)
 	case ActRelease:
-		return r.Client.Release(ctx, a.Job)
+		if err := c.Release(ctx, a.Job); err != nil || !a.setsComment() {
+			return err
+		}
+		return c.Update(ctx, []string{a.Job}, Update{AdminComment: &a.Text})
 	case ActPowerDown:
-		return r.Client.PowerDown(ctx, a.Node, "prescient: "+a.Reason)
+		return c.PowerDown(ctx, a.Node, "prescient: "+a.Reason)
 	case ActPowerUp:
-		return r.Client.PowerUp(ctx, a.Node)
+		return c.PowerUp(ctx, a.Node)
 	}
 	return fmt.Errorf("slurm: no change of kind %q", a.Kind)
 }

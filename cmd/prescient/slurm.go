@@ -247,12 +247,14 @@ func newSlurmGuardCmd(g *globals) *cobra.Command {
 	var site slurmSite
 	cmd := &cobra.Command{
 		Use:   "guard",
-		Short: "Give running jobs their users' limits back near a lowered one, from Slurm alone",
+		Short: "Give running jobs their users' limits back near a lowered one, and release expired holds, from Slurm alone",
 		Long: `The guard for a prescient slurm that is gone with its host: when autopilot lowers a
 job's limit it marks the job's AdminComment with the user's limit
 ("[prescient-user-limit: 120m]"). The guard reads the jobs through squeue and gives
 each running job whose limit is below its mark, and that has run to within two
-minutes (or a tenth) of it, the marked limit back, as prescient slurm itself does.
+minutes (or a tenth) of it, the marked limit back, as prescient slurm itself does. It also
+releases each job held by an operator whose hold's mark ("[prescient-held-until: ...]")
+is more than 15 minutes past, and takes the mark off.
 It needs no state folder and is harmless beside a running prescient slurm. Run it every
 minute from cron or scrontab on any host with Slurm's commands, as a Slurm operator.`,
 		Args: cobra.NoArgs,
