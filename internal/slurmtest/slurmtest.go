@@ -261,7 +261,13 @@ PartitionName=%[8]s Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 
 	// 4. slurmdbd, the cluster and an account in it, then slurmctld and slurmd.
 	c.daemon(env, "slurmdbd", "-D")
-	if err := retry(20*time.Second, func() error {
+	if err := retry(30*time.Second, func() error {
+		// slurmdbd exits ("Unable to initialize accounting_storage/mysql")
+		// when MariaDB, busy starting on a loaded machine, is slow to take
+		// its first connection: start it again.
+		if dbd := c.daemons["slurmdbd"]; dbd != nil && exited(dbd) {
+			c.daemon(env, "slurmdbd", "-D")
+		}
 		return run(d, env, "sacctmgr", "-i", "add", "cluster", "ptest")
 	}); err != nil {
 		return fmt.Errorf("slurmdbd did not start: %w", err)
@@ -421,6 +427,16 @@ func (c *Cluster) StartDaemon(t testing.TB, name string) {
 		return nil
 	}); err != nil {
 		t.Fatalf("slurmtest: %s did not come back: %v", name, err)
+	}
+}
+
+// exited says whether d's process has exited.
+func exited(d *daemon) bool {
+	select {
+	case <-d.done:
+		return true
+	default:
+		return false
 	}
 }
 
