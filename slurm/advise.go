@@ -390,15 +390,18 @@ func NoteChanged(comment string, a Advice, now time.Time) bool {
 }
 
 // WithComment is existing with Prescient's earlier note replaced by note.
-func WithComment(existing, note string) string {
-	rest := strings.TrimSpace(commentTag.ReplaceAllString(existing, ""))
-	if rest == "" {
-		return note
-	}
-	return rest + " " + note
-}
+func WithComment(existing, note string) string { return withTag(existing, commentTag, note) }
 
 // WithoutComment is existing with Prescient's note taken out.
-func WithoutComment(existing string) string {
-	return strings.TrimSpace(commentTag.ReplaceAllString(existing, ""))
+func WithoutComment(existing string) string { return withTag(existing, commentTag, "") }
+
+// withTag is existing with what tag matches taken out and text, unless
+// empty, put at the end: how Prescient's note and marks share a job's
+// AdminComment with the site's text and each other.
+func withTag(existing string, tag *regexp.Regexp, text string) string {
+	rest := strings.TrimSpace(tag.ReplaceAllString(existing, ""))
+	if rest == "" || text == "" {
+		return rest + text
+	}
+	return rest + " " + text
 }

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"regexp"
 	"strconv"
-	"strings"
 	"time"
 )
 
@@ -53,17 +52,11 @@ func MarkedHold(comment string) (time.Time, bool) {
 // WithHoldMark is existing with its hold mark, if any, replaced by the
 // mark of until.
 func WithHoldMark(existing string, until time.Time) string {
-	rest := WithoutHoldMark(existing)
-	if rest == "" {
-		return HoldMark(until)
-	}
-	return rest + " " + HoldMark(until)
+	return withTag(existing, holdTag, HoldMark(until))
 }
 
 // WithoutHoldMark is existing with its hold mark, if any, taken out.
-func WithoutHoldMark(existing string) string {
-	return strings.TrimSpace(holdTag.ReplaceAllString(existing, ""))
-}
+func WithoutHoldMark(existing string) string { return withTag(existing, holdTag, "") }
 
 // heldByUs says whether j is held as Prescient holds: by an operator
 // (scontrol hold), not by its user (scontrol uhold), whose hold is theirs.
@@ -99,17 +92,11 @@ func MarkedLimit(comment string) (time.Duration, bool) {
 // WithMark is existing with its mark, if any, replaced by the mark of
 // userLimit; the rest is left as it is.
 func WithMark(existing string, userLimit time.Duration) string {
-	rest := WithoutMark(existing)
-	if rest == "" {
-		return Mark(userLimit)
-	}
-	return rest + " " + Mark(userLimit)
+	return withTag(existing, markTag, Mark(userLimit))
 }
 
 // WithoutMark is existing with its mark, if any, taken out.
-func WithoutMark(existing string) string {
-	return strings.TrimSpace(markTag.ReplaceAllString(existing, ""))
-}
+func WithoutMark(existing string) string { return withTag(existing, markTag, "") }
 
 // restore gives job j its user's limit back and, where comment (the job's
 // AdminComment as it is to be) carries a mark, takes the mark off in the
