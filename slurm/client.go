@@ -120,16 +120,17 @@ func (c *CLI) Accounting(ctx context.Context, since time.Time) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return out, accountingErr(out)
+	return out, documentErr(out, "sacct --json")
 }
 
-// accountingErr is the errors sacct --json reported in out, if any.
-func accountingErr(out []byte) error {
+// documentErr is the errors a Slurm JSON document from what (a command
+// or request) reports, if any, for a document passed on unparsed.
+func documentErr(out []byte, what string) error {
 	var doc slurmErrors
 	if err := json.Unmarshal(out, &doc); err != nil {
-		return fmt.Errorf("sacct --json: %w", err)
+		return fmt.Errorf("%s: %w", what, err)
 	}
-	return doc.err("sacct --json")
+	return doc.err(what)
 }
 
 // Update implements Client with scontrol update (JobId=1,2,3 for several).
@@ -205,9 +206,10 @@ func (c *CLI) Priority(ctx context.Context) (Priority, error) {
 }
 
 // Minutes writes a limit as scontrol takes it: whole minutes, rounded up.
-func Minutes(d time.Duration) string {
-	return strconv.FormatInt(int64((d+time.Minute-1)/time.Minute), 10)
-}
+func Minutes(d time.Duration) string { return strconv.FormatInt(minutes(d), 10) }
+
+// minutes is d in whole minutes, rounded up, as Slurm keeps limits.
+func minutes(d time.Duration) int64 { return int64((d + time.Minute - 1) / time.Minute) }
 
 func checkID(id string) error {
 	if _, err := strconv.ParseUint(id, 10, 63); err != nil {

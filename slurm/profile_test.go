@@ -51,12 +51,12 @@ func TestAccountingNothingFoundIsNoError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := accountingErr(b); err != nil {
+	if err := documentErr(b, "sacct --json"); err != nil {
 		t.Errorf("nothing found: %v", err)
 	}
 	bad := strings.Replace(string(b), `"error_number": 9003`, `"error_number": 1`, 1)
 	bad = strings.Replace(bad, `"description": "Nothing found"`, `"description": "Database gone"`, 1)
-	if err := accountingErr([]byte(bad)); err == nil || !strings.Contains(err.Error(), "Database gone") {
+	if err := documentErr([]byte(bad), "sacct --json"); err == nil || !strings.Contains(err.Error(), "Database gone") {
 		t.Errorf("another error: %v", err)
 	}
 }

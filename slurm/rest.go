@@ -114,10 +114,14 @@ func (c *REST) version(ctx context.Context) (*restVersion, error) {
 	var tried []string
 	for i := range restVersions {
 		v := &restVersions[i]
-		status, _, err := c.do(ctx, http.MethodGet, "/slurm/"+v.name+"/ping", nil)
+		path := "/slurm/" + v.name + "/ping"
+		status, out, err := c.do(ctx, http.MethodGet, path, nil)
 		if status == http.StatusNotFound {
 			tried = append(tried, v.name)
 			continue
+		}
+		if err == nil {
+			err = documentErr(out, "slurmrestd GET "+path)
 		}
 		if err != nil {
 			return nil, err
@@ -133,8 +137,9 @@ func (c *REST) version(ctx context.Context) (*restVersion, error) {
 const maxResponse = 1 << 30
 
 // do sends a request and returns the status and body. A status other
-// than 200, or a document with errors, is an error that names the
-// request.
+// than 200 is an error that names the request and what the document's
+// errors say; the errors of a 200 are for the caller, whose parser of a
+// large document reads them in the same pass (post, Accounting).
 func (c *REST) do(ctx context.Context, method, path string, body any) (int, []byte, error) {
 	what := "slurmrestd " + method + " " + path
 	timeout := c.Timeout
@@ -185,16 +190,36 @@ func (c *REST) do(ctx context.Context, method, path string, body any) (int, []by
 	if err != nil {
 		return resp.StatusCode, nil, fmt.Errorf("%s: %s: %w", what, resp.Status, err)
 	}
-	return resp.StatusCode, out, checkResponse(what, resp.StatusCode, out)
+	if resp.StatusCode != http.StatusOK {
+		return resp.StatusCode, out, statusErr(what, resp.StatusCode, out)
+	}
+	return resp.StatusCode, out, nil
 }
 
-// checkResponse is the error a slurmrestd response carries, nil if none:
-// a status other than 200, errors in the document, or a job update's
-// result with an error code (v0.0.42 on). slurmrestd answers some
-// failures with 200 and errors (an unknown field of an update), and
-// others with an error status and errors (a bad token: 500, "Failed
-// while looking for jobs").
-func checkResponse(what string, status int, body []byte) error {
+// statusErr is the error of a response with a status other than 200:
+// slurmrestd answers some failures so, with errors in the document (a
+// bad token: 500, "Failed while looking for jobs"), and others with 200
+// and errors (an unknown field of an update: post).
+func statusErr(what string, status int, body []byte) error {
+	msg := strings.TrimSpace(string(body))
+	if err := documentErr(body, what); err != nil && json.Valid(body) {
+		msg = err.Error()
+	}
+	if len(msg) > 500 {
+		msg = msg[:500]
+	}
+	return fmt.Errorf("%s: %d %s: %s", what, status, http.StatusText(status), msg)
+}
+
+// post sends a change and returns its error: a status other than 200,
+// errors in the document, or a job update's result with an error code
+// (v0.0.42 on).
+func (c *REST) post(ctx context.Context, path string, body any) error {
+	_, out, err := c.do(ctx, http.MethodPost, path, body)
+	if err != nil {
+		return err
+	}
+	what := "slurmrestd POST " + path
 	var doc struct {
 		slurmErrors
 		Results []struct {
@@ -204,22 +229,11 @@ func checkResponse(what string, status int, body []byte) error {
 			Why   string          `json:"why"`
 		} `json:"results"`
 	}
-	derr := json.Unmarshal(body, &doc)
-	if derr == nil {
-		derr = doc.err(what)
+	if err := json.Unmarshal(out, &doc); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
 	}
-	if status != http.StatusOK {
-		msg := strings.TrimSpace(string(body))
-		if derr != nil && json.Valid(body) {
-			msg = derr.Error()
-		}
-		if len(msg) > 500 {
-			msg = msg[:500]
-		}
-		return fmt.Errorf("%s: %d %s: %s", what, status, http.StatusText(status), msg)
-	}
-	if derr != nil {
-		return derr
+	if err := doc.err(what); err != nil {
+		return err
 	}
 	var msgs []string
 	for _, r := range doc.Results {
@@ -282,8 +296,11 @@ func (c *REST) Accounting(ctx context.Context, since time.Time) ([]byte, error) 
 		ago := int64(math.Ceil(time.Since(since).Seconds())) + 60
 		from = "now-" + strconv.FormatInt(max(ago, 60), 10)
 	}
-	out, _, err := c.get(ctx, "slurmdb", "/jobs", url.Values{"start_time": {from}})
-	return out, err
+	out, what, err := c.get(ctx, "slurmdb", "/jobs", url.Values{"start_time": {from}})
+	if err != nil {
+		return nil, err
+	}
+	return out, documentErr(out, what)
 }
 
 // Update implements Client: POST /slurm/VER/job/ID for each job. An
@@ -310,8 +327,7 @@ func (c *REST) Update(ctx context.Context, ids []string, u Update) error {
 	}
 	body := map[string]any{}
 	if u.TimeLimit != nil {
-		m, _ := strconv.ParseInt(Minutes(*u.TimeLimit), 10, 64)
-		body["time_limit"] = v.number(m)
+		body["time_limit"] = v.number(minutes(*u.TimeLimit))
 	}
 	if u.Nice != nil {
 		body["nice"] = *u.Nice
@@ -321,7 +337,7 @@ func (c *REST) Update(ctx context.Context, ids []string, u Update) error {
 	}
 	var errs []error
 	for _, id := range ids {
-		if _, _, err := c.do(ctx, http.MethodPost, "/slurm/"+v.name+"/job/"+id, body); err != nil {
+		if err := c.post(ctx, "/slurm/"+v.name+"/job/"+id, body); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -355,8 +371,7 @@ func (c *REST) hold(ctx context.Context, id string, hold bool) error {
 	if err != nil {
 		return err
 	}
-	_, _, err = c.do(ctx, http.MethodPost, "/slurm/"+v.name+"/job/"+id, map[string]any{"hold": hold})
-	return err
+	return c.post(ctx, "/slurm/"+v.name+"/job/"+id, map[string]any{"hold": hold})
 }
 
 // PowerDown implements Client: POST /slurm/VER/node/NAME (v0.0.40 on)
@@ -390,8 +405,7 @@ func (c *REST) power(ctx context.Context, node string, body map[string]any, comm
 		}
 		return commands(c.Commands)
 	}
-	_, _, err = c.do(ctx, http.MethodPost, "/slurm/"+v.name+"/node/"+url.PathEscape(node), body)
-	return err
+	return c.post(ctx, "/slurm/"+v.name+"/node/"+url.PathEscape(node), body)
 }
 
 // Priority implements Client through Commands: slurmrestd publishes no
