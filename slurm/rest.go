@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -417,8 +418,15 @@ func (c *REST) Priority(ctx context.Context) (Priority, error) {
 	return c.Commands.Priority(ctx)
 }
 
+// What REST may lack: the levers Lacks names.
+const (
+	LeverComment  = "AdminComment"
+	LeverPower    = "node power"
+	LeverPriority = "priority settings"
+)
+
 // Lacks names what this server's version cannot do without Commands:
-// "AdminComment", "node power" and "priority settings".
+// LeverComment, LeverPower and LeverPriority.
 func (c *REST) Lacks(ctx context.Context) ([]string, error) {
 	v, err := c.version(ctx)
 	if err != nil {
@@ -426,10 +434,26 @@ func (c *REST) Lacks(ctx context.Context) ([]string, error) {
 	}
 	var out []string
 	if !v.comments {
-		out = append(out, "AdminComment")
+		out = append(out, LeverComment)
 	}
 	if !v.nodes {
-		out = append(out, "node power")
+		out = append(out, LeverPower)
 	}
-	return append(out, "priority settings"), nil
+	return append(out, LeverPriority), nil
+}
+
+// LacksFor is what Lacks names that cfg pulls: the comment for the
+// advice note and the marks of lowered limits and holds, node power for
+// parking, the priority settings for ordering.
+func (c *REST) LacksFor(ctx context.Context, cfg Config) ([]string, error) {
+	lacks, err := c.Lacks(ctx)
+	if err != nil {
+		return nil, err
+	}
+	uses := map[string]bool{
+		LeverComment:  cfg.Comment || cfg.Autopilot && (len(cfg.Partitions) > 0 || cfg.Holder != nil && len(cfg.HoldQOS) > 0),
+		LeverPower:    cfg.Autopilot && cfg.ParkIdleAfter > 0,
+		LeverPriority: cfg.Autopilot && len(cfg.Order) > 0,
+	}
+	return slices.DeleteFunc(lacks, func(l string) bool { return !uses[l] }), nil
 }

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prescient-sched/prescient/cluster"
+	"github.com/prescient-sched/prescient/executor"
 	"github.com/prescient-sched/prescient/slurm"
 )
 
@@ -188,6 +190,25 @@ func TestRESTWithoutCommands(t *testing.T) {
 	}
 	if _, err := c.Priority(ctx); !errors.Is(err, errors.ErrUnsupported) {
 		t.Errorf("priority settings: %v", err)
+	}
+	// What a configuration pulls of what v0.0.38 lacks: holds mark the
+	// comment too.
+	holder, err := executor.NewCarbonHold([]cluster.Tier{cluster.TierOpportunistic}, time.Hour, 0.2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		cfg  slurm.Config
+		want string
+	}{
+		{slurm.Config{}, ""},
+		{slurm.Config{Comment: true}, "AdminComment"},
+		{slurm.Config{Autopilot: true, HoldQOS: []string{"flex"}, Holder: holder}, "AdminComment"},
+		{slurm.Config{Autopilot: true, ParkIdleAfter: time.Hour, Order: []string{"gpu"}}, "node power,priority settings"},
+	} {
+		if got, err := c.LacksFor(ctx, tc.cfg); err != nil || strings.Join(got, ",") != tc.want {
+			t.Errorf("LacksFor(%+v) = %q %v, want %q", tc.cfg, got, err, tc.want)
+		}
 	}
 }
 

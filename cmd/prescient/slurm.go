@@ -17,6 +17,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -116,20 +117,17 @@ func (s *slurmSite) needCommands(ctx context.Context, c slurm.Client, cfg slurm.
 	if !ok {
 		return nil
 	}
-	lacks, err := rest.Lacks(ctx)
-	if err != nil {
+	lacks, err := rest.LacksFor(ctx, cfg)
+	if err != nil || len(lacks) == 0 {
 		return err
 	}
-	uses := map[string]bool{"AdminComment": cfg.Comment || cfg.Autopilot && len(cfg.Partitions) > 0,
-		"node power": cfg.Autopilot && cfg.ParkIdleAfter > 0, "priority settings": cfg.Autopilot && len(cfg.Order) > 0}
-	scontrol := filepath.Join(s.bin, "scontrol")
-	if s.bin == "" {
-		scontrol = "scontrol"
+	scontrol := "scontrol"
+	if s.bin != "" {
+		scontrol = filepath.Join(s.bin, "scontrol")
 	}
-	for _, l := range lacks {
-		if _, err := exec.LookPath(scontrol); uses[l] && err != nil {
-			return fmt.Errorf("slurmrestd cannot read or change %s, which this configuration needs, and %s is not installed: %w", l, scontrol, err)
-		}
+	if _, err := exec.LookPath(scontrol); err != nil {
+		return fmt.Errorf("slurmrestd cannot read or change %s, which this configuration needs, and %s is not installed: %w",
+			strings.Join(lacks, " or "), scontrol, err)
 	}
 	return nil
 }
@@ -265,7 +263,13 @@ minute from cron or scrontab on any host with Slurm's commands, as a Slurm opera
 			}
 			done, err := slurm.RunGuard(cmd.Context(), c, time.Now(), g.logger.With("component", "slurm"))
 			if err == nil || len(done) > 0 { // not when the jobs could not be read
-				fmt.Fprintf(cmd.OutOrStdout(), "gave %d jobs their users' limits back\n", len(done))
+				released := 0
+				for _, a := range done {
+					if a.Kind == slurm.ActRelease {
+						released++
+					}
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "gave %d jobs their users' limits back and released %d held jobs\n", len(done)-released, released)
 			}
 			return err
 		},
