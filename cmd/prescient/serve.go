@@ -505,11 +505,10 @@ func watchTokens(ctx context.Context, f *watchfile.File[api.Tokens], every time.
 		f.Watch(ctx, every, hup, func(ts api.Tokens) {
 			merged := api.Tokens{List: append(slices.Clone(ts.List), beside...)}
 			if err := merged.Validate(); err != nil {
-				log.Error("tokens file refused; the tokens in force stay", "component", "tokens", "error", err)
+				log.Error("tokens file's tokens clash with the demo's; the tokens in force stay", "component", "tokens", "error", err)
 				return
 			}
-			set(merged)
-			log.Info("tokens file applied", "component", "tokens", "tokens", len(ts.List))
+			set(merged) // watchfile logs that the file is applied
 		})
 	}()
 }
