@@ -109,7 +109,7 @@ func newCycle(f *Framework, in *PlanInput) *cycle {
 		buf = new([]entry)
 	}
 	c.buf = buf
-	c.queue = newOrderedQueue(c.p.Order, in, c.octx, *buf)
+	c.queue = newOrderedQueue(c.p.Order, in, c.octx, *buf, &f.rankings)
 	c.countTenants()
 	c.scanRunning()
 	return c
@@ -194,7 +194,12 @@ func (c *cycle) clone(src *Capacity) *Capacity {
 // into the input), the candidates' arrays (cleared of them) and the
 // cycle's capacities (let go of the fleet) to the pools.
 func (c *cycle) release() {
-	*c.buf = c.queue.h[:0]
+	if r := c.queue.ranked; r != nil {
+		r.reset(nil)
+		c.f.rankings.Put(r)
+	} else {
+		*c.buf = c.queue.h[:0]
+	}
 	c.f.buffers.Put(c.buf)
 	if c.ranked {
 		clear(c.cands.Jobs)

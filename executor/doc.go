@@ -27,7 +27,9 @@
 // facts (QueueFactsKeeper, PlanInput.Facts), the placer's (a KeepingPlacer's
 // JobKeeper, PlanInput.Kept), the queue in order with its keys (SortedQueue,
 // PlanInput.QueueSorted) or, for an order whose keys move with the clock,
-// what each queued job's key reads of it (PartedOrder, PlanInput.QueueParts).
+// what each queued job's key reads of it (PartedOrder, PlanInput.QueueParts)
+// and, for an IndexedOrder, an index from which a cycle takes the queue's
+// head in order without keying every job (PlanInput.QueueIndex).
 // Forecaster is what the simulator asks for forecasts (Observer, if it also
 // learns from finished jobs); Oracle gives true durations, optionally
 // noised; learned forecasts come from the predictor through

@@ -138,6 +138,10 @@ type PlanInput struct {
 	// index (NewQueuedPart with the policy's PartedOrder), kept by the
 	// caller while the jobs wait; nil: the planner reads the jobs.
 	QueueParts []QueuedPart
+	// QueueIndex, when set, is the policy's IndexedOrder's index of Queue,
+	// kept by the caller while the jobs wait: a cycle takes the jobs from
+	// it in order rather than keying each.
+	QueueIndex QueueIndex
 }
 
 // Plan is data: what to start where, what to stop, and why.

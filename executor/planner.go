@@ -36,10 +36,11 @@ type Framework struct {
 	policy Policy
 	limits Limits
 	logger *slog.Logger
-	// buffers recycles the per-cycle queue heap, candidates the arrays of
-	// the running jobs a cycle ranks, capacities a cycle's clones of the
-	// free capacity; none holds state that outlives a call.
-	buffers, candidates, capacities sync.Pool
+	// buffers recycles the per-cycle queue heap, rankings the merges of a
+	// queue index, candidates the arrays of the running jobs a cycle ranks,
+	// capacities a cycle's clones of the free capacity; none holds state
+	// that outlives a call.
+	buffers, rankings, candidates, capacities sync.Pool
 }
 
 var _ Planner = (*Framework)(nil)
@@ -183,9 +184,12 @@ type orderedQueue struct {
 	// queue; zero if none.
 	woken bool
 	next  time.Time
+	// ranked, when set, hands the jobs out from the caller's index
+	// (PlanInput.QueueIndex); h, sorted and keys are then unused.
+	ranked *Ranking
 }
 
-func newOrderedQueue(order QueueOrder, in *PlanInput, octx *OrderContext, buf []entry) *orderedQueue {
+func newOrderedQueue(order QueueOrder, in *PlanInput, octx *OrderContext, buf []entry, rankings *sync.Pool) *orderedQueue {
 	if static, stepped := IsStatic(order), IsStepped(order); in.QueueSorted && (static || stepped) {
 		// A static order's queued keys never change; a stepped one's next
 		// change comes with the queue.
@@ -194,6 +198,20 @@ func newOrderedQueue(order QueueOrder, in *PlanInput, octx *OrderContext, buf []
 			q.keys = in.QueueKeys
 		}
 		return q
+	}
+	if ix := in.QueueIndex; ix != nil && ix.Len() == len(in.Queue) {
+		r, _ := rankings.Get().(*Ranking)
+		if r == nil {
+			r = new(Ranking)
+		}
+		r.reset(octx)
+		if ix.Rank(octx, r) && r.len() == len(in.Queue) {
+			r.init()
+			_, wakes := order.(Waker)
+			return &orderedQueue{ranked: r, woken: wakes, next: r.next}
+		}
+		r.reset(nil)
+		rankings.Put(r)
 	}
 	q := &orderedQueue{h: buf[:0], queue: in.Queue}
 	w, wakes := order.(Waker)
@@ -237,7 +255,12 @@ func (q *orderedQueue) add(k Key, t submitTime, i int) {
 	q.h = append(q.h, entry{key: k, submitTime: t, idx: int32(i)})
 }
 
-func (q *orderedQueue) len() int { return len(q.h) + len(q.sorted) }
+func (q *orderedQueue) len() int {
+	if q.ranked != nil {
+		return q.ranked.len()
+	}
+	return len(q.h) + len(q.sorted)
+}
 
 // total reports whether the jobs come out in a total order of their keys
 // (no key is NaN, as PlanInput.QueueSorted promises of a sorted input):
@@ -246,6 +269,9 @@ func (q *orderedQueue) total() bool { return !q.nan }
 
 // pop takes the first job in order.
 func (q *orderedQueue) pop(order QueueOrder, octx *OrderContext) ranked {
+	if q.ranked != nil {
+		return q.ranked.pop()
+	}
 	if len(q.sorted) > 0 {
 		v := q.sorted[0]
 		q.sorted = q.sorted[1:]

@@ -60,6 +60,12 @@ func (s *Simulator) check() error {
 			}
 		}
 	}
+	if s.index != nil {
+		in := executor.PlanInput{Now: s.now, Cluster: s.snap, Free: s.free, Queue: s.queue, Running: s.running, UsageGPU: s.usage, Waits: s.waits}
+		if err := executor.CheckIndex(s.cfg.Order, s.index, &in); err != nil {
+			return fmt.Errorf("%w: %w", err, ErrInvariant)
+		}
+	}
 	if s.kept != nil {
 		if err := s.kept.Check(&executor.PlanInput{Now: s.now, Queue: q, Running: s.running}); err != nil {
 			return fmt.Errorf("%w: %w", err, ErrInvariant)

@@ -24,6 +24,9 @@ func (s *Simulator) enqueue(j *simJob) {
 	if s.parted != nil { // its forecast and progress are set: they stay while it waits
 		s.parts = append(s.parts, executor.NewQueuedPart(s.parted, &j.view))
 	}
+	if s.index != nil {
+		s.index.Add(&j.view)
+	}
 }
 
 func (s *Simulator) dequeue(j *simJob) {
@@ -42,6 +45,9 @@ func (s *Simulator) dequeue(j *simJob) {
 	if s.parted != nil {
 		s.parts[j.qpos] = s.parts[n]
 		s.parts = s.parts[:n]
+	}
+	if s.index != nil {
+		s.index.Remove(&j.view)
 	}
 	j.qpos = -1
 }

@@ -207,6 +207,7 @@ type Simulator struct {
 	queue   []*executor.JobView
 	parts   []executor.QueuedPart // parts[i] is queue[i]'s (PlanInput.QueueParts); nil unless parted
 	parted  executor.PartedOrder
+	index   executor.QueueIndex   // the order's index of queue (PlanInput.QueueIndex); nil unless indexed
 	sorted  *executor.SortedQueue // nil unless Config.Order is static
 	running []*executor.RunningJob
 	runJobs []*simJob // runJobs[i] is the job of running[i]
@@ -291,6 +292,9 @@ func newSimulator(cfg Config) (*Simulator, error) {
 	}
 	if po, ok := cfg.Order.(executor.PartedOrder); ok && s.sorted == nil {
 		s.parted, s.parts = po, []executor.QueuedPart{}
+		if io, ok := po.(executor.IndexedOrder); ok {
+			s.index = io.NewQueueIndex()
+		}
 	}
 	if k, ok := cfg.Planner.(interface{ NewKeeper() executor.JobKeeper }); ok { // executor.Framework
 		s.kept = k.NewKeeper()

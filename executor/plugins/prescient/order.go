@@ -177,20 +177,42 @@ func (o *Order) part(v *executor.JobView, id int32, inQueue bool) part {
 
 // keyOf is the key of a job with part p (Key).
 func (o *Order) keyOf(p *part, ctx *executor.OrderContext) executor.Key {
-	if p.deadline && !ctx.Now.Before(p.urgent) { // executor.Urgent
+	if s := o.stateOf(p, ctx.Now); s != bucketed {
+		return p.fixedKey(s)
+	}
+	return o.weighed(p, o.tenantOf(p.tenant, p.name, ctx), ctx.Now)
+}
+
+// stateOf is whether a job with part p is urgent at now (a deadline job
+// whose slack ran out: executor.Urgent), else starving (queued, it waited
+// ReserveAfter), else neither.
+func (o *Order) stateOf(p *part, now time.Time) state {
+	switch {
+	case p.deadline && !now.Before(p.urgent):
+		return urgent
+	case p.queued && max(now.Sub(p.since), 0) >= o.args.ReserveAfter:
+		return starving
+	}
+	return bucketed
+}
+
+// fixedKey is the key of an urgent or starving job, which stays.
+func (p *part) fixedKey(s state) executor.Key {
+	if s == urgent {
 		return executor.Key{p.tier, classUrgent, p.latest}
 	}
-	if !p.queued {
-		t := o.tenantOf(p.tenant, p.name, ctx)
-		return executor.Key{p.tier, t.class, p.length * t.fair}
+	return executor.Key{p.tier, classStarving, p.sinceS}
+}
+
+// weighed is the key at now of a job neither urgent nor starving, its
+// tenant weighing w: its length scaled by the weight and, queued, divided
+// by its age.
+func (o *Order) weighed(p *part, w tenantWeight, now time.Time) executor.Key {
+	if !p.queued { // a running job neither ages nor starves
+		return executor.Key{p.tier, w.class, p.length * w.fair}
 	}
-	wait := max(ctx.Now.Sub(p.since), 0)
-	if wait >= o.args.ReserveAfter {
-		return executor.Key{p.tier, classStarving, p.sinceS}
-	}
-	t := o.tenantOf(p.tenant, p.name, ctx)
-	age := 1 + wait.Seconds()/o.args.AgingHorizon.Seconds()
-	return executor.Key{p.tier, t.class, p.length * t.fair / age}
+	age := 1 + max(now.Sub(p.since), 0).Seconds()/o.args.AgingHorizon.Seconds()
+	return executor.Key{p.tier, w.class, p.length * w.fair / age}
 }
 
 // next is when a queued job with part p turns urgent or starves, the
