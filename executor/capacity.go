@@ -122,6 +122,9 @@ func (c *Capacity) FreeGPUs() int { return c.free }
 // MaxNodeGPUs is the most GPUs any node has.
 func (c *Capacity) MaxNodeGPUs() int { return c.maxNode }
 
+// Len is the number of nodes.
+func (c *Capacity) Len() int { return len(c.nodes) }
+
 // Node returns node i of the snapshot.
 func (c *Capacity) Node(i int) *cluster.Node { return &c.nodes[i] }
 

@@ -20,7 +20,7 @@ func (cp *cyclePlacer) extraOn(job *cluster.Job, c *executor.Capacity, i int) ti
 	if !busy {
 		return end.Sub(cp.now)
 	}
-	busyUntil := cp.nodeEnds()[n.Name]
+	busyUntil := cp.nodeEnds(c)[i]
 	if busyUntil.Before(cp.now) {
 		busyUntil = cp.now
 	}
@@ -35,9 +35,9 @@ func (cp *cyclePlacer) energyCost(job *cluster.Job, c *executor.Capacity, i int)
 	return cp.args.EnergyLevelsPerHour * cp.extraOn(job, c, i).Hours()
 }
 
-// placed notes the job's P90 end on the nodes it was given, where energy
-// is weighed.
-func (cp *cyclePlacer) placed(job *cluster.Job, allocs []cluster.Allocation) {
+// placed notes the job's P90 end on the nodes it was given on c, where
+// energy is weighed.
+func (cp *cyclePlacer) placed(job *cluster.Job, allocs []cluster.Allocation, c *executor.Capacity) {
 	if cp.args.EnergyLevelsPerHour == 0 {
 		return
 	}
@@ -46,7 +46,7 @@ func (cp *cyclePlacer) placed(job *cluster.Job, allocs []cluster.Allocation) {
 		cp.placedEnds = append(cp.placedEnds, placedEnd{end, allocs})
 		return
 	}
-	cp.noteEnd(end, allocs)
+	cp.noteEnd(end, allocs, c)
 }
 
 // placedEnd is a placement's P90 end, before nodeEnds is read.
@@ -55,27 +55,31 @@ type placedEnd struct {
 	allocs []cluster.Allocation
 }
 
-func (cp *cyclePlacer) noteEnd(end time.Time, allocs []cluster.Allocation) {
+func (cp *cyclePlacer) noteEnd(end time.Time, allocs []cluster.Allocation, c *executor.Capacity) {
 	for i, a := range allocs {
 		// A job's GPUs on one node come together: one look per node.
-		if (i == 0 || a.GPU.Node != allocs[i-1].GPU.Node) && end.After(cp.nodeEnd[a.GPU.Node]) {
-			cp.nodeEnd[a.GPU.Node] = end
+		if i > 0 && a.GPU.Node == allocs[i-1].GPU.Node {
+			continue
+		}
+		if k, ok := c.NodeIndex(a.GPU.Node); ok && end.After(cp.nodeEnd[k]) {
+			cp.nodeEnd[k] = end
 		}
 	}
 }
 
-// nodeEnds is the latest P90 end of the jobs on each node, this cycle's
+// nodeEnds is the latest P90 end of the jobs on each node, by its place in
+// c (every capacity of one cycle places nodes alike), this cycle's
 // placements included; read from the running jobs on first use.
-func (cp *cyclePlacer) nodeEnds() map[string]time.Time {
+func (cp *cyclePlacer) nodeEnds(c *executor.Capacity) []time.Time {
 	if cp.nodeEnd != nil {
 		return cp.nodeEnd
 	}
-	cp.nodeEnd = map[string]time.Time{}
+	cp.nodeEnd = make([]time.Time, c.Len())
 	for _, r := range cp.running {
-		cp.noteEnd(cp.now.Add(r.RemainingP90()), r.Allocations)
+		cp.noteEnd(cp.now.Add(r.RemainingP90()), r.Allocations, c)
 	}
 	for _, p := range cp.placedEnds {
-		cp.noteEnd(p.end, p.allocs)
+		cp.noteEnd(p.end, p.allocs, c)
 	}
 	cp.placedEnds = nil
 	return cp.nodeEnd

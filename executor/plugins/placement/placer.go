@@ -236,7 +236,7 @@ type cyclePlacer struct {
 	// P90 end of the jobs on each node, this cycle's placements included)
 	// drive the energy term.
 	now        time.Time
-	nodeEnd    map[string]time.Time
+	nodeEnd    []time.Time
 	placedEnds []placedEnd // placements before nodeEnd is read
 	// proposed are the shares this placer handed out in the cycle, by GPU:
 	// they explain shares of used GPUs that the running set does not.
@@ -295,7 +295,7 @@ func (cp *cyclePlacer) Place(job *cluster.Job, c *executor.Capacity) ([]cluster.
 	case spec.Fractional():
 		allocs, ok, why := cp.placeShareRemembering(job, &req, c, ctx)
 		if ok {
-			cp.placed(job, allocs)
+			cp.placed(job, allocs, c)
 		}
 		return allocs, ok, why
 	case c.FreeGPUs() < spec.GPUs:
@@ -314,7 +314,7 @@ func (cp *cyclePlacer) Place(job *cluster.Job, c *executor.Capacity) ([]cluster.
 		allocs, ok, why = cp.placeTasks(job, tasks, c)
 	}
 	if ok {
-		cp.placed(job, allocs)
+		cp.placed(job, allocs, c)
 	}
 	return allocs, ok, why
 }

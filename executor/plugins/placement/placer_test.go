@@ -212,7 +212,7 @@ func TestEnergyTermCountsTheCyclesPlacements(t *testing.T) {
 				t.Fatalf("before any placement: short keeps n1 on %v longer, want 2h", got)
 			}
 		}
-		cp.placed(long.Job, []cluster.Allocation{at("n1", 1, 1000)})
+		cp.placed(long.Job, []cluster.Allocation{at("n1", 1, 1000)}, c)
 		if got := cp.extraOn(short.Job, c, 0); got != 0 {
 			t.Errorf("read first %v: after long went to n1, short keeps it on %v longer, want 0", readFirst, got)
 		}
