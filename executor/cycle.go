@@ -173,11 +173,16 @@ func (c *cycle) rank() {
 	} else {
 		c.cands = Candidates{Jobs: make([]*RunningJob, 0, c.preemptible), Keys: make([]Key, 0, c.preemptible)}
 	}
-	for _, r := range c.in.Running {
-		if r.Stopping {
-			continue
+	ro, parted := c.p.Order.(RunningPartedOrder)
+	parted = parted && len(c.in.RunningParts) == len(c.in.Running)
+	for i, r := range c.in.Running {
+		switch {
+		case r.Stopping:
+		case parted:
+			c.cands.Add(r, ro.KeyRunning(&r.JobView, c.in.RunningParts[i], c.octx))
+		default:
+			c.cands.Add(r, c.p.Order.Key(&r.JobView, c.octx))
 		}
-		c.cands.Add(r, c.p.Order.Key(&r.JobView, c.octx))
 	}
 }
 

@@ -138,6 +138,10 @@ type PlanInput struct {
 	// index (NewQueuedPart with the policy's PartedOrder), kept by the
 	// caller while the jobs wait; nil: the planner reads the jobs.
 	QueueParts []QueuedPart
+	// RunningParts, when set, holds each job of Running's part, index for
+	// index (RunningPartedOrder.RunningPart with the policy's order), kept
+	// by the caller while the jobs run; nil: the planner reads the jobs.
+	RunningParts []any
 	// QueueIndex, when set, is the policy's IndexedOrder's index of Queue,
 	// kept by the caller while the jobs wait: a cycle takes the jobs from
 	// it in order rather than keying each.

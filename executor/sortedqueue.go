@@ -52,6 +52,19 @@ type PartedOrder interface {
 	KeyFrom(v *JobView, part any, ctx *OrderContext) (Key, time.Time)
 }
 
+// A RunningPartedOrder keys running jobs as a PartedOrder keys queued
+// ones: from a part that stays while the job runs (its spec and forecast)
+// and what moves (its progress, the clock, fair shares). A caller that
+// keeps its running jobs from cycle to cycle keeps each one's part
+// (PlanInput.RunningParts), so that a cycle ranking them for victims reads
+// less of each. KeyRunning(v, RunningPart(v), ctx) must be Key(v, ctx) for
+// as long as the job runs.
+type RunningPartedOrder interface {
+	QueueOrder
+	RunningPart(v *JobView) any
+	KeyRunning(v *JobView, part any, ctx *OrderContext) Key
+}
+
 // QueuedPart is what a cycle reads of a queued job that its caller keeps
 // (PlanInput.QueueParts): the job's submit time, the queue's tie-break,
 // and its PartedOrder's part.
@@ -246,4 +259,23 @@ func (q *SortedQueue) at(i int) *ranked { return &ranked{v: q.jobs[i], key: q.ke
 // search is the first index whose job does not come before r.
 func (q *SortedQueue) search(r *ranked) int {
 	return sort.Search(len(q.jobs), func(i int) bool { return !before(q.at(i), r) })
+}
+
+// CheckRunningParts reports the first running job of in whose key from its
+// kept part (in.RunningParts) is not its key, for a RunningPartedOrder.
+func CheckRunningParts(order QueueOrder, in *PlanInput) error {
+	ro, ok := order.(RunningPartedOrder)
+	if !ok {
+		return nil
+	}
+	if len(in.RunningParts) != len(in.Running) {
+		return fmt.Errorf("%d running parts kept for %d running jobs", len(in.RunningParts), len(in.Running))
+	}
+	ctx := &OrderContext{Now: in.Now, in: in}
+	for i, r := range in.Running {
+		if k, want := ro.KeyRunning(&r.JobView, in.RunningParts[i], ctx), order.Key(&r.JobView, ctx); !sameKey(k, want) {
+			return fmt.Errorf("running job %s: key %v from its kept part, %v from the job", r.Job.ID, k, want)
+		}
+	}
+	return nil
 }

@@ -60,9 +60,15 @@ func (s *Simulator) check() error {
 			}
 		}
 	}
+	in := executor.PlanInput{Now: s.now, Cluster: s.snap, Free: s.free, Queue: s.queue, Running: s.running, UsageGPU: s.usage, Waits: s.waits,
+		RunningParts: s.runParts}
 	if s.index != nil {
-		in := executor.PlanInput{Now: s.now, Cluster: s.snap, Free: s.free, Queue: s.queue, Running: s.running, UsageGPU: s.usage, Waits: s.waits}
 		if err := executor.CheckIndex(s.cfg.Order, s.index, &in); err != nil {
+			return fmt.Errorf("%w: %w", err, ErrInvariant)
+		}
+	}
+	if s.runParted != nil {
+		if err := executor.CheckRunningParts(s.cfg.Order, &in); err != nil {
 			return fmt.Errorf("%w: %w", err, ErrInvariant)
 		}
 	}

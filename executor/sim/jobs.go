@@ -56,6 +56,9 @@ func (s *Simulator) addRunning(j *simJob) {
 	j.rpos = len(s.running)
 	s.running = append(s.running, &j.run)
 	s.runJobs = append(s.runJobs, j)
+	if s.runParted != nil { // its spec and forecast stay while it runs
+		s.runParts = append(s.runParts, s.runParted.RunningPart(&j.run.JobView))
+	}
 }
 
 func (s *Simulator) removeRunning(j *simJob) {
@@ -64,6 +67,11 @@ func (s *Simulator) removeRunning(j *simJob) {
 	s.running[j.rpos], s.runJobs[j.rpos] = s.running[n], last
 	last.rpos = j.rpos
 	s.running, s.runJobs = s.running[:n], s.runJobs[:n]
+	if s.runParted != nil {
+		s.runParts[j.rpos] = s.runParts[n]
+		s.runParts[n] = nil
+		s.runParts = s.runParts[:n]
+	}
 	j.rpos = -1
 }
 

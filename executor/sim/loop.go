@@ -310,7 +310,7 @@ func earliest(a, b time.Time) time.Time {
 func (s *Simulator) jobsNow(in *executor.PlanInput) {
 	s.refreshRunning()
 	in.Queue, in.Running, in.QueueSorted, in.Facts, in.Kept = s.queue, s.running, false, s.facts.Facts(s.now), s.kept
-	in.QueueParts, in.QueueIndex = s.parts, s.index
+	in.QueueParts, in.QueueIndex, in.RunningParts = s.parts, s.index, s.runParts
 	if s.sorted != nil {
 		s.sorted.Advance(s.now)
 		in.Queue = s.sorted.Jobs()

@@ -211,15 +211,19 @@ type Simulator struct {
 	sorted  *executor.SortedQueue // nil unless Config.Order is static
 	running []*executor.RunningJob
 	runJobs []*simJob // runJobs[i] is the job of running[i]
-	usage   map[string]time.Duration
-	held    map[string]int
-	peak    map[string]int                  // the most each tenant held at once
-	waits   map[string]executor.TenantWaits // tenants' decayed queueing
-	queuedN map[string]int                  // tenants' jobs in the queue
-	facts   executor.QueueFactsKeeper       // the queue's facts, for the planner (PlanInput.Facts)
-	kept    executor.JobKeeper              // the placer's, for the planner (PlanInput.Kept); nil if none
-	acct    accounting
-	caches  dataCaches
+	// runParts[i] is running[i]'s part (PlanInput.RunningParts); nil unless
+	// the order is a RunningPartedOrder.
+	runParts  []any
+	runParted executor.RunningPartedOrder
+	usage     map[string]time.Duration
+	held      map[string]int
+	peak      map[string]int                  // the most each tenant held at once
+	waits     map[string]executor.TenantWaits // tenants' decayed queueing
+	queuedN   map[string]int                  // tenants' jobs in the queue
+	facts     executor.QueueFactsKeeper       // the queue's facts, for the planner (PlanInput.Facts)
+	kept      executor.JobKeeper              // the placer's, for the planner (PlanInput.Kept); nil if none
+	acct      accounting
+	caches    dataCaches
 	// arrivals are the jobs that arrived (forecast parking's rate).
 	arrivals park.Arrivals
 	dirty    bool
@@ -295,6 +299,9 @@ func newSimulator(cfg Config) (*Simulator, error) {
 		if io, ok := po.(executor.IndexedOrder); ok {
 			s.index = io.NewQueueIndex()
 		}
+	}
+	if ro, ok := cfg.Order.(executor.RunningPartedOrder); ok {
+		s.runParted, s.runParts = ro, []any{}
 	}
 	if k, ok := cfg.Planner.(interface{ NewKeeper() executor.JobKeeper }); ok { // executor.Framework
 		s.kept = k.NewKeeper()

@@ -46,14 +46,28 @@ var (
 
 // gittinsLength is 1/G in seconds for the job's forecast and progress, at
 // least one second.
-func gittinsLength(v *executor.JobView) float64 {
+func gittinsLength(v *executor.JobView) float64 { return spreadOf(v).length(v) }
+
+// spread is what gittinsLength reads of a job's forecast: its median m (in
+// seconds) and σ; m 0 when the forecast has no spread (the length is then
+// the remaining P50).
+type spread struct{ m, sigma float64 }
+
+func spreadOf(v *executor.JobView) spread {
 	p50, p90 := v.Forecast.DurationP50, v.Forecast.DurationP90
 	if p50 <= 0 || p90 <= p50 {
-		return v.RemainingP50().Seconds()
+		return spread{}
 	}
 	m := p50.Seconds()
-	sigma := math.Log(p90.Seconds()/m) / z90
-	return max(m*scaledGittins(sigma, v.Progress.Seconds()/m), time.Second.Seconds())
+	return spread{m: m, sigma: math.Log(p90.Seconds()/m) / z90}
+}
+
+// length is gittinsLength of v, whose forecast has spread s.
+func (s spread) length(v *executor.JobView) float64 {
+	if s.m == 0 {
+		return v.RemainingP50().Seconds()
+	}
+	return max(s.m*scaledGittins(s.sigma, v.Progress.Seconds()/s.m), time.Second.Seconds())
 }
 
 // scaledGittins interpolates the table: 1/G for median 1, spread sigma and

@@ -83,9 +83,10 @@ type Order struct {
 }
 
 var (
-	_ executor.QueueOrder  = (*Order)(nil)
-	_ executor.Waker       = (*Order)(nil)
-	_ executor.PartedOrder = (*Order)(nil)
+	_ executor.QueueOrder         = (*Order)(nil)
+	_ executor.Waker              = (*Order)(nil)
+	_ executor.PartedOrder        = (*Order)(nil)
+	_ executor.RunningPartedOrder = (*Order)(nil)
 )
 
 // NewOrder returns the order.
@@ -137,6 +138,34 @@ func (o *Order) KeyFrom(v *executor.JobView, p any, ctx *executor.OrderContext) 
 		q = &kept
 	}
 	return o.keyOf(q, ctx), q.next(ctx.Now)
+}
+
+// RunningPart implements executor.RunningPartedOrder: what the key of a
+// running job reads of it besides its progress, which stays while it runs;
+// nil for a deadline job, whose latest start moves with its progress.
+func (o *Order) RunningPart(v *executor.JobView) any {
+	if v.Job.Spec.HasDeadline() {
+		return nil
+	}
+	return &runningPart{part: o.part(v, o.tenantID(v.Job.Spec.Tenant), false), spread: spreadOf(v)}
+}
+
+// KeyRunning implements executor.RunningPartedOrder.
+func (o *Order) KeyRunning(v *executor.JobView, p any, ctx *executor.OrderContext) executor.Key {
+	rp, ok := p.(*runningPart)
+	if !ok {
+		return o.Key(v, ctx)
+	}
+	q := rp.part
+	q.length = rp.spread.length(v)
+	return o.keyOf(&q, ctx)
+}
+
+// runningPart is a running job's part, its length left to compute from
+// its progress and its forecast's spread.
+type runningPart struct {
+	part
+	spread spread
 }
 
 // part is what a job's key reads of it: for a queued job all of it stays
