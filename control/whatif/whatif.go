@@ -20,7 +20,7 @@ import (
 // compute budget, whichever ends first; the queue forecast, which runs
 // beside the plan loop rather than for a waiting client, has a larger
 // budget. A 1,000-job queue on 32 GPUs reaches its 7-day horizon in about
-// 110 ms; a second reaches an hour or more ahead of 6,000 jobs on
+// 110 ms; a second reaches about four hours ahead of 6,000 jobs on
 // 10,000 GPUs (BenchmarkWhatIf, BenchmarkWhatIfBusyFleet).
 const (
 	DefaultWhatIfHorizon = 7 * 24 * time.Hour
