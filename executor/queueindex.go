@@ -118,22 +118,7 @@ func (r *Ranking) pop() ranked {
 }
 
 func (r *Ranking) downSource(i int) {
-	h := r.sources
-	for {
-		l := 2*i + 1
-		if l >= len(h) {
-			return
-		}
-		m := l
-		if x := l + 1; x < len(h) && h[x].bound.Less(h[l].bound) {
-			m = x
-		}
-		if !h[m].bound.Less(h[i].bound) {
-			return
-		}
-		h[i], h[m] = h[m], h[i]
-		i = m
-	}
+	siftDown(r.sources, i, func(a, b *rankSource) bool { return a.bound.Less(b.bound) })
 }
 
 func (r *Ranking) pushCand(c ranked) {
@@ -149,18 +134,20 @@ func (r *Ranking) pushCand(c ranked) {
 	}
 }
 
-func (r *Ranking) downCand(i int) {
-	h := r.cands
+func (r *Ranking) downCand(i int) { siftDown(r.cands, i, before) }
+
+// siftDown moves h[i] down the min-heap h (by less) to its place.
+func siftDown[T any](h []T, i int, less func(a, b *T) bool) {
 	for {
 		l := 2*i + 1
 		if l >= len(h) {
 			return
 		}
 		m := l
-		if x := l + 1; x < len(h) && before(&h[x], &h[l]) {
+		if x := l + 1; x < len(h) && less(&h[x], &h[l]) {
 			m = x
 		}
-		if !before(&h[m], &h[i]) {
+		if !less(&h[m], &h[i]) {
 			return
 		}
 		h[i], h[m] = h[m], h[i]
