@@ -39,7 +39,7 @@ type index struct {
 	live    []*bucket // the buckets with jobs, each at its at
 	fixed   fixedRun  // urgent and starving jobs, by key
 	moves   timeHeap  // when a job's state next changes
-	wakes   timeHeap  // when a job's key changes (part.next), as the planner wakes for it
+	wakes   timeHeap  // when a job's key changes (part.changes), as the planner wakes for it
 	now     time.Time // the clock the states are at: the last Rank's
 	odd     int       // odd items
 }
@@ -99,9 +99,11 @@ func (ix *index) Add(v *executor.JobView) {
 		return
 	}
 	ix.file(it)
-	for _, t := range it.p.wakes() {
-		heap.Push(&ix.wakes, timed{t, it, 0})
+	urgent, starve := it.p.changes()
+	if !urgent.IsZero() {
+		heap.Push(&ix.wakes, timed{urgent, it, 0})
 	}
+	heap.Push(&ix.wakes, timed{starve, it, 0})
 }
 
 // Remove implements executor.QueueIndex.
@@ -230,31 +232,27 @@ func (b *bucket) Take(ctx *executor.OrderContext) (*executor.JobView, executor.K
 }
 
 func (b *bucket) insert(it *item) {
-	i, _ := slices.BinarySearchFunc(b.items, it.p.length, func(x *item, l float64) int {
-		switch {
-		case x.p.length < l:
-			return -1
-		case x.p.length > l:
-			return 1
-		}
-		return 0
-	})
-	b.items = slices.Insert(b.items, i, it)
+	b.items = slices.Insert(b.items, b.search(it.p.length), it)
 }
 
 func (b *bucket) remove(it *item) {
-	i, _ := slices.BinarySearchFunc(b.items, it.p.length, func(x *item, l float64) int {
-		if x.p.length < l {
-			return -1
-		}
-		return 1
-	})
-	for ; i < len(b.items); i++ {
+	for i := b.search(it.p.length); i < len(b.items); i++ {
 		if b.items[i] == it {
 			b.items = slices.Delete(b.items, i, i+1)
 			return
 		}
 	}
+}
+
+// search is the first place whose job is not shorter than length.
+func (b *bucket) search(length float64) int {
+	i, _ := slices.BinarySearchFunc(b.items, length, func(x *item, l float64) int {
+		if x.p.length < l {
+			return -1
+		}
+		return 1
+	})
+	return i
 }
 
 // fixedRun holds the urgent and starving jobs sorted by their keys, which
@@ -313,15 +311,6 @@ func (p *part) move(s state) (time.Time, bool) {
 		return p.urgent, true
 	}
 	return p.starve, true
-}
-
-// wakes are the times next gives, whatever the clock: a job's key
-// changes at the earliest of them after now.
-func (p *part) wakes() []time.Time {
-	if p.deadline && p.urgent.Before(p.starve) {
-		return []time.Time{p.urgent, p.starve}
-	}
-	return []time.Time{p.starve}
 }
 
 func floorDiv(a, b int64) int64 {

@@ -247,10 +247,21 @@ func (o *Order) weighed(p *part, w tenantWeight, now time.Time) executor.Key {
 // next is when a queued job with part p turns urgent or starves, the
 // earlier after now.
 func (p *part) next(now time.Time) time.Time {
-	if p.deadline && p.urgent.After(now) && p.urgent.Before(p.starve) {
-		return p.urgent
+	urgent, starve := p.changes()
+	if !urgent.IsZero() && urgent.After(now) {
+		return urgent
 	}
-	return p.starve
+	return starve
+}
+
+// changes are the times next gives, whatever the clock: when the job
+// turns urgent, if before it starves (zero otherwise), and when it
+// starves.
+func (p *part) changes() (urgent, starve time.Time) {
+	if p.deadline && p.urgent.Before(p.starve) {
+		return p.urgent, p.starve
+	}
+	return time.Time{}, p.starve
 }
 
 // tenantID numbers a tenant for the parts of queued jobs.
