@@ -169,7 +169,7 @@ func (c *cycle) rank() {
 	}
 	c.ranked = true
 	if b, _ := c.f.candidates.Get().(*Candidates); b != nil {
-		c.cands = Candidates{Jobs: b.Jobs[:0], Keys: b.Keys[:0]}
+		c.cands = Candidates{Jobs: b.Jobs[:0], Keys: b.Keys[:0], facts: b.facts[:0]}
 	} else {
 		c.cands = Candidates{Jobs: make([]*RunningJob, 0, c.preemptible), Keys: make([]Key, 0, c.preemptible)}
 	}
@@ -208,11 +208,15 @@ func (c *cycle) release() {
 	c.f.buffers.Put(c.buf)
 	if c.ranked {
 		clear(c.cands.Jobs)
-		c.f.candidates.Put(&Candidates{Jobs: c.cands.Jobs[:0], Keys: c.cands.Keys[:0]})
+		c.f.candidates.Put(&Candidates{Jobs: c.cands.Jobs[:0], Keys: c.cands.Keys[:0], facts: c.cands.facts[:0]})
 	}
 	for _, d := range c.clones {
 		d.nodes, d.index, d.first = nil, nil, nil
 		c.f.capacities.Put(d)
+	}
+	if c.ends != nil {
+		ends := c.ends[:0]
+		c.f.ends.Put(&ends)
 	}
 }
 
@@ -476,7 +480,11 @@ func (c *cycle) sortedEnds() []end {
 	if c.ends != nil {
 		return c.ends
 	}
-	c.ends = make([]end, 0, len(c.in.Running)+len(c.placedEnds))
+	if b, _ := c.f.ends.Get().(*[]end); b != nil {
+		c.ends = (*b)[:0]
+	} else {
+		c.ends = make([]end, 0, len(c.in.Running)+len(c.placedEnds)+16)
+	}
 	for i := range c.in.Running {
 		c.ends = append(c.ends, end{ns: c.endAt(int32(i)).UnixNano(), i: int32(i)})
 	}

@@ -38,9 +38,10 @@ type Framework struct {
 	logger *slog.Logger
 	// buffers recycles the per-cycle queue heap, rankings the merges of a
 	// queue index, candidates the arrays of the running jobs a cycle ranks,
-	// capacities a cycle's clones of the free capacity; none holds state
-	// that outlives a call.
-	buffers, rankings, candidates, capacities sync.Pool
+	// capacities a cycle's clones of the free capacity, ends the list of
+	// expected ends its reservations walk; none holds state that outlives
+	// a call.
+	buffers, rankings, candidates, capacities, ends sync.Pool
 }
 
 var _ Planner = (*Framework)(nil)

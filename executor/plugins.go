@@ -160,6 +160,7 @@ type Candidates struct {
 	Keys  []Key
 	worst Key              // the largest of Keys
 	facts []CandidateFacts // built on the first Facts
+	read  bool             // whether facts holds Jobs' facts
 }
 
 // CandidateFacts are Jobs[i]'s tier, whether it has a deadline, its
@@ -189,7 +190,7 @@ func (c *Candidates) Add(r *RunningJob, k Key) {
 	}
 	c.Jobs = append(c.Jobs, r)
 	c.Keys = append(c.Keys, k)
-	c.facts = nil
+	c.read = false
 }
 
 // Facts are the candidates' facts, Facts()[i] of Jobs[i]; they are read
@@ -197,8 +198,12 @@ func (c *Candidates) Add(r *RunningJob, k Key) {
 // or that tries no preemption, never reads them). Not safe for
 // concurrent use.
 func (c *Candidates) Facts() []CandidateFacts {
-	if c.facts == nil {
-		c.facts = make([]CandidateFacts, len(c.Jobs))
+	if !c.read {
+		c.read = true
+		if cap(c.facts) < len(c.Jobs) {
+			c.facts = make([]CandidateFacts, len(c.Jobs))
+		}
+		c.facts = c.facts[:len(c.Jobs)]
 		for i, r := range c.Jobs {
 			c.facts[i] = CandidateFacts{StartedUnixNano: r.Started.UnixNano(), WorkSinceCheckpoint: r.WorkSinceCheckpoint,
 				Attempts: int32(min(r.Job.Attempts, 1<<30)), Tier: int8(r.Job.Spec.Tier), HasDeadline: r.Job.Spec.HasDeadline()}

@@ -54,7 +54,7 @@ func (c *cycle) displace(r ranked, v *JobView, cands []*RunningJob, by string) b
 		}
 		c.pending.Release(vic.Allocations)
 		taken = append(taken, vic)
-		if plain(v.Job) && c.pending.FreeGPUs() < v.Job.Spec.GPUs {
+		if plain(v.Job) && !mayFit(c.pending, v.Job.Spec.GPUs) {
 			continue
 		}
 		allocs, ok, _ := c.p.Placer.Place(v.Job, c.pending)
@@ -75,7 +75,7 @@ func (c *cycle) displace(r ranked, v *JobView, cands []*RunningJob, by string) b
 // victims of this cycle) where it fits in them: it starts when they are
 // free.
 func (c *cycle) awaitStopping(v *JobView) bool {
-	if c.pending == nil {
+	if c.pending == nil || (plain(v.Job) && !mayFit(c.pending, v.Job.Spec.GPUs)) {
 		return false
 	}
 	allocs, ok, _ := c.p.Placer.Place(v.Job, c.pending)

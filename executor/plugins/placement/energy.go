@@ -20,9 +20,9 @@ func (cp *cyclePlacer) extraOn(job *cluster.Job, c *executor.Capacity, i int) ti
 	if !busy {
 		return end.Sub(cp.now)
 	}
-	busyUntil := cp.nodeEnds(c)[i]
-	if busyUntil.Before(cp.now) {
-		busyUntil = cp.now
+	busyUntil := cp.now
+	if ns := cp.nodeEnds(c)[i]; ns > busyUntil.UnixNano() {
+		busyUntil = time.Unix(0, ns)
 	}
 	return max(end.Sub(busyUntil), 0)
 }
@@ -61,20 +61,21 @@ func (cp *cyclePlacer) noteEnd(end time.Time, allocs []cluster.Allocation, c *ex
 		if i > 0 && a.GPU.Node == allocs[i-1].GPU.Node {
 			continue
 		}
-		if k, ok := c.NodeIndex(a.GPU.Node); ok && end.After(cp.nodeEnd[k]) {
-			cp.nodeEnd[k] = end
+		if k, ok := c.NodeIndex(a.GPU.Node); ok && end.UnixNano() > cp.nodeEnd[k] {
+			cp.nodeEnd[k] = end.UnixNano()
 		}
 	}
 }
 
-// nodeEnds is the latest P90 end of the jobs on each node, by its place in
-// c (every capacity of one cycle places nodes alike), this cycle's
-// placements included; read from the running jobs on first use.
-func (cp *cyclePlacer) nodeEnds(c *executor.Capacity) []time.Time {
+// nodeEnds is the latest P90 end (Unix nanoseconds; 0 none) of the jobs
+// on each node, by its place in c (every capacity of one cycle places
+// nodes alike), this cycle's placements included; read from the running
+// jobs on first use.
+func (cp *cyclePlacer) nodeEnds(c *executor.Capacity) []int64 {
 	if cp.nodeEnd != nil {
 		return cp.nodeEnd
 	}
-	cp.nodeEnd = make([]time.Time, c.Len())
+	cp.nodeEnd = make([]int64, c.Len())
 	for _, r := range cp.running {
 		cp.noteEnd(cp.now.Add(r.RemainingP90()), r.Allocations, c)
 	}

@@ -215,6 +215,10 @@ type cyclePlacer struct {
 	// quiet leaves out the reasons of placements (PlanInput.Unexplained).
 	quiet   bool
 	typical *Typical
+	// req and ctx are the request and context of the job being placed,
+	// kept here so that each placement does not allocate them.
+	req     Request
+	ctx     Context
 	running []*executor.RunningJob              // the cycle's (read): who shares a GPU (occupancyOf), nodes' ends (nodeEnds)
 	queued  map[cluster.JobID]*executor.JobView // the cycle's queue (memP90, remaining)
 	view    Node
@@ -236,7 +240,7 @@ type cyclePlacer struct {
 	// P90 end of the jobs on each node, this cycle's placements included)
 	// drive the energy term.
 	now        time.Time
-	nodeEnd    []time.Time
+	nodeEnd    []int64
 	placedEnds []placedEnd // placements before nodeEnd is read
 	// proposed are the shares this placer handed out in the cycle, by GPU:
 	// they explain shares of used GPUs that the running set does not.
@@ -281,19 +285,21 @@ func (cp *cyclePlacer) occupancyOf(c *executor.Capacity, i, g int) *occupancy {
 func (cp *cyclePlacer) Place(job *cluster.Job, c *executor.Capacity) ([]cluster.Allocation, bool, string) {
 	cp.read()
 	spec := &job.Spec
-	req := RequestOf(spec)
+	cp.req = RequestOf(spec)
+	req := &cp.req
 	// Host CPU and memory are not in the capacity index: the planner
 	// places by GPUs (the fill experiment checks them).
 	req.CPUMilli, req.MemoryBytes = 0, 0
-	ctx := &Context{Typical: cp.typical}
+	cp.ctx = Context{Typical: cp.typical}
+	ctx := &cp.ctx
 	if ctx.Typical == nil && NeedsTypical(cp.name) {
-		ctx.Typical, _ = NewTypical([]Request{req}, 1) // one request: no error
+		ctx.Typical, _ = NewTypical([]Request{*req}, 1) // one request: no error
 	}
 	switch {
 	case spec.GPUs == 0:
 		return nil, true, "needs no GPU"
 	case spec.Fractional():
-		allocs, ok, why := cp.placeShareRemembering(job, &req, c, ctx)
+		allocs, ok, why := cp.placeShareRemembering(job, req, c, ctx)
 		if ok {
 			cp.placed(job, allocs, c)
 		}
@@ -309,7 +315,7 @@ func (cp *cyclePlacer) Place(job *cluster.Job, c *executor.Capacity) ([]cluster.
 	var allocs []cluster.Allocation
 	var why string
 	if len(tasks) == 1 {
-		allocs, ok, why = cp.placeOnNode(job, &req, c, ctx)
+		allocs, ok, why = cp.placeOnNode(job, req, c, ctx)
 	} else {
 		allocs, ok, why = cp.placeTasks(job, tasks, c)
 	}

@@ -83,14 +83,11 @@ func (cp *cyclePlacer) placeTasks(job *cluster.Job, tasks []int, c *executor.Cap
 			where = fmt.Sprintf("%d tasks across leaves %s: no leaf has room for all", len(tasks), leavesOf(c, pick))
 		}
 	}
-	var allocs []cluster.Allocation
-	taken := map[cluster.GPURef]bool{}
+	allocs := make([]cluster.Allocation, 0, job.Spec.GPUs)
 	for t, i := range bestPick {
 		n := c.Node(i)
-		for _, g := range pickGPUs(c, i, sorted[t], taken) {
-			ref := cluster.GPURef{Node: n.Name, Index: g}
-			taken[ref] = true
-			allocs = append(allocs, cluster.Allocation{GPU: ref, Milli: cluster.MilliGPU})
+		for _, g := range pickGPUs(c, i, sorted[t], allocs) {
+			allocs = append(allocs, cluster.Allocation{GPU: cluster.GPURef{Node: n.Name, Index: g}, Milli: cluster.MilliGPU})
 		}
 	}
 	slices.SortFunc(allocs, func(a, b cluster.Allocation) int {
@@ -136,13 +133,15 @@ func assignTasks(c *executor.Capacity, tasks, nodes []int, warm func(i int) int,
 	return pick, true
 }
 
-// pickGPUs chooses size wholly free GPUs of node i not yet taken: all in
-// one NVLink domain when one has room (the fullest such domain), else the
-// lowest-numbered.
-func pickGPUs(c *executor.Capacity, i, size int, taken map[cluster.GPURef]bool) []int {
+// pickGPUs chooses size wholly free GPUs of node i not among taken (the
+// job's allocations so far): all in one NVLink domain when one has room
+// (the fullest such domain), else the lowest-numbered.
+func pickGPUs(c *executor.Capacity, i, size int, taken []cluster.Allocation) []int {
 	n := c.Node(i)
 	free := func(g int) bool {
-		return c.FreeMilli(i, g) == cluster.MilliGPU && !taken[cluster.GPURef{Node: n.Name, Index: g}]
+		return c.FreeMilli(i, g) == cluster.MilliGPU && !slices.ContainsFunc(taken, func(a cluster.Allocation) bool {
+			return a.GPU.Index == g && a.GPU.Node == n.Name
+		})
 	}
 	domains := map[string][]int{}
 	var any []int

@@ -62,25 +62,38 @@ func (cp *cyclePlacer) placeOnNode(job *cluster.Job, req *Request, c *executor.C
 }
 
 // hasDomainRoom reports whether some NVLink domain of node i has size
-// wholly free GPUs (the domains of each node numbered once per cycle).
+// wholly free GPUs (the domains of each node numbered once per cycle; a
+// node without domains, the common case, is not remembered).
 func (cp *cyclePlacer) hasDomainRoom(c *executor.Capacity, i, size int) bool {
-	for len(cp.domains) <= i {
-		cp.domains = append(cp.domains, nil)
+	var d []int8
+	if i < len(cp.domains) {
+		d = cp.domains[i]
 	}
-	d := cp.domains[i]
 	if d == nil {
 		n := c.Node(i)
-		d = make([]int8, len(n.GPUs))
 		var names []string
 		for g := range n.GPUs {
-			d[g] = -1
-			if name := n.GPUs[g].NVLinkDomain; name != "" {
-				k := slices.Index(names, name)
-				if k < 0 {
-					k, names = len(names), append(names, name)
-				}
-				d[g] = int8(min(k, maxGPUsPerNode-1))
+			name := n.GPUs[g].NVLinkDomain
+			if name == "" {
+				continue
 			}
+			if d == nil {
+				d = make([]int8, len(n.GPUs))
+				for k := range d {
+					d[k] = -1
+				}
+			}
+			k := slices.Index(names, name)
+			if k < 0 {
+				k, names = len(names), append(names, name)
+			}
+			d[g] = int8(min(k, maxGPUsPerNode-1))
+		}
+		if d == nil {
+			return false
+		}
+		if len(cp.domains) <= i { // sized once: a cycle's capacities number nodes alike
+			cp.domains = append(cp.domains, make([][]int8, max(c.Len(), i+1)-len(cp.domains))...)
 		}
 		cp.domains[i] = d
 	}

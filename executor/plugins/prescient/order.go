@@ -326,7 +326,7 @@ func (o *Order) tenantOf(id int32, name string, ctx *executor.OrderContext) tena
 	if int(id) < len(m.byID) && m.byID[id].class != 0 {
 		return m.byID[id]
 	}
-	w := o.tenant(name, ctx)
+	w := o.weigh(name, ctx)
 	if int(id) >= len(m.byID) {
 		m.byID = append(m.byID, make([]tenantWeight, int(id)+1-len(m.byID))...)
 	}
