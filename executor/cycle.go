@@ -36,7 +36,7 @@ type cycle struct {
 	pending *Capacity   // free once stopping jobs and victims are gone, less claims; nil until needed
 
 	reservations []reservation
-	ends         []end       // expected ends, soonest first, for shadow times; nil until needed
+	ends         endList     // expected ends for shadow times; empty until needed
 	placedEnds   []placedEnd // expected ends of this cycle's placements, by P90 remaining time
 	minFail      int         // smallest plain whole-GPU demand that did not fit
 	minNoVictims int         // smallest plain demand for which preemption found no room
@@ -214,9 +214,8 @@ func (c *cycle) release() {
 		d.nodes, d.index, d.first = nil, nil, nil
 		c.f.capacities.Put(d)
 	}
-	if c.ends != nil {
-		ends := c.ends[:0]
-		c.f.ends.Put(&ends)
+	if c.ends.built {
+		c.f.ends.Put(&endList{sorted: c.ends.sorted[:0], rest: c.ends.rest[:0]})
 	}
 }
 
@@ -408,8 +407,8 @@ func (c *cycle) place(v *JobView, allocs []cluster.Allocation, why string) error
 	}
 	e := placedEnd{at: c.in.Now.Add(rem), allocs: allocs}
 	c.placedEnds = append(c.placedEnds, e)
-	if c.ends != nil {
-		c.addEnd(end{ns: e.at.UnixNano(), i: int32(len(c.in.Running) + len(c.placedEnds) - 1)})
+	if c.ends.built {
+		c.ends.add(end{ns: e.at.UnixNano(), i: int32(len(c.in.Running) + len(c.placedEnds) - 1)})
 	}
 	return nil
 }
@@ -474,25 +473,71 @@ func (c *cycle) finish() {
 
 // sortedEnds lists when running and just-placed jobs should end by their
 // P90, soonest first. It is built once a cycle, when the first reservation
-// needs it; placements after that are inserted in order. Ends at the same
-// time are released together, so their order is free.
-func (c *cycle) sortedEnds() []end {
-	if c.ends != nil {
-		return c.ends
+// needs it, and sorted only as far as reservations read it; placements
+// after that are added in order. Ends at the same time are released
+// together, so their order is free.
+func (c *cycle) sortedEnds() *endList {
+	if c.ends.built {
+		return &c.ends
 	}
-	if b, _ := c.f.ends.Get().(*[]end); b != nil {
-		c.ends = (*b)[:0]
-	} else {
-		c.ends = make([]end, 0, len(c.in.Running)+len(c.placedEnds)+16)
+	if b, _ := c.f.ends.Get().(*endList); b != nil {
+		c.ends = *b
 	}
+	c.ends.built = true
 	for i := range c.in.Running {
-		c.ends = append(c.ends, end{ns: c.endAt(int32(i)).UnixNano(), i: int32(i)})
+		c.ends.rest = append(c.ends.rest, end{ns: c.endAt(int32(i)).UnixNano(), i: int32(i)})
 	}
 	for k, e := range c.placedEnds {
-		c.ends = append(c.ends, end{ns: e.at.UnixNano(), i: int32(len(c.in.Running) + k)})
+		c.ends.rest = append(c.ends.rest, end{ns: e.at.UnixNano(), i: int32(len(c.in.Running) + k)})
 	}
-	slices.SortFunc(c.ends, func(a, b end) int { return cmp.Compare(a.ns, b.ns) })
-	return c.ends
+	for i := len(c.ends.rest)/2 - 1; i >= 0; i-- {
+		siftDown(c.ends.rest, i, endBefore)
+	}
+	return &c.ends
+}
+
+// endList is a list of ends sorted as far as it has been read: sorted
+// holds the soonest in order, rest a min-heap of the others, none sooner
+// than sorted's last. Reservations mostly find room after the first few
+// ends, so most of the list is never sorted.
+type endList struct {
+	built        bool
+	sorted, rest []end
+}
+
+func endBefore(a, b *end) bool { return a.ns < b.ns }
+
+// at is the k-th soonest end; false past the last.
+func (l *endList) at(k int) (end, bool) {
+	for len(l.sorted) <= k && len(l.rest) > 0 {
+		h := l.rest
+		l.sorted = append(l.sorted, h[0])
+		h[0] = h[len(h)-1]
+		l.rest = h[:len(h)-1]
+		siftDown(l.rest, 0, endBefore)
+	}
+	if k < len(l.sorted) {
+		return l.sorted[k], true
+	}
+	return end{}, false
+}
+
+// add adds a just-placed job's expected end, keeping the order.
+func (l *endList) add(e end) {
+	if n := len(l.sorted); len(l.rest) > 0 && (n == 0 || e.ns >= l.sorted[n-1].ns) {
+		l.rest = append(l.rest, e)
+		for i := len(l.rest) - 1; i > 0; {
+			p := (i - 1) / 2
+			if !endBefore(&l.rest[i], &l.rest[p]) {
+				break
+			}
+			l.rest[i], l.rest[p] = l.rest[p], l.rest[i]
+			i = p
+		}
+		return
+	}
+	i, _ := slices.BinarySearchFunc(l.sorted, e.ns, func(x end, ns int64) int { return cmp.Compare(x.ns, ns) })
+	l.sorted = slices.Insert(l.sorted, i, e)
 }
 
 // endAt is when job i of the ends list should end: a running job by its
@@ -514,10 +559,4 @@ func (c *cycle) endAllocs(i int32) []cluster.Allocation {
 		return c.placedEnds[int(i)-len(c.in.Running)].allocs
 	}
 	return c.in.Running[i].Allocations
-}
-
-// addEnd inserts a just-placed job's expected end, keeping the order.
-func (c *cycle) addEnd(e end) {
-	i, _ := slices.BinarySearchFunc(c.ends, e.ns, func(x end, ns int64) int { return cmp.Compare(x.ns, ns) })
-	c.ends = slices.Insert(c.ends, i, e)
 }

@@ -21,9 +21,13 @@ func (c *cycle) reserve(v *JobView) {
 	need := gpusOf(v.Job)
 	scratch := c.clone(c.free)
 	ends := c.sortedEnds()
-	for k, e := range ends {
+	for k := 0; ; k++ {
+		e, ok := ends.at(k)
+		if !ok {
+			break
+		}
 		scratch.Release(c.endAllocs(e.i))
-		if k+1 < len(ends) && ends[k+1].ns == e.ns {
+		if next, ok := ends.at(k + 1); ok && next.ns == e.ns {
 			continue // release every job that ends at the same time first
 		}
 		if plain(v.Job) && !mayFit(scratch, need) {
