@@ -490,9 +490,7 @@ func (c *cycle) sortedEnds() *endList {
 	for k, e := range c.placedEnds {
 		c.ends.rest = append(c.ends.rest, end{ns: e.at.UnixNano(), i: int32(len(c.in.Running) + k)})
 	}
-	for i := len(c.ends.rest)/2 - 1; i >= 0; i-- {
-		siftDown(c.ends.rest, i, endBefore)
-	}
+	heapInit(c.ends.rest, endBefore)
 	return &c.ends
 }
 
@@ -510,11 +508,9 @@ func endBefore(a, b *end) bool { return a.ns < b.ns }
 // at is the k-th soonest end; false past the last.
 func (l *endList) at(k int) (end, bool) {
 	for len(l.sorted) <= k && len(l.rest) > 0 {
-		h := l.rest
-		l.sorted = append(l.sorted, h[0])
-		h[0] = h[len(h)-1]
-		l.rest = h[:len(h)-1]
-		siftDown(l.rest, 0, endBefore)
+		var e end
+		e, l.rest = heapPop(l.rest, endBefore)
+		l.sorted = append(l.sorted, e)
 	}
 	if k < len(l.sorted) {
 		return l.sorted[k], true
@@ -525,15 +521,7 @@ func (l *endList) at(k int) (end, bool) {
 // add adds a just-placed job's expected end, keeping the order.
 func (l *endList) add(e end) {
 	if n := len(l.sorted); len(l.rest) > 0 && (n == 0 || e.ns >= l.sorted[n-1].ns) {
-		l.rest = append(l.rest, e)
-		for i := len(l.rest) - 1; i > 0; {
-			p := (i - 1) / 2
-			if !endBefore(&l.rest[i], &l.rest[p]) {
-				break
-			}
-			l.rest[i], l.rest[p] = l.rest[p], l.rest[i]
-			i = p
-		}
+		l.rest = heapPush(l.rest, e, endBefore)
 		return
 	}
 	i, _ := slices.BinarySearchFunc(l.sorted, e.ns, func(x end, ns int64) int { return cmp.Compare(x.ns, ns) })

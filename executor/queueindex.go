@@ -80,11 +80,7 @@ func (r *Ranking) reset(ctx *OrderContext) {
 }
 
 // init heapifies the sources once Rank has added them.
-func (r *Ranking) init() {
-	for i := len(r.sources)/2 - 1; i >= 0; i-- {
-		r.downSource(i)
-	}
-}
+func (r *Ranking) init() { heapInit(r.sources, sourceBefore) }
 
 func (r *Ranking) len() int { return r.left }
 
@@ -98,43 +94,53 @@ func (r *Ranking) pop() ranked {
 		r.pushCand(ranked{v: v, key: k})
 		if more {
 			s.bound = bound
-			r.downSource(0)
+			siftDown(r.sources, 0, sourceBefore)
 		} else {
-			last := len(r.sources) - 1
-			r.sources[0] = r.sources[last]
-			r.sources[last] = rankSource{}
-			r.sources = r.sources[:last]
-			r.downSource(0)
+			_, r.sources = heapPop(r.sources, sourceBefore)
 		}
 	}
-	top := r.cands[0]
-	last := len(r.cands) - 1
-	r.cands[0] = r.cands[last]
-	r.cands[last] = ranked{}
-	r.cands = r.cands[:last]
-	r.downCand(0)
+	var top ranked
+	top, r.cands = heapPop(r.cands, before)
 	r.left--
 	return top
 }
 
-func (r *Ranking) downSource(i int) {
-	siftDown(r.sources, i, func(a, b *rankSource) bool { return a.bound.Less(b.bound) })
+func sourceBefore(a, b *rankSource) bool { return a.bound.Less(b.bound) }
+
+func (r *Ranking) pushCand(c ranked) { r.cands = heapPush(r.cands, c, before) }
+
+// heapInit orders h into a min-heap by less.
+func heapInit[T any](h []T, less func(a, b *T) bool) {
+	for i := len(h)/2 - 1; i >= 0; i-- {
+		siftDown(h, i, less)
+	}
 }
 
-func (r *Ranking) pushCand(c ranked) {
-	r.cands = append(r.cands, c)
-	h := r.cands
+// heapPush adds x to the min-heap h (by less).
+func heapPush[T any](h []T, x T, less func(a, b *T) bool) []T {
+	h = append(h, x)
 	for i := len(h) - 1; i > 0; {
 		p := (i - 1) / 2
-		if !before(&h[i], &h[p]) {
+		if !less(&h[i], &h[p]) {
 			break
 		}
 		h[i], h[p] = h[p], h[i]
 		i = p
 	}
+	return h
 }
 
-func (r *Ranking) downCand(i int) { siftDown(r.cands, i, before) }
+// heapPop takes the first of the min-heap h (by less) out, clearing the
+// slot it frees so that the array holds no stale pointer.
+func heapPop[T any](h []T, less func(a, b *T) bool) (T, []T) {
+	top, last := h[0], len(h)-1
+	h[0] = h[last]
+	var zero T
+	h[last] = zero
+	h = h[:last]
+	siftDown(h, 0, less)
+	return top, h
+}
 
 // siftDown moves h[i] down the min-heap h (by less) to its place.
 func siftDown[T any](h []T, i int, less func(a, b *T) bool) {
