@@ -244,9 +244,7 @@ func newOrderedQueue(order QueueOrder, in *PlanInput, octx *OrderContext, buf []
 		}
 	}
 	q.woken = wakes
-	for i := len(q.h)/2 - 1; i >= 0; i-- {
-		q.down(i)
-	}
+	heapInit(q.h, q.before)
 	return q
 }
 
@@ -283,32 +281,13 @@ func (q *orderedQueue) pop(order QueueOrder, octx *OrderContext) ranked {
 		}
 		return ranked{v: v, key: order.Key(v, octx)}
 	}
-	top := q.h[0]
-	last := len(q.h) - 1
-	q.h[0] = q.h[last]
-	q.h = q.h[:last]
-	q.down(0)
+	var top entry
+	top, q.h = heapPop(q.h, q.before)
 	return ranked{v: q.queue[top.idx], key: top.key}
 }
 
-func (q *orderedQueue) down(i int) {
-	n := len(q.h)
-	for {
-		l := 2*i + 1
-		if l >= n {
-			return
-		}
-		m := l
-		if r := l + 1; r < n && entryBefore(q.queue, &q.h[r], &q.h[l]) {
-			m = r
-		}
-		if !entryBefore(q.queue, &q.h[m], &q.h[i]) {
-			return
-		}
-		q.h[i], q.h[m] = q.h[m], q.h[i]
-		i = m
-	}
-}
+// before orders the heap's entries (entryBefore).
+func (q *orderedQueue) before(a, b *entry) bool { return entryBefore(q.queue, a, b) }
 
 // fairShares computes each tenant's share (by weight) and usage (decayed
 // GPU-time), both as fractions of the fleet's, for the tenants the snapshot
