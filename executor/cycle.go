@@ -99,6 +99,9 @@ func newCycle(f *Framework, in *PlanInput) *cycle {
 		c.p = &pol
 	}
 	c.octx = &OrderContext{Now: in.Now, in: in}
+	if m, _ := f.shares.Get().(map[string]FairShare); m != nil {
+		c.octx.spare = m
+	}
 	if in.Free != nil {
 		c.free = c.clone(in.Free)
 	} else {
@@ -217,6 +220,12 @@ func (c *cycle) release() {
 	if c.ends.built {
 		c.f.ends.Put(&endList{sorted: c.ends.sorted[:0], rest: c.ends.rest[:0]})
 	}
+	if m := c.octx.Shares; m != nil {
+		c.f.shares.Put(m)
+	} else if c.octx.spare != nil {
+		c.f.shares.Put(c.octx.spare)
+	}
+	c.octx.Shares, c.octx.spare = nil, nil
 }
 
 // done reports whether no job left in the queue can start or preempt: the

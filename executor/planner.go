@@ -39,9 +39,9 @@ type Framework struct {
 	// buffers recycles the per-cycle queue heap, rankings the merges of a
 	// queue index, candidates the arrays of the running jobs a cycle ranks,
 	// capacities a cycle's clones of the free capacity, ends the list of
-	// expected ends its reservations walk; none holds state that outlives
-	// a call.
-	buffers, rankings, candidates, capacities, ends sync.Pool
+	// expected ends its reservations walk, shares the map of its tenants'
+	// fair shares; none holds state that outlives a call.
+	buffers, rankings, candidates, capacities, ends, shares sync.Pool
 }
 
 var _ Planner = (*Framework)(nil)
@@ -293,12 +293,16 @@ func (q *orderedQueue) before(a, b *entry) bool { return entryBefore(q.queue, a,
 // GPU-time), both as fractions of the fleet's, for the tenants the snapshot
 // lists or that have used GPUs (weight 1 unless listed). A tenant that is
 // neither has no entry: order plugins treat it as at its share.
-func fairShares(in *PlanInput) map[string]FairShare {
+// It fills out, emptied first, when given.
+func fairShares(in *PlanInput, out map[string]FairShare) map[string]FairShare {
 	var tenants []cluster.Tenant
 	if in.Cluster != nil {
 		tenants = in.Cluster.Tenants
 	}
-	out := make(map[string]FairShare, len(tenants)+len(in.UsageGPU))
+	if out == nil {
+		out = make(map[string]FairShare, len(tenants)+len(in.UsageGPU))
+	}
+	clear(out)
 	for _, t := range tenants { // Share holds the weight until the sums are known
 		out[t.Name] = FairShare{Share: t.Weight}
 	}

@@ -38,13 +38,15 @@ type OrderContext struct {
 	// used by one goroutine, and each planning cycle makes its own.
 	Memo any
 	in   *PlanInput // the cycle's input, for Shares
+	// spare, when set, is an empty map for Shares from the planner's pool.
+	spare map[string]FairShare
 }
 
 // Share is a tenant's fair share; false when it has none (it is then at
 // its share).
 func (c *OrderContext) Share(tenant string) (FairShare, bool) {
 	if c.Shares == nil && c.in != nil {
-		c.Shares = fairShares(c.in)
+		c.Shares, c.spare = fairShares(c.in, c.spare), nil
 	}
 	fs, ok := c.Shares[tenant]
 	return fs, ok

@@ -63,9 +63,9 @@ func TestFairSharesAreTheSameToTheLastBitEveryTime(t *testing.T) {
 		in.UsageGPU[name] = time.Duration(i*i+1) * 1234567 * time.Microsecond
 		in.Waits[name] = TenantWaits{QueuedS: 0.1 * float64(i*7+3), Arrivals: 0.3 * float64(i+1)}
 	}
-	first := fairShares(in)
+	first := fairShares(in, nil)
 	for range 50 {
-		for name, fs := range fairShares(in) {
+		for name, fs := range fairShares(in, nil) {
 			if fs != first[name] {
 				t.Fatalf("tenant %s: %+v, then %+v", name, first[name], fs)
 			}
