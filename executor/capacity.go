@@ -134,6 +134,17 @@ func (c *Capacity) NodeIndex(name string) (int, bool) {
 	return i, ok
 }
 
+// NodeIndexHint is NodeIndex for a name whose place is probably hint (an
+// entry of RunningJob.Nodes): checked against the node's name, which costs
+// little where the strings are one (the caller's allocations name nodes
+// with the snapshot's strings), else looked up.
+func (c *Capacity) NodeIndexHint(hint int32, name string) (int, bool) {
+	if i := int(hint); i >= 0 && i < len(c.nodes) && c.nodes[i].Name == name {
+		return i, true
+	}
+	return c.NodeIndex(name)
+}
+
 // Ready reports whether node i takes work.
 func (c *Capacity) Ready(i int) bool { return c.ready[i] }
 
@@ -244,11 +255,23 @@ func (l *nodeLookup) of(a *cluster.Allocation) (int, bool) {
 func (c *Capacity) Grown() uint64 { return c.grown }
 
 // Release gives the shares back.
-func (c *Capacity) Release(allocs []cluster.Allocation) {
+func (c *Capacity) Release(allocs []cluster.Allocation) { c.ReleaseOn(nil, allocs) }
+
+// ReleaseOn is Release with nodes[k], where given, the place of allocs[k]'s
+// node (RunningJob.Nodes): a hint, checked as NodeIndexHint does.
+func (c *Capacity) ReleaseOn(nodes []int32, allocs []cluster.Allocation) {
 	c.grown++
-	nodes := nodeLookup{c: c}
+	if len(nodes) != len(allocs) {
+		nodes = nil
+	}
+	look := nodeLookup{c: c}
 	for k, a := range allocs {
-		i, _ := nodes.of(&allocs[k])
+		var i int
+		if nodes != nil {
+			i, _ = c.NodeIndexHint(nodes[k], a.GPU.Node)
+		} else {
+			i, _ = look.of(&allocs[k])
+		}
 		c.adjust(i, a.GPU.Index, a.Milli)
 	}
 }

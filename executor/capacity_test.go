@@ -15,7 +15,8 @@ import (
 
 // TestCapacityFollowsTheSnapshot drives a snapshot and the capacity index
 // through the same random allocations (chosen by the first-fit placer),
-// releases and node outages, and checks after each step that the index
+// releases (with right and wrong hints of the nodes' places) and node
+// outages, and checks after each step that the index
 // agrees with the snapshot GPU by GPU, that its buckets hold exactly the
 // ready nodes with that many free GPUs, and that a clone, fresh or made in
 // the arrays of an earlier one (CloneInto), agrees too and is independent.
@@ -57,7 +58,17 @@ func TestCapacityFollowsTheSnapshot(t *testing.T) {
 					continue
 				}
 				k := rapid.IntRange(0, len(held)-1).Draw(rt, "release")
-				c.Release(snap.Release(held[k]))
+				allocs := snap.Release(held[k])
+				// Released with its nodes' places as hints (RunningJob.Nodes):
+				// right, wrong or missing, each is checked against the name.
+				var hints []int32
+				if rapid.Bool().Draw(rt, "hinted") {
+					for _, a := range allocs {
+						i, _ := c.NodeIndex(a.GPU.Node)
+						hints = append(hints, int32(rapid.SampledFrom([]int{i, i, -1, i + 1, len(nodes)}).Draw(rt, "hint")))
+					}
+				}
+				c.ReleaseOn(hints, allocs)
 				held = append(held[:k], held[k+1:]...)
 			case 3:
 				i := rapid.IntRange(0, len(nodes)-1).Draw(rt, "node")

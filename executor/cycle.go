@@ -158,7 +158,7 @@ func (c *cycle) scanRunning() {
 		c.pending = c.clone(c.free)
 		for _, r := range c.in.Running {
 			if r.Stopping {
-				c.pending.Release(r.Allocations)
+				c.pending.ReleaseOn(r.Nodes, r.Allocations)
 			}
 		}
 	}
@@ -550,10 +550,12 @@ func (c *cycle) endAt(i int32) time.Time {
 	return endOf(r, c.in.Now)
 }
 
-// endAllocs are the GPUs job i of the ends list frees.
-func (c *cycle) endAllocs(i int32) []cluster.Allocation {
+// endAllocs are the GPUs job i of the ends list frees, with their nodes'
+// places where known (RunningJob.Nodes).
+func (c *cycle) endAllocs(i int32) ([]int32, []cluster.Allocation) {
 	if int(i) >= len(c.in.Running) {
-		return c.placedEnds[int(i)-len(c.in.Running)].allocs
+		return nil, c.placedEnds[int(i)-len(c.in.Running)].allocs
 	}
-	return c.in.Running[i].Allocations
+	r := c.in.Running[i]
+	return r.Nodes, r.Allocations
 }

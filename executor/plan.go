@@ -77,6 +77,12 @@ func (v *JobView) timeLimit() time.Duration {
 type RunningJob struct {
 	JobView
 	Allocations []cluster.Allocation
+	// Nodes, when set, holds the place of each allocation's node in
+	// PlanInput.Free (Capacity.NodeIndex), index for index with
+	// Allocations: a caller that keeps its running jobs across cycles (the
+	// simulator) saves the planner a look-up by name for each. A hint only:
+	// each is checked against the node's name.
+	Nodes []int32
 	// Started is when the current attempt started.
 	Started time.Time
 	// WorkSinceCheckpoint is the GPU-time the job would lose if stopped now.

@@ -52,7 +52,7 @@ func (c *cycle) displace(r ranked, v *JobView, cands []*RunningJob, by string) b
 		if c.victims[vic.Job.ID] {
 			continue
 		}
-		c.pending.Release(vic.Allocations)
+		c.pending.ReleaseOn(vic.Nodes, vic.Allocations)
 		taken = append(taken, vic)
 		if plain(v.Job) && !mayFit(c.pending, v.Job.Spec.GPUs) {
 			continue

@@ -26,7 +26,7 @@ func (c *cycle) reserve(v *JobView) {
 		if !ok {
 			break
 		}
-		scratch.Release(c.endAllocs(e.i))
+		scratch.ReleaseOn(c.endAllocs(e.i))
 		if next, ok := ends.at(k + 1); ok && next.ns == e.ns {
 			continue // release every job that ends at the same time first
 		}

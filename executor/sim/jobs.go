@@ -75,6 +75,17 @@ func (s *Simulator) removeRunning(j *simJob) {
 	j.rpos = -1
 }
 
+// placeNodes sets r.Nodes, in its own array, to the places of its
+// allocations' nodes in the capacity index: the planner then finds each
+// without a look-up by name.
+func (s *Simulator) placeNodes(r *executor.RunningJob) {
+	r.Nodes = r.Nodes[:0]
+	for _, a := range r.Allocations {
+		i, _ := s.free.NodeIndex(a.GPU.Node)
+		r.Nodes = append(r.Nodes, int32(i))
+	}
+}
+
 // start applies a placement.
 func (s *Simulator) start(p executor.Placement) error {
 	j, ok := s.byID[p.Job]
@@ -98,7 +109,8 @@ func (s *Simulator) start(p executor.Placement) error {
 	if j.firstWork.IsZero() {
 		j.firstWork = s.now.Add(boot)
 	}
-	j.run = executor.RunningJob{JobView: j.view, Allocations: s.snap.Allocations(j.job.ID), Started: s.now}
+	j.run = executor.RunningJob{JobView: j.view, Allocations: s.snap.Allocations(j.job.ID), Started: s.now, Nodes: j.run.Nodes}
+	s.placeNodes(&j.run)
 	j.seg = segment{start: s.now.Add(boot), saved: j.view.Progress, interval: p.CheckpointEvery, cost: j.job.Spec.CheckpointCost}
 	j.capPower = 0
 	j.seg.slow = s.modelSlowdown(&j.job, p.Allocations)
@@ -268,7 +280,7 @@ func (s *Simulator) release(j *simJob) {
 	allocs := s.snap.Release(j.job.ID)
 	s.free.Release(allocs)
 	s.removeRunning(j)
-	j.run = executor.RunningJob{}
+	j.run = executor.RunningJob{Nodes: j.run.Nodes[:0]} // the array for its next attempt
 	s.dirty = true
 }
 

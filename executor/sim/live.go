@@ -69,6 +69,7 @@ func (s *Simulator) placeOne(p *Placed) error {
 		return fmt.Errorf("capacity index out of step: %w", err)
 	}
 	j.run = executor.RunningJob{JobView: j.view, Allocations: s.snap.Allocations(j.job.ID), Started: p.Started}
+	s.placeNodes(&j.run)
 	j.seg = segment{start: s.now, saved: p.Progress, interval: p.CheckpointEvery, cost: j.job.Spec.CheckpointCost}
 	s.addRunning(j)
 	if s.kept != nil {

@@ -46,7 +46,7 @@ func (cp *cyclePlacer) placed(job *cluster.Job, allocs []cluster.Allocation, c *
 		cp.placedEnds = append(cp.placedEnds, placedEnd{end, allocs})
 		return
 	}
-	cp.noteEnd(end, allocs, c)
+	cp.noteEnd(end, nil, allocs, c)
 }
 
 // placedEnd is a placement's P90 end, before nodeEnds is read.
@@ -55,14 +55,27 @@ type placedEnd struct {
 	allocs []cluster.Allocation
 }
 
-func (cp *cyclePlacer) noteEnd(end time.Time, allocs []cluster.Allocation, c *executor.Capacity) {
+// noteEnd notes end on the nodes of allocs; nodes, where given, are their
+// places in c (RunningJob.Nodes).
+func (cp *cyclePlacer) noteEnd(end time.Time, nodes []int32, allocs []cluster.Allocation, c *executor.Capacity) {
+	if len(nodes) != len(allocs) {
+		nodes = nil
+	}
+	ns := end.UnixNano()
 	for i, a := range allocs {
 		// A job's GPUs on one node come together: one look per node.
 		if i > 0 && a.GPU.Node == allocs[i-1].GPU.Node {
 			continue
 		}
-		if k, ok := c.NodeIndex(a.GPU.Node); ok && end.UnixNano() > cp.nodeEnd[k] {
-			cp.nodeEnd[k] = end.UnixNano()
+		var k int
+		var ok bool
+		if nodes != nil {
+			k, ok = c.NodeIndexHint(nodes[i], a.GPU.Node)
+		} else {
+			k, ok = c.NodeIndex(a.GPU.Node)
+		}
+		if ok && ns > cp.nodeEnd[k] {
+			cp.nodeEnd[k] = ns
 		}
 	}
 }
@@ -77,10 +90,10 @@ func (cp *cyclePlacer) nodeEnds(c *executor.Capacity) []int64 {
 	}
 	cp.nodeEnd = make([]int64, c.Len())
 	for _, r := range cp.running {
-		cp.noteEnd(cp.now.Add(r.RemainingP90()), r.Allocations, c)
+		cp.noteEnd(cp.now.Add(r.RemainingP90()), r.Nodes, r.Allocations, c)
 	}
 	for _, p := range cp.placedEnds {
-		cp.noteEnd(p.end, p.allocs, c)
+		cp.noteEnd(p.end, nil, p.allocs, c)
 	}
 	cp.placedEnds = nil
 	return cp.nodeEnd
