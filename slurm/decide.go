@@ -182,10 +182,12 @@ type Action struct {
 	// Until is when a hold is meant to end.
 	Until time.Time `json:"until,omitzero"`
 	// Text is the AdminComment to set: a comment's; a lower's when it
-	// marks the user's limit for the guard (Mark), and a restore's when
+	// marks the user's limit for the guard (Mark), a nice's when it marks
+	// the user's Nice (NiceMark), and a restore's or restore_nice's when
 	// Unmark, in the same call.
 	Text string `json:"text,omitempty"`
-	// Unmark says a restore also takes the mark off the comment (Text).
+	// Unmark says a restore or restore_nice also takes its mark off the
+	// comment (Text).
 	Unmark bool   `json:"unmark,omitempty"`
 	Reason string `json:"reason"`
 }
@@ -213,7 +215,9 @@ const (
 //  2. order: in autopilot, a pending job, not held, in the partitions of
 //     Order gets the user's Nice plus the head start of its estimate
 //     (the recommended limit, at most the user's: HeadStartNice), and
-//     again once the estimate has moved by more than a tenth;
+//     again once the estimate has moved by more than a tenth; the first
+//     Nice marks the user's in its AdminComment (NiceMark, for a
+//     Prescient that lost its state);
 //  3. hold: in autopilot, a pending job of HoldQOS, not held, is held
 //     when the Holder says so (cleaner power within its wait), its
 //     AdminComment marked with the hold's end (HoldMark, for Guard), the
@@ -229,7 +233,7 @@ const (
 //     the user's limit back: lowered limits plan Slurm's backfill, they do
 //     not kill jobs while Prescient runs (a restore takes the mark off);
 //     an ordered job where it may no longer be ordered gets the user's
-//     Nice back;
+//     Nice back (which takes its mark off);
 //  6. park: in autopilot, a node idle for ParkIdleAfter while nothing pends
 //     in its partitions is powered down;
 //  7. wake: a node it parked is powered up when a job pends in its
@@ -254,30 +258,34 @@ func Decide(cfg Config, snap Snapshot, advice []Advice, st *State) []Action {
 		if cfg.Comment && NoteChanged(j.AdminComment, a, snap.Now) {
 			comment, why = WithComment(comment, Comment(a)), a.Reason
 		}
-		if comment != j.AdminComment {
+		commented := comment != j.AdminComment
+		if commented {
 			acts = append(acts, Action{Kind: ActComment, Job: j.ID, Text: comment, Reason: why})
 			texts[j.ID] = comment
+		}
+		// 2 before 4's marks: each change's comment starts from the last.
+		if est := estimate(a); ages && cfg.mayOrder(j) && !j.Held() && est > 0 {
+			user := st.UserNice(j)
+			if nice := clampNice(user + snap.Priority.HeadStartNice(est)); nice != j.Nice && !st.closeEnough(j, nice, snap.Priority.Points(est/10)) {
+				n := texts.nice(j, nice, user, fmt.Sprintf("ordered by submit time plus its estimate, %s", est))
+				if commented && n.setsComment() { // the nice sets the comment anyway: one call
+					acts = acts[:len(acts)-1]
+					n.Reason += "; comment: " + why
+				}
+				acts = append(acts, n)
+			}
 		}
 		lower := lowerOrRestore(cfg, j, a, st)
 		switch {
 		case lower == nil:
 		case lower.Kind == ActLower:
 			if marked, ok := MarkedLimit(j.AdminComment); !ok || marked != a.UserLimit { // the guard's record, in the same call
-				lower.Text = WithMark(comment, a.UserLimit)
+				lower.Text = WithMark(texts.of(j), a.UserLimit)
 				texts[j.ID] = lower.Text
 			}
-		case lower.Kind == ActRestore:
-			*lower = texts.restore(j, lower.Limit, lower.Reason)
-		}
-		if est := estimate(a); ages && cfg.mayOrder(j) && !j.Held() && est > 0 {
-			user := st.UserNice(j)
-			if nice := clampNice(user + snap.Priority.HeadStartNice(est)); nice != j.Nice && !st.closeEnough(j, nice, snap.Priority.Points(est/10)) {
-				acts = append(acts, Action{Kind: ActNice, Job: j.ID, Nice: &nice, UserNice: &user,
-					Reason: fmt.Sprintf("ordered by submit time plus its estimate, %s", est)})
-			}
-		}
-		if lower != nil {
 			acts = append(acts, *lower)
+		case lower.Kind == ActRestore:
+			acts = append(acts, texts.restore(j, lower.Limit, lower.Reason))
 		}
 	}
 	// 3.
@@ -319,7 +327,7 @@ func Decide(cfg Config, snap Snapshot, advice []Advice, st *State) []Action {
 	}
 	for _, id := range slices.Sorted(maps.Keys(st.Niced)) {
 		if j := jobs[id]; j != nil && j.Live() && !cfg.mayOrder(j) {
-			acts = append(acts, unNice(id, st.UserNice(j), "autopilot off for its partition"))
+			acts = append(acts, texts.unNice(j, st.UserNice(j), "autopilot off for its partition"))
 		}
 	}
 	// 6 and 7.
@@ -390,12 +398,6 @@ func (st *State) closeEnough(j *Job, nice, slack int) bool {
 
 func abs(n int) int { return max(n, -n) }
 
-// unNice gives job id its user's Nice back; release lets go of a job it
-// held.
-func unNice(id string, user int, why string) Action {
-	return Action{Kind: ActUnNice, Job: id, Nice: &user, Reason: why}
-}
-
 func release(id, why string) Action { return Action{Kind: ActRelease, Job: id, Reason: why} }
 
 // comments are jobs' AdminComments as the actions so far leave them, for
@@ -416,6 +418,29 @@ func (c comments) of(j *Job) string {
 func (c comments) restore(j *Job, userLimit time.Duration, why string) Action {
 	a := restore(j, c.of(j), userLimit, why)
 	if a.setsComment() {
+		c[j.ID] = a.Text
+	}
+	return a
+}
+
+// nice sets j's Nice, marking its comment with the user's Nice where the
+// mark is missing or names another (MarkedNice): a later Nice that
+// follows the estimate keeps the mark, and goes in a batch.
+func (c comments) nice(j *Job, nice, user int, why string) Action {
+	a := Action{Kind: ActNice, Job: j.ID, Nice: &nice, UserNice: &user, Reason: why}
+	if marked, ok := MarkedNice(c.of(j)); !ok || marked != user {
+		a.Text = WithNiceMark(c.of(j), user)
+		c[j.ID] = a.Text
+	}
+	return a
+}
+
+// unNice gives j its user's Nice back, taking the mark, if any, off its
+// comment in the same call.
+func (c comments) unNice(j *Job, user int, why string) Action {
+	a := Action{Kind: ActUnNice, Job: j.ID, Nice: &user, Reason: why}
+	if t := c.of(j); niceTag.MatchString(t) {
+		a.Text, a.Unmark = WithoutNiceMark(t), true
 		c[j.ID] = a.Text
 	}
 	return a
@@ -471,8 +496,9 @@ func lowerOrRestore(cfg Config, j *Job, a Advice, st *State) *Action {
 func RestoreMargin(limit time.Duration) time.Duration { return max(2*time.Minute, limit/10) }
 
 // Observe updates what State tracks of the cluster itself: when nodes
-// went idle; lowered and ordered jobs that are gone; jobs lowered by a
-// Prescient whose state is lost (their mark: MarkedLimit); held jobs that are
+// went idle; lowered and ordered jobs that are gone; jobs lowered or
+// ordered by a Prescient whose state is lost (their marks: MarkedLimit,
+// MarkedNice); held jobs that are
 // gone, started or released by someone else (kept as Released while
 // pending); parked nodes that are gone or woken.
 func (st *State) Observe(snap Snapshot) {
@@ -491,6 +517,18 @@ func (st *State) Observe(snap Snapshot) {
 		}
 	}
 	forgetUnless(st.Niced, jobs, Job.Live)
+	// A live job whose Nice is not the one its mark records was ordered by
+	// a Prescient whose state is lost: its Nice is ours to follow and give
+	// back.
+	for i := range snap.Jobs {
+		j := &snap.Jobs[i]
+		if _, ok := st.Niced[j.ID]; ok || !j.Live() {
+			continue
+		}
+		if user, ok := MarkedNice(j.AdminComment); ok && j.Nice != user {
+			st.Niced[j.ID] = Niced{UserNice: user, Set: j.Nice, At: snap.Now}
+		}
+	}
 	for i := range snap.Jobs { // held by a Prescient whose state is lost, as its mark says
 		j := &snap.Jobs[i]
 		if _, ok := st.Held[j.ID]; ok || !heldByUs(j) {
@@ -576,7 +614,7 @@ func Restore(snap Snapshot, st *State) []Action {
 	}
 	for _, id := range slices.Sorted(maps.Keys(st.Niced)) {
 		if j := jobs[id]; j != nil && j.Live() {
-			acts = append(acts, unNice(id, st.UserNice(j), "Prescient stops"))
+			acts = append(acts, texts.unNice(j, st.UserNice(j), "Prescient stops"))
 		}
 	}
 	for _, id := range slices.Sorted(maps.Keys(st.Held)) {

@@ -9,11 +9,13 @@
 //
 // Slurm keeps starting the jobs: Prescient advises (Advise: predicted
 // starts and ends, recommended limits) and, where a site opts in, pulls
-// two of Slurm's levers (Decide: pending jobs' limits, parking idle
-// nodes), every change an event, every lowered limit restored when
-// autopilot is turned off or Prescient stops. The decisions are pure
-// functions of a Snapshot and State; Client does the I/O and Runner
-// keeps the state. Guard, also pure, gives lowered limits back near
-// their end from Slurm alone (the user's limit marked in AdminComment),
-// for when Prescient's host is lost with its state.
+// Slurm's levers (Decide: pending jobs' limits and Nice, holds, parking
+// idle nodes), every change an event, every one undone when autopilot is
+// turned off or Prescient stops. The decisions are pure functions of a
+// Snapshot and State; Client does the I/O and Runner keeps the state.
+// Marks in a job's AdminComment (its user's limit and Nice, a hold's end)
+// let a Prescient that lost its state take its changes on; Guard, also
+// pure, reads them to give lowered limits back near their end and release
+// expired holds from Slurm alone, for when Prescient's host is lost with
+// its state.
 package slurm

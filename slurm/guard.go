@@ -25,10 +25,47 @@ import (
 // moves; Guard releases a job so marked once that time is GuardHoldGrace
 // past.
 
+// An ordered job's Nice is the user's plus a head start. A Prescient that
+// lost its state would take the Nice it set for the user's, and order the
+// job again on top of it (and Stop would give back nothing). So the first
+// Nice set on a job marks its AdminComment with the user's Nice
+// ("[prescient-user-nice: 0]"), in the same scontrol call, and giving it
+// back takes the mark off; State.Observe reads it. The guard leaves Nice
+// values alone: they order pending jobs and kill none.
+
 // GuardHoldGrace is how long past its marked end Guard leaves a hold: a
 // running Prescient, which moves the mark when the cleaner power it waits
 // for moves, has had its cycles to do so.
 const GuardHoldGrace = 15 * time.Minute
+
+// niceTag is the mark of an ordered job's user's Nice in its AdminComment.
+var niceTag = regexp.MustCompile(`\s*\[prescient-user-nice: (-?\d+)\]`)
+
+// NiceMark is the mark of a user's Nice.
+func NiceMark(user int) string { return "[prescient-user-nice: " + strconv.Itoa(user) + "]" }
+
+// MarkedNice is the user's Nice a job's AdminComment is marked with; false
+// without a mark or with one outside Slurm's range of Nice values.
+func MarkedNice(comment string) (int, bool) {
+	m := niceTag.FindStringSubmatch(comment)
+	if m == nil {
+		return 0, false
+	}
+	n, err := strconv.Atoi(m[1])
+	if err != nil || n != clampNice(n) {
+		return 0, false
+	}
+	return n, true
+}
+
+// WithNiceMark is existing with its Nice mark, if any, replaced by the
+// mark of user.
+func WithNiceMark(existing string, user int) string {
+	return withTag(existing, niceTag, NiceMark(user))
+}
+
+// WithoutNiceMark is existing with its Nice mark, if any, taken out.
+func WithoutNiceMark(existing string) string { return withTag(existing, niceTag, "") }
 
 // holdTag is the hold's mark in a job's AdminComment.
 var holdTag = regexp.MustCompile(`\s*\[prescient-held-until: (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)\]`)
@@ -111,15 +148,25 @@ func restore(j *Job, comment string, userLimit time.Duration, reason string) Act
 	return a
 }
 
-// setsComment says a lower or restore also sets the job's AdminComment
-// (Text): a lower that marks the user's limit, a restore that takes the
-// mark off.
+// setsComment says a lower, restore, nice or restore_nice also sets the
+// job's AdminComment (Text): one that marks the user's limit or Nice, or
+// takes the mark off.
 func (a *Action) setsComment() bool { return a.Text != "" || a.Unmark }
 
 // limitUpdate is the scontrol update of a lower or restore: its limit, and
 // its comment where it sets one.
 func (a *Action) limitUpdate() Update {
 	u := Update{TimeLimit: &a.Limit}
+	if a.setsComment() {
+		u.AdminComment = &a.Text
+	}
+	return u
+}
+
+// niceUpdate is the scontrol update of a nice or restore_nice: its Nice,
+// and its comment where it sets one.
+func (a *Action) niceUpdate() Update {
+	u := Update{Nice: a.Nice}
 	if a.setsComment() {
 		u.AdminComment = &a.Text
 	}

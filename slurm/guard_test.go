@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -224,4 +225,135 @@ func FuzzMarkedHold(f *testing.F) {
 			t.Fatalf("unmarked %q still marked", comment)
 		}
 	})
+}
+
+// TestNiceMarks: the first Nice set on a job marks its user's Nice in its
+// comment, in the same call, and a Nice that follows a moved estimate
+// keeps the mark (a batch); a Prescient that lost its state adopts a job
+// whose Nice is not its mark's, orders it from the marked Nice (not on
+// top of the one set, as it would a job without a mark), and Stop gives that back with the mark taken off.
+// A job whose Nice is its mark's again is not adopted.
+func TestNiceMarks(t *testing.T) {
+	ages := slurm.Priority{Type: "priority/multifactor", WeightAge: 1008, MaxAge: 7 * 24 * time.Hour}
+	order := slurm.Config{Autopilot: true, Order: []string{"gpu"}}
+	withNice := func(j slurm.Job, nice int, comment string) slurm.Job {
+		j.Nice, j.AdminComment = nice, comment
+		return j
+	}
+	fresh := withNice(pending("1", 1, time.Hour, 1), 5, "site note")
+	moved := withNice(pending("2", 1, 24*time.Hour, 1), -943, "site note "+slurm.NiceMark(5)) // set for a 10h estimate
+	snap := slurm.Snapshot{Now: t0, Jobs: []slurm.Job{fresh, moved}, Priority: ages}
+	st := &slurm.State{Niced: map[string]slurm.Niced{"2": {UserNice: 5, Set: -943}}}
+	st.Observe(snap)
+	advice := []slurm.Advice{{Job: "1", Limit: time.Hour}, {Job: "2", Limit: 12 * time.Hour}}
+	var got []string
+	for _, a := range slurm.Decide(order, snap, advice, st) {
+		got = append(got, fmt.Sprintf("%s %s nice=%d %v %q", a.Kind, a.Job, *a.Nice, a.Unmark, a.Text))
+	}
+	want := []string{`nice 1 nice=-997 false "site note [prescient-user-nice: 5]"`, `nice 2 nice=-931 false ""`}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("actions\n%q\nwant\n%q", got, want)
+	}
+
+	// The state is lost: job 1 was ordered to -997, job 3's Nice is its
+	// mark's again (someone gave it back).
+	ordered := withNice(pending("1", 1, time.Hour, 1), -997, "site note "+slurm.NiceMark(5))
+	back := withNice(pending("3", 1, time.Hour, 1), 5, slurm.NiceMark(5))
+	snap = slurm.Snapshot{Now: t0, Jobs: []slurm.Job{ordered, back}, Priority: ages}
+	lost := &slurm.State{}
+	lost.Observe(snap)
+	if n, ok := lost.Niced["1"]; !ok || n.UserNice != 5 || n.Set != -997 || len(lost.Niced) != 1 {
+		t.Fatalf("adopted %+v, want job 1 with the user's 5 and the -997 set", lost.Niced)
+	}
+	// Job 1 stays at its target, 5 plus the head start of an hour; job 4,
+	// set alike but without a mark, reads as its user's own -997.
+	unmarked := withNice(pending("4", 1, time.Hour, 1), -997, "site note")
+	decide := slurm.Snapshot{Now: t0, Jobs: []slurm.Job{ordered, unmarked}, Priority: ages}
+	got = kinds(slurm.Decide(order, decide, []slurm.Advice{{Job: "1", Limit: time.Hour}, {Job: "4", Limit: time.Hour}}, lost))
+	if want := []string{"nice 4 0s nice=-1999"}; !slices.Equal(got, want) {
+		t.Errorf("ordered after the state was lost: %q, want %q", got, want)
+	}
+	c := &fakeClient{jobs: snap.Jobs}
+	r := &slurm.Runner{Client: c, Estimator: minuteEstimator{}, Dir: t.TempDir(), Now: func() time.Time { return t0 },
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	defer r.Close()
+	if err := r.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range c.jobs {
+		wantComment := map[string]string{"1": "site note", "3": slurm.NiceMark(5)}[j.ID]
+		if j.Nice != 5 || j.AdminComment != wantComment {
+			t.Errorf("after Stop with a lost state: job %s has Nice %d and comment %q, want 5 and %q", j.ID, j.Nice, j.AdminComment, wantComment)
+		}
+	}
+}
+
+// FuzzMarkedNice: any AdminComment reads without a panic; marking it gives
+// a comment that reads as the marked Nice, and marking it again or taking
+// the mark off and putting it back changes nothing.
+func FuzzMarkedNice(f *testing.F) {
+	for _, s := range []string{"", "site note", "[prescient-user-nice: -5]", "a [prescient-user-nice: 99999999999999999999] [prescient-user-limit: 30m]"} {
+		f.Add(s, 7)
+	}
+	f.Fuzz(func(t *testing.T, comment string, nice int) {
+		slurm.MarkedNice(comment)
+		nice = max(min(nice, 1<<31-3), -(1<<31 - 3))
+		marked := slurm.WithNiceMark(comment, nice)
+		if n, ok := slurm.MarkedNice(marked); !ok || n != nice {
+			t.Fatalf("WithNiceMark(%q, %d) = %q reads %d %v", comment, nice, marked, n, ok)
+		}
+		if again := slurm.WithNiceMark(marked, nice); again != marked {
+			t.Fatalf("marking twice: %q then %q", marked, again)
+		}
+		if _, ok := slurm.MarkedNice(slurm.WithoutNiceMark(marked)); ok {
+			t.Fatalf("WithoutNiceMark(%q) still marked", marked)
+		}
+	})
+}
+
+// TestNiceAndLimitMarksInOneCycle: a job commented, ordered and lowered in
+// one cycle ends with the note and both marks, in two calls (the comment
+// goes in the Nice's call); Stop gives back its Nice and limit and takes
+// both marks off, leaving the site's text and the note.
+func TestNiceAndLimitMarksInOneCycle(t *testing.T) {
+	j := pending("1", 1, 2*time.Hour, 1)
+	j.AdminComment = "site note"
+	c := &countingFake{fakeClient: fakeClient{jobs: []slurm.Job{j}, nodes: []slurm.Node{node("n1", 4, "ALLOCATED")}}}
+	r := &slurm.Runner{Client: c, Estimator: &fixedEstimator{}, Dir: t.TempDir(), Now: func() time.Time { return t0 },
+		Log:    slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Config: slurm.Config{Autopilot: true, Comment: true, Partitions: []string{"gpu"}, Order: []string{"gpu"}, Floor: time.Minute}}
+	defer r.Close()
+	if err := r.Cycle(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	got := c.jobs[0]
+	if n, ok := slurm.MarkedNice(got.AdminComment); !ok || n != 0 || got.Nice >= 0 {
+		t.Errorf("ordered: Nice %d, comment %q; want a head start and the user's 0 marked", got.Nice, got.AdminComment)
+	}
+	if l, ok := slurm.MarkedLimit(got.AdminComment); !ok || l != 2*time.Hour || got.TimeLimit != 5*time.Minute {
+		t.Errorf("lowered: limit %s, comment %q; want 5m and the user's 2h marked", got.TimeLimit, got.AdminComment)
+	}
+	if !strings.HasPrefix(got.AdminComment, "site note [prescient: ") || c.updates != 2 {
+		t.Errorf("comment %q in %d calls; want the site's text, the note and the marks in 2", got.AdminComment, c.updates)
+	}
+	if err := r.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	got = c.jobs[0]
+	_, niceMarked := slurm.MarkedNice(got.AdminComment)
+	_, limitMarked := slurm.MarkedLimit(got.AdminComment)
+	if got.Nice != 0 || got.TimeLimit != 2*time.Hour || niceMarked || limitMarked || !strings.HasPrefix(got.AdminComment, "site note [prescient: ") {
+		t.Errorf("after Stop: Nice %d, limit %s, comment %q", got.Nice, got.TimeLimit, got.AdminComment)
+	}
+}
+
+// countingFake counts the fake's updates.
+type countingFake struct {
+	fakeClient
+	updates int
+}
+
+func (c *countingFake) Update(ctx context.Context, ids []string, u slurm.Update) error {
+	c.updates++
+	return c.fakeClient.Update(ctx, ids, u)
 }

@@ -321,8 +321,10 @@ func (limitEstimator) Learn(context.Context, []byte) error { return nil }
 
 // TestOrderingThroughNiceOnRealSlurm: a 10-minute job that came after a
 // 10-hour one starts first once autopilot orders the partition, on top
-// of its user's Nice; Stop gives both their users' Nice back. A second
-// 10-hour job gets its Nice in the same scontrol call as the first.
+// of its user's Nice, which each job's first Nice marks in its
+// AdminComment in the same scontrol call; a cycle with nothing new
+// changes nothing. A Prescient that lost its state folder gives every
+// job its user's Nice back from the marks alone, and takes them off.
 func TestOrderingThroughNiceOnRealSlurm(t *testing.T) {
 	c, cli, run := fullCluster(t)
 	ctx := context.Background()
@@ -345,8 +347,8 @@ func TestOrderingThroughNiceOnRealSlurm(t *testing.T) {
 	if err := r.Cycle(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if counted.updates != 2 {
-		t.Errorf("%d scontrol updates, want 2: long and long2 together, then short", counted.updates)
+	if counted.updates != 3 {
+		t.Errorf("%d scontrol updates, want 3: each job's first Nice with its mark", counted.updates)
 	}
 	l, s, l2 := jobByID(t, cli, long), jobByID(t, cli, short), jobByID(t, cli, long2)
 	if s.Priority <= l.Priority || s.Nice != 5+prio.HeadStartNice(10*time.Minute) || l.Nice != prio.HeadStartNice(10*time.Hour) ||
@@ -362,11 +364,29 @@ func TestOrderingThroughNiceOnRealSlurm(t *testing.T) {
 	if !jobByID(t, cli, long).Pending() {
 		t.Fatal("long started before short")
 	}
-	if err := r.Stop(ctx); err != nil {
+	counted.updates = 0
+	if err := r.Cycle(ctx); err != nil || counted.updates != 0 {
+		t.Fatalf("a second cycle: %d updates, %v", counted.updates, err)
+	}
+	for id, user := range map[string]int{long: 0, short: 5, long2: 0} {
+		if n, ok := slurm.MarkedNice(jobByID(t, cli, id).AdminComment); !ok || n != user {
+			t.Errorf("job %s: comment %q, want its user's Nice %d marked", id, jobByID(t, cli, id).AdminComment, user)
+		}
+	}
+	// The host goes with its state folder: a new one reads the marks.
+	if err := r.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if l, s, l2 := jobByID(t, cli, long), jobByID(t, cli, short), jobByID(t, cli, long2); l.Nice != 0 || s.Nice != 5 || l2.Nice != 0 {
-		t.Fatalf("after stop: long's nice %d, short's %d, long2's %d; want 0, 5 and 0", l.Nice, s.Nice, l2.Nice)
+	lost := &slurm.Runner{Client: cli, Estimator: limitEstimator{}, Dir: t.TempDir(),
+		Config: slurm.Config{Autopilot: true, Order: []string{slurmtest.Partition}}}
+	if err := lost.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for id, user := range map[string]int{long: 0, short: 5, long2: 0} {
+		j := jobByID(t, cli, id)
+		if _, marked := slurm.MarkedNice(j.AdminComment); j.Nice != user || marked {
+			t.Errorf("after a Stop with a lost state: job %s has Nice %d and comment %q; want %d, no mark", id, j.Nice, j.AdminComment, user)
+		}
 	}
 }
 

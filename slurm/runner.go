@@ -335,7 +335,10 @@ func (r *Runner) updateInBatches(ctx context.Context, acts []Action) map[int]err
 			}
 			u, key = a.limitUpdate(), "TimeLimit="+Minutes(a.Limit)
 		case ActNice, ActUnNice:
-			u, key = Update{Nice: a.Nice}, "Nice="+strconv.Itoa(*a.Nice)
+			if a.setsComment() { // a comment of its own: alone (change)
+				continue
+			}
+			u, key = a.niceUpdate(), "Nice="+strconv.Itoa(*a.Nice)
 		default:
 			continue
 		}
@@ -379,6 +382,8 @@ func change(ctx context.Context, c Client, a Action) error {
 		return c.Update(ctx, []string{a.Job}, Update{AdminComment: &a.Text})
 	case ActLower, ActRestore:
 		return c.Update(ctx, []string{a.Job}, a.limitUpdate())
+	case ActNice, ActUnNice:
+		return c.Update(ctx, []string{a.Job}, a.niceUpdate())
 	case ActHold:
 		if a.setsComment() {
 			if err := c.Update(ctx, []string{a.Job}, Update{AdminComment: &a.Text}); err != nil {
