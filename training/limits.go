@@ -61,7 +61,9 @@ const limitWarmup = 3000
 // job's forecast is served as in Evaluate; the policy's calibration hears
 // each completed job when it ends, and starts warm on the labelled jobs
 // before the window.
-func EvaluateLimits(ctx context.Context, art *models.Artifact, jobs []cluster.Job, from, until time.Time, p models.LimitPolicy) (LimitReport, error) {
+// dump, when not nil, is given every completed job the calibration hears
+// or scores, per model (LimitRow).
+func EvaluateLimits(ctx context.Context, art *models.Artifact, jobs []cluster.Job, from, until time.Time, p models.LimitPolicy, dump func(LimitRow) error) (LimitReport, error) {
 	if art.Target != models.TargetDuration {
 		return LimitReport{}, fmt.Errorf("evaluate limits: the %s model forecasts no run times; train --target duration", art.Target)
 	}
@@ -100,7 +102,10 @@ func EvaluateLimits(ctx context.Context, art *models.Artifact, jobs []cluster.Jo
 		if err != nil {
 			return LimitReport{}, fmt.Errorf("evaluate limits: %s: %w", name, err)
 		}
-		met := replayLimits(d.queries, q, from, p)
+		met, err := replayLimits(d.queries, q, from, p, name, dump)
+		if err != nil {
+			return LimitReport{}, fmt.Errorf("evaluate limits: %s: %w", name, err)
+		}
 		l, err := models.LookupLearner(name)
 		if err != nil {
 			return LimitReport{}, fmt.Errorf("evaluate limits: %w", err)
@@ -165,7 +170,7 @@ func ServedBefore(art *models.Artifact, jobs []cluster.Job, from time.Time) ([]c
 // served forecast q, the calibration hearing each completed query when it
 // ends (before the submit of any query after), and scores the completed
 // ones submitted from from on.
-func replayLimits(queries []cluster.Job, q [][]float64, from time.Time, p models.LimitPolicy) LimitMetrics {
+func replayLimits(queries []cluster.Job, q [][]float64, from time.Time, p models.LimitPolicy, model string, dump func(LimitRow) error) (LimitMetrics, error) {
 	type ended struct {
 		at int64
 		i  int
@@ -186,11 +191,45 @@ func replayLimits(queries []cluster.Job, q [][]float64, from time.Time, p models
 			o := &queries[ends[next].i]
 			cal.Observe(models.LimitUser(o), o.Spec.TimeLimit, q[ends[next].i][0], o.Outcome.RunTime)
 		}
-		if models.CompletedRun(j) && !j.SubmitTime.Before(from) {
-			s.add(j, cal.Recommend(models.LimitUser(j), q[i][0], j.Spec.TimeLimit))
+		if !models.CompletedRun(j) {
+			continue
+		}
+		row := LimitRow{Model: model, Job: j.ID, User: models.LimitUser(j), Submit: j.SubmitTime, End: models.EndTime(j),
+			Request: j.Spec.TimeLimit, Run: j.Outcome.RunTime, Median: q[i][0], Margin: math.NaN()}
+		if row.Scored = !j.SubmitTime.Before(from); row.Scored {
+			row.Limit = cal.Recommend(row.User, row.Median, row.Request)
+			s.add(j, row.Limit)
+			if m, ok := cal.Margin(row.User, row.Request); ok {
+				row.Margin = m
+			}
+		}
+		if dump != nil {
+			if err := dump(row); err != nil {
+				return LimitMetrics{}, err
+			}
 		}
 	}
-	return s.metrics()
+	return s.metrics(), nil
+}
+
+// LimitRow is one completed job as a limit evaluation's replay saw it,
+// for trying other rules without the models (evaluate --target limit
+// --dump): whose limits calibrate it (models.LimitUser) and its request
+// (0: none), when it was submitted and ended, its run time, and the
+// forecast median the model served it (log seconds, models.Log). A job
+// submitted before the window only warms the calibration up; a scored
+// one also has the calibration's margin at its submission (log seconds;
+// NaN: none yet, the request stands) and the limit recommended (0: none).
+type LimitRow struct {
+	Model        string
+	Job          cluster.JobID
+	User         string
+	Submit, End  time.Time
+	Request, Run time.Duration
+	Median       float64
+	Scored       bool
+	Margin       float64
+	Limit        time.Duration
 }
 
 // limitScore accumulates LimitMetrics.

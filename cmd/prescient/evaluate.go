@@ -33,6 +33,7 @@ type evaluateOptions struct {
 	folds    int
 	idle     idleFlags
 	runPast  float64
+	dump     string
 }
 
 func newEvaluateCmd(g *globals) *cobra.Command {
@@ -83,6 +84,9 @@ limit ÷ max(run time, 60 s), beside the users' own limits ("user").`,
 				return runEvaluateIdle(cmd, g, o)
 			case targetLimit:
 				return runEvaluateLimits(cmd, g, o)
+			}
+			if o.dump != "" {
+				return fmt.Errorf("--dump: writes the limits of --target limit only")
 			}
 			t, err := models.ParseTarget(o.target)
 			if err != nil {
@@ -143,6 +147,7 @@ limit ÷ max(run time, 60 s), beside the users' own limits ("user").`,
 	f := cmd.Flags()
 	f.StringVar(&o.target, "target", "duration", "what to evaluate: duration, memory, idle or limit (time limits from the duration models)")
 	f.Float64Var(&o.runPast, "run-past", 100*models.DefaultLimitPolicy().RunPast, "--target limit: the percentage of completed jobs the limits' calibration lets run past them")
+	f.StringVar(&o.dump, "dump", "", "--target limit: write every completed job's served median, margin and recommended limit, per model, to this CSV file")
 	f.StringVar(&o.models, "models", "", "model registry directory")
 	f.StringVar(&o.trace, "trace", "", "job history, FORMAT:PATH ("+traceFormatNames()+")")
 	f.StringVar(&o.from, "from", "", "score the jobs submitted from this date on (YYYY-MM-DD or RFC 3339)")

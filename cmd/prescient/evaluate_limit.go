@@ -1,10 +1,16 @@
 package main
 
 import (
+	"encoding/csv"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
+	"math"
+	"os"
 	"slices"
+	"strconv"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -45,11 +51,70 @@ func runEvaluateLimits(cmd *cobra.Command, g *globals, o evaluateOptions) error 
 	if err != nil {
 		return err
 	}
-	rep, err := training.EvaluateLimits(cmd.Context(), art, res.Jobs, from, until, p)
-	if err != nil {
+	var d *limitDump
+	if o.dump != "" {
+		if d, err = newLimitDump(o.dump); err != nil {
+			return err
+		}
+	}
+	rep, err := training.EvaluateLimits(cmd.Context(), art, res.Jobs, from, until, p, d.row)
+	if err = errors.Join(err, d.close()); err != nil {
 		return err
 	}
 	return g.print(cmd.OutOrStdout(), limitReport(rep))
+}
+
+// limitDump writes evaluate --target limit --dump: a CSV row per model and
+// completed job (training.LimitRow), times in RFC 3339, durations in
+// seconds, log seconds as served, an empty margin or limit where there is
+// none.
+type limitDump struct {
+	path string
+	f    *os.File
+	w    *csv.Writer
+}
+
+func newLimitDump(path string) (*limitDump, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("--dump: %w", err)
+	}
+	d := &limitDump{path: path, f: f, w: csv.NewWriter(f)}
+	err = d.w.Write([]string{"model", "job", "user", "submit", "end", "request_s", "run_s", "median_log_s", "scored", "margin_log_s", "limit_s"})
+	return d, d.failed(err)
+}
+
+// row writes one row; a nil dump writes nothing (no --dump).
+func (d *limitDump) row(r training.LimitRow) error {
+	if d == nil {
+		return nil
+	}
+	num := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+	margin, limit := "", ""
+	if !math.IsNaN(r.Margin) {
+		margin = num(r.Margin)
+	}
+	if r.Limit > 0 {
+		limit = num(r.Limit.Seconds())
+	}
+	return d.failed(d.w.Write([]string{r.Model, string(r.Job), r.User, r.Submit.UTC().Format(time.RFC3339), r.End.UTC().Format(time.RFC3339),
+		num(r.Request.Seconds()), num(r.Run.Seconds()), num(r.Median), strconv.FormatBool(r.Scored), margin, limit}))
+}
+
+// close flushes and closes the file.
+func (d *limitDump) close() error {
+	if d == nil {
+		return nil
+	}
+	d.w.Flush()
+	return d.failed(errors.Join(d.w.Error(), d.f.Close()))
+}
+
+func (d *limitDump) failed(err error) error {
+	if err != nil {
+		return fmt.Errorf("--dump %s: %w", d.path, err)
+	}
+	return nil
 }
 
 // limitReport prints a limit evaluation: a row per recommender.

@@ -1,8 +1,13 @@
 package main
 
 import (
+	"encoding/csv"
 	"encoding/json"
+	"math"
+	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -28,7 +33,9 @@ func TestEvaluateLimitsOnKTH(t *testing.T) {
 		"--learners=gbt,rolling_median,global_median", "--gate-windows", "1"); err != nil {
 		t.Fatal(err)
 	}
-	out, err := run(t, "evaluate", "--target", "limit", "--models", reg, "--trace", trace, "--from", from, "--until", until, "--output", "json")
+	dump := filepath.Join(t.TempDir(), "limits.csv")
+	out, err := run(t, "evaluate", "--target", "limit", "--models", reg, "--trace", trace, "--from", from, "--until", until, "--output", "json",
+		"--dump", dump)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,6 +66,34 @@ func TestEvaluateLimitsOnKTH(t *testing.T) {
 		t.Errorf("gbt's limits: %.1f%% of completed jobs ran past them", gbt.RanPast)
 	}
 
+	// The dump gives back gbt's figures: its scored rows are the report's
+	// jobs, and their limits run past as often as the report says.
+	rows := readCSV(t, dump)
+	if want := []string{"model", "job", "user", "submit", "end", "request_s", "run_s", "median_log_s", "scored", "margin_log_s", "limit_s"}; !slices.Equal(rows[0], want) {
+		t.Fatalf("dump header %q", rows[0])
+	}
+	scored, past, warm := 0, 0, 0
+	for _, r := range rows[1:] {
+		if r[0] != "gbt" {
+			continue
+		}
+		if r[8] != "true" {
+			warm++
+			continue
+		}
+		scored++
+		run, _ := strconv.ParseFloat(r[6], 64)
+		if limit, err := strconv.ParseFloat(r[10], 64); err == nil && run > limit {
+			past++
+		}
+	}
+	if scored != gbt.Jobs || warm == 0 || math.Abs(100*float64(past)/float64(scored)-gbt.RanPast) > 0.01 {
+		t.Errorf("dump: %d scored rows (%d ran past), %d warm-up; report: %d jobs, %.2f%% ran past", scored, past, warm, gbt.Jobs, gbt.RanPast)
+	}
+	if _, err := run(t, "evaluate", "--target", "duration", "--models", reg, "--trace", trace, "--from", from, "--dump", dump); err == nil || !strings.Contains(err.Error(), "--dump") {
+		t.Errorf("--dump with --target duration: got %v", err)
+	}
+
 	if _, err := run(t, "evaluate", "--target", "limit", "--models", reg, "--trace", trace, "--from", from, "--run-past", "0"); err == nil || !strings.Contains(err.Error(), "--run-past") {
 		t.Errorf("--run-past 0: got %v", err)
 	}
@@ -76,4 +111,19 @@ func TestEvaluateLimitsOnKTH(t *testing.T) {
 	if sim["jobs"] != sim["finished"] || sim["jobs"].(float64) != 2000 || sim["avg_bounded_slowdown"].(float64) < 1 {
 		t.Errorf("backfill with learned estimates: %v jobs, %v finished, bounded slowdown %v", sim["jobs"], sim["finished"], sim["avg_bounded_slowdown"])
 	}
+}
+
+// readCSV reads a whole CSV file.
+func readCSV(t *testing.T, path string) [][]string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	if err != nil || len(rows) == 0 {
+		t.Fatalf("%s: %d rows, %v", path, len(rows), err)
+	}
+	return rows
 }
