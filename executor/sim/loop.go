@@ -322,14 +322,15 @@ func (s *Simulator) jobsNow(in *executor.PlanInput) {
 
 // refreshRunning brings the running jobs' views up to now.
 func (s *Simulator) refreshRunning() {
+	now := s.now.UnixNano()
 	for k, r := range s.running {
 		j := s.runJobs[k]
 		if r.Stopping {
 			continue
 		}
-		prog, ck, _, _ := j.seg.at(s.now)
+		prog, ck, _, _ := j.seg.atUnixNano(now)
 		r.Progress = prog
-		r.AttainedGPU = j.view.AttainedGPU + s.now.Sub(r.Started)*time.Duration(max(j.gpus, 1))
+		r.AttainedGPU = j.view.AttainedGPU + time.Duration(now-r.Started.UnixNano())*time.Duration(max(j.gpus, 1))
 		r.WorkSinceCheckpoint = (prog - ck) * time.Duration(max(j.gpus, 1))
 	}
 }
