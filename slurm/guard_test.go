@@ -152,14 +152,7 @@ func TestRestoresTakeTheMarkOff(t *testing.T) {
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("actions %q, want %q", got, want)
 	}
-	c := &fakeClient{jobs: snap.Jobs}
-	r := &slurm.Runner{Client: c, Estimator: minuteEstimator{}, Dir: t.TempDir(), Now: func() time.Time { return t0 },
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	defer r.Close()
-	if err := r.Stop(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	for _, j := range c.jobs {
+	for _, j := range stopWithLostState(t, snap.Jobs) {
 		if _, marked := slurm.MarkedLimit(j.AdminComment); marked || j.TimeLimit < time.Hour {
 			t.Errorf("after Stop with a lost state: job %s has limit %s and comment %q", j.ID, j.TimeLimit, j.AdminComment)
 		}
@@ -273,14 +266,7 @@ func TestNiceMarks(t *testing.T) {
 	if want := []string{"nice 4 0s nice=-1999"}; !slices.Equal(got, want) {
 		t.Errorf("ordered after the state was lost: %q, want %q", got, want)
 	}
-	c := &fakeClient{jobs: snap.Jobs}
-	r := &slurm.Runner{Client: c, Estimator: minuteEstimator{}, Dir: t.TempDir(), Now: func() time.Time { return t0 },
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	defer r.Close()
-	if err := r.Stop(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	for _, j := range c.jobs {
+	for _, j := range stopWithLostState(t, snap.Jobs) {
 		wantComment := map[string]string{"1": "site note", "3": slurm.NiceMark(5)}[j.ID]
 		if j.Nice != 5 || j.AdminComment != wantComment {
 			t.Errorf("after Stop with a lost state: job %s has Nice %d and comment %q, want 5 and %q", j.ID, j.Nice, j.AdminComment, wantComment)
@@ -356,4 +342,18 @@ type countingFake struct {
 func (c *countingFake) Update(ctx context.Context, ids []string, u slurm.Update) error {
 	c.updates++
 	return c.fakeClient.Update(ctx, ids, u)
+}
+
+// stopWithLostState stops a Prescient started on an empty state folder
+// over a fake cluster of jobs, and returns the jobs as it leaves them.
+func stopWithLostState(t *testing.T, jobs []slurm.Job) []slurm.Job {
+	t.Helper()
+	c := &fakeClient{jobs: jobs}
+	r := &slurm.Runner{Client: c, Estimator: minuteEstimator{}, Dir: t.TempDir(), Now: func() time.Time { return t0 },
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	defer r.Close()
+	if err := r.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return c.jobs
 }
