@@ -31,7 +31,8 @@ func (k Key) hasNaN() bool { return k[0] != k[0] || k[1] != k[1] || k[2] != k[2]
 type OrderContext struct {
 	Now time.Time
 	// Shares are the tenants' fair shares; a planning cycle's context
-	// computes them when Share is first asked (most orders never do).
+	// computes them when Share is first asked (most orders never do). The
+	// map is the cycle's: the planner reuses it once the cycle is over.
 	Shares map[string]FairShare
 	// Memo is the order's own for this context: Key may keep there what it
 	// computes once for many jobs, such as a tenant's weight. A context is

@@ -80,8 +80,11 @@ func newLimitDump(path string) (*limitDump, error) {
 		return nil, fmt.Errorf("--dump: %w", err)
 	}
 	d := &limitDump{path: path, f: f, w: csv.NewWriter(f)}
-	err = d.w.Write([]string{"model", "job", "user", "submit", "end", "request_s", "run_s", "median_log_s", "scored", "margin_log_s", "limit_s"})
-	return d, d.failed(err)
+	if err := d.w.Write([]string{"model", "job", "user", "submit", "end", "request_s", "run_s", "median_log_s", "scored", "margin_log_s", "limit_s"}); err != nil {
+		f.Close()
+		return nil, d.failed(err)
+	}
+	return d, nil
 }
 
 // row writes one row; a nil dump writes nothing (no --dump).
